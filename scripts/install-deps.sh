@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attn-bench builds with, when any is missing, and checks that the CUDA
+# toolkit's headers are present. Safe to run repeatedly: it does nothing when all is there.
+set -euo pipefail
+
+packages=(g++ cmake ninja-build make git libcli11-dev nlohmann-json3-dev libsqlite3-dev
+          libbenchmark-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || {
+    $sudo apt-get update -q >/dev/null
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  }
+fi
+
+cuda_root="${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}"
+if [ ! -f "$cuda_root/include/cuda.h" ] || [ ! -f "$cuda_root/include/nvrtc.h" ]; then
+  echo "install-deps: the CUDA toolkit's headers are not at $cuda_root/include (set CUDA_HOME)." >&2
+  echo "install-deps: attn-bench needs the toolkit (headers, libnvrtc) but no GPU or driver." >&2
+  exit 1
+fi
