@@ -1,0 +1,50 @@
+// The rules a WorkloadSpec must satisfy, for specs that did not come through parse_workload (built
+// in code, edited after parsing), and the whole-batch sizes the limits are checked against.
+// docs/workload.md lists every rule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/workload_spec.hpp"
+
+namespace attn {
+
+// Per-field limits.
+inline constexpr int kMaxQueryHeads = 256;
+inline constexpr int kMaxPageSize = 256;
+inline constexpr size_t kMaxNameChars = 128;
+inline constexpr size_t kMaxDescriptionChars = 4096;
+inline constexpr size_t kMaxSequenceEntries = 65536;
+inline constexpr int64_t kMaxSequenceCount = int64_t(1) << 20;
+
+// Whole-batch limits, checked before anything is allocated.
+inline constexpr int64_t kMaxSequences = int64_t(1) << 20;     // total, inclusive
+inline constexpr int64_t kTokenLimit = int64_t(1) << 31;       // kv and q tokens, exclusive
+inline constexpr int64_t kPageLimit = int64_t(1) << 31;        // pages incl. poison, excl.
+inline constexpr int64_t kBlockTableLimit = int64_t(1) << 31;  // padded entries, exclusive
+inline constexpr int64_t kMaxKvPoolBytes = int64_t(64) << 30;  // K + V, inclusive
+inline constexpr int64_t kMaxQueryBytes = int64_t(16) << 30;   // Q, inclusive
+
+// Sizes of the batch a spec describes, computed without allocating. Saturate at INT64_MAX, so a
+// spec with absurd lengths reads as "too large" rather than overflowing.
+struct WorkloadTotals {
+  int64_t num_seqs = 0;
+  int64_t total_kv = 0;    // sum of count * (context_len + query_len)
+  int64_t total_q = 0;     // sum of count * query_len
+  int64_t used_pages = 0;  // sum of count * ceil(kv_len / page_size)
+  int64_t num_pages = 0;   // used_pages + 1 (the poison page)
+  int64_t max_pages_per_seq = 0;
+  int64_t block_table_entries = 0;  // num_seqs * max_pages_per_seq
+  int64_t kv_pool_bytes = 0;        // 2 * num_pages * page_size * num_kv_heads * head_dim * size
+  int64_t query_bytes = 0;          // total_q * num_q_heads * head_dim * size
+};
+// Requires page_size >= 1 and non-negative lengths and counts.
+WorkloadTotals workload_totals(const WorkloadSpec& spec);
+
+// Every problem with the spec (the same rules and messages as parse_workload, each prefixed with
+// the JSON pointer of the field); empty when it is valid.
+std::vector<std::string> validate_workload(const WorkloadSpec& spec);
+
+}  // namespace attn
