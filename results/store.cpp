@@ -1,0 +1,521 @@
+#include "results/store.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "base/build_info.hpp"
+#include "base/errors.hpp"
+#include "results/sqlite.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 10000;
+// PRAGMA application_id of every attn-bench database: "attn" in ASCII. It tells our files from
+// other SQLite files that also use user_version.
+constexpr int kApplicationId = 0x6174746e;
+
+// Schema v1. Times are ISO 8601 UTC text (utc_timestamp_now()). Statistics are NULL when there
+// are no samples, verification columns NULL when the output was not checked. docs/database.md
+// describes every column; keep it in step.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE schema_migrations (
+  version      INTEGER PRIMARY KEY,
+  description  TEXT NOT NULL,
+  tool_version TEXT NOT NULL,
+  applied_at   TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+  id           INTEGER PRIMARY KEY,
+  tool         TEXT NOT NULL,
+  tool_version TEXT NOT NULL,
+  git_commit   TEXT NOT NULL,
+  build_type   TEXT NOT NULL,
+  command_line TEXT NOT NULL,
+  host         TEXT NOT NULL,
+  started_at   TEXT NOT NULL,
+  finished_at  TEXT,
+  status       TEXT NOT NULL DEFAULT 'running'
+);
+
+CREATE TABLE devices (
+  id               INTEGER PRIMARY KEY,
+  fingerprint      TEXT NOT NULL UNIQUE,
+  kind             TEXT NOT NULL CHECK (kind IN ('gpu', 'cpu')),
+  name             TEXT NOT NULL,
+  uuid             TEXT NOT NULL,
+  cc_major         INTEGER NOT NULL,
+  cc_minor         INTEGER NOT NULL,
+  sm_count         INTEGER NOT NULL,
+  memory_bytes     INTEGER NOT NULL,
+  l2_bytes         INTEGER NOT NULL,
+  sm_clock_khz     INTEGER NOT NULL,
+  memory_clock_khz INTEGER NOT NULL,
+  memory_bus_bits  INTEGER NOT NULL,
+  driver_version   TEXT NOT NULL,
+  cuda_version     TEXT NOT NULL,
+  nvrtc_version    TEXT NOT NULL,
+  first_seen_at    TEXT NOT NULL,
+  last_seen_at     TEXT NOT NULL
+);
+
+CREATE TABLE workloads (
+  id             INTEGER PRIMARY KEY,
+  hash           TEXT NOT NULL UNIQUE,
+  name           TEXT NOT NULL,
+  canonical_json TEXT NOT NULL,
+  created_at     TEXT NOT NULL
+);
+
+CREATE TABLE measurements (
+  id            INTEGER PRIMARY KEY,
+  run_id        INTEGER NOT NULL REFERENCES runs (id),
+  device_id     INTEGER NOT NULL REFERENCES devices (id),
+  workload_id   INTEGER NOT NULL REFERENCES workloads (id),
+  family        TEXT NOT NULL,
+  variant       TEXT NOT NULL,
+  config_key    TEXT NOT NULL,
+  config_json   TEXT NOT NULL,
+  backend       TEXT NOT NULL,
+  disposition   TEXT NOT NULL CHECK (disposition IN ('passed', 'incorrect', 'unsupported',
+                  'compile_failed', 'launch_failed', 'crashed', 'timed_out')),
+  reason        TEXT NOT NULL,
+  policy        TEXT NOT NULL,
+  sample_count  INTEGER NOT NULL CHECK (sample_count >= 0),
+  median_us     REAL,
+  mean_us       REAL,
+  stddev_us     REAL,
+  min_us        REAL,
+  max_us        REAL,
+  p10_us        REAL,
+  p90_us        REAL,
+  bytes         REAL NOT NULL,
+  flops         REAL NOT NULL,
+  gbps          REAL,
+  tflops        REAL,
+  verified      INTEGER NOT NULL CHECK (verified IN (0, 1)),
+  max_abs_error REAL,
+  rel_l2_error  REAL,
+  nonfinite     INTEGER,
+  elements      INTEGER,
+  tolerance     REAL,
+  reference     TEXT,
+  created_at    TEXT NOT NULL
+);
+CREATE INDEX measurements_by_run ON measurements (run_id);
+CREATE INDEX measurements_by_variant_config ON measurements (variant, config_key);
+CREATE INDEX measurements_by_workload ON measurements (workload_id);
+CREATE INDEX measurements_by_device ON measurements (device_id);
+
+CREATE TABLE samples (
+  measurement_id INTEGER NOT NULL REFERENCES measurements (id) ON DELETE CASCADE,
+  idx            INTEGER NOT NULL CHECK (idx >= 0),
+  time_us        REAL NOT NULL,
+  PRIMARY KEY (measurement_id, idx)
+) WITHOUT ROWID;
+
+PRAGMA application_id = 1635021934;
+)sql";
+static_assert(kApplicationId == 1635021934, "kSchemaV1 writes kApplicationId as a literal");
+
+// Each step takes the database from version - 1 to version, in one transaction that also sets
+// PRAGMA user_version. Steps are only ever appended; a released step is never edited.
+struct Migration {
+  int version;
+  const char* description;
+  const char* sql;
+};
+constexpr Migration kMigrations[] = {
+    {1, "create runs, devices, workloads, measurements, samples", kSchemaV1},
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
+              "one migration per schema version; the last one is Store::kSchemaVersion");
+
+int64_t read_pragma_int(Database& db, const char* pragma) {
+  Statement s(db, std::string("PRAGMA ") + pragma);
+  ATTN_ASSERT(s.step(), std::string("PRAGMA ") + pragma + " returned no row");
+  return s.column_int64(0);
+}
+
+int read_user_version(Database& db) {
+  return int(read_pragma_int(db, "user_version"));
+}
+
+// Statistics are NULL when nothing was timed, so that SQL aggregates never see a fake zero.
+std::optional<double> stat(const Measurement& m, double value) {
+  if (m.stats.count == 0) return std::nullopt;
+  return value;
+}
+
+std::optional<double> checked(const Measurement& m, double value) {
+  if (!m.verification.checked) return std::nullopt;
+  return value;
+}
+
+// A checked error that is NaN was stored as NULL (SQLite has no NaN): read it back as NaN.
+double error_value(const Statement& s, int column) {
+  return s.column_optional_double(column).value_or(std::numeric_limits<double>::quiet_NaN());
+}
+
+}  // namespace
+
+Store::Store(const std::string& path) {
+  if (path.empty()) throw UsageError("the results database path is empty");
+  const bool in_memory = path == ":memory:";
+  try {
+    db_ = std::make_unique<Database>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  } catch (const CallError& e) {
+    throw EnvironmentError("cannot open the results database '" + path + "': " + e.what());
+  }
+  db_->busy_timeout(kBusyTimeoutMs);
+
+  // Identify the file with reads only: nothing below writes until we know it is ours and not
+  // newer than this binary, so a refused file is left exactly as it was.
+  int version = 0;
+  int64_t application_id = 0, schema_objects = 0;
+  try {
+    version = read_user_version(*db_);
+    application_id = read_pragma_int(*db_, "application_id");
+    Statement s(*db_, "SELECT count(*) FROM sqlite_master");
+    ATTN_ASSERT(s.step(), "count(*) returned no row");
+    schema_objects = s.column_int64(0);
+  } catch (const CallError& e) {
+    if ((e.status() & 0xff) == SQLITE_NOTADB) {
+      throw EnvironmentError("'" + path +
+                             "' is not an attn-bench database: it is not an SQLite file. It was "
+                             "left untouched; pass another --db.");
+    }
+    throw EnvironmentError("cannot read the results database '" + path + "': " + e.what());
+  }
+  const std::string not_ours =
+      "'" + path + "' is not an attn-bench database: it is an SQLite file of another program " +
+      "(application_id " + std::to_string(application_id) + ", user_version " +
+      std::to_string(version) + "). It was left untouched; pass another --db.";
+  if (application_id != 0 && application_id != kApplicationId) throw EnvironmentError(not_ours);
+  if (version > kSchemaVersion) {
+    throw EnvironmentError("'" + path +
+                           "' was written by a newer attn-bench: its schema version is " +
+                           std::to_string(version) + ", this attn-bench knows versions up to " +
+                           std::to_string(kSchemaVersion) +
+                           ". It was left untouched; use a newer attn-bench to read it.");
+  }
+  if (application_id == 0 && (version != 0 || schema_objects != 0)) {
+    throw EnvironmentError(not_ours);
+  }
+
+  if (!in_memory) {
+    // WAL: readers (compare, report) never block the one writer. The mode is persistent in the
+    // file. A file system without shared memory keeps the rollback journal, which still works.
+    Statement s(*db_, "PRAGMA journal_mode = WAL");
+    s.step();
+  }
+  db_->exec("PRAGMA foreign_keys = ON");
+  db_->exec("PRAGMA synchronous = NORMAL");
+
+  for (const Migration& migration : kMigrations) {
+    if (read_user_version(*db_) >= migration.version) continue;
+    Transaction transaction(*db_);
+    // Re-read under the write lock: another process may have migrated since we looked.
+    const int current = read_user_version(*db_);
+    if (current >= migration.version) continue;
+    ATTN_ASSERT(current == migration.version - 1, "migrations must be applied in order");
+    db_->exec(migration.sql);
+    Statement record(*db_,
+                     "INSERT INTO schema_migrations (version, description, tool_version, "
+                     "applied_at) VALUES (?, ?, ?, ?)");
+    record.bind(1, migration.version)
+        .bind(2, migration.description)
+        .bind(3, tool_version())
+        .bind(4, utc_timestamp_now());
+    record.run();
+    // PRAGMA takes no bound parameters; the number comes from kMigrations, never from input.
+    db_->exec(("PRAGMA user_version = " + std::to_string(migration.version)).c_str());
+    transaction.commit();
+  }
+}
+
+Store::~Store() = default;
+
+int Store::schema_version() const {
+  return read_user_version(*db_);
+}
+
+int64_t Store::begin_run(const RunRecord& run) {
+  const std::string started_at = run.started_at.empty() ? utc_timestamp_now() : run.started_at;
+  ATTN_ASSERT(
+      is_utc_timestamp(started_at),
+      "RunRecord::started_at must be ISO 8601 UTC (utc_timestamp_now()), got '" + started_at + "'");
+  Statement s(*db_, R"sql(
+    INSERT INTO runs (tool, tool_version, git_commit, build_type, command_line, host, started_at,
+                      status)
+    VALUES (:tool, :tool_version, :git_commit, :build_type, :command_line, :host, :started_at,
+            'running'))sql");
+  s.bind(":tool", run.tool)
+      .bind(":tool_version", run.tool_version)
+      .bind(":git_commit", run.git_commit)
+      .bind(":build_type", run.build_type)
+      .bind(":command_line", run.command_line)
+      .bind(":host", run.host)
+      .bind(":started_at", started_at);
+  s.run();
+  return db_->last_insert_rowid();
+}
+
+void Store::finish_run(int64_t run_id, const std::string& status) {
+  Statement s(*db_, "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?");
+  s.bind(1, utc_timestamp_now()).bind(2, status).bind(3, run_id);
+  s.run();
+  ATTN_ASSERT(db_->changes() == 1, "finish_run: no run with id " + std::to_string(run_id));
+}
+
+int64_t Store::upsert_device(const DeviceRecord& device) {
+  // The fingerprint holds the identity; clocks, L2 and bus width are refreshed on every upsert.
+  Statement s(*db_, R"sql(
+    INSERT INTO devices (fingerprint, kind, name, uuid, cc_major, cc_minor, sm_count, memory_bytes,
+                         l2_bytes, sm_clock_khz, memory_clock_khz, memory_bus_bits, driver_version,
+                         cuda_version, nvrtc_version, first_seen_at, last_seen_at)
+    VALUES (:fingerprint, :kind, :name, :uuid, :cc_major, :cc_minor, :sm_count, :memory_bytes,
+            :l2_bytes, :sm_clock_khz, :memory_clock_khz, :memory_bus_bits, :driver_version,
+            :cuda_version, :nvrtc_version, :now, :now)
+    ON CONFLICT (fingerprint) DO UPDATE SET
+      l2_bytes = excluded.l2_bytes,
+      sm_clock_khz = excluded.sm_clock_khz,
+      memory_clock_khz = excluded.memory_clock_khz,
+      memory_bus_bits = excluded.memory_bus_bits,
+      last_seen_at = excluded.last_seen_at
+    RETURNING id)sql");
+  s.bind(":fingerprint", device.fingerprint())
+      .bind(":kind", device.kind)
+      .bind(":name", device.name)
+      .bind(":uuid", device.uuid)
+      .bind(":cc_major", device.cc_major)
+      .bind(":cc_minor", device.cc_minor)
+      .bind(":sm_count", device.sm_count)
+      .bind(":memory_bytes", device.memory_bytes)
+      .bind(":l2_bytes", device.l2_bytes)
+      .bind(":sm_clock_khz", device.sm_clock_khz)
+      .bind(":memory_clock_khz", device.memory_clock_khz)
+      .bind(":memory_bus_bits", device.memory_bus_bits)
+      .bind(":driver_version", device.driver_version)
+      .bind(":cuda_version", device.cuda_version)
+      .bind(":nvrtc_version", device.nvrtc_version)
+      .bind(":now", utc_timestamp_now());
+  ATTN_ASSERT(s.step(), "INSERT ... RETURNING id returned no row");
+  const int64_t id = s.column_int64(0);
+  ATTN_ASSERT(!s.step(), "INSERT ... RETURNING id returned more than one row");
+  return id;
+}
+
+int64_t Store::upsert_workload(const WorkloadRecord& workload) {
+  ATTN_ASSERT(!workload.hash.empty(), "WorkloadRecord::hash is empty");
+  Statement insert(*db_, R"sql(
+    INSERT INTO workloads (hash, name, canonical_json, created_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (hash) DO NOTHING)sql");
+  insert.bind(1, workload.hash)
+      .bind(2, workload.name)
+      .bind(3, workload.canonical_json)
+      .bind(4, utc_timestamp_now());
+  insert.run();
+  Statement select(*db_, "SELECT id, canonical_json FROM workloads WHERE hash = ?");
+  select.bind(1, workload.hash);
+  ATTN_ASSERT(select.step(), "workload row missing right after its insert");
+  // The hash is of the canonical JSON, so one hash with two texts is a bug in whoever hashed.
+  ATTN_ASSERT(select.column_text(1) == workload.canonical_json,
+              "workload hash " + workload.hash + " is already stored with another canonical JSON");
+  return select.column_int64(0);
+}
+
+int64_t Store::add_measurement(int64_t run_id, int64_t device_id, int64_t workload_id,
+                               const Measurement& m) {
+  Transaction transaction(*db_);
+  Statement insert(*db_, R"sql(
+    INSERT INTO measurements (
+      run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
+      disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us, max_us,
+      p10_us, p90_us, bytes, flops, gbps, tflops, verified, max_abs_error, rel_l2_error,
+      nonfinite, elements, tolerance, reference, created_at)
+    VALUES (
+      :run_id, :device_id, :workload_id, :family, :variant, :config_key, :config_json, :backend,
+      :disposition, :reason, :policy, :sample_count, :median_us, :mean_us, :stddev_us, :min_us,
+      :max_us, :p10_us, :p90_us, :bytes, :flops, :gbps, :tflops, :verified, :max_abs_error,
+      :rel_l2_error, :nonfinite, :elements, :tolerance, :reference, :created_at))sql");
+  const Verification& v = m.verification;
+  const bool has_rate = m.stats.count > 0 && m.stats.median > 0;
+  insert.bind(":run_id", run_id)
+      .bind(":device_id", device_id)
+      .bind(":workload_id", workload_id)
+      .bind(":family", m.family)
+      .bind(":variant", m.variant)
+      .bind(":config_key", m.config_key)
+      .bind(":config_json", m.config_json)
+      .bind(":backend", m.backend)
+      .bind(":disposition", to_string(m.disposition))
+      .bind(":reason", m.reason)
+      .bind(":policy", m.policy)
+      .bind(":sample_count", int64_t(m.stats.count))
+      .bind(":median_us", stat(m, m.stats.median))
+      .bind(":mean_us", stat(m, m.stats.mean))
+      .bind(":stddev_us", stat(m, m.stats.stddev))
+      .bind(":min_us", stat(m, m.stats.min))
+      .bind(":max_us", stat(m, m.stats.max))
+      .bind(":p10_us", stat(m, m.stats.p10))
+      .bind(":p90_us", stat(m, m.stats.p90))
+      .bind(":bytes", m.bytes)
+      .bind(":flops", m.flops)
+      .bind(":gbps", has_rate ? std::optional<double>(m.gbps()) : std::nullopt)
+      .bind(":tflops", has_rate ? std::optional<double>(m.tflops()) : std::nullopt)
+      .bind(":verified", int64_t(v.checked ? 1 : 0))
+      .bind(":max_abs_error", checked(m, v.max_abs_error))
+      .bind(":rel_l2_error", checked(m, v.rel_l2_error))
+      .bind(":nonfinite", v.checked ? std::optional<int64_t>(v.nonfinite) : std::nullopt)
+      .bind(":elements", v.checked ? std::optional<int64_t>(v.elements) : std::nullopt)
+      .bind(":tolerance", checked(m, v.tolerance))
+      .bind(":reference", v.checked ? std::optional<std::string>(v.reference) : std::nullopt)
+      .bind(":created_at", utc_timestamp_now());
+  insert.run();
+  const int64_t id = db_->last_insert_rowid();
+
+  Statement sample(*db_, "INSERT INTO samples (measurement_id, idx, time_us) VALUES (?, ?, ?)");
+  for (size_t i = 0; i < m.samples_us.size(); ++i) {
+    sample.bind(1, id).bind(2, int64_t(i)).bind(3, m.samples_us[i]);
+    sample.run();
+    sample.reset();
+  }
+  transaction.commit();
+  return id;
+}
+
+StoreCounts Store::counts() const {
+  Statement s(*db_,
+              "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM devices), "
+              "(SELECT count(*) FROM workloads), (SELECT count(*) FROM measurements)");
+  ATTN_ASSERT(s.step(), "count(*) returned no row");
+  StoreCounts c;
+  c.runs = s.column_int64(0);
+  c.devices = s.column_int64(1);
+  c.workloads = s.column_int64(2);
+  c.measurements = s.column_int64(3);
+  return c;
+}
+
+std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const {
+  Statement s(*db_, R"sql(
+    SELECT id, run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
+           disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us,
+           max_us, p10_us, p90_us, bytes, flops, verified, max_abs_error, rel_l2_error, nonfinite,
+           elements, tolerance, reference
+    FROM measurements WHERE run_id = ? ORDER BY id)sql");
+  s.bind(1, run_id);
+  Statement samples(*db_, "SELECT idx, time_us FROM samples WHERE measurement_id = ? ORDER BY idx");
+  std::vector<StoredMeasurement> out;
+  while (s.step()) {
+    StoredMeasurement row;
+    Measurement& m = row.measurement;
+    int c = 0;
+    row.id = s.column_int64(c++);
+    row.run_id = s.column_int64(c++);
+    row.device_id = s.column_int64(c++);
+    row.workload_id = s.column_int64(c++);
+    m.family = s.column_text(c++);
+    m.variant = s.column_text(c++);
+    m.config_key = s.column_text(c++);
+    m.config_json = s.column_text(c++);
+    m.backend = s.column_text(c++);
+    const std::string disposition = s.column_text(c++);
+    auto parsed = disposition_from_string(disposition);
+    ATTN_ASSERT(parsed.has_value(), "unknown disposition '" + disposition + "' in the database");
+    m.disposition = *parsed;
+    m.reason = s.column_text(c++);
+    m.policy = s.column_text(c++);
+    m.stats.count = size_t(s.column_int64(c++));
+    for (double* field : {&m.stats.median, &m.stats.mean, &m.stats.stddev, &m.stats.min,
+                          &m.stats.max, &m.stats.p10, &m.stats.p90}) {
+      *field = s.column_optional_double(c++).value_or(0.0);
+    }
+    m.bytes = s.column_double(c++);
+    m.flops = s.column_double(c++);
+    Verification& v = m.verification;
+    v.checked = s.column_int64(c++) != 0;
+    if (v.checked) {
+      v.max_abs_error = error_value(s, c++);
+      v.rel_l2_error = error_value(s, c++);
+      v.nonfinite = s.column_int64(c++);
+      v.elements = s.column_int64(c++);
+      v.tolerance = s.column_double(c++);
+      v.reference = s.column_text(c++);
+    }
+
+    samples.reset();
+    samples.bind(1, row.id);
+    while (samples.step()) {
+      ATTN_ASSERT(samples.column_int64(0) == int64_t(m.samples_us.size()),
+                  "samples of measurement " + std::to_string(row.id) + " are not numbered 0..n-1");
+      m.samples_us.push_back(samples.column_double(1));
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::optional<StoredRun> Store::run(int64_t run_id) const {
+  Statement s(*db_, R"sql(
+    SELECT tool, tool_version, git_commit, build_type, command_line, host, started_at,
+           finished_at, status
+    FROM runs WHERE id = ?)sql");
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  StoredRun run;
+  run.id = run_id;
+  int c = 0;
+  run.record.tool = s.column_text(c++);
+  run.record.tool_version = s.column_text(c++);
+  run.record.git_commit = s.column_text(c++);
+  run.record.build_type = s.column_text(c++);
+  run.record.command_line = s.column_text(c++);
+  run.record.host = s.column_text(c++);
+  run.record.started_at = s.column_text(c++);
+  run.finished_at = s.column_optional_text(c++);
+  run.status = s.column_text(c++);
+  return run;
+}
+
+std::optional<DeviceRecord> Store::device(int64_t device_id) const {
+  Statement s(*db_, R"sql(
+    SELECT kind, name, uuid, cc_major, cc_minor, sm_count, memory_bytes, l2_bytes, sm_clock_khz,
+           memory_clock_khz, memory_bus_bits, driver_version, cuda_version, nvrtc_version
+    FROM devices WHERE id = ?)sql");
+  s.bind(1, device_id);
+  if (!s.step()) return std::nullopt;
+  DeviceRecord d;
+  int c = 0;
+  d.kind = s.column_text(c++);
+  d.name = s.column_text(c++);
+  d.uuid = s.column_text(c++);
+  d.cc_major = int(s.column_int64(c++));
+  d.cc_minor = int(s.column_int64(c++));
+  d.sm_count = int(s.column_int64(c++));
+  d.memory_bytes = s.column_int64(c++);
+  d.l2_bytes = s.column_int64(c++);
+  d.sm_clock_khz = int(s.column_int64(c++));
+  d.memory_clock_khz = int(s.column_int64(c++));
+  d.memory_bus_bits = int(s.column_int64(c++));
+  d.driver_version = s.column_text(c++);
+  d.cuda_version = s.column_text(c++);
+  d.nvrtc_version = s.column_text(c++);
+  return d;
+}
+
+std::optional<WorkloadRecord> Store::workload(int64_t workload_id) const {
+  Statement s(*db_, "SELECT hash, name, canonical_json FROM workloads WHERE id = ?");
+  s.bind(1, workload_id);
+  if (!s.step()) return std::nullopt;
+  WorkloadRecord w;
+  w.hash = s.column_text(0);
+  w.name = s.column_text(1);
+  w.canonical_json = s.column_text(2);
+  return w;
+}
+
+}  // namespace attn

@@ -1,0 +1,100 @@
+#include "results/records.hpp"
+
+#include <gtest/gtest.h>
+
+namespace attn {
+namespace {
+
+DeviceRecord h100() {
+  DeviceRecord d;
+  d.kind = "gpu";
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.uuid = "GPU-5f1c2a3b-0000-1111-2222-333344445555";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.memory_bytes = 85520809984;
+  d.l2_bytes = 52428800;
+  d.sm_clock_khz = 1980000;
+  d.memory_clock_khz = 2619000;
+  d.memory_bus_bits = 5120;
+  d.driver_version = "13.0";
+  d.cuda_version = "13.0";
+  d.nvrtc_version = "13.0";
+  return d;
+}
+
+TEST(RecordsDevice, FingerprintIsStable) {
+  const std::string fp = h100().fingerprint();
+  EXPECT_EQ(fp.size(), 64u);  // SHA-256, hex
+  EXPECT_EQ(fp, h100().fingerprint());
+  // Pinned (checked with Python hashlib over the length-prefixed fields): a change here splits
+  // every stored device into a new row. Change it only with a schema migration that rewrites
+  // devices.fingerprint.
+  EXPECT_EQ(fp, "e8591865434d9461887dcbce741c5b98052387f4450249a27bb928a661328fdf");
+}
+
+TEST(RecordsDevice, FingerprintIgnoresClocksButNotIdentity) {
+  const std::string fp = h100().fingerprint();
+  DeviceRecord d = h100();
+  d.sm_clock_khz = 1500000;
+  d.memory_clock_khz = 1;
+  d.l2_bytes = 1;
+  d.memory_bus_bits = 1;
+  EXPECT_EQ(d.fingerprint(), fp);
+
+  auto differs = [&](void (*change)(DeviceRecord&)) {
+    DeviceRecord changed = h100();
+    change(changed);
+    return changed.fingerprint() != fp;
+  };
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.kind = "cpu"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.name = "NVIDIA H200"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.uuid = "GPU-other"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.cc_major = 8; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.cc_minor = 9; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.sm_count = 114; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.memory_bytes += 1; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.driver_version = "13.1"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.cuda_version = "12.8"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.nvrtc_version = "12.8"; }));
+}
+
+TEST(RecordsDevice, FieldBoundariesMatter) {
+  DeviceRecord a = h100(), b = h100();
+  a.name = "ab";
+  a.uuid = "c";
+  b.name = "a";
+  b.uuid = "bc";
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+  a = h100();
+  b = h100();
+  a.cc_major = 1;
+  a.cc_minor = 23;
+  b.cc_major = 12;
+  b.cc_minor = 3;
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+}
+
+TEST(RecordsTimestamp, NowIsIso8601Utc) {
+  const std::string now = utc_timestamp_now();
+  EXPECT_EQ(now.size(), 24u) << now;  // 2025-01-31T12:34:56.789Z
+  EXPECT_TRUE(is_utc_timestamp(now)) << now;
+  EXPECT_GE(now, "2024-01-01T00:00:00.000Z");
+}
+
+TEST(RecordsTimestamp, RecognisesTheForm) {
+  EXPECT_TRUE(is_utc_timestamp("2025-01-31T12:34:56Z"));
+  EXPECT_TRUE(is_utc_timestamp("2025-01-31T12:34:56.7Z"));
+  EXPECT_TRUE(is_utc_timestamp("2025-01-31T12:34:56.123456789Z"));
+  EXPECT_FALSE(is_utc_timestamp("2025-01-31T12:34:56.1234567890Z"));
+  EXPECT_FALSE(is_utc_timestamp("2025-01-31T12:34:56"));        // no zone
+  EXPECT_FALSE(is_utc_timestamp("2025-01-31T12:34:56+01:00"));  // not UTC
+  EXPECT_FALSE(is_utc_timestamp("2025-01-31 12:34:56Z"));
+  EXPECT_FALSE(is_utc_timestamp("2025-01-31T12:34:56.Z"));
+  EXPECT_FALSE(is_utc_timestamp("2025-01-31T12:34:56ZZ"));
+  EXPECT_FALSE(is_utc_timestamp(""));
+}
+
+}  // namespace
+}  // namespace attn
