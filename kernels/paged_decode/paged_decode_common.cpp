@@ -1,0 +1,36 @@
+#include "kernels/paged_decode/paged_decode_variants.hpp"
+
+#include "kernels/registry.hpp"
+
+namespace attn {
+
+std::unique_ptr<Variant> make_paged_decode_splitkv();
+std::unique_ptr<Variant> make_paged_decode_cpu_reference();
+
+void add_paged_decode_variants(Registry& registry) {
+  registry.add(make_paged_decode_splitkv());
+  registry.add(make_paged_decode_cpu_reference());
+}
+
+Support paged_decode_supports_batch(const Batch& batch) {
+  if (!batch.decode_only()) {
+    return Support::no("paged_decode needs exactly one query token per sequence (max query_len is " +
+                       std::to_string(batch.max_query_len()) + ")");
+  }
+  return Support::yes();
+}
+
+Work paged_decode_work(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  const double element = double(size_of(m.dtype));
+  const double kv_tokens = double(batch.total_kv);
+  Work work;
+  const double q_and_out = 2.0 * double(batch.total_q) * m.num_q_heads * m.head_dim * element;
+  const double kv = 2.0 * kv_tokens * m.num_kv_heads * m.head_dim * element;
+  const double pages = double(batch.page_indices.size()) * 4.0 + double(batch.num_seqs) * 4.0;
+  work.bytes = q_and_out + kv + pages;
+  work.flops = 4.0 * kv_tokens * m.num_q_heads * m.head_dim;
+  return work;
+}
+
+}  // namespace attn

@@ -1,0 +1,67 @@
+// Problem: a Batch made concrete on one backend: Q, the paged K/V pools, the output and the index
+// arrays, in host memory (for the CPU reference) or device memory (for GPU variants). A device
+// problem is an upload of a host problem, so both hold the same bytes.
+//
+// Tensors (element types: dtype for Q/K/V/out, int32 for index arrays):
+//   q            [total_q, num_q_heads, head_dim]
+//   k_pool       NHD [num_pages, page_size, kv_heads, head_dim] or HND [num_pages, kv_heads, page_size, head_dim]
+//   v_pool       as k_pool
+//   out          [total_q, num_q_heads, head_dim]
+//   block_table  [num_seqs, max_pages_per_seq]
+//   kv_lens      [num_seqs]
+//   cu_seqlens_q [num_seqs + 1]
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/device/cuda_context.hpp"
+#include "kernels/target.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+class Problem {
+ public:
+  // Generates the batch's data into host memory (multi-threaded). The batch must outlive this.
+  static Problem on_host(const Batch& batch);
+  // Uploads a host problem to the device.
+  static Problem on_device(const Problem& host, const CudaContext& context);
+
+  Problem(Problem&&) = default;
+  Problem& operator=(Problem&&) = default;
+
+  const Batch& batch() const { return *batch_; }
+  Backend backend() const { return backend_; }
+
+  // Host pointers for a host problem; device addresses (as pointers) for a device problem.
+  const void* q() const { return address(kQ); }
+  const void* k_pool() const { return address(kKPool); }
+  const void* v_pool() const { return address(kVPool); }
+  void* out() const { return address(kOut); }
+  const int32_t* block_table() const { return static_cast<const int32_t*>(address(kBlockTable)); }
+  const int32_t* kv_lens() const { return static_cast<const int32_t*>(address(kKvLens)); }
+  const int32_t* cu_seqlens_q() const { return static_cast<const int32_t*>(address(kCuSeqlensQ)); }
+
+  size_t out_bytes() const { return bytes_[kOut]; }
+  // Fills the output with 0xFF bytes (NaN in bf16 and fp16) so that an element a kernel forgets
+  // to write fails verification. Asynchronous on `stream` for a device problem.
+  void poison_output(const Stream* stream);
+  // Copies the output to host memory (synchronises the device first).
+  std::vector<uint8_t> read_output() const;
+
+ private:
+  enum Tensor { kQ, kKPool, kVPool, kOut, kBlockTable, kKvLens, kCuSeqlensQ, kTensorCount };
+  Problem() = default;
+  void* address(Tensor t) const;
+
+  const Batch* batch_ = nullptr;
+  Backend backend_ = Backend::cpu;
+  const CudaContext* context_ = nullptr;
+  size_t bytes_[kTensorCount] = {};
+  std::vector<std::vector<uint8_t>> host_;  // [kTensorCount] for a host problem
+  std::vector<DeviceBuffer> device_;        // [kTensorCount] for a device problem
+};
+
+}  // namespace attn

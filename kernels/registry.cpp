@@ -1,0 +1,65 @@
+#include "kernels/registry.hpp"
+
+#include "base/errors.hpp"
+#include "kernels/paged_decode/paged_decode_variants.hpp"
+
+namespace attn {
+
+std::string to_string(Family family) {
+  switch (family) {
+    case Family::paged_decode: return "paged_decode";
+    case Family::prefix_prefill: return "prefix_prefill";
+    case Family::blocksparse: return "blocksparse";
+    case Family::flash_fwd: return "flash_fwd";
+  }
+  return "?";
+}
+
+void Registry::add(std::unique_ptr<Variant> variant) {
+  ATTN_ASSERT(find(variant->name()) == nullptr, "variant registered twice: " + variant->name());
+  variants_.push_back(std::move(variant));
+}
+
+const Variant* Registry::find(const std::string& name) const {
+  for (const auto& v : variants_) {
+    if (v->name() == name) return v.get();
+  }
+  return nullptr;
+}
+
+std::vector<const Variant*> Registry::matching(const std::string& pattern) const {
+  std::vector<const Variant*> out;
+  for (const auto& v : variants_) {
+    if (pattern.empty() || glob_match(pattern, v->name())) out.push_back(v.get());
+  }
+  return out;
+}
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  // Iterative matcher with one backtrack point for the last '*'.
+  size_t p = 0, t = 0, star = std::string::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+Registry make_registry() {
+  Registry registry;
+  add_paged_decode_variants(registry);
+  return registry;
+}
+
+}  // namespace attn

@@ -1,0 +1,83 @@
+// Variant: one implementation of one kernel family (e.g. paged_decode.splitkv) behind a common
+// interface. The registry (registry.hpp) holds every variant, filled by one explicit function.
+//
+// The life of one measurement: supports(batch, config, target) says yes or why not; prepare()
+// compiles through the JIT, allocates scratch and binds the problem's buffers, returning a Launcher;
+// the timing core calls Launcher::launch() as often as it needs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/exec_context.hpp"
+#include "kernels/kernel_config.hpp"
+#include "kernels/problem.hpp"
+#include "kernels/target.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+enum class Family { paged_decode, prefix_prefill, blocksparse, flash_fwd };
+std::string to_string(Family family);
+
+// Yes, or no with a reason a user can act on.
+struct Support {
+  bool ok = true;
+  std::string reason;
+  static Support yes() { return {}; }
+  static Support no(std::string why) { return {false, std::move(why)}; }
+  explicit operator bool() const { return ok; }
+};
+
+// Minimum memory traffic and useful FLOPs of a problem, counted from actual lengths and the mask.
+struct Work {
+  double bytes = 0;
+  double flops = 0;
+};
+
+// A problem bound to a config, ready to run. launch() enqueues the work (CUDA: on the stream the
+// variant was prepared with; CPU: runs it to completion).
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual void launch() = 0;
+};
+
+class Variant {
+ public:
+  virtual ~Variant() = default;
+
+  virtual std::string name() const = 0;  // "<family>.<variant>"
+  virtual Family family() const = 0;
+  virtual Backend backend() const = 0;
+  virtual std::string summary() const = 0;  // one line for `attn-bench list`
+
+  // The tunable axes and the values worth trying for this batch on this target.
+  virtual std::vector<ConfigAxis> space(const Batch& batch, const Target& target) const = 0;
+  virtual KernelConfig default_config(const Batch& batch, const Target& target) const = 0;
+  // Checks the batch's features and the config's validity (the family traits) before any compile.
+  virtual Support supports(const Batch& batch, const KernelConfig& config,
+                           const Target& target) const = 0;
+  // The JIT programs this config needs (CUDA variants); compiling them is prepare()'s first step.
+  virtual std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                           const Target& target) const {
+    return {};
+  }
+  virtual std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                            ExecContext& context) const = 0;
+  virtual Work work(const Batch& batch) const = 0;
+
+  // "<name>.<config label>", e.g. paged_decode.splitkv.h4.s0.t64.w4; the name alone when the
+  // variant has no tunables.
+  std::string full_name(const KernelConfig& config) const {
+    const std::string label = config.label();
+    return label.empty() ? name() : name() + "." + label;
+  }
+  // prepare() then one launch.
+  void run(Problem& problem, const KernelConfig& config, ExecContext& context) const {
+    prepare(problem, config, context)->launch();
+  }
+};
+
+}  // namespace attn

@@ -1,0 +1,94 @@
+#include "kernels/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kernels/device/device_info.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+TEST(Glob, MatchesLikeAShell) {
+  EXPECT_TRUE(glob_match("paged_decode.*", "paged_decode.splitkv"));
+  EXPECT_TRUE(glob_match("*splitkv", "paged_decode.splitkv"));
+  EXPECT_TRUE(glob_match("paged_?ecode.s*v", "paged_decode.splitkv"));
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_FALSE(glob_match("flash_fwd.*", "paged_decode.splitkv"));
+  EXPECT_FALSE(glob_match("paged_decode", "paged_decode.splitkv"));
+  EXPECT_TRUE(glob_match("*a*b*c", "xxaxxbxxc"));
+  EXPECT_FALSE(glob_match("*a*b*c", "xxaxxcxxb"));
+}
+
+TEST(Registry, HoldsThePagedDecodeVariants) {
+  const Registry registry = make_registry();
+  ASSERT_NE(registry.find("paged_decode.splitkv"), nullptr);
+  ASSERT_NE(registry.find("paged_decode.cpu_reference"), nullptr);
+  EXPECT_EQ(registry.find("paged_decode.splitkv")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
+  EXPECT_EQ(registry.matching("paged_decode.*").size(), 2u);
+  EXPECT_EQ(registry.matching("*cpu*").size(), 1u);
+  EXPECT_TRUE(registry.matching("nothing.*").empty());
+  for (const auto& v : registry.variants()) {
+    EXPECT_EQ(v->name().rfind(to_string(v->family()) + ".", 0), 0u) << v->name();
+  }
+}
+
+TEST(Registry, DefaultConfigsAreSupportedWhereTheBatchIs) {
+  const Registry registry = make_registry();
+  const Variant* splitkv = registry.find("paged_decode.splitkv");
+  DeviceInfo hopper;
+  hopper.cc_major = 9;
+  hopper.sm_count = 132;
+  const Target target = Target::cuda(hopper);
+  EXPECT_EQ(target.arch, "sm_90a");
+  for (int head_dim : {64, 128, 256}) {
+    for (int group : {1, 3, 4, 7, 8, 16}) {
+      testing::SpecShape shape;
+      shape.head_dim = head_dim;
+      shape.kv_heads = 2;
+      shape.q_heads = 2 * group;
+      const Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 100}));
+      const KernelConfig config = splitkv->default_config(batch, target);
+      const Support s = splitkv->supports(batch, config, target);
+      EXPECT_TRUE(s.ok) << "d" << head_dim << " g" << group << ": " << s.reason;
+    }
+  }
+}
+
+TEST(Registry, SplitKvDeclinesWithReasons) {
+  const Registry registry = make_registry();
+  const Variant* splitkv = registry.find("paged_decode.splitkv");
+  DeviceInfo ampere;
+  ampere.cc_major = 8;
+  const Target gpu = Target::cuda(ampere);
+  testing::SpecShape shape;
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {10}));
+  const KernelConfig config = splitkv->default_config(decode, gpu);
+
+  EXPECT_FALSE(splitkv->supports(decode, config, Target::cpu()).ok);
+  const Batch prefill = generate_batch(testing::make_spec(shape, {{10, 4}}));
+  Support s = splitkv->supports(prefill, config, gpu);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("one query token"), std::string::npos) << s.reason;
+
+  shape.head_dim = 96;
+  const Batch d96 = generate_batch(testing::make_decode_spec(shape, {10}));
+  s = splitkv->supports(d96, config, gpu);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("head_dim 96"), std::string::npos) << s.reason;
+
+  KernelConfig odd_tile = config;
+  odd_tile.set("tile_tokens", 24);
+  s = splitkv->supports(decode, odd_tile, gpu);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("tile_tokens"), std::string::npos) << s.reason;
+
+  KernelConfig greedy = config;
+  greedy.set("heads_per_cta", 8).set("tile_tokens", 256).set("warps", 1);
+  s = splitkv->supports(decode, greedy, gpu);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("registers"), std::string::npos) << s.reason;
+}
+
+}  // namespace
+}  // namespace attn
