@@ -1,0 +1,24 @@
+// The subcommands of attn-bench, one file each. Each add_* registers its options on the app and a
+// callback that does the work; the callback stores the process exit code in *exit_code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct Invocation {
+  std::vector<std::string> argv;  // for the run record: the exact command line
+  int exit_code = 0;
+};
+
+void add_run_command(CLI::App& app, Invocation& invocation);
+void add_list_command(CLI::App& app, Invocation& invocation);
+void add_devices_command(CLI::App& app, Invocation& invocation);
+
+// argv joined, each argument single-quoted when it holds anything but [A-Za-z0-9_./=:,+-].
+std::string quote_command_line(const std::vector<std::string>& argv);
+
+}  // namespace attn

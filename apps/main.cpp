@@ -1,0 +1,40 @@
+// attn-bench: runs, verifies and times attention kernels over a paged KV cache.
+// Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
+#include <iostream>
+
+#include "apps/commands.hpp"
+#include "base/build_info.hpp"
+#include "base/errors.hpp"
+
+int main(int argc, char** argv) {
+  using namespace attn;
+  Invocation invocation;
+  invocation.argv.assign(argv, argv + argc);
+
+  CLI::App app{"attn-bench: benchmark and verify attention kernels that read a paged KV cache"};
+  app.set_version_flag("--version", "attn-bench " + tool_version() + " (" + git_commit() + ")");
+  app.require_subcommand(1);
+  add_run_command(app, invocation);
+  add_list_command(app, invocation);
+  add_devices_command(app, invocation);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version or the parse error
+    return code == 0 ? 0 : to_int(ExitCode::usage);
+  } catch (const InputError& e) {
+    std::cerr << "attn-bench: invalid input: " << e.what() << "\n";
+    return to_int(e.code());
+  } catch (const Error& e) {
+    const char* kind = e.code() == ExitCode::usage         ? "usage"
+                       : e.code() == ExitCode::environment ? "environment"
+                                                           : "error";
+    std::cerr << "attn-bench: " << kind << ": " << e.what() << "\n";
+    return to_int(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "attn-bench: internal error: " << e.what() << "\n";
+    return to_int(ExitCode::internal);
+  }
+  return invocation.exit_code;
+}

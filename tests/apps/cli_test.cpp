@@ -1,0 +1,176 @@
+// Runs the attn-bench binary as a user would and checks exit codes (docs/exit-codes.md), messages
+// and what it leaves behind.
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/exit_codes.hpp"
+#include "kernels/device/cuda_context.hpp"
+#include "results/sqlite.hpp"
+#include "results/store.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& arg) {
+  std::string q = "'";
+  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("attn-cli-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CliResult run(const std::vector<std::string>& args) {
+    std::string command = "cd " + quote(dir_.string()) + " && ATTN_DB= ATTN_JIT_CACHE_DIR=" +
+                          quote((dir_ / "jit").string()) + " " + quote(ATTN_BENCH_BINARY);
+    for (const auto& a : args) command += " " + quote(a);
+    command += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
+    const int status = std::system(command.c_str());
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(dir_ / "stdout");
+    r.err = slurp(dir_ / "stderr");
+    return r;
+  }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  fs::path dir_;
+};
+
+constexpr int kUsage = int(ExitCode::usage);
+constexpr int kInvalidInput = int(ExitCode::invalid_input);
+
+TEST_F(Cli, HelpAndVersionSucceed) {
+  CliResult r = run({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("run"), std::string::npos);
+  r = run({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("attn-bench"), std::string::npos);
+}
+
+TEST_F(Cli, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(run({}).exit_code, kUsage);
+  EXPECT_EQ(run({"frobnicate"}).exit_code, kUsage);
+  EXPECT_EQ(run({"run", "--no-such-flag"}).exit_code, kUsage);
+  EXPECT_EQ(run({"run", "--cpu", "--samples", "0"}).exit_code, kUsage);
+  CliResult r = run({"run", "--cpu", "--config", "warps=four"});
+  EXPECT_EQ(r.exit_code, kUsage);
+  EXPECT_NE(r.err.find("warps"), std::string::npos) << r.err;
+  r = run({"run", "--cpu", "--variant", "nothing.*"});
+  EXPECT_EQ(r.exit_code, kUsage);
+  EXPECT_NE(r.err.find("nothing.*"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, SyntaxErrorNamesLineAndColumnAndStartsNoWork) {
+  const fs::path file = write("broken.json", "{\n  \"schema_version\": 1,\n  \"name\": \"x\" \"model\": {}\n}\n");
+  const CliResult r = run({"run", file.string()});
+  EXPECT_EQ(r.exit_code, kInvalidInput);
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("column"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("broken.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "attn-bench.db")) << "a database was opened before validation";
+  EXPECT_EQ(r.err.find("running"), std::string::npos) << "a variant started";
+}
+
+TEST_F(Cli, WrongValueNamesTheJsonPath) {
+  const fs::path file = write("bad.json", R"({
+  "schema_version": 1,
+  "name": "bad",
+  "model": {"num_q_heads": 32, "num_kv_heads": 5, "head_dim": 100, "dtype": "bf16"},
+  "sequences": [{"context_len": 10}]
+})");
+  const CliResult r = run({"run", file.string()});
+  EXPECT_EQ(r.exit_code, kInvalidInput);
+  EXPECT_NE(r.err.find("/model/head_dim"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/model/num_kv_heads"), std::string::npos) << r.err;  // all errors, not one
+  EXPECT_FALSE(fs::exists(dir_ / "attn-bench.db"));
+}
+
+TEST_F(Cli, MissingFileIsInvalidInput) {
+  const CliResult r = run({"run", "no-such-workload.json"});
+  EXPECT_EQ(r.exit_code, kInvalidInput);
+  EXPECT_NE(r.err.find("no-such-workload.json"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
+  const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TFLOP/s"), std::string::npos) << r.out;
+  Store store((dir_ / "attn-bench.db").string());
+  const StoreCounts counts = store.counts();
+  EXPECT_EQ(counts.runs, 1);
+  EXPECT_EQ(counts.devices, 1);
+  EXPECT_EQ(counts.workloads, 1);
+  EXPECT_EQ(counts.measurements, 1);
+  const auto rows = store.measurements_of_run(1);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].measurement.disposition, Disposition::passed);
+  EXPECT_EQ(rows[0].measurement.samples_us.size(), 2u);
+}
+
+TEST_F(Cli, NewerDatabaseIsRefusedWithEnvironmentCode) {
+  {
+    Database db((dir_ / "future.db").string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    db.exec("CREATE TABLE t(x); PRAGMA user_version = 99;");
+  }
+  const CliResult r = run({"run", "--cpu", "--db", (dir_ / "future.db").string()});
+  EXPECT_EQ(r.exit_code, int(ExitCode::environment)) << r.err;
+  EXPECT_NE(r.err.find("newer"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, DevicesSaysPlainlyWhenThereIsNoGpu) {
+  const CliResult r = run({"devices"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (discover_devices().devices.empty()) {
+    EXPECT_NE(r.out.find("no GPU"), std::string::npos) << r.out;
+  } else {
+    EXPECT_NE(r.out.find("compute capability"), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(Cli, ListShowsFamiliesVariantsAndPresets) {
+  const CliResult r = run({"list", "--verbose"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("paged_decode.splitkv"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tile_tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace attn

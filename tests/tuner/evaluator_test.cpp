@@ -1,0 +1,55 @@
+#include "tuner/evaluator.hpp"
+
+#include <gtest/gtest.h>
+
+#include "kernels/registry.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+TEST(Evaluator, CpuReferenceVariantPassesAndIsTimed) {
+  testing::SpecShape shape;
+  const Batch batch = generate_batch(testing::make_decode_spec(shape, {0, 5, 40, 129}));
+  Evaluator::Options options;
+  options.policy.samples = 3;
+  options.policy.warmup = 1;
+  auto evaluator = Evaluator::on_cpu(batch, options);
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("paged_decode.cpu_reference");
+  const Measurement m = evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
+  EXPECT_EQ(m.disposition, Disposition::passed) << m.reason;
+  EXPECT_EQ(m.samples_us.size(), 3u);
+  EXPECT_GT(m.stats.median, 0);
+  EXPECT_TRUE(m.verification.checked);
+  EXPECT_EQ(m.verification.reference, "naive_dense");
+  EXPECT_GT(m.bytes, 0);
+  EXPECT_GT(m.flops, 0);
+  EXPECT_EQ(m.policy, "basic");
+}
+
+TEST(Evaluator, GpuVariantOnCpuIsUnsupportedWithAReason) {
+  testing::SpecShape shape;
+  const Batch batch = generate_batch(testing::make_decode_spec(shape, {7}));
+  auto evaluator = Evaluator::on_cpu(batch, {});
+  const Registry registry = make_registry();
+  const Variant& splitkv = *registry.find("paged_decode.splitkv");
+  const Measurement m = evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
+  EXPECT_EQ(m.disposition, Disposition::unsupported);
+  EXPECT_FALSE(m.reason.empty());
+  EXPECT_TRUE(m.samples_us.empty());
+}
+
+TEST(Evaluator, PrefillBatchIsUnsupportedByDecodeVariants) {
+  testing::SpecShape shape;
+  const Batch batch = generate_batch(testing::make_spec(shape, {{4, 3}}));
+  auto evaluator = Evaluator::on_cpu(batch, {});
+  const Registry registry = make_registry();
+  const Variant& reference = *registry.find("paged_decode.cpu_reference");
+  const Measurement m = evaluator->evaluate(reference, {});
+  EXPECT_EQ(m.disposition, Disposition::unsupported);
+  EXPECT_NE(m.reason.find("one query token"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attn

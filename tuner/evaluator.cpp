@@ -1,0 +1,120 @@
+#include "tuner/evaluator.hpp"
+
+#include "kernels/reference/paged_attention_reference.hpp"
+#include "tuner/verify.hpp"
+
+namespace attn {
+
+Evaluator::Evaluator(const Batch& batch, Options options)
+    : batch_(batch), options_(std::move(options)), host_(Problem::on_host(batch)) {
+  context_.cpu_threads = options_.cpu_threads;
+}
+
+Evaluator::~Evaluator() = default;
+
+std::unique_ptr<Evaluator> Evaluator::on_cpu(const Batch& batch, Options options) {
+  std::unique_ptr<Evaluator> e(new Evaluator(batch, std::move(options)));
+  e->context_.target = Target::cpu();
+  e->reference_name_ = "naive_dense";
+  return e;
+}
+
+std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
+                                              std::shared_ptr<const DriverApi> api,
+                                              const DeviceInfo& device, JitCompiler& jit,
+                                              Options options) {
+  std::unique_ptr<Evaluator> e(new Evaluator(batch, std::move(options)));
+  e->cuda_ = std::make_unique<CudaContext>(std::move(api), device);
+  e->stream_ = std::make_unique<Stream>(*e->cuda_);
+  e->loader_ = std::make_unique<KernelLoader>(*e->cuda_, jit);
+  e->workspace_ = std::make_unique<Workspace>(*e->cuda_);
+  e->flusher_ = std::make_unique<L2Flusher>(*e->cuda_, size_t(device.l2_bytes));
+  e->device_.emplace(Problem::on_device(e->host_, *e->cuda_));
+  e->context_.target = Target::cuda(device);
+  e->context_.cuda = e->cuda_.get();
+  e->context_.stream = e->stream_.get();
+  e->context_.loader = e->loader_.get();
+  e->context_.workspace = e->workspace_.get();
+  e->reference_name_ = "cpu_reference";
+  return e;
+}
+
+const std::vector<float>& Evaluator::reference() {
+  if (!reference_) {
+    reference_ = cuda_ ? paged_attention_reference(host_, options_.cpu_threads)
+                       : naive_dense_attention(batch_, options_.cpu_threads);
+  }
+  return *reference_;
+}
+
+Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& config) {
+  Measurement m;
+  m.family = to_string(variant.family());
+  m.variant = variant.name();
+  m.config_key = config.key();
+  m.config_json = config.to_json().dump();
+  m.backend = to_string(variant.backend());
+  m.policy = options_.policy.name;
+  const Work work = variant.work(batch_);
+  m.bytes = work.bytes;
+  m.flops = work.flops;
+
+  if (variant.backend() != context_.target.backend) {
+    m.disposition = Disposition::unsupported;
+    m.reason = "variant runs on " + to_string(variant.backend()) + ", this evaluator on " +
+               to_string(context_.target.backend);
+    return m;
+  }
+  if (Support support = variant.supports(batch_, config, context_.target); !support) {
+    m.disposition = Disposition::unsupported;
+    m.reason = support.reason;
+    return m;
+  }
+  Problem& problem = device_ ? *device_ : host_;
+
+  std::unique_ptr<Launcher> launcher;
+  try {
+    launcher = variant.prepare(problem, config, context_);
+  } catch (const CompileError& e) {
+    m.disposition = Disposition::compile_failed;
+    m.reason = e.what();
+    return m;
+  } catch (const CallError& e) {
+    m.disposition = Disposition::launch_failed;
+    m.reason = e.what();
+    return m;
+  }
+
+  // Verify on a poisoned output before any timing.
+  try {
+    problem.poison_output(context_.stream);
+    launcher->launch();
+    if (stream_) stream_->synchronize();
+  } catch (const CallError& e) {
+    m.disposition = Disposition::launch_failed;
+    m.reason = e.what();
+    return m;
+  }
+  const std::vector<uint8_t> output = problem.read_output();
+  m.verification = verify_output(output.data(), batch_.spec.model.dtype, reference(),
+                                 batch_.spec.model.head_dim, reference_name_);
+  if (!verification_passed(m.verification)) {
+    m.disposition = Disposition::incorrect;
+    m.reason = describe(m.verification);
+    return m;
+  }
+
+  try {
+    m.samples_us = cuda_ ? time_cuda(*launcher, *cuda_, *stream_, flusher_.get(), options_.policy)
+                         : time_cpu(*launcher, options_.policy);
+  } catch (const CallError& e) {
+    m.disposition = Disposition::launch_failed;
+    m.reason = std::string("while timing: ") + e.what();
+    return m;
+  }
+  m.stats = summarize(m.samples_us);
+  m.disposition = Disposition::passed;
+  return m;
+}
+
+}  // namespace attn
