@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 WORKLOAD ?=
 
-.PHONY: all deps configure build run test test-gpu format gpu-bundle clean
+.PHONY: all deps configure build run test test-gpu gpu-run format clean
 
 all: build
 
@@ -28,6 +28,10 @@ test: build
 
 test-gpu: build
 	ctest --test-dir $(BUILD) --output-on-failure -L gpu
+
+# On a GPU machine, over a build carried from here: GPU tests and the decode benchmark.
+gpu-run:
+	scripts/gpu-run.sh
 
 format:
 	find apps base kernels tuner workloads results tests \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cuh' \) \

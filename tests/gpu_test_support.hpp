@@ -14,6 +14,8 @@ namespace attn::testing {
 struct GpuEnvironment {
   DeviceDiscovery discovery;
   std::unique_ptr<JitCompiler> jit;
+  // Holds the primary context for the whole binary, so tests do not re-create it each time.
+  std::unique_ptr<CudaContext> context;
   bool available() const { return !discovery.devices.empty(); }
   const DeviceInfo& device() const { return discovery.devices.front(); }
 };
