@@ -22,9 +22,10 @@ void devices() {
       std::cout << format("    compute capability   %d.%d (JIT target %s)\n", d.cc_major,
                           d.cc_minor, d.arch().c_str());
       std::cout << format("    multiprocessors      %d\n", d.sm_count);
-      std::cout << format("    memory               %.1f GiB, %d-bit bus, %.0f MHz (%.0f GB/s theoretical)\n",
-                          double(d.total_memory) / (1 << 30), d.memory_bus_bits,
-                          d.memory_clock_khz / 1e3, d.theoretical_bandwidth_gbps());
+      std::cout << format(
+          "    memory               %.1f GiB, %d-bit bus, %.0f MHz (%.0f GB/s theoretical)\n",
+          double(d.total_memory) / (1 << 30), d.memory_bus_bits, d.memory_clock_khz / 1e3,
+          d.theoretical_bandwidth_gbps());
       std::cout << format("    L2 cache             %.1f MiB\n", double(d.l2_bytes) / (1 << 20));
       std::cout << format("    SM clock             %.0f MHz\n", d.sm_clock_khz / 1e3);
       std::cout << format("    shared memory/block  %d KiB (opt-in)\n",

@@ -27,7 +27,8 @@ void list(bool verbose) {
       if (!verbose) continue;
       for (const ConfigAxis& axis : v->space(batch, Target::cpu())) {
         std::string values;
-        for (int64_t value : axis.values) values += (values.empty() ? "" : ",") + std::to_string(value);
+        for (int64_t value : axis.values)
+          values += (values.empty() ? "" : ",") + std::to_string(value);
         std::cout << format("      %-16s {%s}  %s\n", axis.name.c_str(), values.c_str(),
                             axis.help.c_str());
       }

@@ -43,15 +43,16 @@ void print_batch(const Batch& batch, std::ostream& out) {
                 batch.num_seqs, (long long)batch.total_q, (long long)batch.total_kv,
                 (long long)*std::min_element(batch.kv_lens.begin(), batch.kv_lens.end()),
                 (long long)batch.max_kv_len());
-  out << format("model     %d q heads, %d kv heads, head_dim %d, %s; pages of %d (%s, %s), %lld pages\n",
-                m.num_q_heads, m.num_kv_heads, m.head_dim, to_string(m.dtype).c_str(),
-                batch.page_size, to_string(batch.spec.kv_cache.layout).c_str(),
-                to_string(batch.spec.kv_cache.allocation).c_str(), (long long)batch.num_pages);
+  out << format(
+      "model     %d q heads, %d kv heads, head_dim %d, %s; pages of %d (%s, %s), %lld pages\n",
+      m.num_q_heads, m.num_kv_heads, m.head_dim, to_string(m.dtype).c_str(), batch.page_size,
+      to_string(batch.spec.kv_cache.layout).c_str(),
+      to_string(batch.spec.kv_cache.allocation).c_str(), (long long)batch.num_pages);
 }
 
-void print_report(const BenchReport& report, const std::string& db, std::ostream& out) {
-  const DeviceRecord& d = report.device;
-  if (report.backend == "cuda") {
+void print_device(const BenchSession& session, std::ostream& out) {
+  const DeviceRecord& d = session.device();
+  if (session.backend() == "cuda") {
     out << format("device    %s (sm_%d%d, %d SMs, %.1f GiB, driver CUDA %s, NVRTC %s)\n",
                   d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
                   double(d.memory_bytes) / (1 << 30), d.driver_version.c_str(),
@@ -59,9 +60,11 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
   } else {
     out << "device    " << d.name << " (" << d.sm_count << " threads)\n";
   }
-  if (!report.backend_note.empty()) out << "note      " << report.backend_note << "\n";
-  out << "\n";
+  if (!session.backend_note().empty()) out << "note      " << session.backend_note() << "\n";
+  out << std::endl;
+}
 
+void print_report(const BenchReport& report, const std::string& db, std::ostream& out) {
   TextTable table;
   using A = TextTable::Align;
   table.add_column("variant", A::left);
@@ -76,10 +79,11 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
   for (const auto& row : report.rows) {
     const Measurement& m = row.measurement;
     const bool timed = m.disposition == Disposition::passed;
-    table.add_row({row.full_name, to_string(m.disposition), timed ? format("%.2f", m.stats.median) : "-",
+    table.add_row({row.full_name, to_string(m.disposition),
+                   timed ? format("%.2f", m.stats.median) : "-",
                    timed ? format("%.2f..%.2f", m.stats.p10, m.stats.p90) : "-",
-                   timed ? std::to_string(m.stats.count) : "-", timed ? format("%.1f", m.gbps()) : "-",
-                   timed ? format("%.3f", m.tflops()) : "-",
+                   timed ? std::to_string(m.stats.count) : "-",
+                   timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
                    m.verification.checked ? format("%.1e", m.verification.rel_l2_error) : "-"});
     if (!m.reason.empty()) notes.push_back(row.full_name + ": " + m.reason);
   }
@@ -119,15 +123,22 @@ int run(const RunArgs& args, const Invocation& invocation) {
                  "representative\n";
   }
   print_batch(batch, std::cout);
-  RunRecord record{"attn-bench run", tool_version(), git_commit(), build_type(),
-                   quote_command_line(invocation.argv), host_name(), utc_timestamp_now()};
-  const BenchReport report =
-      run_benchmark(batch, registry, options, store, record,
-                    [](const std::string& line) { std::cerr << "attn-bench: " << line << std::endl; });
+  BenchSession session = BenchSession::open(batch, options);
+  print_device(session, std::cout);
+  RunRecord record{"attn-bench run",
+                   tool_version(),
+                   git_commit(),
+                   build_type(),
+                   quote_command_line(invocation.argv),
+                   host_name(),
+                   utc_timestamp_now()};
+  const BenchReport report = session.run(registry, store, record, [](const std::string& line) {
+    std::cerr << "attn-bench: " << line << std::endl;
+  });
   print_report(report, db, std::cout);
 
   if (report.rows.empty()) {
-    std::cerr << "attn-bench: no " << report.backend << " variant matches '" << args.variant
+    std::cerr << "attn-bench: no " << session.backend() << " variant matches '" << args.variant
               << "'\n";
     return to_int(ExitCode::usage);
   }

@@ -8,8 +8,8 @@ std::string quote_command_line(const std::vector<std::string>& argv) {
     if (!out.empty()) out += ' ';
     bool plain = !arg.empty();
     for (char c : arg) {
-      plain &= (std::isalnum(static_cast<unsigned char>(c)) || std::string("_./=:,+-").find(c) !=
-                                                                   std::string::npos);
+      plain &= (std::isalnum(static_cast<unsigned char>(c)) ||
+                std::string("_./=:,+-").find(c) != std::string::npos);
     }
     if (plain) {
       out += arg;

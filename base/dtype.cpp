@@ -6,9 +6,12 @@ namespace attn {
 
 std::string to_string(DType dtype) {
   switch (dtype) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
+    case DType::bf16:
+      return "bf16";
+    case DType::fp16:
+      return "fp16";
+    case DType::fp32:
+      return "fp32";
   }
   return "?";
 }
@@ -20,7 +23,9 @@ std::optional<DType> dtype_from_string(const std::string& text) {
   return std::nullopt;
 }
 
-size_t size_of(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
+size_t size_of(DType dtype) {
+  return dtype == DType::fp32 ? 4 : 2;
+}
 
 float fp16_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
@@ -38,12 +43,12 @@ uint16_t float_to_fp16(float f) {
   uint32_t bits = float_to_bits(f);
   uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+  if (magnitude > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
   if (magnitude >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to inf
   if (magnitude < 0x38800000u) {
     // Result is subnormal (or zero): value / 2^-24, rounded to nearest even.
     float scaled = bits_to_float(magnitude) * 16777216.0f;  // exact: a power-of-two scale
-    float rounded = std::nearbyint(scaled);                  // default mode: nearest even
+    float rounded = std::nearbyint(scaled);                 // default mode: nearest even
     return uint16_t(sign | uint16_t(rounded));
   }
   // Normal: rebias the exponent (127 -> 15) and round the 13 dropped mantissa bits.

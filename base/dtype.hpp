@@ -1,5 +1,6 @@
 // Element types of the tensors attn-bench generates and reads, with host-side conversions.
-// Conversions round to nearest even, as the GPU's cvt.rn does, so host and device agree bit for bit.
+// Conversions round to nearest even, as the GPU's cvt.rn does, so host and device agree bit for
+// bit.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,9 @@ inline uint32_t float_to_bits(float f) {
   return bits;
 }
 
-inline float bf16_to_float(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
+inline float bf16_to_float(uint16_t h) {
+  return bits_to_float(uint32_t(h) << 16);
+}
 
 inline uint16_t float_to_bf16(float f) {
   uint32_t bits = float_to_bits(f);
@@ -41,9 +44,12 @@ uint16_t float_to_fp16(float f);
 // Reads element i of a buffer holding `dtype` values as float.
 inline float load_as_float(const void* data, size_t i, DType dtype) {
   switch (dtype) {
-    case DType::bf16: return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DType::fp16: return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DType::fp32: return static_cast<const float*>(data)[i];
+    case DType::bf16:
+      return bf16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DType::fp16:
+      return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DType::fp32:
+      return static_cast<const float*>(data)[i];
   }
   return 0.0f;
 }
@@ -51,9 +57,15 @@ inline float load_as_float(const void* data, size_t i, DType dtype) {
 // Writes a float as element i of a `dtype` buffer, rounding to nearest even.
 inline void store_from_float(void* data, size_t i, DType dtype, float value) {
   switch (dtype) {
-    case DType::bf16: static_cast<uint16_t*>(data)[i] = float_to_bf16(value); break;
-    case DType::fp16: static_cast<uint16_t*>(data)[i] = float_to_fp16(value); break;
-    case DType::fp32: static_cast<float*>(data)[i] = value; break;
+    case DType::bf16:
+      static_cast<uint16_t*>(data)[i] = float_to_bf16(value);
+      break;
+    case DType::fp16:
+      static_cast<uint16_t*>(data)[i] = float_to_fp16(value);
+      break;
+    case DType::fp32:
+      static_cast<float*>(data)[i] = value;
+      break;
   }
 }
 

@@ -67,7 +67,7 @@ class CallError : public Error {
 }  // namespace attn
 
 // Invariant check for conditions that can only fail through a bug in this program.
-#define ATTN_ASSERT(cond, message)                                                    \
-  do {                                                                                \
-    if (!(cond)) ::attn::throw_internal(#cond, __FILE__, __LINE__, (message));        \
+#define ATTN_ASSERT(cond, message)                                             \
+  do {                                                                         \
+    if (!(cond)) ::attn::throw_internal(#cond, __FILE__, __LINE__, (message)); \
   } while (0)

@@ -6,7 +6,9 @@
 
 namespace attn {
 
-size_t hardware_threads() { return std::max<size_t>(1, std::thread::hardware_concurrency()); }
+size_t hardware_threads() {
+  return std::max<size_t>(1, std::thread::hardware_concurrency());
+}
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = hardware_threads();

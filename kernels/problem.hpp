@@ -4,9 +4,8 @@
 //
 // Tensors (element types: dtype for Q/K/V/out, int32 for index arrays):
 //   q            [total_q, num_q_heads, head_dim]
-//   k_pool       NHD [num_pages, page_size, kv_heads, head_dim] or HND [num_pages, kv_heads, page_size, head_dim]
-//   v_pool       as k_pool
-//   out          [total_q, num_q_heads, head_dim]
+//   k_pool       NHD [num_pages, page_size, kv_heads, head_dim] or HND [num_pages, kv_heads,
+//   page_size, head_dim] v_pool       as k_pool out          [total_q, num_q_heads, head_dim]
 //   block_table  [num_seqs, max_pages_per_seq]
 //   kv_lens      [num_seqs]
 //   cu_seqlens_q [num_seqs + 1]

@@ -5,7 +5,9 @@
 
 namespace attn {
 
-std::string to_string(Backend backend) { return backend == Backend::cpu ? "cpu" : "cuda"; }
+std::string to_string(Backend backend) {
+  return backend == Backend::cpu ? "cpu" : "cuda";
+}
 
 Target Target::cpu() {
   Target target;

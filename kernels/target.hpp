@@ -14,7 +14,7 @@ struct Target {
   Backend backend = Backend::cpu;
   std::string arch = "cpu";  // NVRTC architecture ("sm_90a", "sm_80") or "cpu"
   int cc_major = 0, cc_minor = 0;
-  int sm_count = 0;          // GPU multiprocessors; CPU threads for the cpu backend
+  int sm_count = 0;  // GPU multiprocessors; CPU threads for the cpu backend
   int max_shared_per_block = 0;
   std::string device_name;
 

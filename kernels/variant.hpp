@@ -2,8 +2,8 @@
 // interface. The registry (registry.hpp) holds every variant, filled by one explicit function.
 //
 // The life of one measurement: supports(batch, config, target) says yes or why not; prepare()
-// compiles through the JIT, allocates scratch and binds the problem's buffers, returning a Launcher;
-// the timing core calls Launcher::launch() as often as it needs.
+// compiles through the JIT, allocates scratch and binds the problem's buffers, returning a
+// Launcher; the timing core calls Launcher::launch() as often as it needs.
 #pragma once
 
 #include <memory>

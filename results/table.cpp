@@ -28,8 +28,10 @@ void TextTable::print(std::ostream& out) const {
     for (size_t c = 0; c < cells.size(); ++c) {
       const size_t pad = widths[c] - cells[c].size();
       if (c > 0) out << "  ";
-      if (aligns_[c] == Align::right) out << std::string(pad, ' ') << cells[c];
-      else out << cells[c] << (c + 1 < cells.size() ? std::string(pad, ' ') : "");
+      if (aligns_[c] == Align::right)
+        out << std::string(pad, ' ') << cells[c];
+      else
+        out << cells[c] << (c + 1 < cells.size() ? std::string(pad, ' ') : "");
     }
     out << "\n";
   };

@@ -24,9 +24,9 @@ GpuEnvironment& gpu();
 
 }  // namespace attn::testing
 
-#define ATTN_REQUIRE_GPU()                                                                   \
-  do {                                                                                       \
-    if (!::attn::testing::gpu().available())                                                 \
+#define ATTN_REQUIRE_GPU()                                                                    \
+  do {                                                                                        \
+    if (!::attn::testing::gpu().available())                                                  \
       GTEST_SKIP() << "no GPU on this machine (" << ::attn::testing::gpu().discovery.why_none \
-                   << "); run `ctest -L gpu` on a GPU machine";                              \
+                   << "); run `ctest -L gpu` on a GPU machine";                               \
   } while (0)

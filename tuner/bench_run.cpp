@@ -30,14 +30,19 @@ KernelConfig with_override(KernelConfig config, const std::optional<KernelConfig
 }
 }  // namespace
 
-BenchReport run_benchmark(const Batch& batch, const Registry& registry, const BenchOptions& options,
-                          Store& store, const RunRecord& run,
-                          const std::function<void(const std::string&)>& progress) {
-  BenchReport report;
-  Evaluator::Options evaluator_options{options.policy, options.cpu_threads};
+struct BenchSession::State {
   std::unique_ptr<JitCompiler> jit;
   std::unique_ptr<Evaluator> evaluator;
+};
 
+BenchSession::BenchSession(const Batch& batch, const BenchOptions& options)
+    : batch_(batch), options_(options), state_(std::make_unique<State>()) {}
+BenchSession::BenchSession(BenchSession&&) noexcept = default;
+BenchSession::~BenchSession() = default;
+
+BenchSession BenchSession::open(const Batch& batch, const BenchOptions& options) {
+  BenchSession session(batch, options);
+  const Evaluator::Options evaluator_options{options.policy, options.cpu_threads};
   DeviceDiscovery discovery;
   if (!options.force_cpu) discovery = discover_devices();
   if (!options.force_cpu && !discovery.devices.empty()) {
@@ -46,35 +51,42 @@ BenchReport run_benchmark(const Batch& batch, const Registry& registry, const Be
                        std::to_string(discovery.devices.size()) + " GPU(s)");
     }
     const DeviceInfo& device = discovery.devices[size_t(options.device)];
-    jit = std::make_unique<JitCompiler>(JitOptions{options.jit_cache_dir});
-    report.backend = "cuda";
-    report.device = device_record(device, jit->nvrtc_version());
-    evaluator = Evaluator::on_cuda(batch, discovery.api, device, *jit, evaluator_options);
+    session.state_->jit = std::make_unique<JitCompiler>(JitOptions{options.jit_cache_dir});
+    session.backend_ = "cuda";
+    session.device_ = device_record(device, session.state_->jit->nvrtc_version());
+    session.state_->evaluator =
+        Evaluator::on_cuda(batch, discovery.api, device, *session.state_->jit, evaluator_options);
   } else {
-    report.backend = "cpu";
-    report.backend_note = options.force_cpu ? "CPU backend requested (--cpu)"
-                                            : "no GPU found (" + discovery.why_none +
-                                                  "): running the CPU reference variant";
-    report.device = host_cpu_record();
-    evaluator = Evaluator::on_cpu(batch, evaluator_options);
+    session.backend_ = "cpu";
+    session.backend_note_ = options.force_cpu ? "CPU backend requested (--cpu)"
+                                              : "no GPU found (" + discovery.why_none +
+                                                    "): running the CPU reference variant";
+    session.device_ = host_cpu_record();
+    session.state_->evaluator = Evaluator::on_cpu(batch, evaluator_options);
   }
+  return session;
+}
 
-  const Backend backend = evaluator->target().backend;
+BenchReport BenchSession::run(const Registry& registry, Store& store, const RunRecord& run,
+                              const std::function<void(const std::string&)>& progress) {
+  Evaluator& evaluator = *state_->evaluator;
+  const Backend backend = evaluator.target().backend;
   std::vector<const Variant*> variants;
-  for (const Variant* v : registry.matching(options.variant_filter)) {
+  for (const Variant* v : registry.matching(options_.variant_filter)) {
     if (v->backend() == backend) variants.push_back(v);
   }
 
+  BenchReport report;
   report.run_id = store.begin_run(run);
-  const int64_t device_id = store.upsert_device(report.device);
+  const int64_t device_id = store.upsert_device(device_);
   const int64_t workload_id =
-      store.upsert_workload({batch.spec_hash, batch.spec.name, canonical_json(batch.spec)});
+      store.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
   for (const Variant* variant : variants) {
-    const KernelConfig config =
-        with_override(variant->default_config(batch, evaluator->target()), options.config_override);
+    const KernelConfig config = with_override(variant->default_config(batch_, evaluator.target()),
+                                              options_.config_override);
     BenchRow row{variant->full_name(config), {}};
     progress("running " + row.full_name);
-    row.measurement = evaluator->evaluate(*variant, config);
+    row.measurement = evaluator.evaluate(*variant, config);
     store.add_measurement(report.run_id, device_id, workload_id, row.measurement);
     report.rows.push_back(std::move(row));
   }

@@ -43,7 +43,8 @@ DeviceRecord host_cpu_record() {
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("model name", 0) == 0) {
       size_t colon = line.find(':');
-      if (colon != std::string::npos) r.name = line.substr(line.find_first_not_of(" \t", colon + 1));
+      if (colon != std::string::npos)
+        r.name = line.substr(line.find_first_not_of(" \t", colon + 1));
       break;
     }
   }

@@ -7,9 +7,12 @@ namespace attn {
 
 double tolerance_for(DType dtype) {
   switch (dtype) {
-    case DType::bf16: return 5e-3;
-    case DType::fp16: return 1.5e-3;
-    case DType::fp32: return 1e-5;
+    case DType::bf16:
+      return 5e-3;
+    case DType::fp16:
+      return 1.5e-3;
+    case DType::fp32:
+      return 1e-5;
   }
   return 0;
 }
@@ -54,12 +57,14 @@ bool verification_passed(const Verification& v) {
 std::string describe(const Verification& v) {
   char text[256];
   if (v.nonfinite > 0) {
-    std::snprintf(text, sizeof(text), "%lld of %lld output elements are NaN/inf (unwritten or overflowed)",
+    std::snprintf(text, sizeof(text),
+                  "%lld of %lld output elements are NaN/inf (unwritten or overflowed)",
                   (long long)v.nonfinite, (long long)v.elements);
   } else {
-    std::snprintf(text, sizeof(text), "worst row rel_l2 %.2e %s tolerance %.1e (max abs %.2e, vs %s)",
-                  v.rel_l2_error, v.rel_l2_error <= v.tolerance ? "<=" : ">", v.tolerance,
-                  v.max_abs_error, v.reference.c_str());
+    std::snprintf(text, sizeof(text),
+                  "worst row rel_l2 %.2e %s tolerance %.1e (max abs %.2e, vs %s)", v.rel_l2_error,
+                  v.rel_l2_error <= v.tolerance ? "<=" : ">", v.tolerance, v.max_abs_error,
+                  v.reference.c_str());
   }
   return text;
 }

@@ -53,7 +53,8 @@ DeviceInfo query_device(const DriverApi& api, int ordinal) {
   info.sm_clock_khz = attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
   info.memory_clock_khz = attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
   info.memory_bus_bits = attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
-  info.max_shared_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  info.max_shared_per_block_optin =
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   info.max_threads_per_sm = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
   size_t total = 0;
   ATTN_CU_CHECK(api, cuDeviceTotalMem(&total, device));
@@ -97,15 +98,21 @@ CudaContext::~CudaContext() {
   if (context_) api_->cuDevicePrimaryCtxRelease(device_);
 }
 
-void CudaContext::make_current() const { ATTN_CU_CHECK(*api_, cuCtxSetCurrent(context_)); }
-void CudaContext::synchronize() const { ATTN_CU_CHECK(*api_, cuCtxSynchronize()); }
+void CudaContext::make_current() const {
+  ATTN_CU_CHECK(*api_, cuCtxSetCurrent(context_));
+}
+void CudaContext::synchronize() const {
+  ATTN_CU_CHECK(*api_, cuCtxSynchronize());
+}
 
 DeviceBuffer::DeviceBuffer(const CudaContext& context, size_t bytes)
     : api_(&context.api()), bytes_(bytes) {
   if (bytes > 0) ATTN_CU_CHECK(*api_, cuMemAlloc(&address_, bytes));
 }
 
-DeviceBuffer::~DeviceBuffer() { release(); }
+DeviceBuffer::~DeviceBuffer() {
+  release();
+}
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : api_(other.api_),
@@ -144,7 +151,9 @@ Stream::Stream(const CudaContext& context) : api_(&context.api()) {
 Stream::~Stream() {
   if (stream_) api_->cuStreamDestroy(stream_);
 }
-void Stream::synchronize() const { ATTN_CU_CHECK(*api_, cuStreamSynchronize(stream_)); }
+void Stream::synchronize() const {
+  ATTN_CU_CHECK(*api_, cuStreamSynchronize(stream_));
+}
 
 Event::Event(const CudaContext& context) : api_(&context.api()) {
   ATTN_CU_CHECK(*api_, cuEventCreate(&event_, CU_EVENT_DEFAULT));
@@ -152,8 +161,12 @@ Event::Event(const CudaContext& context) : api_(&context.api()) {
 Event::~Event() {
   if (event_) api_->cuEventDestroy(event_);
 }
-void Event::record(const Stream& stream) { ATTN_CU_CHECK(*api_, cuEventRecord(event_, stream.handle())); }
-void Event::synchronize() const { ATTN_CU_CHECK(*api_, cuEventSynchronize(event_)); }
+void Event::record(const Stream& stream) {
+  ATTN_CU_CHECK(*api_, cuEventRecord(event_, stream.handle()));
+}
+void Event::synchronize() const {
+  ATTN_CU_CHECK(*api_, cuEventSynchronize(event_));
+}
 float Event::elapsed_ms_since(const Event& start) const {
   float ms = 0;
   ATTN_CU_CHECK(*api_, cuEventElapsedTime(&ms, start.event_, event_));

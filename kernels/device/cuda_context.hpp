@@ -116,10 +116,9 @@ template <typename Params>
 void launch(const CudaContext& context, CUfunction function, const LaunchShape& shape,
             const Stream& stream, const Params& params) {
   void* args[] = {const_cast<Params*>(&params)};
-  ATTN_CU_CHECK(context.api(),
-                cuLaunchKernel(function, shape.grid_x, shape.grid_y, shape.grid_z, shape.block_x,
-                               shape.block_y, shape.block_z, shape.shared_bytes, stream.handle(),
-                               args, nullptr));
+  ATTN_CU_CHECK(context.api(), cuLaunchKernel(function, shape.grid_x, shape.grid_y, shape.grid_z,
+                                              shape.block_x, shape.block_y, shape.block_z,
+                                              shape.shared_bytes, stream.handle(), args, nullptr));
 }
 
 }  // namespace attn

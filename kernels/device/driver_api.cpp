@@ -19,12 +19,12 @@ std::unique_ptr<DriverApi> DriverApi::load(std::string* why_not) {
   }
   // The expanded macro name is the versioned symbol cuda.h binds to (cuMemAlloc_v2, ...).
 #define ATTN_LOAD_DRIVER_MEMBER(fn)                                                           \
-  api->fn = reinterpret_cast<decltype(api->fn)>(dlsym(api->library_,                         \
-                                                      ATTN_STRINGIFY_EXPANDED(fn)));         \
+  api->fn =                                                                                   \
+      reinterpret_cast<decltype(api->fn)>(dlsym(api->library_, ATTN_STRINGIFY_EXPANDED(fn))); \
   if (!api->fn) {                                                                             \
-    *why_not = std::string("the NVIDIA driver is too old: it lacks ") +                      \
-               ATTN_STRINGIFY_EXPANDED(fn) + " (needs CUDA " + std::to_string(CUDA_VERSION / 1000) + \
-               ".x support)";                                                                 \
+    *why_not = std::string("the NVIDIA driver is too old: it lacks ") +                       \
+               ATTN_STRINGIFY_EXPANDED(fn) + " (needs CUDA " +                                \
+               std::to_string(CUDA_VERSION / 1000) + ".x support)";                           \
     return nullptr;                                                                           \
   }
   ATTN_DRIVER_FUNCTIONS(ATTN_LOAD_DRIVER_MEMBER)

@@ -84,8 +84,8 @@ JitCompiler::JitCompiler(JitOptions options)
   std::error_code error;
   fs::create_directories(fs::path(cache_dir_) / "failed", error);
   if (error) {
-    throw EnvironmentError("JIT cache folder " + cache_dir_ + " cannot be created: " +
-                           error.message() + " (set ATTN_JIT_CACHE_DIR)");
+    throw EnvironmentError("JIT cache folder " + cache_dir_ +
+                           " cannot be created: " + error.message() + " (set ATTN_JIT_CACHE_DIR)");
   }
   nvrtc_version_ = nvrtc_->version();
   Sha256 headers;
@@ -97,8 +97,12 @@ JitCompiler::JitCompiler(JitOptions options)
 
 JitCompiler::~JitCompiler() = default;
 
-std::string JitCompiler::nvrtc_version() const { return nvrtc_version_; }
-std::string JitCompiler::nvrtc_library() const { return nvrtc_->library_path; }
+std::string JitCompiler::nvrtc_version() const {
+  return nvrtc_version_;
+}
+std::string JitCompiler::nvrtc_library() const {
+  return nvrtc_->library_path;
+}
 
 std::string JitCompiler::cache_key(const JitProgram& program) const {
   Sha256 key;
@@ -170,10 +174,10 @@ CompiledProgram JitCompiler::compile(const JitProgram& program) {
     header_names.push_back(kKernelHeaders[i].name);
   }
   nvrtcProgram handle = nullptr;
-  ATTN_NVRTC_CHECK(*nvrtc_, nvrtcCreateProgram(&handle, program.source.c_str(),
-                                               (program.name + ".cu").c_str(),
-                                               int(header_sources.size()), header_sources.data(),
-                                               header_names.data()));
+  ATTN_NVRTC_CHECK(
+      *nvrtc_,
+      nvrtcCreateProgram(&handle, program.source.c_str(), (program.name + ".cu").c_str(),
+                         int(header_sources.size()), header_sources.data(), header_names.data()));
   struct ProgramOwner {
     const NvrtcApi* api;
     nvrtcProgram* handle;

@@ -8,9 +8,9 @@
 //
 // Cache: <dir>/<key[0..1]>/<key>.cubin, where key = SHA-256 of the NVRTC version, arch, options,
 // source, name expressions and every embedded header. Written to a temporary file and renamed, so a
-// reader never sees a partial entry. <dir> is $ATTN_JIT_CACHE_DIR, else $XDG_CACHE_HOME/attn-bench/jit,
-// else ~/.cache/attn-bench/jit. A failed compile leaves its source, options and log in
-// <dir>/failed/<key>.log.
+// reader never sees a partial entry. <dir> is $ATTN_JIT_CACHE_DIR, else
+// $XDG_CACHE_HOME/attn-bench/jit, else ~/.cache/attn-bench/jit. A failed compile leaves its source,
+// options and log in <dir>/failed/<key>.log.
 #pragma once
 
 #include <future>
@@ -57,9 +57,9 @@ class CompileError : public Error {
 };
 
 struct JitOptions {
-  std::string cache_dir;     // empty: the default above
-  bool use_cache = true;     // false: always compile (the result is still written)
-  size_t threads = 0;        // compile threads; 0: one per hardware thread
+  std::string cache_dir;  // empty: the default above
+  bool use_cache = true;  // false: always compile (the result is still written)
+  size_t threads = 0;     // compile threads; 0: one per hardware thread
 };
 
 class JitCompiler {

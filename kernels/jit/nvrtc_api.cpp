@@ -36,10 +36,11 @@ std::unique_ptr<NvrtcApi> NvrtcApi::load() {
     tried += "\n  " + candidate + ": " + dlerror();
   }
   if (!api->library_) {
-    throw EnvironmentError("NVRTC (" + soname +
-                           ") could not be loaded; set CUDA_HOME to the CUDA toolkit. Tried:" + tried);
+    throw EnvironmentError(
+        "NVRTC (" + soname +
+        ") could not be loaded; set CUDA_HOME to the CUDA toolkit. Tried:" + tried);
   }
-#define ATTN_LOAD_NVRTC_MEMBER(fn)                                                          \
+#define ATTN_LOAD_NVRTC_MEMBER(fn)                                                               \
   api->fn = reinterpret_cast<decltype(api->fn)>(dlsym(api->library_, ATTN_NVRTC_STRINGIFY(fn))); \
   if (!api->fn) throw EnvironmentError(api->library_path + " lacks " ATTN_NVRTC_STRINGIFY(fn));
   ATTN_NVRTC_FUNCTIONS(ATTN_LOAD_NVRTC_MEMBER)

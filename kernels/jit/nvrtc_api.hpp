@@ -36,7 +36,7 @@ struct NvrtcApi {
   NvrtcApi(const NvrtcApi&) = delete;
   NvrtcApi& operator=(const NvrtcApi&) = delete;
 
-  std::string library_path;  // the file that was loaded
+  std::string library_path;     // the file that was loaded
   std::string version() const;  // "13.0"
 
  private:
@@ -49,11 +49,11 @@ std::vector<std::string> cuda_toolkit_roots();
 
 }  // namespace attn
 
-#define ATTN_NVRTC_CHECK(api, call)                                                       \
-  do {                                                                                    \
-    nvrtcResult attn_nvrtc_result_ = (api).call;                                          \
-    if (attn_nvrtc_result_ != NVRTC_SUCCESS)                                              \
-      throw ::attn::CallError("NVRTC", attn_nvrtc_result_,                                \
-                              (api).nvrtcGetErrorString(attn_nvrtc_result_), "", #call,   \
-                              __FILE__, __LINE__);                                        \
+#define ATTN_NVRTC_CHECK(api, call)                                                               \
+  do {                                                                                            \
+    nvrtcResult attn_nvrtc_result_ = (api).call;                                                  \
+    if (attn_nvrtc_result_ != NVRTC_SUCCESS)                                                      \
+      throw ::attn::CallError("NVRTC", attn_nvrtc_result_,                                        \
+                              (api).nvrtcGetErrorString(attn_nvrtc_result_), "", #call, __FILE__, \
+                              __LINE__);                                                          \
   } while (0)

@@ -14,8 +14,9 @@ void add_paged_decode_variants(Registry& registry) {
 
 Support paged_decode_supports_batch(const Batch& batch) {
   if (!batch.decode_only()) {
-    return Support::no("paged_decode needs exactly one query token per sequence (max query_len is " +
-                       std::to_string(batch.max_query_len()) + ")");
+    return Support::no(
+        "paged_decode needs exactly one query token per sequence (max query_len is " +
+        std::to_string(batch.max_query_len()) + ")");
   }
   return Support::yes();
 }

@@ -1,10 +1,10 @@
 // Host side of paged_decode.splitkv (device code: splitkv.cuh, rules: splitkv_traits.hpp).
 #include <algorithm>
 
+#include "kernels/common/dtype_code.hpp"
 #include "kernels/paged_decode/paged_decode_params.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/splitkv_traits.hpp"
-#include "kernels/common/dtype_code.hpp"
 
 namespace attn {
 
@@ -25,27 +25,33 @@ std::string describe_rule(int rule, const SplitKvConfig& c, int head_dim) {
   switch (rule) {
     case splitkv::kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
-    case splitkv::kWarps: return "warps must be 1, 2, 4 or 8";
-    case splitkv::kHeadsPerCta: return "heads_per_cta must be 1, 2, 4 or 8";
+    case splitkv::kWarps:
+      return "warps must be 1, 2, 4 or 8";
+    case splitkv::kHeadsPerCta:
+      return "heads_per_cta must be 1, 2, 4 or 8";
     case splitkv::kTileTokens:
       return "tile_tokens must be a multiple of " +
              std::to_string(splitkv::token_rows(head_dim, c.warps)) +
              " (key rows per step at this head_dim and warp count) and at most 256";
     case splitkv::kSharedMemory:
       return "needs " +
-             std::to_string(splitkv::shared_bytes(head_dim, c.heads_per_cta, c.warps, c.tile_tokens)) +
+             std::to_string(
+                 splitkv::shared_bytes(head_dim, c.heads_per_cta, c.warps, c.tile_tokens)) +
              " bytes of shared memory (limit " + std::to_string(splitkv::kMaxSharedBytes) + ")";
     case splitkv::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps,
-                                                       c.tile_tokens)) +
+             std::to_string(
+                 splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps, c.tile_tokens)) +
              ", limit " + std::to_string(splitkv::kMaxRegisterEstimate) +
              "): lower heads_per_cta or tile_tokens";
-    default: return "invalid config";
+    default:
+      return "invalid config";
   }
 }
 
-int dtype_code(DType dtype) { return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16; }
+int dtype_code(DType dtype) {
+  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+}
 
 int head_chunks(const Batch& batch, int heads_per_cta) {
   const int group = batch.spec.group_size();
@@ -117,8 +123,8 @@ class SplitKvVariant : public Variant {
            splitkv::check(head_dim, heads, warps, tile) != splitkv::kOk) {
       tile /= 2;
     }
-    return KernelConfig{{"tile_tokens", tile}, {"warps", warps}, {"heads_per_cta", heads},
-                        {"num_splits", 0}};
+    return KernelConfig{
+        {"tile_tokens", tile}, {"warps", warps}, {"heads_per_cta", heads}, {"num_splits", 0}};
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,
@@ -235,6 +241,8 @@ class SplitKvVariant : public Variant {
 
 }  // namespace
 
-std::unique_ptr<Variant> make_paged_decode_splitkv() { return std::make_unique<SplitKvVariant>(); }
+std::unique_ptr<Variant> make_paged_decode_splitkv() {
+  return std::make_unique<SplitKvVariant>();
+}
 
 }  // namespace attn

@@ -41,15 +41,17 @@ class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("attn-cli-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("attn-cli-test-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   CliResult run(const std::vector<std::string>& args) {
-    std::string command = "cd " + quote(dir_.string()) + " && ATTN_DB= ATTN_JIT_CACHE_DIR=" +
-                          quote((dir_ / "jit").string()) + " " + quote(ATTN_BENCH_BINARY);
+    std::string command = "cd " + quote(dir_.string()) +
+                          " && ATTN_DB= ATTN_JIT_CACHE_DIR=" + quote((dir_ / "jit").string()) +
+                          " " + quote(ATTN_BENCH_BINARY);
     for (const auto& a : args) command += " " + quote(a);
     command += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
     const int status = std::system(command.c_str());
@@ -94,7 +96,8 @@ TEST_F(Cli, UsageErrorsExitWithTwo) {
 }
 
 TEST_F(Cli, SyntaxErrorNamesLineAndColumnAndStartsNoWork) {
-  const fs::path file = write("broken.json", "{\n  \"schema_version\": 1,\n  \"name\": \"x\" \"model\": {}\n}\n");
+  const fs::path file =
+      write("broken.json", "{\n  \"schema_version\": 1,\n  \"name\": \"x\" \"model\": {}\n}\n");
   const CliResult r = run({"run", file.string()});
   EXPECT_EQ(r.exit_code, kInvalidInput);
   EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;

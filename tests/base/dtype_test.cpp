@@ -30,8 +30,8 @@ TEST(DType, Bf16RoundsToNearestEven) {
 TEST(DType, Fp16ConversionsMatchIeee) {
   EXPECT_EQ(float_to_fp16(1.0f), 0x3c00);
   EXPECT_EQ(float_to_fp16(-2.0f), 0xc000);
-  EXPECT_EQ(float_to_fp16(65504.0f), 0x7bff);             // largest finite
-  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);             // rounds up to inf
+  EXPECT_EQ(float_to_fp16(65504.0f), 0x7bff);               // largest finite
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);               // rounds up to inf
   EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -26)), 0x0000);  // below half of it: zero
   EXPECT_EQ(float_to_fp16(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal

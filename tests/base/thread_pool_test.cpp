@@ -23,16 +23,23 @@ TEST(ThreadPool, PropagatesExceptionsThroughTheFuture) {
 
 TEST(ParallelFor, VisitsEveryIndexExactlyOnce) {
   std::vector<std::atomic<int>> visits(10007);
-  parallel_for(visits.size(), [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) visits[i]++;
-  }, 4);
+  parallel_for(
+      visits.size(),
+      [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) visits[i]++;
+      },
+      4);
   for (const auto& v : visits) ASSERT_EQ(v.load(), 1);
 }
 
 TEST(ParallelFor, RethrowsAWorkerException) {
-  EXPECT_THROW(parallel_for(100, [](size_t begin, size_t) {
-    if (begin >= 50) throw std::logic_error("chunk failed");
-  }, 4), std::logic_error);
+  EXPECT_THROW(parallel_for(
+                   100,
+                   [](size_t begin, size_t) {
+                     if (begin >= 50) throw std::logic_error("chunk failed");
+                   },
+                   4),
+               std::logic_error);
 }
 
 }  // namespace

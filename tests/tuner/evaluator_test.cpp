@@ -17,7 +17,8 @@ TEST(Evaluator, CpuReferenceVariantPassesAndIsTimed) {
   auto evaluator = Evaluator::on_cpu(batch, options);
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("paged_decode.cpu_reference");
-  const Measurement m = evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
+  const Measurement m =
+      evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
   EXPECT_EQ(m.disposition, Disposition::passed) << m.reason;
   EXPECT_EQ(m.samples_us.size(), 3u);
   EXPECT_GT(m.stats.median, 0);
@@ -34,7 +35,8 @@ TEST(Evaluator, GpuVariantOnCpuIsUnsupportedWithAReason) {
   auto evaluator = Evaluator::on_cpu(batch, {});
   const Registry registry = make_registry();
   const Variant& splitkv = *registry.find("paged_decode.splitkv");
-  const Measurement m = evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
+  const Measurement m =
+      evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
   EXPECT_EQ(m.disposition, Disposition::unsupported);
   EXPECT_FALSE(m.reason.empty());
   EXPECT_TRUE(m.samples_us.empty());

@@ -114,7 +114,8 @@ TEST_F(JitCompilerTest, CompileErrorKeepsTheLog) {
   JitCompiler jit(JitOptions{dir_.string()});
   JitProgram broken;
   broken.name = "broken";
-  broken.source = "#include \"kernels/common/warp.cuh\"\n__global__ void k() { undefined_symbol(); }\n";
+  broken.source =
+      "#include \"kernels/common/warp.cuh\"\n__global__ void k() { undefined_symbol(); }\n";
   broken.arch = "sm_80";
   try {
     jit.compile(broken);

@@ -57,14 +57,14 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
     shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
     shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 16, 31, 64, 128, 256});
     shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
-    shape.allocation = pick(rng, std::vector<PageAllocation>{PageAllocation::sequential,
-                                                             PageAllocation::shuffled});
+    shape.allocation = pick(
+        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
     shape.seed = rng();
     std::vector<int64_t> contexts;
     const int seqs = std::uniform_int_distribution<int>(1, 9)(rng);
     for (int s = 0; s < seqs; ++s) {
-      contexts.push_back(pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031,
-                                                        2047, 4099}));
+      contexts.push_back(
+          pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031, 2047, 4099}));
     }
     const Batch batch = generate_batch(testing::make_decode_spec(shape, contexts));
 
@@ -72,7 +72,8 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
     KernelConfig config = splitkv.default_config(batch, target);
     for (int attempt = 0; attempt < 20; ++attempt) {
       KernelConfig candidate;
-      for (const ConfigAxis& axis : splitkv.space(batch, target)) candidate.set(axis.name, pick(rng, axis.values));
+      for (const ConfigAxis& axis : splitkv.space(batch, target))
+        candidate.set(axis.name, pick(rng, axis.values));
       if (splitkv.supports(batch, candidate, target)) {
         config = candidate;
         break;
@@ -95,7 +96,8 @@ TEST(SplitKvGpu, EverySplitCountMatchesTheReference) {
   shape.head_dim = 128;
   const Batch batch = generate_batch(testing::make_decode_spec(shape, {0, 3, 700, 5000}));
   for (int splits : {1, 2, 3, 7, 16, 64}) {
-    KernelConfig config{{"tile_tokens", 64}, {"warps", 4}, {"heads_per_cta", 4}, {"num_splits", splits}};
+    KernelConfig config{
+        {"tile_tokens", 64}, {"warps", 4}, {"heads_per_cta", 4}, {"num_splits", splits}};
     const Measurement m = evaluate_once(batch, config);
     EXPECT_EQ(m.disposition, Disposition::passed) << "num_splits " << splits << ": " << m.reason;
   }

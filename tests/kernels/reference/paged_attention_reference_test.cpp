@@ -76,7 +76,8 @@ TEST(PagedReference, CausalWindowIsExact) {
   const size_t row = size_t(shape.q_heads) * D;  // one query token, all heads
   for (size_t i = 0; i < row; ++i) ASSERT_EQ(before[i], after[i]) << "token 0 saw key 6";
   double moved = 0;
-  for (size_t i = row; i < 3 * row; ++i) moved = std::max(moved, double(std::fabs(before[i] - after[i])));
+  for (size_t i = row; i < 3 * row; ++i)
+    moved = std::max(moved, double(std::fabs(before[i] - after[i])));
   EXPECT_GT(moved, 1e-3) << "tokens 1 and 2 did not see key 6";
 }
 
