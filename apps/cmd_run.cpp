@@ -53,7 +53,7 @@ void print_batch(const Batch& batch, std::ostream& out) {
 void print_device(const BenchSession& session, std::ostream& out) {
   const DeviceRecord& d = session.device();
   if (session.backend() == "cuda") {
-    out << format("device    %s (sm_%d%d, %d SMs, %.1f GiB, driver CUDA %s, NVRTC %s)\n",
+    out << format("device    %s (compute %d.%d, %d SMs, %.1f GiB, driver CUDA %s, NVRTC %s)\n",
                   d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
                   double(d.memory_bytes) / (1 << 30), d.driver_version.c_str(),
                   d.nvrtc_version.c_str());
