@@ -2,23 +2,26 @@
 
 namespace attn {
 
-const CompiledProgram& KernelLoader::load(const JitProgram& program) {
+KernelLoader::Loaded& KernelLoader::entry(const JitProgram& program) {
   const std::string key = jit_.cache_key(program);
   auto it = loaded_.find(key);
-  if (it != loaded_.end()) return it->second.compiled;
-  Loaded entry;
-  entry.compiled = jit_.compile(program);
-  entry.module = std::make_unique<Module>(context_, entry.compiled.cubin);
-  return loaded_.emplace(key, std::move(entry)).first->second.compiled;
+  if (it != loaded_.end()) return it->second;
+  Loaded loaded;
+  loaded.compiled = jit_.compile(program);
+  loaded.module = std::make_unique<Module>(context_, loaded.compiled.cubin);
+  return loaded_.emplace(key, std::move(loaded)).first->second;
+}
+
+const CompiledProgram& KernelLoader::load(const JitProgram& program) {
+  return entry(program).compiled;
 }
 
 CUfunction KernelLoader::function(const JitProgram& program, const std::string& name_expression) {
-  load(program);
-  const Loaded& entry = loaded_.at(jit_.cache_key(program));
-  auto name = entry.compiled.lowered_names.find(name_expression);
-  ATTN_ASSERT(name != entry.compiled.lowered_names.end(),
+  const Loaded& loaded = entry(program);
+  auto name = loaded.compiled.lowered_names.find(name_expression);
+  ATTN_ASSERT(name != loaded.compiled.lowered_names.end(),
               "program " + program.name + " has no kernel " + name_expression);
-  return entry.module->function(name->second);
+  return loaded.module->function(name->second);
 }
 
 CUdeviceptr Workspace::get(size_t bytes) {

@@ -29,6 +29,7 @@ class KernelLoader {
     CompiledProgram compiled;
     std::unique_ptr<Module> module;
   };
+  Loaded& entry(const JitProgram& program);  // compiles and loads on first use
   const CudaContext& context_;
   JitCompiler& jit_;
   std::map<std::string, Loaded> loaded_;  // by cache key
