@@ -5,20 +5,6 @@
 
 namespace attn {
 
-std::string to_string(Family family) {
-  switch (family) {
-    case Family::paged_decode:
-      return "paged_decode";
-    case Family::prefix_prefill:
-      return "prefix_prefill";
-    case Family::blocksparse:
-      return "blocksparse";
-    case Family::flash_fwd:
-      return "flash_fwd";
-  }
-  return "?";
-}
-
 void Registry::add(std::unique_ptr<Variant> variant) {
   ATTN_ASSERT(find(variant->name()) == nullptr, "variant registered twice: " + variant->name());
   variants_.push_back(std::move(variant));

@@ -185,12 +185,7 @@ class SpecReader {
                             : "must be in " + std::to_string(lo) + ".." + std::to_string(hi);
     if (value->is_number_unsigned()) {
       uint64_t v = value->get<uint64_t>();
-      if (v > uint64_t(hi)) {
-        add(where, range + ", got " + std::to_string(v));
-        ok = false;
-        return std::nullopt;
-      }
-      if (int64_t(v) < lo) {
+      if (v > uint64_t(hi) || int64_t(v) < lo) {
         add(where, range + ", got " + std::to_string(v));
         ok = false;
         return std::nullopt;
@@ -217,34 +212,35 @@ class SpecReader {
     return json_type_name(value);
   }
 
-  const json* object_member(const json& object, const std::string& pointer, const char* key,
-                            bool required, bool& ok) {
+  // The member `key` if it is present and of the JSON type `is` tests for (`kind` names it in the
+  // message); null otherwise, with `ok` cleared when it was required or has the wrong type.
+  const json* typed_member(const json& object, const std::string& pointer, const char* key,
+                           bool required, bool& ok, bool (json::*is)() const noexcept,
+                           const char* kind) {
     const json* value = member(object, pointer, key, required);
     if (value == nullptr) {
       if (required) ok = false;
       return nullptr;
     }
-    if (!value->is_object()) {
-      add(pointer + "/" + key, "expected an object, got " + describe_wrong_type(*value));
+    if (!(value->*is)()) {
+      add(pointer + "/" + key,
+          std::string("expected ") + kind + ", got " + describe_wrong_type(*value));
       ok = false;
       return nullptr;
     }
     return value;
   }
 
+  const json* object_member(const json& object, const std::string& pointer, const char* key,
+                            bool required, bool& ok) {
+    return typed_member(object, pointer, key, required, ok, &json::is_object, "an object");
+  }
+
   const std::string* string_member(const json& object, const std::string& pointer, const char* key,
                                    bool required, bool& ok) {
-    const json* value = member(object, pointer, key, required);
-    if (value == nullptr) {
-      if (required) ok = false;
-      return nullptr;
-    }
-    if (!value->is_string()) {
-      add(pointer + "/" + key, "expected a string, got " + describe_wrong_type(*value));
-      ok = false;
-      return nullptr;
-    }
-    return value->get_ptr<const std::string*>();
+    const json* value =
+        typed_member(object, pointer, key, required, ok, &json::is_string, "a string");
+    return value ? value->get_ptr<const std::string*>() : nullptr;
   }
 
   bool read_schema_version(const json& root, WorkloadSpec& spec) {
