@@ -1,8 +1,13 @@
-// attn-bench run [workload.json]: verify and time every variant that supports the workload.
+// attn-bench run [workload.json]: verify and time every variant that supports the workload, each
+// case a Google Benchmark benchmark (apps/gbench_driver.hpp); --benchmark_* flags pass through.
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/gbench_driver.hpp"
+#include "base/progress.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "results/store.hpp"
@@ -22,9 +27,12 @@ struct RunArgs {
   std::string db;
   std::string variant;
   std::string config;
-  int samples = 30;
-  int warmup = 3;
+  std::string policy = "confirm";
+  std::optional<size_t> samples, min_samples, max_samples, warmup;
+  std::optional<double> noise, max_time;
+  std::string timer;
   bool no_flush_l2 = false;
+  bool repeat_check = false;
   int device = 0;
   bool cpu = false;
   size_t threads = 0;
@@ -61,7 +69,38 @@ void print_device(const BenchSession& session, std::ostream& out) {
     out << "device    " << d.name << " (" << d.sm_count << " threads)\n";
   }
   if (!session.backend_note().empty()) out << "note      " << session.backend_note() << "\n";
+  if (session.backend() == "cuda" && !session.clock_note().empty()) {
+    out << "note      " << session.clock_note() << "\n";
+  }
+  const MeasurePolicy& p = session.policy();
+  out << format("policy    %s: noise <= %.2g%% of the median, %zu..%zu samples, <= %gs per case, "
+                "timer %s\n",
+                p.name.c_str(), p.noise * 100, p.min_samples, p.max_samples, p.max_seconds,
+                to_string(p.timer).c_str());
+  out << std::flush;
+}
+
+// "read_bw 1.23 TB/s (calibrated 2025-...)" or the advice to calibrate.
+void print_ceilings(const BenchSession& session, std::ostream& out) {
+  if (session.backend() != "cuda") return;
+  const DeviceCeilings& c = session.ceilings();
+  if (c.empty()) {
+    out << "ceilings  none for this device: fractions of ceiling are not shown; run "
+           "`attn-bench calibrate` once to measure them\n";
+  } else {
+    std::string text;
+    for (const auto& [metric, record] : c.by_metric) {
+      text += (text.empty() ? "" : ", ") + metric + " " + format("%.1f", record.value);
+    }
+    out << "ceilings  " << text << " (calibrated " << c.by_metric.begin()->second.measured_at
+        << ")\n";
+  }
   out << std::endl;
+}
+
+std::string fraction_cell(const Measurement& m) {
+  if (!m.ceiling_fraction) return "-";
+  return format("%.1f%% %s", *m.ceiling_fraction * 100, m.ceiling.c_str());
 }
 
 void print_report(const BenchReport& report, const std::string& db, std::ostream& out) {
@@ -72,25 +111,73 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
   table.add_column("median_us", A::right);
   table.add_column("p10..p90_us", A::right);
   table.add_column("n", A::right);
+  table.add_column("noise", A::right);
+  table.add_column("timer", A::left);
   table.add_column("GB/s", A::right);
   table.add_column("TFLOP/s", A::right);
+  table.add_column("of ceiling", A::right);
+  table.add_column("SM MHz", A::right);
   table.add_column("rel_err", A::right);
   std::vector<std::string> notes;
   for (const auto& row : report.rows) {
     const Measurement& m = row.measurement;
     const bool timed = m.disposition == Disposition::passed;
-    table.add_row({row.full_name, to_string(m.disposition),
-                   timed ? format("%.2f", m.stats.median) : "-",
+    const std::string status = timed && m.unstable ? "unstable" : to_string(m.disposition);
+    const std::string timer =
+        m.timing.timer == "graph" ? format("graph x%d", m.timing.launches_per_sample)
+                                  : (m.timing.timer.empty() ? "-" : m.timing.timer);
+    table.add_row({row.full_name, status, timed ? format("%.2f", m.stats.median) : "-",
                    timed ? format("%.2f..%.2f", m.stats.p10, m.stats.p90) : "-",
                    timed ? std::to_string(m.stats.count) : "-",
+                   timed ? format("%.2f%%", m.timing.noise * 100) : "-", timed ? timer : "-",
                    timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
+                   timed ? fraction_cell(m) : "-",
+                   timed && m.clocks.median_mhz > 0 ? format("%.0f", m.clocks.median_mhz) : "-",
                    m.verification.checked ? format("%.1e", m.verification.rel_l2_error) : "-"});
     if (!m.reason.empty()) notes.push_back(row.full_name + ": " + m.reason);
+    if (timed && m.unstable) notes.push_back(row.full_name + ": unstable: " + m.unstable_reason);
+    if (timed && m.timing.discarded > 0) {
+      notes.push_back(row.full_name + ": " + std::to_string(m.timing.discarded) + " of " +
+                      std::to_string(m.samples_us.size()) +
+                      " samples discarded (SM clock below " +
+                      format("%.0f", m.clocks.expected_mhz) + " MHz x threshold)");
+    }
   }
   table.print(out);
   for (const auto& note : notes) out << "\n" << note << "\n";
+  for (const RepeatCheck& check : report.repeat_checks) {
+    const Measurement& a = check.first.measurement;
+    const Measurement& b = check.second.measurement;
+    if (a.disposition != Disposition::passed || b.disposition != Disposition::passed) continue;
+    out << format("\nrepeat-check %s: medians %.3f us and %.3f us, difference %+.3f%% (%s; the "
+                  "A/A noise floor of this case under %s)\n",
+                  check.first.full_name.c_str(), a.stats.median, b.stats.median,
+                  check.comparison.relative_difference * 100,
+                  to_string(check.comparison.verdict).c_str(), a.policy.c_str());
+  }
   out << "\nrecorded  run " << report.run_id << " in " << db << " (policy "
       << (report.rows.empty() ? "-" : report.rows.front().measurement.policy) << ")\n";
+}
+
+MeasurePolicy policy_from(const RunArgs& args) {
+  std::optional<MeasurePolicy> named = named_policy(args.policy);
+  if (!named) throw UsageError("--policy '" + args.policy + "': use screen or confirm");
+  PolicyOverrides o;
+  if (args.samples) {
+    if (*args.samples < 1) throw UsageError("--samples must be at least 1");
+    o.min_samples = o.max_samples = args.samples;
+  }
+  if (args.min_samples) o.min_samples = args.min_samples;
+  if (args.max_samples) o.max_samples = args.max_samples;
+  if (args.noise) o.noise = args.noise;
+  if (args.max_time) o.max_seconds = args.max_time;
+  if (args.warmup) o.warmup_min = args.warmup;
+  if (!args.timer.empty()) {
+    o.timer = timer_mode_from_string(args.timer);
+    if (!o.timer) throw UsageError("--timer '" + args.timer + "': use events, graph or auto");
+  }
+  if (args.no_flush_l2) o.flush_l2 = false;
+  return apply_overrides(*named, o);
 }
 
 int run(const RunArgs& args, const Invocation& invocation) {
@@ -101,14 +188,11 @@ int run(const RunArgs& args, const Invocation& invocation) {
   BenchOptions options;
   options.variant_filter = args.variant;
   if (!args.config.empty()) options.config_override = KernelConfig::from_key(args.config);
-  if (args.samples < 1) throw UsageError("--samples must be at least 1");
-  if (args.warmup < 0) throw UsageError("--warmup must not be negative");
-  options.policy.samples = args.samples;
-  options.policy.warmup = args.warmup;
-  options.policy.flush_l2 = !args.no_flush_l2;
+  options.policy = policy_from(args);
   options.device = args.device;
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
+  GbenchOptions gbench{invocation.benchmark_args};
 
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();
@@ -118,13 +202,62 @@ int run(const RunArgs& args, const Invocation& invocation) {
   const std::string db = database_path(args.db);
   Store store(db);
 
+  // With a --benchmark_format, stdout belongs to Google Benchmark's reporter (JSON or CSV must
+  // stay parseable); attn-bench's own lines go to stderr then.
+  std::ostream& out = gbench.has_format() ? std::cerr : std::cout;
   if (build_type() == "Debug") {
     std::cerr << "attn-bench: WARNING: this is a Debug build; host-side timings are not "
                  "representative\n";
   }
-  print_batch(batch, std::cout);
+  print_batch(batch, out);
   BenchSession session = BenchSession::open(batch, options);
-  print_device(session, std::cout);
+  print_device(session, out);
+  print_ceilings(session, out);
+
+  std::vector<std::pair<std::string, BenchCase>> named_cases;
+  for (BenchCase& c : session.cases(registry)) {
+    named_cases.emplace_back(gbench_name(spec.name, c), std::move(c));
+  }
+  if (named_cases.empty()) {
+    std::cerr << "attn-bench: no " << session.backend() << " variant matches '" << args.variant
+              << "'\n";
+    return to_int(ExitCode::usage);
+  }
+  size_t total = 0;
+  for (const auto& [name, c] : named_cases) {
+    if (gbench_filter_matches(gbench.filter(), name)) total += size_t(gbench.repetitions());
+  }
+
+  const DeviceRecord& device = session.device();
+  std::map<std::string, std::string> context = {
+      {"attn_tool_version", tool_version()},
+      {"attn_git_commit", git_commit()},
+      {"attn_build_type", build_type()},
+      {"attn_device", device.name},
+      {"attn_device_fingerprint", device.fingerprint()},
+      {"attn_device_uuid", device.uuid},
+      {"attn_backend", session.backend()},
+      {"attn_workload", spec.name + " " + batch.spec_hash.substr(0, 12)},
+      {"attn_policy", options.policy.name},
+  };
+  if (device.kind == "gpu") {
+    context["attn_device_cc"] = std::to_string(device.cc_major) + "." +
+                                std::to_string(device.cc_minor);
+    context["attn_driver_cuda"] = device.driver_version;
+    context["attn_nvrtc"] = device.nvrtc_version;
+  }
+  for (const auto& [metric, record] : session.ceilings().by_metric) {
+    context["attn_ceiling_" + metric] = format("%.1f", record.value);
+  }
+
+  if (gbench.lists_only()) {
+    run_gbench(invocation.argv.front(), gbench, context, named_cases,
+               [](const BenchCase&) -> const BenchRow& {
+                 throw std::logic_error("--benchmark_list_tests runs nothing");
+               });
+    return to_int(ExitCode::ok);
+  }
+
   RunRecord record{"attn-bench run",
                    tool_version(),
                    git_commit(),
@@ -132,14 +265,21 @@ int run(const RunArgs& args, const Invocation& invocation) {
                    quote_command_line(invocation.argv),
                    host_name(),
                    utc_timestamp_now()};
-  const BenchReport report = session.run(registry, store, record, [](const std::string& line) {
-    std::cerr << "attn-bench: " << line << std::endl;
-  });
-  print_report(report, db, std::cout);
+  session.begin(store, record);
+  Progress progress(std::cerr, total, stderr_is_terminal());
+  run_gbench(invocation.argv.front(), gbench, context, named_cases,
+             [&](const BenchCase& c) -> const BenchRow& {
+               progress.begin(c.full_name);
+               const BenchRow& row =
+                   args.repeat_check ? session.repeat_check(c).first : session.measure(c);
+               progress.finish_step();
+               return row;
+             });
+  const BenchReport& report = session.finish();
+  print_report(report, db, out);
 
   if (report.rows.empty()) {
-    std::cerr << "attn-bench: no " << session.backend() << " variant matches '" << args.variant
-              << "'\n";
+    std::cerr << "attn-bench: --benchmark_filter '" << gbench.filter() << "' matched no case\n";
     return to_int(ExitCode::usage);
   }
   if (report.any_failed()) return to_int(ExitCode::failed_cases);
@@ -164,9 +304,21 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
   cmd->add_option("--config", args->config,
                   "override config axes of the default config, e.g. tile_tokens=64,warps=4");
-  cmd->add_option("--samples", args->samples, "timed samples per case (default 30)");
-  cmd->add_option("--warmup", args->warmup, "untimed launches before sampling (default 3)");
+  cmd->add_option("--policy", args->policy,
+                  "measurement policy: confirm (default; 0.5% noise target) or screen (cheap)");
+  cmd->add_option("--min-samples", args->min_samples, "kept samples before the noise rule may stop");
+  cmd->add_option("--max-samples", args->max_samples, "samples after which sampling stops anyway");
+  cmd->add_option("--samples", args->samples, "exactly N samples (sets --min-samples and --max-samples)");
+  cmd->add_option("--noise", args->noise,
+                  "target relative noise of the median, e.g. 0.005 for 0.5%");
+  cmd->add_option("--max-time", args->max_time, "seconds of sampling per case before it stops anyway");
+  cmd->add_option("--warmup", args->warmup, "least warm-up launches before the settle test");
+  cmd->add_option("--timer", args->timer,
+                  "events (one launch between CUDA events), graph (a CUDA graph of many launches) "
+                  "or auto (graph for short launches; default)");
   cmd->add_flag("--no-flush-l2", args->no_flush_l2, "do not flush the L2 cache between samples");
+  cmd->add_flag("--repeat-check", args->repeat_check,
+                "measure each case twice and report the difference of the medians (A/A noise)");
   cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
   cmd->add_flag("--cpu", args->cpu, "run the CPU backend even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");

@@ -11,12 +11,16 @@ namespace attn {
 
 struct Invocation {
   std::vector<std::string> argv;  // for the run record: the exact command line
+  // The --benchmark_* arguments, taken out of argv before CLI11 parses it (attn-bench run hands
+  // them to Google Benchmark; other commands refuse them).
+  std::vector<std::string> benchmark_args;
   int exit_code = 0;
 };
 
 void add_run_command(CLI::App& app, Invocation& invocation);
 void add_list_command(CLI::App& app, Invocation& invocation);
 void add_devices_command(CLI::App& app, Invocation& invocation);
+void add_calibrate_command(CLI::App& app, Invocation& invocation);
 
 // argv joined, each argument single-quoted when it holds anything but [A-Za-z0-9_./=:,+-].
 std::string quote_command_line(const std::vector<std::string>& argv);

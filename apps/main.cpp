@@ -10,6 +10,11 @@ int main(int argc, char** argv) {
   using namespace attn;
   Invocation invocation;
   invocation.argv.assign(argv, argv + argc);
+  std::vector<std::string> cli_args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    (arg.rfind("--benchmark_", 0) == 0 ? invocation.benchmark_args : cli_args).push_back(arg);
+  }
 
   CLI::App app{"attn-bench: benchmark and verify attention kernels that read a paged KV cache"};
   app.set_version_flag("--version", "attn-bench " + tool_version() + " (" + git_commit() + ")");
@@ -17,9 +22,16 @@ int main(int argc, char** argv) {
   add_run_command(app, invocation);
   add_list_command(app, invocation);
   add_devices_command(app, invocation);
+  add_calibrate_command(app, invocation);
 
   try {
-    app.parse(argc, argv);
+    // Checked before parsing: a subcommand's callback runs inside parse().
+    if (!invocation.benchmark_args.empty() && (cli_args.empty() || cli_args.front() != "run")) {
+      throw UsageError("'" + invocation.benchmark_args.front() +
+                       "': Google Benchmark flags apply to `attn-bench run` only");
+    }
+    std::vector<std::string> reversed(cli_args.rbegin(), cli_args.rend());
+    app.parse(reversed);  // CLI11 takes the arguments in reverse order
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, version or the parse error
     return code == 0 ? 0 : to_int(ExitCode::usage);

@@ -62,4 +62,13 @@ Statistics summarize(std::vector<double> samples) {
   return s;
 }
 
+std::vector<double> Measurement::kept_samples() const {
+  if (sample_discarded.empty()) return samples_us;
+  std::vector<double> kept;
+  for (size_t i = 0; i < samples_us.size(); ++i) {
+    if (i >= sample_discarded.size() || !sample_discarded[i]) kept.push_back(samples_us[i]);
+  }
+  return kept;
+}
+
 }  // namespace attn

@@ -40,6 +40,27 @@ struct Verification {
   std::string reference;  // which oracle: "cpu_reference", "naive_dense"
 };
 
+// How the samples were taken (tuner/timing_core.hpp).
+struct TimingDetails {
+  std::string timer;            // "events", "graph" or "cpu"; empty when not timed
+  int launches_per_sample = 1;  // graph: launches replayed per sample (a sample is their mean)
+  std::string stop_reason;      // "noise", "max_samples" or "max_time"
+  double noise = 0;         // relative noise of the median over the kept samples (bootstrap)
+  double noise_target = 0;  // the policy's limit
+  int64_t warmup_samples = 0;
+  int64_t discarded = 0;  // samples taken below the expected SM clock, left out of the statistics
+  int64_t outliers = 0;   // kept samples farther than 5 MADs from the median (kept in the median)
+};
+
+// The clocks and temperature the samples were taken at. Zero / empty when not read.
+struct ClockRecord {
+  double expected_mhz = 0;  // the clock samples were filtered against
+  double median_mhz = 0, min_mhz = 0, max_mhz = 0;  // of the kept samples' probe readings
+  std::optional<double> temperature_start_c, temperature_end_c;  // NVML, when present
+  std::optional<double> nvml_sm_clock_mhz;                       // NVML, at the end
+  std::optional<int64_t> clock_event_reasons;                    // NVML bit mask, at the end
+};
+
 struct Measurement {
   std::string family;   // "paged_decode"
   std::string variant;  // "paged_decode.splitkv"
@@ -49,14 +70,27 @@ struct Measurement {
   std::string backend;      // "cuda" or "cpu"
   Disposition disposition = Disposition::unsupported;
   std::string reason;  // why it is not `passed`; empty when passed
-  std::string policy;  // name of the measurement policy
+  std::string policy;  // name of the measurement policy, with overrides: "confirm(noise=0.01)"
+  // Every sample in the order taken, discarded ones too; `stats` are of the kept ones only.
   std::vector<double> samples_us;
+  std::vector<double> sample_clock_mhz;  // empty, or one SM clock reading per sample (0: none)
+  std::vector<bool> sample_discarded;    // empty (none discarded), or one flag per sample
   Statistics stats;
+  TimingDetails timing;
+  ClockRecord clocks;
+  bool unstable = false;        // measured, but not to be trusted: unstable_reason says why
+  std::string unstable_reason;  // "noise 1.2% > 0.5% (max_time)", "18% of samples throttled"
+  // The device ceiling this result is set against (results/ceilings.hpp): "read_bw" for
+  // memory-bound families, "bf16_tensor" for compute-bound ones; empty when the device has none.
+  std::string ceiling;
+  std::optional<double> ceiling_fraction;  // achieved rate / ceiling
   Verification verification;
   double bytes = 0;  // minimum traffic of the problem
   double flops = 0;  // useful FLOPs of the problem
   double gbps() const { return stats.median > 0 ? bytes / (stats.median * 1e3) : 0; }
   double tflops() const { return stats.median > 0 ? flops / (stats.median * 1e6) : 0; }
+  // The kept samples (samples_us without the discarded ones).
+  std::vector<double> kept_samples() const;
 };
 
 }  // namespace attn

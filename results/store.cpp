@@ -120,6 +120,64 @@ PRAGMA application_id = 1635021934;
 )sql";
 static_assert(kApplicationId == 1635021934, "kSchemaV1 writes kApplicationId as a literal");
 
+// Schema v2 (attn-bench calibrate and the measurement core, issue 4): how each measurement was
+// timed (timer, stop reason, noise, warm-up, discarded samples), the clocks and temperature it was
+// taken at, a stability flag, the ceiling it is set against; per-sample SM clock and discard flag;
+// the device ceilings; and the A/A repeat checks. Columns added to v1 tables are nullable (or
+// default), so rows written by v1 stay valid and read back with those fields empty.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE measurements ADD COLUMN timer TEXT;
+ALTER TABLE measurements ADD COLUMN launches_per_sample INTEGER;
+ALTER TABLE measurements ADD COLUMN stop_reason TEXT;
+ALTER TABLE measurements ADD COLUMN noise REAL;
+ALTER TABLE measurements ADD COLUMN noise_target REAL;
+ALTER TABLE measurements ADD COLUMN warmup_samples INTEGER;
+ALTER TABLE measurements ADD COLUMN discarded_samples INTEGER;
+ALTER TABLE measurements ADD COLUMN outliers INTEGER;
+ALTER TABLE measurements ADD COLUMN unstable INTEGER NOT NULL DEFAULT 0 CHECK (unstable IN (0, 1));
+ALTER TABLE measurements ADD COLUMN unstable_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE measurements ADD COLUMN expected_clock_mhz REAL;
+ALTER TABLE measurements ADD COLUMN median_clock_mhz REAL;
+ALTER TABLE measurements ADD COLUMN min_clock_mhz REAL;
+ALTER TABLE measurements ADD COLUMN max_clock_mhz REAL;
+ALTER TABLE measurements ADD COLUMN temperature_start_c REAL;
+ALTER TABLE measurements ADD COLUMN temperature_end_c REAL;
+ALTER TABLE measurements ADD COLUMN nvml_sm_clock_mhz REAL;
+ALTER TABLE measurements ADD COLUMN clock_event_reasons INTEGER;
+ALTER TABLE measurements ADD COLUMN ceiling TEXT;
+ALTER TABLE measurements ADD COLUMN ceiling_fraction REAL;
+
+ALTER TABLE samples ADD COLUMN sm_clock_mhz REAL;
+ALTER TABLE samples ADD COLUMN discarded INTEGER NOT NULL DEFAULT 0 CHECK (discarded IN (0, 1));
+
+CREATE TABLE ceilings (
+  id                 INTEGER PRIMARY KEY,
+  device_fingerprint TEXT NOT NULL REFERENCES devices (fingerprint),
+  metric             TEXT NOT NULL CHECK (metric IN ('read_gbps', 'copy_gbps', 'memcpy_gbps',
+                       'bf16_tflops')),
+  value              REAL NOT NULL CHECK (value > 0),
+  method             TEXT NOT NULL,
+  sample_count       INTEGER NOT NULL CHECK (sample_count >= 0),
+  noise              REAL NOT NULL,
+  unstable           INTEGER NOT NULL CHECK (unstable IN (0, 1)),
+  tool_version       TEXT NOT NULL,
+  git_commit         TEXT NOT NULL,
+  measured_at        TEXT NOT NULL
+);
+CREATE INDEX ceilings_by_device ON ceilings (device_fingerprint, metric, measured_at);
+
+CREATE TABLE repeat_checks (
+  id                    INTEGER PRIMARY KEY,
+  run_id                INTEGER NOT NULL REFERENCES runs (id),
+  first_measurement_id  INTEGER NOT NULL REFERENCES measurements (id),
+  second_measurement_id INTEGER NOT NULL REFERENCES measurements (id),
+  relative_difference   REAL NOT NULL,
+  verdict               TEXT NOT NULL CHECK (verdict IN ('SAME', 'FASTER', 'SLOWER')),
+  created_at            TEXT NOT NULL
+);
+CREATE INDEX repeat_checks_by_run ON repeat_checks (run_id);
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited.
 struct Migration {
@@ -129,6 +187,9 @@ struct Migration {
 };
 constexpr Migration kMigrations[] = {
     {1, "create runs, devices, workloads, measurements, samples", kSchemaV1},
+    {2, "timing details, clocks, stability and ceiling fraction of measurements; sample clocks; "
+        "ceilings; repeat_checks",
+     kSchemaV2},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");
@@ -335,12 +396,27 @@ int64_t Store::add_measurement(int64_t run_id, int64_t device_id, int64_t worklo
       run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
       disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us, max_us,
       p10_us, p90_us, bytes, flops, gbps, tflops, verified, max_abs_error, rel_l2_error,
-      nonfinite, elements, tolerance, reference, created_at)
+      nonfinite, elements, tolerance, reference, created_at, timer, launches_per_sample,
+      stop_reason, noise, noise_target, warmup_samples, discarded_samples, outliers, unstable,
+      unstable_reason, expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
+      temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons, ceiling,
+      ceiling_fraction)
     VALUES (
       :run_id, :device_id, :workload_id, :family, :variant, :config_key, :config_json, :backend,
       :disposition, :reason, :policy, :sample_count, :median_us, :mean_us, :stddev_us, :min_us,
       :max_us, :p10_us, :p90_us, :bytes, :flops, :gbps, :tflops, :verified, :max_abs_error,
-      :rel_l2_error, :nonfinite, :elements, :tolerance, :reference, :created_at))sql");
+      :rel_l2_error, :nonfinite, :elements, :tolerance, :reference, :created_at, :timer,
+      :launches_per_sample, :stop_reason, :noise, :noise_target, :warmup_samples,
+      :discarded_samples, :outliers, :unstable, :unstable_reason, :expected_clock_mhz,
+      :median_clock_mhz, :min_clock_mhz, :max_clock_mhz, :temperature_start_c,
+      :temperature_end_c, :nvml_sm_clock_mhz, :clock_event_reasons, :ceiling,
+      :ceiling_fraction))sql");
+  const TimingDetails& t = m.timing;
+  const bool timed = !t.timer.empty();
+  auto when_timed = [&](auto value) {
+    return timed ? std::optional<decltype(value)>(value) : std::nullopt;
+  };
+  auto clock = [](double mhz) { return mhz > 0 ? std::optional<double>(mhz) : std::nullopt; };
   const Verification& v = m.verification;
   const bool has_rate = m.stats.count > 0 && m.stats.median > 0;
   insert.bind(":run_id", run_id)
@@ -373,18 +449,129 @@ int64_t Store::add_measurement(int64_t run_id, int64_t device_id, int64_t worklo
       .bind(":elements", v.checked ? std::optional<int64_t>(v.elements) : std::nullopt)
       .bind(":tolerance", checked(m, v.tolerance))
       .bind(":reference", v.checked ? std::optional<std::string>(v.reference) : std::nullopt)
-      .bind(":created_at", utc_timestamp_now());
+      .bind(":created_at", utc_timestamp_now())
+      .bind(":timer", timed ? std::optional<std::string>(t.timer) : std::nullopt)
+      .bind(":launches_per_sample", when_timed(int64_t(t.launches_per_sample)))
+      .bind(":stop_reason", timed ? std::optional<std::string>(t.stop_reason) : std::nullopt)
+      .bind(":noise", when_timed(t.noise))
+      .bind(":noise_target", when_timed(t.noise_target))
+      .bind(":warmup_samples", when_timed(t.warmup_samples))
+      .bind(":discarded_samples", when_timed(t.discarded))
+      .bind(":outliers", when_timed(t.outliers))
+      .bind(":unstable", int64_t(m.unstable ? 1 : 0))
+      .bind(":unstable_reason", m.unstable_reason)
+      .bind(":expected_clock_mhz", clock(m.clocks.expected_mhz))
+      .bind(":median_clock_mhz", clock(m.clocks.median_mhz))
+      .bind(":min_clock_mhz", clock(m.clocks.min_mhz))
+      .bind(":max_clock_mhz", clock(m.clocks.max_mhz))
+      .bind(":temperature_start_c", m.clocks.temperature_start_c)
+      .bind(":temperature_end_c", m.clocks.temperature_end_c)
+      .bind(":nvml_sm_clock_mhz", m.clocks.nvml_sm_clock_mhz)
+      .bind(":clock_event_reasons", m.clocks.clock_event_reasons)
+      .bind(":ceiling", m.ceiling.empty() ? std::nullopt : std::optional<std::string>(m.ceiling))
+      .bind(":ceiling_fraction", m.ceiling_fraction);
   insert.run();
   const int64_t id = db_->last_insert_rowid();
 
-  Statement sample(*db_, "INSERT INTO samples (measurement_id, idx, time_us) VALUES (?, ?, ?)");
+  ATTN_ASSERT(m.sample_clock_mhz.empty() || m.sample_clock_mhz.size() == m.samples_us.size(),
+              "sample_clock_mhz must be empty or hold one reading per sample");
+  ATTN_ASSERT(m.sample_discarded.empty() || m.sample_discarded.size() == m.samples_us.size(),
+              "sample_discarded must be empty or hold one flag per sample");
+  Statement sample(*db_,
+                   "INSERT INTO samples (measurement_id, idx, time_us, sm_clock_mhz, discarded) "
+                   "VALUES (?, ?, ?, ?, ?)");
   for (size_t i = 0; i < m.samples_us.size(); ++i) {
-    sample.bind(1, id).bind(2, int64_t(i)).bind(3, m.samples_us[i]);
+    const double mhz = m.sample_clock_mhz.empty() ? 0 : m.sample_clock_mhz[i];
+    const bool discarded = !m.sample_discarded.empty() && m.sample_discarded[i];
+    sample.bind(1, id)
+        .bind(2, int64_t(i))
+        .bind(3, m.samples_us[i])
+        .bind(4, mhz > 0 ? std::optional<double>(mhz) : std::nullopt)
+        .bind(5, int64_t(discarded ? 1 : 0));
     sample.run();
     sample.reset();
   }
   transaction.commit();
   return id;
+}
+
+int64_t Store::add_ceiling(const std::string& device_fingerprint, const CeilingRecord& c) {
+  const std::string measured_at = c.measured_at.empty() ? utc_timestamp_now() : c.measured_at;
+  ATTN_ASSERT(is_utc_timestamp(measured_at), "CeilingRecord::measured_at must be ISO 8601 UTC");
+  Statement s(*db_, R"sql(
+    INSERT INTO ceilings (device_fingerprint, metric, value, method, sample_count, noise, unstable,
+                          tool_version, git_commit, measured_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+  s.bind(1, device_fingerprint)
+      .bind(2, c.metric)
+      .bind(3, c.value)
+      .bind(4, c.method)
+      .bind(5, c.sample_count)
+      .bind(6, c.noise)
+      .bind(7, int64_t(c.unstable ? 1 : 0))
+      .bind(8, c.tool_version)
+      .bind(9, c.git_commit)
+      .bind(10, measured_at);
+  s.run();
+  return db_->last_insert_rowid();
+}
+
+DeviceCeilings Store::ceilings(const std::string& device_fingerprint) const {
+  // Timestamps sort in time order; the id breaks ties within one millisecond.
+  Statement s(*db_, R"sql(
+    SELECT metric, value, method, sample_count, noise, unstable, tool_version, git_commit,
+           measured_at
+    FROM ceilings WHERE device_fingerprint = ? ORDER BY measured_at, id)sql");
+  s.bind(1, device_fingerprint);
+  DeviceCeilings out;
+  while (s.step()) {
+    CeilingRecord c;
+    int i = 0;
+    c.metric = s.column_text(i++);
+    c.value = s.column_double(i++);
+    c.method = s.column_text(i++);
+    c.sample_count = s.column_int64(i++);
+    c.noise = s.column_double(i++);
+    c.unstable = s.column_int64(i++) != 0;
+    c.tool_version = s.column_text(i++);
+    c.git_commit = s.column_text(i++);
+    c.measured_at = s.column_text(i++);
+    out.by_metric[c.metric] = c;  // later rows replace earlier ones
+  }
+  return out;
+}
+
+int64_t Store::add_repeat_check(const RepeatCheckRecord& check) {
+  Statement s(*db_, R"sql(
+    INSERT INTO repeat_checks (run_id, first_measurement_id, second_measurement_id,
+                               relative_difference, verdict, created_at)
+    VALUES (?, ?, ?, ?, ?, ?))sql");
+  s.bind(1, check.run_id)
+      .bind(2, check.first_measurement_id)
+      .bind(3, check.second_measurement_id)
+      .bind(4, check.relative_difference)
+      .bind(5, check.verdict)
+      .bind(6, utc_timestamp_now());
+  s.run();
+  return db_->last_insert_rowid();
+}
+
+std::vector<RepeatCheckRecord> Store::repeat_checks_of_run(int64_t run_id) const {
+  Statement s(*db_, R"sql(
+    SELECT first_measurement_id, second_measurement_id, relative_difference, verdict
+    FROM repeat_checks WHERE run_id = ? ORDER BY id)sql");
+  s.bind(1, run_id);
+  std::vector<RepeatCheckRecord> out;
+  while (s.step()) {
+    RepeatCheckRecord r;
+    r.run_id = run_id;
+    r.first_measurement_id = s.column_int64(0);
+    r.second_measurement_id = s.column_int64(1);
+    r.relative_difference = s.column_double(2);
+    r.verdict = s.column_text(3);
+    out.push_back(r);
+  }
+  return out;
 }
 
 StoreCounts Store::counts() const {
@@ -405,10 +592,16 @@ std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const 
     SELECT id, run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
            disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us,
            max_us, p10_us, p90_us, bytes, flops, verified, max_abs_error, rel_l2_error, nonfinite,
-           elements, tolerance, reference
+           elements, tolerance, reference, timer, launches_per_sample, stop_reason, noise,
+           noise_target, warmup_samples, discarded_samples, outliers, unstable, unstable_reason,
+           expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
+           temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons,
+           ceiling, ceiling_fraction
     FROM measurements WHERE run_id = ? ORDER BY id)sql");
   s.bind(1, run_id);
-  Statement samples(*db_, "SELECT idx, time_us FROM samples WHERE measurement_id = ? ORDER BY idx");
+  Statement samples(*db_,
+                    "SELECT idx, time_us, sm_clock_mhz, discarded FROM samples "
+                    "WHERE measurement_id = ? ORDER BY idx");
   std::vector<StoredMeasurement> out;
   while (s.step()) {
     StoredMeasurement row;
@@ -445,15 +638,47 @@ std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const 
       v.elements = s.column_int64(c++);
       v.tolerance = s.column_double(c++);
       v.reference = s.column_text(c++);
+    } else {
+      c += 6;
     }
+    TimingDetails& t = m.timing;
+    t.timer = s.column_optional_text(c++).value_or("");
+    t.launches_per_sample = int(s.column_optional_int64(c++).value_or(1));
+    t.stop_reason = s.column_optional_text(c++).value_or("");
+    t.noise = s.column_optional_double(c++).value_or(0);
+    t.noise_target = s.column_optional_double(c++).value_or(0);
+    t.warmup_samples = s.column_optional_int64(c++).value_or(0);
+    t.discarded = s.column_optional_int64(c++).value_or(0);
+    t.outliers = s.column_optional_int64(c++).value_or(0);
+    m.unstable = s.column_int64(c++) != 0;
+    m.unstable_reason = s.column_text(c++);
+    for (double* mhz : {&m.clocks.expected_mhz, &m.clocks.median_mhz, &m.clocks.min_mhz,
+                        &m.clocks.max_mhz}) {
+      *mhz = s.column_optional_double(c++).value_or(0);
+    }
+    m.clocks.temperature_start_c = s.column_optional_double(c++);
+    m.clocks.temperature_end_c = s.column_optional_double(c++);
+    m.clocks.nvml_sm_clock_mhz = s.column_optional_double(c++);
+    m.clocks.clock_event_reasons = s.column_optional_int64(c++);
+    m.ceiling = s.column_optional_text(c++).value_or("");
+    m.ceiling_fraction = s.column_optional_double(c++);
 
     samples.reset();
     samples.bind(1, row.id);
+    bool any_clock = false, any_discarded = false;
     while (samples.step()) {
       ATTN_ASSERT(samples.column_int64(0) == int64_t(m.samples_us.size()),
                   "samples of measurement " + std::to_string(row.id) + " are not numbered 0..n-1");
       m.samples_us.push_back(samples.column_double(1));
+      const double mhz = samples.column_optional_double(2).value_or(0);
+      const bool discarded = samples.column_int64(3) != 0;
+      any_clock = any_clock || mhz > 0;
+      any_discarded = any_discarded || discarded;
+      m.sample_clock_mhz.push_back(mhz);
+      m.sample_discarded.push_back(discarded);
     }
+    if (!any_clock) m.sample_clock_mhz.clear();
+    if (!any_discarded) m.sample_discarded.clear();
     out.push_back(std::move(row));
   }
   return out;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "results/ceilings.hpp"
 #include "results/measurement.hpp"
 #include "results/records.hpp"
 
@@ -30,13 +31,21 @@ struct StoredRun {
   std::string status;                      // "running" until finish_run
 };
 
+// An A/A check: one case measured twice in one process (attn-bench run --repeat-check).
+struct RepeatCheckRecord {
+  int64_t run_id = 0;
+  int64_t first_measurement_id = 0, second_measurement_id = 0;
+  double relative_difference = 0;  // (median_second - median_first) / median_first
+  std::string verdict;             // "SAME", "FASTER", "SLOWER" (tuner/sample_statistics.hpp)
+};
+
 struct StoreCounts {
   int64_t runs = 0, devices = 0, workloads = 0, measurements = 0;
 };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating if needed) and migrates. ":memory:" gives a private in-memory database.
   // Throws EnvironmentError if the file's schema is newer than kSchemaVersion or it is not a
@@ -56,6 +65,14 @@ class Store {
   // Writes the measurement and its raw samples in one transaction.
   int64_t add_measurement(int64_t run_id, int64_t device_id, int64_t workload_id,
                           const Measurement& measurement);
+
+  // Ceilings of a device already upserted (by its fingerprint); throws if there is no such device.
+  int64_t add_ceiling(const std::string& device_fingerprint, const CeilingRecord& ceiling);
+  // The latest record of each metric for the device; empty when it was never calibrated.
+  DeviceCeilings ceilings(const std::string& device_fingerprint) const;
+
+  int64_t add_repeat_check(const RepeatCheckRecord& check);
+  std::vector<RepeatCheckRecord> repeat_checks_of_run(int64_t run_id) const;
 
   StoreCounts counts() const;
   std::vector<StoredMeasurement> measurements_of_run(int64_t run_id) const;

@@ -4,6 +4,7 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "tuner/device_records.hpp"
 #include "tuner/evaluator.hpp"
+#include "tuner/roofline.hpp"
 
 namespace attn {
 
@@ -67,31 +68,73 @@ BenchSession BenchSession::open(const Batch& batch, const BenchOptions& options)
   return session;
 }
 
-BenchReport BenchSession::run(const Registry& registry, Store& store, const RunRecord& run,
-                              const std::function<void(const std::string&)>& progress) {
-  Evaluator& evaluator = *state_->evaluator;
-  const Backend backend = evaluator.target().backend;
-  std::vector<const Variant*> variants;
-  for (const Variant* v : registry.matching(options_.variant_filter)) {
-    if (v->backend() == backend) variants.push_back(v);
-  }
+const std::string& BenchSession::clock_note() const {
+  return state_->evaluator->clock_note();
+}
 
-  BenchReport report;
-  report.run_id = store.begin_run(run);
-  const int64_t device_id = store.upsert_device(device_);
-  const int64_t workload_id =
-      store.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
-  for (const Variant* variant : variants) {
-    const KernelConfig config = with_override(variant->default_config(batch_, evaluator.target()),
-                                              options_.config_override);
-    BenchRow row{variant->full_name(config), {}};
-    progress("running " + row.full_name);
-    row.measurement = evaluator.evaluate(*variant, config);
-    store.add_measurement(report.run_id, device_id, workload_id, row.measurement);
-    report.rows.push_back(std::move(row));
+std::vector<BenchCase> BenchSession::cases(const Registry& registry) const {
+  const Evaluator& evaluator = *state_->evaluator;
+  std::vector<BenchCase> out;
+  for (const Variant* v : registry.matching(options_.variant_filter)) {
+    if (v->backend() != evaluator.target().backend) continue;
+    BenchCase c;
+    c.variant = v;
+    c.config = with_override(v->default_config(batch_, evaluator.target()),
+                             options_.config_override);
+    c.full_name = v->full_name(c.config);
+    out.push_back(std::move(c));
   }
-  store.finish_run(report.run_id, report.any_failed() ? "failed_cases" : "completed");
-  return report;
+  return out;
+}
+
+void BenchSession::begin(Store& store, const RunRecord& run) {
+  store_ = &store;
+  report_ = {};
+  report_.run_id = store.begin_run(run);
+  device_id_ = store.upsert_device(device_);
+  workload_id_ =
+      store.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
+  ceilings_ = store.ceilings(device_.fingerprint());
+}
+
+BenchRow BenchSession::measure_and_store(const BenchCase& bench_case) {
+  ATTN_ASSERT(store_, "BenchSession::begin() must come before measure()");
+  BenchRow row{bench_case.full_name, 0, {}};
+  row.measurement = state_->evaluator->evaluate(*bench_case.variant, bench_case.config);
+  apply_ceiling(bench_case.variant->family(), ceilings_, row.measurement);
+  row.measurement_id = store_->add_measurement(report_.run_id, device_id_, workload_id_,
+                                               row.measurement);
+  return row;
+}
+
+const BenchRow& BenchSession::measure(const BenchCase& bench_case) {
+  report_.rows.push_back(measure_and_store(bench_case));
+  return report_.rows.back();
+}
+
+const RepeatCheck& BenchSession::repeat_check(const BenchCase& bench_case) {
+  RepeatCheck check;
+  check.first = measure_and_store(bench_case);
+  check.second = measure_and_store(bench_case);
+  check.comparison = compare_samples(check.first.measurement.kept_samples(),
+                                     check.second.measurement.kept_samples());
+  report_.rows.push_back(check.first);
+  report_.rows.push_back(check.second);
+  const bool both_timed = check.first.measurement.disposition == Disposition::passed &&
+                          check.second.measurement.disposition == Disposition::passed;
+  if (both_timed) {
+    store_->add_repeat_check({report_.run_id, check.first.measurement_id,
+                              check.second.measurement_id, check.comparison.relative_difference,
+                              to_string(check.comparison.verdict)});
+  }
+  report_.repeat_checks.push_back(std::move(check));
+  return report_.repeat_checks.back();
+}
+
+const BenchReport& BenchSession::finish() {
+  ATTN_ASSERT(store_, "BenchSession::begin() must come before finish()");
+  store_->finish_run(report_.run_id, report_.any_failed() ? "failed_cases" : "completed");
+  return report_;
 }
 
 }  // namespace attn

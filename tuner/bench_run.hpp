@@ -1,9 +1,9 @@
-// One `attn-bench run`: every variant that matches the filter and supports the batch is prepared,
-// verified and timed on one backend, and each result is written to the store as it is produced.
+// One `attn-bench run`: the cases (variant, config) that match the filter on the chosen backend,
+// each prepared, verified and timed by the Evaluator and written to the store as soon as it exists.
+// The caller (apps/cmd_run.cpp, through Google Benchmark) decides the order and repetitions.
 // Without a GPU (or with force_cpu) the CPU backend runs the CPU reference variant.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,7 +12,8 @@
 #include "kernels/registry.hpp"
 #include "results/records.hpp"
 #include "results/store.hpp"
-#include "tuner/timing.hpp"
+#include "tuner/sample_statistics.hpp"
+#include "tuner/timing_policy.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
@@ -20,21 +21,35 @@ namespace attn {
 struct BenchOptions {
   std::string variant_filter;                   // glob over variant names; empty: all
   std::optional<KernelConfig> config_override;  // axes set here replace the default config's
-  TimingPolicy policy;
+  MeasurePolicy policy = confirm_policy();
   int device = 0;          // GPU ordinal
   bool force_cpu = false;  // run the CPU backend even when a GPU exists
   size_t cpu_threads = 0;
   std::string jit_cache_dir;  // empty: the JIT's default
 };
 
-struct BenchRow {
+struct BenchCase {
+  const Variant* variant = nullptr;
+  KernelConfig config;
   std::string full_name;  // variant name + config label
+};
+
+struct BenchRow {
+  std::string full_name;
+  int64_t measurement_id = 0;
   Measurement measurement;
+};
+
+// The A/A noise floor of one case: measured twice in a row in one process.
+struct RepeatCheck {
+  BenchRow first, second;
+  Comparison comparison;  // of the kept samples; relative_difference of the medians
 };
 
 struct BenchReport {
   int64_t run_id = 0;
   std::vector<BenchRow> rows;
+  std::vector<RepeatCheck> repeat_checks;
   bool any_failed() const;  // some row is incorrect or failed to compile/launch
   bool any_passed() const;
 };
@@ -50,20 +65,35 @@ class BenchSession {
 
   const std::string& backend() const { return backend_; }
   const std::string& backend_note() const { return backend_note_; }
+  const std::string& clock_note() const;
   const DeviceRecord& device() const { return device_; }
+  const MeasurePolicy& policy() const { return options_.policy; }
 
-  // Runs every matching variant of this backend; `progress` receives one line before each case is
-  // prepared (so a hang can be attributed). Each result is stored as soon as it exists.
-  BenchReport run(const Registry& registry, Store& store, const RunRecord& run,
-                  const std::function<void(const std::string&)>& progress);
+  // The matching cases of this backend, each at its default config (with the override applied).
+  std::vector<BenchCase> cases(const Registry& registry) const;
+
+  // Starts a run in the store and loads the device's ceilings (empty when never calibrated).
+  void begin(Store& store, const RunRecord& run);
+  const DeviceCeilings& ceilings() const { return ceilings_; }
+  // Measures one case and records it at once.
+  const BenchRow& measure(const BenchCase& bench_case);
+  // Measures one case twice and records both and their comparison.
+  const RepeatCheck& repeat_check(const BenchCase& bench_case);
+  // Closes the run ("completed" or "failed_cases") and returns everything measured.
+  const BenchReport& finish();
 
  private:
   BenchSession(const Batch& batch, const BenchOptions& options);
+  BenchRow measure_and_store(const BenchCase& bench_case);
   struct State;
   const Batch& batch_;
   BenchOptions options_;
   std::string backend_, backend_note_;
   DeviceRecord device_;
+  DeviceCeilings ceilings_;
+  Store* store_ = nullptr;
+  int64_t device_id_ = 0, workload_id_ = 0;
+  BenchReport report_;
   std::unique_ptr<State> state_;
 };
 

@@ -1,5 +1,8 @@
 #include "tuner/evaluator.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "tuner/verify.hpp"
 
@@ -29,6 +32,16 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   e->loader_ = std::make_unique<KernelLoader>(*e->cuda_, jit);
   e->workspace_ = std::make_unique<Workspace>(*e->cuda_);
   e->flusher_ = std::make_unique<L2Flusher>(*e->cuda_, size_t(device.l2_bytes));
+  try {
+    e->probe_ = std::make_unique<ClockProbe>(*e->cuda_, *e->loader_, device.arch());
+  } catch (const Error& error) {  // measure anyway, without clock filtering, and say so
+    e->clock_note_ = std::string("SM clock probe unavailable: ") + error.what();
+  }
+  std::string why_no_nvml;
+  e->nvml_ = NvmlMonitor::open(device.uuid, &why_no_nvml);
+  if (!e->nvml_) {
+    e->clock_note_ += (e->clock_note_.empty() ? "" : "; ") + why_no_nvml + " (no temperature)";
+  }
   e->device_.emplace(Problem::on_device(e->host_, *e->cuda_));
   e->context_.target = Target::cuda(device);
   e->context_.cuda = e->cuda_.get();
@@ -105,16 +118,45 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
   }
 
   try {
-    m.samples_us = cuda_ ? time_cuda(*launcher, *cuda_, *stream_, flusher_.get(), options_.policy)
-                         : time_cpu(*launcher, options_.policy);
+    if (cuda_) {
+      std::vector<std::unique_ptr<Launcher>> owned;
+      const RotationFactory rotation_factory = [&](double) {
+        return rotation(variant, config, *launcher, owned);
+      };
+      const CudaTimingTools tools{cuda_.get(), stream_.get(), flusher_.get(), probe_.get(),
+                                  nvml_.get()};
+      time_on_cuda(*launcher, rotation_factory, options_.policy, tools, m);
+    } else {
+      time_on_cpu(*launcher, options_.policy, m);
+    }
   } catch (const CallError& e) {
     m.disposition = Disposition::launch_failed;
     m.reason = std::string("while timing: ") + e.what();
     return m;
   }
-  m.stats = summarize(m.samples_us);
   m.disposition = Disposition::passed;
   return m;
+}
+
+std::vector<Launcher*> Evaluator::rotation(const Variant& variant, const KernelConfig& config,
+                                           Launcher& first,
+                                           std::vector<std::unique_ptr<Launcher>>& owned) {
+  // Copies of the inputs so that the launches of one graph together read at least twice the L2
+  // from DRAM; capped so a tiny problem does not need thousands of copies.
+  constexpr size_t kMaxCopies = 64;
+  const double footprint = std::max(1.0, variant.work(batch_).bytes);
+  const double l2 = double(cuda_->info().l2_bytes);
+  const size_t copies =
+      std::clamp<size_t>(size_t(std::ceil(2 * l2 / footprint)), size_t(1), kMaxCopies);
+  while (rotation_problems_.size() + 1 < copies) {
+    rotation_problems_.push_back(Problem::on_device(host_, *cuda_));
+  }
+  std::vector<Launcher*> launchers{&first};
+  for (size_t i = 0; i + 1 < copies; ++i) {
+    owned.push_back(variant.prepare(rotation_problems_[i], config, context_));
+    launchers.push_back(owned.back().get());
+  }
+  return launchers;
 }
 
 }  // namespace attn

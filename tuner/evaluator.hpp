@@ -15,14 +15,14 @@
 #include "kernels/problem.hpp"
 #include "kernels/variant.hpp"
 #include "results/measurement.hpp"
-#include "tuner/timing.hpp"
+#include "tuner/timing_core.hpp"
 
 namespace attn {
 
 class Evaluator {
  public:
   struct Options {
-    TimingPolicy policy;
+    MeasurePolicy policy = confirm_policy();
     size_t cpu_threads = 0;  // 0: all hardware threads
   };
 
@@ -36,11 +36,18 @@ class Evaluator {
   ~Evaluator();
 
   const Target& target() const { return context_.target; }
+  const MeasurePolicy& policy() const { return options_.policy; }
+  // Why the SM clock is not read beside samples (empty when it is), and NVML's absence.
+  const std::string& clock_note() const { return clock_note_; }
   Measurement evaluate(const Variant& variant, const KernelConfig& config);
 
  private:
   Evaluator(const Batch& batch, Options options);
   const std::vector<float>& reference();
+  // Copies of the device problem whose inputs together are at least twice the L2 (for the graph
+  // timer), each with a launcher of `variant` at `config`; made on first use, kept for later cases.
+  std::vector<Launcher*> rotation(const Variant& variant, const KernelConfig& config,
+                                  Launcher& first, std::vector<std::unique_ptr<Launcher>>& owned);
 
   const Batch& batch_;
   Options options_;
@@ -50,6 +57,10 @@ class Evaluator {
   std::unique_ptr<KernelLoader> loader_;
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<L2Flusher> flusher_;
+  std::unique_ptr<ClockProbe> probe_;
+  std::unique_ptr<NvmlMonitor> nvml_;
+  std::string clock_note_;
+  std::vector<Problem> rotation_problems_;
   std::optional<Problem> device_;
   ExecContext context_;
   std::optional<std::vector<float>> reference_;

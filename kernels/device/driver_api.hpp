@@ -4,6 +4,9 @@
 // DriverApi holds one function pointer per entry point we use. The members are declared through
 // cuda.h's own prototypes (decltype), and looked up under the versioned symbol names cuda.h maps
 // them to (cuMemAlloc -> cuMemAlloc_v2), so types and ABI always match the headers we build with.
+// CUDA 13's cuda.h maps cuStreamBeginCapture to cuStreamBeginCapture_v2 (it takes a capture mode)
+// and cuGraphInstantiate to cuGraphInstantiateWithFlags; the graph calls exist since CUDA 11.4 and
+// cuTensorMapEncodeTiled (TMA descriptors, used by the sm_90a calibration GEMM) since CUDA 12.0.
 #pragma once
 
 #include <cuda.h>
@@ -38,6 +41,7 @@
   X(cuMemsetD8Async)             \
   X(cuMemsetD16Async)            \
   X(cuMemsetD32Async)            \
+  X(cuMemcpyDtoDAsync)           \
   X(cuStreamCreate)              \
   X(cuStreamDestroy)             \
   X(cuStreamSynchronize)         \
@@ -46,6 +50,13 @@
   X(cuEventRecord)               \
   X(cuEventSynchronize)          \
   X(cuEventElapsedTime)          \
+  X(cuStreamBeginCapture)        \
+  X(cuStreamEndCapture)          \
+  X(cuGraphInstantiateWithFlags) \
+  X(cuGraphLaunch)               \
+  X(cuGraphDestroy)              \
+  X(cuGraphExecDestroy)          \
+  X(cuTensorMapEncodeTiled)      \
   X(cuModuleLoadData)            \
   X(cuModuleUnload)              \
   X(cuModuleGetFunction)         \

@@ -128,7 +128,8 @@ TEST_F(Cli, MissingFileIsInvalidInput) {
 }
 
 TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
-  const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0"});
+  // A loose noise target: two samples of a loaded CPU would otherwise be flagged unstable.
+  const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;

@@ -12,8 +12,10 @@ TEST(Evaluator, CpuReferenceVariantPassesAndIsTimed) {
   testing::SpecShape shape;
   const Batch batch = generate_batch(testing::make_decode_spec(shape, {0, 5, 40, 129}));
   Evaluator::Options options;
-  options.policy.samples = 3;
-  options.policy.warmup = 1;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 3;
+  options.policy.warmup_min = 1;
+  options.policy.noise = 1e-12;  // unreachable: sampling stops at max_samples, flagged unstable
   auto evaluator = Evaluator::on_cpu(batch, options);
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("paged_decode.cpu_reference");
@@ -26,7 +28,12 @@ TEST(Evaluator, CpuReferenceVariantPassesAndIsTimed) {
   EXPECT_EQ(m.verification.reference, "naive_dense");
   EXPECT_GT(m.bytes, 0);
   EXPECT_GT(m.flops, 0);
-  EXPECT_EQ(m.policy, "basic");
+  EXPECT_EQ(m.policy, "screen");
+  EXPECT_EQ(m.timing.timer, "cpu");
+  EXPECT_EQ(m.timing.stop_reason, "max_samples");
+  EXPECT_TRUE(m.unstable);
+  EXPECT_NE(m.unstable_reason.find("max_samples"), std::string::npos) << m.unstable_reason;
+  EXPECT_GE(m.timing.warmup_samples, 1);
 }
 
 TEST(Evaluator, GpuVariantOnCpuIsUnsupportedWithAReason) {

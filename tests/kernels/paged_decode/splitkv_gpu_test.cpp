@@ -20,8 +20,11 @@ const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
 
 Measurement evaluate_once(const Batch& batch, const KernelConfig& config) {
   Evaluator::Options options;
-  options.policy.samples = 1;
-  options.policy.warmup = 0;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 1;
+  options.policy.warmup_min = 0;
+  options.policy.warmup_max_seconds = 0;
+  options.policy.timer = TimerMode::events;
   auto& env = testing::gpu();
   auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
   const Registry registry = make_registry();

@@ -1,0 +1,24 @@
+#include "results/ceilings.hpp"
+
+namespace attn {
+
+std::optional<double> DeviceCeilings::value(const std::string& metric) const {
+  auto it = by_metric.find(metric);
+  if (it == by_metric.end() || !(it->second.value > 0)) return std::nullopt;
+  return it->second.value;
+}
+
+CeilingFraction fraction_of_ceiling(Bound bound, double gbps, double tflops,
+                                    const DeviceCeilings& ceilings) {
+  CeilingFraction f;
+  if (bound == Bound::memory) {
+    f.ceiling = "read_bw";
+    if (auto read = ceilings.value(kReadGbps)) f.fraction = gbps / *read;
+  } else {
+    f.ceiling = "bf16_tensor";
+    if (auto tensor = ceilings.value(kBf16Tflops)) f.fraction = tflops / *tensor;
+  }
+  return f;
+}
+
+}  // namespace attn

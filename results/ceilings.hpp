@@ -1,0 +1,47 @@
+// Device ceilings: what `attn-bench calibrate` measured on one device with kernels of our own
+// (read bandwidth, copy bandwidth, the driver's device-to-device copy for reference, and bf16
+// tensor-core rate), and the fraction of a ceiling a result reaches. Plain data: the store keeps
+// the records, the tuner sets each result against the ceiling of its family's bound.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace attn {
+
+// Metric names, as stored in ceilings.metric.
+inline constexpr const char* kReadGbps = "read_gbps";      // streaming read kernel, GB/s
+inline constexpr const char* kCopyGbps = "copy_gbps";      // copy kernel, bytes read + written
+inline constexpr const char* kMemcpyGbps = "memcpy_gbps";  // cuMemcpyDtoD, read + written
+inline constexpr const char* kBf16Tflops = "bf16_tflops";  // bf16 GEMM on the tensor cores
+
+struct CeilingRecord {
+  std::string metric;  // one of the names above
+  double value = 0;    // GB/s (1e9 bytes/s) or TFLOP/s
+  std::string method;  // the kernel and config that measured it, and the problem size
+  int64_t sample_count = 0;
+  double noise = 0;  // relative noise of the median
+  bool unstable = false;
+  std::string tool_version, git_commit;
+  std::string measured_at;  // ISO 8601 UTC; empty: the store sets it
+};
+
+// The latest record of each metric for one device.
+struct DeviceCeilings {
+  std::map<std::string, CeilingRecord> by_metric;
+  bool empty() const { return by_metric.empty(); }
+  std::optional<double> value(const std::string& metric) const;
+};
+
+// Which ceiling a result is set against: memory-bound families against the read bandwidth,
+// compute-bound ones against the bf16 tensor-core rate.
+enum class Bound { memory, compute };
+struct CeilingFraction {
+  std::string ceiling;  // "read_bw" or "bf16_tensor"
+  std::optional<double> fraction;  // nullopt when the device has no such ceiling
+};
+CeilingFraction fraction_of_ceiling(Bound bound, double gbps, double tflops,
+                                    const DeviceCeilings& ceilings);
+
+}  // namespace attn
