@@ -1,16 +1,55 @@
-// attn-bench devices: the GPUs the driver reports, or plainly that there are none.
+// attn-bench devices: the GPUs the driver reports (or plainly that there are none), with the
+// ceilings `attn-bench calibrate` stored for each.
+#include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "apps/commands.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
+#include "results/store.hpp"
 #include "results/table.hpp"
+#include "tuner/device_records.hpp"
 
 namespace attn {
 
 namespace {
-void devices() {
+
+std::string database_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
+  return "attn-bench.db";
+}
+
+// The ceilings `attn-bench calibrate` stored for this device, or how to get them. The database is
+// only read when it exists: `devices` never creates one.
+void print_ceilings(const DeviceInfo& d, const std::string& nvrtc_version, const std::string& db) {
+  if (!std::filesystem::exists(db)) {
+    std::cout << "    ceilings             none (no database " << db
+              << "): run `attn-bench calibrate`\n";
+    return;
+  }
+  Store store(db);
+  const DeviceCeilings c = store.ceilings(device_record(d, nvrtc_version).fingerprint());
+  if (c.empty()) {
+    std::cout << "    ceilings             none in " << db << ": run `attn-bench calibrate`\n";
+    return;
+  }
+  for (const auto& [metric, r] : c.by_metric) {
+    std::cout << format("    %-20s %.1f %s%s  (%s, attn-bench %s, %s)\n", metric.c_str(), r.value,
+                        metric == kBf16Tflops ? "TFLOP/s" : "GB/s",
+                        r.unstable ? " unstable" : "", r.measured_at.c_str(),
+                        r.tool_version.c_str(), r.method.c_str());
+  }
+}
+
+void devices(const std::string& db_flag) {
   const DeviceDiscovery found = discover_devices();
+  std::string nvrtc_version;  // part of the device fingerprint the ceilings are keyed by
+  try {
+    nvrtc_version = JitCompiler().nvrtc_version();
+  } catch (const EnvironmentError&) {
+  }
   if (found.devices.empty()) {
     std::cout << "no GPU: " << found.why_none << "\n";
   } else {
@@ -30,6 +69,7 @@ void devices() {
       std::cout << format("    SM clock             %.0f MHz\n", d.sm_clock_khz / 1e3);
       std::cout << format("    shared memory/block  %d KiB (opt-in)\n",
                           d.max_shared_per_block_optin / 1024);
+      if (!nvrtc_version.empty()) print_ceilings(d, nvrtc_version, database_path(db_flag));
     }
   }
   try {
@@ -43,9 +83,12 @@ void devices() {
 }  // namespace
 
 void add_devices_command(CLI::App& app, Invocation& invocation) {
-  CLI::App* cmd = app.add_subcommand("devices", "List the GPUs (or say that there are none)");
-  cmd->callback([&invocation] {
-    devices();
+  auto db = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "devices", "List the GPUs (or say that there are none) and their calibrated ceilings");
+  cmd->add_option("--db", *db, "SQLite database with ceilings (default: $ATTN_DB or ./attn-bench.db)");
+  cmd->callback([db, &invocation] {
+    devices(*db);
     invocation.exit_code = 0;
   });
 }

@@ -81,7 +81,8 @@ std::map<std::string, double> gbench_counters(const BenchRow& row) {
   c["noise_pct"] = m.timing.noise * 100;
   c["launches_per_sample"] = m.timing.launches_per_sample;
   if (m.clocks.median_mhz > 0) c["sm_MHz"] = m.clocks.median_mhz;
-  c["unstable"] = m.unstable ? 1 : 0;
+  // No 0/1 "unstable" counter: Google Benchmark's cv aggregate of an all-zero counter is NaN,
+  // which is not JSON. The flag goes into the label instead.
   return c;
 }
 
@@ -116,6 +117,7 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
                                      for (const auto& [key, value] : gbench_counters(row)) {
                                        state.counters[key] = value;
                                      }
+                                     if (m.unstable) state.SetLabel("unstable: " + m.unstable_reason);
                                    }
                                  })
         ->UseManualTime()
