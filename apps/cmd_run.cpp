@@ -82,7 +82,10 @@ void print_device(const BenchSession& session, std::ostream& out) {
 
 // "read_bw 1.23 TB/s (calibrated 2025-...)" or the advice to calibrate.
 void print_ceilings(const BenchSession& session, std::ostream& out) {
-  if (session.backend() != "cuda") return;
+  if (session.backend() != "cuda") {
+    out << std::endl;
+    return;
+  }
   const DeviceCeilings& c = session.ceilings();
   if (c.empty()) {
     out << "ceilings  none for this device: fractions of ceiling are not shown; run "
