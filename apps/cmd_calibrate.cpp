@@ -58,10 +58,9 @@ int calibrate(CalibrateArgs args) {
                       double(info.l2_bytes) / (1 << 20), info.theoretical_bandwidth_gbps());
   std::cout << "policy    " << args.options.policy.name << "\n" << std::endl;
 
-  const std::vector<CalibrationEntry> entries =
-      calibrate_device(context, jit, args.options, [](const std::string& line) {
-        std::cerr << "attn-bench: " << line << std::endl;
-      });
+  const std::vector<CalibrationEntry> entries = calibrate_device(
+      context, jit, args.options,
+      [](const std::string& line) { std::cerr << "attn-bench: " << line << std::endl; });
 
   store.upsert_device(device);
   TextTable table;
@@ -90,8 +89,9 @@ int calibrate(CalibrateArgs args) {
                    format("%.2f%%", m.timing.noise * 100),
                    m.clocks.median_mhz > 0 ? format("%.0f", m.clocks.median_mhz) : "-",
                    e.ceiling.method});
-    if (e.ceiling.unstable) std::cerr << "attn-bench: " << e.ceiling.metric << ": unstable: "
-                                      << m.unstable_reason << "\n";
+    if (e.ceiling.unstable)
+      std::cerr << "attn-bench: " << e.ceiling.metric << ": unstable: " << m.unstable_reason
+                << "\n";
   }
   table.print(std::cout);
   std::cout << "\nstored in " << db << " for device " << device.fingerprint().substr(0, 12)

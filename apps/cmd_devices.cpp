@@ -37,9 +37,8 @@ void print_ceilings(const DeviceInfo& d, const std::string& nvrtc_version, const
   }
   for (const auto& [metric, r] : c.by_metric) {
     std::cout << format("    %-20s %.1f %s%s  (%s, attn-bench %s, %s)\n", metric.c_str(), r.value,
-                        metric == kBf16Tflops ? "TFLOP/s" : "GB/s",
-                        r.unstable ? " unstable" : "", r.measured_at.c_str(),
-                        r.tool_version.c_str(), r.method.c_str());
+                        metric == kBf16Tflops ? "TFLOP/s" : "GB/s", r.unstable ? " unstable" : "",
+                        r.measured_at.c_str(), r.tool_version.c_str(), r.method.c_str());
   }
 }
 
@@ -86,7 +85,8 @@ void add_devices_command(CLI::App& app, Invocation& invocation) {
   auto db = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "devices", "List the GPUs (or say that there are none) and their calibrated ceilings");
-  cmd->add_option("--db", *db, "SQLite database with ceilings (default: $ATTN_DB or ./attn-bench.db)");
+  cmd->add_option("--db", *db,
+                  "SQLite database with ceilings (default: $ATTN_DB or ./attn-bench.db)");
   cmd->callback([db, &invocation] {
     devices(*db);
     invocation.exit_code = 0;

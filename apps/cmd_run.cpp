@@ -7,9 +7,9 @@
 
 #include "apps/commands.hpp"
 #include "apps/gbench_driver.hpp"
-#include "base/progress.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
+#include "base/progress.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
 #include "tuner/bench_run.hpp"
@@ -73,10 +73,11 @@ void print_device(const BenchSession& session, std::ostream& out) {
     out << "note      " << session.clock_note() << "\n";
   }
   const MeasurePolicy& p = session.policy();
-  out << format("policy    %s: noise <= %.2g%% of the median, %zu..%zu samples, <= %gs per case, "
-                "timer %s\n",
-                p.name.c_str(), p.noise * 100, p.min_samples, p.max_samples, p.max_seconds,
-                to_string(p.timer).c_str());
+  out << format(
+      "policy    %s: noise <= %.2g%% of the median, %zu..%zu samples, <= %gs per case, "
+      "timer %s\n",
+      p.name.c_str(), p.noise * 100, p.min_samples, p.max_samples, p.max_seconds,
+      to_string(p.timer).c_str());
   out << std::flush;
 }
 
@@ -126,8 +127,8 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
     const Measurement& m = row.measurement;
     const bool timed = m.disposition == Disposition::passed;
     const std::string status = timed && m.unstable ? "unstable" : to_string(m.disposition);
-    const std::string timer =
-        m.timing.timer == "graph" ? format("graph x%d", m.timing.launches_per_sample)
+    const std::string timer = m.timing.timer == "graph"
+                                  ? format("graph x%d", m.timing.launches_per_sample)
                                   : (m.timing.timer.empty() ? "-" : m.timing.timer);
     table.add_row({row.full_name, status, timed ? format("%.2f", m.stats.median) : "-",
                    timed ? format("%.2f..%.2f", m.stats.p10, m.stats.p90) : "-",
@@ -141,8 +142,7 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
     if (timed && m.unstable) notes.push_back(row.full_name + ": unstable: " + m.unstable_reason);
     if (timed && m.timing.discarded > 0) {
       notes.push_back(row.full_name + ": " + std::to_string(m.timing.discarded) + " of " +
-                      std::to_string(m.samples_us.size()) +
-                      " samples discarded (SM clock below " +
+                      std::to_string(m.samples_us.size()) + " samples discarded (SM clock below " +
                       format("%.0f", m.clocks.expected_mhz) + " MHz x threshold)");
     }
   }
@@ -152,11 +152,12 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
     const Measurement& a = check.first.measurement;
     const Measurement& b = check.second.measurement;
     if (a.disposition != Disposition::passed || b.disposition != Disposition::passed) continue;
-    out << format("\nrepeat-check %s: medians %.3f us and %.3f us, difference %+.3f%% (%s; the "
-                  "A/A noise floor of this case under %s)\n",
-                  check.first.full_name.c_str(), a.stats.median, b.stats.median,
-                  check.comparison.relative_difference * 100,
-                  to_string(check.comparison.verdict).c_str(), a.policy.c_str());
+    out << format(
+        "\nrepeat-check %s: medians %.3f us and %.3f us, difference %+.3f%% (%s; the "
+        "A/A noise floor of this case under %s)\n",
+        check.first.full_name.c_str(), a.stats.median, b.stats.median,
+        check.comparison.relative_difference * 100, to_string(check.comparison.verdict).c_str(),
+        a.policy.c_str());
   }
   out << "\nrecorded  run " << report.run_id << " in " << db << " (policy "
       << (report.rows.empty() ? "-" : report.rows.front().measurement.policy) << ")\n";
@@ -244,8 +245,8 @@ int run(const RunArgs& args, const Invocation& invocation) {
       {"attn_policy", options.policy.name},
   };
   if (device.kind == "gpu") {
-    context["attn_device_cc"] = std::to_string(device.cc_major) + "." +
-                                std::to_string(device.cc_minor);
+    context["attn_device_cc"] =
+        std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor);
     context["attn_driver_cuda"] = device.driver_version;
     context["attn_nvrtc"] = device.nvrtc_version;
   }
@@ -309,12 +310,15 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
                   "override config axes of the default config, e.g. tile_tokens=64,warps=4");
   cmd->add_option("--policy", args->policy,
                   "measurement policy: confirm (default; 0.5% noise target) or screen (cheap)");
-  cmd->add_option("--min-samples", args->min_samples, "kept samples before the noise rule may stop");
+  cmd->add_option("--min-samples", args->min_samples,
+                  "kept samples before the noise rule may stop");
   cmd->add_option("--max-samples", args->max_samples, "samples after which sampling stops anyway");
-  cmd->add_option("--samples", args->samples, "exactly N samples (sets --min-samples and --max-samples)");
+  cmd->add_option("--samples", args->samples,
+                  "exactly N samples (sets --min-samples and --max-samples)");
   cmd->add_option("--noise", args->noise,
                   "target relative noise of the median, e.g. 0.005 for 0.5%");
-  cmd->add_option("--max-time", args->max_time, "seconds of sampling per case before it stops anyway");
+  cmd->add_option("--max-time", args->max_time,
+                  "seconds of sampling per case before it stops anyway");
   cmd->add_option("--warmup", args->warmup, "least warm-up launches before the settle test");
   cmd->add_option("--timer", args->timer,
                   "events (one launch between CUDA events), graph (a CUDA graph of many launches) "

@@ -117,7 +117,8 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
                                      for (const auto& [key, value] : gbench_counters(row)) {
                                        state.counters[key] = value;
                                      }
-                                     if (m.unstable) state.SetLabel("unstable: " + m.unstable_reason);
+                                     if (m.unstable)
+                                       state.SetLabel("unstable: " + m.unstable_reason);
                                    }
                                  })
         ->UseManualTime()

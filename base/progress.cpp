@@ -67,8 +67,8 @@ void Progress::draw(const std::string& what) {
   std::string bar(filled, '#');
   bar += std::string(kWidth - filled, '.');
   std::string label = what.size() > 60 ? what.substr(0, 57) + "..." : what;
-  out_ << "\r\033[K[" << bar << "] " << done_ << "/" << total_ << " ETA " << eta() << "  "
-       << label << std::flush;
+  out_ << "\r\033[K[" << bar << "] " << done_ << "/" << total_ << " ETA " << eta() << "  " << label
+       << std::flush;
   drawn_ = true;
 }
 

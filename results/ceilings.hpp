@@ -38,7 +38,7 @@ struct DeviceCeilings {
 // compute-bound ones against the bf16 tensor-core rate.
 enum class Bound { memory, compute };
 struct CeilingFraction {
-  std::string ceiling;  // "read_bw" or "bf16_tensor"
+  std::string ceiling;             // "read_bw" or "bf16_tensor"
   std::optional<double> fraction;  // nullopt when the device has no such ceiling
 };
 CeilingFraction fraction_of_ceiling(Bound bound, double gbps, double tflops,

@@ -45,8 +45,8 @@ struct TimingDetails {
   std::string timer;            // "events", "graph" or "cpu"; empty when not timed
   int launches_per_sample = 1;  // graph: launches replayed per sample (a sample is their mean)
   std::string stop_reason;      // "noise", "max_samples" or "max_time"
-  double noise = 0;         // relative noise of the median over the kept samples (bootstrap)
-  double noise_target = 0;  // the policy's limit
+  double noise = 0;             // relative noise of the median over the kept samples (bootstrap)
+  double noise_target = 0;      // the policy's limit
   int64_t warmup_samples = 0;
   int64_t discarded = 0;  // samples taken below the expected SM clock, left out of the statistics
   int64_t outliers = 0;   // kept samples farther than 5 MADs from the median (kept in the median)
@@ -54,7 +54,7 @@ struct TimingDetails {
 
 // The clocks and temperature the samples were taken at. Zero / empty when not read.
 struct ClockRecord {
-  double expected_mhz = 0;  // the clock samples were filtered against
+  double expected_mhz = 0;                          // the clock samples were filtered against
   double median_mhz = 0, min_mhz = 0, max_mhz = 0;  // of the kept samples' probe readings
   std::optional<double> temperature_start_c, temperature_end_c;  // NVML, when present
   std::optional<double> nvml_sm_clock_mhz;                       // NVML, at the end

@@ -187,8 +187,9 @@ struct Migration {
 };
 constexpr Migration kMigrations[] = {
     {1, "create runs, devices, workloads, measurements, samples", kSchemaV1},
-    {2, "timing details, clocks, stability and ceiling fraction of measurements; sample clocks; "
-        "ceilings; repeat_checks",
+    {2,
+     "timing details, clocks, stability and ceiling fraction of measurements; sample clocks; "
+     "ceilings; repeat_checks",
      kSchemaV2},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
@@ -652,8 +653,8 @@ std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const 
     t.outliers = s.column_optional_int64(c++).value_or(0);
     m.unstable = s.column_int64(c++) != 0;
     m.unstable_reason = s.column_text(c++);
-    for (double* mhz : {&m.clocks.expected_mhz, &m.clocks.median_mhz, &m.clocks.min_mhz,
-                        &m.clocks.max_mhz}) {
+    for (double* mhz :
+         {&m.clocks.expected_mhz, &m.clocks.median_mhz, &m.clocks.min_mhz, &m.clocks.max_mhz}) {
       *mhz = s.column_optional_double(c++).value_or(0);
     }
     m.clocks.temperature_start_c = s.column_optional_double(c++);

@@ -79,8 +79,8 @@ std::vector<BenchCase> BenchSession::cases(const Registry& registry) const {
     if (v->backend() != evaluator.target().backend) continue;
     BenchCase c;
     c.variant = v;
-    c.config = with_override(v->default_config(batch_, evaluator.target()),
-                             options_.config_override);
+    c.config =
+        with_override(v->default_config(batch_, evaluator.target()), options_.config_override);
     c.full_name = v->full_name(c.config);
     out.push_back(std::move(c));
   }
@@ -102,8 +102,8 @@ BenchRow BenchSession::measure_and_store(const BenchCase& bench_case) {
   BenchRow row{bench_case.full_name, 0, {}};
   row.measurement = state_->evaluator->evaluate(*bench_case.variant, bench_case.config);
   apply_ceiling(bench_case.variant->family(), ceilings_, row.measurement);
-  row.measurement_id = store_->add_measurement(report_.run_id, device_id_, workload_id_,
-                                               row.measurement);
+  row.measurement_id =
+      store_->add_measurement(report_.run_id, device_id_, workload_id_, row.measurement);
   return row;
 }
 

@@ -79,12 +79,11 @@ TensorMapBytes tensor_map(const DriverApi& api, CUdeviceptr base, int rows, int 
   const cuuint64_t strides[1] = {cuuint64_t(k) * 2};
   const cuuint32_t box[2] = {cuuint32_t(gemm::kSm90BK), cuuint32_t(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  ATTN_CU_CHECK(api, cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-                                            reinterpret_cast<void*>(base), dims, strides, box,
-                                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            CU_TENSOR_MAP_SWIZZLE_128B,
-                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  ATTN_CU_CHECK(api, cuTensorMapEncodeTiled(
+                         &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, reinterpret_cast<void*>(base),
+                         dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   TensorMapBytes bytes;
   static_assert(sizeof(bytes) == sizeof(map), "CUtensorMap is 128 bytes");
   std::memcpy(&bytes, &map, sizeof map);
@@ -236,31 +235,26 @@ std::vector<CalibrationEntry> calibrate_device(
                                     " blocks/SM, unroll " + std::to_string(options.stream_unroll);
 
   progress("read bandwidth: stream_read over " + stream_config);
-  CUfunction read =
-      loader.function(streams, stream_kernel("stream_read", options.stream_threads,
-                                             options.stream_unroll));
+  CUfunction read = loader.function(
+      streams, stream_kernel("stream_read", options.stream_threads, options.stream_unroll));
   entries.push_back(timed(kReadGbps, "stream_read 16 B loads, " + stream_config,
                           double(options.stream_bytes),
                           [&] { launch(context, read, shape, stream, sp); }));
 
   progress("copy bandwidth: stream_copy over " + stream_config);
-  CUfunction copy =
-      loader.function(streams, stream_kernel("stream_copy", options.stream_threads,
-                                             options.stream_unroll));
+  CUfunction copy = loader.function(
+      streams, stream_kernel("stream_copy", options.stream_threads, options.stream_unroll));
   entries.push_back(timed(kCopyGbps, "stream_copy 16 B, read + written, " + stream_config,
                           2.0 * double(options.stream_bytes),
                           [&] { launch(context, copy, shape, stream, sp); }));
 
   progress("copy bandwidth: cuMemcpyDtoDAsync (reference)");
-  entries.push_back(timed(kMemcpyGbps,
-                          "cuMemcpyDtoDAsync, read + written, " +
-                              format_bytes_label(options.stream_bytes),
-                          2.0 * double(options.stream_bytes), [&] {
-                            ATTN_CU_CHECK(api, cuMemcpyDtoDAsync(target.address(),
-                                                                 source.address(),
-                                                                 options.stream_bytes,
-                                                                 stream.handle()));
-                          }));
+  entries.push_back(timed(
+      kMemcpyGbps, "cuMemcpyDtoDAsync, read + written, " + format_bytes_label(options.stream_bytes),
+      2.0 * double(options.stream_bytes), [&] {
+        ATTN_CU_CHECK(api, cuMemcpyDtoDAsync(target.address(), source.address(),
+                                             options.stream_bytes, stream.handle()));
+      }));
   if (options.skip_gemm) return entries;
 
   // --- bf16 GEMM ---
@@ -292,9 +286,8 @@ std::vector<CalibrationEntry> calibrate_device(
     const int tiles = (size / bm) * (size / options.gemm_bn);
     gemm_shape.grid_x = unsigned(std::min(tiles, device.sm_count));
     gemm_shape.block_x = unsigned(gemm::sm90_threads(options.gemm_consumers));
-    gemm_shape.shared_bytes =
-        unsigned(gemm::sm90_shared_bytes(options.gemm_bn, options.gemm_consumers,
-                                         options.gemm_stages));
+    gemm_shape.shared_bytes = unsigned(
+        gemm::sm90_shared_bytes(options.gemm_bn, options.gemm_consumers, options.gemm_stages));
     method = "gemm_sm90_wgmma (TMA + wgmma m64n" + std::to_string(options.gemm_bn) + "k16, " +
              std::to_string(options.gemm_consumers) + " consumer warpgroups, " +
              std::to_string(options.gemm_stages) + " stages, group_m " +
@@ -310,9 +303,9 @@ std::vector<CalibrationEntry> calibrate_device(
              std::to_string(options.mma_stages) + " stages)";
   }
   method += ", m = n = k = " + std::to_string(size) + ", random bf16 in [-1, 1)";
-  ATTN_CU_CHECK(api, cuFuncSetAttribute(gemm_function,
-                                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                        int(gemm_shape.shared_bytes)));
+  ATTN_CU_CHECK(api,
+                cuFuncSetAttribute(gemm_function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   int(gemm_shape.shared_bytes)));
   auto run_gemm = [&] { launch(context, gemm_function, gemm_shape, stream, gp); };
 
   // Verify before timing: poison C, run once, compare sampled entries with an fp64 dot product.
@@ -344,8 +337,8 @@ std::vector<CalibrationEntry> calibrate_device(
     CalibrationEntry failed;
     failed.ceiling.metric = kBf16Tflops;
     failed.ceiling.method = method;
-    failed.error = "GEMM output wrong on sampled entries (rel_l2 " + std::to_string(rel_l2) +
-                   ", " + std::to_string(nonfinite) + " non-finite): no tensor ceiling stored";
+    failed.error = "GEMM output wrong on sampled entries (rel_l2 " + std::to_string(rel_l2) + ", " +
+                   std::to_string(nonfinite) + " non-finite): no tensor ceiling stored";
     entries.push_back(std::move(failed));
     return entries;
   }

@@ -28,7 +28,7 @@ struct CalibrationOptions {
   int stream_threads = 256;
   int stream_unroll = 4;
   int stream_blocks_per_sm = 4;
-  int gemm_size = 8192;            // m = n = k
+  int gemm_size = 8192;              // m = n = k
   std::string gemm_kernel = "auto";  // auto (wgmma on sm_90a, else mma_sync), wgmma, mma_sync
   int gemm_bn = 256;
   int gemm_consumers = 2;
@@ -47,14 +47,14 @@ JitProgram gemm_mma_sync_program(const std::string& arch, int stages);
 std::string check_calibration_options(const CalibrationOptions& options, const std::string& arch);
 
 struct CalibrationEntry {
-  CeilingRecord ceiling;   // value 0 when it could not be measured
+  CeilingRecord ceiling;    // value 0 when it could not be measured
   Measurement measurement;  // samples and statistics behind it
   std::string error;        // why it could not be measured (e.g. the GEMM failed verification)
 };
 
 // Runs every calibration on one device; `progress` gets a line before each step.
-std::vector<CalibrationEntry> calibrate_device(const CudaContext& context, JitCompiler& jit,
-                                               const CalibrationOptions& options,
-                                               const std::function<void(const std::string&)>& progress);
+std::vector<CalibrationEntry> calibrate_device(
+    const CudaContext& context, JitCompiler& jit, const CalibrationOptions& options,
+    const std::function<void(const std::string&)>& progress);
 
 }  // namespace attn

@@ -9,8 +9,8 @@ L2Flusher::L2Flusher(const CudaContext& context, size_t l2_bytes)
 
 void L2Flusher::flush(const Stream& stream) {
   // A new value each time: a memset of the same bytes could in principle be elided.
-  ATTN_CU_CHECK(*api_,
-                cuMemsetD32Async(buffer_.address(), ++value_, buffer_.bytes() / 4, stream.handle()));
+  ATTN_CU_CHECK(
+      *api_, cuMemsetD32Async(buffer_.address(), ++value_, buffer_.bytes() / 4, stream.handle()));
 }
 
 }  // namespace attn

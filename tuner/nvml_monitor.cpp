@@ -17,8 +17,8 @@ constexpr struct {
   uint64_t bit;
   const char* name;
 } kReasonNames[] = {
-    {0x1, "gpu_idle"},    {0x2, "app_clocks"},  {0x4, "sw_power_cap"},
-    {0x8, "hw_slowdown"}, {0x10, "sync_boost"}, {0x20, "sw_thermal"},
+    {0x1, "gpu_idle"},    {0x2, "app_clocks"},      {0x4, "sw_power_cap"},
+    {0x8, "hw_slowdown"}, {0x10, "sync_boost"},     {0x20, "sw_thermal"},
     {0x40, "hw_thermal"}, {0x80, "hw_power_brake"}, {0x100, "display_clocks"},
 };
 }  // namespace
@@ -59,8 +59,8 @@ std::unique_ptr<NvmlMonitor> NvmlMonitor::open(const std::string& gpu_uuid, std:
       reinterpret_cast<decltype(api->temperature)>(symbol("nvmlDeviceGetTemperature"));
   api->clock = reinterpret_cast<decltype(api->clock)>(symbol("nvmlDeviceGetClockInfo"));
   // Renamed in NVML 12.x; the old name remains as an alias in older drivers.
-  api->reasons = reinterpret_cast<decltype(api->reasons)>(
-      symbol("nvmlDeviceGetCurrentClocksEventReasons"));
+  api->reasons =
+      reinterpret_cast<decltype(api->reasons)>(symbol("nvmlDeviceGetCurrentClocksEventReasons"));
   if (!api->reasons) {
     api->reasons = reinterpret_cast<decltype(api->reasons)>(
         symbol("nvmlDeviceGetCurrentClocksThrottleReasons"));

@@ -18,8 +18,8 @@ struct NvmlReading {
 
 // Reasons that mean the chip slowed itself down for heat or by hardware. The software power cap
 // is left out: heavy kernels run at it in steady state, and the clock probe sees its dips.
-constexpr uint64_t kNvmlSlowdownReasons = 0x8 /*hw slowdown*/ | 0x20 /*sw thermal*/ |
-                                          0x40 /*hw thermal*/ | 0x80 /*hw power brake*/;
+constexpr uint64_t kNvmlSlowdownReasons =
+    0x8 /*hw slowdown*/ | 0x20 /*sw thermal*/ | 0x40 /*hw thermal*/ | 0x80 /*hw power brake*/;
 // "sw_power_cap,hw_thermal" for the bits set in `reasons`.
 std::string describe_clock_event_reasons(uint64_t reasons);
 

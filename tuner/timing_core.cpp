@@ -56,10 +56,9 @@ void assess_stability(const MeasurePolicy& policy, Measurement& m) {
                       m.timing.stop_reason + ")");
   }
   const size_t taken = m.samples_us.size();
-  if (taken > 0 &&
-      double(m.timing.discarded) > policy.unstable_discard_fraction * double(taken)) {
-    reasons.push_back(percent(double(m.timing.discarded) / double(taken)) +
-                      " of samples below " + percent(policy.clock_threshold) + " of the " +
+  if (taken > 0 && double(m.timing.discarded) > policy.unstable_discard_fraction * double(taken)) {
+    reasons.push_back(percent(double(m.timing.discarded) / double(taken)) + " of samples below " +
+                      percent(policy.clock_threshold) + " of the " +
                       std::to_string(int(m.clocks.expected_mhz)) + " MHz expected clock");
   }
   if (m.clocks.clock_event_reasons &&

@@ -1,6 +1,7 @@
 // The timing core: measures one prepared launcher under a MeasurePolicy and fills a Measurement's
-// samples, statistics, timing details, clocks and stability verdict. Used by attn-bench run (through
-// the Evaluator), by attn-bench calibrate, and later by the tuner. docs/measurement.md describes it.
+// samples, statistics, timing details, clocks and stability verdict. Used by attn-bench run
+// (through the Evaluator), by attn-bench calibrate, and later by the tuner. docs/measurement.md
+// describes it.
 //
 // On CUDA, per policy.timer:
 //   events  warm-up, then samples of one launch between CUDA events after an L2 flush
@@ -29,8 +30,8 @@ namespace attn {
 struct CudaTimingTools {
   const CudaContext* context = nullptr;
   const Stream* stream = nullptr;
-  L2Flusher* flusher = nullptr;      // null: never flush
-  ClockProbe* probe = nullptr;       // null: no clock readings
+  L2Flusher* flusher = nullptr;       // null: never flush
+  ClockProbe* probe = nullptr;        // null: no clock readings
   const NvmlMonitor* nvml = nullptr;  // null: no NVML readings
 };
 

@@ -20,9 +20,9 @@ std::optional<TimerMode> timer_mode_from_string(const std::string& text);  // ev
 
 struct MeasurePolicy {
   std::string name;
-  size_t min_samples = 20;  // kept samples before the noise rule may stop
+  size_t min_samples = 20;    // kept samples before the noise rule may stop
   size_t max_samples = 2000;  // samples taken (kept or discarded) before sampling stops anyway
-  double noise = 0.005;     // target relative noise of the median (bootstrap standard error / median)
+  double noise = 0.005;  // target relative noise of the median (bootstrap standard error / median)
   double max_seconds = 15;  // wall time of sampling before it stops anyway
   // Warm-up: at least warmup_min launches, then until the medians of the last two windows of
   // warmup_window samples agree within warmup_tolerance, or warmup_max_seconds passed.
@@ -31,7 +31,7 @@ struct MeasurePolicy {
   double warmup_tolerance = 0.02;
   double warmup_max_seconds = 0.5;
   TimerMode timer = TimerMode::automatic;
-  double graph_below_us = 50;    // automatic: a graph for launches shorter than this
+  double graph_below_us = 50;     // automatic: a graph for launches shorter than this
   double graph_sample_us = 2000;  // a graph sample holds enough launches to last about this long
   bool flush_l2 = true;           // events timer: flush the L2 before each sample
   bool probe_clocks = true;       // read the SM clock beside each GPU sample

@@ -4,10 +4,10 @@
 namespace attn {
 
 struct StreamParams {
-  const void* src;            // [vectors] of 16 bytes
-  void* dst;                  // [vectors] of 16 bytes (copy only)
+  const void* src;  // [vectors] of 16 bytes
+  void* dst;        // [vectors] of 16 bytes (copy only)
   unsigned long long vectors;
-  unsigned int* sink;         // written only when the read checksum equals `sentinel`
+  unsigned int* sink;  // written only when the read checksum equals `sentinel`
   unsigned int sentinel;
 };
 

@@ -42,8 +42,8 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned int (&r)[4], const void* sh
                : "r"(smem_address(shared)));
 }
 
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned int (&a)[4],
-                                         unsigned int b0, unsigned int b1) {
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
+                                         unsigned int b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"

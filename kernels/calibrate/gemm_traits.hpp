@@ -31,9 +31,9 @@ ATTN_HOST_DEVICE constexpr int sm90_shared_bytes(int bn, int consumers, int stag
   return stages * sm90_stage_bytes(bn, consumers) + 2 * stages * 8 + 1024;
 }
 ATTN_HOST_DEVICE constexpr int sm90_check(int bn, int consumers, int stages) {
-  return (bn != 128 && bn != 256)             ? kTileN
-         : (consumers != 1 && consumers != 2) ? kConsumers
-         : (stages < 2 || stages > 8)         ? kStages
+  return (bn != 128 && bn != 256)                                     ? kTileN
+         : (consumers != 1 && consumers != 2)                         ? kConsumers
+         : (stages < 2 || stages > 8)                                 ? kStages
          : sm90_shared_bytes(bn, consumers, stages) > kMaxSharedBytes ? kSharedMemory
                                                                       : kOk;
 }
@@ -45,9 +45,9 @@ ATTN_HOST_DEVICE constexpr int mma_shared_bytes(int stages) {
   return stages * (kMmaBM + kMmaBN) * kMmaRowHalfs * 2;
 }
 ATTN_HOST_DEVICE constexpr int mma_check(int stages) {
-  return (stages < 2 || stages > 6)                      ? kStages
+  return (stages < 2 || stages > 6)                   ? kStages
          : mma_shared_bytes(stages) > kMaxSharedBytes ? kSharedMemory
-                                                         : kOk;
+                                                      : kOk;
 }
 
 }  // namespace gemm

@@ -4,13 +4,13 @@
 namespace attn {
 
 struct ClockProbeReading {
-  long long cycles;        // clock64() ticks over the window
-  unsigned long long ns;   // %globaltimer nanoseconds over the same window
+  long long cycles;       // clock64() ticks over the window
+  unsigned long long ns;  // %globaltimer nanoseconds over the same window
 };
 
 struct ClockProbeParams {
-  ClockProbeReading* out;  // [capacity]
-  int slot;                // which reading this launch writes
+  ClockProbeReading* out;      // [capacity]
+  int slot;                    // which reading this launch writes
   unsigned long long span_ns;  // length of the window
 };
 

@@ -48,8 +48,8 @@ class GbenchCli : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   std::vector<std::string> fast_cpu_run() {
-    return {"run", "--cpu", "--policy", "screen", "--samples", "2", "--warmup", "0",
-            "--noise", "0.9"};
+    return {"run", "--cpu",    "--policy", "screen",  "--samples",
+            "2",   "--warmup", "0",        "--noise", "0.9"};
   }
 
   fs::path dir_;
@@ -67,9 +67,9 @@ void expect_compare_py_shape(const nlohmann::json& j) {
   ASSERT_TRUE(j["benchmarks"].is_array());
   ASSERT_FALSE(j["benchmarks"].empty());
   for (const auto& b : j["benchmarks"]) {
-    for (const char* key : {"name", "run_name", "run_type", "iterations", "real_time", "cpu_time",
-                            "time_unit", "repetitions", "family_index",
-                            "per_family_instance_index"}) {
+    for (const char* key :
+         {"name", "run_name", "run_type", "iterations", "real_time", "cpu_time", "time_unit",
+          "repetitions", "family_index", "per_family_instance_index"}) {
       EXPECT_TRUE(b.contains(key)) << key << " missing in " << b.dump();
     }
     EXPECT_TRUE(b["name"].is_string());

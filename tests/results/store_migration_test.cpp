@@ -1,5 +1,5 @@
-// Migration from schema v1 (a database attn-bench 0.1.0 wrote, tests/results/fixtures/schema_v1.sql)
-// to the current schema, and the v2 tables and columns.
+// Migration from schema v1 (a database attn-bench 0.1.0 wrote,
+// tests/results/fixtures/schema_v1.sql) to the current schema, and the v2 tables and columns.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 class StoreMigration : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("attn_migration_test_" + std::to_string(::getpid()) +
-                                        "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("attn_migration_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     path_ = (dir_ / "v1.db").string();
@@ -131,8 +131,9 @@ TEST_F(StoreMigration, MigratedDatabaseTakesV2Rows) {
 
   // Ceilings: the latest record of each metric wins.
   EXPECT_TRUE(store.ceilings(device.fingerprint()).empty());
-  CeilingRecord read{kReadGbps, 4000, "read16 1 GiB", 30, 0.001, false, "0.2.0", "abc",
-                     "2026-01-01T00:00:00.000Z"};
+  CeilingRecord read{kReadGbps, 4000,  "read16 1 GiB",
+                     30,        0.001, false,
+                     "0.2.0",   "abc", "2026-01-01T00:00:00.000Z"};
   store.add_ceiling(device.fingerprint(), read);
   read.value = 4100;
   read.measured_at = "2026-01-02T00:00:00.000Z";

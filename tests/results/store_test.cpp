@@ -481,7 +481,8 @@ TEST_F(StoreFile, NewerSchemaIsRefusedAndLeftUntouched) {
     const std::string what = e.what();
     EXPECT_NE(what.find("newer attn-bench"), std::string::npos) << what;
     EXPECT_NE(what.find("99"), std::string::npos) << what;
-    EXPECT_NE(what.find("up to " + std::to_string(Store::kSchemaVersion)), std::string::npos) << what;
+    EXPECT_NE(what.find("up to " + std::to_string(Store::kSchemaVersion)), std::string::npos)
+        << what;
     EXPECT_NE(what.find(path_), std::string::npos) << what;
     EXPECT_EQ(e.code(), ExitCode::environment);
   }

@@ -57,10 +57,9 @@ TEST(MeasurementGpu, CalibrationGivesPositivePlausibleCeilings) {
   options.policy = screen_policy();
   options.stream_bytes = size_t(512) << 20;
   options.gemm_size = 4096;
-  const auto entries =
-      calibrate_device(*env.context, *env.jit, options, [](const std::string& line) {
-        std::printf("calibrate: %s\n", line.c_str());
-      });
+  const auto entries = calibrate_device(
+      *env.context, *env.jit, options,
+      [](const std::string& line) { std::printf("calibrate: %s\n", line.c_str()); });
   ASSERT_EQ(entries.size(), 4u);
   const double theoretical = env.device().theoretical_bandwidth_gbps();
   for (const auto& e : entries) {
@@ -95,11 +94,11 @@ TEST(MeasurementGpu, GraphTimingOfAShortKernelIsBelowEventsAndRepeatable) {
   EXPECT_GT(g1.timing.launches_per_sample, 1);
   const double overhead = e.stats.median - g1.stats.median;
   const double repeat = std::fabs(g2.stats.median - g1.stats.median) / g1.stats.median;
-  std::printf("events %.2f us (n %zu, noise %.2f%%), graph %.2f / %.2f us (x%d, noise %.2f%%): "
-              "launch overhead %.2f us, graph repeat %.2f%%\n",
-              e.stats.median, e.stats.count, e.timing.noise * 100, g1.stats.median,
-              g2.stats.median, g1.timing.launches_per_sample, g1.timing.noise * 100, overhead,
-              repeat * 100);
+  std::printf(
+      "events %.2f us (n %zu, noise %.2f%%), graph %.2f / %.2f us (x%d, noise %.2f%%): "
+      "launch overhead %.2f us, graph repeat %.2f%%\n",
+      e.stats.median, e.stats.count, e.timing.noise * 100, g1.stats.median, g2.stats.median,
+      g1.timing.launches_per_sample, g1.timing.noise * 100, overhead, repeat * 100);
   EXPECT_GT(overhead, 0) << "a graph removes launch gaps: it cannot be slower";
   EXPECT_LT(overhead, 15) << "more than a launch overhead apart";
   EXPECT_LT(repeat, 0.02);
@@ -114,9 +113,9 @@ TEST(MeasurementGpu, DecodeCaseUnderConfirmRepeatsWithinOnePercent) {
   ASSERT_EQ(b.disposition, Disposition::passed) << b.reason;
   const double diff = std::fabs(b.stats.median - a.stats.median) / a.stats.median;
   std::printf("confirm: %.2f us and %.2f us (n %zu/%zu, noise %.2f%%/%.2f%%, %s/%s): %.3f%%\n",
-              a.stats.median, b.stats.median, a.stats.count, b.stats.count,
-              a.timing.noise * 100, b.timing.noise * 100, a.timing.stop_reason.c_str(),
-              b.timing.stop_reason.c_str(), diff * 100);
+              a.stats.median, b.stats.median, a.stats.count, b.stats.count, a.timing.noise * 100,
+              b.timing.noise * 100, a.timing.stop_reason.c_str(), b.timing.stop_reason.c_str(),
+              diff * 100);
   EXPECT_LT(diff, 0.01);
   EXPECT_FALSE(a.unstable) << a.unstable_reason;
 }

@@ -27,7 +27,8 @@ TEST(SampleStatistics, MedianNoiseShrinksWithMoreSamples) {
   const double many = median_relative_noise(normal_samples(2000, 100, 2, 1));
   EXPECT_GT(few, many * 3);  // ~ 1/sqrt(n): 10x more samples, ~3.2x less noise
   // The standard error of a normal median is about 1.2533 * sigma / sqrt(n).
-  EXPECT_NEAR(many, 1.2533 * 2 / std::sqrt(2000.0) / 100, 0.3 * 1.2533 * 2 / std::sqrt(2000.0) / 100);
+  EXPECT_NEAR(many, 1.2533 * 2 / std::sqrt(2000.0) / 100,
+              0.3 * 1.2533 * 2 / std::sqrt(2000.0) / 100);
 }
 
 TEST(SampleStatistics, NoiseIsDeterministicAndZeroForConstants) {

@@ -97,7 +97,8 @@ TEST(Sampler, SamplesBelowTheExpectedClockAreDiscardedAndKeptRaw) {
   std::vector<double> times;
   for (int k = 0; k < 40; ++k) times.push_back(k % 5 == 4 ? 150.0 : 100.0);
   ScriptedTimer timer(times);
-  const SamplingResult r = sample(timer, p, [&] { return (i++ % 5 == 4) ? 1200.0 : 1980.0; }, 0);
+  const SamplingResult r = sample(
+      timer, p, [&] { return (i++ % 5 == 4) ? 1200.0 : 1980.0; }, 0);
   EXPECT_EQ(r.samples_us.size(), 40u);
   EXPECT_EQ(r.discarded_count, 8u);
   EXPECT_EQ(r.kept.size(), 32u);

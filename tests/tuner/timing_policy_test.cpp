@@ -48,7 +48,7 @@ TEST(TimingPolicy, TimerModesRoundTrip) {
 
 TEST(GraphTimer, LaunchesPerGraphFillTheSampleTime) {
   EXPECT_EQ(GraphTimer::launches_for(20, 2000), 100);
-  EXPECT_EQ(GraphTimer::launches_for(5000, 2000), 2);  // at least two
+  EXPECT_EQ(GraphTimer::launches_for(5000, 2000), 2);      // at least two
   EXPECT_EQ(GraphTimer::launches_for(0.001, 2000), 1000);  // capped
 }
 
