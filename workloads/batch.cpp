@@ -58,6 +58,9 @@ Batch generate_batch(const WorkloadSpec& spec) {
   b.spec = spec;
   b.spec_hash = content_hash(spec);
   b.softmax_scale = float(spec.effective_softmax_scale());
+  b.dtype = spec.model.dtype;
+  b.kv_dtype = spec.model.effective_kv_dtype();
+  b.causal = spec.mask.causal;
   b.data_seed = spec.seed;
   b.page_size = spec.kv_cache.page_size;
 
@@ -65,11 +68,9 @@ Batch generate_batch(const WorkloadSpec& spec) {
   b.num_seqs = int(totals.num_seqs);
   b.context_lens.reserve(size_t(b.num_seqs));
   b.query_lens.reserve(size_t(b.num_seqs));
-  for (const SequenceSpec& seq : spec.sequences) {
-    for (int c = 0; c < seq.count; ++c) {
-      b.context_lens.push_back(seq.context_len);
-      b.query_lens.push_back(seq.query_len);
-    }
+  for (const SequenceLengths& seq : expand_sequences(spec)) {
+    b.context_lens.push_back(seq.context_len);
+    b.query_lens.push_back(seq.query_len);
   }
   b.kv_lens.resize(size_t(b.num_seqs));
   b.cu_seqlens_q.assign(size_t(b.num_seqs) + 1, 0);
@@ -88,6 +89,9 @@ Batch generate_batch(const WorkloadSpec& spec) {
     b.max_pages_per_seq = std::max(b.max_pages_per_seq, int(pages));
   }
   b.total_q = b.cu_seqlens_q.back();
+  b.prefix_source.resize(size_t(b.num_seqs));
+  std::iota(b.prefix_source.begin(), b.prefix_source.end(), 0);
+  b.shared_prefix_len.assign(size_t(b.num_seqs), 0);
   b.total_kv = b.cu_seqlens_kv.back();
 
   // Pages: the used ones plus the poison page. Sequential hands them out in order with the

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "base/dtype.hpp"
+#include "base/errors.hpp"
 #include "base/thread_pool.hpp"
 #include "workloads/counter_rng.hpp"
 
@@ -143,7 +144,10 @@ void fill_query(const Batch& batch, void* q) {
       return fill_query_as<DType::fp16>(batch, q);
     case DType::fp32:
       return fill_query_as<DType::fp32>(batch, q);
+    case DType::fp8_e4m3:
+      break;  // not a query dtype
   }
+  throw Error(ExitCode::internal, "fill_query: unsupported dtype " + to_string(batch.spec.model.dtype));
 }
 
 void fill_kv_pool(const Batch& batch, DataStream stream, void* pool) {
@@ -154,7 +158,10 @@ void fill_kv_pool(const Batch& batch, DataStream stream, void* pool) {
       return fill_kv_pool_as<DType::fp16>(batch, stream, pool);
     case DType::fp32:
       return fill_kv_pool_as<DType::fp32>(batch, stream, pool);
+    case DType::fp8_e4m3:
+      break;  // TODO(issue 3): fp8 pools hold codes of value / scale
   }
+  throw Error(ExitCode::internal, "fill_kv_pool: unsupported dtype " + to_string(batch.spec.model.dtype));
 }
 
 }  // namespace attn

@@ -253,8 +253,7 @@ class SpecReader {
                                  std::to_string(kWorkloadSchemaVersion));
       return false;
     }
-    auto version = integer(root, "", "schema_version", true, kWorkloadSchemaVersion,
-                           kWorkloadSchemaVersion, ok);
+    auto version = integer(root, "", "schema_version", true, 1, kWorkloadSchemaVersion, ok);
     if (version) spec.schema_version = int(*version);
     return true;
   }
@@ -421,8 +420,8 @@ class SpecReader {
       }
       check_keys(entry, p, {"context_len", "query_len", "count"});
       SequenceSpec seq;
-      if (auto v = integer(entry, p, "context_len", true, 0, kInt64Max, ok)) seq.context_len = *v;
-      if (auto v = integer(entry, p, "query_len", false, 1, kInt64Max, ok)) seq.query_len = *v;
+      if (auto v = integer(entry, p, "context_len", true, 0, kInt64Max, ok)) seq.context_len = LengthSpec(*v);
+      if (auto v = integer(entry, p, "query_len", false, 1, kInt64Max, ok)) seq.query_len = LengthSpec(*v);
       if (auto v = integer(entry, p, "count", false, 1, kMaxSequenceCount, ok)) seq.count = int(*v);
       sequences.push_back(seq);
     }
@@ -491,6 +490,14 @@ class SpecReader {
 
 }  // namespace
 
+std::vector<SequenceLengths> expand_sequences(const WorkloadSpec& spec) {
+  std::vector<SequenceLengths> out;
+  for (const SequenceSpec& seq : spec.sequences) {
+    for (int c = 0; c < seq.count; ++c) out.push_back({seq.context_len.value, seq.query_len.value});
+  }
+  return out;
+}
+
 double WorkloadSpec::effective_softmax_scale() const {
   if (model.softmax_scale) return *model.softmax_scale;
   return 1.0 / std::sqrt(double(model.head_dim));
@@ -501,11 +508,11 @@ WorkloadTotals workload_totals(const WorkloadSpec& spec) {
   const int64_t page_size = std::max(1, spec.kv_cache.page_size);
   for (const SequenceSpec& seq : spec.sequences) {
     const int64_t count = seq.count;
-    const int64_t kv_len = saturating_add(seq.context_len, seq.query_len);
+    const int64_t kv_len = saturating_add(seq.context_len.value, seq.query_len.value);
     const int64_t pages = kv_len / page_size + (kv_len % page_size != 0 ? 1 : 0);
     t.num_seqs = saturating_add(t.num_seqs, count);
     t.total_kv = saturating_add(t.total_kv, saturating_mul(count, kv_len));
-    t.total_q = saturating_add(t.total_q, saturating_mul(count, seq.query_len));
+    t.total_q = saturating_add(t.total_q, saturating_mul(count, seq.query_len.value));
     t.used_pages = saturating_add(t.used_pages, saturating_mul(count, pages));
     t.max_pages_per_seq = std::max(t.max_pages_per_seq, pages);
   }
@@ -528,7 +535,8 @@ std::vector<std::string> validate_workload(const WorkloadSpec& spec) {
   return reader.problems;
 }
 
-WorkloadSpec parse_workload(std::string_view text, const std::string& source) {
+WorkloadSpec parse_workload(std::string_view text, const std::string& source,
+                            const std::string& base_dir) {
   StrictJsonResult parsed = parse_strict_json(text);
   if (!parsed.complete) throw InputError(source, parsed.problems);
   SpecReader reader;
@@ -585,8 +593,8 @@ json to_json(const WorkloadSpec& spec) {
   json sequences = json::array();
   for (const SequenceSpec& seq : spec.sequences) {
     json entry = json::object();
-    entry["context_len"] = seq.context_len;
-    entry["query_len"] = seq.query_len;
+    entry["context_len"] = seq.context_len.value;
+    entry["query_len"] = seq.query_len.value;
     entry["count"] = seq.count;
     sequences.push_back(std::move(entry));
   }

@@ -32,7 +32,7 @@ TEST(WorkloadParse, ValidFileGivesTheSpec) {
   EXPECT_FALSE(spec.model.softmax_scale.has_value());
   EXPECT_EQ(spec.kv_cache.page_size, 16);
   ASSERT_EQ(spec.sequences.size(), 1u);
-  EXPECT_EQ(spec.sequences[0].context_len, 40);
+  EXPECT_EQ(spec.sequences[0].context_len.value, 40);
   EXPECT_EQ(spec.sequences[0].count, 3);
   EXPECT_EQ(spec.seed, 7u);
 }
@@ -46,7 +46,7 @@ TEST(WorkloadParse, DefaultsApplyToOmittedFields) {
   EXPECT_EQ(spec.kv_cache.page_size, 16);
   EXPECT_EQ(spec.kv_cache.layout, KvLayout::nhd);
   EXPECT_EQ(spec.kv_cache.allocation, PageAllocation::shuffled);
-  EXPECT_EQ(spec.sequences[0].query_len, 1);
+  EXPECT_EQ(spec.sequences[0].query_len.value, 1);
   EXPECT_EQ(spec.sequences[0].count, 1);
   EXPECT_EQ(spec.seed, 0u);
   EXPECT_EQ(spec.description, "");
@@ -399,8 +399,8 @@ void expect_same_spec(const WorkloadSpec& a, const WorkloadSpec& b) {
   EXPECT_EQ(a.kv_cache.allocation, b.kv_cache.allocation);
   ASSERT_EQ(a.sequences.size(), b.sequences.size());
   for (size_t i = 0; i < a.sequences.size(); ++i) {
-    EXPECT_EQ(a.sequences[i].context_len, b.sequences[i].context_len) << i;
-    EXPECT_EQ(a.sequences[i].query_len, b.sequences[i].query_len) << i;
+    EXPECT_EQ(a.sequences[i].context_len.value, b.sequences[i].context_len.value) << i;
+    EXPECT_EQ(a.sequences[i].query_len.value, b.sequences[i].query_len.value) << i;
     EXPECT_EQ(a.sequences[i].count, b.sequences[i].count) << i;
   }
   EXPECT_EQ(a.seed, b.seed);
@@ -410,7 +410,11 @@ WorkloadSpec full_spec() {
   WorkloadSpec spec;
   spec.name = "full \xE2\x80\x94 \"quoted\"";
   spec.description = "every field set\nincluding a newline";
-  spec.model = {64, 8, 192, DType::fp16, 0.0721687836487032};
+  spec.model.num_q_heads = 64;
+  spec.model.num_kv_heads = 8;
+  spec.model.head_dim = 192;
+  spec.model.dtype = DType::fp16;
+  spec.model.softmax_scale = 0.0721687836487032;
   spec.kv_cache = {7, KvLayout::hnd, PageAllocation::sequential};
   spec.sequences = {{0, 1, 3}, {4095, 17, 1}, {123456, 2, 9}};
   spec.seed = 18446744073709551615ull;
@@ -479,8 +483,8 @@ TEST(WorkloadCanonical, ChangingAnyFieldChangesTheHash) {
       {"page_size", [](WorkloadSpec& s) { s.kv_cache.page_size = 8; }},
       {"layout", [](WorkloadSpec& s) { s.kv_cache.layout = KvLayout::nhd; }},
       {"allocation", [](WorkloadSpec& s) { s.kv_cache.allocation = PageAllocation::shuffled; }},
-      {"context_len", [](WorkloadSpec& s) { s.sequences[1].context_len += 1; }},
-      {"query_len", [](WorkloadSpec& s) { s.sequences[1].query_len += 1; }},
+      {"context_len", [](WorkloadSpec& s) { s.sequences[1].context_len = LengthSpec(s.sequences[1].context_len.value + 1); }},
+      {"query_len", [](WorkloadSpec& s) { s.sequences[1].query_len = LengthSpec(s.sequences[1].query_len.value + 1); }},
       {"count", [](WorkloadSpec& s) { s.sequences[0].count += 1; }},
       {"sequence order", [](WorkloadSpec& s) { std::swap(s.sequences[0], s.sequences[2]); }},
       {"sequence added",
