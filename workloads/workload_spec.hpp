@@ -107,6 +107,7 @@ std::string to_string(TracePhase phase);
 
 struct TraceSpec {
   std::string file;    // as written: a path relative to the workload file, or "builtin:NAME"
+  std::string resolved_path;  // where `file` was found (not part of the canonical form)
   std::string sha256;  // of the file's bytes, filled when loaded; part of the canonical form
   TracePhase phase = TracePhase::decode;
   int64_t first = 0;                      // first row used
@@ -137,12 +138,9 @@ struct BlockSparseSpec {
   int vertical_stride = 0;
   int head_sliding_step = 1;
   bool homo_head = false;
-  std::string file;  // a layout file instead of the parameters (docs/workload.md)
-  std::string sha256;
-  std::vector<int32_t> file_crow;  // loaded from `file`: [num_heads, num_blocks + 1]
-  std::vector<int32_t> file_col;
-  int file_num_heads = 0;
-  int file_num_blocks = 0;
+  std::string file;           // a layout file instead of the parameters (docs/workload.md)
+  std::string resolved_path;  // where `file` was found (not part of the canonical form)
+  std::string sha256;         // of the file's bytes; part of the canonical form
 };
 
 // An explicit (query_len, kv_len) mask per sequence, read by the masked variants.
@@ -161,8 +159,8 @@ struct ExplicitMaskSpec {
   int branches = 1;
   double density = 0.5;
   std::string file;
-  std::string sha256;
-  std::vector<std::string> file_rows;  // loaded: one row of '0'/'1' per query token, per sequence
+  std::string resolved_path;  // where `file` was found (not part of the canonical form)
+  std::string sha256;         // of the file's bytes; part of the canonical form
 };
 
 struct MaskSpec {
