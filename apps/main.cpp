@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   add_list_command(app, invocation);
   add_devices_command(app, invocation);
 
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -127,6 +127,21 @@ TEST_F(Cli, MissingFileIsInvalidInput) {
   EXPECT_NE(r.err.find("no-such-workload.json"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, RunTakesAPresetNameButAFileWins) {
+  CliResult r = run({"run", "--cpu", "--samples", "1", "--warmup", "0", "default"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;
+  write("default", "{ not json");  // a file of the preset's name is read instead
+  r = run({"run", "--cpu", "default"});
+  EXPECT_EQ(r.exit_code, kInvalidInput) << r.err;
+  EXPECT_NE(r.err.find("line 1"), std::string::npos) << r.err;
+  r = run({"run", "--cpu", "no-such-preset"});
+  EXPECT_EQ(r.exit_code, kInvalidInput);
+  EXPECT_NE(r.err.find("no-such-preset"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("presets: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("default"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
