@@ -21,10 +21,11 @@ Problem Problem::on_host(const Batch& batch) {
   p.batch_ = &batch;
   p.backend_ = Backend::cpu;
   p.host_.resize(kTensorCount);
-  const size_t element = size_of(batch.spec.model.dtype);
+  const size_t element = size_of(batch.dtype);
+  const size_t kv_element = size_of(batch.kv_dtype);
   p.host_[kQ].resize(size_t(query_elements(batch)) * element);
-  p.host_[kKPool].resize(size_t(pool_elements(batch)) * element);
-  p.host_[kVPool].resize(size_t(pool_elements(batch)) * element);
+  p.host_[kKPool].resize(size_t(pool_elements(batch)) * kv_element);
+  p.host_[kVPool].resize(size_t(pool_elements(batch)) * kv_element);
   p.host_[kOut].resize(size_t(query_elements(batch)) * element);
   fill_query(batch, p.host_[kQ].data());
   fill_kv_pool(batch, DataStream::key, p.host_[kKPool].data());

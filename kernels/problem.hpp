@@ -2,10 +2,12 @@
 // arrays, in host memory (for the CPU reference) or device memory (for GPU variants). A device
 // problem is an upload of a host problem, so both hold the same bytes.
 //
-// Tensors (element types: dtype for Q/K/V/out, int32 for index arrays):
+// Tensors (element types: dtype for Q and out, kv_dtype for the pools, int32 for index arrays):
 //   q            [total_q, num_q_heads, head_dim]
-//   k_pool       NHD [num_pages, page_size, kv_heads, head_dim] or HND [num_pages, kv_heads,
-//   page_size, head_dim] v_pool       as k_pool out          [total_q, num_q_heads, head_dim]
+//   k_pool       the batch's layout (workload_spec.hpp, KvLayout), e.g. NHD [num_pages,
+//                page_size, kv_heads, head_dim]; fp8 pools hold codes (batch.k_scales)
+//   v_pool       as k_pool (vLLM: [num_pages, kv_heads, head_dim, page_size])
+//   out          [total_q, num_q_heads, head_dim]
 //   block_table  [num_seqs, max_pages_per_seq]
 //   kv_lens      [num_seqs]
 //   cu_seqlens_q [num_seqs + 1]
