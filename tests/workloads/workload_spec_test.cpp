@@ -244,12 +244,13 @@ void check_range_cases(const std::vector<RangeCase>& cases) {
 TEST(WorkloadRanges, SchemaVersion) {
   check_range_cases({
       {"/schema_version", 1, nullptr},
-      {"/schema_version", 0, "must be 1, got 0"},
-      {"/schema_version", -1, "must be 1, got -1"},
+      {"/schema_version", 2, nullptr},
+      {"/schema_version", 0, "must be in 1..2, got 0"},
+      {"/schema_version", -1, "must be in 1..2, got -1"},
       {"/schema_version", "1", "expected an integer, got string"},
   });
   json doc = valid_workload_json();
-  doc["schema_version"] = 2;
+  doc["schema_version"] = 3;
   doc["future_field"] = {{"x", 1}};  // not reported: a newer schema may have anything
   auto problems = problems_of(doc);
   ASSERT_EQ(problems.size(), 1u) << test::joined(problems);
