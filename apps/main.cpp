@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_run_command(app, invocation);
   add_list_command(app, invocation);
   add_devices_command(app, invocation);
+  add_workload_command(app, invocation);
 
 
   try {
