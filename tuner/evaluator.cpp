@@ -29,7 +29,11 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   e->loader_ = std::make_unique<KernelLoader>(*e->cuda_, jit);
   e->workspace_ = std::make_unique<Workspace>(*e->cuda_);
   e->flusher_ = std::make_unique<L2Flusher>(*e->cuda_, size_t(device.l2_bytes));
-  e->device_.emplace(Problem::on_device(e->host_, *e->cuda_));
+  // Large batches are generated on the GPU (same bytes as the host fill, no PCIe copy); the
+  // reference still reads the host problem, so every such run also checks CPU/GPU determinism.
+  e->device_.emplace(Problem::prefers_device_fill(batch)
+                         ? Problem::generated_on_device(batch, *e->cuda_, *e->loader_, *e->stream_)
+                         : Problem::on_device(e->host_, *e->cuda_));
   e->context_.target = Target::cuda(device);
   e->context_.cuda = e->cuda_.get();
   e->context_.stream = e->stream_.get();
