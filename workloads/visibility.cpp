@@ -57,8 +57,8 @@ int64_t block_sparse_pairs(const Batch& batch, size_t s, int head) {
   const int64_t bs = layout.block_size;
   const int64_t c = batch.context_lens[s];
   const int64_t kv_len = batch.kv_lens[s];
-  int64_t pairs = 0;
   if (batch.query_lens[s] == 0) return 0;
+  int64_t pairs = 0;
   for (int64_t i = c / bs; i * bs < kv_len; ++i) {
     const int64_t first = std::max(c, i * bs);  // queries of this row: [first, last]
     const int64_t last = std::min(kv_len, (i + 1) * bs) - 1;
