@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "workloads/batch_data.hpp"
-#include "workloads/visibility_temporary.hpp"
+#include "workloads/visibility.hpp"
 
 namespace attn {
 

@@ -103,7 +103,6 @@ TEST(ReferenceFeatures, SinkJoinsTheDenominatorOnly) {
 // Query 1 of the sequence sees no key through its explicit mask: its output is exactly zero (not
 // NaN from 0/0), with or without a sink; query 0 is unaffected.
 TEST(ReferenceFeatures, RowWithNoVisibleKeyIsZero) {
-  GTEST_SKIP() << "TEMPORARY: explicit masks arrive with issue3-masks";
   for (bool sink : {false, true}) {
     Batch batch = hand_batch(2, 1, {{2, 2}});  // kv_len 4
     ExplicitMask mask;
