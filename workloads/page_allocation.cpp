@@ -60,19 +60,23 @@ class FreeList {
 
 }  // namespace
 
-std::vector<int32_t> free_list_after_serving(int64_t pages, uint64_t seed, int64_t steps) {
+std::vector<int32_t> free_list_after_serving(int64_t pages, uint64_t seed, int64_t page_moves) {
   FreeList free(pages);
   std::vector<std::vector<int32_t>> live;  // each running request's pages, in token order
   const unsigned long long key = stream_key(seed, kServingHistoryStream);
-  const uint64_t largest_request = uint64_t(std::max<int64_t>(1, pages / 16));
+  // Requests of up to pages / 16 pages (at most 256: a 4k-token prompt in 16-token pages).
+  const uint64_t largest_request = uint64_t(std::clamp<int64_t>(pages / 16, 1, 256));
+  int64_t moved = 0;  // pages taken or given back so far
   auto finish = [&](uint64_t bits) {
     const size_t r = size_t(below(bits, live.size()));
+    moved += int64_t(live[r].size());
     // Freed tail first, as vLLM does: the request's last pages are reused first.
     for (auto it = live[r].rbegin(); it != live[r].rend(); ++it) free.give_back(*it);
     std::swap(live[r], live.back());
     live.pop_back();
   };
-  for (int64_t step = 0; step < steps; ++step) {
+  int64_t step = 0;
+  for (; moved < page_moves; ++step) {
     const uint64_t index = uint64_t(step) * 3;
     const uint64_t action = below(counter_bits(key, index), 4);
     const uint64_t bits = counter_bits(key, index + 1);
@@ -81,8 +85,10 @@ std::vector<int32_t> free_list_after_serving(int64_t pages, uint64_t seed, int64
       finish(bits);
     } else if (action == 2 && !live.empty() && free.size() > 0) {  // one grows by a page
       live[size_t(below(bits, live.size()))].push_back(free.take());
+      ++moved;
     } else {  // a request arrives with its prompt's pages
       const int64_t want = 1 + int64_t(below(counter_bits(key, index + 2), largest_request));
+      moved += want;
       if (free.size() < want) continue;
       std::vector<int32_t> request;
       for (int64_t i = 0; i < want; ++i) request.push_back(free.take());
@@ -90,7 +96,7 @@ std::vector<int32_t> free_list_after_serving(int64_t pages, uint64_t seed, int64
     }
   }
   // The history ends with every request finished, in a seeded order.
-  for (uint64_t i = 0; !live.empty(); ++i) finish(counter_bits(key, uint64_t(steps) * 3 + i));
+  for (uint64_t i = 0; !live.empty(); ++i) finish(counter_bits(key, uint64_t(step) * 3 + i));
   return free.in_order();
 }
 
@@ -100,9 +106,9 @@ std::vector<int32_t> page_order(PageAllocation allocation, int64_t pool_pages, u
     case PageAllocation::shuffled:
       return shuffled_pages(n, seed);
     case PageAllocation::fragmented:
-      // Four events per page make a history long enough to scatter every page; bounded so that
-      // a huge pool stays quick.
-      return free_list_after_serving(n, seed, std::min<int64_t>(4 * n, int64_t(1) << 22));
+      // Each page taken and freed about four times scatters the pool; bounded so that a huge
+      // pool stays quick.
+      return free_list_after_serving(n, seed, std::min<int64_t>(8 * n, int64_t(1) << 24));
     case PageAllocation::sequential:
     case PageAllocation::shared_prefix:
       break;

@@ -21,7 +21,10 @@ inline constexpr unsigned kServingHistoryStream = 17;
 //   fragmented: the free list a simulated serving history leaves behind
 std::vector<int32_t> page_order(PageAllocation allocation, int64_t pool_pages, uint64_t seed);
 
-// The fragmented policy's history on its own, for tests: the free list after `steps` steps.
-std::vector<int32_t> free_list_after_serving(int64_t pages, uint64_t seed, int64_t steps);
+// The fragmented policy's history on its own: on a pool of `pages` pages, requests arrive (taking
+// pages off the front of a FIFO free list), grow by a page, and finish (giving their pages back
+// to the end, last page first), chosen by the counter RNG, until `page_moves` pages have been
+// taken or given back; then every request finishes. Returns the free list: all pages, scattered.
+std::vector<int32_t> free_list_after_serving(int64_t pages, uint64_t seed, int64_t page_moves);
 
 }  // namespace attn
