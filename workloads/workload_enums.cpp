@@ -81,6 +81,22 @@ std::string to_string(TracePhase phase) {
   return "?";
 }
 
+std::optional<TracePhase> trace_phase_from_string(const std::string& text) {
+  if (text == "prefill") return TracePhase::prefill;
+  if (text == "decode") return TracePhase::decode;
+  if (text == "chunked_prefill") return TracePhase::chunked_prefill;
+  return std::nullopt;
+}
+
+std::optional<ExplicitMaskKind> explicit_mask_kind_from_string(const std::string& text) {
+  if (text == "causal") return ExplicitMaskKind::causal;
+  if (text == "tree") return ExplicitMaskKind::tree;
+  if (text == "branches") return ExplicitMaskKind::branches;
+  if (text == "random") return ExplicitMaskKind::random;
+  if (text == "file") return ExplicitMaskKind::file;
+  return std::nullopt;
+}
+
 std::string to_string(ExplicitMaskKind kind) {
   switch (kind) {
     case ExplicitMaskKind::causal:

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +105,7 @@ enum class TracePhase {
   chunked_prefill,  // context = a seeded whole number of chunks of the prompt, query = next chunk
 };
 std::string to_string(TracePhase phase);
+std::optional<TracePhase> trace_phase_from_string(const std::string& text);
 
 struct TraceSpec {
   std::string file;    // as written: a path relative to the workload file, or "builtin:NAME"
@@ -152,6 +154,7 @@ enum class ExplicitMaskKind {
   file,      // read from `file`
 };
 std::string to_string(ExplicitMaskKind kind);
+std::optional<ExplicitMaskKind> explicit_mask_kind_from_string(const std::string& text);
 
 struct ExplicitMaskSpec {
   ExplicitMaskKind kind = ExplicitMaskKind::causal;
@@ -188,8 +191,13 @@ struct SequenceLengths {
   int64_t context_len = 0;
   int64_t query_len = 1;
 };
-// Draws every sequence's lengths (deterministic in the spec's seed). Cheap: no tensors.
+// Draws every sequence's lengths (deterministic in the spec's seed; docs/workload.md, "Length
+// distributions" and "Traces"). Cheap: no tensors. Trace entries need their rows loaded.
 std::vector<SequenceLengths> expand_sequences(const WorkloadSpec& spec);
+// The same lengths, handed to `visit` one at a time in batch order without being stored (the
+// limits check walks a million sequences this way without allocating).
+void for_each_sequence(const WorkloadSpec& spec,
+                       const std::function<void(const SequenceLengths&)>& visit);
 
 // Parses and validates workload JSON text. `source` names the input in messages (a path or
 // "preset:default"). Throws InputError listing every problem found: a syntax error with its line

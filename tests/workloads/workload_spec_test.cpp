@@ -97,10 +97,11 @@ TEST(WorkloadParse, UnknownKeysAreRejectedWithTheExpectedOnes) {
   doc["sequences"][0]["contex_len"] = 1;
   auto problems = problems_of(doc);
   EXPECT_PROBLEM(problems,
-                 "/model/head_dimm: unknown key (expected one of: dtype, head_dim, num_kv_heads, "
-                 "num_q_heads, softmax_scale)",
+                 "/model/head_dimm: unknown key (expected one of: attention_sinks, dtype, head_dim, "
+                 "kv_dtype, kv_scale, logits_soft_cap, num_kv_heads, num_q_heads, sliding_window, "
+                 "softmax_scale)",
                  "did you mean \"head_dim\"");
-  EXPECT_PROBLEM(problems, "/extra: unknown key (expected one of: description, kv_cache, model,");
+  EXPECT_PROBLEM(problems, "/extra: unknown key (expected one of: description, kv_cache, mask, model,");
   EXPECT_PROBLEM(problems, "/sequences/0/contex_len: unknown key", "did you mean \"context_len\"");
   EXPECT_EQ(problems.size(), 3u) << test::joined(problems);
 }
@@ -177,7 +178,7 @@ TEST(WorkloadParse, EveryProblemIsReportedAtOnce) {
   EXPECT_PROBLEM(problems, "/model/head_dim: must be one of 64, 80, 96, 128, 192, 256, got 100");
   EXPECT_PROBLEM(problems, "/model/dtype: must be one of \"bf16\", \"fp16\", got \"fp32\"");
   EXPECT_PROBLEM(problems, "/kv_cache/page_size: must be in 1..256, got 0");
-  EXPECT_PROBLEM(problems, "/kv_cache/layout: must be one of \"NHD\", \"HND\", got \"nhd\"");
+  EXPECT_PROBLEM(problems, "/kv_cache/layout: must be one of \"NHD\", \"HND\", \"vllm\", got \"nhd\"");
   EXPECT_PROBLEM(problems, "/kv_cache/allocation: must be one of \"sequential\", \"shuffled\"");
   EXPECT_PROBLEM(problems, "/sequences/0/context_len: must be >= 0, got -1");
   EXPECT_PROBLEM(problems, "/sequences/0/query_len: must be >= 1, got 0");
@@ -337,11 +338,11 @@ TEST(WorkloadRanges, KvCache) {
       {"/kv_cache/page_size", -16, "must be in 1..256, got -16"},
       {"/kv_cache/layout", "NHD", nullptr},
       {"/kv_cache/layout", "HND", nullptr},
-      {"/kv_cache/layout", "NDH", "must be one of \"NHD\", \"HND\", got \"NDH\""},
+      {"/kv_cache/layout", "NDH", "must be one of \"NHD\", \"HND\", \"vllm\", got \"NDH\""},
       {"/kv_cache/allocation", "sequential", nullptr},
       {"/kv_cache/allocation", "shuffled", nullptr},
       {"/kv_cache/allocation", "random",
-       "must be one of \"sequential\", \"shuffled\", got \"random\""},
+       "must be one of \"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\", got \"random\""},
   });
 }
 
@@ -349,7 +350,8 @@ TEST(WorkloadRanges, Sequences) {
   check_range_cases({
       {"/sequences/0/context_len", 0, nullptr},
       {"/sequences/0/context_len", -1, "must be >= 0, got -1"},
-      {"/sequences/0/context_len", 1.0, "expected an integer, got number 1.0"},
+      {"/sequences/0/context_len", 1.0,
+       "expected an integer or a distribution object, got number 1.0"},
       {"/sequences/0/query_len", 1, nullptr},
       {"/sequences/0/query_len", 100, nullptr},
       {"/sequences/0/query_len", 0, "must be >= 1, got 0"},
