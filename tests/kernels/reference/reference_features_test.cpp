@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <random>
 
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "tests/test_support.hpp"
@@ -189,7 +192,7 @@ TEST(ReferenceFeatures, CausalNonCausalAndSlidingWindow) {
 // The same batch in every layout reads the same values, so the paged reference gives the same
 // bits: the vLLM layout's x-packed K and transposed V are addressed right.
 TEST(ReferenceFeatures, EveryLayoutGivesTheSameOutput) {
-  for (DType kv_dtype : {DType::bf16}) {
+  for (DType kv_dtype : {DType::bf16, DType::fp8_e4m3}) {
     std::vector<std::vector<float>> outputs;
     for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd, KvLayout::vllm}) {
       testing::SpecShape shape;
@@ -219,75 +222,100 @@ double max_difference(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 // The paged oracle (buffers through the page table) and the dense one (values from the data
-// rule) agree on generated batches with every feature, alone and combined.
+// rule) agree on random batches with every feature, alone and combined.
 TEST(ReferenceFeatures, OraclesAgreeWithEveryFeature) {
-  std::vector<WorkloadSpec> specs;
-  auto base = [](KvLayout layout, int page, DType dtype) {
-    testing::SpecShape shape;
-    shape.q_heads = 6;
-    shape.kv_heads = 2;
-    shape.head_dim = 64;
-    shape.dtype = dtype;
-    shape.page_size = page;
-    shape.layout = layout;
-    shape.seed = 77 + uint64_t(page);
-    return testing::make_spec(shape, {{0, 1}, {13, 1}, {0, 9}, {21, 6}, {7, 4}, {40, 1}});
+  std::mt19937_64 rng(31337);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
   };
-  {
-    WorkloadSpec s = base(KvLayout::vllm, 4, DType::bf16);
-    s.model.kv_dtype = DType::fp8_e4m3;
-    s.model.kv_scale = KvScaleGranularity::per_head;
-    s.model.logits_soft_cap = 5.0;
-    s.model.attention_sinks = true;
-    s.model.sliding_window = 7;
-    specs.push_back(s);
-  }
-  {
-    WorkloadSpec s = base(KvLayout::hnd, 7, DType::fp16);
-    s.model.kv_dtype = DType::fp8_e4m3;
-    s.model.kv_scale = KvScaleGranularity::per_tensor;
-    s.mask.causal = false;
-    s.model.sink_logits = {0.5, -1, 2, 0, 1, 3};
-    s.model.attention_sinks = true;
-    specs.push_back(s);
-  }
-  {
-    WorkloadSpec s = base(KvLayout::nhd, 1, DType::bf16);
-    BlockSparseSpec sparse;
-    sparse.block_size = 4;
-    sparse.local_blocks = 2;
-    sparse.vertical_stride = 3;
-    s.mask.block_sparse = sparse;
-    s.model.logits_soft_cap = 30.0;
-    specs.push_back(s);
-  }
-  {
-    WorkloadSpec s = base(KvLayout::nhd, 16, DType::bf16);
-    ExplicitMaskSpec mask;
-    mask.kind = ExplicitMaskKind::random;
-    mask.density = 0.3;
-    s.mask.explicit_mask = mask;
-    specs.push_back(s);
-  }
-  {
-    WorkloadSpec s = base(KvLayout::hnd, 3, DType::bf16);
-    s.kv_cache.allocation = PageAllocation::shared_prefix;
-    s.sequences = {{LengthSpec(24), LengthSpec(1), 4}, {LengthSpec(30), LengthSpec(5), 2}};
-    s.kv_cache.shared_prefix = SharedPrefixSpec{12, 2};
-    specs.push_back(s);
-  }
-  {
-    WorkloadSpec s = base(KvLayout::nhd, 5, DType::bf16);
-    s.kv_cache.allocation = PageAllocation::fragmented;
-    specs.push_back(s);
-  }
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const Batch batch = generate_batch(specs[i]);
-    // TEMPORARY until issue3-workloads fills scales, sinks and masks into the batch.
-    if (batch.kv_dtype == DType::fp8_e4m3 && batch.k_scales.empty()) continue;
-    const std::vector<float> paged = paged_attention_reference(Problem::on_host(batch), 2);
-    const std::vector<float> dense = naive_dense_attention(batch, 2);
-    EXPECT_LT(max_difference(paged, dense), 1e-5) << "spec " << i << " " << canonical_json(batch.spec);
+  for (int trial = 0; trial < 4; ++trial) {
+    auto base = [&](KvLayout layout, int page, DType dtype) {
+      testing::SpecShape shape;
+      shape.q_heads = 6;
+      shape.kv_heads = int(pick({1, 2, 3}));
+      shape.head_dim = 64;
+      shape.dtype = dtype;
+      shape.page_size = page;
+      shape.layout = layout;
+      shape.seed = rng();
+      std::vector<std::pair<int64_t, int64_t>> seqs;
+      for (int n = int(pick({1, 3, 6})); n > 0; --n)
+        seqs.push_back({pick({0, 1, 7, 13, 40}), pick({1, 1, 4, 9})});
+      return testing::make_spec(shape, seqs);
+    };
+    struct Featured {
+      WorkloadSpec spec;
+      std::function<bool(const Batch&)> in_force;  // the batch really has the features
+    };
+    std::vector<Featured> specs;
+    {
+      WorkloadSpec s = base(KvLayout::vllm, 4, DType::bf16);
+      s.model.kv_dtype = DType::fp8_e4m3;
+      s.model.kv_scale = KvScaleGranularity::per_head;
+      s.model.logits_soft_cap = 5.0;
+      s.model.attention_sinks = true;
+      s.model.sliding_window = 7;
+      specs.push_back({s, [](const Batch& b) {
+                         return b.kv_dtype == DType::fp8_e4m3 &&
+                                int(b.k_scales.size()) == b.spec.model.num_kv_heads &&
+                                b.logits_soft_cap > 0 && !b.sink_logits.empty() &&
+                                b.sliding_window == 7;
+                       }});
+    }
+    {
+      WorkloadSpec s = base(KvLayout::hnd, 7, DType::fp16);
+      s.model.kv_dtype = DType::fp8_e4m3;
+      s.model.kv_scale = KvScaleGranularity::per_tensor;
+      s.mask.causal = false;
+      s.model.sink_logits = {0.5, -1, 2, 0, 1, 3};
+      s.model.attention_sinks = true;
+      specs.push_back({s, [](const Batch& b) {
+                         return b.k_scales.size() == 1 && !b.causal && b.sink_logits.size() == 6 &&
+                                b.sink_logits[2] == 2.0f;
+                       }});
+    }
+    {
+      WorkloadSpec s = base(KvLayout::nhd, 1, DType::bf16);
+      BlockSparseSpec sparse;
+      sparse.block_size = 4;
+      sparse.local_blocks = 2;
+      sparse.vertical_stride = 3;
+      s.mask.block_sparse = sparse;
+      s.model.logits_soft_cap = 30.0;
+      specs.push_back({s, [](const Batch& b) { return b.block_sparse.has_value(); }});
+    }
+    {
+      WorkloadSpec s = base(KvLayout::nhd, 16, DType::bf16);
+      ExplicitMaskSpec mask;
+      mask.kind = ExplicitMaskKind::random;
+      mask.density = 0.3;
+      s.mask.explicit_mask = mask;
+      specs.push_back({s, [](const Batch& b) { return b.explicit_mask.has_value(); }});
+    }
+    {
+      WorkloadSpec s = base(KvLayout::hnd, 3, DType::bf16);
+      s.kv_cache.allocation = PageAllocation::shared_prefix;
+      s.sequences = {{LengthSpec(24), LengthSpec(1), 4}, {LengthSpec(30), LengthSpec(5), 2}};
+      s.kv_cache.shared_prefix = SharedPrefixSpec{12, 2};
+      specs.push_back({s, [](const Batch& b) {
+                         return std::any_of(b.shared_prefix_len.begin(), b.shared_prefix_len.end(),
+                                            [](int64_t n) { return n > 0; });
+                       }});
+    }
+    {
+      WorkloadSpec s = base(KvLayout::vllm, 5, DType::fp16);
+      s.kv_cache.allocation = PageAllocation::fragmented;
+      specs.push_back({s, [](const Batch&) { return true; }});
+    }
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Batch batch = generate_batch(specs[i].spec);
+      const std::string what = "trial " + std::to_string(trial) + " spec " + std::to_string(i) +
+                               " " + canonical_json(batch.spec);
+      ASSERT_TRUE(specs[i].in_force(batch)) << "feature not in the batch: " << what;
+      const std::vector<float> paged = paged_attention_reference(Problem::on_host(batch), 2);
+      const std::vector<float> dense = naive_dense_attention(batch, 2);
+      EXPECT_LT(max_difference(paged, dense), 1e-5) << what;
+    }
   }
 }
 
