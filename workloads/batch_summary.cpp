@@ -122,7 +122,7 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
       << s.kv_tokens << ", max query_len " << batch.max_query_len() << ", max kv_len "
       << batch.max_kv_len() << ")\n";
   out << "pages      " << s.pages_used << " used of " << s.pages_capacity << " in the pool (page size "
-      << batch.page_size << ", one poison page)\n";
+      << batch.page_size << ", the poison page included)\n";
   out << "bytes      KV " << human_bytes(s.kv_bytes) << " read per pass (pools "
       << human_bytes(s.kv_pool_bytes) << "), Q " << human_bytes(s.q_bytes) << "\n";
   out << "work       " << human_count(double(s.visible_pairs)) << " visible (head, query, key) pairs, "
