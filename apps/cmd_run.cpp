@@ -1,4 +1,5 @@
-// attn-bench run [workload.json | PRESET]: verify and time every variant that supports the workload.
+// attn-bench run [workload.json | PRESET]: verify and time every variant that supports the
+// workload.
 #include <iostream>
 #include <memory>
 

@@ -39,15 +39,16 @@ void dump(const WorkloadArgs& args) {
   if (!args.no_reference) {
     std::cerr << "attn-bench: computing the CPU reference output (--no-reference skips it)\n";
     const Problem host = Problem::on_host(batch);
-    tensors.push_back(reference_output_tensor(batch, paged_attention_reference(host, args.threads)));
+    tensors.push_back(
+        reference_output_tensor(batch, paged_attention_reference(host, args.threads)));
   }
   size_t bytes = 0;
   for (const DumpTensor& t : tensors) bytes += t.tensor.data.size();
   const size_t count = tensors.size();
   write_batch_dump(batch, std::move(tensors), args.out_dir);
-  std::cout << "wrote " << args.out_dir << "/" << kDumpTensorsFile << " (" << count
-            << " tensors, " << bytes << " bytes) and " << args.out_dir << "/" << kDumpIndexFile
-            << " for " << batch.spec.name << " (" << batch.spec_hash << ")\n";
+  std::cout << "wrote " << args.out_dir << "/" << kDumpTensorsFile << " (" << count << " tensors, "
+            << bytes << " bytes) and " << args.out_dir << "/" << kDumpIndexFile << " for "
+            << batch.spec.name << " (" << batch.spec_hash << ")\n";
 }
 
 CLI::App* add_action(CLI::App* parent, const std::string& name, const std::string& help,

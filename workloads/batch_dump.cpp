@@ -107,17 +107,18 @@ std::vector<DumpTensor> batch_tensors(const Batch& batch) {
   q.tensor.shape = {batch.total_q, m.num_q_heads, m.head_dim};
   q.tensor.data.resize(size_t(query_elements(batch)) * size_of(batch.dtype));
   fill_query(batch, q.tensor.data.data());
-  q.meaning = "queries [total_q, num_q_heads, head_dim], sequence s's new tokens at rows "
-              "cu_seqlens_q[s] .. cu_seqlens_q[s+1]-1";
+  q.meaning =
+      "queries [total_q, num_q_heads, head_dim], sequence s's new tokens at rows "
+      "cu_seqlens_q[s] .. cu_seqlens_q[s+1]-1";
   out.push_back(std::move(q));
   out.push_back(pool_tensor(batch, DataStream::key));
   out.push_back(pool_tensor(batch, DataStream::value));
   if (!batch.k_scales.empty()) {
     const std::string per = batch.k_scales.size() == 1 ? "[1], per tensor" : "[num_kv_heads]";
-    out.push_back(vector_tensor("k_scales", "F32", {int64_t(batch.k_scales.size())},
-                                batch.k_scales, "fp8 dequantisation scales of K " + per));
-    out.push_back(vector_tensor("v_scales", "F32", {int64_t(batch.v_scales.size())},
-                                batch.v_scales, "fp8 dequantisation scales of V " + per));
+    out.push_back(vector_tensor("k_scales", "F32", {int64_t(batch.k_scales.size())}, batch.k_scales,
+                                "fp8 dequantisation scales of K " + per));
+    out.push_back(vector_tensor("v_scales", "F32", {int64_t(batch.v_scales.size())}, batch.v_scales,
+                                "fp8 dequantisation scales of V " + per));
   }
   out.push_back(vector_tensor(
       "block_table", integer_dtype<int32_t>(), {seqs, int64_t(batch.max_pages_per_seq)},
@@ -129,10 +130,10 @@ std::vector<DumpTensor> batch_tensors(const Batch& batch) {
                              "CSR page ids, sequence by sequence, in token order"));
   out.push_back(index_tensor("last_page_len", batch.last_page_len,
                              "tokens in each sequence's last page (0: no pages)"));
-  out.push_back(index_tensor("cu_seqlens_q", batch.cu_seqlens_q,
-                             "prefix sums [num_seqs + 1] of query_lens"));
-  out.push_back(index_tensor("cu_seqlens_kv", batch.cu_seqlens_kv,
-                             "prefix sums [num_seqs + 1] of kv_lens"));
+  out.push_back(
+      index_tensor("cu_seqlens_q", batch.cu_seqlens_q, "prefix sums [num_seqs + 1] of query_lens"));
+  out.push_back(
+      index_tensor("cu_seqlens_kv", batch.cu_seqlens_kv, "prefix sums [num_seqs + 1] of kv_lens"));
   out.push_back(index_tensor("context_lens", batch.context_lens,
                              "tokens already in the cache before the new ones"));
   out.push_back(index_tensor("query_lens", batch.query_lens, "new (query) tokens per sequence"));
@@ -214,7 +215,8 @@ nlohmann::json dump_index(const Batch& batch, const std::vector<DumpTensor>& ten
       {"causal", batch.causal},
       {"data_seed", batch.data_seed},
   };
-  if (batch.block_sparse) index["batch"]["block_sparse_block_size"] = batch.block_sparse->block_size;
+  if (batch.block_sparse)
+    index["batch"]["block_sparse_block_size"] = batch.block_sparse->block_size;
   json list = json::array();
   for (const DumpTensor& t : tensors) {
     list.push_back({{"name", t.tensor.name},

@@ -60,8 +60,9 @@ std::vector<std::string> features_of(const Batch& batch) {
   }
   if (batch.explicit_mask && spec.mask.explicit_mask)
     out.push_back("explicit mask (" + to_string(spec.mask.explicit_mask->kind) + ")");
-  const int64_t shared = std::count_if(batch.shared_prefix_len.begin(),
-                                       batch.shared_prefix_len.end(), [](int64_t n) { return n > 0; });
+  const int64_t shared =
+      std::count_if(batch.shared_prefix_len.begin(), batch.shared_prefix_len.end(),
+                    [](int64_t n) { return n > 0; });
   if (shared > 0) out.push_back("shared prefix in " + std::to_string(shared) + " sequences");
   out.push_back(printf_string("softmax scale %.6g", batch.softmax_scale));
   return out;
@@ -98,7 +99,8 @@ BatchSummary summarize_batch(const Batch& batch) {
   s.sequences = batch.num_seqs;
   s.query_tokens = batch.total_q;
   s.kv_tokens = batch.total_kv;
-  s.pages_used = int64_t(std::set<int32_t>(batch.page_indices.begin(), batch.page_indices.end()).size());
+  s.pages_used =
+      int64_t(std::set<int32_t>(batch.page_indices.begin(), batch.page_indices.end()).size());
   s.pages_capacity = batch.num_pages;
   const double kv_element = double(size_of(batch.kv_dtype));
   s.kv_bytes = 2.0 * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;
@@ -121,12 +123,13 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
   out << "sequences  " << s.sequences << " (query tokens " << s.query_tokens << ", kv tokens "
       << s.kv_tokens << ", max query_len " << batch.max_query_len() << ", max kv_len "
       << batch.max_kv_len() << ")\n";
-  out << "pages      " << s.pages_used << " used of " << s.pages_capacity << " in the pool (page size "
-      << batch.page_size << ", the poison page included)\n";
+  out << "pages      " << s.pages_used << " used of " << s.pages_capacity
+      << " in the pool (page size " << batch.page_size << ", the poison page included)\n";
   out << "bytes      KV " << human_bytes(s.kv_bytes) << " read per pass (pools "
       << human_bytes(s.kv_pool_bytes) << "), Q " << human_bytes(s.q_bytes) << "\n";
-  out << "work       " << human_count(double(s.visible_pairs)) << " visible (head, query, key) pairs, "
-      << human_count(s.useful_flops) << "FLOP useful (4 * head_dim * pairs)\n";
+  out << "work       " << human_count(double(s.visible_pairs))
+      << " visible (head, query, key) pairs, " << human_count(s.useful_flops)
+      << "FLOP useful (4 * head_dim * pairs)\n";
   out << "features   ";
   for (size_t i = 0; i < s.features.size(); ++i) out << (i ? "; " : "") << s.features[i];
   out << "\n\nkv_len histogram (log2 buckets)\n";

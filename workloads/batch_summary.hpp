@@ -23,8 +23,8 @@ struct BatchSummary {
   double kv_bytes = 0;         // K and V of every sequence's keys, as a kernel reads them
   double kv_pool_bytes = 0;    // K and V pools allocated
   double q_bytes = 0;
-  int64_t visible_pairs = 0;  // (q head, query, key) triples the masks let through
-  double useful_flops = 0;    // 4 * head_dim * visible_pairs (Q.K and P.V multiply-adds)
+  int64_t visible_pairs = 0;          // (q head, query, key) triples the masks let through
+  double useful_flops = 0;            // 4 * head_dim * visible_pairs (Q.K and P.V multiply-adds)
   std::vector<std::string> features;  // one line each: dtypes, layout, masks, sinks, ...
   std::vector<LengthBucket> kv_length_histogram;  // log2 buckets: 0, 1, 2-3, 4-7, ...
 };

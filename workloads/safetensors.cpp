@@ -27,9 +27,9 @@ int64_t element_count(const std::vector<int64_t>& shape) {
 
 size_t safetensors_element_size(const std::string& dtype) {
   static const std::map<std::string, size_t> sizes = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2},
-      {"U16", 2},  {"F16", 2}, {"BF16", 2}, {"I32", 4},    {"U32", 4},     {"F32", 4},
-      {"I64", 8},  {"U64", 8}, {"F64", 8}};
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -125,8 +125,10 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
         continue;
       }
       for (const auto& [key, value] : entry.items()) {
-        if (!value.is_string()) problems.push_back("/__metadata__/" + key + ": must be a string");
-        else file.metadata[key] = value.get<std::string>();
+        if (!value.is_string())
+          problems.push_back("/__metadata__/" + key + ": must be a string");
+        else
+          file.metadata[key] = value.get<std::string>();
       }
       continue;
     }
@@ -143,8 +145,10 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
     t.dtype = entry["dtype"].get<std::string>();
     bool shape_ok = true;
     for (const auto& dim : entry["shape"]) {
-      if (!dim.is_number_unsigned()) shape_ok = false;
-      else t.shape.push_back(dim.get<int64_t>());
+      if (!dim.is_number_unsigned())
+        shape_ok = false;
+      else
+        t.shape.push_back(dim.get<int64_t>());
     }
     const auto& offsets = entry["data_offsets"];
     if (!shape_ok || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
@@ -173,11 +177,11 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
     file.tensors.push_back(std::move(t));
   }
   if (problems.empty()) {
-    // Packed: sorted by offset, each tensor starts where the previous ended, the last ends the file.
+    // Packed: sorted by offset, each tensor starts where the previous ended, the last ends the
+    // file.
     std::vector<size_t> order(file.tensors.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return spans[a] < spans[b]; });
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a] < spans[b]; });
     uint64_t expected = 0;
     std::vector<SafetensorsTensor> sorted;
     for (size_t i : order) {
@@ -202,7 +206,8 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
 SafetensorsFile read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, {"cannot read the file"});
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   return parse_safetensors(bytes, path);
 }
 

@@ -32,9 +32,9 @@ ATTN_HOST_DEVICE inline unsigned char float_to_e4m3_rn(float f) {
   const unsigned int bits = float_bits_for_fp8(f);
   const unsigned int sign = (bits >> 24) & 0x80u;
   const unsigned int magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return 0x7F;                       // NaN, whatever its sign
+  if (magnitude > 0x7f800000u) return 0x7F;                            // NaN, whatever its sign
   if (magnitude >= 0x43e00000u) return (unsigned char)(sign | 0x7Eu);  // >= 448 (and inf)
-  const int exponent = int(magnitude >> 23);                       // biased; 0 for subnormals
+  const int exponent = int(magnitude >> 23);                           // biased; 0 for subnormals
   const unsigned int mantissa =
       exponent == 0 ? (magnitude & 0x7fffffu) : ((magnitude & 0x7fffffu) | 0x800000u);
   const int unbiased = exponent == 0 ? -126 : exponent - 127;

@@ -128,9 +128,8 @@ JitProgram batch_fill_program(const Batch& batch, const std::string& arch) {
   return program;
 }
 
-void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
-                          CUdeviceptr v_pool, const CudaContext& context, KernelLoader& loader,
-                          const Stream& stream) {
+void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool, CUdeviceptr v_pool,
+                          const CudaContext& context, KernelLoader& loader, const Stream& stream) {
   const ModelShape& m = batch.spec.model;
   const JitProgram program = batch_fill_program(batch, context.info().arch());
   CUfunction query = loader.function(program, query_kernel(batch));
@@ -158,8 +157,8 @@ void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
     fill_nan(context, stream, target, batch.kv_dtype, size_t(pool_elements(batch)));
     BatchFillParams p{};
     p.out = reinterpret_cast<void*>(target);
-    p.elements = (long long)batch.page_indices.size() * batch.page_size * m.num_kv_heads *
-                 m.head_dim;
+    p.elements =
+        (long long)batch.page_indices.size() * batch.page_size * m.num_kv_heads * m.head_dim;
     p.key = stream_key(batch.data_seed, unsigned(s));
     p.page_indptr = typed<int>(indptr);
     p.page_indices = typed<int>(indices);

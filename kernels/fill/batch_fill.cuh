@@ -50,12 +50,15 @@ __global__ void fill_query(const BatchFillParams p) {
 
 // The sequence that page entry k belongs to: the last s with page_indptr[s] <= k (an empty
 // sequence's successor has the same indptr, so the last one is the non-empty owner).
-__device__ __forceinline__ int sequence_of_entry(const int* page_indptr, int num_seqs, long long k) {
+__device__ __forceinline__ int sequence_of_entry(const int* page_indptr, int num_seqs,
+                                                 long long k) {
   int lo = 0, hi = num_seqs - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (page_indptr[mid] <= k) lo = mid;
-    else hi = mid - 1;
+    if (page_indptr[mid] <= k)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -81,8 +84,8 @@ __global__ void fill_kv_pool(const BatchFillParams p) {
                              kv_amplitude(stream, head, DTYPE == kDTypeFp8E4m3));
     if (DTYPE == kDTypeFp8E4m3) value = value / p.scales[p.num_scales == 1 ? 0 : head];
     const long long page = p.page_indices[entry];
-    const long long offset = page * s.page_stride + slot * s.slot_stride +
-                             head * s.head_stride + (dim / s.dim_pack) * s.dim_outer_stride +
+    const long long offset = page * s.page_stride + slot * s.slot_stride + head * s.head_stride +
+                             (dim / s.dim_pack) * s.dim_outer_stride +
                              (dim % s.dim_pack) * s.dim_inner_stride;
     store_element<DTYPE>(p.out, offset, value);
   }

@@ -23,8 +23,7 @@ JitProgram batch_fill_program(const Batch& batch, const std::string& arch);
 
 // Fills q (query_elements of dtype) and the pools (pool_elements of kv_dtype each) on `stream`
 // and waits for it. Unowned pool slots are NaN, as on the host.
-void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
-                          CUdeviceptr v_pool, const CudaContext& context, KernelLoader& loader,
-                          const Stream& stream);
+void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool, CUdeviceptr v_pool,
+                          const CudaContext& context, KernelLoader& loader, const Stream& stream);
 
 }  // namespace attn

@@ -20,9 +20,9 @@ struct PoolStrides {
 };
 
 struct BatchFillParams {
-  void* out;                 // Q [total_q, num_q_heads, head_dim], or a K/V pool
-  long long elements;        // Q: its elements; pool: page entries * page_size * heads * head_dim
-  unsigned long long key;    // stream_key(data_seed, stream)
+  void* out;               // Q [total_q, num_q_heads, head_dim], or a K/V pool
+  long long elements;      // Q: its elements; pool: page entries * page_size * heads * head_dim
+  unsigned long long key;  // stream_key(data_seed, stream)
   // Pool fills only:
   const int* page_indptr;              // [num_seqs + 1]
   const int* page_indices;             // [page_indptr[num_seqs]]

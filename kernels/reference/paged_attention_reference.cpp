@@ -120,7 +120,8 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
     auto slot_of = [&](int64_t j) { return int(j % batch.page_size); };
     std::vector<double> q(static_cast<size_t>(D));
     for (int d = 0; d < D; ++d)
-      q[size_t(d)] = load_as_float(host.q(), size_t((row.token * Hq + row.head) * D + d), batch.dtype);
+      q[size_t(d)] =
+          load_as_float(host.q(), size_t((row.token * Hq + row.head) * D + d), batch.dtype);
     const double k_scale = kv_scale(batch.k_scales, row.kv_head);
     const double v_scale = kv_scale(batch.v_scales, row.kv_head);
     attend_row(
@@ -137,9 +138,9 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
         },
         [&](int64_t j, int d) {
           const int64_t base = v_pool.row(page_of(j), slot_of(j), row.kv_head);
-          return v_scale * double(load_as_float(
-                               host.v_pool(), size_t(base + v_pool.dim_offset[size_t(d)]),
-                               batch.kv_dtype));
+          return v_scale *
+                 double(load_as_float(host.v_pool(), size_t(base + v_pool.dim_offset[size_t(d)]),
+                                      batch.kv_dtype));
         },
         out);
   });
@@ -157,8 +158,8 @@ std::vector<float> naive_dense_attention(const Batch& batch, size_t threads) {
         [&](int64_t j) {
           double dot = 0;
           for (int d = 0; d < D; ++d) {
-            dot += q[size_t(d)] *
-                   stored_kv_value(batch, DataStream::key, row.seq, j, row.kv_head, d);
+            dot +=
+                q[size_t(d)] * stored_kv_value(batch, DataStream::key, row.seq, j, row.kv_head, d);
           }
           return dot;
         },

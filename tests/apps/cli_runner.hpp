@@ -36,10 +36,11 @@ inline std::string slurp(const std::filesystem::path& path) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("attn-cli-test-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) +
-            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::temp_directory_path() /
+        ("attn-cli-test-" +
+         std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }

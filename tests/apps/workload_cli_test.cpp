@@ -60,8 +60,7 @@ TEST_F(WorkloadCli, ShowSummarisesTheBatch) {
   const CliResult r = run({"workload", "show", "default"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(batch.spec_hash), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("sequences  " + std::to_string(batch.num_seqs)), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("sequences  " + std::to_string(batch.num_seqs)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kv tokens " + std::to_string(batch.total_kv)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FLOP useful"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("causal"), std::string::npos) << r.out;

@@ -101,11 +101,11 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
   EXPECT_NO_THROW(parse_safetensors(
       with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})"), "ok"));
   for (const char* bad : {
-           R"({"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})",   // unknown dtype
-           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",   // shape vs bytes
-           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})",   // past the end
-           R"({"a":{"dtype":"I8","shape":[2],"data_offsets":[2,4]}})",    // a hole at 0
-           R"({"a":{"dtype":"F32","shape":[1]}})",                        // no offsets
+           R"({"a":{"dtype":"F33","shape":[1],"data_offsets":[0,4]}})",  // unknown dtype
+           R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",  // shape vs bytes
+           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})",  // past the end
+           R"({"a":{"dtype":"I8","shape":[2],"data_offsets":[2,4]}})",   // a hole at 0
+           R"({"a":{"dtype":"F32","shape":[1]}})",                       // no offsets
            R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
            R"([1,2])",
        }) {

@@ -38,10 +38,10 @@ TEST(Fp8E4m3, DeviceConversionEqualsTheHostOne) {
       }
     }
   }
-  for (float f : {0.0f, -0.0f, 448.0f, 449.0f, 464.0f, 1e30f, -1e30f,
-                  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                  -std::numeric_limits<float>::quiet_NaN(), std::ldexp(1.0f, -10),
-                  std::ldexp(3.0f, -11), std::numeric_limits<float>::denorm_min()}) {
+  for (float f :
+       {0.0f, -0.0f, 448.0f, 449.0f, 464.0f, 1e30f, -1e30f, std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+        std::ldexp(1.0f, -10), std::ldexp(3.0f, -11), std::numeric_limits<float>::denorm_min()}) {
     EXPECT_EQ(float_to_e4m3_rn(f), float_to_fp8_e4m3(f)) << f;
   }
   EXPECT_GT(checked, 1000000);

@@ -22,7 +22,8 @@ std::string sha256_of(const std::vector<uint8_t>& bytes) {
 
 // The first differing byte, for a message that says where a mismatch starts.
 std::string first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+  if (a.size() != b.size())
+    return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] != b[i]) {
       std::ostringstream out;
@@ -52,7 +53,8 @@ WorkloadSpec case_spec(const FillCase& c, uint64_t seed) {
   shape.layout = c.layout;
   shape.allocation = c.allocation;
   shape.seed = seed;
-  WorkloadSpec spec = testing::make_spec(shape, {{0, 1}, {1, 1}, {37, 5}, {100, 1}, {15, 16}, {64, 3}});
+  WorkloadSpec spec =
+      testing::make_spec(shape, {{0, 1}, {1, 1}, {37, 5}, {100, 1}, {15, 16}, {64, 3}});
   spec.model.kv_dtype = c.kv_dtype;
   spec.model.kv_scale = c.scale;
   if (c.allocation == PageAllocation::shared_prefix) {
@@ -109,7 +111,8 @@ TEST(BatchFillGpu, LargeBatchPrefersTheDeviceFill) {
   shape.q_heads = 32;
   shape.kv_heads = 8;
   shape.head_dim = 128;
-  const Batch batch = generate_batch(testing::make_decode_spec(shape, std::vector<int64_t>(64, 4096)));
+  const Batch batch =
+      generate_batch(testing::make_decode_spec(shape, std::vector<int64_t>(64, 4096)));
   EXPECT_TRUE(Problem::prefers_device_fill(batch));
   auto& env = testing::gpu();
   KernelLoader loader(*env.context, *env.jit);

@@ -3,8 +3,8 @@
 // with every feature on.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -123,8 +123,7 @@ TEST(ReferenceFeatures, RowWithNoVisibleKeyIsZero) {
     }
     const std::vector<float> dense = naive_dense_attention(batch, 1);
     for (int h = 0; h < 2; ++h)
-      for (int d = 0; d < kDim; ++d)
-        EXPECT_EQ(dense[size_t((1 * 2 + h) * kDim + d)], 0.0f);
+      for (int d = 0; d < kDim; ++d) EXPECT_EQ(dense[size_t((1 * 2 + h) * kDim + d)], 0.0f);
   }
 }
 
