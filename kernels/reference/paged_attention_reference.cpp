@@ -82,9 +82,8 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
     const int32_t* pages = host.block_table() + int64_t(row.seq) * batch.max_pages_per_seq;
     std::vector<int64_t> key_offset(size_t(row.visible));
     for (int64_t j = 0; j < row.visible; ++j) {
-      key_offset[size_t(j)] =
-          pool_offset(batch, DataStream::key, pages[j / batch.page_size], int(j % batch.page_size),
-                      row.kv_head, 0);
+      key_offset[size_t(j)] = pool_offset(batch, DataStream::key, pages[j / batch.page_size],
+                                          int(j % batch.page_size), row.kv_head, 0);
     }
     const int64_t q_offset = (row.token * Hq + row.head) * D;
     std::vector<double> logits(size_t(row.visible), 0.0);
