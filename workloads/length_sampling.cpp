@@ -61,7 +61,8 @@ class ZipfSampler {
     return std::exp(log1p_over(t) * x);
   }
   static double expm1_over(double x) {  // expm1(x) / x, 1 at 0
-    return std::fabs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
+    return std::fabs(x) > 1e-8 ? std::expm1(x) / x
+                               : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
   }
   static double log1p_over(double x) {  // log1p(x) / x, 1 at 0
     return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
@@ -91,8 +92,7 @@ int64_t draw_length(const LengthSpec& length, uint64_t key, uint64_t draw) {
     case LengthDistribution::fixed:
       return length.value;
     case LengthDistribution::uniform:
-      return length.min +
-             int64_t(counter_below(key, first, uint64_t(length.max - length.min) + 1));
+      return length.min + int64_t(counter_below(key, first, uint64_t(length.max - length.min) + 1));
     case LengthDistribution::normal:
       return clamp_round(length.mean + length.stddev * standard_normal(key, first), length.min,
                          length.max);

@@ -17,7 +17,7 @@ inline constexpr unsigned kLengthStreamBase = 32;
 inline constexpr uint64_t kCountersPerDraw = 64;
 
 // Uniform doubles with 53 random bits from counter (key, index).
-double counter_unit(uint64_t key, uint64_t index);          // [0, 1)
+double counter_unit(uint64_t key, uint64_t index);           // [0, 1)
 double counter_unit_positive(uint64_t key, uint64_t index);  // (0, 1]
 // A uniform integer in [0, bound) (bound >= 1).
 uint64_t counter_below(uint64_t key, uint64_t index, uint64_t bound);

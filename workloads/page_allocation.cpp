@@ -48,7 +48,8 @@ class FreeList {
   }
   std::vector<int32_t> in_order() const {
     std::vector<int32_t> out(static_cast<size_t>(size_));
-    for (int64_t i = 0; i < size_; ++i) out[size_t(i)] = ring_[size_t((head_ + i) % int64_t(ring_.size()))];
+    for (int64_t i = 0; i < size_; ++i)
+      out[size_t(i)] = ring_[size_t((head_ + i) % int64_t(ring_.size()))];
     return out;
   }
 

@@ -13,8 +13,8 @@ namespace attn {
 namespace {
 
 // A trace row caught in one phase of serving; `key` and `draw` give the seeded progress.
-SequenceLengths trace_lengths(const TraceSpec& trace, int64_t prompt, int64_t output,
-                              uint64_t key, uint64_t draw) {
+SequenceLengths trace_lengths(const TraceSpec& trace, int64_t prompt, int64_t output, uint64_t key,
+                              uint64_t draw) {
   switch (trace.phase) {
     case TracePhase::prefill:
       return {0, prompt};

@@ -70,7 +70,8 @@ TraceCsv parse_trace_csv(std::string_view text) {
     }
     out.rows.emplace_back(prompt, output);
   }
-  if (line_number == 0) problem(1, "the file is empty (expected the header \"prompt_len,output_len\")");
+  if (line_number == 0)
+    problem(1, "the file is empty (expected the header \"prompt_len,output_len\")");
   if (skipped > 0) out.problems.push_back("... and " + std::to_string(skipped) + " more lines");
   if (out.problems.empty() && out.rows.empty()) problem(2, "the trace has no rows");
   return out;

@@ -23,9 +23,9 @@ namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int kHeadDims[] = {64, 80, 96, 128, 192, 256};
-constexpr int64_t kMaxBlockSize = 4096;     // block_sparse.block_size
+constexpr int64_t kMaxBlockSize = 4096;      // block_sparse.block_size
 constexpr int64_t kMaxBlockCount = 1 << 20;  // local_blocks, vertical_stride, head_sliding_step
-constexpr int64_t kMaxTreeNodes = 4096;     // explicit.parents and branches
+constexpr int64_t kMaxTreeNodes = 4096;      // explicit.parents and branches
 
 std::string format_count(int64_t value) {
   return value == kInt64Max ? "at least " + std::to_string(value) : std::to_string(value);
@@ -118,10 +118,10 @@ class SpecReader {
     }
     // A newer schema may mean anything; listing its keys as unknown would only be noise.
     if (!read_schema_version(root, spec)) return spec;
-    check_keys(root, "",
-               {"schema_version", "name", "description", "model", "kv_cache", "sequences", "mask",
-                "seed"},
-               {"mask"});
+    check_keys(
+        root, "",
+        {"schema_version", "name", "description", "model", "kv_cache", "sequences", "mask", "seed"},
+        {"mask"});
     read_name(root, spec);
     read_description(root, spec);
     bool model_ok = read_model(root, spec.model);
@@ -317,15 +317,16 @@ class SpecReader {
   // wrong (reported as `integer` does).
   std::optional<double> number(const json& object, const std::string& pointer, const char* key,
                                bool required, double lo, bool lo_inclusive, bool& ok) {
-    const json* value = typed_member(object, pointer, key, required, ok, &json::is_number,
-                                     "a number");
+    const json* value =
+        typed_member(object, pointer, key, required, ok, &json::is_number, "a number");
     if (value == nullptr) return std::nullopt;
     const double v = value->get<double>();
     if (!std::isfinite(v) || (lo_inclusive ? v < lo : !(v > lo))) {
       std::ostringstream bound;
       bound << lo;
-      add(pointer + "/" + key, "must be a finite number " + std::string(lo_inclusive ? ">= " : "> ") +
-                                   bound.str() + ", got " + show(*value));
+      add(pointer + "/" + key, "must be a finite number " +
+                                   std::string(lo_inclusive ? ">= " : "> ") + bound.str() +
+                                   ", got " + show(*value));
       ok = false;
       return std::nullopt;
     }
@@ -395,8 +396,8 @@ class SpecReader {
       if (parsed == DType::fp8_e4m3 || (dtype_ok && parsed == model.dtype)) {
         model.kv_dtype = *parsed;
       } else {
-        add(p + "/kv_dtype", "must be \"fp8_e4m3\" or the same as dtype, got " +
-                                 show(json(*kv_dtype)));
+        add(p + "/kv_dtype",
+            "must be \"fp8_e4m3\" or the same as dtype, got " + show(json(*kv_dtype)));
         ok = false;
       }
     }
@@ -413,7 +414,8 @@ class SpecReader {
     }
 
     if (member(*object, p, "softmax_scale", false)) {
-      if (auto v = number(*object, p, "softmax_scale", false, 0.0, false, ok)) model.softmax_scale = v;
+      if (auto v = number(*object, p, "softmax_scale", false, 0.0, false, ok))
+        model.softmax_scale = v;
     }
     if (member(*object, p, "logits_soft_cap", false)) {
       if (auto v = number(*object, p, "logits_soft_cap", false, 0.0, false, ok)) {
@@ -427,8 +429,7 @@ class SpecReader {
     return ok;
   }
 
-  void read_attention_sinks(const json& object, const std::string& p, ModelShape& model,
-                            bool& ok) {
+  void read_attention_sinks(const json& object, const std::string& p, ModelShape& model, bool& ok) {
     const json* value = member(object, p, "attention_sinks", false);
     if (value == nullptr) return;
     const std::string where = p + "/attention_sinks";
@@ -488,8 +489,8 @@ class SpecReader {
                {"num_pages", "shared_prefix"});
     auto page_size = integer(*object, p, "page_size", false, 1, kMaxPageSize, ok);
     if (page_size) kv.page_size = int(*page_size);
-    enum_member<KvLayout>(*object, p, "layout", kv_layout_from_string,
-                          "\"NHD\", \"HND\", \"vllm\"", kv.layout, ok);
+    enum_member<KvLayout>(*object, p, "layout", kv_layout_from_string, "\"NHD\", \"HND\", \"vllm\"",
+                          kv.layout, ok);
     enum_member<PageAllocation>(*object, p, "allocation", page_allocation_from_string,
                                 "\"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\"",
                                 kv.allocation, ok);
@@ -536,8 +537,8 @@ class SpecReader {
     }
     if (!value->is_object()) {
       if (!value->is_number_integer()) {
-        add(p + "/" + key, "expected an integer or a distribution object, got " +
-                               describe_wrong_type(*value));
+        add(p + "/" + key,
+            "expected an integer or a distribution object, got " + describe_wrong_type(*value));
         ok = false;
         return std::nullopt;
       }
@@ -631,7 +632,8 @@ class SpecReader {
         check_keys(entry, p, {"context_len", "query_len", "count"});
         if (auto v = read_length(entry, p, "context_len", true, 0, ok)) seq.context_len = *v;
         if (auto v = read_length(entry, p, "query_len", false, 1, ok)) seq.query_len = *v;
-        if (auto v = integer(entry, p, "count", false, 1, kMaxSequenceCount, ok)) seq.count = int(*v);
+        if (auto v = integer(entry, p, "count", false, 1, kMaxSequenceCount, ok))
+          seq.count = int(*v);
       }
       sequences.push_back(seq);
     }
@@ -750,19 +752,21 @@ class SpecReader {
     if (object == nullptr) return ok;
     const std::string p = "/mask";
     check_keys(*object, p, {"causal", "block_sparse", "explicit"});
-    if (const json* causal = boolean_member(*object, p, "causal", ok)) mask.causal = causal->get<bool>();
+    if (const json* causal = boolean_member(*object, p, "causal", ok))
+      mask.causal = causal->get<bool>();
 
     if (const json* sparse = object_member(*object, p, "block_sparse", false, ok)) {
       const std::string bp = p + "/block_sparse";
       check_keys(*sparse, bp,
-                 {"block_size", "local_blocks", "vertical_stride", "head_sliding_step",
-                  "homo_head", "file", "sha256"});
+                 {"block_size", "local_blocks", "vertical_stride", "head_sliding_step", "homo_head",
+                  "file", "sha256"});
       BlockSparseSpec spec;
       if (auto v = integer(*sparse, bp, "block_size", false, 1, kMaxBlockSize, ok)) {
         spec.block_size = int(*v);
       }
       if (sparse->contains("file")) {
-        for (const char* key : {"local_blocks", "vertical_stride", "head_sliding_step", "homo_head"}) {
+        for (const char* key :
+             {"local_blocks", "vertical_stride", "head_sliding_step", "homo_head"}) {
           if (sparse->contains(key)) {
             add(bp + "/" + key, "not allowed with file (the layout file gives the layout)");
             ok = false;
@@ -790,8 +794,9 @@ class SpecReader {
         }
       }
       if (!mask.causal) {
-        add(bp, "needs causal masking (/mask/causal true): the layout keeps blocks at or below "
-                "the diagonal");
+        add(bp,
+            "needs causal masking (/mask/causal true): the layout keeps blocks at or below "
+            "the diagonal");
         ok = false;
       }
       mask.block_sparse = spec;
@@ -805,8 +810,10 @@ class SpecReader {
       std::optional<ExplicitMaskKind> parsed =
           kind ? explicit_mask_kind_from_string(*kind) : std::nullopt;
       if (kind && !parsed) {
-        add(ep + "/kind", "must be one of \"causal\", \"tree\", \"branches\", \"random\", "
-                          "\"file\", got " + show(json(*kind)));
+        add(ep + "/kind",
+            "must be one of \"causal\", \"tree\", \"branches\", \"random\", "
+            "\"file\", got " +
+                show(json(*kind)));
         ok = false;
       }
       if (parsed) spec.kind = *parsed;
@@ -818,7 +825,8 @@ class SpecReader {
         }
         return parsed == owner;
       };
-      if (only_for("parents", ExplicitMaskKind::tree)) read_tree_parents(*explicit_mask, ep, spec, ok);
+      if (only_for("parents", ExplicitMaskKind::tree))
+        read_tree_parents(*explicit_mask, ep, spec, ok);
       if (only_for("branches", ExplicitMaskKind::branches)) {
         if (auto v = integer(*explicit_mask, ep, "branches", true, 1, kMaxTreeNodes, ok)) {
           spec.branches = int(*v);
@@ -837,9 +845,9 @@ class SpecReader {
       if (only_for("file", ExplicitMaskKind::file)) {
         const ExplicitMaskSpec* known =
             loaded_ && loaded_->mask.explicit_mask ? &*loaded_->mask.explicit_mask : nullptr;
-        if (auto file = file_reference(*explicit_mask, ep, true,
-                                       known ? &known->resolved_path : nullptr,
-                                       known ? &known->sha256 : nullptr, false, spec.file, ok)) {
+        if (auto file =
+                file_reference(*explicit_mask, ep, true, known ? &known->resolved_path : nullptr,
+                               known ? &known->sha256 : nullptr, false, spec.file, ok)) {
           spec.resolved_path = file->resolved_path;
           spec.sha256 = file->sha256;
         }
@@ -859,7 +867,8 @@ class SpecReader {
 
   void read_tree_parents(const json& object, const std::string& ep, ExplicitMaskSpec& spec,
                          bool& ok) {
-    const json* parents = typed_member(object, ep, "parents", true, ok, &json::is_array, "an array");
+    const json* parents =
+        typed_member(object, ep, "parents", true, ok, &json::is_array, "an array");
     if (parents == nullptr) return;
     if (parents->empty() || parents->size() > size_t(kMaxTreeNodes)) {
       add(ep + "/parents", "must list 1.." + std::to_string(kMaxTreeNodes) + " nodes, got " +
@@ -874,7 +883,8 @@ class SpecReader {
           parent.get<int64_t>() > highest) {
         add(ep + "/parents/" + std::to_string(i),
             "must be an integer in -1.." + std::to_string(highest) +
-                " (-1: the context; otherwise an earlier node), got " + describe_wrong_type(parent));
+                " (-1: the context; otherwise an earlier node), got " +
+                describe_wrong_type(parent));
         ok = false;
         continue;
       }
@@ -921,10 +931,9 @@ class SpecReader {
            t.num_pages, "< 2^31 (" + std::to_string(kPageLimit) + ")");
     }
     if (spec.kv_cache.num_pages && t.used_pages > *spec.kv_cache.num_pages) {
-      add("/kv_cache/num_pages",
-          "the batch does not fit: it needs " + format_count(t.used_pages) +
-              " pages (plus the poison page), the pool has " +
-              std::to_string(*spec.kv_cache.num_pages));
+      add("/kv_cache/num_pages", "the batch does not fit: it needs " + format_count(t.used_pages) +
+                                     " pages (plus the poison page), the pool has " +
+                                     std::to_string(*spec.kv_cache.num_pages));
     }
     if (t.block_table_entries >= kBlockTableLimit) {
       over("the padded block table (sequences * max pages per sequence = " +
@@ -945,7 +954,8 @@ class SpecReader {
     if (t.query_bytes > kMaxQueryBytes) {
       over("the Q size in bytes (" + format_count(t.total_q) + " tokens * " +
                std::to_string(spec.model.num_q_heads) + " heads * " +
-               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(q_size) + " bytes)",
+               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(q_size) +
+               " bytes)",
            t.query_bytes, "16 GiB (" + std::to_string(kMaxQueryBytes) + ")");
     }
   }
@@ -970,7 +980,8 @@ class SpecReader {
           lengths.query_len % mask.branches != 0) {
         add("/mask/explicit/branches", "sequence " + std::to_string(seq) + "'s query_len (" +
                                            std::to_string(lengths.query_len) +
-                                           ") is not a multiple of " + std::to_string(mask.branches));
+                                           ") is not a multiple of " +
+                                           std::to_string(mask.branches));
         reported = true;
       }
       ++seq;
@@ -1038,8 +1049,8 @@ namespace {
 // A fixed length is written as its integer, a drawn one as its distribution object.
 json length_json(const LengthSpec& length) {
   if (length.is_fixed()) return length.value;
-  json out = {{"distribution", to_string(length.distribution)}, {"min", length.min},
-              {"max", length.max}};
+  json out = {
+      {"distribution", to_string(length.distribution)}, {"min", length.min}, {"max", length.max}};
   switch (length.distribution) {
     case LengthDistribution::normal:
       out["mean"] = length.mean;

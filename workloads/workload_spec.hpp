@@ -48,10 +48,10 @@ struct ModelShape {
   int num_q_heads = 0;
   int num_kv_heads = 0;  // divides num_q_heads; the ratio is the GQA group size
   int head_dim = 0;
-  DType dtype = DType::bf16;            // Q and output, and K/V unless kv_dtype says otherwise
-  std::optional<DType> kv_dtype;        // unset: same as dtype; or DType::fp8_e4m3
+  DType dtype = DType::bf16;      // Q and output, and K/V unless kv_dtype says otherwise
+  std::optional<DType> kv_dtype;  // unset: same as dtype; or DType::fp8_e4m3
   KvScaleGranularity kv_scale = KvScaleGranularity::per_tensor;  // fp8 KV only
-  std::optional<double> softmax_scale;  // default 1/sqrt(head_dim)
+  std::optional<double> softmax_scale;                           // default 1/sqrt(head_dim)
   std::optional<double> logits_soft_cap;  // > 0: logits = cap * tanh(logits / cap)
   std::optional<int64_t> sliding_window;  // >= 1: a query at position p sees keys p-w+1 .. p
   // Attention sinks (gpt-oss style): one extra logit per q head that joins the softmax
@@ -83,13 +83,13 @@ std::string to_string(LengthDistribution distribution);
 
 struct LengthSpec {
   LengthDistribution distribution = LengthDistribution::fixed;
-  int64_t value = 0;     // fixed
-  double mean = 0.0;     // normal
-  double stddev = 0.0;   // normal
-  double median = 0.0;   // lognormal: exp(mu)
-  double sigma = 0.0;    // lognormal
-  double exponent = 0.0; // zipf: P(min + k) proportional to 1 / (k + 1)^exponent
-  int64_t min = 0;       // uniform range and clamp of the others
+  int64_t value = 0;      // fixed
+  double mean = 0.0;      // normal
+  double stddev = 0.0;    // normal
+  double median = 0.0;    // lognormal: exp(mu)
+  double sigma = 0.0;     // lognormal
+  double exponent = 0.0;  // zipf: P(min + k) proportional to 1 / (k + 1)^exponent
+  int64_t min = 0;        // uniform range and clamp of the others
   int64_t max = 0;
 
   LengthSpec() = default;
@@ -108,13 +108,13 @@ std::string to_string(TracePhase phase);
 std::optional<TracePhase> trace_phase_from_string(const std::string& text);
 
 struct TraceSpec {
-  std::string file;    // as written: a path relative to the workload file, or "builtin:NAME"
+  std::string file;           // as written: a path relative to the workload file, or "builtin:NAME"
   std::string resolved_path;  // where `file` was found (not part of the canonical form)
-  std::string sha256;  // of the file's bytes, filled when loaded; part of the canonical form
+  std::string sha256;         // of the file's bytes, filled when loaded; part of the canonical form
   TracePhase phase = TracePhase::decode;
-  int64_t first = 0;                      // first row used
-  std::optional<int64_t> count;           // rows used; unset: all from `first`
-  int64_t chunk = 0;                      // chunked_prefill only
+  int64_t first = 0;                              // first row used
+  std::optional<int64_t> count;                   // rows used; unset: all from `first`
+  int64_t chunk = 0;                              // chunked_prefill only
   std::vector<std::pair<int64_t, int64_t>> rows;  // loaded (prompt_len, output_len)
 };
 

@@ -146,8 +146,9 @@ TEST(BatchData, ValuesAreTheSameWhateverThePagingAndLayout) {
         for (int64_t pos = 0; pos < b.kv_lens[size_t(s)]; ++pos) {
           for (int h = 0; h < 2; ++h) {
             for (int d = 0; d < 64; d += 5) {
-              ASSERT_EQ(pool[size_t(element_of(b, DataStream::key, s, pos, h, d))],
-                        reference_pool[size_t(element_of(reference, DataStream::key, s, pos, h, d))])
+              ASSERT_EQ(
+                  pool[size_t(element_of(b, DataStream::key, s, pos, h, d))],
+                  reference_pool[size_t(element_of(reference, DataStream::key, s, pos, h, d))])
                   << "page size " << page_size << " seq " << s << " pos " << pos;
             }
           }

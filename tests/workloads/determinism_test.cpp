@@ -17,10 +17,10 @@ std::string bytes_of(const std::vector<T>& v) {
 
 std::string metadata_hash(const Batch& b) {
   return sha256_hex(bytes_of(b.context_lens) + bytes_of(b.query_lens) + bytes_of(b.page_indices) +
-                    bytes_of(b.block_table) + bytes_of(b.slot_mapping) +
-                    bytes_of(b.prefix_source) + bytes_of(b.shared_prefix_len) +
-                    bytes_of(b.k_scales) + bytes_of(b.v_scales) + bytes_of(b.sink_logits) +
-                    std::to_string(b.poison_page) + std::to_string(b.num_pages));
+                    bytes_of(b.block_table) + bytes_of(b.slot_mapping) + bytes_of(b.prefix_source) +
+                    bytes_of(b.shared_prefix_len) + bytes_of(b.k_scales) + bytes_of(b.v_scales) +
+                    bytes_of(b.sink_logits) + std::to_string(b.poison_page) +
+                    std::to_string(b.num_pages));
 }
 
 std::string data_hash(const Batch& b) {
@@ -39,7 +39,9 @@ WorkloadSpec mixed_spec(uint64_t seed) {
   doc["model"]["kv_dtype"] = "fp8_e4m3";
   doc["model"]["kv_scale"] = "per_head";
   doc["model"]["attention_sinks"] = true;
-  doc["kv_cache"] = {{"page_size", 7}, {"layout", "vllm"}, {"allocation", "shared_prefix"},
+  doc["kv_cache"] = {{"page_size", 7},
+                     {"layout", "vllm"},
+                     {"allocation", "shared_prefix"},
                      {"shared_prefix", {{"tokens", 30}, {"group_size", 3}}}};
   doc["sequences"] = nlohmann::json::parse(R"([
     {"context_len": {"distribution": "lognormal", "median": 60, "sigma": 0.7, "min": 20,

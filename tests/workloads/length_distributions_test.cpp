@@ -122,16 +122,16 @@ TEST(LengthDistributions, ParsedSpecsExpandAndLimitsApplyToDrawnLengths) {
   }
   EXPECT_EQ(workload_totals(spec).total_kv, total_kv);
   // A huge max is fine when the drawn lengths are small; huge drawn lengths are refused.
-  doc["sequences"][0]["context_len"] = {{"distribution", "uniform"}, {"min", 1 << 30},
-                                        {"max", int64_t(1) << 40}};
+  doc["sequences"][0]["context_len"] = {
+      {"distribution", "uniform"}, {"min", 1 << 30}, {"max", int64_t(1) << 40}};
   EXPECT_PROBLEM(test::problems_of(doc), "/sequences: the total of kv tokens");
 }
 
 WorkloadSpec trace_spec(const std::string& phase, int64_t chunk = 0) {
   nlohmann::json doc = test::valid_workload_json();
   doc["schema_version"] = 2;
-  nlohmann::json trace = {{"file", "builtin:chat-sample"}, {"phase", phase}, {"first", 10},
-                          {"count", 200}};
+  nlohmann::json trace = {
+      {"file", "builtin:chat-sample"}, {"phase", phase}, {"first", 10}, {"count", 200}};
   if (chunk) trace["chunk"] = chunk;
   doc["sequences"] = nlohmann::json::array({{{"trace", trace}}});
   return parse_workload(doc.dump(), "t");

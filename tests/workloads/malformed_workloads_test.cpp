@@ -2,9 +2,9 @@
 // refused with exactly the problems in NAME.expected (first line: the exit code). Adding a case
 // is adding two files. ATTN_REGENERATE_GOLDEN=1 rewrites the .expected files from the current
 // messages (review the diff before committing it).
+#include <dirent.h>
 #include <algorithm>
 #include <cstdlib>
-#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <string>

@@ -26,14 +26,13 @@ WorkloadSpec spec_for(PageAllocation allocation, int page_size) {
   spec.kv_cache.allocation = allocation;
   if (allocation == PageAllocation::shared_prefix) spec.kv_cache.shared_prefix = {300, 3};
   // Edge cases: zero context, length 1, primes, a last page holding one token, a chunk.
-  spec.sequences = {{0, 1, 1}, {0, 7, 1}, {1, 1, 2}, {256, 1, 1}, {331, 1, 4},
-                    {512, 1, 3}, {1009, 13, 2}, {256 * 3, 1, 1}};
+  spec.sequences = {{0, 1, 1},   {0, 7, 1},   {1, 1, 2},     {256, 1, 1},
+                    {331, 1, 4}, {512, 1, 3}, {1009, 13, 2}, {256 * 3, 1, 1}};
   spec.seed = 99;
   return spec;
 }
 
-class PageTableProperties
-    : public ::testing::TestWithParam<std::tuple<PageAllocation, int>> {};
+class PageTableProperties : public ::testing::TestWithParam<std::tuple<PageAllocation, int>> {};
 
 TEST_P(PageTableProperties, EveryTokenHasExactlyOneSlot) {
   const auto [allocation, page_size] = GetParam();

@@ -96,12 +96,14 @@ TEST(WorkloadParse, UnknownKeysAreRejectedWithTheExpectedOnes) {
   doc["extra"] = true;
   doc["sequences"][0]["contex_len"] = 1;
   auto problems = problems_of(doc);
+  EXPECT_PROBLEM(
+      problems,
+      "/model/head_dimm: unknown key (expected one of: attention_sinks, dtype, head_dim, "
+      "kv_dtype, kv_scale, logits_soft_cap, num_kv_heads, num_q_heads, sliding_window, "
+      "softmax_scale)",
+      "did you mean \"head_dim\"");
   EXPECT_PROBLEM(problems,
-                 "/model/head_dimm: unknown key (expected one of: attention_sinks, dtype, head_dim, "
-                 "kv_dtype, kv_scale, logits_soft_cap, num_kv_heads, num_q_heads, sliding_window, "
-                 "softmax_scale)",
-                 "did you mean \"head_dim\"");
-  EXPECT_PROBLEM(problems, "/extra: unknown key (expected one of: description, kv_cache, mask, model,");
+                 "/extra: unknown key (expected one of: description, kv_cache, mask, model,");
   EXPECT_PROBLEM(problems, "/sequences/0/contex_len: unknown key", "did you mean \"context_len\"");
   EXPECT_EQ(problems.size(), 3u) << test::joined(problems);
 }
@@ -178,7 +180,8 @@ TEST(WorkloadParse, EveryProblemIsReportedAtOnce) {
   EXPECT_PROBLEM(problems, "/model/head_dim: must be one of 64, 80, 96, 128, 192, 256, got 100");
   EXPECT_PROBLEM(problems, "/model/dtype: must be one of \"bf16\", \"fp16\", got \"fp32\"");
   EXPECT_PROBLEM(problems, "/kv_cache/page_size: must be in 1..256, got 0");
-  EXPECT_PROBLEM(problems, "/kv_cache/layout: must be one of \"NHD\", \"HND\", \"vllm\", got \"nhd\"");
+  EXPECT_PROBLEM(problems,
+                 "/kv_cache/layout: must be one of \"NHD\", \"HND\", \"vllm\", got \"nhd\"");
   EXPECT_PROBLEM(problems, "/kv_cache/allocation: must be one of \"sequential\", \"shuffled\"");
   EXPECT_PROBLEM(problems, "/sequences/0/context_len: must be >= 0, got -1");
   EXPECT_PROBLEM(problems, "/sequences/0/query_len: must be >= 1, got 0");
@@ -342,7 +345,8 @@ TEST(WorkloadRanges, KvCache) {
       {"/kv_cache/allocation", "sequential", nullptr},
       {"/kv_cache/allocation", "shuffled", nullptr},
       {"/kv_cache/allocation", "random",
-       "must be one of \"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\", got \"random\""},
+       "must be one of \"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\", got "
+       "\"random\""},
   });
 }
 
@@ -486,8 +490,14 @@ TEST(WorkloadCanonical, ChangingAnyFieldChangesTheHash) {
       {"page_size", [](WorkloadSpec& s) { s.kv_cache.page_size = 8; }},
       {"layout", [](WorkloadSpec& s) { s.kv_cache.layout = KvLayout::nhd; }},
       {"allocation", [](WorkloadSpec& s) { s.kv_cache.allocation = PageAllocation::shuffled; }},
-      {"context_len", [](WorkloadSpec& s) { s.sequences[1].context_len = LengthSpec(s.sequences[1].context_len.value + 1); }},
-      {"query_len", [](WorkloadSpec& s) { s.sequences[1].query_len = LengthSpec(s.sequences[1].query_len.value + 1); }},
+      {"context_len",
+       [](WorkloadSpec& s) {
+         s.sequences[1].context_len = LengthSpec(s.sequences[1].context_len.value + 1);
+       }},
+      {"query_len",
+       [](WorkloadSpec& s) {
+         s.sequences[1].query_len = LengthSpec(s.sequences[1].query_len.value + 1);
+       }},
       {"count", [](WorkloadSpec& s) { s.sequences[0].count += 1; }},
       {"sequence order", [](WorkloadSpec& s) { std::swap(s.sequences[0], s.sequences[2]); }},
       {"sequence added",

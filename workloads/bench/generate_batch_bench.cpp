@@ -20,9 +20,15 @@ void generate(benchmark::State& state, WorkloadSpec spec) {
   state.counters["pages"] = double(pages);
 }
 
-void BM_Sequential(benchmark::State& s) { generate(s, large_batch_spec(PageAllocation::sequential)); }
-void BM_Shuffled(benchmark::State& s) { generate(s, large_batch_spec(PageAllocation::shuffled)); }
-void BM_Fragmented(benchmark::State& s) { generate(s, large_batch_spec(PageAllocation::fragmented)); }
+void BM_Sequential(benchmark::State& s) {
+  generate(s, large_batch_spec(PageAllocation::sequential));
+}
+void BM_Shuffled(benchmark::State& s) {
+  generate(s, large_batch_spec(PageAllocation::shuffled));
+}
+void BM_Fragmented(benchmark::State& s) {
+  generate(s, large_batch_spec(PageAllocation::fragmented));
+}
 void BM_SharedPrefix(benchmark::State& s) {
   generate(s, large_batch_spec(PageAllocation::shared_prefix));
 }
