@@ -34,7 +34,7 @@ void list(bool verbose) {
       }
     }
   }
-  std::cout << "\npresets (attn-bench run --preset NAME):\n";
+  std::cout << "\npresets (attn-bench run NAME):\n";
   for (const auto& name : preset_names()) {
     std::cout << format("  %-32s %s\n", name.c_str(), load_preset(name).description.c_str());
   }

@@ -1,5 +1,6 @@
-// attn-bench run [workload.json]: verify and time every variant that supports the workload, each
-// case a Google Benchmark benchmark (apps/gbench_driver.hpp); --benchmark_* flags pass through.
+// attn-bench run [workload.json | PRESET]: verify and time every variant that supports the
+// workload, each case a Google Benchmark benchmark (apps/gbench_driver.hpp); --benchmark_* flags
+// pass through.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -188,7 +189,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   // Everything the user gave is checked before any GPU work.
   const WorkloadSpec spec = args.workload.empty()
                                 ? load_preset(args.preset.empty() ? "default" : args.preset)
-                                : load_workload_file(args.workload);
+                                : load_workload_argument(args.workload);
   BenchOptions options;
   options.variant_filter = args.variant;
   if (!args.config.empty()) options.config_override = KernelConfig::from_key(args.config);
@@ -300,8 +301,9 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run", "Verify and time every variant that supports a workload; record results in SQLite");
-  auto* workload = cmd->add_option("workload", args->workload,
-                                   "workload.json (default: the built-in preset 'default')");
+  auto* workload = cmd->add_option(
+      "workload", args->workload,
+      "workload.json or a preset name (a file wins; default: the built-in preset 'default')");
   cmd->add_option("--preset", args->preset, "run a built-in preset (see `attn-bench list`)")
       ->excludes(workload);
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");

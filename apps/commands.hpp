@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "workloads/workload_spec.hpp"
+
 namespace attn {
 
 struct Invocation {
@@ -21,6 +23,11 @@ void add_run_command(CLI::App& app, Invocation& invocation);
 void add_list_command(CLI::App& app, Invocation& invocation);
 void add_devices_command(CLI::App& app, Invocation& invocation);
 void add_calibrate_command(CLI::App& app, Invocation& invocation);
+void add_workload_command(CLI::App& app, Invocation& invocation);
+
+// The spec a positional workload argument names: a file when one exists at that path, else a
+// built-in preset. Neither is an InputError (exit 3) that lists the presets.
+WorkloadSpec load_workload_argument(const std::string& argument);
 
 // argv joined, each argument single-quoted when it holds anything but [A-Za-z0-9_./=:,+-].
 std::string quote_command_line(const std::vector<std::string>& argv);

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add_list_command(app, invocation);
   add_devices_command(app, invocation);
   add_calibrate_command(app, invocation);
+  add_workload_command(app, invocation);
 
   try {
     // Checked before parsing: a subcommand's callback runs inside parse().

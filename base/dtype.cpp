@@ -12,6 +12,8 @@ std::string to_string(DType dtype) {
       return "fp16";
     case DType::fp32:
       return "fp32";
+    case DType::fp8_e4m3:
+      return "fp8_e4m3";
   }
   return "?";
 }
@@ -20,11 +22,53 @@ std::optional<DType> dtype_from_string(const std::string& text) {
   if (text == "bf16") return DType::bf16;
   if (text == "fp16") return DType::fp16;
   if (text == "fp32") return DType::fp32;
+  if (text == "fp8_e4m3") return DType::fp8_e4m3;
   return std::nullopt;
 }
 
 size_t size_of(DType dtype) {
-  return dtype == DType::fp32 ? 4 : 2;
+  switch (dtype) {
+    case DType::fp32:
+      return 4;
+    case DType::fp8_e4m3:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+float fp8_e4m3_to_float(uint8_t b) {
+  const bool negative = (b & 0x80u) != 0;
+  const int exponent = (b >> 3) & 0xF;
+  const int mantissa = b & 0x7;
+  float magnitude;
+  if (exponent == 0xF && mantissa == 0x7) {
+    magnitude = std::nanf("");
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(float(mantissa), -9);  // zero or subnormal
+  } else {
+    magnitude = std::ldexp(float(8 + mantissa), exponent - 10);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+uint8_t float_to_fp8_e4m3(float f) {
+  if (std::isnan(f)) return 0x7F;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  const float a = std::fabs(f);
+  if (a >= 448.0f) return sign | 0x7E;
+  if (a < std::ldexp(1.0f, -6)) {  // subnormal step 2^-9; 8 steps reads as the smallest normal
+    return sign | uint8_t(std::nearbyint(std::ldexp(a, 9)));
+  }
+  int e = 0;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  int exponent = e - 1;
+  int q = int(std::nearbyint(std::ldexp(a, 3 - exponent)));  // 8..16
+  if (q == 16) {
+    ++exponent;
+    q = 8;
+  }
+  return sign | uint8_t(((exponent + 7) << 3) | (q - 8));
 }
 
 float fp16_to_float(uint16_t h) {

@@ -10,7 +10,9 @@
 
 namespace attn {
 
-enum class DType { bf16, fp16, fp32 };
+// fp8_e4m3: OCP FP8 E4M3 ("e4m3fn": bias 7, max 448, no infinities, NaN 0x7F/0xFF); used for
+// KV caches, read through dequantisation scales.
+enum class DType { bf16, fp16, fp32, fp8_e4m3 };
 
 std::string to_string(DType dtype);
 std::optional<DType> dtype_from_string(const std::string& text);
@@ -40,6 +42,9 @@ inline uint16_t float_to_bf16(float f) {
 
 float fp16_to_float(uint16_t h);
 uint16_t float_to_fp16(float f);
+float fp8_e4m3_to_float(uint8_t b);
+// Round to nearest even, saturating to +-448 (PTX cvt.rn.satfinite.e4m3x2.f32); NaN stays NaN.
+uint8_t float_to_fp8_e4m3(float f);
 
 // Reads element i of a buffer holding `dtype` values as float.
 inline float load_as_float(const void* data, size_t i, DType dtype) {
@@ -50,6 +55,8 @@ inline float load_as_float(const void* data, size_t i, DType dtype) {
       return fp16_to_float(static_cast<const uint16_t*>(data)[i]);
     case DType::fp32:
       return static_cast<const float*>(data)[i];
+    case DType::fp8_e4m3:
+      return fp8_e4m3_to_float(static_cast<const uint8_t*>(data)[i]);
   }
   return 0.0f;
 }
@@ -65,6 +72,9 @@ inline void store_from_float(void* data, size_t i, DType dtype, float value) {
       break;
     case DType::fp32:
       static_cast<float*>(data)[i] = value;
+      break;
+    case DType::fp8_e4m3:
+      static_cast<uint8_t*>(data)[i] = float_to_fp8_e4m3(value);
       break;
   }
 }

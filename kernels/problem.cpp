@@ -2,11 +2,13 @@
 
 #include <cstring>
 
+#include "kernels/fill/batch_fill.hpp"
 #include "workloads/batch_data.hpp"
 
 namespace attn {
 
 namespace {
+
 template <typename T>
 std::vector<uint8_t> bytes_of_int32(const std::vector<T>& values) {
   std::vector<uint8_t> out(values.size() * sizeof(int32_t));
@@ -14,6 +16,26 @@ std::vector<uint8_t> bytes_of_int32(const std::vector<T>& values) {
   for (size_t i = 0; i < values.size(); ++i) dst[i] = int32_t(values[i]);
   return out;
 }
+
+// The index arrays, as kernels read them (int32).
+void set_index_arrays(const Batch& batch, std::vector<std::vector<uint8_t>>& host) {
+  host[Problem::kBlockTable] = bytes_of_int32(batch.block_table);
+  host[Problem::kKvLens] = bytes_of_int32(batch.kv_lens);
+  host[Problem::kCuSeqlensQ] = bytes_of_int32(batch.cu_seqlens_q);
+}
+
+size_t data_bytes(const Batch& batch, int tensor) {
+  switch (tensor) {
+    case Problem::kQ:
+    case Problem::kOut:
+      return size_t(query_elements(batch)) * size_of(batch.dtype);
+    case Problem::kKPool:
+    case Problem::kVPool:
+      return size_t(pool_elements(batch)) * size_of(batch.kv_dtype);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Problem Problem::on_host(const Batch& batch) {
@@ -21,17 +43,11 @@ Problem Problem::on_host(const Batch& batch) {
   p.batch_ = &batch;
   p.backend_ = Backend::cpu;
   p.host_.resize(kTensorCount);
-  const size_t element = size_of(batch.spec.model.dtype);
-  p.host_[kQ].resize(size_t(query_elements(batch)) * element);
-  p.host_[kKPool].resize(size_t(pool_elements(batch)) * element);
-  p.host_[kVPool].resize(size_t(pool_elements(batch)) * element);
-  p.host_[kOut].resize(size_t(query_elements(batch)) * element);
+  for (int t : {kQ, kKPool, kVPool, kOut}) p.host_[size_t(t)].resize(data_bytes(batch, t));
   fill_query(batch, p.host_[kQ].data());
   fill_kv_pool(batch, DataStream::key, p.host_[kKPool].data());
   fill_kv_pool(batch, DataStream::value, p.host_[kVPool].data());
-  p.host_[kBlockTable] = bytes_of_int32(batch.block_table);
-  p.host_[kKvLens] = bytes_of_int32(batch.kv_lens);
-  p.host_[kCuSeqlensQ] = bytes_of_int32(batch.cu_seqlens_q);
+  set_index_arrays(batch, p.host_);
   for (int t = 0; t < kTensorCount; ++t) p.bytes_[t] = p.host_[t].size();
   return p;
 }
@@ -50,6 +66,38 @@ Problem Problem::on_device(const Problem& host, const CudaContext& context) {
   return p;
 }
 
+Problem Problem::generated_on_device(const Batch& batch, const CudaContext& context,
+                                     KernelLoader& loader, const Stream& stream) {
+  Problem p;
+  p.batch_ = &batch;
+  p.backend_ = Backend::cuda;
+  p.context_ = &context;
+  std::vector<std::vector<uint8_t>> index(kTensorCount);
+  set_index_arrays(batch, index);
+  for (int t = 0; t < kTensorCount; ++t) {
+    p.bytes_[t] = index[size_t(t)].empty() ? data_bytes(batch, t) : index[size_t(t)].size();
+    p.device_.emplace_back(context, p.bytes_[t]);
+    p.device_.back().upload(index[size_t(t)].data(), index[size_t(t)].size());
+  }
+  fill_batch_on_device(batch, p.device_[kQ].address(), p.device_[kKPool].address(),
+                       p.device_[kVPool].address(), context, loader, stream);
+  return p;
+}
+
+bool Problem::prefers_device_fill(const Batch& batch) {
+  const size_t bytes =
+      data_bytes(batch, kQ) + data_bytes(batch, kKPool) + data_bytes(batch, kVPool);
+  return bytes >= kDeviceFillThresholdBytes;
+}
+
+std::vector<uint8_t> Problem::download(Tensor t) const {
+  if (backend_ == Backend::cpu) return host_[t];
+  std::vector<uint8_t> out(bytes_[t]);
+  context_->synchronize();
+  device_[t].download(out.data(), out.size());
+  return out;
+}
+
 void* Problem::address(Tensor t) const {
   if (backend_ == Backend::cpu) return const_cast<uint8_t*>(host_[t].data());
   return device_[t].pointer();
@@ -63,14 +111,6 @@ void Problem::poison_output(const Stream* stream) {
   ATTN_ASSERT(stream != nullptr, "poisoning a device output needs a stream");
   ATTN_CU_CHECK(context_->api(),
                 cuMemsetD8Async(device_[kOut].address(), 0xFF, bytes_[kOut], stream->handle()));
-}
-
-std::vector<uint8_t> Problem::read_output() const {
-  if (backend_ == Backend::cpu) return host_[kOut];
-  context_->synchronize();
-  std::vector<uint8_t> out(bytes_[kOut]);
-  device_[kOut].download(out.data(), out.size());
-  return out;
 }
 
 }  // namespace attn

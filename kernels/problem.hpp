@@ -2,10 +2,12 @@
 // arrays, in host memory (for the CPU reference) or device memory (for GPU variants). A device
 // problem is an upload of a host problem, so both hold the same bytes.
 //
-// Tensors (element types: dtype for Q/K/V/out, int32 for index arrays):
+// Tensors (element types: dtype for Q and out, kv_dtype for the pools, int32 for index arrays):
 //   q            [total_q, num_q_heads, head_dim]
-//   k_pool       NHD [num_pages, page_size, kv_heads, head_dim] or HND [num_pages, kv_heads,
-//   page_size, head_dim] v_pool       as k_pool out          [total_q, num_q_heads, head_dim]
+//   k_pool       the batch's layout (workload_spec.hpp, KvLayout), e.g. NHD [num_pages,
+//                page_size, kv_heads, head_dim]; fp8 pools hold codes (batch.k_scales)
+//   v_pool       as k_pool (vLLM: [num_pages, kv_heads, head_dim, page_size])
+//   out          [total_q, num_q_heads, head_dim]
 //   block_table  [num_seqs, max_pages_per_seq]
 //   kv_lens      [num_seqs]
 //   cu_seqlens_q [num_seqs + 1]
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kernels/device/cuda_context.hpp"
+#include "kernels/exec_context.hpp"
 #include "kernels/target.hpp"
 #include "workloads/batch.hpp"
 
@@ -27,6 +30,14 @@ class Problem {
   static Problem on_host(const Batch& batch);
   // Uploads a host problem to the device.
   static Problem on_device(const Problem& host, const CudaContext& context);
+  // Generates Q and the pools on the device (kernels/fill: the same bytes as on_host), uploading
+  // only the index arrays: no host fill and no PCIe copy of the data. The batch must outlive this.
+  static Problem generated_on_device(const Batch& batch, const CudaContext& context,
+                                     KernelLoader& loader, const Stream& stream);
+  // Whether a batch is large enough (Q + K + V at least kDeviceFillThresholdBytes) that
+  // generating its data on the device beats filling it on the host and uploading it.
+  static constexpr size_t kDeviceFillThresholdBytes = size_t(256) << 20;
+  static bool prefers_device_fill(const Batch& batch);
 
   Problem(Problem&&) = default;
   Problem& operator=(Problem&&) = default;
@@ -48,10 +59,13 @@ class Problem {
   // to write fails verification. Asynchronous on `stream` for a device problem.
   void poison_output(const Stream* stream);
   // Copies the output to host memory (synchronises the device first).
-  std::vector<uint8_t> read_output() const;
+  std::vector<uint8_t> read_output() const { return download(kOut); }
+
+  enum Tensor { kQ, kKPool, kVPool, kOut, kBlockTable, kKvLens, kCuSeqlensQ, kTensorCount };
+  // A copy of one tensor's bytes in host memory (synchronises the device first).
+  std::vector<uint8_t> download(Tensor t) const;
 
  private:
-  enum Tensor { kQ, kKPool, kVPool, kOut, kBlockTable, kKvLens, kCuSeqlensQ, kTensorCount };
   Problem() = default;
   void* address(Tensor t) const;
 

@@ -42,7 +42,11 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   if (!e->nvml_) {
     e->clock_note_ += (e->clock_note_.empty() ? "" : "; ") + why_no_nvml + " (no temperature)";
   }
-  e->device_.emplace(Problem::on_device(e->host_, *e->cuda_));
+  // Large batches are generated on the GPU (same bytes as the host fill, no PCIe copy); the
+  // reference still reads the host problem, so every such run also checks CPU/GPU determinism.
+  e->device_.emplace(Problem::prefers_device_fill(batch)
+                         ? Problem::generated_on_device(batch, *e->cuda_, *e->loader_, *e->stream_)
+                         : Problem::on_device(e->host_, *e->cuda_));
   e->context_.target = Target::cuda(device);
   e->context_.cuda = e->cuda_.get();
   e->context_.stream = e->stream_.get();

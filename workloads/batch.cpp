@@ -5,33 +5,42 @@
 
 #include "base/errors.hpp"
 #include "workloads/counter_rng.hpp"
+#include "workloads/data_rule.hpp"
+#include "workloads/page_allocation.hpp"
+#include "workloads/page_plan.hpp"
 #include "workloads/workload_validation.hpp"
 
 namespace attn {
 
 namespace {
 
-// Counter stream of the page shuffle; apart from the data streams (DataStream: 1, 2, 3) so that
-// the permutation and the tensor values are independent.
-constexpr unsigned kPageShuffleStream = 16;
+// Counter stream of the seeded sink logits.
+constexpr unsigned kSinkLogitStream = 18;
 
-// A uniform integer in [0, bound) from 64 random bits (Lemire's multiply-shift). The bias is at
-// most bound / 2^64 (< 2^-33 here): immaterial for a page shuffle, and it keeps one draw per step.
-uint64_t below(uint64_t bits, uint64_t bound) {
-  return uint64_t((static_cast<unsigned __int128>(bits) * bound) >> 64);
+// Dequantisation scales of an fp8 cache (data_rule.hpp): per head, the head's amplitude mapped
+// onto the fp8 range; per tensor, the largest amplitude of the heads.
+std::vector<float> fp8_scales(const WorkloadSpec& spec, DataStream stream) {
+  const int heads = spec.model.num_kv_heads;
+  std::vector<float> scales(static_cast<size_t>(heads));
+  for (int h = 0; h < heads; ++h) scales[size_t(h)] = fp8_scale_for(kv_amplitude(stream, h, true));
+  if (spec.model.kv_scale == KvScaleGranularity::per_tensor) {
+    return {*std::max_element(scales.begin(), scales.end())};
+  }
+  return scales;
 }
 
-// Fisher-Yates over [0, n): step i (from n-1 down to 1) swaps i with a draw in [0, i], the draw
-// being counter i of the shuffle stream. Portable: the same permutation on every platform.
-std::vector<int32_t> shuffled_pages(int64_t n, uint64_t seed) {
-  std::vector<int32_t> pages(static_cast<size_t>(n));
-  std::iota(pages.begin(), pages.end(), 0);
-  const unsigned long long key = stream_key(seed, kPageShuffleStream);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const uint64_t j = below(counter_bits(key, uint64_t(i)), uint64_t(i) + 1);
-    std::swap(pages[size_t(i)], pages[size_t(j)]);
+// One sink logit per q head: the explicit ones, or seeded uniform in [-1, 3) (around the size of
+// a typical logit, so that the sink takes a visible but not dominant share of the softmax).
+std::vector<float> sink_logits(const WorkloadSpec& spec) {
+  if (!spec.model.attention_sinks) return {};
+  std::vector<float> out(static_cast<size_t>(spec.model.num_q_heads));
+  const unsigned long long key = stream_key(spec.seed, kSinkLogitStream);
+  for (int h = 0; h < spec.model.num_q_heads; ++h) {
+    out[size_t(h)] = spec.model.sink_logits.empty()
+                         ? 1.0f + 2.0f * counter_uniform_pm1(key, uint64_t(h))
+                         : float(spec.model.sink_logits[size_t(h)]);
   }
-  return pages;
+  return out;
 }
 
 }  // namespace
@@ -52,76 +61,97 @@ Batch generate_batch(const WorkloadSpec& spec) {
   // Specs built in code skip parse_workload: check them here, before anything is allocated.
   std::vector<std::string> problems = validate_workload(spec);
   if (!problems.empty()) throw InputError("workload \"" + spec.name + "\"", problems);
-  const WorkloadTotals totals = workload_totals(spec);
 
   Batch b;
   b.spec = spec;
   b.spec_hash = content_hash(spec);
   b.softmax_scale = float(spec.effective_softmax_scale());
+  b.logits_soft_cap = float(spec.model.logits_soft_cap.value_or(0.0));
+  b.sliding_window = spec.model.sliding_window.value_or(0);
+  b.causal = spec.mask.causal;
+  b.sink_logits = sink_logits(spec);
+  b.dtype = spec.model.dtype;
+  b.kv_dtype = spec.model.effective_kv_dtype();
+  if (b.kv_dtype == DType::fp8_e4m3) {
+    b.k_scales = fp8_scales(spec, DataStream::key);
+    b.v_scales = fp8_scales(spec, DataStream::value);
+  }
   b.data_seed = spec.seed;
   b.page_size = spec.kv_cache.page_size;
 
-  // Sequences: each entry repeated `count` times, in order.
-  b.num_seqs = int(totals.num_seqs);
-  b.context_lens.reserve(size_t(b.num_seqs));
-  b.query_lens.reserve(size_t(b.num_seqs));
-  for (const SequenceSpec& seq : spec.sequences) {
-    for (int c = 0; c < seq.count; ++c) {
-      b.context_lens.push_back(seq.context_len);
-      b.query_lens.push_back(seq.query_len);
-    }
-  }
-  b.kv_lens.resize(size_t(b.num_seqs));
-  b.cu_seqlens_q.assign(size_t(b.num_seqs) + 1, 0);
-  b.cu_seqlens_kv.assign(size_t(b.num_seqs) + 1, 0);
-  b.page_indptr.assign(size_t(b.num_seqs) + 1, 0);
-  b.last_page_len.assign(size_t(b.num_seqs), 0);
+  // Sequences in batch order, and how many pages each needs and shares.
+  const std::vector<SequenceLengths> lengths = expand_sequences(spec);
+  const size_t n = lengths.size();
+  b.num_seqs = int(n);
+  b.context_lens.resize(n);
+  b.query_lens.resize(n);
+  b.kv_lens.resize(n);
+  b.cu_seqlens_q.assign(n + 1, 0);
+  b.cu_seqlens_kv.assign(n + 1, 0);
+  b.page_indptr.assign(n + 1, 0);
+  b.last_page_len.assign(n, 0);
+  b.prefix_source.resize(n);
+  b.shared_prefix_len.assign(n, 0);
+  std::vector<int64_t> shared_pages(n, 0);
+  PagePlanner planner(spec);
   const int64_t page_size = b.page_size;
-  for (size_t s = 0; s < size_t(b.num_seqs); ++s) {
-    const int64_t kv_len = b.context_lens[s] + b.query_lens[s];
-    const int64_t pages = (kv_len + page_size - 1) / page_size;
+  for (size_t s = 0; s < n; ++s) {
+    const SequencePages pages = planner.add(lengths[s]);
+    const int64_t kv_len = lengths[s].context_len + lengths[s].query_len;
+    b.context_lens[s] = lengths[s].context_len;
+    b.query_lens[s] = lengths[s].query_len;
     b.kv_lens[s] = kv_len;
-    b.cu_seqlens_q[s + 1] = b.cu_seqlens_q[s] + b.query_lens[s];
+    b.cu_seqlens_q[s + 1] = b.cu_seqlens_q[s] + lengths[s].query_len;
     b.cu_seqlens_kv[s + 1] = b.cu_seqlens_kv[s] + kv_len;
-    b.page_indptr[s + 1] = int32_t(b.page_indptr[s] + pages);
-    b.last_page_len[s] = pages == 0 ? 0 : int32_t(kv_len - (pages - 1) * page_size);
-    b.max_pages_per_seq = std::max(b.max_pages_per_seq, int(pages));
+    b.page_indptr[s + 1] = int32_t(b.page_indptr[s] + pages.pages);
+    b.last_page_len[s] = pages.pages == 0 ? 0 : int32_t(kv_len - (pages.pages - 1) * page_size);
+    b.max_pages_per_seq = std::max(b.max_pages_per_seq, int(pages.pages));
+    b.prefix_source[s] = pages.prefix_source;
+    shared_pages[s] = pages.shared_pages;
+    b.shared_prefix_len[s] = pages.shared_pages * page_size;
   }
   b.total_q = b.cu_seqlens_q.back();
   b.total_kv = b.cu_seqlens_kv.back();
 
-  // Pages: the used ones plus the poison page. Sequential hands them out in order with the
-  // poison page last; shuffled takes them from a permutation of the whole pool, the poison page
-  // being the entry after the last used one (so it sits anywhere in the pool too).
-  const int64_t used_pages = b.page_indptr.back();
-  b.num_pages = used_pages + 1;
-  if (spec.kv_cache.allocation == PageAllocation::sequential) {
-    b.page_indices.resize(size_t(used_pages));
-    std::iota(b.page_indices.begin(), b.page_indices.end(), 0);
-    b.poison_page = int32_t(used_pages);
-  } else {
-    std::vector<int32_t> order = shuffled_pages(b.num_pages, spec.seed);
-    b.poison_page = order[size_t(used_pages)];
-    order.resize(size_t(used_pages));
-    b.page_indices = std::move(order);
+  // Pages: a sequence's shared leading pages are its source's; the rest come off the policy's
+  // order, which ends with the poison page right after the batch's last page. Pool pages beyond
+  // those are spare: nobody's, NaN like the poison page.
+  const std::vector<int32_t> order =
+      page_order(spec.kv_cache.allocation, planner.pool_pages(), spec.seed);
+  b.num_pages = int64_t(order.size());
+  b.page_indices.resize(size_t(b.page_indptr.back()));
+  size_t next = 0;
+  for (size_t s = 0; s < n; ++s) {
+    const int32_t begin = b.page_indptr[s];
+    const int32_t source_begin = b.page_indptr[size_t(b.prefix_source[s])];
+    for (int32_t k = 0; k < b.page_indptr[s + 1] - begin; ++k) {
+      b.page_indices[size_t(begin + k)] =
+          k < shared_pages[s] ? b.page_indices[size_t(source_begin + k)] : order[next++];
+    }
   }
+  b.poison_page = order[next];
 
   const size_t width = size_t(b.max_pages_per_seq);
-  b.block_table.assign(size_t(b.num_seqs) * width, b.poison_page);
-  for (size_t s = 0; s < size_t(b.num_seqs); ++s) {
+  b.block_table.assign(n * width, b.poison_page);
+  for (size_t s = 0; s < n; ++s) {
     std::copy(b.page_indices.begin() + b.page_indptr[s],
               b.page_indices.begin() + b.page_indptr[s + 1], b.block_table.begin() + s * width);
   }
 
   // New tokens are the last query_len positions of each sequence.
   b.slot_mapping.resize(size_t(b.total_q));
-  for (size_t s = 0; s < size_t(b.num_seqs); ++s) {
+  for (size_t s = 0; s < n; ++s) {
     for (int64_t i = 0; i < b.query_lens[s]; ++i) {
       const int64_t position = b.context_lens[s] + i;
       const int64_t page = b.page_indices[size_t(b.page_indptr[s] + position / page_size)];
       b.slot_mapping[size_t(b.cu_seqlens_q[s] + i)] = page * page_size + position % page_size;
     }
   }
+
+  // Masks beyond causal and window: built from the finished batch (block_sparse_layout.hpp,
+  // explicit_mask.hpp).
+  if (spec.mask.block_sparse) b.block_sparse = build_block_sparse_layout(spec, b.max_kv_len());
+  if (spec.mask.explicit_mask) b.explicit_mask = build_explicit_mask(b);
   return b;
 }
 

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "workloads/block_sparse_layout.hpp"
+#include "workloads/explicit_mask.hpp"
 #include "workloads/workload_spec.hpp"
 
 namespace attn {
@@ -39,7 +42,30 @@ struct Batch {
   std::vector<int64_t> slot_mapping;  // [total_q], cache slot (page * page_size + offset) of
                                       // each new token
 
+  // Prefix sharing (allocation shared_prefix): the first shared_prefix_len[s] tokens of sequence s
+  // live on pages it shares with sequence prefix_source[s], and hold that sequence's data. Without
+  // sharing, prefix_source[s] == s and shared_prefix_len[s] == 0.
+  std::vector<int32_t> prefix_source;     // [num_seqs]
+  std::vector<int64_t> shared_prefix_len;  // [num_seqs]
+
+  // Element types and dequantisation. K/V of an fp8 KV cache hold codes; the value a kernel must
+  // use is code * scale. Scales: [1] per tensor or [num_kv_heads] per head; empty unless fp8.
+  DType dtype = DType::bf16;     // Q and output
+  DType kv_dtype = DType::bf16;  // K and V pools
+  std::vector<float> k_scales;
+  std::vector<float> v_scales;
+
+  // Attention semantics: logits = scale * q.k, then soft-capped (cap * tanh(logits / cap)) when
+  // logits_soft_cap > 0, then masked, then softmax with the q head's sink logit (if any) in the
+  // denominator. A query row with no visible key outputs zeros.
   float softmax_scale = 0.0f;
+  float logits_soft_cap = 0.0f;  // 0: none
+  int64_t sliding_window = 0;    // 0: none; else a query at position p sees keys p-w+1 .. p
+  bool causal = true;            // false: a query sees all kv_len keys of its sequence
+  std::vector<float> sink_logits;  // [num_q_heads], empty without sinks
+  std::optional<BlockSparseLayout> block_sparse;
+  std::optional<ExplicitMask> explicit_mask;
+
   uint64_t data_seed = 0;
 
   bool decode_only() const;  // every sequence has exactly one query token

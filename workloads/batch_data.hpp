@@ -2,32 +2,37 @@
 // the element's logical position (sequence, token, head, dim), so the same sequence holds the same
 // keys whatever the page size, layout or page allocation, and a GPU fill computes the same bytes.
 //
-// Streams: Q, K and V draw from separate counter streams. Values are uniform in [-1, 1) rounded to
-// the dtype; Q is scaled by kQueryAmplitude so that attention is peaked rather than flat (flat
-// attention averages V and hides indexing bugs).
+// The per-element rule (streams, logical indices, amplitudes, fp8 scales) lives in
+// workloads/data_rule.hpp, which a GPU fill kernel compiles too.
 #pragma once
 
 #include <cstdint>
 
 #include "workloads/batch.hpp"
+#include "workloads/data_rule.hpp"
 
 namespace attn {
 
-enum class DataStream : unsigned { query = 1, key = 2, value = 3 };
-inline constexpr float kQueryAmplitude = 3.0f;
-
 // Value of Q at (query token `token` of the whole batch, head, dim), before rounding to the dtype.
 float query_value(const Batch& batch, int64_t token, int head, int dim);
-// Value of K or V at (sequence, position within the sequence, kv head, dim), before rounding.
+// Value of K or V at (sequence, position within the sequence, kv head, dim), before rounding. A
+// position inside a shared prefix reads the prefix source's value.
 float kv_value(const Batch& batch, DataStream stream, int seq, int64_t position, int head, int dim);
+// The value a correct kernel sees there: kv_value rounded to the KV dtype, or for an fp8 cache
+// the stored code times the head's scale.
+float stored_kv_value(const Batch& batch, DataStream stream, int seq, int64_t position, int head,
+                      int dim);
 
-// Element offset of (page, slot in page, kv head, dim) in a K/V pool of the batch's layout.
-int64_t pool_offset(const Batch& batch, int64_t page, int slot, int head, int dim);
+// Element offset of (page, slot in page, kv head, dim) in the K or V pool of the batch's layout
+// (vLLM's layout differs between K and V).
+int64_t pool_offset(const Batch& batch, DataStream stream, int64_t page, int slot, int head,
+                    int dim);
 int64_t pool_elements(const Batch& batch);   // num_pages * page_size * kv_heads * head_dim
 int64_t query_elements(const Batch& batch);  // total_q * num_q_heads * head_dim
 
-// Fill host buffers of the batch's dtype. Q: [total_q, num_q_heads, head_dim]. Pools: the layout's
-// shape; slots no sequence owns (the tail of a last page, the poison page) are NaN.
+// Fill host buffers: Q of the batch's dtype, [total_q, num_q_heads, head_dim]; a pool of its
+// kv_dtype in the layout's shape (fp8: codes). Slots no sequence owns (the tail of a last page, the
+// poison page, spare pool pages) are NaN.
 // Multi-threaded.
 void fill_query(const Batch& batch, void* q);
 void fill_kv_pool(const Batch& batch, DataStream stream, void* pool);

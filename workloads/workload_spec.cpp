@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "base/errors.hpp"
 #include "base/sha256.hpp"
+#include "workloads/referenced_file.hpp"
 #include "workloads/strict_json.hpp"
+#include "workloads/trace_csv.hpp"
 #include "workloads/workload_validation.hpp"
 
 namespace attn {
@@ -20,16 +23,9 @@ namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int kHeadDims[] = {64, 80, 96, 128, 192, 256};
-
-int64_t saturating_add(int64_t a, int64_t b) {
-  int64_t out;
-  return __builtin_add_overflow(a, b, &out) ? kInt64Max : out;
-}
-
-int64_t saturating_mul(int64_t a, int64_t b) {
-  int64_t out;
-  return __builtin_mul_overflow(a, b, &out) ? kInt64Max : out;
-}
+constexpr int64_t kMaxBlockSize = 4096;      // block_sparse.block_size
+constexpr int64_t kMaxBlockCount = 1 << 20;  // local_blocks, vertical_stride, head_sliding_step
+constexpr int64_t kMaxTreeNodes = 4096;      // explicit.parents and branches
 
 std::string format_count(int64_t value) {
   return value == kInt64Max ? "at least " + std::to_string(value) : std::to_string(value);
@@ -109,6 +105,11 @@ class SpecReader {
  public:
   std::vector<std::string> problems;
 
+  // `base_dir`: where relative file references resolve. `loaded`: when validating a spec that
+  // was parsed already, the spec whose files (trace rows, hashes) are reused instead of re-read.
+  SpecReader(std::string base_dir, const WorkloadSpec* loaded)
+      : base_dir_(std::move(base_dir)), loaded_(loaded) {}
+
   WorkloadSpec read(const json& root) {
     WorkloadSpec spec;
     if (!root.is_object()) {
@@ -117,31 +118,46 @@ class SpecReader {
     }
     // A newer schema may mean anything; listing its keys as unknown would only be noise.
     if (!read_schema_version(root, spec)) return spec;
-    check_keys(root, "",
-               {"schema_version", "name", "description", "model", "kv_cache", "sequences", "seed"});
+    check_keys(
+        root, "",
+        {"schema_version", "name", "description", "model", "kv_cache", "sequences", "mask", "seed"},
+        {"mask"});
     read_name(root, spec);
     read_description(root, spec);
     bool model_ok = read_model(root, spec.model);
-    bool kv_ok = read_kv_cache(root, spec.kv_cache);
+    bool kv_ok = read_kv_cache(root, spec.kv_cache, spec.model, model_ok);
     bool sequences_ok = read_sequences(root, spec.sequences);
+    bool mask_ok = read_mask(root, spec.mask, spec.model);
     read_seed(root, spec);
-    if (sequences_ok) check_limits(spec, model_ok, kv_ok);
+    if (sequences_ok) check_limits(spec, model_ok, kv_ok, mask_ok);
     return spec;
   }
 
  private:
+  std::string base_dir_;
+  const WorkloadSpec* loaded_ = nullptr;
+  int version_ = kWorkloadSchemaVersion;
+
   void add(const std::string& pointer, const std::string& message) {
     problems.push_back(pointer + ": " + message);
   }
 
+  // Rejects keys outside `allowed`; keys of `v2_only` are rejected in a schema_version 1 file.
   void check_keys(const json& object, const std::string& pointer,
-                  const std::vector<std::string>& allowed) {
+                  const std::vector<std::string>& allowed,
+                  const std::vector<std::string>& v2_only = {}) {
     std::vector<std::string> sorted = allowed;
     std::sort(sorted.begin(), sorted.end());
     std::string expected;
     for (const auto& key : sorted) expected += (expected.empty() ? "" : ", ") + key;
     for (const auto& item : object.items()) {
       const std::string& key = item.key();
+      if (version_ < 2 && std::find(v2_only.begin(), v2_only.end(), key) != v2_only.end()) {
+        add(pointer + "/" + json_pointer_token(key),
+            "needs schema_version 2 (this file has schema_version " + std::to_string(version_) +
+                ")");
+        continue;
+      }
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string message = "unknown key (expected one of: " + expected + ")";
       std::string best;
@@ -253,9 +269,8 @@ class SpecReader {
                                  std::to_string(kWorkloadSchemaVersion));
       return false;
     }
-    auto version = integer(root, "", "schema_version", true, kWorkloadSchemaVersion,
-                           kWorkloadSchemaVersion, ok);
-    if (version) spec.schema_version = int(*version);
+    auto version = integer(root, "", "schema_version", true, 1, kWorkloadSchemaVersion, ok);
+    if (version) spec.schema_version = version_ = int(*version);
     return true;
   }
 
@@ -298,12 +313,40 @@ class SpecReader {
     }
   }
 
+  // A number field: finite, and `lo` < value (or <= with lo_inclusive). nullopt when missing or
+  // wrong (reported as `integer` does).
+  std::optional<double> number(const json& object, const std::string& pointer, const char* key,
+                               bool required, double lo, bool lo_inclusive, bool& ok) {
+    const json* value =
+        typed_member(object, pointer, key, required, ok, &json::is_number, "a number");
+    if (value == nullptr) return std::nullopt;
+    const double v = value->get<double>();
+    if (!std::isfinite(v) || (lo_inclusive ? v < lo : !(v > lo))) {
+      std::ostringstream bound;
+      bound << lo;
+      add(pointer + "/" + key, "must be a finite number " +
+                                   std::string(lo_inclusive ? ">= " : "> ") + bound.str() +
+                                   ", got " + show(*value));
+      ok = false;
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  const json* boolean_member(const json& object, const std::string& pointer, const char* key,
+                             bool& ok) {
+    return typed_member(object, pointer, key, false, ok, &json::is_boolean, "a boolean");
+  }
+
   bool read_model(const json& root, ModelShape& model) {
     bool ok = true;
     const json* object = object_member(root, "", "model", true, ok);
     if (object == nullptr) return false;
     const std::string p = "/model";
-    check_keys(*object, p, {"num_q_heads", "num_kv_heads", "head_dim", "dtype", "softmax_scale"});
+    check_keys(*object, p,
+               {"num_q_heads", "num_kv_heads", "head_dim", "dtype", "softmax_scale", "kv_dtype",
+                "kv_scale", "logits_soft_cap", "sliding_window", "attention_sinks"},
+               {"kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window", "attention_sinks"});
 
     auto q_heads = integer(*object, p, "num_q_heads", true, 1, kMaxQueryHeads, ok);
     if (q_heads) model.num_q_heads = int(*q_heads);
@@ -336,31 +379,90 @@ class SpecReader {
       ok = false;
     }
 
+    bool dtype_ok = false;
     if (const std::string* dtype = string_member(*object, p, "dtype", true, ok)) {
       auto parsed = dtype_from_string(*dtype);
       if (parsed && (*parsed == DType::bf16 || *parsed == DType::fp16)) {
         model.dtype = *parsed;
+        dtype_ok = true;
       } else {
         add(p + "/dtype", "must be one of \"bf16\", \"fp16\", got " + show(json(*dtype)));
         ok = false;
       }
     }
 
-    if (const json* value = member(*object, p, "softmax_scale", false)) {
-      if (!value->is_number()) {
-        add(p + "/softmax_scale", "expected a number, got " + describe_wrong_type(*value));
-        ok = false;
+    if (const std::string* kv_dtype = string_member(*object, p, "kv_dtype", false, ok)) {
+      auto parsed = dtype_from_string(*kv_dtype);
+      if (parsed == DType::fp8_e4m3 || (dtype_ok && parsed == model.dtype)) {
+        model.kv_dtype = *parsed;
       } else {
-        double scale = value->get<double>();
-        if (!std::isfinite(scale) || !(scale > 0.0)) {
-          add(p + "/softmax_scale", "must be a finite number > 0, got " + show(*value));
-          ok = false;
-        } else {
-          model.softmax_scale = scale;
-        }
+        add(p + "/kv_dtype",
+            "must be \"fp8_e4m3\" or the same as dtype, got " + show(json(*kv_dtype)));
+        ok = false;
       }
     }
+    if (object->contains("kv_scale")) {
+      if (model.effective_kv_dtype() != DType::fp8_e4m3) {
+        if (!object->contains("kv_dtype") || model.kv_dtype) {
+          add(p + "/kv_scale", "only applies to an fp8 KV cache (kv_dtype \"fp8_e4m3\")");
+        }
+        ok = false;
+      } else {
+        enum_member<KvScaleGranularity>(*object, p, "kv_scale", kv_scale_granularity_from_string,
+                                        "\"per_tensor\", \"per_head\"", model.kv_scale, ok);
+      }
+    }
+
+    if (member(*object, p, "softmax_scale", false)) {
+      if (auto v = number(*object, p, "softmax_scale", false, 0.0, false, ok))
+        model.softmax_scale = v;
+    }
+    if (member(*object, p, "logits_soft_cap", false)) {
+      if (auto v = number(*object, p, "logits_soft_cap", false, 0.0, false, ok)) {
+        model.logits_soft_cap = v;
+      }
+    }
+    if (auto v = integer(*object, p, "sliding_window", false, 1, kInt64Max, ok)) {
+      model.sliding_window = v;
+    }
+    read_attention_sinks(*object, p, model, ok);
     return ok;
+  }
+
+  void read_attention_sinks(const json& object, const std::string& p, ModelShape& model, bool& ok) {
+    const json* value = member(object, p, "attention_sinks", false);
+    if (value == nullptr) return;
+    const std::string where = p + "/attention_sinks";
+    if (value->is_boolean()) {
+      model.attention_sinks = value->get<bool>();
+      return;
+    }
+    if (!value->is_array()) {
+      add(where, "expected a boolean or an array of numbers, got " + describe_wrong_type(*value));
+      ok = false;
+      return;
+    }
+    if (model.num_q_heads > 0 && value->size() != size_t(model.num_q_heads)) {
+      add(where, "must list one logit per q head (" + std::to_string(model.num_q_heads) +
+                     "), got " + std::to_string(value->size()));
+      ok = false;
+      return;
+    }
+    std::vector<double> logits;
+    for (size_t h = 0; h < value->size(); ++h) {
+      const json& logit = (*value)[h];
+      if (!logit.is_number() || !std::isfinite(logit.get<double>())) {
+        add(where + "/" + std::to_string(h),
+            "expected a finite number, got " + describe_wrong_type(logit));
+        ok = false;
+        continue;
+      }
+      logits.push_back(logit.get<double>());
+    }
+    if (logits.size() == value->size()) {
+      model.attention_sinks = true;
+      model.sink_logits = std::move(logits);
+    }
   }
 
   template <typename Enum>
@@ -378,19 +480,121 @@ class SpecReader {
     }
   }
 
-  bool read_kv_cache(const json& root, KvCacheSpec& kv) {
+  bool read_kv_cache(const json& root, KvCacheSpec& kv, const ModelShape& model, bool model_ok) {
     bool ok = true;
     const json* object = object_member(root, "", "kv_cache", false, ok);
     if (object == nullptr) return ok;
     const std::string p = "/kv_cache";
-    check_keys(*object, p, {"page_size", "layout", "allocation"});
+    check_keys(*object, p, {"page_size", "layout", "allocation", "num_pages", "shared_prefix"},
+               {"num_pages", "shared_prefix"});
     auto page_size = integer(*object, p, "page_size", false, 1, kMaxPageSize, ok);
     if (page_size) kv.page_size = int(*page_size);
-    enum_member<KvLayout>(*object, p, "layout", kv_layout_from_string, "\"NHD\", \"HND\"",
+    enum_member<KvLayout>(*object, p, "layout", kv_layout_from_string, "\"NHD\", \"HND\", \"vllm\"",
                           kv.layout, ok);
     enum_member<PageAllocation>(*object, p, "allocation", page_allocation_from_string,
-                                "\"sequential\", \"shuffled\"", kv.allocation, ok);
+                                "\"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\"",
+                                kv.allocation, ok);
+    if (kv.layout == KvLayout::vllm && model_ok) {
+      // vLLM packs 16 bytes of the head dimension together in K.
+      const int x = 16 / int(size_of(model.effective_kv_dtype()));
+      if (model.head_dim % x != 0) {
+        add(p + "/layout", "\"vllm\" needs head_dim to be a multiple of " + std::to_string(x) +
+                               " (16 bytes of " + to_string(model.effective_kv_dtype()) +
+                               "), got " + std::to_string(model.head_dim));
+        ok = false;
+      }
+    }
+    if (auto v = integer(*object, p, "num_pages", false, 1, kPageLimit - 2, ok)) kv.num_pages = v;
+
+    const json* shared = object_member(*object, p, "shared_prefix", false, ok);
+    const bool wants_shared = kv.allocation == PageAllocation::shared_prefix;
+    if (shared == nullptr && wants_shared && !object->contains("shared_prefix")) {
+      add(p + "/shared_prefix", "missing required key (allocation \"shared_prefix\" needs it)");
+      ok = false;
+    } else if (shared != nullptr && !wants_shared) {
+      add(p + "/shared_prefix", "only applies with allocation \"shared_prefix\"");
+      ok = false;
+    } else if (shared != nullptr) {
+      const std::string sp = p + "/shared_prefix";
+      check_keys(*shared, sp, {"tokens", "group_size"});
+      SharedPrefixSpec prefix;
+      if (auto v = integer(*shared, sp, "tokens", true, 1, kInt64Max, ok)) prefix.tokens = *v;
+      if (auto v = integer(*shared, sp, "group_size", false, 2, kMaxSequences, ok)) {
+        prefix.group_size = int(*v);
+      }
+      kv.shared_prefix = prefix;
+    }
     return ok;
+  }
+
+  // context_len or query_len of a sequence entry: an integer, or a distribution object.
+  std::optional<LengthSpec> read_length(const json& entry, const std::string& p, const char* key,
+                                        bool required, int64_t lowest, bool& ok) {
+    const json* value = member(entry, p, key, required);
+    if (value == nullptr) {
+      if (required) ok = false;
+      return std::nullopt;
+    }
+    if (!value->is_object()) {
+      if (!value->is_number_integer()) {
+        add(p + "/" + key,
+            "expected an integer or a distribution object, got " + describe_wrong_type(*value));
+        ok = false;
+        return std::nullopt;
+      }
+      auto v = integer(entry, p, key, required, lowest, kInt64Max, ok);
+      return v ? std::optional<LengthSpec>(LengthSpec(*v)) : std::nullopt;
+    }
+    const std::string where = p + "/" + key;
+    const std::string* name = string_member(*value, where, "distribution", true, ok);
+    if (name == nullptr) return std::nullopt;
+    LengthSpec length;
+    bool valid = true;
+    // The range of a drawn length; `keys` are the distribution's own parameters.
+    auto bounds = [&](std::vector<std::string> keys) {
+      keys.insert(keys.end(), {"distribution", "min", "max"});
+      check_keys(*value, where, keys);
+      length.min = integer(*value, where, "min", false, lowest, kInt64Max, valid).value_or(lowest);
+      auto max = integer(*value, where, "max", true, lowest, kInt64Max, valid);
+      if (max) length.max = *max;
+      if (max && length.min > length.max) {
+        add(where, "min (" + std::to_string(length.min) + ") must not exceed max (" +
+                       std::to_string(length.max) + ")");
+        valid = false;
+      }
+    };
+    if (*name == "fixed") {
+      check_keys(*value, where, {"distribution", "value"});
+      auto v = integer(*value, where, "value", true, lowest, kInt64Max, valid);
+      if (v) length = LengthSpec(*v);
+    } else if (*name == "uniform") {
+      length.distribution = LengthDistribution::uniform;
+      bounds({});
+    } else if (*name == "normal") {
+      length.distribution = LengthDistribution::normal;
+      bounds({"mean", "stddev"});
+      length.mean = number(*value, where, "mean", true, -1e300, true, valid).value_or(0);
+      length.stddev = number(*value, where, "stddev", true, 0.0, true, valid).value_or(0);
+    } else if (*name == "lognormal") {
+      length.distribution = LengthDistribution::lognormal;
+      bounds({"median", "sigma"});
+      length.median = number(*value, where, "median", true, 0.0, false, valid).value_or(1);
+      length.sigma = number(*value, where, "sigma", true, 0.0, true, valid).value_or(0);
+    } else if (*name == "zipf") {
+      length.distribution = LengthDistribution::zipf;
+      bounds({"exponent"});
+      length.exponent = number(*value, where, "exponent", true, 0.0, false, valid).value_or(1);
+    } else {
+      add(where + "/distribution",
+          "must be one of \"fixed\", \"uniform\", \"normal\", \"lognormal\", \"zipf\", got " +
+              show(json(*name)));
+      valid = false;
+    }
+    if (!valid) {
+      ok = false;
+      return std::nullopt;
+    }
+    return length;
   }
 
   bool read_sequences(const json& root, std::vector<SequenceSpec>& sequences) {
@@ -419,14 +623,273 @@ class SpecReader {
         ok = false;
         continue;
       }
-      check_keys(entry, p, {"context_len", "query_len", "count"});
       SequenceSpec seq;
-      if (auto v = integer(entry, p, "context_len", true, 0, kInt64Max, ok)) seq.context_len = *v;
-      if (auto v = integer(entry, p, "query_len", false, 1, kInt64Max, ok)) seq.query_len = *v;
-      if (auto v = integer(entry, p, "count", false, 1, kMaxSequenceCount, ok)) seq.count = int(*v);
+      if (entry.contains("trace")) {
+        check_keys(entry, p, {"trace"}, {"trace"});
+        seq.trace = read_trace(entry, p, i, ok);
+        if (!seq.trace) seq.trace = TraceSpec{};
+      } else {
+        check_keys(entry, p, {"context_len", "query_len", "count"});
+        if (auto v = read_length(entry, p, "context_len", true, 0, ok)) seq.context_len = *v;
+        if (auto v = read_length(entry, p, "query_len", false, 1, ok)) seq.query_len = *v;
+        if (auto v = integer(entry, p, "count", false, 1, kMaxSequenceCount, ok))
+          seq.count = int(*v);
+      }
       sequences.push_back(seq);
     }
     return ok;
+  }
+
+  // Reads `file` (and the optional `sha256` pin) of a file-reference object. In validation of a
+  // spec that was parsed already (`known_sha256` set), the file is not read again.
+  std::optional<ReferencedFile> file_reference(const json& object, const std::string& p,
+                                               bool required, const std::string* known_path,
+                                               const std::string* known_sha256, bool need_bytes,
+                                               std::string& file_out, bool& ok) {
+    const std::string* file = string_member(object, p, "file", required, ok);
+    const std::string* pin = string_member(object, p, "sha256", false, ok);
+    if (file == nullptr) return std::nullopt;
+    file_out = *file;
+    if (file->empty()) {
+      add(p + "/file", "must not be empty");
+      ok = false;
+      return std::nullopt;
+    }
+    if (!need_bytes && known_sha256 && !known_sha256->empty() && known_path) {
+      return ReferencedFile{*known_path, "", *known_sha256};
+    }
+    std::string problem;
+    const std::string& path = known_path && !known_path->empty() ? *known_path : *file;
+    std::optional<ReferencedFile> loaded =
+        read_referenced_file(path, known_path && !known_path->empty() ? "" : base_dir_, problem);
+    if (!loaded) {
+      add(p + "/file", problem);
+      ok = false;
+      return std::nullopt;
+    }
+    if (pin && *pin != loaded->sha256) {
+      add(p + "/sha256", "the file's SHA-256 is " + loaded->sha256 + ", not " + show(json(*pin)));
+      ok = false;
+      return std::nullopt;
+    }
+    return loaded;
+  }
+
+  std::optional<TraceSpec> read_trace(const json& entry, const std::string& p, size_t index,
+                                      bool& ok) {
+    bool valid = true;
+    const json* object = object_member(entry, p, "trace", true, valid);
+    if (object == nullptr) {
+      ok = false;
+      return std::nullopt;
+    }
+    const std::string tp = p + "/trace";
+    check_keys(*object, tp, {"file", "sha256", "phase", "first", "count", "chunk"});
+    TraceSpec trace;
+    const TraceSpec* known = nullptr;
+    if (loaded_ && index < loaded_->sequences.size() && loaded_->sequences[index].trace) {
+      known = &*loaded_->sequences[index].trace;
+    }
+    enum_member<TracePhase>(*object, tp, "phase", trace_phase_from_string,
+                            "\"prefill\", \"decode\", \"chunked_prefill\"", trace.phase, valid);
+    if (auto v = integer(*object, tp, "first", false, 0, kMaxTraceRows, valid)) trace.first = *v;
+    if (auto v = integer(*object, tp, "count", false, 1, kMaxTraceRows, valid)) trace.count = v;
+    const bool chunked = trace.phase == TracePhase::chunked_prefill;
+    if (object->contains("chunk") && !chunked) {
+      add(tp + "/chunk", "only applies to phase \"chunked_prefill\"");
+      valid = false;
+    } else if (chunked && !object->contains("chunk")) {
+      add(tp + "/chunk", "missing required key (phase \"chunked_prefill\" needs it)");
+      valid = false;
+    } else if (auto v = integer(*object, tp, "chunk", false, 1, kMaxTraceLength, valid)) {
+      trace.chunk = *v;
+    }
+
+    const bool have_rows = known && !known->rows.empty() && !known->sha256.empty();
+    std::optional<ReferencedFile> file =
+        file_reference(*object, tp, true, known ? &known->resolved_path : nullptr,
+                       known ? &known->sha256 : nullptr, !have_rows, trace.file, valid);
+    if (!file) {
+      ok = false;
+      return std::nullopt;
+    }
+    trace.resolved_path = file->resolved_path;
+    trace.sha256 = file->sha256;
+    if (have_rows) {
+      trace.rows = known->rows;
+    } else {
+      TraceCsv csv = parse_trace_csv(file->bytes);
+      for (const std::string& problem : csv.problems) {
+        add(tp + "/file", "\"" + trace.file + "\" " + problem);
+      }
+      if (!csv.problems.empty()) {
+        ok = false;
+        return std::nullopt;
+      }
+      trace.rows = std::move(csv.rows);
+    }
+    const int64_t rows = int64_t(trace.rows.size());
+    if (trace.first >= rows) {
+      add(tp + "/first", "must be below the trace's " + std::to_string(rows) + " rows, got " +
+                             std::to_string(trace.first));
+      valid = false;
+    } else if (trace.count && trace.first + *trace.count > rows) {
+      add(tp + "/count", "first (" + std::to_string(trace.first) + ") + count (" +
+                             std::to_string(*trace.count) + ") exceeds the trace's " +
+                             std::to_string(rows) + " rows");
+      valid = false;
+    }
+    if (!valid) {
+      ok = false;
+      return std::nullopt;
+    }
+    return trace;
+  }
+
+  bool read_mask(const json& root, MaskSpec& mask, const ModelShape& model) {
+    bool ok = true;
+    const json* object = object_member(root, "", "mask", false, ok);
+    if (object == nullptr) return ok;
+    const std::string p = "/mask";
+    check_keys(*object, p, {"causal", "block_sparse", "explicit"});
+    if (const json* causal = boolean_member(*object, p, "causal", ok))
+      mask.causal = causal->get<bool>();
+
+    if (const json* sparse = object_member(*object, p, "block_sparse", false, ok)) {
+      const std::string bp = p + "/block_sparse";
+      check_keys(*sparse, bp,
+                 {"block_size", "local_blocks", "vertical_stride", "head_sliding_step", "homo_head",
+                  "file", "sha256"});
+      BlockSparseSpec spec;
+      if (auto v = integer(*sparse, bp, "block_size", false, 1, kMaxBlockSize, ok)) {
+        spec.block_size = int(*v);
+      }
+      if (sparse->contains("file")) {
+        for (const char* key :
+             {"local_blocks", "vertical_stride", "head_sliding_step", "homo_head"}) {
+          if (sparse->contains(key)) {
+            add(bp + "/" + key, "not allowed with file (the layout file gives the layout)");
+            ok = false;
+          }
+        }
+        const BlockSparseSpec* known =
+            loaded_ && loaded_->mask.block_sparse ? &*loaded_->mask.block_sparse : nullptr;
+        if (auto file = file_reference(*sparse, bp, true, known ? &known->resolved_path : nullptr,
+                                       known ? &known->sha256 : nullptr, false, spec.file, ok)) {
+          spec.resolved_path = file->resolved_path;
+          spec.sha256 = file->sha256;
+        }
+      } else {
+        if (auto v = integer(*sparse, bp, "local_blocks", true, 1, kMaxBlockCount, ok)) {
+          spec.local_blocks = int(*v);
+        }
+        if (auto v = integer(*sparse, bp, "vertical_stride", true, 1, kMaxBlockCount, ok)) {
+          spec.vertical_stride = int(*v);
+        }
+        if (auto v = integer(*sparse, bp, "head_sliding_step", false, 0, kMaxBlockCount, ok)) {
+          spec.head_sliding_step = int(*v);
+        }
+        if (const json* homo = boolean_member(*sparse, bp, "homo_head", ok)) {
+          spec.homo_head = homo->get<bool>();
+        }
+      }
+      if (!mask.causal) {
+        add(bp,
+            "needs causal masking (/mask/causal true): the layout keeps blocks at or below "
+            "the diagonal");
+        ok = false;
+      }
+      mask.block_sparse = spec;
+    }
+
+    if (const json* explicit_mask = object_member(*object, p, "explicit", false, ok)) {
+      const std::string ep = p + "/explicit";
+      check_keys(*explicit_mask, ep, {"kind", "parents", "branches", "density", "file", "sha256"});
+      ExplicitMaskSpec spec;
+      const std::string* kind = string_member(*explicit_mask, ep, "kind", true, ok);
+      std::optional<ExplicitMaskKind> parsed =
+          kind ? explicit_mask_kind_from_string(*kind) : std::nullopt;
+      if (kind && !parsed) {
+        add(ep + "/kind",
+            "must be one of \"causal\", \"tree\", \"branches\", \"random\", "
+            "\"file\", got " +
+                show(json(*kind)));
+        ok = false;
+      }
+      if (parsed) spec.kind = *parsed;
+      auto only_for = [&](const char* key, ExplicitMaskKind owner) {
+        if (parsed && *parsed != owner && explicit_mask->contains(key)) {
+          add(ep + "/" + key, "only applies to kind \"" + to_string(owner) + "\"");
+          ok = false;
+          return false;
+        }
+        return parsed == owner;
+      };
+      if (only_for("parents", ExplicitMaskKind::tree))
+        read_tree_parents(*explicit_mask, ep, spec, ok);
+      if (only_for("branches", ExplicitMaskKind::branches)) {
+        if (auto v = integer(*explicit_mask, ep, "branches", true, 1, kMaxTreeNodes, ok)) {
+          spec.branches = int(*v);
+        }
+      }
+      if (only_for("density", ExplicitMaskKind::random)) {
+        if (auto v = number(*explicit_mask, ep, "density", true, 0.0, false, ok)) {
+          if (*v > 1.0) {
+            add(ep + "/density", "must be at most 1, got " + show(json(*v)));
+            ok = false;
+          }
+          spec.density = *v;
+        }
+      }
+      only_for("sha256", ExplicitMaskKind::file);
+      if (only_for("file", ExplicitMaskKind::file)) {
+        const ExplicitMaskSpec* known =
+            loaded_ && loaded_->mask.explicit_mask ? &*loaded_->mask.explicit_mask : nullptr;
+        if (auto file =
+                file_reference(*explicit_mask, ep, true, known ? &known->resolved_path : nullptr,
+                               known ? &known->sha256 : nullptr, false, spec.file, ok)) {
+          spec.resolved_path = file->resolved_path;
+          spec.sha256 = file->sha256;
+        }
+      }
+      if (object->contains("block_sparse")) {
+        add(ep, "cannot be combined with /mask/block_sparse");
+        ok = false;
+      }
+      if (model.sliding_window) {
+        add(ep, "cannot be combined with /model/sliding_window");
+        ok = false;
+      }
+      mask.explicit_mask = spec;
+    }
+    return ok;
+  }
+
+  void read_tree_parents(const json& object, const std::string& ep, ExplicitMaskSpec& spec,
+                         bool& ok) {
+    const json* parents =
+        typed_member(object, ep, "parents", true, ok, &json::is_array, "an array");
+    if (parents == nullptr) return;
+    if (parents->empty() || parents->size() > size_t(kMaxTreeNodes)) {
+      add(ep + "/parents", "must list 1.." + std::to_string(kMaxTreeNodes) + " nodes, got " +
+                               std::to_string(parents->size()));
+      ok = false;
+      return;
+    }
+    for (size_t i = 0; i < parents->size(); ++i) {
+      const json& parent = (*parents)[i];
+      const int64_t highest = int64_t(i) - 1;
+      if (!parent.is_number_integer() || parent.get<int64_t>() < -1 ||
+          parent.get<int64_t>() > highest) {
+        add(ep + "/parents/" + std::to_string(i),
+            "must be an integer in -1.." + std::to_string(highest) +
+                " (-1: the context; otherwise an earlier node), got " +
+                describe_wrong_type(parent));
+        ok = false;
+        continue;
+      }
+      spec.tree_parents.push_back(int(parent.get<int64_t>()));
+    }
   }
 
   void read_seed(const json& root, WorkloadSpec& spec) {
@@ -441,7 +904,7 @@ class SpecReader {
     }
   }
 
-  void check_limits(const WorkloadSpec& spec, bool model_ok, bool kv_ok) {
+  void check_limits(const WorkloadSpec& spec, bool model_ok, bool kv_ok, bool mask_ok) {
     WorkloadSpec sized = spec;  // with defaults where the model or cache were invalid
     if (!kv_ok) sized.kv_cache = KvCacheSpec{};
     WorkloadTotals t = workload_totals(sized);
@@ -461,10 +924,16 @@ class SpecReader {
       over("the total of query tokens (sum of count * query_len)", t.total_q,
            "< 2^31 (" + std::to_string(kTokenLimit) + ")");
     }
+    if (mask_ok && t.num_seqs <= kMaxSequences) check_mask_fits(spec);
     if (!kv_ok) return;
     if (t.num_pages >= kPageLimit) {
       over("the number of pages (sum of count * ceil(kv_len / page_size), plus the poison page)",
            t.num_pages, "< 2^31 (" + std::to_string(kPageLimit) + ")");
+    }
+    if (spec.kv_cache.num_pages && t.used_pages > *spec.kv_cache.num_pages) {
+      add("/kv_cache/num_pages", "the batch does not fit: it needs " + format_count(t.used_pages) +
+                                     " pages (plus the poison page), the pool has " +
+                                     std::to_string(*spec.kv_cache.num_pages));
     }
     if (t.block_table_entries >= kBlockTableLimit) {
       over("the padded block table (sequences * max pages per sequence = " +
@@ -472,20 +941,51 @@ class SpecReader {
            t.block_table_entries, "< 2^31 (" + std::to_string(kBlockTableLimit) + ") entries");
     }
     if (!model_ok) return;
-    const size_t dsize = size_of(spec.model.dtype);
+    const size_t kv_size = size_of(spec.model.effective_kv_dtype());
+    const size_t q_size = size_of(spec.model.dtype);
     if (t.kv_pool_bytes > kMaxKvPoolBytes) {
       over("the K+V pool size in bytes (2 * " + format_count(t.num_pages) + " pages * " +
                std::to_string(sized.kv_cache.page_size) + " tokens * " +
                std::to_string(spec.model.num_kv_heads) + " kv heads * " +
-               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(dsize) + " bytes)",
+               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(kv_size) +
+               " bytes)",
            t.kv_pool_bytes, "64 GiB (" + std::to_string(kMaxKvPoolBytes) + ")");
     }
     if (t.query_bytes > kMaxQueryBytes) {
       over("the Q size in bytes (" + format_count(t.total_q) + " tokens * " +
                std::to_string(spec.model.num_q_heads) + " heads * " +
-               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(dsize) + " bytes)",
+               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(q_size) +
+               " bytes)",
            t.query_bytes, "16 GiB (" + std::to_string(kMaxQueryBytes) + ")");
     }
+  }
+
+  // An explicit tree or branch mask is laid over every sequence's new tokens: their number must
+  // fit. Reports the first sequence that does not.
+  void check_mask_fits(const WorkloadSpec& spec) {
+    if (!spec.mask.explicit_mask) return;
+    const ExplicitMaskSpec& mask = *spec.mask.explicit_mask;
+    if (mask.kind != ExplicitMaskKind::tree && mask.kind != ExplicitMaskKind::branches) return;
+    int64_t seq = 0;
+    bool reported = false;
+    for_each_sequence(spec, [&](const SequenceLengths& lengths) {
+      if (!reported && mask.kind == ExplicitMaskKind::tree &&
+          lengths.query_len != int64_t(mask.tree_parents.size()) && !mask.tree_parents.empty()) {
+        add("/mask/explicit/parents", "the tree has " + std::to_string(mask.tree_parents.size()) +
+                                          " nodes but sequence " + std::to_string(seq) +
+                                          " has query_len " + std::to_string(lengths.query_len));
+        reported = true;
+      }
+      if (!reported && mask.kind == ExplicitMaskKind::branches &&
+          lengths.query_len % mask.branches != 0) {
+        add("/mask/explicit/branches", "sequence " + std::to_string(seq) + "'s query_len (" +
+                                           std::to_string(lengths.query_len) +
+                                           ") is not a multiple of " +
+                                           std::to_string(mask.branches));
+        reported = true;
+      }
+      ++seq;
+    });
   }
 };
 
@@ -496,42 +996,17 @@ double WorkloadSpec::effective_softmax_scale() const {
   return 1.0 / std::sqrt(double(model.head_dim));
 }
 
-WorkloadTotals workload_totals(const WorkloadSpec& spec) {
-  WorkloadTotals t;
-  const int64_t page_size = std::max(1, spec.kv_cache.page_size);
-  for (const SequenceSpec& seq : spec.sequences) {
-    const int64_t count = seq.count;
-    const int64_t kv_len = saturating_add(seq.context_len, seq.query_len);
-    const int64_t pages = kv_len / page_size + (kv_len % page_size != 0 ? 1 : 0);
-    t.num_seqs = saturating_add(t.num_seqs, count);
-    t.total_kv = saturating_add(t.total_kv, saturating_mul(count, kv_len));
-    t.total_q = saturating_add(t.total_q, saturating_mul(count, seq.query_len));
-    t.used_pages = saturating_add(t.used_pages, saturating_mul(count, pages));
-    t.max_pages_per_seq = std::max(t.max_pages_per_seq, pages);
-  }
-  t.num_pages = saturating_add(t.used_pages, 1);
-  t.block_table_entries = saturating_mul(t.num_seqs, t.max_pages_per_seq);
-  const int64_t dsize = int64_t(size_of(spec.model.dtype));
-  const int64_t kv_row = saturating_mul(
-      saturating_mul(int64_t(spec.model.num_kv_heads), int64_t(spec.model.head_dim)), dsize);
-  t.kv_pool_bytes =
-      saturating_mul(2, saturating_mul(saturating_mul(t.num_pages, page_size), kv_row));
-  const int64_t q_row = saturating_mul(
-      saturating_mul(int64_t(spec.model.num_q_heads), int64_t(spec.model.head_dim)), dsize);
-  t.query_bytes = saturating_mul(t.total_q, q_row);
-  return t;
-}
-
 std::vector<std::string> validate_workload(const WorkloadSpec& spec) {
-  SpecReader reader;
+  SpecReader reader("", &spec);
   reader.read(to_json(spec));
   return reader.problems;
 }
 
-WorkloadSpec parse_workload(std::string_view text, const std::string& source) {
+WorkloadSpec parse_workload(std::string_view text, const std::string& source,
+                            const std::string& base_dir) {
   StrictJsonResult parsed = parse_strict_json(text);
   if (!parsed.complete) throw InputError(source, parsed.problems);
-  SpecReader reader;
+  SpecReader reader(base_dir, nullptr);
   WorkloadSpec spec = reader.read(parsed.value);
   std::vector<std::string> problems = std::move(parsed.problems);  // duplicate keys
   problems.insert(problems.end(), reader.problems.begin(), reader.problems.end());
@@ -566,28 +1041,89 @@ WorkloadSpec load_workload_file(const std::string& path) {
     throw InputError(path, {"(top level): the file is larger than the limit of " +
                             std::to_string(max_bytes) + " bytes"});
   }
-  return parse_workload(text, path);
+  return parse_workload(text, path, directory_of(path));
 }
 
-json to_json(const WorkloadSpec& spec) {
-  json model = json::object();
-  model["num_q_heads"] = spec.model.num_q_heads;
-  model["num_kv_heads"] = spec.model.num_kv_heads;
-  model["head_dim"] = spec.model.head_dim;
-  model["dtype"] = to_string(spec.model.dtype);
-  if (spec.model.softmax_scale) model["softmax_scale"] = *spec.model.softmax_scale;
+namespace {
 
+// A fixed length is written as its integer, a drawn one as its distribution object.
+json length_json(const LengthSpec& length) {
+  if (length.is_fixed()) return length.value;
+  json out = {
+      {"distribution", to_string(length.distribution)}, {"min", length.min}, {"max", length.max}};
+  switch (length.distribution) {
+    case LengthDistribution::normal:
+      out["mean"] = length.mean;
+      out["stddev"] = length.stddev;
+      break;
+    case LengthDistribution::lognormal:
+      out["median"] = length.median;
+      out["sigma"] = length.sigma;
+      break;
+    case LengthDistribution::zipf:
+      out["exponent"] = length.exponent;
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+// A file reference: the path as written and the hash of the bytes, never where it was found
+// (the same file elsewhere is the same workload).
+void write_file_reference(json& out, const std::string& file, const std::string& sha256) {
+  out["file"] = file;
+  if (!sha256.empty()) out["sha256"] = sha256;
+}
+
+}  // namespace
+
+// Fields added by schema version 2 are written only when they differ from their defaults, so a
+// version 1 file keeps the canonical form, and the hash, it always had.
+json to_json(const WorkloadSpec& spec) {
+  const ModelShape& m = spec.model;
+  json model = json::object();
+  model["num_q_heads"] = m.num_q_heads;
+  model["num_kv_heads"] = m.num_kv_heads;
+  model["head_dim"] = m.head_dim;
+  model["dtype"] = to_string(m.dtype);
+  if (m.softmax_scale) model["softmax_scale"] = *m.softmax_scale;
+  if (m.kv_dtype) model["kv_dtype"] = to_string(*m.kv_dtype);
+  if (m.effective_kv_dtype() == DType::fp8_e4m3) model["kv_scale"] = to_string(m.kv_scale);
+  if (m.logits_soft_cap) model["logits_soft_cap"] = *m.logits_soft_cap;
+  if (m.sliding_window) model["sliding_window"] = *m.sliding_window;
+  if (!m.sink_logits.empty()) {
+    model["attention_sinks"] = m.sink_logits;
+  } else if (m.attention_sinks) {
+    model["attention_sinks"] = true;
+  }
+
+  const KvCacheSpec& k = spec.kv_cache;
   json kv = json::object();
-  kv["page_size"] = spec.kv_cache.page_size;
-  kv["layout"] = to_string(spec.kv_cache.layout);
-  kv["allocation"] = to_string(spec.kv_cache.allocation);
+  kv["page_size"] = k.page_size;
+  kv["layout"] = to_string(k.layout);
+  kv["allocation"] = to_string(k.allocation);
+  if (k.num_pages) kv["num_pages"] = *k.num_pages;
+  if (k.shared_prefix) {
+    kv["shared_prefix"] = {{"tokens", k.shared_prefix->tokens},
+                           {"group_size", k.shared_prefix->group_size}};
+  }
 
   json sequences = json::array();
   for (const SequenceSpec& seq : spec.sequences) {
     json entry = json::object();
-    entry["context_len"] = seq.context_len;
-    entry["query_len"] = seq.query_len;
-    entry["count"] = seq.count;
+    if (seq.trace) {
+      const TraceSpec& t = *seq.trace;
+      json trace = {{"phase", to_string(t.phase)}, {"first", t.first}};
+      write_file_reference(trace, t.file, t.sha256);
+      if (t.count) trace["count"] = *t.count;
+      if (t.phase == TracePhase::chunked_prefill) trace["chunk"] = t.chunk;
+      entry["trace"] = std::move(trace);
+    } else {
+      entry["context_len"] = length_json(seq.context_len);
+      entry["query_len"] = length_json(seq.query_len);
+      entry["count"] = seq.count;
+    }
     sequences.push_back(std::move(entry));
   }
 
@@ -599,6 +1135,46 @@ json to_json(const WorkloadSpec& spec) {
   out["kv_cache"] = std::move(kv);
   out["sequences"] = std::move(sequences);
   out["seed"] = spec.seed;
+
+  const MaskSpec& mask = spec.mask;
+  if (!mask.causal || mask.block_sparse || mask.explicit_mask) {
+    json m_out = {{"causal", mask.causal}};
+    if (mask.block_sparse) {
+      const BlockSparseSpec& b = *mask.block_sparse;
+      json sparse = {{"block_size", b.block_size}};
+      if (!b.file.empty()) {
+        write_file_reference(sparse, b.file, b.sha256);
+      } else {
+        sparse["local_blocks"] = b.local_blocks;
+        sparse["vertical_stride"] = b.vertical_stride;
+        sparse["head_sliding_step"] = b.head_sliding_step;
+        sparse["homo_head"] = b.homo_head;
+      }
+      m_out["block_sparse"] = std::move(sparse);
+    }
+    if (mask.explicit_mask) {
+      const ExplicitMaskSpec& e = *mask.explicit_mask;
+      json explicit_mask = {{"kind", to_string(e.kind)}};
+      switch (e.kind) {
+        case ExplicitMaskKind::tree:
+          explicit_mask["parents"] = e.tree_parents;
+          break;
+        case ExplicitMaskKind::branches:
+          explicit_mask["branches"] = e.branches;
+          break;
+        case ExplicitMaskKind::random:
+          explicit_mask["density"] = e.density;
+          break;
+        case ExplicitMaskKind::file:
+          write_file_reference(explicit_mask, e.file, e.sha256);
+          break;
+        case ExplicitMaskKind::causal:
+          break;
+      }
+      m_out["explicit"] = std::move(explicit_mask);
+    }
+    out["mask"] = std::move(m_out);
+  }
   return out;
 }
 

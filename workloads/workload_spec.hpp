@@ -1,11 +1,11 @@
 // WorkloadSpec: what the user wrote in workload.json, validated. A plain aggregate with a canonical
 // JSON form (every default written out, keys sorted) and a content hash of that form.
 //
-// The reference for every field is docs/workload.md. Schema version 1 is the first slice: model
-// shape, KV-cache paging, an explicit list of sequences and a data seed.
+// The reference for every field is docs/workload.md.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,46 +17,159 @@
 
 namespace attn {
 
-inline constexpr int kWorkloadSchemaVersion = 1;
+inline constexpr int kWorkloadSchemaVersion = 2;  // version 1 files are still accepted
 
 // Where a page's tokens and heads sit in the paged K/V pools.
 enum class KvLayout {
-  nhd,  // [pages, page_size, kv_heads, head_dim] (vLLM's flash layout)
-  hnd,  // [pages, kv_heads, page_size, head_dim]
+  nhd,   // [pages, page_size, kv_heads, head_dim] (vLLM's flash layout)
+  hnd,   // [pages, kv_heads, page_size, head_dim]
+  vllm,  // vLLM's paged-attention layout: K [pages, kv_heads, head_dim / x, page_size, x] with
+         // x = 16 bytes / element size, V [pages, kv_heads, head_dim, page_size]
 };
 std::string to_string(KvLayout layout);
 std::optional<KvLayout> kv_layout_from_string(const std::string& text);
 
 // How page ids are handed out to sequences.
 enum class PageAllocation {
-  sequential,  // sequence 0 gets pages 0..n0-1, sequence 1 the next ones, ...
-  shuffled,    // a seeded random permutation of the pool: neighbours in a sequence are far apart
+  sequential,     // sequence 0 gets pages 0..n0-1, sequence 1 the next ones, ...
+  shuffled,       // a seeded random permutation of the pool: neighbours in a sequence are far apart
+  fragmented,     // pages come off a free list left behind by a simulated serving history
+  shared_prefix,  // groups of sequences point at the same pages for a common prefix
 };
 std::string to_string(PageAllocation allocation);
 std::optional<PageAllocation> page_allocation_from_string(const std::string& text);
+
+// Granularity of the dequantisation scales of an fp8 KV cache.
+enum class KvScaleGranularity { per_tensor, per_head };
+std::string to_string(KvScaleGranularity granularity);
+std::optional<KvScaleGranularity> kv_scale_granularity_from_string(const std::string& text);
 
 struct ModelShape {
   int num_q_heads = 0;
   int num_kv_heads = 0;  // divides num_q_heads; the ratio is the GQA group size
   int head_dim = 0;
-  DType dtype = DType::bf16;            // Q, K, V and output
-  std::optional<double> softmax_scale;  // default 1/sqrt(head_dim)
+  DType dtype = DType::bf16;      // Q and output, and K/V unless kv_dtype says otherwise
+  std::optional<DType> kv_dtype;  // unset: same as dtype; or DType::fp8_e4m3
+  KvScaleGranularity kv_scale = KvScaleGranularity::per_tensor;  // fp8 KV only
+  std::optional<double> softmax_scale;                           // default 1/sqrt(head_dim)
+  std::optional<double> logits_soft_cap;  // > 0: logits = cap * tanh(logits / cap)
+  std::optional<int64_t> sliding_window;  // >= 1: a query at position p sees keys p-w+1 .. p
+  // Attention sinks (gpt-oss style): one extra logit per q head that joins the softmax
+  // denominator and contributes no value. `seeded`: drawn from the seed; or explicit values.
+  bool attention_sinks = false;
+  std::vector<double> sink_logits;  // [num_q_heads] when given explicitly
+
+  DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
+};
+
+// Prefix caching: consecutive groups of `group_size` sequences share the pages of their first
+// `tokens` tokens (whole pages only; the partial page after them is private).
+struct SharedPrefixSpec {
+  int64_t tokens = 0;
+  int group_size = 2;
 };
 
 struct KvCacheSpec {
   int page_size = 16;  // tokens per page, 1..256
   KvLayout layout = KvLayout::nhd;
   PageAllocation allocation = PageAllocation::shuffled;
+  std::optional<int64_t> num_pages;  // pool capacity (excluding the poison page); unset: enough
+  std::optional<SharedPrefixSpec> shared_prefix;  // required with allocation shared_prefix
+};
+
+// A length: a fixed value, or drawn per sequence from a distribution, clamped to [min, max].
+enum class LengthDistribution { fixed, uniform, normal, lognormal, zipf };
+std::string to_string(LengthDistribution distribution);
+
+struct LengthSpec {
+  LengthDistribution distribution = LengthDistribution::fixed;
+  int64_t value = 0;      // fixed
+  double mean = 0.0;      // normal
+  double stddev = 0.0;    // normal
+  double median = 0.0;    // lognormal: exp(mu)
+  double sigma = 0.0;     // lognormal
+  double exponent = 0.0;  // zipf: P(min + k) proportional to 1 / (k + 1)^exponent
+  int64_t min = 0;        // uniform range and clamp of the others
+  int64_t max = 0;
+
+  LengthSpec() = default;
+  LengthSpec(int64_t fixed_value) : value(fixed_value), min(fixed_value), max(fixed_value) {}
+  bool is_fixed() const { return distribution == LengthDistribution::fixed; }
+};
+
+// Lengths from a CSV trace of requests (columns prompt_len,output_len), turned into sequences
+// caught in one phase of serving.
+enum class TracePhase {
+  prefill,          // context 0, query = prompt
+  decode,           // context = prompt + tokens generated so far (seeded), query 1
+  chunked_prefill,  // context = a seeded whole number of chunks of the prompt, query = next chunk
+};
+std::string to_string(TracePhase phase);
+std::optional<TracePhase> trace_phase_from_string(const std::string& text);
+
+struct TraceSpec {
+  std::string file;           // as written: a path relative to the workload file, or "builtin:NAME"
+  std::string resolved_path;  // where `file` was found (not part of the canonical form)
+  std::string sha256;         // of the file's bytes, filled when loaded; part of the canonical form
+  TracePhase phase = TracePhase::decode;
+  int64_t first = 0;                              // first row used
+  std::optional<int64_t> count;                   // rows used; unset: all from `first`
+  int64_t chunk = 0;                              // chunked_prefill only
+  std::vector<std::pair<int64_t, int64_t>> rows;  // loaded (prompt_len, output_len)
 };
 
 // `count` sequences, each with `context_len` tokens already in the cache and `query_len` new
 // tokens. The new tokens' keys and values are in the cache too (written before attention, as a
 // serving engine does), so a sequence attends over kv_len = context_len + query_len keys; new token
 // i (0-based) sees keys [0, context_len + i] (causal, aligned to the end).
+// With `trace` set, the lengths come from the trace instead and count is the rows used.
 struct SequenceSpec {
-  int64_t context_len = 0;
-  int64_t query_len = 1;
+  LengthSpec context_len = LengthSpec(0);
+  LengthSpec query_len = LengthSpec(1);
   int count = 1;
+  std::optional<TraceSpec> trace;
+};
+
+// Block-sparse layout per q head over blocks of `block_size` tokens (seed 003): block (i, j) is
+// kept when j <= i and (i - j < local_blocks or (j + h * head_sliding_step + 1) % vertical_stride
+// == 0); within a kept diagonal block the mask is causal per token. `homo_head`: every head uses
+// head 0's layout. Or a layout read from `file`.
+struct BlockSparseSpec {
+  int block_size = 64;
+  int local_blocks = 0;
+  int vertical_stride = 0;
+  int head_sliding_step = 1;
+  bool homo_head = false;
+  std::string file;           // a layout file instead of the parameters (docs/workload.md)
+  std::string resolved_path;  // where `file` was found (not part of the canonical form)
+  std::string sha256;         // of the file's bytes; part of the canonical form
+};
+
+// An explicit (query_len, kv_len) mask per sequence, read by the masked variants.
+enum class ExplicitMaskKind {
+  causal,    // the causal mask written out (for checking masked against unmasked variants)
+  tree,      // speculative-decoding tree: new token i sees the context and its ancestors
+  branches,  // the new tokens are `branches` equal causal branches that share the context
+  random,    // each (query, key) visible with probability `density`, the diagonal always
+  file,      // read from `file`
+};
+std::string to_string(ExplicitMaskKind kind);
+std::optional<ExplicitMaskKind> explicit_mask_kind_from_string(const std::string& text);
+
+struct ExplicitMaskSpec {
+  ExplicitMaskKind kind = ExplicitMaskKind::causal;
+  std::vector<int> tree_parents;  // tree: parent of each new token (-1: the context)
+  int branches = 1;
+  double density = 0.5;
+  std::string file;
+  std::string resolved_path;  // where `file` was found (not part of the canonical form)
+  std::string sha256;         // of the file's bytes; part of the canonical form
+};
+
+struct MaskSpec {
+  bool causal = true;  // false: every query sees all kv_len keys
+  std::optional<BlockSparseSpec> block_sparse;
+  std::optional<ExplicitMaskSpec> explicit_mask;
 };
 
 struct WorkloadSpec {
@@ -66,17 +179,34 @@ struct WorkloadSpec {
   ModelShape model;
   KvCacheSpec kv_cache;
   std::vector<SequenceSpec> sequences;
+  MaskSpec mask;
   uint64_t seed = 0;
 
   double effective_softmax_scale() const;
   int group_size() const { return model.num_q_heads / model.num_kv_heads; }
 };
 
+// One sequence's concrete lengths after distributions and traces are drawn.
+struct SequenceLengths {
+  int64_t context_len = 0;
+  int64_t query_len = 1;
+};
+// Draws every sequence's lengths (deterministic in the spec's seed; docs/workload.md, "Length
+// distributions" and "Traces"). Cheap: no tensors. Trace entries need their rows loaded.
+std::vector<SequenceLengths> expand_sequences(const WorkloadSpec& spec);
+// The same lengths, handed to `visit` one at a time in batch order without being stored (the
+// limits check walks a million sequences this way without allocating).
+void for_each_sequence(const WorkloadSpec& spec,
+                       const std::function<void(const SequenceLengths&)>& visit);
+
 // Parses and validates workload JSON text. `source` names the input in messages (a path or
 // "preset:default"). Throws InputError listing every problem found: a syntax error with its line
 // and column, a wrong value with its JSON pointer and the rule it breaks. Rejects duplicate keys,
 // unknown keys, and inputs that are too large or too deeply nested.
-WorkloadSpec parse_workload(std::string_view text, const std::string& source);
+// Relative file references (traces, layouts, masks) resolve against `base_dir` (empty: the
+// working directory).
+WorkloadSpec parse_workload(std::string_view text, const std::string& source,
+                            const std::string& base_dir = "");
 
 // Reads the file and parses it; an unreadable file is an InputError naming the path.
 WorkloadSpec load_workload_file(const std::string& path);

@@ -29,18 +29,21 @@ inline constexpr int64_t kMaxQueryBytes = int64_t(16) << 30;   // Q, inclusive
 
 // Sizes of the batch a spec describes, computed without allocating. Saturate at INT64_MAX, so a
 // spec with absurd lengths reads as "too large" rather than overflowing.
+// Lengths are the drawn ones (expand_sequences), except when there are more than kMaxSequences
+// sequences: then each entry counts `count` times its largest possible lengths, without drawing.
 struct WorkloadTotals {
   int64_t num_seqs = 0;
-  int64_t total_kv = 0;    // sum of count * (context_len + query_len)
-  int64_t total_q = 0;     // sum of count * query_len
-  int64_t used_pages = 0;  // sum of count * ceil(kv_len / page_size)
-  int64_t num_pages = 0;   // used_pages + 1 (the poison page)
+  int64_t total_kv = 0;    // sum of (context_len + query_len)
+  int64_t total_q = 0;     // sum of query_len
+  int64_t used_pages = 0;  // sum of ceil(kv_len / page_size), less the pages a shared prefix saves
+  int64_t pool_pages = 0;  // the pool's capacity (page_plan.hpp), excluding the poison page
+  int64_t num_pages = 0;   // pool_pages + 1 (the poison page)
   int64_t max_pages_per_seq = 0;
   int64_t block_table_entries = 0;  // num_seqs * max_pages_per_seq
-  int64_t kv_pool_bytes = 0;        // 2 * num_pages * page_size * num_kv_heads * head_dim * size
+  int64_t kv_pool_bytes = 0;        // 2 * num_pages * page_size * num_kv_heads * head_dim * kv size
   int64_t query_bytes = 0;          // total_q * num_q_heads * head_dim * size
 };
-// Requires page_size >= 1 and non-negative lengths and counts.
+// Requires page_size >= 1, non-negative lengths and counts, and loaded trace rows.
 WorkloadTotals workload_totals(const WorkloadSpec& spec);
 
 // Every problem with the spec (the same rules and messages as parse_workload, each prefixed with

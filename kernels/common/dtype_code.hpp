@@ -7,6 +7,8 @@ namespace attn {
 enum DTypeCode : int {
   kDTypeBf16 = 0,
   kDTypeFp16 = 1,
+  kDTypeFp8E4m3 = 2,
+  kDTypeFp32 = 3,
 };
 
 }  // namespace attn

@@ -49,6 +49,27 @@ std::string describe_rule(int rule, const SplitKvConfig& c, int head_dim) {
   }
 }
 
+// The batch features splitkv's kernel does not implement yet. Each must be refused, never run:
+// the kernel would ignore it and compute plain causal attention, a wrong answer that only the
+// reference check would catch. Non-causal needs no refusal: the single query token of a decode
+// sequence is its last position, so it sees every key either way.
+Support splitkv_supports_features(const Batch& batch) {
+  if (batch.kv_dtype != batch.dtype) {
+    return Support::no("KV dtype " + to_string(batch.kv_dtype) +
+                       " (quantised KV cache) is not implemented; needs K/V of the Q dtype " +
+                       to_string(batch.dtype));
+  }
+  if (batch.spec.kv_cache.layout == KvLayout::vllm) {
+    return Support::no("the vllm K/V layout is not implemented (nhd and hnd are)");
+  }
+  if (batch.logits_soft_cap > 0) return Support::no("logits soft-cap is not implemented");
+  if (batch.sliding_window > 0) return Support::no("sliding window is not implemented");
+  if (!batch.sink_logits.empty()) return Support::no("attention sinks are not implemented");
+  if (batch.block_sparse) return Support::no("block-sparse masks are not implemented");
+  if (batch.explicit_mask) return Support::no("explicit masks are not implemented");
+  return Support::yes();
+}
+
 int dtype_code(DType dtype) {
   return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
@@ -134,6 +155,7 @@ class SplitKvVariant : public Variant {
       return Support::no("needs compute capability 8.0 or newer (bf16 conversions)");
     }
     if (Support s = paged_decode_supports_batch(batch); !s) return s;
+    if (Support s = splitkv_supports_features(batch); !s) return s;
     const DType dtype = batch.spec.model.dtype;
     if (dtype != DType::bf16 && dtype != DType::fp16) {
       return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");

@@ -2,45 +2,58 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "base/thread_pool.hpp"
 #include "workloads/batch_data.hpp"
+#include "workloads/visibility.hpp"
 
 namespace attn {
 
 namespace {
 
-// Softmax-weighted sum over `keys` logits, in double: out[d] = sum_j p_j * value(j, d).
-template <typename ValueAt>
-void softmax_weighted_sum(std::vector<double>& logits, int head_dim, const ValueAt& value_at,
-                          float* out) {
-  if (logits.empty()) {
-    std::fill(out, out + head_dim, 0.0f);
-    return;
-  }
-  const double max_logit = *std::max_element(logits.begin(), logits.end());
-  double sum = 0;
-  for (double& l : logits) {
-    l = std::exp(l - max_logit);
-    sum += l;
-  }
-  std::vector<double> acc(size_t(head_dim), 0.0);
-  for (size_t j = 0; j < logits.size(); ++j) {
-    const double p = logits[j] / sum;
-    for (int d = 0; d < head_dim; ++d) acc[size_t(d)] += p * value_at(j, d);
-  }
-  for (int d = 0; d < head_dim; ++d) out[d] = float(acc[size_t(d)]);
-}
-
-// One output row: a query token and head, and the keys it sees.
+// One output row: a query token and head.
 struct OutputRow {
   int64_t token;    // query token index in the batch
+  int64_t q_index;  // its index among its sequence's new tokens
   int head;         // query head
   int kv_head;      // the KV head it reads (GQA)
   int seq;          // its sequence
-  int64_t visible;  // keys [0, visible) of the sequence: context_len + position + 1
 };
+
+// The attention semantics (the header's formula), shared by both oracles: they differ only in
+// where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value.
+template <typename Dot, typename Value>
+void attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Dot& dot,
+                const Value& value, float* out) {
+  std::vector<int64_t> keys;
+  std::vector<double> weights;
+  const double cap = batch.logits_soft_cap;
+  for (int64_t j = 0; j < batch.kv_lens[size_t(row.seq)]; ++j) {
+    if (!key_visible(batch, row.seq, row.head, row.q_index, j)) continue;
+    double logit = dot(j) * double(batch.softmax_scale);
+    if (cap > 0) logit = cap * std::tanh(logit / cap);
+    keys.push_back(j);
+    weights.push_back(logit);
+  }
+  std::fill(out, out + head_dim, 0.0f);
+  if (keys.empty()) return;  // nothing visible: exactly zero, even with a sink
+
+  const bool has_sink = !batch.sink_logits.empty();
+  const double sink = has_sink ? double(batch.sink_logits[size_t(row.head)]) : 0.0;
+  double max_logit = *std::max_element(weights.begin(), weights.end());
+  if (has_sink) max_logit = std::max(max_logit, sink);
+  double sum = has_sink ? std::exp(sink - max_logit) : 0.0;  // the sink adds mass, no value
+  for (double& w : weights) {
+    w = std::exp(w - max_logit);
+    sum += w;
+  }
+  std::vector<double> acc(size_t(head_dim), 0.0);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const double p = weights[k] / sum;
+    for (int d = 0; d < head_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
+  }
+  for (int d = 0; d < head_dim; ++d) out[d] = float(acc[size_t(d)]);
+}
 
 // Calls fn(row, out) for every output row, in parallel; out points at the row's head_dim floats.
 template <typename Fn>
@@ -62,7 +75,7 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, const
           row.head = int(r % size_t(Hq));
           row.kv_head = row.head / group;
           row.seq = seq_of[size_t(row.token)];
-          row.visible = batch.context_lens[row.seq] + (row.token - batch.cu_seqlens_q[row.seq]) + 1;
+          row.q_index = row.token - batch.cu_seqlens_q[size_t(row.seq)];
           fn(row, out.data() + r * size_t(m.head_dim));
         }
       },
@@ -70,61 +83,90 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, const
   return out;
 }
 
+// Dequantisation scale of an fp8 cache's kv head (1 for a bf16/fp16 cache).
+double kv_scale(const std::vector<float>& scales, int kv_head) {
+  if (scales.empty()) return 1.0;
+  return scales.size() == 1 ? scales[0] : scales[size_t(kv_head)];
+}
+
+// Element offset of (page, slot, head, dim) in one pool, split as row(page, slot, head) + dim
+// part: every layout is affine in dim apart from the row (vLLM's K interleaves dim in x-wide
+// chunks, so the dim part is a table rather than d itself).
+struct PoolAddressing {
+  const Batch& batch;
+  DataStream stream;
+  std::vector<int64_t> dim_offset;  // [head_dim]
+
+  PoolAddressing(const Batch& b, DataStream s) : batch(b), stream(s) {
+    const int64_t origin = pool_offset(batch, stream, 0, 0, 0, 0);
+    for (int d = 0; d < batch.spec.model.head_dim; ++d)
+      dim_offset.push_back(pool_offset(batch, stream, 0, 0, 0, d) - origin);
+  }
+  int64_t row(int64_t page, int slot, int head) const {
+    return pool_offset(batch, stream, page, slot, head, 0);
+  }
+};
+
 }  // namespace
 
 std::vector<float> paged_attention_reference(const Problem& host, size_t threads) {
   ATTN_ASSERT(host.backend() == Backend::cpu, "the CPU reference needs a host problem");
   const Batch& batch = host.batch();
-  const DType dtype = batch.spec.model.dtype;
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
+  const PoolAddressing k_pool(batch, DataStream::key), v_pool(batch, DataStream::value);
   return for_each_output_row(batch, threads, [&](const OutputRow& row, float* out) {
-    // Pool offset of each visible key row, read through the block table.
     const int32_t* pages = host.block_table() + int64_t(row.seq) * batch.max_pages_per_seq;
-    std::vector<int64_t> key_offset(size_t(row.visible));
-    for (int64_t j = 0; j < row.visible; ++j) {
-      key_offset[size_t(j)] =
-          pool_offset(batch, pages[j / batch.page_size], int(j % batch.page_size), row.kv_head, 0);
-    }
-    const int64_t q_offset = (row.token * Hq + row.head) * D;
-    std::vector<double> logits(size_t(row.visible), 0.0);
-    for (int64_t j = 0; j < row.visible; ++j) {
-      double dot = 0;
-      for (int d = 0; d < D; ++d) {
-        dot += double(load_as_float(host.q(), size_t(q_offset + d), dtype)) *
-               double(load_as_float(host.k_pool(), size_t(key_offset[size_t(j)] + d), dtype));
-      }
-      logits[size_t(j)] = dot * batch.softmax_scale;
-    }
-    softmax_weighted_sum(
-        logits, D,
-        [&](size_t j, int d) {
-          return double(load_as_float(host.v_pool(), size_t(key_offset[j] + d), dtype));
+    auto page_of = [&](int64_t j) { return pages[j / batch.page_size]; };
+    auto slot_of = [&](int64_t j) { return int(j % batch.page_size); };
+    std::vector<double> q(static_cast<size_t>(D));
+    for (int d = 0; d < D; ++d)
+      q[size_t(d)] =
+          load_as_float(host.q(), size_t((row.token * Hq + row.head) * D + d), batch.dtype);
+    const double k_scale = kv_scale(batch.k_scales, row.kv_head);
+    const double v_scale = kv_scale(batch.v_scales, row.kv_head);
+    attend_row(
+        batch, row, D,
+        [&](int64_t j) {
+          const int64_t base = k_pool.row(page_of(j), slot_of(j), row.kv_head);
+          double dot = 0;
+          for (int d = 0; d < D; ++d) {
+            dot += q[size_t(d)] *
+                   double(load_as_float(host.k_pool(), size_t(base + k_pool.dim_offset[size_t(d)]),
+                                        batch.kv_dtype));
+          }
+          return dot * k_scale;
+        },
+        [&](int64_t j, int d) {
+          const int64_t base = v_pool.row(page_of(j), slot_of(j), row.kv_head);
+          return v_scale *
+                 double(load_as_float(host.v_pool(), size_t(base + v_pool.dim_offset[size_t(d)]),
+                                      batch.kv_dtype));
         },
         out);
   });
 }
 
 std::vector<float> naive_dense_attention(const Batch& batch, size_t threads) {
-  const DType dtype = batch.spec.model.dtype;
   const int D = batch.spec.model.head_dim;
   return for_each_output_row(batch, threads, [&](const OutputRow& row, float* out) {
     std::vector<double> q(static_cast<size_t>(D));
     for (int d = 0; d < D; ++d)
-      q[size_t(d)] = round_to(dtype, query_value(batch, row.token, row.head, d));
-    std::vector<double> logits(size_t(row.visible), 0.0);
-    std::vector<double> values(size_t(row.visible) * D, 0.0);
-    for (int64_t j = 0; j < row.visible; ++j) {
-      double dot = 0;
-      for (int d = 0; d < D; ++d) {
-        dot += q[size_t(d)] *
-               round_to(dtype, kv_value(batch, DataStream::key, row.seq, j, row.kv_head, d));
-        values[size_t(j) * D + d] =
-            round_to(dtype, kv_value(batch, DataStream::value, row.seq, j, row.kv_head, d));
-      }
-      logits[size_t(j)] = dot * batch.softmax_scale;
-    }
-    softmax_weighted_sum(
-        logits, D, [&](size_t j, int d) { return values[j * size_t(D) + d]; }, out);
+      q[size_t(d)] = round_to(batch.dtype, query_value(batch, row.token, row.head, d));
+    // Keys and values as the cache holds them (rounded, dequantised), from the data rule.
+    attend_row(
+        batch, row, D,
+        [&](int64_t j) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d) {
+            dot +=
+                q[size_t(d)] * stored_kv_value(batch, DataStream::key, row.seq, j, row.kv_head, d);
+          }
+          return dot;
+        },
+        [&](int64_t j, int d) {
+          return double(stored_kv_value(batch, DataStream::value, row.seq, j, row.kv_head, d));
+        },
+        out);
   });
 }
 

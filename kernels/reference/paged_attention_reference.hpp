@@ -1,8 +1,13 @@
 // The CPU oracles for attention over a paged KV cache.
 //
-// Semantics (docs/workload.md): query token i (0-based) of sequence s attends to keys
-// [0, context_len + i] of that sequence (causal, aligned to the end); kv_len = context_len +
-// query_len. out = softmax(scale * q.K^T) V per query head, with K/V of kv head = head / group.
+// Semantics (workloads/batch.hpp, docs/workload.md): for query token i (0-based) of sequence s and
+// q head h, with kv head h / group:
+//   logit_j = scale * q . k_j                 for every key j that key_visible() lets it see
+//   logit_j = cap * tanh(logit_j / cap)       when logits_soft_cap > 0
+//   out     = sum_j p_j v_j,  p_j = exp(logit_j) / (sum_j exp(logit_j) + exp(sink_h))
+// where the sink term is present only with attention sinks (it takes probability mass and gives no
+// value). K and V of an fp8 cache are code * scale (per tensor or per kv head). A row that sees no
+// key outputs exactly zero.
 #pragma once
 
 #include <vector>
@@ -12,13 +17,14 @@
 
 namespace attn {
 
-// Reads Q and K/V through the host problem's page table, accumulates in double and returns the
-// output in float: [total_q, num_q_heads, head_dim]. Multi-threaded (threads 0: all).
+// Reads Q and K/V through the host problem's page table and pools (any layout, fp8 codes with the
+// batch's scales), accumulates in double and returns the output in float:
+// [total_q, num_q_heads, head_dim]. Multi-threaded (threads 0: all).
 std::vector<float> paged_attention_reference(const Problem& host, size_t threads = 0);
 
 // An independent second oracle: computes each element's value from the batch's data rule
-// (batch_data.hpp) instead of reading any buffer, so it shares no paging code with the reference.
-// Dense, double precision. For tests and for verifying the CPU reference variant.
+// (batch_data.hpp) instead of reading any buffer, so it shares no paging or layout code with the
+// reference. Dense, double precision. For tests and for verifying the CPU reference variant.
 std::vector<float> naive_dense_attention(const Batch& batch, size_t threads = 0);
 
 }  // namespace attn

@@ -1,74 +1,21 @@
 // Runs the attn-bench binary as a user would and checks exit codes (docs/exit-codes.md), messages
 // and what it leaves behind.
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/exit_codes.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "results/sqlite.hpp"
 #include "results/store.hpp"
+#include "tests/apps/cli_runner.hpp"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& arg) {
-  std::string q = "'";
-  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("attn-cli-test-" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  CliResult run(const std::vector<std::string>& args) {
-    std::string command = "cd " + quote(dir_.string()) +
-                          " && ATTN_DB= ATTN_JIT_CACHE_DIR=" + quote((dir_ / "jit").string()) +
-                          " " + quote(ATTN_BENCH_BINARY);
-    for (const auto& a : args) command += " " + quote(a);
-    command += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
-    const int status = std::system(command.c_str());
-    CliResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(dir_ / "stdout");
-    r.err = slurp(dir_ / "stderr");
-    return r;
-  }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
-  }
-
-  fs::path dir_;
-};
+using testing::Cli;
+using testing::CliResult;
 
 constexpr int kUsage = int(ExitCode::usage);
 constexpr int kInvalidInput = int(ExitCode::invalid_input);
@@ -125,6 +72,21 @@ TEST_F(Cli, MissingFileIsInvalidInput) {
   const CliResult r = run({"run", "no-such-workload.json"});
   EXPECT_EQ(r.exit_code, kInvalidInput);
   EXPECT_NE(r.err.find("no-such-workload.json"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RunTakesAPresetNameButAFileWins) {
+  CliResult r = run({"run", "--cpu", "--samples", "1", "--warmup", "0", "default"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;
+  write("default", "{ not json");  // a file of the preset's name is read instead
+  r = run({"run", "--cpu", "default"});
+  EXPECT_EQ(r.exit_code, kInvalidInput) << r.err;
+  EXPECT_NE(r.err.find("line 1"), std::string::npos) << r.err;
+  r = run({"run", "--cpu", "no-such-preset"});
+  EXPECT_EQ(r.exit_code, kInvalidInput);
+  EXPECT_NE(r.err.find("no-such-preset"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("presets: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("default"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {

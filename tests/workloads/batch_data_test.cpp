@@ -37,9 +37,10 @@ WorkloadSpec data_spec(int page_size, KvLayout layout, PageAllocation allocation
 }
 
 // The pool element holding (seq, position, head, dim) of a batch.
-int64_t element_of(const Batch& b, int seq, int64_t position, int head, int dim) {
+int64_t element_of(const Batch& b, DataStream stream, int seq, int64_t position, int head,
+                   int dim) {
   const int32_t page = b.page_indices[size_t(b.page_indptr[size_t(seq)] + position / b.page_size)];
-  return pool_offset(b, page, int(position % b.page_size), head, dim);
+  return pool_offset(b, stream, page, int(position % b.page_size), head, dim);
 }
 
 std::vector<uint16_t> filled_pool(const Batch& b, DataStream stream) {
@@ -60,8 +61,8 @@ TEST(BatchData, PoolOffsetFollowsTheLayout) {
   Batch nhd = generate_batch(data_spec(16, KvLayout::nhd, PageAllocation::sequential, DType::bf16));
   Batch hnd = generate_batch(data_spec(16, KvLayout::hnd, PageAllocation::sequential, DType::bf16));
   // NHD: [pages, page_size, kv_heads, head_dim]; HND: [pages, kv_heads, page_size, head_dim].
-  EXPECT_EQ(pool_offset(nhd, 3, 5, 1, 7), ((3 * 16 + 5) * 2 + 1) * 64 + 7);
-  EXPECT_EQ(pool_offset(hnd, 3, 5, 1, 7), ((3 * 2 + 1) * 16 + 5) * 64 + 7);
+  EXPECT_EQ(pool_offset(nhd, DataStream::key, 3, 5, 1, 7), ((3 * 16 + 5) * 2 + 1) * 64 + 7);
+  EXPECT_EQ(pool_offset(hnd, DataStream::key, 3, 5, 1, 7), ((3 * 2 + 1) * 16 + 5) * 64 + 7);
   EXPECT_EQ(pool_elements(nhd), nhd.num_pages * 16 * 2 * 64);
   EXPECT_EQ(query_elements(nhd), nhd.total_q * 8 * 64);
 }
@@ -81,7 +82,7 @@ TEST_P(BatchDataLayouts, PoolHoldsKvValueAtPoolOffsetAndNaNElsewhere) {
       for (int64_t pos = 0; pos < b.kv_lens[size_t(s)]; ++pos) {
         for (int h = 0; h < kv_heads; ++h) {
           for (int d = 0; d < head_dim; ++d) {
-            const int64_t e = element_of(b, s, pos, h, d);
+            const int64_t e = element_of(b, stream, s, pos, h, d);
             ASSERT_FALSE(owned[size_t(e)]) << "two elements at " << e;
             owned[size_t(e)] = true;
             ASSERT_EQ(pool[size_t(e)], rounded(dtype, kv_value(b, stream, s, pos, h, d)))
@@ -105,7 +106,7 @@ TEST_P(BatchDataLayouts, PoolHoldsKvValueAtPoolOffsetAndNaNElsewhere) {
 
 INSTANTIATE_TEST_SUITE_P(
     BatchData, BatchDataLayouts,
-    ::testing::Combine(::testing::Values(KvLayout::nhd, KvLayout::hnd),
+    ::testing::Combine(::testing::Values(KvLayout::nhd, KvLayout::hnd, KvLayout::vllm),
                        ::testing::Values(PageAllocation::sequential, PageAllocation::shuffled),
                        ::testing::Values(DType::bf16, DType::fp16), ::testing::Values(1, 7, 16)),
     [](const auto& info) {
@@ -137,7 +138,7 @@ TEST(BatchData, ValuesAreTheSameWhateverThePagingAndLayout) {
       generate_batch(data_spec(16, KvLayout::nhd, PageAllocation::sequential, DType::bf16));
   const std::vector<uint16_t> reference_pool = filled_pool(reference, DataStream::key);
   for (int page_size : {1, 7, 64}) {
-    for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+    for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd, KvLayout::vllm}) {
       Batch b = generate_batch(data_spec(page_size, layout, PageAllocation::shuffled, DType::bf16));
       ASSERT_NE(b.page_indices, reference.page_indices);
       std::vector<uint16_t> pool = filled_pool(b, DataStream::key);
@@ -145,8 +146,9 @@ TEST(BatchData, ValuesAreTheSameWhateverThePagingAndLayout) {
         for (int64_t pos = 0; pos < b.kv_lens[size_t(s)]; ++pos) {
           for (int h = 0; h < 2; ++h) {
             for (int d = 0; d < 64; d += 5) {
-              ASSERT_EQ(pool[size_t(element_of(b, s, pos, h, d))],
-                        reference_pool[size_t(element_of(reference, s, pos, h, d))])
+              ASSERT_EQ(
+                  pool[size_t(element_of(b, DataStream::key, s, pos, h, d))],
+                  reference_pool[size_t(element_of(reference, DataStream::key, s, pos, h, d))])
                   << "page size " << page_size << " seq " << s << " pos " << pos;
             }
           }
@@ -236,11 +238,12 @@ TEST(BatchData, TheSeedAndTheStreamChangeTheData) {
 TEST(BatchData, Fp32UsesQuietNaN) {
   Batch b = generate_batch(data_spec(16, KvLayout::hnd, PageAllocation::shuffled, DType::bf16));
   b.spec.model.dtype = DType::fp32;  // the spec schema allows bf16/fp16; the fills support fp32
+  b.dtype = b.kv_dtype = DType::fp32;
   std::vector<float> pool(size_t(pool_elements(b)), 0.0f);
   fill_kv_pool(b, DataStream::key, pool.data());
-  const int64_t poison = pool_offset(b, b.poison_page, 0, 0, 0);
+  const int64_t poison = pool_offset(b, DataStream::key, b.poison_page, 0, 0, 0);
   EXPECT_EQ(float_to_bits(pool[size_t(poison)]), 0x7FC00000u);
-  const int64_t first = element_of(b, 1, 3, 1, 9);
+  const int64_t first = element_of(b, DataStream::key, 1, 3, 1, 9);
   EXPECT_EQ(pool[size_t(first)], kv_value(b, DataStream::key, 1, 3, 1, 9));
   std::vector<float> q(size_t(query_elements(b)));
   fill_query(b, q.data());
@@ -257,7 +260,7 @@ TEST(BatchData, LargeFillsMatchThePerElementFunctions) {
   for (int s = 0; s < b.num_seqs; ++s) {
     for (int64_t pos = 0; pos < b.kv_lens[size_t(s)]; pos += 37) {
       const int h = int(pos % 8), d = int(pos % 128);
-      ASSERT_EQ(pool[size_t(element_of(b, s, pos, h, d))],
+      ASSERT_EQ(pool[size_t(element_of(b, DataStream::value, s, pos, h, d))],
                 rounded(DType::bf16, kv_value(b, DataStream::value, s, pos, h, d)));
     }
   }

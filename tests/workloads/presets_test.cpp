@@ -7,6 +7,7 @@
 
 #include "base/errors.hpp"
 #include "workloads/batch.hpp"
+#include "workloads/workload_validation.hpp"
 
 namespace attn {
 namespace {
@@ -29,9 +30,47 @@ TEST(PresetTest, EveryPresetParsesAndGeneratesABatch) {
     // Canonical round trip.
     EXPECT_EQ(canonical_json(parse_workload(canonical_json(spec), "canonical")),
               canonical_json(spec));
-    Batch batch = generate_batch(spec);
-    EXPECT_GT(batch.num_seqs, 0);
+    EXPECT_TRUE(validate_workload(spec).empty()) << name;
+    try {
+      Batch batch = generate_batch(spec);
+      EXPECT_GT(batch.num_seqs, 0);
+      EXPECT_EQ(batch.spec_hash, content_hash(spec));
+    } catch (const InputError& e) {
+      // TEMPORARY with workloads/mask_builders_pending.cpp: drop this catch when helper D's mask
+      // builders are merged. Only the pending stand-in may refuse a preset.
+      ASSERT_TRUE(spec.mask.block_sparse || spec.mask.explicit_mask) << e.what();
+      ASSERT_NE(std::string(e.what()).find("not built yet"), std::string::npos) << e.what();
+    }
   }
+}
+
+TEST(PresetTest, TheIssuesPresetsExist) {
+  const std::vector<std::string> names = preset_names();
+  for (const char* name :
+       {"default", "decode-llama3-8b-64x4096", "prefill-llama3-8b", "decode-llama3-70b-tp8",
+        "prefill-llama3-70b-tp8", "decode-mistral-7b-sliding-window", "decode-gemma2-9b-softcap",
+        "decode-gpt-oss-20b-sinks", "prefill-phi3-small-block-sparse", "decode-llama3-8b-128k",
+        "decode-llama3-8b-lognormal-96", "mixed-chunked-prefill-llama3-8b",
+        "decode-chat-trace-llama3-8b", "decode-llama3-8b-fp8-vllm",
+        "decode-llama3-8b-shared-prefix"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+  WorkloadSpec gemma = load_preset("decode-gemma2-9b-softcap");
+  EXPECT_EQ(gemma.model.head_dim, 256);
+  EXPECT_EQ(gemma.model.logits_soft_cap, 50.0);
+  EXPECT_EQ(load_preset("decode-mistral-7b-sliding-window").model.sliding_window, 4096);
+  EXPECT_TRUE(load_preset("decode-gpt-oss-20b-sinks").model.attention_sinks);
+  Batch long_context = generate_batch(load_preset("decode-llama3-8b-128k"));
+  EXPECT_EQ(long_context.max_kv_len(), 131072);
+  Batch lognormal = generate_batch(load_preset("decode-llama3-8b-lognormal-96"));
+  EXPECT_EQ(lognormal.num_seqs, 96);
+  for (int64_t c : lognormal.context_lens) {
+    EXPECT_GE(c, 16);
+    EXPECT_LE(c, 32768);
+  }
+  WorkloadSpec tp8 = load_preset("decode-llama3-70b-tp8");
+  EXPECT_EQ(tp8.group_size(), 8);
+  EXPECT_EQ(tp8.model.num_kv_heads, 1);
 }
 
 TEST(PresetTest, DecodeLlama3Preset) {

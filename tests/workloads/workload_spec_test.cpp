@@ -32,7 +32,7 @@ TEST(WorkloadParse, ValidFileGivesTheSpec) {
   EXPECT_FALSE(spec.model.softmax_scale.has_value());
   EXPECT_EQ(spec.kv_cache.page_size, 16);
   ASSERT_EQ(spec.sequences.size(), 1u);
-  EXPECT_EQ(spec.sequences[0].context_len, 40);
+  EXPECT_EQ(spec.sequences[0].context_len.value, 40);
   EXPECT_EQ(spec.sequences[0].count, 3);
   EXPECT_EQ(spec.seed, 7u);
 }
@@ -46,7 +46,7 @@ TEST(WorkloadParse, DefaultsApplyToOmittedFields) {
   EXPECT_EQ(spec.kv_cache.page_size, 16);
   EXPECT_EQ(spec.kv_cache.layout, KvLayout::nhd);
   EXPECT_EQ(spec.kv_cache.allocation, PageAllocation::shuffled);
-  EXPECT_EQ(spec.sequences[0].query_len, 1);
+  EXPECT_EQ(spec.sequences[0].query_len.value, 1);
   EXPECT_EQ(spec.sequences[0].count, 1);
   EXPECT_EQ(spec.seed, 0u);
   EXPECT_EQ(spec.description, "");
@@ -96,11 +96,14 @@ TEST(WorkloadParse, UnknownKeysAreRejectedWithTheExpectedOnes) {
   doc["extra"] = true;
   doc["sequences"][0]["contex_len"] = 1;
   auto problems = problems_of(doc);
+  EXPECT_PROBLEM(
+      problems,
+      "/model/head_dimm: unknown key (expected one of: attention_sinks, dtype, head_dim, "
+      "kv_dtype, kv_scale, logits_soft_cap, num_kv_heads, num_q_heads, sliding_window, "
+      "softmax_scale)",
+      "did you mean \"head_dim\"");
   EXPECT_PROBLEM(problems,
-                 "/model/head_dimm: unknown key (expected one of: dtype, head_dim, num_kv_heads, "
-                 "num_q_heads, softmax_scale)",
-                 "did you mean \"head_dim\"");
-  EXPECT_PROBLEM(problems, "/extra: unknown key (expected one of: description, kv_cache, model,");
+                 "/extra: unknown key (expected one of: description, kv_cache, mask, model,");
   EXPECT_PROBLEM(problems, "/sequences/0/contex_len: unknown key", "did you mean \"context_len\"");
   EXPECT_EQ(problems.size(), 3u) << test::joined(problems);
 }
@@ -177,7 +180,8 @@ TEST(WorkloadParse, EveryProblemIsReportedAtOnce) {
   EXPECT_PROBLEM(problems, "/model/head_dim: must be one of 64, 80, 96, 128, 192, 256, got 100");
   EXPECT_PROBLEM(problems, "/model/dtype: must be one of \"bf16\", \"fp16\", got \"fp32\"");
   EXPECT_PROBLEM(problems, "/kv_cache/page_size: must be in 1..256, got 0");
-  EXPECT_PROBLEM(problems, "/kv_cache/layout: must be one of \"NHD\", \"HND\", got \"nhd\"");
+  EXPECT_PROBLEM(problems,
+                 "/kv_cache/layout: must be one of \"NHD\", \"HND\", \"vllm\", got \"nhd\"");
   EXPECT_PROBLEM(problems, "/kv_cache/allocation: must be one of \"sequential\", \"shuffled\"");
   EXPECT_PROBLEM(problems, "/sequences/0/context_len: must be >= 0, got -1");
   EXPECT_PROBLEM(problems, "/sequences/0/query_len: must be >= 1, got 0");
@@ -244,12 +248,13 @@ void check_range_cases(const std::vector<RangeCase>& cases) {
 TEST(WorkloadRanges, SchemaVersion) {
   check_range_cases({
       {"/schema_version", 1, nullptr},
-      {"/schema_version", 0, "must be 1, got 0"},
-      {"/schema_version", -1, "must be 1, got -1"},
+      {"/schema_version", 2, nullptr},
+      {"/schema_version", 0, "must be in 1..2, got 0"},
+      {"/schema_version", -1, "must be in 1..2, got -1"},
       {"/schema_version", "1", "expected an integer, got string"},
   });
   json doc = valid_workload_json();
-  doc["schema_version"] = 2;
+  doc["schema_version"] = 3;
   doc["future_field"] = {{"x", 1}};  // not reported: a newer schema may have anything
   auto problems = problems_of(doc);
   ASSERT_EQ(problems.size(), 1u) << test::joined(problems);
@@ -336,11 +341,12 @@ TEST(WorkloadRanges, KvCache) {
       {"/kv_cache/page_size", -16, "must be in 1..256, got -16"},
       {"/kv_cache/layout", "NHD", nullptr},
       {"/kv_cache/layout", "HND", nullptr},
-      {"/kv_cache/layout", "NDH", "must be one of \"NHD\", \"HND\", got \"NDH\""},
+      {"/kv_cache/layout", "NDH", "must be one of \"NHD\", \"HND\", \"vllm\", got \"NDH\""},
       {"/kv_cache/allocation", "sequential", nullptr},
       {"/kv_cache/allocation", "shuffled", nullptr},
       {"/kv_cache/allocation", "random",
-       "must be one of \"sequential\", \"shuffled\", got \"random\""},
+       "must be one of \"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\", got "
+       "\"random\""},
   });
 }
 
@@ -348,7 +354,8 @@ TEST(WorkloadRanges, Sequences) {
   check_range_cases({
       {"/sequences/0/context_len", 0, nullptr},
       {"/sequences/0/context_len", -1, "must be >= 0, got -1"},
-      {"/sequences/0/context_len", 1.0, "expected an integer, got number 1.0"},
+      {"/sequences/0/context_len", 1.0,
+       "expected an integer or a distribution object, got number 1.0"},
       {"/sequences/0/query_len", 1, nullptr},
       {"/sequences/0/query_len", 100, nullptr},
       {"/sequences/0/query_len", 0, "must be >= 1, got 0"},
@@ -399,8 +406,8 @@ void expect_same_spec(const WorkloadSpec& a, const WorkloadSpec& b) {
   EXPECT_EQ(a.kv_cache.allocation, b.kv_cache.allocation);
   ASSERT_EQ(a.sequences.size(), b.sequences.size());
   for (size_t i = 0; i < a.sequences.size(); ++i) {
-    EXPECT_EQ(a.sequences[i].context_len, b.sequences[i].context_len) << i;
-    EXPECT_EQ(a.sequences[i].query_len, b.sequences[i].query_len) << i;
+    EXPECT_EQ(a.sequences[i].context_len.value, b.sequences[i].context_len.value) << i;
+    EXPECT_EQ(a.sequences[i].query_len.value, b.sequences[i].query_len.value) << i;
     EXPECT_EQ(a.sequences[i].count, b.sequences[i].count) << i;
   }
   EXPECT_EQ(a.seed, b.seed);
@@ -410,7 +417,11 @@ WorkloadSpec full_spec() {
   WorkloadSpec spec;
   spec.name = "full \xE2\x80\x94 \"quoted\"";
   spec.description = "every field set\nincluding a newline";
-  spec.model = {64, 8, 192, DType::fp16, 0.0721687836487032};
+  spec.model.num_q_heads = 64;
+  spec.model.num_kv_heads = 8;
+  spec.model.head_dim = 192;
+  spec.model.dtype = DType::fp16;
+  spec.model.softmax_scale = 0.0721687836487032;
   spec.kv_cache = {7, KvLayout::hnd, PageAllocation::sequential};
   spec.sequences = {{0, 1, 3}, {4095, 17, 1}, {123456, 2, 9}};
   spec.seed = 18446744073709551615ull;
@@ -479,8 +490,14 @@ TEST(WorkloadCanonical, ChangingAnyFieldChangesTheHash) {
       {"page_size", [](WorkloadSpec& s) { s.kv_cache.page_size = 8; }},
       {"layout", [](WorkloadSpec& s) { s.kv_cache.layout = KvLayout::nhd; }},
       {"allocation", [](WorkloadSpec& s) { s.kv_cache.allocation = PageAllocation::shuffled; }},
-      {"context_len", [](WorkloadSpec& s) { s.sequences[1].context_len += 1; }},
-      {"query_len", [](WorkloadSpec& s) { s.sequences[1].query_len += 1; }},
+      {"context_len",
+       [](WorkloadSpec& s) {
+         s.sequences[1].context_len = LengthSpec(s.sequences[1].context_len.value + 1);
+       }},
+      {"query_len",
+       [](WorkloadSpec& s) {
+         s.sequences[1].query_len = LengthSpec(s.sequences[1].query_len.value + 1);
+       }},
       {"count", [](WorkloadSpec& s) { s.sequences[0].count += 1; }},
       {"sequence order", [](WorkloadSpec& s) { std::swap(s.sequences[0], s.sequences[2]); }},
       {"sequence added",

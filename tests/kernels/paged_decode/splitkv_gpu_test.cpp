@@ -37,7 +37,7 @@ std::string describe(const WorkloadSpec& spec, const KernelConfig& config) {
       << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
       << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " "
       << to_string(spec.kv_cache.allocation) << " seed " << spec.seed << " contexts [";
-  for (const auto& s : spec.sequences) out << s.context_len << " ";
+  for (const auto& s : spec.sequences) out << s.context_len.value << " ";
   out << "] config " << config.key();
   return out.str();
 }

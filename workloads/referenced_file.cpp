@@ -1,0 +1,101 @@
+#include "workloads/referenced_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "base/sha256.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr std::string_view kBuiltinPrefix = "builtin:";
+
+// "workloads/traces/chat-sample.csv" -> "chat-sample".
+std::string stem(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
+  const size_t dot = path.rfind('.');
+  if (dot != std::string_view::npos) path = path.substr(0, dot);
+  return std::string(path);
+}
+
+std::optional<std::string> read_path(const std::string& path, std::string& problem) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    problem = "cannot open \"" + path + "\": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string bytes;
+  char buffer[1 << 16];
+  int read_error = 0;
+  for (;;) {
+    const size_t n = std::fread(buffer, 1, sizeof buffer, file);
+    bytes.append(buffer, n);
+    if (bytes.size() > kMaxReferencedFileBytes) break;
+    if (n < sizeof buffer) {
+      if (std::ferror(file)) read_error = errno;
+      break;
+    }
+  }
+  std::fclose(file);
+  if (read_error != 0) {
+    problem = "cannot read \"" + path + "\": " + std::strerror(read_error);
+    return std::nullopt;
+  }
+  if (bytes.size() > kMaxReferencedFileBytes) {
+    problem = "\"" + path + "\" is larger than the limit of " +
+              std::to_string(kMaxReferencedFileBytes) + " bytes";
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_file_names() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kWorkloadDataFiles_count; ++i) {
+    names.push_back(stem(kWorkloadDataFiles[i].name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash == 0 ? 1 : slash);
+}
+
+std::optional<ReferencedFile> read_referenced_file(const std::string& file,
+                                                   const std::string& base_dir,
+                                                   std::string& problem) {
+  ReferencedFile out;
+  if (file.compare(0, kBuiltinPrefix.size(), kBuiltinPrefix) == 0) {
+    const std::string name = file.substr(kBuiltinPrefix.size());
+    for (size_t i = 0; i < kWorkloadDataFiles_count; ++i) {
+      if (stem(kWorkloadDataFiles[i].name) != name) continue;
+      out.resolved_path = file;
+      out.bytes = std::string(kWorkloadDataFiles[i].text());
+    }
+    if (out.resolved_path.empty()) {
+      std::string known;
+      for (const auto& n : builtin_file_names()) known += (known.empty() ? "" : ", ") + n;
+      problem = "no built-in file \"" + name + "\" (built-in files: " + known + ")";
+      return std::nullopt;
+    }
+  } else {
+    out.resolved_path =
+        file.empty() || file[0] == '/' || base_dir.empty() ? file : base_dir + "/" + file;
+    std::optional<std::string> bytes = read_path(out.resolved_path, problem);
+    if (!bytes) return std::nullopt;
+    out.bytes = std::move(*bytes);
+  }
+  out.sha256 = sha256_hex(out.bytes);
+  return out;
+}
+
+}  // namespace attn
