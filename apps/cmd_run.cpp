@@ -217,6 +217,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   print_batch(batch, out);
   BenchSession session = BenchSession::open(batch, options);
   print_device(session, out);
+  session.load_ceilings(store);
   print_ceilings(session, out);
 
   std::vector<std::pair<std::string, BenchCase>> named_cases;

@@ -87,6 +87,10 @@ std::vector<BenchCase> BenchSession::cases(const Registry& registry) const {
   return out;
 }
 
+void BenchSession::load_ceilings(Store& store) {
+  ceilings_ = store.ceilings(device_.fingerprint());
+}
+
 void BenchSession::begin(Store& store, const RunRecord& run) {
   store_ = &store;
   report_ = {};

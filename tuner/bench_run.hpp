@@ -75,6 +75,9 @@ class BenchSession {
   // Starts a run in the store and loads the device's ceilings (empty when never calibrated).
   void begin(Store& store, const RunRecord& run);
   const DeviceCeilings& ceilings() const { return ceilings_; }
+  // Loads the device's ceilings without starting a run, so they can be printed (and put in the
+  // Google Benchmark context) before the first case.
+  void load_ceilings(Store& store);
   // Measures one case and records it at once.
   const BenchRow& measure(const BenchCase& bench_case);
   // Measures one case twice and records both and their comparison.

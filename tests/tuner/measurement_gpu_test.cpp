@@ -27,14 +27,14 @@ Measurement measure_splitkv(const Batch& batch, MeasurePolicy policy) {
   return evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
 }
 
-// 8 sequences of 4096 tokens (scripts/workloads/decode-small-20us.json): about 20 us.
+// 8 sequences of 1024 tokens (scripts/workloads/decode-small-20us.json): about 20 us on H200.
 Batch small_decode() {
   testing::SpecShape shape;
   shape.q_heads = 32;
   shape.kv_heads = 8;
   shape.head_dim = 128;
   shape.page_size = 16;
-  return generate_batch(testing::make_decode_spec(shape, std::vector<int64_t>(8, 4096)));
+  return generate_batch(testing::make_decode_spec(shape, std::vector<int64_t>(8, 1024)));
 }
 
 TEST(MeasurementGpu, ClockProbeReadsAPlausibleSmClock) {
