@@ -27,7 +27,8 @@ fi
 
 status=0
 step() { echo; echo "== $(date -u +%H:%M:%S) $*"; }
-step "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The build's own commit: the checkout's .git on the GPU machine may not be the one built.
+step "$("$bench" --version)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
   --format=csv 2>/dev/null
 

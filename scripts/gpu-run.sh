@@ -27,7 +27,8 @@ if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]
 fi
 
 status=0
-echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# The build's own commit: the checkout's .git on the GPU machine may not be the one built.
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $("$build/apps/attn-bench" --version)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv 2>/dev/null | tee "$out/nvidia-smi.txt"
 "$build/apps/attn-bench" devices | tee "$out/devices.txt"
