@@ -160,5 +160,29 @@ TEST_F(GbenchCli, CalibrateWithoutAGpuIsAnEnvironmentError) {
   EXPECT_NE(err_.find("needs a GPU"), std::string::npos) << err_;
 }
 
+// Google Benchmark's own compare.py (Debian: libbenchmark-tools, which needs python3-scipy) reads
+// two of our JSON files and prints its comparison table. Skipped where it is not installed; the CI
+// set-up installs it (scripts/install-deps.sh).
+TEST_F(GbenchCli, CompareToolOfGoogleBenchmarkAcceptsOurJson) {
+  const char* compare = "/usr/share/benchmark/compare.py";
+  if (!fs::exists(compare) || std::system("/usr/bin/python3 -c 'import scipy' 2>/dev/null") != 0) {
+    GTEST_SKIP() << "Google Benchmark's compare.py (libbenchmark-tools + python3-scipy) is not "
+                    "installed";
+  }
+  for (const char* file : {"a.json", "b.json"}) {
+    auto args = fast_cpu_run();
+    args.push_back(std::string("--benchmark_out=") + file);
+    ASSERT_EQ(run(args), 0) << err_;
+  }
+  const std::string command = "cd '" + dir_.string() + "' && /usr/bin/python3 " + compare +
+                              " benchmarks a.json b.json >compare.out 2>&1";
+  const int status = std::system(command.c_str());
+  const std::string printed = slurp(dir_ / "compare.out");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << printed;
+  EXPECT_NE(printed.find("default-decode-small/paged_decode.cpu_reference"), std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("OVERALL_GEOMEAN"), std::string::npos) << printed;
+}
+
 }  // namespace
 }  // namespace attn
