@@ -54,6 +54,25 @@ __device__ __forceinline__ uint4 pack8(const float (&in)[8]) {
   return packed;
 }
 
+// Eight fp8 e4m3 codes (bytes of `packed`, element 0 lowest) as floats scaled by 2^-120: each code's
+// sign, exponent and mantissa bits are moved into a bf16 whose exponent field is the code's
+// (bias 127 instead of 7), which is exact for every finite code (subnormal codes become float
+// subnormals). The caller multiplies the 2^120 back in through its scales. Full-rate integer
+// instructions only, no conversion unit.
+__device__ __forceinline__ void unpack8_e4m3_scaled(const uint2& packed, float (&out)[8]) {
+  const unsigned int words[2] = {packed.x, packed.y};
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const unsigned int x = words[w];
+    const unsigned int odd = (x & 0x80008000u) | ((x >> 4) & 0x07f007f0u);         // bytes 1, 3
+    const unsigned int even = ((x << 8) & 0x80008000u) | ((x << 4) & 0x07f007f0u);  // bytes 0, 2
+    out[4 * w + 0] = __uint_as_float(even << 16);
+    out[4 * w + 1] = __uint_as_float(odd << 16);
+    out[4 * w + 2] = __uint_as_float(even & 0xffff0000u);
+    out[4 * w + 3] = __uint_as_float(odd & 0xffff0000u);
+  }
+}
+
 // 16-byte load through the read-only path: K/V pages are never written during attention.
 __device__ __forceinline__ uint4 load_16B_readonly(const void* address) {
   return __ldg(static_cast<const uint4*>(address));

@@ -1,52 +1,91 @@
 // paged_decode.splitkv: flash-decoding on CUDA cores over a paged KV cache.
 //
-// Computes, for each sequence s and query head h (one query token per sequence),
-//   out[s, h] = softmax(scale * q[s, h] . K[s, :, h / group]) V[s, :, h / group]
+// Computes, for each sequence s and query head h (one query token per sequence, the last position),
+//   out[s, h] = softmax(softcap(scale * q[s, h] . K[s, j, h / group]) over visible keys j,
+//                       plus the head's sink logit in the denominator) V[s, :, h / group]
 // where K and V rows are read through the page table: token t of sequence s lives in page
-// block_table[s, t / page_size] at slot t % page_size.
+// block_table[s, t / page_size] at slot t % page_size. fp8 caches hold codes; the value is
+// code * scale (per tensor or per kv head). A sliding window w leaves the last w keys visible.
 //
 // Work decomposition (grid = sequences, kv_heads * head_chunks, splits):
 // - A CTA owns one KV head of one sequence and HEADS_PER_CTA of the query heads that share it, so
-//   each K/V byte it loads serves all of those heads (GQA: read once per KV head when
-//   HEADS_PER_CTA >= group size).
-// - The sequence's keys are cut into num_splits contiguous ranges of whole tiles (split-KV): short
-//   batches still fill the GPU. Each split writes a normalised partial output and its log-sum-exp;
-//   paged_decode_merge combines them. With one split the CTA writes `out` itself.
-// - Inside a CTA, a key row of HEAD_DIM elements is read by HEAD_DIM / 8 lanes with one 16-byte
-//   load each (coalesced), and the CTA reads TOKEN_ROWS rows at once. A tile of TILE_TOKENS keys is
-//   processed in three steps: scores into shared memory, an online-softmax update per head, then
-//   the V accumulation in registers. K and V of a tile are loaded together up front so that
-//   2 * TOKENS_PER_ROW independent 16-byte loads per thread are in flight.
+//   each K/V byte it loads serves all of those heads (read once per KV head when HEADS_PER_CTA >=
+//   the group size).
+// - A sequence's visible keys are cut into splits of whole blocks (splitkv::splits_of): long
+//   sequences get many CTAs, short ones one, so uneven batches and single long sequences fill the
+//   GPU. A sequence with one split writes `out` directly; otherwise each split writes a normalised
+//   partial output and its log-sum-exp and paged_decode_merge combines them.
+// - Memory: the CTA streams its keys BLOCK_TOKENS at a time through a STAGES-deep ring of shared
+//   memory with cp.async (16-byte copies, coalesced along each row), so STAGES - 1 blocks of K and
+//   V are in flight while one is computed; the bytes in flight live in shared memory, not in
+//   registers.
+// - Compute: a key row is read from shared memory by HEAD_DIM / 8 lanes (8 elements each); the
+//   CTA's threads cover TOKEN_ROWS rows at once. Every row group keeps its own online softmax (max,
+//   sum, accumulator per head) in registers, so a block needs no barrier besides the pipeline's
+//   one; the rows are merged by log-sum-exp once at the end.
 //
-// Tunables and why they exist:
-//   HEADS_PER_CTA  query heads sharing one K/V read; more heads = fewer K/V re-reads, more
-//   registers WARPS          threads per CTA; more rows in flight per CTA vs. more CTAs per SM
-//   TILE_TOKENS    keys per step; larger tiles = more loads in flight, fewer barriers
+// Tunables (splitkv_traits.hpp): HEADS_PER_CTA, WARPS, BLOCK_TOKENS (keys per stage), STAGES.
 #pragma once
 
 #include "kernels/common/convert.cuh"
+#include "kernels/common/cp_async.cuh"
 #include "kernels/common/warp.cuh"
 #include "kernels/paged_decode/paged_decode_params.hpp"
 #include "kernels/paged_decode/splitkv_traits.hpp"
 
 namespace attn {
 
-template <int DTYPE, int HEAD_DIM, int HEADS_PER_CTA, int WARPS, int TILE_TOKENS>
+namespace splitkv_detail {
+
+// Eight KV elements of one row from shared memory, as floats (fp8: scaled by 2^-120).
+template <int DTYPE, bool KV_FP8>
+__device__ __forceinline__ void load_row8(const unsigned char* address, float (&out)[8]) {
+  if constexpr (KV_FP8) {
+    unpack8_e4m3_scaled(*reinterpret_cast<const uint2*>(address), out);
+  } else {
+    unpack8<DTYPE>(*reinterpret_cast<const uint4*>(address), out);
+  }
+}
+
+// The keys a split covers: [begin, end) inside the visible keys [lo, kv_len).
+struct SplitRange {
+  int begin, end, count;  // count: splits of this sequence
+};
+
+__device__ __forceinline__ SplitRange split_range(const PagedDecodeParams& p, int kv_len,
+                                                  int split, int block_tokens) {
+  int lo = 0;
+  if (p.sliding_window > 0 && kv_len > p.sliding_window) lo = kv_len - p.sliding_window;
+  const int visible = kv_len - lo;
+  SplitRange r;
+  r.count = splitkv::splits_of(visible, p.split_tokens, p.num_splits);
+  const int size = splitkv::split_size(visible, r.count, block_tokens);
+  r.begin = min(kv_len, lo + split * size);
+  r.end = min(kv_len, r.begin + size);
+  return r;
+}
+
+}  // namespace splitkv_detail
+
+template <int DTYPE, bool KV_FP8, int HEAD_DIM, int HEADS_PER_CTA, int WARPS, int BLOCK_TOKENS,
+          int STAGES>
 __global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDecodeParams p) {
-  static_assert(splitkv::check(HEAD_DIM, HEADS_PER_CTA, WARPS, TILE_TOKENS) == splitkv::kOk,
+  constexpr int KV_BYTES = KV_FP8 ? 1 : 2;
+  static_assert(splitkv::check(HEAD_DIM, KV_BYTES, HEADS_PER_CTA, WARPS, BLOCK_TOKENS, STAGES) ==
+                    splitkv::kOk,
                 "invalid paged_decode.splitkv config: see splitkv::check");
+  constexpr int THREADS = splitkv::threads(WARPS);
   constexpr int LANES = splitkv::lanes_per_token(HEAD_DIM);
   constexpr int ROWS = splitkv::token_rows(HEAD_DIM, WARPS);
-  constexpr int TOKENS_PER_ROW = splitkv::tokens_per_row(HEAD_DIM, WARPS, TILE_TOKENS);
-  constexpr int SCORE_FLOATS = HEADS_PER_CTA * TILE_TOKENS;
-  constexpr int REDUCE_FLOATS = (ROWS / 2) * HEADS_PER_CTA * HEAD_DIM;
+  constexpr int TPR = splitkv::tokens_per_row(HEAD_DIM, WARPS, BLOCK_TOKENS);
+  constexpr int ROW_BYTES = splitkv::row_bytes(HEAD_DIM, KV_BYTES);
+  constexpr int CHUNKS_PER_ROW = ROW_BYTES / 16;
+  constexpr int BLOCK_CHUNKS = BLOCK_TOKENS * CHUNKS_PER_ROW;
+  constexpr int COPY_ITERS = (BLOCK_CHUNKS + THREADS - 1) / THREADS;
+  constexpr int STAGE_BYTES = splitkv::stage_bytes(HEAD_DIM, KV_BYTES, BLOCK_TOKENS);
   const float kNegInf = -__int_as_float(0x7f800000);
 
-  // scores [HEADS_PER_CTA][TILE_TOKENS] during the key loop; the cross-row reduction afterwards.
-  __shared__ float scratch[SCORE_FLOATS > REDUCE_FLOATS ? SCORE_FLOATS : REDUCE_FLOATS];
-  __shared__ float running_max[HEADS_PER_CTA];  // log2 domain
-  __shared__ float running_sum[HEADS_PER_CTA];
-  __shared__ float rescale[HEADS_PER_CTA];
+  extern __shared__ __align__(16) unsigned char smem[];
 
   const int group = p.num_q_heads / p.num_kv_heads;
   const int kv_head = blockIdx.y / p.head_chunks;
@@ -56,16 +95,17 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDe
   const int seq = blockIdx.x;
   const int split = blockIdx.z;
   const int lane = threadIdx.x % LANES;  // which 8 elements of a row
-  const int row = threadIdx.x / LANES;   // which key row of a step
+  const int row = threadIdx.x / LANES;   // which key row of a block (plus multiples of ROWS)
 
-  // This split's keys: whole tiles, so splits never share a tile.
   const int kv_len = p.kv_lens[seq];
-  const int tiles = (kv_len + TILE_TOKENS - 1) / TILE_TOKENS;
-  const int tiles_per_split = (tiles + p.num_splits - 1) / p.num_splits;
-  const int key_begin = min(kv_len, split * tiles_per_split * TILE_TOKENS);
-  const int key_end = min(kv_len, key_begin + tiles_per_split * TILE_TOKENS);
+  const splitkv_detail::SplitRange range =
+      splitkv_detail::split_range(p, kv_len, split, BLOCK_TOKENS);
+  if (split >= range.count) return;  // the merge reads only this sequence's splits
+  const int key_begin = range.begin, key_end = range.end;
+  const bool direct = range.count == 1;
 
-  // q of each head, pre-scaled into the log2 domain; heads past the group's end stay zero.
+  // q of each head, scaled (softmax scale, log2(e) unless soft-capped, fp8: k scale * 2^120).
+  const float q_mult = p.q_scale * (KV_FP8 ? p.k_scale[kv_head] : 1.0f);
   float q[HEADS_PER_CTA][8];
 #pragma unroll
   for (int g = 0; g < HEADS_PER_CTA; ++g) {
@@ -74,184 +114,225 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDe
                           ((long long)seq * p.num_q_heads + q_head0 + g) * HEAD_DIM * 2;
       unpack8<DTYPE>(load_16B_readonly(q_row + lane * 16), q[g]);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) q[g][e] *= p.scale_log2;
+      for (int e = 0; e < 8; ++e) q[g][e] *= q_mult;
     } else {
 #pragma unroll
       for (int e = 0; e < 8; ++e) q[g][e] = 0.0f;
     }
   }
-  if (threadIdx.x < HEADS_PER_CTA) {
-    running_max[threadIdx.x] = kNegInf;
-    running_sum[threadIdx.x] = 0.0f;
-  }
-  float acc[HEADS_PER_CTA][8];
+  float acc[HEADS_PER_CTA][8], row_max[HEADS_PER_CTA], row_sum[HEADS_PER_CTA];
 #pragma unroll
   for (int g = 0; g < HEADS_PER_CTA; ++g) {
+    row_max[g] = kNegInf;
+    row_sum[g] = 0.0f;
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
   }
-  __syncthreads();
 
   const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
-  const char* k_base =
-      static_cast<const char*>(p.k_pool) + (kv_head * p.head_stride + lane * 8) * 2;
-  const char* v_base =
-      static_cast<const char*>(p.v_pool) + (kv_head * p.head_stride + lane * 8) * 2;
+  const unsigned char* k_head =
+      static_cast<const unsigned char*>(p.k_pool) + kv_head * p.head_stride * KV_BYTES;
+  const unsigned char* v_head =
+      static_cast<const unsigned char*>(p.v_pool) + kv_head * p.head_stride * KV_BYTES;
+  const int n_blocks = (key_end - key_begin + BLOCK_TOKENS - 1) / BLOCK_TOKENS;
 
-  for (int tile_begin = key_begin; tile_begin < key_end; tile_begin += TILE_TOKENS) {
-    // 1. Issue every K and V load of this thread's rows before using any of them.
-    uint4 k_regs[TOKENS_PER_ROW], v_regs[TOKENS_PER_ROW];
+  // Issues block b's K and V rows into its stage; keys past key_end are zero-filled.
+  auto issue = [&](int b) {
+    unsigned char* k_dst = smem + (b % STAGES) * STAGE_BYTES;
+    unsigned char* v_dst = k_dst + BLOCK_TOKENS * ROW_BYTES;
+    const int token0 = key_begin + b * BLOCK_TOKENS;
 #pragma unroll
-    for (int i = 0; i < TOKENS_PER_ROW; ++i) {
-      const int t = tile_begin + row + i * ROWS;
-      if (t < key_end) {
-        const long long offset =
-            pages[t / p.page_size] * p.page_stride + (t % p.page_size) * p.token_stride;
-        k_regs[i] = load_16B_readonly(k_base + offset * 2);
-        v_regs[i] = load_16B_readonly(v_base + offset * 2);
-      } else {
-        k_regs[i] = make_uint4(0, 0, 0, 0);
-        v_regs[i] = make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < COPY_ITERS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      if (BLOCK_CHUNKS % THREADS == 0 || c < BLOCK_CHUNKS) {
+        const int r = c / CHUNKS_PER_ROW, col = c % CHUNKS_PER_ROW;
+        const int t = token0 + r;
+        const bool valid = t < key_end;
+        long long offset = 0;
+        if (valid) {
+          const int page_index = p.page_shift >= 0 ? t >> p.page_shift : t / p.page_size;
+          const int slot = t - page_index * p.page_size;
+          offset = (pages[page_index] * p.page_stride + slot * p.token_stride) * KV_BYTES;
+        }
+        cp_async_16(k_dst + r * ROW_BYTES + col * 16, k_head + offset + col * 16, valid);
+        cp_async_16(v_dst + r * ROW_BYTES + col * 16, v_head + offset + col * 16, valid);
       }
     }
+  };
 
-    // 2. Scores: each lane's 8-element partial dot product, summed over the row's lanes.
 #pragma unroll
-    for (int i = 0; i < TOKENS_PER_ROW; ++i) {
-      const int t = tile_begin + row + i * ROWS;
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < n_blocks) issue(s);
+    cp_async_commit();
+  }
+
+  for (int b = 0; b < n_blocks; ++b) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // block b is in shared memory; every thread is done with block b - 1
+    if (b + STAGES - 1 < n_blocks) issue(b + STAGES - 1);
+    cp_async_commit();
+
+    const unsigned char* k_src = smem + (b % STAGES) * STAGE_BYTES;
+    const unsigned char* v_src = k_src + BLOCK_TOKENS * ROW_BYTES;
+    const int token0 = key_begin + b * BLOCK_TOKENS;
+
+    // Scores of this thread's rows, every lane of a row holding the full dot product.
+    float score[TPR][HEADS_PER_CTA];
+#pragma unroll
+    for (int i = 0; i < TPR; ++i) {
+      const int r = row + i * ROWS;
       float k[8];
-      unpack8<DTYPE>(k_regs[i], k);
+      splitkv_detail::load_row8<DTYPE, KV_FP8>(k_src + r * ROW_BYTES + lane * 8 * KV_BYTES, k);
 #pragma unroll
       for (int g = 0; g < HEADS_PER_CTA; ++g) {
         float dot = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) dot = fmaf(q[g][e], k[e], dot);
-        dot = group_sum<LANES>(dot);
-        if (lane == 0) scratch[g * TILE_TOKENS + row + i * ROWS] = t < key_end ? dot : kNegInf;
+        score[i][g] = group_sum<LANES>(dot);
       }
     }
-    __syncthreads();
-
-    // 3. Online softmax, one warp per head: new running max, rescale factor, probabilities.
-    const int warp = threadIdx.x / 32, warp_lane = threadIdx.x % 32;
-    for (int g = warp; g < HEADS_PER_CTA; g += WARPS) {
-      float tile_max = kNegInf;
-      for (int j = warp_lane; j < TILE_TOKENS; j += 32)
-        tile_max = fmaxf(tile_max, scratch[g * TILE_TOKENS + j]);
-      tile_max = warp_max(tile_max);
-      const float old_max = running_max[g];
-      const float new_max = fmaxf(old_max, tile_max);  // finite: the tile has a valid key
-      float tile_sum = 0.0f;
-      for (int j = warp_lane; j < TILE_TOKENS; j += 32) {
-        const float prob = exp2f(scratch[g * TILE_TOKENS + j] - new_max);
-        scratch[g * TILE_TOKENS + j] = prob;
-        tile_sum += prob;
-      }
-      tile_sum = warp_sum(tile_sum);
-      if (warp_lane == 0) {
-        const float factor = exp2f(old_max - new_max);  // 0 on the first tile
-        rescale[g] = factor;
-        running_sum[g] = running_sum[g] * factor + tile_sum;
-        running_max[g] = new_max;
+#pragma unroll
+    for (int i = 0; i < TPR; ++i) {
+      const bool valid = token0 + row + i * ROWS < key_end;
+#pragma unroll
+      for (int g = 0; g < HEADS_PER_CTA; ++g) {
+        float s = score[i][g];
+        if (p.soft_cap > 0.0f) {
+          // cap * tanh(x / cap) in the log2 domain; tanh(y) = 1 - 2 / (exp(2y) + 1).
+          const float e2y = __expf(2.0f * s / p.soft_cap);
+          s = p.soft_cap_log2 * (1.0f - 2.0f / (e2y + 1.0f));
+        }
+        score[i][g] = valid ? s : kNegInf;
       }
     }
-    __syncthreads();
 
-    // 4. Rescale the accumulators and add this tile's probability-weighted values.
+    // Online softmax per head for this row group, then the probability-weighted values.
 #pragma unroll
     for (int g = 0; g < HEADS_PER_CTA; ++g) {
-      const float factor = rescale[g];
+      float block_max = score[0][g];
+#pragma unroll
+      for (int i = 1; i < TPR; ++i) block_max = fmaxf(block_max, score[i][g]);
+      const float new_max = fmaxf(row_max[g], block_max);
+      const float base = new_max == kNegInf ? 0.0f : new_max;  // no valid key yet
+      const float factor = exp2f(row_max[g] - base);            // 0 while row_max is -inf
+      float block_sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < TPR; ++i) {
+        const float prob = exp2f(score[i][g] - base);
+        block_sum += prob;
+        score[i][g] = KV_FP8 ? prob * 1.329227995784916e36f : prob;  // fp8: * 2^120
+      }
+      row_sum[g] = row_sum[g] * factor + block_sum;
+      row_max[g] = new_max;
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[g][e] *= factor;
     }
 #pragma unroll
-    for (int i = 0; i < TOKENS_PER_ROW; ++i) {
+    for (int i = 0; i < TPR; ++i) {
+      const int r = row + i * ROWS;
       float v[8];
-      unpack8<DTYPE>(v_regs[i], v);
+      splitkv_detail::load_row8<DTYPE, KV_FP8>(v_src + r * ROW_BYTES + lane * 8 * KV_BYTES, v);
 #pragma unroll
       for (int g = 0; g < HEADS_PER_CTA; ++g) {
-        const float prob = scratch[g * TILE_TOKENS + row + i * ROWS];  // 0 past key_end
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(prob, v[e], acc[g][e]);
+        for (int e = 0; e < 8; ++e) acc[g][e] = fmaf(score[i][g], v[e], acc[g][e]);
       }
     }
-    __syncthreads();  // the next tile overwrites the probabilities
   }
 
-  // Sum the rows' accumulators: halve the live rows each step through shared memory.
-#pragma unroll
-  for (int live = ROWS; live > 1; live /= 2) {
-    const int half = live / 2;
-    if (row >= half && row < live) {
-#pragma unroll
-      for (int g = 0; g < HEADS_PER_CTA; ++g) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          scratch[((row - half) * HEADS_PER_CTA + g) * HEAD_DIM + lane * 8 + e] = acc[g][e];
-      }
-    }
-    __syncthreads();
-    if (row < half) {
-#pragma unroll
-      for (int g = 0; g < HEADS_PER_CTA; ++g) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          acc[g][e] += scratch[(row * HEADS_PER_CTA + g) * HEAD_DIM + lane * 8 + e];
-      }
-    }
-    __syncthreads();
-  }
-
-  if (row != 0) return;
+  // Merge the row groups by log-sum-exp through shared memory (the pipeline's, now idle).
+  cp_async_wait<0>();
+  __syncthreads();
+  float* red_acc = reinterpret_cast<float*>(smem);              // [ROWS][HEADS][HEAD_DIM]
+  float* red_max = red_acc + ROWS * HEADS_PER_CTA * HEAD_DIM;  // [ROWS][HEADS]
+  float* red_sum = red_max + ROWS * HEADS_PER_CTA;             // [ROWS][HEADS]
 #pragma unroll
   for (int g = 0; g < HEADS_PER_CTA; ++g) {
-    if (g >= heads_here) break;
-    const float sum = running_sum[g];
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no keys: output zero
-    float result[8];
+    float4* dst =
+        reinterpret_cast<float4*>(red_acc + (row * HEADS_PER_CTA + g) * HEAD_DIM + lane * 8);
+    dst[0] = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
+    dst[1] = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
+    if (lane == 0) {
+      red_max[row * HEADS_PER_CTA + g] = row_max[g];
+      red_sum[row * HEADS_PER_CTA + g] = row_sum[g];
+    }
+  }
+  __syncthreads();
+
+  const float v_mult = KV_FP8 ? p.v_scale[kv_head] : 1.0f;
+  // Each item: 8 consecutive output elements of one head.
+  constexpr int ITEMS = HEADS_PER_CTA * HEAD_DIM / 8;
+  for (int item = threadIdx.x; item < ITEMS; item += THREADS) {
+    const int g = item / (HEAD_DIM / 8);
+    const int d0 = (item % (HEAD_DIM / 8)) * 8;
+    if (g >= heads_here) continue;
+    float m = kNegInf;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) result[e] = acc[g][e] * inv;
-    const long long head_row = (long long)seq * p.num_q_heads + q_head0 + g;
-    if (p.num_splits == 1) {
-      *reinterpret_cast<uint4*>(static_cast<char*>(p.out) + (head_row * HEAD_DIM + lane * 8) * 2) =
+    for (int r = 0; r < ROWS; ++r) m = fmaxf(m, red_max[r * HEADS_PER_CTA + g]);
+    float sum = 0.0f, result[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (m != kNegInf) {
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        const float w = exp2f(red_max[r * HEADS_PER_CTA + g] - m);
+        sum = fmaf(red_sum[r * HEADS_PER_CTA + g], w, sum);
+        const float* src = red_acc + (r * HEADS_PER_CTA + g) * HEAD_DIM + d0;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) result[e] = fmaf(src[e], w, result[e]);
+      }
+    }
+    const int q_head = q_head0 + g;
+    const long long head_row = (long long)seq * p.num_q_heads + q_head;
+    if (direct) {
+      float denominator = sum;
+      if (p.has_sinks && sum > 0.0f) denominator += exp2f(p.sink_log2[q_head] - m);
+      const float inv = sum > 0.0f ? v_mult / denominator : 0.0f;  // no keys: output zero
+#pragma unroll
+      for (int e = 0; e < 8; ++e) result[e] *= inv;
+      *reinterpret_cast<uint4*>(static_cast<char*>(p.out) + (head_row * HEAD_DIM + d0) * 2) =
           pack8<DTYPE>(result);
     } else {
+      const float inv = sum > 0.0f ? v_mult / sum : 0.0f;
       const long long split_row = (long long)split * p.num_seqs * p.num_q_heads + head_row;
-      float4* dst = reinterpret_cast<float4*>(p.partial_out + split_row * HEAD_DIM + lane * 8);
-      dst[0] = make_float4(result[0], result[1], result[2], result[3]);
-      dst[1] = make_float4(result[4], result[5], result[6], result[7]);
-      if (lane == 0) p.partial_lse[split_row] = sum > 0.0f ? running_max[g] + log2f(sum) : kNegInf;
+      float4* dst = reinterpret_cast<float4*>(p.partial_out + split_row * HEAD_DIM + d0);
+      dst[0] = make_float4(result[0] * inv, result[1] * inv, result[2] * inv, result[3] * inv);
+      dst[1] = make_float4(result[4] * inv, result[5] * inv, result[6] * inv, result[7] * inv);
+      if (d0 == 0) p.partial_lse[split_row] = sum > 0.0f ? m + log2f(sum) : kNegInf;
     }
   }
 }
 
-// Combines the splits of paged_decode_splitkv: out = sum_s w_s * partial_s / sum_s w_s with
-// w_s = 2^(lse_s - max lse). Grid (num_seqs, num_q_heads), HEAD_DIM threads.
-template <int DTYPE, int HEAD_DIM>
-__global__ void __launch_bounds__(HEAD_DIM) paged_decode_merge(const PagedDecodeParams p) {
+// Combines the splits of sequences that have more than one: out = sum_s w_s * partial_s /
+// (sum_s w_s + sink) with w_s = 2^(lse_s - max lse), sink = 2^(sink - max lse) when the head has
+// one. Grid (num_seqs, num_q_heads), HEAD_DIM / 2 threads of two elements each.
+template <int DTYPE, int HEAD_DIM, int BLOCK_TOKENS>
+__global__ void __launch_bounds__(HEAD_DIM / 2) paged_decode_merge(const PagedDecodeParams p) {
   const float kNegInf = -__int_as_float(0x7f800000);
-  const long long head_row = (long long)blockIdx.x * p.num_q_heads + blockIdx.y;
+  const int seq = blockIdx.x;
+  const int count = splitkv_detail::split_range(p, p.kv_lens[seq], 0, BLOCK_TOKENS).count;
+  if (count == 1) return;  // written directly
+  const long long head_row = (long long)seq * p.num_q_heads + blockIdx.y;
   const long long split_rows = (long long)p.num_seqs * p.num_q_heads;
   float max_lse = kNegInf;
-  for (int s = 0; s < p.num_splits; ++s)
-    max_lse = fmaxf(max_lse, p.partial_lse[s * split_rows + head_row]);
-  float weighted = 0.0f, total = 0.0f;
+  for (int s = 0; s < count; ++s) max_lse = fmaxf(max_lse, p.partial_lse[s * split_rows + head_row]);
+  float2 weighted = make_float2(0.0f, 0.0f);
+  float total = 0.0f;
   if (max_lse != kNegInf) {
-    for (int s = 0; s < p.num_splits; ++s) {
-      const float weight = exp2f(p.partial_lse[s * split_rows + head_row] - max_lse);
-      weighted = fmaf(weight, p.partial_out[(s * split_rows + head_row) * HEAD_DIM + threadIdx.x],
-                      weighted);
+    for (int s = 0; s < count; ++s) {
+      const float lse = p.partial_lse[s * split_rows + head_row];
+      if (lse == kNegInf) continue;  // an empty split wrote no partial output
+      const float weight = exp2f(lse - max_lse);
+      const float2 part = reinterpret_cast<const float2*>(
+          p.partial_out + (s * split_rows + head_row) * HEAD_DIM)[threadIdx.x];
+      weighted.x = fmaf(weight, part.x, weighted.x);
+      weighted.y = fmaf(weight, part.y, weighted.y);
       total += weight;
     }
+    if (p.has_sinks) total += exp2f(p.sink_log2[blockIdx.y] - max_lse);
   }
-  const float value = total > 0.0f ? weighted / total : 0.0f;
-  // Neighbouring threads pair up so each store writes two elements.
-  const float neighbour = __shfl_down_sync(0xffffffffu, value, 1);
-  if (threadIdx.x % 2 == 0) {
-    *reinterpret_cast<unsigned int*>(static_cast<char*>(p.out) +
-                                     (head_row * HEAD_DIM + threadIdx.x) * 2) =
-        pack2<DTYPE>(value, neighbour);
-  }
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  *reinterpret_cast<unsigned int*>(static_cast<char*>(p.out) +
+                                   (head_row * HEAD_DIM + threadIdx.x * 2) * 2) =
+      pack2<DTYPE>(weighted.x * inv, weighted.y * inv);
 }
 
 }  // namespace attn

@@ -1,5 +1,6 @@
 // Host side of paged_decode.splitkv (device code: splitkv.cuh, rules: splitkv_traits.hpp).
 #include <algorithm>
+#include <iterator>
 
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/paged_decode/paged_decode_params.hpp"
@@ -10,33 +11,48 @@ namespace attn {
 
 namespace {
 
-constexpr int kMaxSplits = 128;
+using splitkv::kMaxSplits;
 
 struct SplitKvConfig {
-  int tile_tokens, warps, heads_per_cta, num_splits;
+  int tile_tokens, stages, warps, heads_per_cta, num_splits;
   explicit SplitKvConfig(const KernelConfig& c)
       : tile_tokens(int(c.get("tile_tokens"))),
+        stages(int(c.get("stages"))),
         warps(int(c.get("warps"))),
         heads_per_cta(int(c.get("heads_per_cta"))),
         num_splits(int(c.get("num_splits"))) {}
 };
 
-std::string describe_rule(int rule, const SplitKvConfig& c, int head_dim) {
+constexpr const char* kAxes[] = {"tile_tokens", "stages", "warps", "heads_per_cta", "num_splits"};
+
+int kv_bytes(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3 ? 1 : 2;
+}
+
+int shared_bytes(const Batch& batch, const SplitKvConfig& c) {
+  return splitkv::shared_bytes(batch.spec.model.head_dim, kv_bytes(batch), c.heads_per_cta,
+                               c.warps, c.tile_tokens, c.stages);
+}
+
+std::string describe_rule(int rule, const SplitKvConfig& c, const Batch& batch) {
+  const int head_dim = batch.spec.model.head_dim;
   switch (rule) {
     case splitkv::kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+    case splitkv::kKvBytes:
+      return "KV elements must be 2 (bf16/fp16) or 1 (fp8) bytes";
     case splitkv::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case splitkv::kHeadsPerCta:
-      return "heads_per_cta must be 1, 2, 4 or 8";
-    case splitkv::kTileTokens:
-      return "tile_tokens must be a multiple of " +
+      return "heads_per_cta must be 1, 2, 4, 8 or 16";
+    case splitkv::kBlockTokens:
+      return "tile_tokens must be a power of two, at least " +
              std::to_string(splitkv::token_rows(head_dim, c.warps)) +
              " (key rows per step at this head_dim and warp count) and at most 256";
+    case splitkv::kStages:
+      return "stages must be 2 to " + std::to_string(splitkv::kMaxStages);
     case splitkv::kSharedMemory:
-      return "needs " +
-             std::to_string(
-                 splitkv::shared_bytes(head_dim, c.heads_per_cta, c.warps, c.tile_tokens)) +
+      return "needs " + std::to_string(shared_bytes(batch, c)) +
              " bytes of shared memory (limit " + std::to_string(splitkv::kMaxSharedBytes) + ")";
     case splitkv::kRegisters:
       return "too many registers per thread (estimate " +
@@ -49,24 +65,37 @@ std::string describe_rule(int rule, const SplitKvConfig& c, int head_dim) {
   }
 }
 
-// The batch features splitkv's kernel does not implement yet. Each must be refused, never run:
-// the kernel would ignore it and compute plain causal attention, a wrong answer that only the
-// reference check would catch. Non-causal needs no refusal: the single query token of a decode
-// sequence is its last position, so it sees every key either way.
-Support splitkv_supports_features(const Batch& batch) {
+// The batch features splitkv's kernel does not implement. Each must be refused, never run: the
+// kernel would ignore it and compute something else, a wrong answer that only the reference
+// check would catch. Non-causal needs no refusal: the single query token of a decode sequence is
+// its last position, so it sees every key either way.
+Support splitkv_supports_features(const Batch& batch, const Target& target) {
+  const ModelShape& m = batch.spec.model;
   if (batch.kv_dtype != batch.dtype) {
-    return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                       " (quantised KV cache) is not implemented; needs K/V of the Q dtype " +
-                       to_string(batch.dtype));
+    if (batch.kv_dtype != DType::fp8_e4m3) {
+      return Support::no("KV dtype " + to_string(batch.kv_dtype) + " with Q dtype " +
+                         to_string(batch.dtype) + ": only fp8_e4m3 or the Q dtype");
+    }
+    if (m.num_kv_heads > splitkv::kMaxKvHeads) {
+      return Support::no("fp8_e4m3 KV with more than " + std::to_string(splitkv::kMaxKvHeads) +
+                         " kv heads (scales travel in the parameter struct)");
+    }
+    const size_t scales = batch.k_scales.size();
+    if (scales != 1 && scales != size_t(m.num_kv_heads)) {
+      return Support::no("fp8_e4m3 KV needs one scale per tensor or per kv head");
+    }
   }
   if (batch.spec.kv_cache.layout == KvLayout::vllm) {
     return Support::no("the vllm K/V layout is not implemented (nhd and hnd are)");
   }
-  if (batch.logits_soft_cap > 0) return Support::no("logits soft-cap is not implemented");
-  if (batch.sliding_window > 0) return Support::no("sliding window is not implemented");
-  if (!batch.sink_logits.empty()) return Support::no("attention sinks are not implemented");
+  if (!batch.sink_logits.empty() && m.num_q_heads > splitkv::kMaxQHeads) {
+    return Support::no("attention sinks with more than " + std::to_string(splitkv::kMaxQHeads) +
+                       " q heads (sinks travel in the parameter struct)");
+  }
+  if (batch.sliding_window > 0x7fffffff) return Support::no("sliding window over 2^31 keys");
   if (batch.block_sparse) return Support::no("block-sparse masks are not implemented");
   if (batch.explicit_mask) return Support::no("explicit masks are not implemented");
+  (void)target;
   return Support::yes();
 }
 
@@ -79,15 +108,36 @@ int head_chunks(const Batch& batch, int heads_per_cta) {
   return (group + heads_per_cta - 1) / heads_per_cta;
 }
 
-// Enough CTAs for several waves on every SM, without splits shorter than two tiles.
-int auto_splits(const Batch& batch, const SplitKvConfig& c, const Target& target) {
-  const long long ctas = (long long)batch.num_seqs * batch.spec.model.num_kv_heads *
-                         head_chunks(batch, c.heads_per_cta);
-  const long long wanted = 8LL * std::max(1, target.sm_count);
-  long long splits = (wanted + ctas - 1) / std::max(1LL, ctas);
-  const long long max_tiles = (batch.max_kv_len() + c.tile_tokens - 1) / c.tile_tokens;
-  splits = std::min(splits, std::max(1LL, max_tiles / 2));
-  return int(std::clamp(splits, 1LL, (long long)kMaxSplits));
+// CTAs of this config that fit on one SM at once (shared memory, threads, registers).
+int ctas_per_sm(const Batch& batch, const SplitKvConfig& c, const Target& target) {
+  const int head_dim = batch.spec.model.head_dim;
+  const int smem_per_sm = target.compute_capability() >= 90 ? 228 * 1024 : 164 * 1024;
+  const int by_smem = smem_per_sm / (shared_bytes(batch, c) + 1024);
+  const int by_threads = 2048 / splitkv::threads(c.warps);
+  const int regs = std::max(
+      64, splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps, c.tile_tokens));
+  const int by_regs = 65536 / (regs * splitkv::threads(c.warps));
+  return std::max(1, std::min({by_smem, by_threads, by_regs, 32}));
+}
+
+int64_t visible_keys(const Batch& batch, int s) {
+  const int64_t len = batch.kv_lens[size_t(s)];
+  return batch.sliding_window > 0 ? std::min(len, batch.sliding_window) : len;
+}
+
+// Auto split length: the batch's keys (per KV head and head chunk) spread over one wave of CTAs,
+// so a single long sequence is cut into about as many splits as the GPU holds CTAs and a batch of
+// many sequences keeps one split each. Never shorter than 4 blocks (pipeline fill).
+int auto_split_tokens(const Batch& batch, const SplitKvConfig& c, const Target& target) {
+  int64_t keys = 0;
+  for (int s = 0; s < batch.num_seqs; ++s) keys += visible_keys(batch, s);
+  const int64_t per_seq_ctas =
+      int64_t(batch.spec.model.num_kv_heads) * head_chunks(batch, c.heads_per_cta);
+  const int64_t slots = int64_t(std::max(1, target.sm_count)) * ctas_per_sm(batch, c, target);
+  const int64_t wanted = std::max<int64_t>(1, slots / per_seq_ctas);  // CTAs per KV head
+  int64_t tokens = (keys + wanted - 1) / wanted;
+  tokens = std::max<int64_t>(tokens, 4LL * c.tile_tokens);
+  return int(std::min<int64_t>(tokens, 0x3fffffff));
 }
 
 class SplitKvLauncher : public Launcher {
@@ -121,14 +171,16 @@ class SplitKvVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "flash-decoding on CUDA cores: heads of one KV head per CTA, split-KV + LSE merge";
+    return "flash-decoding on CUDA cores: a KV head's q heads per CTA, cp.async page pipeline, "
+           "split-KV + LSE merge";
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
-        {"tile_tokens", {16, 32, 64, 128, 256}, "keys per step: loads in flight vs registers"},
-        {"warps", {1, 2, 4, 8}, "threads per CTA: key rows in flight vs CTAs per SM"},
-        {"heads_per_cta", {1, 2, 4, 8}, "query heads sharing one K/V read (GQA)"},
+        {"tile_tokens", {16, 32, 64, 128}, "keys per pipeline stage and compute block"},
+        {"stages", {2, 3, 4, 6}, "shared-memory stages of the cp.async ring: bytes in flight"},
+        {"warps", {1, 2, 4, 8}, "threads per CTA: key rows computed at once vs CTAs per SM"},
+        {"heads_per_cta", {1, 2, 4, 8, 16}, "query heads sharing one K/V read (GQA)"},
         {"num_splits", {0, 1, 2, 4, 8, 16, 32}, "splits of each sequence's keys; 0 = auto"},
     };
   }
@@ -136,38 +188,55 @@ class SplitKvVariant : public Variant {
   KernelConfig default_config(const Batch& batch, const Target&) const override {
     const int head_dim = batch.spec.model.head_dim;
     const int group = batch.spec.group_size();
+    const int kvb = kv_bytes(batch);
     int heads = 1;
-    while (heads < group && heads < 8) heads *= 2;
+    while (heads < group && heads < 16) heads *= 2;
     const int warps = 4;
-    int tile = std::max(1, splitkv::token_rows(head_dim, warps)) * 8;  // 8 keys per row
-    while (tile > splitkv::token_rows(head_dim, warps) &&
-           splitkv::check(head_dim, heads, warps, tile) != splitkv::kOk) {
-      tile /= 2;
+    int tile = 32, stages = 4;
+    while (heads > 1 &&
+           splitkv::check(head_dim, kvb, heads, warps, tile, stages) == splitkv::kRegisters) {
+      heads /= 2;
     }
-    return KernelConfig{
-        {"tile_tokens", tile}, {"warps", warps}, {"heads_per_cta", heads}, {"num_splits", 0}};
+    while (tile < splitkv::token_rows(head_dim, warps)) tile *= 2;
+    while (stages > 2 &&
+           splitkv::check(head_dim, kvb, heads, warps, tile, stages) == splitkv::kSharedMemory) {
+      --stages;
+    }
+    return KernelConfig{{"tile_tokens", tile},
+                        {"stages", stages},
+                        {"warps", warps},
+                        {"heads_per_cta", heads},
+                        {"num_splits", 0}};
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
     if (target.compute_capability() < 80) {
-      return Support::no("needs compute capability 8.0 or newer (bf16 conversions)");
+      return Support::no("needs compute capability 8.0 or newer (bf16 conversions, cp.async)");
     }
     if (Support s = paged_decode_supports_batch(batch); !s) return s;
-    if (Support s = splitkv_supports_features(batch); !s) return s;
+    if (Support s = splitkv_supports_features(batch, target); !s) return s;
     const DType dtype = batch.spec.model.dtype;
     if (dtype != DType::bf16 && dtype != DType::fp16) {
       return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
     }
-    for (const char* axis : {"tile_tokens", "warps", "heads_per_cta", "num_splits"}) {
+    for (const char* axis : kAxes) {
       if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
     }
-    if (config.values().size() != 4) return Support::no("config has axes splitkv does not use");
+    if (config.values().size() != std::size(kAxes)) {
+      return Support::no("config has axes splitkv does not use");
+    }
     const SplitKvConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
-    const int rule = splitkv::check(head_dim, c.heads_per_cta, c.warps, c.tile_tokens);
-    if (rule != splitkv::kOk) return Support::no(describe_rule(rule, c, head_dim));
+    const int rule =
+        splitkv::check(head_dim, kv_bytes(batch), c.heads_per_cta, c.warps, c.tile_tokens, c.stages);
+    if (rule != splitkv::kOk) return Support::no(describe_rule(rule, c, batch));
+    if (target.max_shared_per_block > 0 && shared_bytes(batch, c) > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(shared_bytes(batch, c)) +
+                         " bytes of shared memory; the device allows " +
+                         std::to_string(target.max_shared_per_block) + " per block");
+    }
     if (c.num_splits < 0 || c.num_splits > kMaxSplits) {
       return Support::no("num_splits must be 0 (auto) to " + std::to_string(kMaxSplits));
     }
@@ -181,9 +250,10 @@ class SplitKvVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
-                   to_string(batch.spec.model.dtype);
+                   to_string(batch.spec.model.dtype) + "." + to_string(batch.kv_dtype);
     program.source = "#include \"kernels/paged_decode/splitkv.cuh\"\n";
-    program.kernels = {attention_kernel(code, head_dim, c), merge_kernel(code, head_dim)};
+    program.kernels = {attention_kernel(code, fp8(batch), head_dim, c),
+                       merge_kernel(code, head_dim, c)};
     program.arch = target.arch;
     return {program};
   }
@@ -198,8 +268,13 @@ class SplitKvVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code(m.dtype);
-    CUfunction attention = context.loader->function(program, attention_kernel(code, m.head_dim, c));
-    CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim));
+    CUfunction attention =
+        context.loader->function(program, attention_kernel(code, fp8(batch), m.head_dim, c));
+    CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim, c));
+    const int smem = shared_bytes(batch, c);
+    ATTN_CU_CHECK(context.cuda->api(),
+                  cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     smem));
 
     PagedDecodeParams p{};
     p.q = problem.q();
@@ -222,10 +297,43 @@ class SplitKvVariant : public Variant {
     p.num_q_heads = m.num_q_heads;
     p.num_kv_heads = m.num_kv_heads;
     p.page_size = batch.page_size;
+    p.page_shift = -1;
+    for (int shift = 0; shift < 31; ++shift) {
+      if ((1 << shift) == batch.page_size) p.page_shift = shift;
+    }
     p.max_pages_per_seq = batch.max_pages_per_seq;
-    p.num_splits = c.num_splits > 0 ? c.num_splits : auto_splits(batch, c, context.target);
     p.head_chunks = head_chunks(batch, c.heads_per_cta);
-    p.scale_log2 = float(double(batch.softmax_scale) * 1.4426950408889634);  // * log2(e)
+    p.sliding_window = int(batch.sliding_window);
+    if (c.num_splits > 0) {
+      p.num_splits = c.num_splits;
+      p.split_tokens = 0;
+    } else {
+      p.split_tokens = auto_split_tokens(batch, c, context.target);
+      int most = 1;
+      for (int s = 0; s < batch.num_seqs; ++s) {
+        most = std::max(most, splitkv::splits_of(int(visible_keys(batch, s)), p.split_tokens,
+                                                 kMaxSplits));
+      }
+      p.num_splits = most;
+    }
+    constexpr double kLog2e = 1.4426950408889634;
+    p.soft_cap = batch.logits_soft_cap > 0 ? batch.logits_soft_cap : 0.0f;
+    p.soft_cap_log2 = float(double(p.soft_cap) * kLog2e);
+    double q_scale = double(batch.softmax_scale) * (p.soft_cap > 0 ? 1.0 : kLog2e);
+    p.kv_fp8 = fp8(batch) ? 1 : 0;
+    if (p.kv_fp8) {
+      q_scale *= 1.329227995784916e36;  // 2^120: the kernel's fp8 unpacking scales by 2^-120
+      for (int h = 0; h < m.num_kv_heads; ++h) {
+        const size_t i = batch.k_scales.size() == 1 ? 0 : size_t(h);
+        p.k_scale[h] = batch.k_scales[i];
+        p.v_scale[h] = batch.v_scales[batch.v_scales.size() == 1 ? 0 : size_t(h)];
+      }
+    }
+    p.q_scale = float(q_scale);
+    p.has_sinks = batch.sink_logits.empty() ? 0 : 1;
+    for (size_t h = 0; h < batch.sink_logits.size(); ++h) {
+      p.sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
+    }
     if (p.num_splits > 1) {
       const size_t rows = size_t(p.num_splits) * size_t(batch.num_seqs) * size_t(m.num_q_heads);
       const size_t out_bytes = rows * size_t(D) * sizeof(float);
@@ -239,10 +347,11 @@ class SplitKvVariant : public Variant {
     attention_shape.grid_y = unsigned(m.num_kv_heads * p.head_chunks);
     attention_shape.grid_z = unsigned(p.num_splits);
     attention_shape.block_x = unsigned(splitkv::threads(c.warps));
+    attention_shape.shared_bytes = unsigned(smem);
     LaunchShape merge_shape;
     merge_shape.grid_x = unsigned(batch.num_seqs);
     merge_shape.grid_y = unsigned(m.num_q_heads);
-    merge_shape.block_x = unsigned(D);
+    merge_shape.block_x = unsigned(D / 2);
     return std::make_unique<SplitKvLauncher>(context, attention, merge, attention_shape,
                                              merge_shape, p);
   }
@@ -250,14 +359,16 @@ class SplitKvVariant : public Variant {
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
-  static std::string attention_kernel(int code, int head_dim, const SplitKvConfig& c) {
-    return "attn::paged_decode_splitkv<" + std::to_string(code) + ", " + std::to_string(head_dim) +
-           ", " + std::to_string(c.heads_per_cta) + ", " + std::to_string(c.warps) + ", " +
-           std::to_string(c.tile_tokens) + ">";
+  static bool fp8(const Batch& batch) { return batch.kv_dtype == DType::fp8_e4m3; }
+  static std::string attention_kernel(int code, bool kv_fp8, int head_dim, const SplitKvConfig& c) {
+    return "attn::paged_decode_splitkv<" + std::to_string(code) + ", " +
+           (kv_fp8 ? "true" : "false") + ", " + std::to_string(head_dim) + ", " +
+           std::to_string(c.heads_per_cta) + ", " + std::to_string(c.warps) + ", " +
+           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ">";
   }
-  static std::string merge_kernel(int code, int head_dim) {
+  static std::string merge_kernel(int code, int head_dim, const SplitKvConfig& c) {
     return "attn::paged_decode_merge<" + std::to_string(code) + ", " + std::to_string(head_dim) +
-           ">";
+           ", " + std::to_string(c.tile_tokens) + ">";
   }
 };
 

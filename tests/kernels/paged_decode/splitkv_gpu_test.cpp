@@ -2,6 +2,9 @@
 // reference on a poisoned output (the Evaluator does both before it times anything).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -38,21 +41,35 @@ std::string describe(const WorkloadSpec& spec, const KernelConfig& config) {
       << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " "
       << to_string(spec.kv_cache.allocation) << " seed " << spec.seed << " contexts [";
   for (const auto& s : spec.sequences) out << s.context_len.value << " ";
-  out << "] config " << config.key();
+  out << "]";
+  if (spec.model.kv_dtype) out << " kv " << to_string(*spec.model.kv_dtype) << " "
+                               << to_string(spec.model.kv_scale);
+  if (spec.model.logits_soft_cap) out << " softcap " << *spec.model.logits_soft_cap;
+  if (spec.model.sliding_window) out << " window " << *spec.model.sliding_window;
+  if (spec.model.attention_sinks) out << " sinks";
+  if (!spec.mask.causal) out << " non-causal";
+  out << " config " << config.key();
   return out.str();
 }
 
 // Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, page sizes 1..256
-// including odd ones, both layouts and dtypes), uneven lengths with edge cases, and a random valid
-// config from the variant's space.
+// including odd ones, both layouts and dtypes), uneven lengths with edge cases (0 and 1 keys
+// included), each batch feature switched on at random (fp8 KV with per-tensor or per-head scales,
+// soft-cap, sliding window, sinks, non-causal), fresh data per run (the seed varies with the time
+// unless ATTN_TEST_SEED is set), and a random valid config from the variant's space.
 TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
   const Variant& splitkv = *registry.find("paged_decode.splitkv");
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261121);
+  const char* fixed_seed = std::getenv("ATTN_TEST_SEED");
+  const uint64_t seed = fixed_seed ? std::strtoull(fixed_seed, nullptr, 10)
+                                   : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  const int trials = 96;
   int checked = 0;
-  for (int trial = 0; trial < 48; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     testing::SpecShape shape;
     shape.kv_heads = pick(rng, std::vector<int>{1, 2, 4});
     shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16});
@@ -69,7 +86,17 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
       contexts.push_back(
           pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031, 2047, 4099}));
     }
-    const Batch batch = generate_batch(testing::make_decode_spec(shape, contexts));
+    WorkloadSpec spec = testing::make_decode_spec(shape, contexts);
+    std::bernoulli_distribution coin(0.3);
+    if (coin(rng)) {
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale = coin(rng) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+    }
+    if (coin(rng)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{5.0, 30.0, 50.0});
+    if (coin(rng)) spec.model.sliding_window = pick(rng, std::vector<int64_t>{1, 7, 16, 100, 1000});
+    if (coin(rng)) spec.model.attention_sinks = true;
+    if (coin(rng)) spec.mask.causal = false;
+    const Batch batch = generate_batch(spec);
 
     // A random config the traits accept (the default when the draw is invalid).
     KernelConfig config = splitkv.default_config(batch, target);
@@ -87,7 +114,80 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
         << describe(batch.spec, config) << ": " << m.reason;
     ++checked;
   }
-  EXPECT_EQ(checked, 48);
+  EXPECT_EQ(checked, trials);
+}
+
+// Every feature on its own and all together, on the Llama-3 shape with uneven lengths, with the
+// default config and a fixed split count.
+TEST(SplitKvGpu, EachFeatureMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& splitkv = *registry.find("paged_decode.splitkv");
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::SpecShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 8;
+  shape.head_dim = 128;
+  shape.seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::vector<int64_t> contexts = {0, 1, 2, 33, 517, 4096, 9000};
+  struct Case {
+    std::string name;
+    std::function<void(WorkloadSpec&)> apply;
+  };
+  const std::vector<Case> cases = {
+      {"plain", [](WorkloadSpec&) {}},
+      {"fp8 per tensor", [](WorkloadSpec& s) { s.model.kv_dtype = DType::fp8_e4m3; }},
+      {"fp8 per head",
+       [](WorkloadSpec& s) {
+         s.model.kv_dtype = DType::fp8_e4m3;
+         s.model.kv_scale = KvScaleGranularity::per_head;
+       }},
+      {"soft-cap", [](WorkloadSpec& s) { s.model.logits_soft_cap = 30.0; }},
+      {"sliding window", [](WorkloadSpec& s) { s.model.sliding_window = 300; }},
+      {"sinks", [](WorkloadSpec& s) { s.model.attention_sinks = true; }},
+      {"non-causal", [](WorkloadSpec& s) { s.mask.causal = false; }},
+      {"fp16 hnd", [](WorkloadSpec& s) {
+         s.model.dtype = DType::fp16;
+         s.kv_cache.layout = KvLayout::hnd;
+       }},
+      {"all", [](WorkloadSpec& s) {
+         s.model.kv_dtype = DType::fp8_e4m3;
+         s.model.kv_scale = KvScaleGranularity::per_head;
+         s.model.logits_soft_cap = 50.0;
+         s.model.sliding_window = 1000;
+         s.model.attention_sinks = true;
+         s.kv_cache.page_size = 1;
+       }},
+  };
+  for (const Case& c : cases) {
+    WorkloadSpec spec = testing::make_decode_spec(shape, contexts);
+    c.apply(spec);
+    const Batch batch = generate_batch(spec);
+    KernelConfig config = splitkv.default_config(batch, target);
+    for (int splits : {0, 1, 5}) {
+      config.set("num_splits", splits);
+      ASSERT_TRUE(splitkv.supports(batch, config, target)) << c.name;
+      const Measurement m = evaluate_once(batch, config);
+      EXPECT_EQ(m.disposition, Disposition::passed)
+          << c.name << " splits " << splits << " " << describe(batch.spec, config) << ": "
+          << m.reason;
+    }
+  }
+}
+
+// One long sequence: the auto split count cuts it across the GPU.
+TEST(SplitKvGpu, OneLongSequenceMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  testing::SpecShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 8;
+  shape.head_dim = 128;
+  const Batch batch = generate_batch(testing::make_decode_spec(shape, {32768}));
+  const Registry registry = make_registry();
+  const Variant& splitkv = *registry.find("paged_decode.splitkv");
+  const Measurement m =
+      evaluate_once(batch, splitkv.default_config(batch, Target::cuda(testing::gpu().device())));
+  EXPECT_EQ(m.disposition, Disposition::passed) << m.reason;
 }
 
 // Every fixed split count, including more splits than tiles, on very uneven lengths.
@@ -99,8 +199,11 @@ TEST(SplitKvGpu, EverySplitCountMatchesTheReference) {
   shape.head_dim = 128;
   const Batch batch = generate_batch(testing::make_decode_spec(shape, {0, 3, 700, 5000}));
   for (int splits : {1, 2, 3, 7, 16, 64}) {
-    KernelConfig config{
-        {"tile_tokens", 64}, {"warps", 4}, {"heads_per_cta", 4}, {"num_splits", splits}};
+    KernelConfig config{{"tile_tokens", 64},
+                        {"stages", 3},
+                        {"warps", 4},
+                        {"heads_per_cta", 4},
+                        {"num_splits", splits}};
     const Measurement m = evaluate_once(batch, config);
     EXPECT_EQ(m.disposition, Disposition::passed) << "num_splits " << splits << ": " << m.reason;
   }
