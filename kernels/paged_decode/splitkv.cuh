@@ -69,7 +69,7 @@ __device__ __forceinline__ SplitRange split_range(const PagedDecodeParams& p, in
 
 template <int DTYPE, bool KV_FP8, int HEAD_DIM, int HEADS_PER_CTA, int WARPS, int BLOCK_TOKENS,
           int STAGES>
-__global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDecodeParams p) {
+__global__ void __launch_bounds__(WARPS * 32, splitkv::min_ctas_per_sm(WARPS, HEADS_PER_CTA)) paged_decode_splitkv(const PagedDecodeParams p) {
   constexpr int KV_BYTES = KV_FP8 ? 1 : 2;
   static_assert(splitkv::check(HEAD_DIM, KV_BYTES, HEADS_PER_CTA, WARPS, BLOCK_TOKENS, STAGES) ==
                     splitkv::kOk,
@@ -136,8 +136,20 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDe
       static_cast<const unsigned char*>(p.v_pool) + kv_head * p.head_stride * KV_BYTES;
   const int n_blocks = (key_end - key_begin + BLOCK_TOKENS - 1) / BLOCK_TOKENS;
 
+  // Page ids of the rows this thread copies, loaded one block ahead of the copies that use them so
+  // the page-table read's latency never stalls the copy issue (page size 1: one id per key).
+  auto fetch_pages = [&](int b, int (&ids)[COPY_ITERS]) {
+    const int token0 = key_begin + b * BLOCK_TOKENS;
+#pragma unroll
+    for (int i = 0; i < COPY_ITERS; ++i) {
+      const int t = token0 + (threadIdx.x + i * THREADS) / CHUNKS_PER_ROW;
+      ids[i] = 0;
+      if (b < n_blocks && t < key_end)
+        ids[i] = __ldg(pages + (p.page_shift >= 0 ? t >> p.page_shift : t / p.page_size));
+    }
+  };
   // Issues block b's K and V rows into its stage; keys past key_end are zero-filled.
-  auto issue = [&](int b) {
+  auto issue = [&](int b, const int (&ids)[COPY_ITERS]) {
     unsigned char* k_dst = smem + (b % STAGES) * STAGE_BYTES;
     unsigned char* v_dst = k_dst + BLOCK_TOKENS * ROW_BYTES;
     const int token0 = key_begin + b * BLOCK_TOKENS;
@@ -150,9 +162,8 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDe
         const bool valid = t < key_end;
         long long offset = 0;
         if (valid) {
-          const int page_index = p.page_shift >= 0 ? t >> p.page_shift : t / p.page_size;
-          const int slot = t - page_index * p.page_size;
-          offset = (pages[page_index] * p.page_stride + slot * p.token_stride) * KV_BYTES;
+          const int slot = p.page_shift >= 0 ? t & (p.page_size - 1) : t % p.page_size;
+          offset = (ids[i] * p.page_stride + slot * p.token_stride) * KV_BYTES;
         }
         cp_async_16(k_dst + r * ROW_BYTES + col * 16, k_head + offset + col * 16, valid);
         cp_async_16(v_dst + r * ROW_BYTES + col * 16, v_head + offset + col * 16, valid);
@@ -160,16 +171,24 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_splitkv(const PagedDe
     }
   };
 
+  int ids[COPY_ITERS];
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < n_blocks) issue(s);
+    if (s < n_blocks) {
+      fetch_pages(s, ids);
+      issue(s, ids);
+    }
     cp_async_commit();
   }
+  fetch_pages(STAGES - 1, ids);
 
   for (int b = 0; b < n_blocks; ++b) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();  // block b is in shared memory; every thread is done with block b - 1
-    if (b + STAGES - 1 < n_blocks) issue(b + STAGES - 1);
+    if (b + STAGES - 1 < n_blocks) {
+      issue(b + STAGES - 1, ids);
+      fetch_pages(b + STAGES, ids);
+    }
     cp_async_commit();
 
     const unsigned char* k_src = smem + (b % STAGES) * STAGE_BYTES;
