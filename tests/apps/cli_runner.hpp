@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -38,7 +39,7 @@ class Cli : public ::testing::Test {
   void SetUp() override {
     dir_ =
         std::filesystem::temp_directory_path() /
-        ("attn-cli-test-" +
+        ("attn-cli-test-" + std::to_string(::getpid()) + "-" +
          std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) +
          "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);

@@ -2,6 +2,7 @@
 // Google Benchmark's tools/compare.py reads, the flags behave as its users expect, and the
 // A/A repeat check is printed and stored.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -23,7 +24,7 @@ class GbenchCli : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("attn-gbench-test-" +
+           ("attn-gbench-test-" + std::to_string(::getpid()) + "-" +
             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);

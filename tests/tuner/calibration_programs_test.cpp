@@ -1,5 +1,6 @@
 // The calibration kernels and the clock probe compile through NVRTC with no GPU present (CI has
 // the toolkit, not a driver), for Hopper (sm_90a) and for the sm_80 class.
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -17,7 +18,7 @@ class CalibrationPrograms : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("attn-calibrate-jit-" +
+           ("attn-calibrate-jit-" + std::to_string(::getpid()) + "-" +
             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
   }

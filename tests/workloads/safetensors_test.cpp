@@ -1,5 +1,7 @@
 #include "workloads/safetensors.hpp"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -59,7 +61,7 @@ TEST(Safetensors, HeaderFollowsTheFormat) {
 }
 
 TEST(Safetensors, RoundTripsThroughAFile) {
-  const fs::path path = fs::temp_directory_path() / "attn-safetensors-roundtrip.safetensors";
+  const fs::path path = fs::temp_directory_path() / ("attn-safetensors-roundtrip-" + std::to_string(::getpid()) + ".safetensors");
   const SafetensorsWriter writer = sample_writer();
   writer.write(path.string());
   const SafetensorsFile file = read_safetensors(path.string());

@@ -2,6 +2,8 @@
 // every dtype pairing, and the strides it is given reproduce pool_offset in every layout.
 #include "kernels/fill/batch_fill.hpp"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -45,7 +47,7 @@ TEST(BatchFill, StridesReproducePoolOffsetInEveryLayout) {
 }
 
 TEST(BatchFill, ProgramCompilesForSm80AndSm90a) {
-  const fs::path dir = fs::temp_directory_path() / "attn-batch-fill-jit-test";
+  const fs::path dir = fs::temp_directory_path() / ("attn-batch-fill-jit-test-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   JitCompiler jit(JitOptions{dir.string()});
   const std::pair<DType, DType> pairs[] = {{DType::bf16, DType::bf16},

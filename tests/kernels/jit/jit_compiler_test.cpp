@@ -1,6 +1,8 @@
 // NVRTC compiles the decode kernel with no GPU present (CI has the toolkit, not a driver).
 #include "kernels/jit/jit_compiler.hpp"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,7 +20,7 @@ class JitCompilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("attn-jit-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+           ("attn-jit-test-" + std::to_string(::getpid()) + "-" +
             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
