@@ -114,11 +114,8 @@ int ctas_per_sm(const Batch& batch, const SplitKvConfig& c, const Target& target
   const int smem_per_sm = target.compute_capability() >= 90 ? 228 * 1024 : 164 * 1024;
   const int by_smem = smem_per_sm / (shared_bytes(batch, c) + 1024);
   const int by_threads = 2048 / splitkv::threads(c.warps);
-  const int regs =
-      c.heads_per_cta >= 8
-          ? std::max(64, splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps,
-                                                    c.tile_tokens))
-          : 65536 / (splitkv::threads(c.warps) * splitkv::min_ctas_per_sm(c.warps, c.heads_per_cta));
+  const int regs = std::max(
+      64, splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps, c.tile_tokens));
   const int by_regs = 65536 / (regs * splitkv::threads(c.warps));
   return std::max(1, std::min({by_smem, by_threads, by_regs, 32}));
 }
