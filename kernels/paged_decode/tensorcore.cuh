@@ -139,9 +139,9 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
     uint4 value = make_uint4(0, 0, 0, 0);
     if (r < p.group) {
-      value = load_16B_readonly(static_cast<const char*>(p.q) +
-                                (((long long)seq * p.num_q_heads + q_head0 + r) * HEAD_DIM + col) *
-                                    2);
+      value =
+          load_16B_readonly(static_cast<const char*>(p.q) +
+                            (((long long)seq * p.num_q_heads + q_head0 + r) * HEAD_DIM + col) * 2);
     }
     *reinterpret_cast<uint4*>(q_tile + r * ROW + col) = value;
   }
@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       const float new_max = fmaxf(row_max[r], tile_max[r]);
-      base[r] = new_max == kNegInf ? 0.0f : new_max;  // no key yet: avoid -inf - -inf
+      base[r] = new_max == kNegInf ? 0.0f : new_max;    // no key yet: avoid -inf - -inf
       const float alpha = exp2f(row_max[r] - base[r]);  // 0 while the row had no key
       row_max[r] = new_max;
       row_sum[r] *= alpha;
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   __syncthreads();  // the stage buffers become the merge area
 
   // Merge the warps' states: each warp's output, max and sum per row into shared memory.
-  float* merge_out = reinterpret_cast<float*>(smem);  // [WARPS][M][HEAD_DIM]
+  float* merge_out = reinterpret_cast<float*>(smem);    // [WARPS][M][HEAD_DIM]
   float* merge_max = merge_out + WARPS * M * HEAD_DIM;  // [WARPS][M]
   float* merge_sum = merge_max + WARPS * M;             // [WARPS][M]
   const int r0 = lane / 4;
@@ -368,8 +368,8 @@ __global__ void __launch_bounds__(HEAD_DIM / 2)
     }
     for (int s = 0; s < p.num_splits; ++s) {
       const float weight = exp2f(p.partial_lse[s * split_rows + head_row] - top);
-      const float2 part =
-          *reinterpret_cast<const float2*>(p.partial_out + (s * split_rows + head_row) * HEAD_DIM + d);
+      const float2 part = *reinterpret_cast<const float2*>(
+          p.partial_out + (s * split_rows + head_row) * HEAD_DIM + d);
       x0 = fmaf(weight, part.x, x0);
       x1 = fmaf(weight, part.y, x1);
       total += weight;

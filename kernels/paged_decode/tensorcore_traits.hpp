@@ -31,8 +31,7 @@ ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
 ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int block_tokens) {
   return 2 * block_tokens * row_elements(head_dim) * 2;
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens,
-                                            int stages) {
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens, int stages) {
   return stages * stage_bytes(head_dim, block_tokens) + kMmaRows * row_elements(head_dim) * 2;
 }
 ATTN_HOST_DEVICE constexpr int merge_bytes(int head_dim, int warps) {

@@ -112,8 +112,8 @@ int auto_splits(const Batch& batch, const TensorCoreConfig& c, const Target& tar
 class TensorCoreLauncher : public Launcher {
  public:
   TensorCoreLauncher(const ExecContext& context, CUfunction attention, CUfunction merge,
-                     LaunchShape attention_shape, LaunchShape merge_shape,
-                     TensorCoreParams params, DeviceBuffer sinks)
+                     LaunchShape attention_shape, LaunchShape merge_shape, TensorCoreParams params,
+                     DeviceBuffer sinks)
       : context_(context),
         attention_(attention),
         merge_(merge),
@@ -161,8 +161,8 @@ class TensorCoreVariant : public Variant {
     int tile = 64, stages = 3;
     const int warps = 4;
     auto fits = [&](int t, int s) {
-      const TensorCoreConfig c(KernelConfig{
-          {"tile_tokens", t}, {"warps", warps}, {"stages", s}, {"num_splits", 0}});
+      const TensorCoreConfig c(
+          KernelConfig{{"tile_tokens", t}, {"warps", warps}, {"stages", s}, {"num_splits", 0}});
       return tensorcore::check(head_dim, warps, t, s) == tensorcore::kOk &&
              (target.max_shared_per_block <= 0 ||
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
@@ -227,9 +227,9 @@ class TensorCoreVariant : public Variant {
     CUfunction attention = context.loader->function(program, attention_kernel(code, m.head_dim, c));
     CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim));
     const int smem = c.shared_bytes(m.head_dim);
-    ATTN_CU_CHECK(context.cuda->api(),
-                  cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     smem));
+    ATTN_CU_CHECK(
+        context.cuda->api(),
+        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
 
     TensorCoreParams p{};
     p.q = problem.q();

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <random>
 #include <regex>
 
@@ -49,8 +49,10 @@ Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType:
 }
 
 KernelConfig make_config(int tile_tokens, int warps, int stages, int num_splits = 0) {
-  return KernelConfig{
-      {"tile_tokens", tile_tokens}, {"warps", warps}, {"stages", stages}, {"num_splits", num_splits}};
+  return KernelConfig{{"tile_tokens", tile_tokens},
+                      {"warps", warps},
+                      {"stages", stages},
+                      {"num_splits", num_splits}};
 }
 
 const Variant& tensorcore_variant(const Registry& registry) {
@@ -66,9 +68,9 @@ TEST(TensorCoreTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 3, 48, 3), kWarps);
   EXPECT_EQ(check(128, 4, 64, 1), kStages);
   EXPECT_EQ(check(128, 4, 64, 5), kStages);
-  EXPECT_EQ(check(128, 4, 32, 3), kBlockTokens);   // 8 keys per warp: less than one k16 slice
-  EXPECT_EQ(check(128, 2, 48, 3), kBlockTokens);   // 24 keys per warp
-  EXPECT_EQ(check(64, 1, 512, 2), kBlockTokens);   // over 256
+  EXPECT_EQ(check(128, 4, 32, 3), kBlockTokens);    // 8 keys per warp: less than one k16 slice
+  EXPECT_EQ(check(128, 2, 48, 3), kBlockTokens);    // 24 keys per warp
+  EXPECT_EQ(check(64, 1, 512, 2), kBlockTokens);    // over 256
   EXPECT_EQ(check(256, 8, 256, 4), kSharedMemory);  // 4 x 270 KiB
   EXPECT_EQ(check(256, 1, 96, 2), kRegisters);      // 128 accumulators + 96 keys per warp
   // Shared memory: stages x (K + V) x tokens x padded row, plus Q.
@@ -110,7 +112,8 @@ TEST(TensorCoreGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
               const std::string& why = support.reason;
               switch (rule) {
                 case tensorcore::kBlockTokens:
-                  EXPECT_NE(why.find("tile_tokens must be a multiple of"), std::string::npos) << why;
+                  EXPECT_NE(why.find("tile_tokens must be a multiple of"), std::string::npos)
+                      << why;
                   break;
                 case tensorcore::kSharedMemory:
                 case tensorcore::kOk:  // the device's own limit
@@ -234,9 +237,9 @@ TEST(TensorCoreGating, GroupSizesUpToSixteenAndNewerGpusOnly) {
 // NVRTC compiles the configs the traits accept, for both archs and dtypes, and ptxas reports no
 // spills (the register estimate in the traits keeps accepted configs in registers).
 TEST(TensorCoreCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("attn-tensorcore-jit-" +
-                        std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("attn-tensorcore-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   fs::remove_all(dir);
   JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
   const Registry registry = make_registry();
