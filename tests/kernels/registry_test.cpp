@@ -22,10 +22,12 @@ TEST(Glob, MatchesLikeAShell) {
 TEST(Registry, HoldsThePagedDecodeVariants) {
   const Registry registry = make_registry();
   ASSERT_NE(registry.find("paged_decode.splitkv"), nullptr);
+  ASSERT_NE(registry.find("paged_decode.tensorcore"), nullptr);
   ASSERT_NE(registry.find("paged_decode.cpu_reference"), nullptr);
   EXPECT_EQ(registry.find("paged_decode.splitkv")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("paged_decode.tensorcore")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
-  EXPECT_EQ(registry.matching("paged_decode.*").size(), 2u);
+  EXPECT_EQ(registry.matching("paged_decode.*").size(), 3u);
   EXPECT_EQ(registry.matching("*cpu*").size(), 1u);
   EXPECT_TRUE(registry.matching("nothing.*").empty());
   for (const auto& v : registry.variants()) {

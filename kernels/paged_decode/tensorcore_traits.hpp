@@ -1,0 +1,72 @@
+// Traits of paged_decode.tensorcore: threads, tile shapes, shared memory and validity derived from
+// one config. Included by the host (to reject a config before compiling it) and by the device
+// template (which static_asserts the same rule), so the two can never disagree.
+#pragma once
+
+#include "base/host_device.hpp"
+
+namespace attn {
+namespace tensorcore {
+
+// The q heads of one GQA group fill the M rows of an mma.sync m16n8k16 tile; larger groups would
+// need a second M tile.
+constexpr int kMmaRows = 16;
+constexpr int kMaxGroup = kMmaRows;
+
+ATTN_HOST_DEVICE constexpr int threads(int warps) {
+  return warps * 32;
+}
+// Each warp owns a contiguous slice of every compute block's keys (its own softmax state).
+ATTN_HOST_DEVICE constexpr int warp_tokens(int warps, int block_tokens) {
+  return block_tokens / warps;
+}
+// A shared-memory row of K, V or Q: head_dim 16-bit elements plus 16 bytes of padding, so the 8
+// rows one ldmatrix reads start in 8 different 16-byte bank groups (no conflicts).
+ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
+  return head_dim + 8;
+}
+// STAGES buffers of K and V for block_tokens keys, plus Q. After the key loop the stage buffers
+// are reused for the cross-warp merge (warps x 16 rows x head_dim floats + max and sum), which
+// always fits: block_tokens >= 16 * warps and stages >= 2.
+ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int block_tokens) {
+  return 2 * block_tokens * row_elements(head_dim) * 2;
+}
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens, int stages) {
+  return stages * stage_bytes(head_dim, block_tokens) + kMmaRows * row_elements(head_dim) * 2;
+}
+ATTN_HOST_DEVICE constexpr int merge_bytes(int head_dim, int warps) {
+  return warps * kMmaRows * (head_dim + 2) * 4;
+}
+// Rough per-thread register need: the output accumulator (16 x head_dim floats over 32 lanes),
+// the warp's scores and their 16-bit copies as A fragments, fragments and addresses.
+ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int warps, int block_tokens) {
+  return head_dim / 2 + 3 * warp_tokens(warps, block_tokens) / 4 + 56;
+}
+
+// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
+constexpr int kMaxSharedBytes = 227 * 1024;
+constexpr int kMaxRegisterEstimate = 255;
+
+enum Rule : int {
+  kOk = 0,
+  kHeadDim,       // head_dim must be 64, 128 or 256
+  kWarps,         // warps must be 1, 2, 4 or 8
+  kStages,        // stages must be 2, 3 or 4
+  kBlockTokens,   // block_tokens must be 16 * warps * k and at most 256
+  kSharedMemory,  // more than kMaxSharedBytes of shared memory
+  kRegisters,     // too many registers per thread (would spill)
+};
+
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, int stages) {
+  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+  if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
+  if (stages < 2 || stages > 4) return kStages;
+  if (block_tokens < 16 * warps || block_tokens % (16 * warps) != 0 || block_tokens > 256)
+    return kBlockTokens;
+  if (shared_bytes(head_dim, warps, block_tokens, stages) > kMaxSharedBytes) return kSharedMemory;
+  if (register_estimate(head_dim, warps, block_tokens) > kMaxRegisterEstimate) return kRegisters;
+  return kOk;
+}
+
+}  // namespace tensorcore
+}  // namespace attn

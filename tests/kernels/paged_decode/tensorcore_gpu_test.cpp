@@ -1,0 +1,262 @@
+// paged_decode.tensorcore on the GPU: random batches, configs, features and data, each verified
+// against the CPU reference on a poisoned output (the Evaluator NaN-fills the output, runs once,
+// and checks every row within the dtype's tolerance before it times anything).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "kernels/paged_decode/tensorcore_traits.hpp"
+#include "kernels/registry.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/test_support.hpp"
+#include "tuner/evaluator.hpp"
+
+namespace attn {
+namespace {
+
+template <typename T>
+const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+bool chance(std::mt19937_64& rng, double p) {
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
+}
+
+const Variant& tensorcore_variant(const Registry& registry) {
+  return *registry.find("paged_decode.tensorcore");
+}
+
+Measurement evaluate_once(const Batch& batch, const KernelConfig& config) {
+  Evaluator::Options options;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 1;
+  options.policy.warmup_min = 0;
+  options.policy.warmup_max_seconds = 0;
+  options.policy.timer = TimerMode::events;
+  auto& env = testing::gpu();
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  const Registry registry = make_registry();
+  return evaluator->evaluate(tensorcore_variant(registry), config);
+}
+
+// Optional features of one spec.
+struct Features {
+  double soft_cap = 0;  // 0: none
+  int64_t window = 0;   // 0: none
+  bool sinks = false;
+  bool causal = true;
+};
+
+WorkloadSpec make_spec(const testing::SpecShape& shape, const std::vector<int64_t>& contexts,
+                       const Features& f) {
+  WorkloadSpec spec = testing::make_decode_spec(shape, contexts);
+  if (f.soft_cap > 0) spec.model.logits_soft_cap = f.soft_cap;
+  if (f.window > 0) spec.model.sliding_window = f.window;
+  spec.model.attention_sinks = f.sinks;
+  spec.mask.causal = f.causal;
+  return spec;
+}
+
+std::string describe(const Batch& batch, const KernelConfig& config) {
+  const WorkloadSpec& spec = batch.spec;
+  std::ostringstream out;
+  out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
+      << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
+      << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " "
+      << to_string(spec.kv_cache.allocation) << " seed " << spec.seed;
+  if (batch.logits_soft_cap > 0) out << " soft-cap " << batch.logits_soft_cap;
+  if (batch.sliding_window > 0) out << " window " << batch.sliding_window;
+  if (!batch.sink_logits.empty()) out << " sinks";
+  if (!batch.causal) out << " non-causal";
+  out << " contexts [";
+  for (const auto& s : spec.sequences) out << s.context_len.value << " ";
+  out << "] config " << config.key();
+  return out.str();
+}
+
+void expect_passed(const Batch& batch, const KernelConfig& config) {
+  const Measurement m = evaluate_once(batch, config);
+  EXPECT_EQ(m.disposition, Disposition::passed) << describe(batch, config) << ": " << m.reason;
+  EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch, config);
+}
+
+// Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, page sizes 1..256
+// including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
+// single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
+// and a random config from the variant's space that supports() accepts.
+TEST(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = tensorcore_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::mt19937_64 rng(20261205);
+  int checked = 0;
+  for (int trial = 0; trial < 64; ++trial) {
+    testing::SpecShape shape;
+    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 4});
+    shape.q_heads =
+        shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
+    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+    shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 16, 31, 64, 128, 256});
+    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+    shape.allocation = pick(
+        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
+    shape.seed = rng();
+    std::vector<int64_t> contexts;
+    const int seqs = std::uniform_int_distribution<int>(1, 9)(rng);
+    for (int s = 0; s < seqs; ++s) {
+      contexts.push_back(
+          pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031, 2047, 4099}));
+    }
+    Features features;
+    if (chance(rng, 0.35)) features.soft_cap = pick(rng, std::vector<double>{2.0, 10.0, 30.0});
+    if (chance(rng, 0.35)) features.window = pick(rng, std::vector<int64_t>{1, 7, 64, 300, 5000});
+    features.sinks = chance(rng, 0.35);
+    features.causal = !chance(rng, 0.2);
+    const Batch batch = generate_batch(make_spec(shape, contexts, features));
+
+    // A random config the variant accepts (the default when the draws are all invalid).
+    KernelConfig config = variant.default_config(batch, target);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      KernelConfig candidate;
+      for (const ConfigAxis& axis : variant.space(batch, target))
+        candidate.set(axis.name, pick(rng, axis.values));
+      if (variant.supports(batch, candidate, target)) {
+        config = candidate;
+        break;
+      }
+    }
+    const Support support = variant.supports(batch, config, target);
+    ASSERT_TRUE(support.ok) << describe(batch, config) << ": " << support.reason;
+    expect_passed(batch, config);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 64);
+}
+
+// Each feature alone and all together, one split (the CTA writes out, with the sink) and several
+// (the merge kernel adds the sink), on GQA 6 (rows 6..15 of the mma tile are padding).
+TEST(TensorCoreGpu, EachFeatureWithOneAndManySplitsMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  testing::SpecShape shape;
+  shape.q_heads = 12;
+  shape.kv_heads = 2;
+  shape.head_dim = 128;
+  shape.page_size = 16;
+  const std::vector<int64_t> contexts = {0, 3, 31, 700, 2500};
+  std::vector<Features> cases(6);
+  cases[1].soft_cap = 5.0;
+  cases[2].window = 40;
+  cases[3].sinks = true;
+  cases[4].causal = false;
+  cases[5] = {10.0, 300, true, true};
+  for (const Features& features : cases) {
+    const Batch batch = generate_batch(make_spec(shape, contexts, features));
+    for (int splits : {1, 4}) {
+      expect_passed(
+          batch,
+          KernelConfig{{"tile_tokens", 64}, {"warps", 4}, {"stages", 3}, {"num_splits", splits}});
+    }
+  }
+}
+
+// Every fixed split count, including more splits than blocks (empty splits must merge as
+// nothing), on very uneven lengths, with sinks and a window so the merge sees both.
+TEST(TensorCoreGpu, EverySplitCountMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  testing::SpecShape shape;
+  shape.q_heads = 16;
+  shape.kv_heads = 1;  // GQA 16: the mma tile is full
+  shape.head_dim = 64;
+  shape.page_size = 5;
+  Features features;
+  features.sinks = true;
+  features.window = 1500;
+  const Batch batch = generate_batch(make_spec(shape, {0, 3, 700, 5000}, features));
+  for (int splits : {0, 1, 2, 3, 7, 16, 64, 128}) {
+    const KernelConfig config{
+        {"tile_tokens", 32}, {"warps", 2}, {"stages", 2}, {"num_splits", splits}};
+    expect_passed(batch, config);
+  }
+}
+
+// Every (tile_tokens, warps, stages) the variant accepts on this device, for one shape per head
+// dim: the whole compiled space runs, not just a sample.
+TEST(TensorCoreGpu, EveryAcceptedTileConfigMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = tensorcore_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  for (int head_dim : {64, 128, 256}) {
+    testing::SpecShape shape;
+    shape.q_heads = 8;
+    shape.kv_heads = 2;
+    shape.head_dim = head_dim;
+    shape.page_size = 16;
+    shape.dtype = head_dim == 128 ? DType::fp16 : DType::bf16;
+    const Batch batch = generate_batch(testing::make_decode_spec(shape, {1, 100, 1100}));
+    int accepted = 0;
+    const auto space = variant.space(batch, target);
+    for (int64_t t : space[0].values) {
+      for (int64_t w : space[1].values) {
+        for (int64_t s : space[2].values) {
+          const KernelConfig config{
+              {"tile_tokens", t}, {"warps", w}, {"stages", s}, {"num_splits", 0}};
+          if (!variant.supports(batch, config, target)) continue;
+          ++accepted;
+          expect_passed(batch, config);
+        }
+      }
+    }
+    EXPECT_GT(accepted, 0) << head_dim;
+  }
+}
+
+// Sequences of one key (context 0) and two keys, alone and beside a long one, with auto and many
+// splits: nearly every split and most warps of every block see no key.
+TEST(TensorCoreGpu, LengthOneAndTwoSequencesMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  for (int page_size : {1, 16, 256}) {
+    testing::SpecShape shape;
+    shape.q_heads = 3;
+    shape.kv_heads = 1;
+    shape.head_dim = 128;
+    shape.page_size = page_size;
+    for (const std::vector<int64_t>& contexts :
+         {std::vector<int64_t>{0}, std::vector<int64_t>{0, 1, 0},
+          std::vector<int64_t>{0, 3000, 1}}) {
+      Features features;
+      features.sinks = page_size == 16;
+      const Batch batch = generate_batch(make_spec(shape, contexts, features));
+      for (int splits : {0, 8}) {
+        expect_passed(
+            batch, KernelConfig{
+                       {"tile_tokens", 128}, {"warps", 8}, {"stages", 2}, {"num_splits", splits}});
+      }
+    }
+  }
+}
+
+// The acceptance shapes: Llama-3-8B heads (GQA 4), 64 sequences of 4096 tokens, bf16, page 16;
+// and one sequence of 32768 tokens, where auto split-KV must spread one KV head over the GPU.
+TEST(TensorCoreGpu, LargeDecodeBatchesMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = tensorcore_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::SpecShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 8;
+  shape.head_dim = 128;
+  for (const std::vector<int64_t>& contexts :
+       {std::vector<int64_t>(64, 4096), std::vector<int64_t>{32767}}) {
+    const Batch batch = generate_batch(testing::make_decode_spec(shape, contexts));
+    expect_passed(batch, variant.default_config(batch, target));
+  }
+}
+
+}  // namespace
+}  // namespace attn
