@@ -95,15 +95,28 @@ int64_t max_visible_keys(const Batch& batch) {
   return batch.sliding_window > 0 ? std::min(longest, batch.sliding_window) : longest;
 }
 
-// Enough CTAs for two waves of resident CTAs on every SM, without splits shorter than two blocks.
+// Split count: enough CTAs for two waves of resident CTAs on every SM, and enough splits that the
+// longest sequence's pieces are no longer than the batch's mean keys per CTA slot (otherwise one
+// long sequence among short ones runs alone after the rest have finished); never splits shorter
+// than two blocks.
 int auto_splits(const Batch& batch, const TensorCoreConfig& c, const Target& target) {
-  const long long ctas = (long long)batch.num_seqs * batch.spec.model.num_kv_heads;
+  const long long kv_heads = batch.spec.model.num_kv_heads;
+  const long long ctas = (long long)batch.num_seqs * kv_heads;
   const int smem = c.shared_bytes(batch.spec.model.head_dim);
   // The per-block opt-in limit stands in for the per-SM capacity (within a few KiB on sm_80+).
   int resident = target.max_shared_per_block > 0 ? target.max_shared_per_block / smem : 1;
   resident = std::clamp(resident, 1, 2048 / tensorcore::threads(c.warps));
   const long long wanted = 2LL * std::max(1, target.sm_count) * resident;
   long long splits = (wanted + ctas - 1) / std::max(1LL, ctas);
+
+  long long total_keys = 0;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t len = batch.kv_lens[size_t(s)];
+    total_keys += batch.sliding_window > 0 ? std::min(len, batch.sliding_window) : len;
+  }
+  const long long keys_per_slot = std::max(1LL, (total_keys * kv_heads + wanted - 1) / wanted);
+  splits = std::max(splits, (max_visible_keys(batch) + keys_per_slot - 1) / keys_per_slot);
+
   const long long max_blocks = (max_visible_keys(batch) + c.tile_tokens - 1) / c.tile_tokens;
   splits = std::min(splits, std::max(1LL, max_blocks / 2));
   return int(std::clamp(splits, 1LL, (long long)kMaxSplits));
