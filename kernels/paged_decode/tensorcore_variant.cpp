@@ -171,7 +171,10 @@ class TensorCoreVariant : public Variant {
 
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
-    int tile = 64, stages = 3;
+    // 64 keys x 2 stages: the fastest of a sweep on an H200 (BENCHMARKS.md, paged_decode): two
+    // stages halve the shared memory of three, and the extra CTAs per SM hide more latency than
+    // the deeper pipeline did.
+    int tile = 64, stages = 2;
     const int warps = 4;
     auto fits = [&](int t, int s) {
       const TensorCoreConfig c(
@@ -180,7 +183,6 @@ class TensorCoreVariant : public Variant {
              (target.max_shared_per_block <= 0 ||
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
     };
-    while (!fits(tile, stages) && stages > 2) --stages;
     while (!fits(tile, stages) && tile > 16 * warps) tile /= 2;
     return KernelConfig{
         {"tile_tokens", tile}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}};
