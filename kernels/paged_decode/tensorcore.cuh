@@ -19,6 +19,7 @@
 //   paged_decode_tensorcore_merge combines them. With one split the CTA writes `out` itself.
 // - K and V of a block stream into one of STAGES shared-memory buffers with cp.async while
 //   earlier blocks are computed. Rows are padded by 16 bytes so ldmatrix is bank-conflict free.
+//   Each warp copies the rows it computes, so the pipeline needs no barrier between warps.
 // - Each warp owns WARP_TOKENS = BLOCK_TOKENS / WARPS keys of every block and keeps its own online
 //   softmax state (row max and sum in the log2 domain, fp32 output accumulator in registers):
 //   S = Q K^T with Q and K fragments from ldmatrix, then P (16-bit, from S's accumulators) times
@@ -107,10 +108,10 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   constexpr int D_TILES = HEAD_DIM / 8;     // n8 tiles of the output
   constexpr int K_STEPS = HEAD_DIM / 16;    // k16 steps of Q.K
   constexpr int CHUNKS = HEAD_DIM / 8;      // 16-byte chunks of a row
-  constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
-  constexpr int PASSES = BLOCK_TOKENS / ROWS_PER_PASS;
+  constexpr int ROWS_PER_PASS = 32 / CHUNKS;  // rows one warp copies per pass
+  constexpr int PASSES = WARP_TOKENS / ROWS_PER_PASS;
   constexpr int TILE = BLOCK_TOKENS * ROW;  // one K or V buffer, elements
-  static_assert(THREADS % CHUNKS == 0 && BLOCK_TOKENS % ROWS_PER_PASS == 0, "copy pattern");
+  static_assert(32 % CHUNKS == 0 && WARP_TOKENS % ROWS_PER_PASS == 0, "copy pattern");
   static_assert(tensorcore::merge_bytes(HEAD_DIM, WARPS) <= STAGES * 2 * TILE * 2,
                 "the cross-warp merge reuses the stage buffers");
   const float kNegInf = -__int_as_float(0x7f800000);
@@ -146,29 +147,55 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
     *reinterpret_cast<uint4*>(q_tile + r * ROW + col) = value;
   }
 
-  // Copy pattern: thread tid copies chunk (tid % CHUNKS) of rows tid / CHUNKS + i * ROWS_PER_PASS.
+  // Copy pattern: each warp copies its own WARP_TOKENS rows of every block (the rows it computes),
+  // so a stage needs no barrier between warps: lane copies chunk (lane % CHUNKS) of the warp's
+  // rows lane / CHUNKS + i * ROWS_PER_PASS. Page numbers of the block after next are fetched from
+  // the block table one iteration ahead (their latency hides behind the current block's compute),
+  // and the row's page and slot advance by increments instead of a division per row.
   const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
-  const int copy_col = (tid % CHUNKS) * 8;
-  const int copy_row = tid / CHUNKS;
+  const int copy_col = (lane % CHUNKS) * 8;
+  const int copy_row = warp * WARP_TOKENS + lane / CHUNKS;
   const char* k_head =
       static_cast<const char*>(p.k_pool) + (kv_head * p.head_stride + copy_col) * 2;
   const char* v_head =
       static_cast<const char*>(p.v_pool) + (kv_head * p.head_stride + copy_col) * 2;
+  // Rows of a block: page and slot advance from the first row's by increments (one division).
+  // Page numbers of the next block to copy are held in registers where that costs few of them.
+  constexpr bool PREFETCH = PASSES <= 8;
+  int next_page[PASSES];
+  auto fetch_pages = [&](int block) {
+    const int t0 = first_key + block * BLOCK_TOKENS + copy_row;
+    int page = t0 / p.page_size, slot = t0 - page * p.page_size;
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+      next_page[i] = t0 + i * ROWS_PER_PASS < kv_len ? pages[page] : 0;
+      slot += ROWS_PER_PASS;
+      while (slot >= p.page_size) {
+        slot -= p.page_size;
+        ++page;
+      }
+    }
+  };
   auto load_block = [&](int block, int stage) {
     unsigned short* k_dst = smem + stage * 2 * TILE + copy_row * ROW + copy_col;
     unsigned short* v_dst = k_dst + TILE;
-    const int token0 = first_key + block * BLOCK_TOKENS + copy_row;
+    const int t0 = first_key + block * BLOCK_TOKENS + copy_row;
+    int page = t0 / p.page_size, slot = t0 - page * p.page_size;
 #pragma unroll
     for (int i = 0; i < PASSES; ++i) {
-      const int t = token0 + i * ROWS_PER_PASS;
-      const bool valid = t < kv_len;
+      const bool valid = t0 + i * ROWS_PER_PASS < kv_len;
       long long offset = 0;  // invalid rows: an in-bounds address that is not read
       if (valid) {
-        offset = (long long)pages[t / p.page_size] * p.page_stride +
-                 (long long)(t % p.page_size) * p.token_stride;
+        const int physical = PREFETCH ? next_page[i] : pages[page];
+        offset = (long long)physical * p.page_stride + (long long)slot * p.token_stride;
       }
       tc::copy16_zfill(k_dst + i * ROWS_PER_PASS * ROW, k_head + offset * 2, valid);
       tc::copy16_zfill(v_dst + i * ROWS_PER_PASS * ROW, v_head + offset * 2, valid);
+      slot += ROWS_PER_PASS;
+      while (slot >= p.page_size) {
+        slot -= p.page_size;
+        ++page;
+      }
     }
   };
 
@@ -176,9 +203,14 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   // wait count below stays exact.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (block_begin + s < block_end) load_block(block_begin + s, s);
+    if (block_begin + s < block_end) {
+      if (PREFETCH) fetch_pages(block_begin + s);
+      load_block(block_begin + s, s);
+    }
     tc::copy_commit();
   }
+  if (PREFETCH && block_begin + STAGES - 1 < block_end) fetch_pages(block_begin + STAGES - 1);
+  __syncthreads();  // Q visible to every warp
 
   // This lane's rows of the accumulators: r0 = lane / 4 and r0 + 8.
   float o[D_TILES][4];
@@ -195,9 +227,10 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   for (int block = block_begin; block < block_end; ++block) {
     const int i = block - block_begin;
     tc::copy_wait<STAGES - 2>();
-    __syncthreads();  // block's copies visible to all; every warp is done with block - 1's stage
+    __syncwarp();  // the warp's copies of this block visible to all its lanes; block - 1 consumed
     if (block + STAGES - 1 < block_end) load_block(block + STAGES - 1, (i + STAGES - 1) % STAGES);
     tc::copy_commit();
+    if (PREFETCH && block + STAGES < block_end) fetch_pages(block + STAGES);
 
     const unsigned short* k_tile = smem + (i % STAGES) * 2 * TILE + warp * WARP_TOKENS * ROW;
     const unsigned short* v_tile = k_tile + TILE;
