@@ -389,6 +389,8 @@ __global__ void __launch_bounds__(HEAD_DIM / 2)
   const long long split_rows = (long long)p.num_seqs * p.num_q_heads;
   const int d = threadIdx.x * 2;
   float max_lse = kNegInf;
+  // Unrolled so that several splits' loads are in flight at once (up to 128 splits).
+#pragma unroll 8
   for (int s = 0; s < p.num_splits; ++s)
     max_lse = fmaxf(max_lse, p.partial_lse[s * split_rows + head_row]);
   float x0 = 0.0f, x1 = 0.0f, total = 0.0f;
@@ -399,6 +401,7 @@ __global__ void __launch_bounds__(HEAD_DIM / 2)
       top = fmaxf(top, sink);
       total = exp2f(sink - top);
     }
+#pragma unroll 8
     for (int s = 0; s < p.num_splits; ++s) {
       const float weight = exp2f(p.partial_lse[s * split_rows + head_row] - top);
       const float2 part = *reinterpret_cast<const float2*>(
