@@ -175,7 +175,8 @@ class TensorCoreVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     // 64 keys x 2 stages: the fastest of a sweep on an H200 (BENCHMARKS.md, paged_decode): two
     // stages halve the shared memory of three, and the extra CTAs per SM hide more latency than
-    // the deeper pipeline did.
+    // the deeper pipeline did. Re-checked after the barrier per block went (8afcf39): at 4 splits
+    // st2.t64.w4 294.75 us vs st3 308.35, and t128.w8 lost on lognormal-96 and page 1.
     int tile = 64, stages = 2;
     const int warps = 4;
     auto fits = [&](int t, int s) {
