@@ -24,6 +24,22 @@ Support paged_decode_supports_batch(const Batch& batch) {
   return Support::yes();
 }
 
+Support paged_decode_supports_layout_and_masks(const Batch& batch) {
+  if (batch.spec.kv_cache.layout == KvLayout::vllm) {
+    return Support::no("the vllm K/V layout is not implemented (nhd and hnd are)");
+  }
+  if (batch.block_sparse) return Support::no("block-sparse masks are not implemented");
+  if (batch.explicit_mask) return Support::no("explicit masks are not implemented");
+  return Support::yes();
+}
+
+PagedPoolStrides paged_pool_strides(const Batch& batch) {
+  const long long P = batch.page_size, H = batch.spec.model.num_kv_heads,
+                  D = batch.spec.model.head_dim;
+  if (batch.spec.kv_cache.layout == KvLayout::nhd) return {P * H * D, H * D, D};
+  return {H * P * D, D, P * D};  // HND
+}
+
 Work paged_decode_work(const Batch& batch) {
   const ModelShape& m = batch.spec.model;
   const double element = double(size_of(batch.dtype));

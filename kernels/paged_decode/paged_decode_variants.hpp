@@ -13,6 +13,15 @@ void add_paged_decode_variants(Registry& registry);
 // Checks shared by every paged_decode variant: one query token per sequence.
 Support paged_decode_supports_batch(const Batch& batch);
 
+// What no CUDA paged_decode kernel reads yet: the vllm K/V layout, block-sparse and explicit masks.
+Support paged_decode_supports_layout_and_masks(const Batch& batch);
+
+// Element strides of one K or V pool in the NHD or HND layout (the vllm layout has none such).
+struct PagedPoolStrides {
+  long long page = 0, token = 0, head = 0;
+};
+PagedPoolStrides paged_pool_strides(const Batch& batch);
+
 // Minimum traffic: Q, each sequence's K and V rows once per KV head (in the KV dtype), the used
 // block-table entries, kv_lens and the output. FLOPs: 2 multiply-adds per (query head, visible
 // key, dim) for Q.K and P.V, counting only the keys the masks leave visible (visible_pairs).

@@ -85,16 +85,12 @@ Support splitkv_supports_features(const Batch& batch, const Target& target) {
       return Support::no("fp8_e4m3 KV needs one scale per tensor or per kv head");
     }
   }
-  if (batch.spec.kv_cache.layout == KvLayout::vllm) {
-    return Support::no("the vllm K/V layout is not implemented (nhd and hnd are)");
-  }
+  if (Support s = paged_decode_supports_layout_and_masks(batch); !s) return s;
   if (!batch.sink_logits.empty() && m.num_q_heads > splitkv::kMaxQHeads) {
     return Support::no("attention sinks with more than " + std::to_string(splitkv::kMaxQHeads) +
                        " q heads (sinks travel in the parameter struct)");
   }
   if (batch.sliding_window > 0x7fffffff) return Support::no("sliding window over 2^31 keys");
-  if (batch.block_sparse) return Support::no("block-sparse masks are not implemented");
-  if (batch.explicit_mask) return Support::no("explicit masks are not implemented");
   (void)target;
   return Support::yes();
 }
@@ -283,16 +279,10 @@ class SplitKvVariant : public Variant {
     p.block_table = problem.block_table();
     p.kv_lens = problem.kv_lens();
     p.out = problem.out();
-    const long long P = batch.page_size, H = m.num_kv_heads, D = m.head_dim;
-    if (batch.spec.kv_cache.layout == KvLayout::nhd) {
-      p.page_stride = P * H * D;
-      p.token_stride = H * D;
-      p.head_stride = D;
-    } else {
-      p.page_stride = H * P * D;
-      p.token_stride = D;
-      p.head_stride = P * D;
-    }
+    const PagedPoolStrides strides = paged_pool_strides(batch);
+    p.page_stride = strides.page;
+    p.token_stride = strides.token;
+    p.head_stride = strides.head;
     p.num_seqs = batch.num_seqs;
     p.num_q_heads = m.num_q_heads;
     p.num_kv_heads = m.num_kv_heads;
@@ -336,7 +326,7 @@ class SplitKvVariant : public Variant {
     }
     if (p.num_splits > 1) {
       const size_t rows = size_t(p.num_splits) * size_t(batch.num_seqs) * size_t(m.num_q_heads);
-      const size_t out_bytes = rows * size_t(D) * sizeof(float);
+      const size_t out_bytes = rows * size_t(m.head_dim) * sizeof(float);
       CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
       p.partial_out = reinterpret_cast<float*>(scratch);
       p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
@@ -351,7 +341,7 @@ class SplitKvVariant : public Variant {
     LaunchShape merge_shape;
     merge_shape.grid_x = unsigned(batch.num_seqs);
     merge_shape.grid_y = unsigned(m.num_q_heads);
-    merge_shape.block_x = unsigned(D / 2);
+    merge_shape.block_x = unsigned(m.head_dim / 2);
     return std::make_unique<SplitKvLauncher>(context, attention, merge, attention_shape,
                                              merge_shape, p);
   }
