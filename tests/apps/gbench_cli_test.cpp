@@ -78,7 +78,9 @@ void expect_compare_py_shape(const nlohmann::json& j) {
     EXPECT_TRUE(b["cpu_time"].is_number());
     EXPECT_EQ(b["time_unit"], "us");
     EXPECT_TRUE(b["run_type"] == "iteration" || b["run_type"] == "aggregate");
-    if (b["run_type"] == "aggregate") EXPECT_TRUE(b.contains("aggregate_name"));
+    if (b["run_type"] == "aggregate") {
+      EXPECT_TRUE(b.contains("aggregate_name"));
+    }
   }
 }
 
