@@ -1,6 +1,7 @@
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 
 #include "kernels/registry.hpp"
+#include "kernels/target.hpp"
 #include "workloads/visibility.hpp"
 
 namespace attn {
@@ -30,6 +31,19 @@ Support paged_decode_supports_layout_and_masks(const Batch& batch) {
   }
   if (batch.block_sparse) return Support::no("block-sparse masks are not implemented");
   if (batch.explicit_mask) return Support::no("explicit masks are not implemented");
+  return Support::yes();
+}
+
+Support paged_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
+                                     const Target& target) {
+  if (target.max_shared_per_block > 0 && shared_bytes > target.max_shared_per_block) {
+    return Support::no("needs " + std::to_string(shared_bytes) +
+                       " bytes of shared memory; this device allows " +
+                       std::to_string(target.max_shared_per_block) + " per block");
+  }
+  if (num_splits < 0 || num_splits > max_splits) {
+    return Support::no("num_splits must be 0 (auto) to " + std::to_string(max_splits));
+  }
   return Support::yes();
 }
 

@@ -16,6 +16,11 @@ Support paged_decode_supports_batch(const Batch& batch);
 // What no CUDA paged_decode kernel reads yet: the vllm K/V layout, block-sparse and explicit masks.
 Support paged_decode_supports_layout_and_masks(const Batch& batch);
 
+// Launch limits shared by the CUDA variants: the config's dynamic shared memory fits the device's
+// per-block limit (when known), and a fixed split count is 0 (auto) to max_splits.
+Support paged_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
+                                     const Target& target);
+
 // Element strides of one K or V pool in the NHD or HND layout (the vllm layout has none such).
 struct PagedPoolStrides {
   long long page = 0, token = 0, head = 0;

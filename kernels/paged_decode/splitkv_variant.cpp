@@ -228,15 +228,7 @@ class SplitKvVariant : public Variant {
     const int rule =
         splitkv::check(head_dim, kv_bytes(batch), c.heads_per_cta, c.warps, c.tile_tokens, c.stages);
     if (rule != splitkv::kOk) return Support::no(describe_rule(rule, c, batch));
-    if (target.max_shared_per_block > 0 && shared_bytes(batch, c) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(shared_bytes(batch, c)) +
-                         " bytes of shared memory; the device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    if (c.num_splits < 0 || c.num_splits > kMaxSplits) {
-      return Support::no("num_splits must be 0 (auto) to " + std::to_string(kMaxSplits));
-    }
-    return Support::yes();
+    return paged_decode_supports_launch(shared_bytes(batch, c), c.num_splits, kMaxSplits, target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

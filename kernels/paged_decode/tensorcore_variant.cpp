@@ -203,15 +203,7 @@ class TensorCoreVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     const int rule = tensorcore::check(head_dim, c.warps, c.tile_tokens, c.stages);
     if (rule != tensorcore::kOk) return Support::no(describe_rule(rule, c, head_dim));
-    if (target.max_shared_per_block > 0 && c.shared_bytes(head_dim) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(c.shared_bytes(head_dim)) +
-                         " bytes of shared memory; this device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    if (c.num_splits < 0 || c.num_splits > kMaxSplits) {
-      return Support::no("num_splits must be 0 (auto) to " + std::to_string(kMaxSplits));
-    }
-    return Support::yes();
+    return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits, kMaxSplits, target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -10,16 +10,14 @@
 
 #include "kernels/registry.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
 #include "tuner/evaluator.hpp"
 
 namespace attn {
 namespace {
 
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 Measurement evaluate_once(const Batch& batch, const KernelConfig& config) {
   Evaluator::Options options;
@@ -70,22 +68,9 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   const int trials = 96;
   int checked = 0;
   for (int trial = 0; trial < trials; ++trial) {
-    testing::SpecShape shape;
-    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 4});
-    shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16});
-    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
-    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
-    shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 16, 31, 64, 128, 256});
-    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
-    shape.allocation = pick(
-        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
-    shape.seed = rng();
-    std::vector<int64_t> contexts;
-    const int seqs = std::uniform_int_distribution<int>(1, 9)(rng);
-    for (int s = 0; s < seqs; ++s) {
-      contexts.push_back(
-          pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031, 2047, 4099}));
-    }
+    const testing::SpecShape shape =
+        testing::random_decode_shape(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16});
+    const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
     WorkloadSpec spec = testing::make_decode_spec(shape, contexts);
     std::bernoulli_distribution coin(0.3);
     if (coin(rng)) {

@@ -9,16 +9,14 @@
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 #include "kernels/registry.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
 #include "tuner/evaluator.hpp"
 
 namespace attn {
 namespace {
 
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 bool chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
@@ -94,23 +92,9 @@ TEST(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   std::mt19937_64 rng(20261205);
   int checked = 0;
   for (int trial = 0; trial < 64; ++trial) {
-    testing::SpecShape shape;
-    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 4});
-    shape.q_heads =
-        shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
-    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
-    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
-    shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 16, 31, 64, 128, 256});
-    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
-    shape.allocation = pick(
-        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
-    shape.seed = rng();
-    std::vector<int64_t> contexts;
-    const int seqs = std::uniform_int_distribution<int>(1, 9)(rng);
-    for (int s = 0; s < seqs; ++s) {
-      contexts.push_back(
-          pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031, 2047, 4099}));
-    }
+    const testing::SpecShape shape =
+        testing::random_decode_shape(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
+    const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
     Features features;
     if (chance(rng, 0.35)) features.soft_cap = pick(rng, std::vector<double>{2.0, 10.0, 30.0});
     if (chance(rng, 0.35)) features.window = pick(rng, std::vector<int64_t>{1, 7, 64, 300, 5000});

@@ -1,0 +1,45 @@
+// Random decode shapes and lengths for the paged_decode GPU tests: GQA ratios, head dims, dtypes,
+// page sizes (odd ones included), both layouts and allocations, and uneven lengths with edge cases
+// (context 0: a single key; lengths one past a page).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "tests/test_support.hpp"
+
+namespace attn::testing {
+
+template <typename T>
+const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+// A random shape whose GQA group size is one of `groups`.
+inline SpecShape random_decode_shape(std::mt19937_64& rng, const std::vector<int>& groups) {
+  SpecShape shape;
+  shape.kv_heads = pick(rng, std::vector<int>{1, 2, 4});
+  shape.q_heads = shape.kv_heads * pick(rng, groups);
+  shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+  shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+  shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 16, 31, 64, 128, 256});
+  shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+  shape.allocation =
+      pick(rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
+  shape.seed = rng();
+  return shape;
+}
+
+// 1 to 9 context lengths drawn from edge cases and page-boundary neighbours.
+inline std::vector<int64_t> random_decode_contexts(std::mt19937_64& rng) {
+  std::vector<int64_t> contexts;
+  const int seqs = std::uniform_int_distribution<int>(1, 9)(rng);
+  for (int s = 0; s < seqs; ++s) {
+    contexts.push_back(
+        pick(rng, std::vector<int64_t>{0, 1, 2, 15, 16, 17, 97, 255, 256, 1031, 2047, 4099}));
+  }
+  return contexts;
+}
+
+}  // namespace attn::testing
