@@ -1,9 +1,9 @@
 #include "workloads/mask_input_file.hpp"
 
-#include <fstream>
-#include <iterator>
-#include <sstream>
+#include <optional>
+#include <string>
 
+#include "base/bounded_file.hpp"
 #include "base/errors.hpp"
 #include "base/sha256.hpp"
 #include "workloads/strict_json.hpp"
@@ -11,18 +11,21 @@
 namespace attn {
 
 nlohmann::json read_mask_json_file(const std::string& path, const std::string& expected_sha256) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, {"cannot open the file"});
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw InputError(path, {"cannot read the file"});
-  if (size_t(size) > kMaxMaskFileBytes) {
-    throw InputError(path, {"the file has " + std::to_string(size) + " bytes, over the limit of " +
-                            std::to_string(kMaxMaskFileBytes) + " for mask files"});
+  BoundedReadFailure failure;
+  const std::optional<std::string> bytes = read_bounded_file(path, kMaxMaskFileBytes, failure);
+  if (!bytes) {
+    switch (failure.kind) {
+      case BoundedReadFailure::Kind::cannot_open:
+        throw InputError(path, {"cannot open the file"});
+      case BoundedReadFailure::Kind::cannot_read:
+        throw InputError(path, {"cannot read the file"});
+      case BoundedReadFailure::Kind::too_large:
+        break;
+    }
+    throw InputError(path, {"the file has more than " + std::to_string(kMaxMaskFileBytes) +
+                            " bytes, over the limit for mask files"});
   }
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (size > 0 && !in.read(&text[0], size)) throw InputError(path, {"cannot read the file"});
+  const std::string& text = *bytes;
 
   if (!expected_sha256.empty()) {
     const std::string actual = sha256_hex(text);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/bounded_file.hpp"
 #include "base/sha256.hpp"
 
 namespace attn {
@@ -24,34 +25,22 @@ std::string stem(std::string_view path) {
 }
 
 std::optional<std::string> read_path(const std::string& path, std::string& problem) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    problem = "cannot open \"" + path + "\": " + std::strerror(errno);
-    return std::nullopt;
-  }
-  std::string bytes;
-  char buffer[1 << 16];
-  int read_error = 0;
-  for (;;) {
-    const size_t n = std::fread(buffer, 1, sizeof buffer, file);
-    bytes.append(buffer, n);
-    if (bytes.size() > kMaxReferencedFileBytes) break;
-    if (n < sizeof buffer) {
-      if (std::ferror(file)) read_error = errno;
+  BoundedReadFailure failure;
+  std::optional<std::string> bytes = read_bounded_file(path, kMaxReferencedFileBytes, failure);
+  if (bytes) return bytes;
+  switch (failure.kind) {
+    case BoundedReadFailure::Kind::cannot_open:
+      problem = "cannot open \"" + path + "\": " + std::strerror(failure.error);
       break;
-    }
+    case BoundedReadFailure::Kind::cannot_read:
+      problem = "cannot read \"" + path + "\": " + std::strerror(failure.error);
+      break;
+    case BoundedReadFailure::Kind::too_large:
+      problem = "\"" + path + "\" is larger than the limit of " +
+                std::to_string(kMaxReferencedFileBytes) + " bytes";
+      break;
   }
-  std::fclose(file);
-  if (read_error != 0) {
-    problem = "cannot read \"" + path + "\": " + std::strerror(read_error);
-    return std::nullopt;
-  }
-  if (bytes.size() > kMaxReferencedFileBytes) {
-    problem = "\"" + path + "\" is larger than the limit of " +
-              std::to_string(kMaxReferencedFileBytes) + " bytes";
-    return std::nullopt;
-  }
-  return bytes;
+  return std::nullopt;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "base/bounded_file.hpp"
 #include "base/errors.hpp"
 #include "base/sha256.hpp"
 #include "workloads/referenced_file.hpp"
@@ -1015,33 +1016,22 @@ WorkloadSpec parse_workload(std::string_view text, const std::string& source,
 }
 
 WorkloadSpec load_workload_file(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    int error = errno;
-    throw InputError(path, {"cannot open the file: " + std::string(std::strerror(error))});
-  }
   const size_t max_bytes = StrictJsonLimits{}.max_bytes;
-  std::string text;
-  char buffer[1 << 16];
-  int read_error = 0;
-  for (;;) {
-    size_t n = std::fread(buffer, 1, sizeof buffer, file);
-    text.append(buffer, n);
-    if (text.size() > max_bytes) break;  // no need to read the rest of a huge file
-    if (n < sizeof buffer) {
-      if (std::ferror(file)) read_error = errno;
-      break;
+  BoundedReadFailure failure;
+  const std::optional<std::string> text = read_bounded_file(path, max_bytes, failure);
+  if (!text) {
+    switch (failure.kind) {
+      case BoundedReadFailure::Kind::cannot_open:
+        throw InputError(path, {"cannot open the file: " + std::string(std::strerror(failure.error))});
+      case BoundedReadFailure::Kind::cannot_read:
+        throw InputError(path, {"cannot read the file: " + std::string(std::strerror(failure.error))});
+      case BoundedReadFailure::Kind::too_large:
+        break;
     }
-  }
-  std::fclose(file);
-  if (read_error != 0) {
-    throw InputError(path, {"cannot read the file: " + std::string(std::strerror(read_error))});
-  }
-  if (text.size() > max_bytes) {
     throw InputError(path, {"(top level): the file is larger than the limit of " +
                             std::to_string(max_bytes) + " bytes"});
   }
-  return parse_workload(text, path, directory_of(path));
+  return parse_workload(*text, path, directory_of(path));
 }
 
 }  // namespace attn
