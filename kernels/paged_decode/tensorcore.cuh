@@ -8,22 +8,25 @@
 // block_table[s, t / page_size] at slot t % page_size. logits() scales, and soft-caps when asked;
 // a sliding window keeps the last w keys; a sink logit joins the denominator with no value.
 //
-// Work decomposition (grid = sequences, kv_heads, splits):
-// - A CTA owns one KV head of one sequence and all `group` query heads that share it: the q heads
-//   are the M rows of 16 x 8 x 16 mma tiles (rows past the group are zero padding), so each K/V
-//   byte is read from memory once per KV head, whatever the GQA ratio (1..16).
+// Work decomposition (a 1-D grid over a host-built work list):
+// - A CTA owns one KV head of one split of one sequence and all `group` query heads that share
+//   it: the q heads are the M rows of 16 x 8 x 16 mma tiles (rows past the group are zero
+//   padding), so each K/V byte is read from memory once per KV head, whatever the GQA ratio.
 // - The sequence's visible keys are cut into compute blocks of BLOCK_TOKENS keys; a block spans
-//   several pages or part of one (every key row is addressed through the block table, 16 bytes
-//   per cp.async). Blocks are dealt to num_splits contiguous ranges (split-KV) so short batches
-//   still fill the GPU; each split writes a normalised partial output and its log2-sum-exp, and
-//   paged_decode_tensorcore_merge combines them. With one split the CTA writes `out` itself.
+//   several pages or part of one (every key row is addressed through the block table). Each
+//   sequence's blocks are dealt to its own number of contiguous splits (split-KV), chosen on the
+//   host so that long and short sequences give CTAs of similar work; the work list runs the
+//   longest splits first. A split of a multi-split sequence writes a normalised partial output
+//   and its log2-sum-exp; the last of the sequence's CTAs to finish (an atomic count per
+//   sequence and KV head) merges them, so there is no second kernel. With one split the CTA
+//   writes `out` itself.
 // - K and V of a block stream into one of STAGES shared-memory buffers with cp.async while
 //   earlier blocks are computed. Rows are padded by 16 bytes so ldmatrix is bank-conflict free.
 //   Each warp copies the rows it computes, so the pipeline needs no barrier between warps.
 // - Each warp owns WARP_TOKENS = BLOCK_TOKENS / WARPS keys of every block and keeps its own online
 //   softmax state (row max and sum in the log2 domain, fp32 output accumulator in registers):
-//   S = Q K^T with Q and K fragments from ldmatrix, then P (16-bit, from S's accumulators) times
-//   V with V fragments from ldmatrix.trans. No barrier between warps inside a block; their states
+//   S = Q K^T with K fragments from ldmatrix (Q's stay in registers up to head dim 128), then
+//   P (16-bit, from S's accumulators) times V with V fragments from ldmatrix.trans. No barrier between warps inside a block; their states
 //   are merged once through shared memory at the end.
 //
 // Tunables and why they exist:
@@ -31,70 +34,16 @@
 //                 shared memory and registers
 //   WARPS         threads per CTA: key slices computed in parallel vs CTAs per SM
 //   STAGES        pipeline depth: blocks in flight while one is computed
-//   num_splits    (runtime) split-KV count; 0 on the host = auto, enough CTAs to fill the GPU
+//   num_splits    (host) split-KV count per sequence; 0 = auto, by length, to fill the GPU
 #pragma once
 
 #include "kernels/common/convert.cuh"
+#include "kernels/common/cp_async.cuh"
+#include "kernels/common/mma_sm80.cuh"
 #include "kernels/paged_decode/tensorcore_params.hpp"
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 
 namespace attn {
-namespace tc {
-
-__device__ __forceinline__ unsigned int smem_address(const void* pointer) {
-  unsigned int address;
-  asm("{\n.reg .u64 a;\ncvta.to.shared.u64 a, %1;\ncvt.u32.u64 %0, a;\n}\n"
-      : "=r"(address)
-      : "l"(pointer));
-  return address;
-}
-
-// 16-byte asynchronous copy that bypasses L1 (each K/V byte is used once per CTA). When `valid`
-// is false nothing is read and the 16 shared bytes become zero: keys past the sequence's end
-// must be finite zeros, since 0 * NaN (the pool's unused slots hold NaN) would poison P.V.
-__device__ __forceinline__ void copy16_zfill(void* shared, const void* global, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(shared)),
-               "l"(global), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void copy_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ __forceinline__ void copy_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned int (&r)[4], const void* shared) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(shared)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned int (&r)[4], const void* shared) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(shared)));
-}
-
-// d += a (16 x 16, row-major) * b (16 x 8, column-major), fp32 accumulation.
-template <int DTYPE>
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
-                                    unsigned int b1) {
-  if constexpr (DTYPE == kDTypeBf16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-}  // namespace tc
 
 template <int DTYPE, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const TensorCoreParams p) {
@@ -111,17 +60,24 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   constexpr int ROWS_PER_PASS = 32 / CHUNKS;  // rows one warp copies per pass
   constexpr int PASSES = WARP_TOKENS / ROWS_PER_PASS;
   constexpr int TILE = BLOCK_TOKENS * ROW;  // one K or V buffer, elements
+  constexpr bool Q_IN_REGISTERS = HEAD_DIM <= tensorcore::kMaxHeadDimQInRegisters;
+  constexpr int Q_STEPS = Q_IN_REGISTERS ? K_STEPS : 1;
   static_assert(32 % CHUNKS == 0 && WARP_TOKENS % ROWS_PER_PASS == 0, "copy pattern");
-  static_assert(tensorcore::merge_bytes(HEAD_DIM, WARPS) <= STAGES * 2 * TILE * 2,
-                "the cross-warp merge reuses the stage buffers");
+  static_assert(tensorcore::merge_bytes(HEAD_DIM, WARPS) <= STAGES * 2 * TILE * 2 &&
+                    tensorcore::split_merge_bytes() <= STAGES * 2 * TILE * 2,
+                "the cross-warp and split merges reuse the stage buffers");
   const float kNegInf = -__int_as_float(0x7f800000);
 
   // [STAGES][K, V][BLOCK_TOKENS][ROW], then Q [M][ROW]. After the key loop the stage buffers hold
-  // the cross-warp merge: outputs [WARPS][M][HEAD_DIM], maxima and sums [WARPS][M] (floats).
+  // the cross-warp merge: outputs [WARPS][M][HEAD_DIM], maxima and sums [WARPS][M] (floats), and
+  // after that the split merge's weights.
   extern __shared__ __align__(16) unsigned short smem[];
   unsigned short* q_tile = smem + STAGES * 2 * TILE;
+  __shared__ int merge_here;
 
-  const int seq = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z;
+  const int item = blockIdx.x / p.num_kv_heads, kv_head = blockIdx.x % p.num_kv_heads;
+  const int seq = p.work[2 * item], split = p.work[2 * item + 1];
+  const int num_splits = p.seq_splits[seq];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int q_head0 = kv_head * p.group;
 
@@ -131,21 +87,9 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   const int first_key =
       (p.sliding_window > 0 && kv_len > p.sliding_window) ? kv_len - p.sliding_window : 0;
   const int blocks = max(0, kv_len - first_key + BLOCK_TOKENS - 1) / BLOCK_TOKENS;
-  const int blocks_per_split = (blocks + p.num_splits - 1) / p.num_splits;
+  const int blocks_per_split = (blocks + num_splits - 1) / num_splits;
   const int block_begin = min(blocks, split * blocks_per_split);
   const int block_end = min(blocks, block_begin + blocks_per_split);
-
-  // Q rows of the group; padding rows are zero (their scores are 0, finite, and never written).
-  for (int c = tid; c < M * CHUNKS; c += THREADS) {
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    uint4 value = make_uint4(0, 0, 0, 0);
-    if (r < p.group) {
-      value =
-          load_16B_readonly(static_cast<const char*>(p.q) +
-                            (((long long)seq * p.num_q_heads + q_head0 + r) * HEAD_DIM + col) * 2);
-    }
-    *reinterpret_cast<uint4*>(q_tile + r * ROW + col) = value;
-  }
 
   // Copy pattern: each warp copies its own WARP_TOKENS rows of every block (the rows it computes),
   // so a stage needs no barrier between warps: lane copies chunk (lane % CHUNKS) of the warp's
@@ -189,8 +133,8 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
         const int physical = PREFETCH ? next_page[i] : pages[page];
         offset = (long long)physical * p.page_stride + (long long)slot * p.token_stride;
       }
-      tc::copy16_zfill(k_dst + i * ROWS_PER_PASS * ROW, k_head + offset * 2, valid);
-      tc::copy16_zfill(v_dst + i * ROWS_PER_PASS * ROW, v_head + offset * 2, valid);
+      cp_async_16(k_dst + i * ROWS_PER_PASS * ROW, k_head + offset * 2, valid);
+      cp_async_16(v_dst + i * ROWS_PER_PASS * ROW, v_head + offset * 2, valid);
       slot += ROWS_PER_PASS;
       while (slot >= p.page_size) {
         slot -= p.page_size;
@@ -199,18 +143,27 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
     }
   };
 
-  // Prologue: STAGES - 1 blocks in flight. Every stage commits a group (possibly empty) so the
-  // wait count below stays exact.
+  // Prologue: STAGES - 1 blocks in flight, then Q (in the first group, so the first wait covers
+  // it). Every stage commits a group (possibly empty) so the wait count below stays exact.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (block_begin + s < block_end) {
       if (PREFETCH) fetch_pages(block_begin + s);
       load_block(block_begin + s, s);
     }
-    tc::copy_commit();
+    if (s == 0) {
+      // Q rows of the group; padding rows are zero (their scores are 0, finite, never written).
+      for (int c = tid; c < M * CHUNKS; c += THREADS) {
+        const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+        const bool valid = r < p.group;
+        const long long row = valid ? (long long)seq * p.num_q_heads + q_head0 + r : 0;
+        cp_async_16(q_tile + r * ROW + col,
+                    static_cast<const char*>(p.q) + (row * HEAD_DIM + col) * 2, valid);
+      }
+    }
+    cp_async_commit();
   }
   if (PREFETCH && block_begin + STAGES - 1 < block_end) fetch_pages(block_begin + STAGES - 1);
-  __syncthreads();  // Q visible to every warp
 
   // This lane's rows of the accumulators: r0 = lane / 4 and r0 + 8.
   float o[D_TILES][4];
@@ -223,13 +176,22 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   const unsigned short* q_frag = q_tile + (lane % 16) * ROW + (lane / 16) * 8;
   const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8;
   const int v_frag = (lane % 16) * ROW + (lane / 16) * 8;
+  unsigned int q_a[Q_STEPS][4];  // Q's A fragments, loaded once (head dims up to 128)
 
   for (int block = block_begin; block < block_end; ++block) {
     const int i = block - block_begin;
-    tc::copy_wait<STAGES - 2>();
-    __syncwarp();  // the warp's copies of this block visible to all its lanes; block - 1 consumed
+    cp_async_wait<STAGES - 2>();
+    if (i == 0) {
+      __syncthreads();  // Q, copied by every warp, visible to all
+      if constexpr (Q_IN_REGISTERS) {
+#pragma unroll
+        for (int ks = 0; ks < K_STEPS; ++ks) ldmatrix_x4(q_a[ks], q_frag + ks * 16);
+      }
+    } else {
+      __syncwarp();  // the warp's copies of this block visible to all its lanes; block - 1 consumed
+    }
     if (block + STAGES - 1 < block_end) load_block(block + STAGES - 1, (i + STAGES - 1) % STAGES);
-    tc::copy_commit();
+    cp_async_commit();
     if (PREFETCH && block + STAGES < block_end) fetch_pages(block + STAGES);
 
     const unsigned short* k_tile = smem + (i % STAGES) * 2 * TILE + warp * WARP_TOKENS * ROW;
@@ -241,14 +203,15 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
     for (int j = 0; j < S_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
     for (int ks = 0; ks < K_STEPS; ++ks) {
-      unsigned int a[4];
-      tc::ldmatrix_x4(a, q_frag + ks * 16);
+      unsigned int a_reread[4];
+      if constexpr (!Q_IN_REGISTERS) ldmatrix_x4(a_reread, q_frag + ks * 16);
+      const unsigned int(&a)[4] = Q_IN_REGISTERS ? q_a[ks % Q_STEPS] : a_reread;
 #pragma unroll
       for (int pair = 0; pair < S_TILES / 2; ++pair) {
         unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-        tc::ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
-        tc::mma<DTYPE>(s[2 * pair], a, b[0], b[1]);
-        tc::mma<DTYPE>(s[2 * pair + 1], a, b[2], b[3]);
+        ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
+        mma_m16n8k16<DTYPE>(s[2 * pair], a, b[0], b[1]);
+        mma_m16n8k16<DTYPE>(s[2 * pair + 1], a, b[2], b[3]);
       }
     }
 
@@ -267,21 +230,29 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
         tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
       }
     }
-    float base[2];
+    float base[2], alpha[2];
+    bool grew = false;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       // The 4 lanes of a quad hold one row.
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       const float new_max = fmaxf(row_max[r], tile_max[r]);
-      base[r] = new_max == kNegInf ? 0.0f : new_max;    // no key yet: avoid -inf - -inf
-      const float alpha = exp2f(row_max[r] - base[r]);  // 0 while the row had no key
+      base[r] = new_max == kNegInf ? 0.0f : new_max;  // no key yet: avoid -inf - -inf
+      alpha[r] = exp2f(row_max[r] - base[r]);         // 0 while the row had no key
+      grew |= new_max != row_max[r];
       row_max[r] = new_max;
-      row_sum[r] *= alpha;
+      row_sum[r] *= alpha[r];
+    }
+    // Rescale the output only when some row's maximum grew (after the first blocks it rarely
+    // does); the test is warp-uniform, so the lanes stay converged.
+    if (__any_sync(0xffffffffu, grew)) {
 #pragma unroll
       for (int n = 0; n < D_TILES; ++n) {
-        o[n][2 * r] *= alpha;
-        o[n][2 * r + 1] *= alpha;
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
       }
     }
 
@@ -306,13 +277,13 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-        tc::ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
-        tc::mma<DTYPE>(o[2 * dp], a, b[0], b[1]);
-        tc::mma<DTYPE>(o[2 * dp + 1], a, b[2], b[3]);
+        ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
+        mma_m16n8k16<DTYPE>(o[2 * dp], a, b[0], b[1]);
+        mma_m16n8k16<DTYPE>(o[2 * dp + 1], a, b[2], b[3]);
       }
     }
   }
-  tc::copy_wait<0>();
+  cp_async_wait<0>();
   __syncthreads();  // the stage buffers become the merge area
 
   // Merge the warps' states: each warp's output, max and sum per row into shared memory.
@@ -336,6 +307,7 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   __syncthreads();
 
   // Two output elements per thread and step, over the group's rows only.
+  const long long split_rows = p.seq_partial[seq] + split;
   for (int idx = tid; idx < p.group * (HEAD_DIM / 2); idx += THREADS) {
     const int r = idx / (HEAD_DIM / 2), d = (idx % (HEAD_DIM / 2)) * 2;
     float top = kNegInf;
@@ -353,7 +325,7 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
     }
     const int q_head = q_head0 + r;
     const long long head_row = (long long)seq * p.num_q_heads + q_head;
-    if (p.num_splits == 1) {
+    if (num_splits == 1) {
       // The sink joins the denominator: sum * 2^top + 2^sink, computed relative to the larger.
       float inv = 0.0f;  // no visible key: zero, even with a sink
       if (sum > 0.0f) {
@@ -370,50 +342,78 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
           pack2<DTYPE>(x0 * inv, x1 * inv);
     } else {
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      const long long split_row = (long long)split * p.num_seqs * p.num_q_heads + head_row;
-      *reinterpret_cast<float2*>(p.partial_out + split_row * HEAD_DIM + d) =
+      const long long row = split_rows * p.num_q_heads + q_head;
+      *reinterpret_cast<float2*>(p.partial_out + row * HEAD_DIM + d) =
           make_float2(x0 * inv, x1 * inv);
-      if (d == 0) p.partial_lse[split_row] = sum > 0.0f ? top + log2f(sum) : kNegInf;
+      if (d == 0) p.partial_lse[row] = sum > 0.0f ? top + log2f(sum) : kNegInf;
     }
   }
-}
+  if (num_splits == 1) return;
 
-// Combines the splits of paged_decode_tensorcore: out = sum_s w_s * partial_s / (sum_s w_s +
-// w_sink) with w_s = 2^(lse_s - top), w_sink = 2^(sink - top), top the largest of them. Grid
-// (num_seqs, num_q_heads), HEAD_DIM / 2 threads of two elements each.
-template <int DTYPE, int HEAD_DIM>
-__global__ void __launch_bounds__(HEAD_DIM / 2)
-    paged_decode_tensorcore_merge(const TensorCoreParams p) {
-  const float kNegInf = -__int_as_float(0x7f800000);
-  const long long head_row = (long long)blockIdx.x * p.num_q_heads + blockIdx.y;
-  const long long split_rows = (long long)p.num_seqs * p.num_q_heads;
-  const int d = threadIdx.x * 2;
-  float max_lse = kNegInf;
-  // Unrolled so that several splits' loads are in flight at once (up to 128 splits).
-#pragma unroll 8
-  for (int s = 0; s < p.num_splits; ++s)
-    max_lse = fmaxf(max_lse, p.partial_lse[s * split_rows + head_row]);
-  float x0 = 0.0f, x1 = 0.0f, total = 0.0f;
-  if (max_lse != kNegInf) {  // else no visible key: zero, even with a sink
-    float top = max_lse;
-    if (p.sink_log2 != nullptr) {
-      const float sink = p.sink_log2[blockIdx.y];
-      top = fmaxf(top, sink);
-      total = exp2f(sink - top);
-    }
-#pragma unroll 8
-    for (int s = 0; s < p.num_splits; ++s) {
-      const float weight = exp2f(p.partial_lse[s * split_rows + head_row] - top);
-      const float2 part = *reinterpret_cast<const float2*>(
-          p.partial_out + (s * split_rows + head_row) * HEAD_DIM + d);
-      x0 = fmaf(weight, part.x, x0);
-      x1 = fmaf(weight, part.y, x1);
-      total += weight;
-    }
+  // Split merge: the last CTA of this (sequence, KV head) to finish combines the splits' partial
+  // results, out = sum_s w_s partial_s / (sum_s w_s + w_sink) with w_s = 2^(lse_s - top) and
+  // w_sink = 2^(sink - top), top the largest of them (the threadFenceReduction pattern: each CTA
+  // publishes its rows, then counts itself in; the one that completes the count reads them all).
+  __threadfence();
+  __syncthreads();  // every thread's rows published; the cross-warp merge area is free
+  int* counter = p.split_counters + (long long)seq * p.num_kv_heads + kv_head;
+  if (tid == 0) merge_here = atomicAdd(counter, 1) == num_splits - 1;
+  __syncthreads();
+  if (!merge_here) return;
+  __threadfence();  // the other splits' rows are read after their count was seen
+  float* weight = reinterpret_cast<float*>(smem);  // [kMaxSplits][M], normalised
+  float* row_top = weight + tensorcore::kMaxSplits * M;  // [M]
+  float* row_inv = row_top + M;                          // [M]
+  const long long first_row = (long long)p.seq_partial[seq] * p.num_q_heads + q_head0;
+  for (int idx = tid; idx < num_splits * p.group; idx += THREADS) {
+    const int s = idx / p.group, r = idx % p.group;
+    weight[s * M + r] = __ldcg(p.partial_lse + first_row + (long long)s * p.num_q_heads + r);
   }
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  *reinterpret_cast<unsigned int*>(static_cast<char*>(p.out) + (head_row * HEAD_DIM + d) * 2) =
-      pack2<DTYPE>(x0 * inv, x1 * inv);
+  __syncthreads();
+  if (tid < p.group) {
+    float top = kNegInf;
+    for (int s = 0; s < num_splits; ++s) top = fmaxf(top, weight[s * M + tid]);
+    float total = 0.0f;
+    if (top != kNegInf) {  // else no visible key: zero, even with a sink
+      if (p.sink_log2 != nullptr) {
+        const float sink = p.sink_log2[q_head0 + tid];
+        const float both = fmaxf(top, sink);
+        total = exp2f(sink - both);
+        top = both;
+      }
+      for (int s = 0; s < num_splits; ++s) total += exp2f(weight[s * M + tid] - top);
+    }
+    row_top[tid] = top;
+    row_inv[tid] = total > 0.0f ? 1.0f / total : 0.0f;
+  }
+  __syncthreads();
+  for (int idx = tid; idx < num_splits * p.group; idx += THREADS) {
+    const int s = idx / p.group, r = idx % p.group;
+    weight[s * M + r] = row_inv[r] > 0.0f ? exp2f(weight[s * M + r] - row_top[r]) * row_inv[r] : 0.0f;
+  }
+  __syncthreads();
+  // Four output elements per thread and step; the splits' loads are independent (unrolled).
+  for (int idx = tid; idx < p.group * (HEAD_DIM / 4); idx += THREADS) {
+    const int r = idx / (HEAD_DIM / 4), d = (idx % (HEAD_DIM / 4)) * 4;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float* src = p.partial_out + (first_row + r) * HEAD_DIM + d;
+#pragma unroll 8
+    for (int s = 0; s < num_splits; ++s) {
+      const float w = weight[s * M + r];
+      const float4 part =
+          __ldcg(reinterpret_cast<const float4*>(src + (long long)s * p.num_q_heads * HEAD_DIM));
+      acc.x = fmaf(w, part.x, acc.x);
+      acc.y = fmaf(w, part.y, acc.y);
+      acc.z = fmaf(w, part.z, acc.z);
+      acc.w = fmaf(w, part.w, acc.w);
+    }
+    const long long head_row = (long long)seq * p.num_q_heads + q_head0 + r;
+    uint2 packed;
+    packed.x = pack2<DTYPE>(acc.x, acc.y);
+    packed.y = pack2<DTYPE>(acc.z, acc.w);
+    *reinterpret_cast<uint2*>(static_cast<char*>(p.out) + (head_row * HEAD_DIM + d) * 2) = packed;
+  }
+  if (tid == 0) *counter = 0;  // ready for the next launch
 }
 
 }  // namespace attn

@@ -15,8 +15,15 @@ struct TensorCoreParams {
   const int* block_table;  // [num_seqs, max_pages_per_seq], padding points at the poison page
   const int* kv_lens;      // [num_seqs]
   void* out;               // [num_seqs, num_q_heads, head_dim]
-  float* partial_out;      // [num_splits, num_seqs, num_q_heads, head_dim], normalised per split
-  float* partial_lse;      // [num_splits, num_seqs, num_q_heads], log2-sum-exp of the logits
+  // Work list: CTA i computes split work[i / num_kv_heads] of KV head i % num_kv_heads, longest
+  // splits first. A sequence with seq_splits[s] > 1 keeps its splits' partial results in rows
+  // seq_partial[s] .. + seq_splits[s] - 1; the last of its CTAs to finish merges them.
+  const int* work;         // [num_work, 2] (sequence, split)
+  const int* seq_splits;   // [num_seqs] splits of each sequence's visible keys, >= 1
+  const int* seq_partial;  // [num_seqs] first partial row of each sequence
+  int* split_counters;     // [num_seqs, num_kv_heads] finished splits; zero between launches
+  float* partial_out;      // [partial rows, num_q_heads, head_dim], normalised per split
+  float* partial_lse;      // [partial rows, num_q_heads], log2-sum-exp of the logits
   const float* sink_log2;  // [num_q_heads] sink logits * log2(e); null without sinks
   long long page_stride;   // elements between pages
   long long token_stride;  // elements between tokens of a page
@@ -27,7 +34,6 @@ struct TensorCoreParams {
   int group;  // num_q_heads / num_kv_heads, 1..16
   int page_size;
   int max_pages_per_seq;
-  int num_splits;      // splits of each sequence's keys; 1 writes `out` directly
   int sliding_window;  // 0: none; else the query (position kv_len - 1) sees the last w keys
   // Logits in the log2 domain. Without soft-cap: logit2 = score_scale * q.k. With soft-cap
   // (cap_log2 > 0): logit2 = cap_log2 * tanh(score_scale * q.k), where score_scale is then

@@ -12,6 +12,12 @@ namespace tensorcore {
 // need a second M tile.
 constexpr int kMmaRows = 16;
 constexpr int kMaxGroup = kMmaRows;
+// Most splits of one sequence: the CTA that merges them keeps one weight per split and row in
+// shared memory.
+constexpr int kMaxSplits = 128;
+// Q fragments stay in registers for the whole key loop up to this head dim (32 registers at 128);
+// at 256 they would crowd out the output accumulator, so they are re-read from shared memory.
+constexpr int kMaxHeadDimQInRegisters = 128;
 
 ATTN_HOST_DEVICE constexpr int threads(int warps) {
   return warps * 32;
@@ -26,8 +32,9 @@ ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
   return head_dim + 8;
 }
 // STAGES buffers of K and V for block_tokens keys, plus Q. After the key loop the stage buffers
-// are reused for the cross-warp merge (warps x 16 rows x head_dim floats + max and sum), which
-// always fits: block_tokens >= 16 * warps and stages >= 2.
+// are reused for the cross-warp merge (warps x 16 rows x head_dim floats + max and sum), then for
+// the split merge (kMaxSplits x 16 weights + 2 x 16 row factors); both always fit:
+// block_tokens >= 16 * warps and stages >= 2.
 ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int block_tokens) {
   return 2 * block_tokens * row_elements(head_dim) * 2;
 }
@@ -37,10 +44,15 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_t
 ATTN_HOST_DEVICE constexpr int merge_bytes(int head_dim, int warps) {
   return warps * kMmaRows * (head_dim + 2) * 4;
 }
+ATTN_HOST_DEVICE constexpr int split_merge_bytes() {
+  return (kMaxSplits + 2) * kMmaRows * 4;
+}
 // Rough per-thread register need: the output accumulator (16 x head_dim floats over 32 lanes),
-// the warp's scores and their 16-bit copies as A fragments, fragments and addresses.
+// Q's A fragments when they stay in registers, the warp's scores and their 16-bit copies as A
+// fragments, fragments and addresses.
 ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int warps, int block_tokens) {
-  return head_dim / 2 + 3 * warp_tokens(warps, block_tokens) / 4 + 56;
+  return head_dim / 2 + (head_dim <= kMaxHeadDimQInRegisters ? head_dim / 4 : 0) +
+         3 * warp_tokens(warps, block_tokens) / 4 + 56;
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.

@@ -6,13 +6,13 @@
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/tensorcore_params.hpp"
+#include "kernels/paged_decode/tensorcore_split_plan.hpp"
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 
 namespace attn {
 
 namespace {
 
-constexpr int kMaxSplits = 128;
 constexpr double kLog2e = 1.4426950408889634;
 
 // tile_tokens: keys per compute block (one pipeline stage); a block spans several pages or part
@@ -85,68 +85,35 @@ int dtype_code(DType dtype) {
   return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
 
-// Keys a query can see at most: the longest sequence, or the window.
-int64_t max_visible_keys(const Batch& batch) {
-  const int64_t longest = batch.max_kv_len();
-  return batch.sliding_window > 0 ? std::min(longest, batch.sliding_window) : longest;
-}
-
-// Split count: enough CTAs for four waves of resident CTAs on every SM (with two, the partial last
-// wave cost 5% on 64 x 4096 on an H200: 309.5 us at 2 splits vs 294.8 at 4), and enough splits
-// that the longest sequence's pieces are no longer than the batch's mean keys per CTA slot of two
-// waves (otherwise one long sequence among short ones runs alone after the rest have finished;
-// counting four waves there split lognormal-96 into 14 and cost 14%); never splits shorter than
-// two blocks.
-int auto_splits(const Batch& batch, const TensorCoreConfig& c, const Target& target) {
-  const long long kv_heads = batch.spec.model.num_kv_heads;
-  const long long ctas = (long long)batch.num_seqs * kv_heads;
-  const int smem = c.shared_bytes(batch.spec.model.head_dim);
-  // The per-block opt-in limit stands in for the per-SM capacity (within a few KiB on sm_80+).
-  int resident = target.max_shared_per_block > 0 ? target.max_shared_per_block / smem : 1;
-  resident = std::clamp(resident, 1, 2048 / tensorcore::threads(c.warps));
-  const long long wanted = 2LL * std::max(1, target.sm_count) * resident;  // two waves
-  long long splits = (2 * wanted + ctas - 1) / std::max(1LL, ctas);
-
-  long long total_keys = 0;
-  for (int s = 0; s < batch.num_seqs; ++s) {
-    const int64_t len = batch.kv_lens[size_t(s)];
-    total_keys += batch.sliding_window > 0 ? std::min(len, batch.sliding_window) : len;
-  }
-  const long long keys_per_slot = std::max(1LL, (total_keys * kv_heads + wanted - 1) / wanted);
-  splits = std::max(splits, (max_visible_keys(batch) + keys_per_slot - 1) / keys_per_slot);
-
-  const long long max_blocks = (max_visible_keys(batch) + c.tile_tokens - 1) / c.tile_tokens;
-  splits = std::min(splits, std::max(1LL, max_blocks / 2));
-  return int(std::clamp(splits, 1LL, (long long)kMaxSplits));
-}
-
 class TensorCoreLauncher : public Launcher {
  public:
-  TensorCoreLauncher(const ExecContext& context, CUfunction attention, CUfunction merge,
-                     LaunchShape attention_shape, LaunchShape merge_shape, TensorCoreParams params,
-                     DeviceBuffer sinks)
+  TensorCoreLauncher(const ExecContext& context, CUfunction attention, LaunchShape shape,
+                     TensorCoreParams params, std::vector<DeviceBuffer> owned)
       : context_(context),
         attention_(attention),
-        merge_(merge),
-        attention_shape_(attention_shape),
-        merge_shape_(merge_shape),
+        shape_(shape),
         params_(params),
-        sinks_(std::move(sinks)) {}
+        owned_(std::move(owned)) {}
 
   void launch() override {
-    attn::launch(*context_.cuda, attention_, attention_shape_, *context_.stream, params_);
-    if (params_.num_splits > 1) {
-      attn::launch(*context_.cuda, merge_, merge_shape_, *context_.stream, params_);
-    }
+    attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
   }
 
  private:
   ExecContext context_;
-  CUfunction attention_, merge_;
-  LaunchShape attention_shape_, merge_shape_;
+  CUfunction attention_;
+  LaunchShape shape_;
   TensorCoreParams params_;
-  DeviceBuffer sinks_;  // [num_q_heads] sink logits * log2(e), owned while params_ points at it
+  std::vector<DeviceBuffer> owned_;  // sinks, work list, split counts, counters: params_ points here
 };
+
+// A device copy of a host array, owned by the launcher.
+template <typename T>
+DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values) {
+  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(T));
+  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(T));
+  return buffer;
+}
 
 class TensorCoreVariant : public Variant {
  public:
@@ -154,8 +121,8 @@ class TensorCoreVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, split-KV + LSE "
-           "merge";
+    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, per-sequence "
+           "split-KV merged in-kernel by LSE";
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -203,7 +170,8 @@ class TensorCoreVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     const int rule = tensorcore::check(head_dim, c.warps, c.tile_tokens, c.stages);
     if (rule != tensorcore::kOk) return Support::no(describe_rule(rule, c, head_dim));
-    return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits, kMaxSplits, target);
+    return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits,
+                                        tensorcore::kMaxSplits, target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -215,7 +183,7 @@ class TensorCoreVariant : public Variant {
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
                    to_string(batch.spec.model.dtype);
     program.source = "#include \"kernels/paged_decode/tensorcore.cuh\"\n";
-    program.kernels = {attention_kernel(code, head_dim, c), merge_kernel(code, head_dim)};
+    program.kernels = {attention_kernel(code, head_dim, c)};
     program.arch = target.arch;
     return {program};
   }
@@ -231,7 +199,6 @@ class TensorCoreVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code(m.dtype);
     CUfunction attention = context.loader->function(program, attention_kernel(code, m.head_dim, c));
-    CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim));
     const int smem = c.shared_bytes(m.head_dim);
     ATTN_CU_CHECK(
         context.cuda->api(),
@@ -254,7 +221,6 @@ class TensorCoreVariant : public Variant {
     p.group = batch.spec.group_size();
     p.page_size = batch.page_size;
     p.max_pages_per_seq = batch.max_pages_per_seq;
-    p.num_splits = c.num_splits > 0 ? c.num_splits : auto_splits(batch, c, context.target);
     // A window at least as long as every sequence hides nothing.
     p.sliding_window = (batch.sliding_window > 0 && batch.sliding_window < batch.max_kv_len())
                            ? int(batch.sliding_window)
@@ -268,35 +234,40 @@ class TensorCoreVariant : public Variant {
       p.score_scale = float(scale * kLog2e);
       p.cap_log2 = 0.0f;
     }
-    DeviceBuffer sinks;
+    std::vector<DeviceBuffer> owned;
     if (!batch.sink_logits.empty()) {
       std::vector<float> sink_log2(batch.sink_logits.size());
       for (size_t h = 0; h < sink_log2.size(); ++h)
         sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
-      sinks = DeviceBuffer(*context.cuda, sink_log2.size() * sizeof(float));
-      sinks.upload(sink_log2.data(), sink_log2.size() * sizeof(float));
-      p.sink_log2 = reinterpret_cast<const float*>(sinks.address());
+      owned.push_back(upload_array(*context.cuda, sink_log2));
+      p.sink_log2 = reinterpret_cast<const float*>(owned.back().address());
     }
-    if (p.num_splits > 1) {
-      const size_t rows = size_t(p.num_splits) * size_t(batch.num_seqs) * size_t(m.num_q_heads);
+    const TensorCoreSplitPlan plan =
+        plan_tensorcore_splits(batch, c.tile_tokens, c.num_splits, context.target, smem,
+                               tensorcore::threads(c.warps));
+    owned.push_back(upload_array(*context.cuda, plan.work));
+    p.work = reinterpret_cast<const int*>(owned.back().address());
+    owned.push_back(upload_array(*context.cuda, plan.seq_splits));
+    p.seq_splits = reinterpret_cast<const int*>(owned.back().address());
+    owned.push_back(upload_array(*context.cuda, plan.seq_partial));
+    p.seq_partial = reinterpret_cast<const int*>(owned.back().address());
+    // Counters start at zero; the CTA that merges a (sequence, KV head) resets its counter.
+    owned.push_back(upload_array(
+        *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(m.num_kv_heads), 0)));
+    p.split_counters = reinterpret_cast<int*>(owned.back().address());
+    if (plan.partial_rows > 0) {
+      const size_t rows = size_t(plan.partial_rows) * size_t(m.num_q_heads);
       const size_t out_bytes = rows * size_t(m.head_dim) * sizeof(float);
       CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
       p.partial_out = reinterpret_cast<float*>(scratch);
       p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
     }
 
-    LaunchShape attention_shape;
-    attention_shape.grid_x = unsigned(batch.num_seqs);
-    attention_shape.grid_y = unsigned(m.num_kv_heads);
-    attention_shape.grid_z = unsigned(p.num_splits);
-    attention_shape.block_x = unsigned(tensorcore::threads(c.warps));
-    attention_shape.shared_bytes = unsigned(smem);
-    LaunchShape merge_shape;
-    merge_shape.grid_x = unsigned(batch.num_seqs);
-    merge_shape.grid_y = unsigned(m.num_q_heads);
-    merge_shape.block_x = unsigned(m.head_dim / 2);
-    return std::make_unique<TensorCoreLauncher>(context, attention, merge, attention_shape,
-                                                merge_shape, p, std::move(sinks));
+    LaunchShape shape;
+    shape.grid_x = unsigned(int64_t(plan.items()) * m.num_kv_heads);
+    shape.block_x = unsigned(tensorcore::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<TensorCoreLauncher>(context, attention, shape, p, std::move(owned));
   }
 
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
@@ -306,10 +277,6 @@ class TensorCoreVariant : public Variant {
     return "attn::paged_decode_tensorcore<" + std::to_string(code) + ", " +
            std::to_string(head_dim) + ", " + std::to_string(c.warps) + ", " +
            std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ">";
-  }
-  static std::string merge_kernel(int code, int head_dim) {
-    return "attn::paged_decode_tensorcore_merge<" + std::to_string(code) + ", " +
-           std::to_string(head_dim) + ">";
   }
 };
 

@@ -286,7 +286,7 @@ TEST(TensorCoreCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   for (Job& job : jobs) {
     try {
       const CompiledProgram compiled = job.compiled.get();
-      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      EXPECT_EQ(compiled.lowered_names.size(), 1u) << job.what;  // attention (merges in-kernel)
       // ptxas -v reports each kernel's registers; a spill would show as bytes spill stores/loads.
       EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
       EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
