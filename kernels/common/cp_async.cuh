@@ -15,6 +15,30 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool val
                : "memory");
 }
 
+// As cp_async_16, with a hint that L2 fetch PREFETCH bytes (64, 128 or 256) around the address
+// from memory at once: for rows read by several copies in a row.
+template <int PREFETCH>
+__device__ __forceinline__ void cp_async_16_prefetch(void* dst, const void* src, bool valid) {
+  static_assert(PREFETCH == 64 || PREFETCH == 128 || PREFETCH == 256, "L2 prefetch size");
+  const int src_bytes = valid ? 16 : 0;
+  if constexpr (PREFETCH == 64) {
+    asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16, %2;\n" ::"r"(
+                     shared_address(dst)),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
+  } else if constexpr (PREFETCH == 128) {
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(
+                     shared_address(dst)),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(
+                     shared_address(dst)),
+                 "l"(src), "r"(src_bytes)
+                 : "memory");
+  }
+}
+
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
