@@ -22,20 +22,20 @@ __device__ __forceinline__ void cp_async_16_prefetch(void* dst, const void* src,
   static_assert(PREFETCH == 64 || PREFETCH == 128 || PREFETCH == 256, "L2 prefetch size");
   const int src_bytes = valid ? 16 : 0;
   if constexpr (PREFETCH == 64) {
-    asm volatile("cp.async.cg.shared.global.L2::64B [%0], [%1], 16, %2;\n" ::"r"(
-                     shared_address(dst)),
-                 "l"(src), "r"(src_bytes)
-                 : "memory");
+    asm volatile(
+        "cp.async.cg.shared.global.L2::64B [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+        "l"(src), "r"(src_bytes)
+        : "memory");
   } else if constexpr (PREFETCH == 128) {
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(
-                     shared_address(dst)),
-                 "l"(src), "r"(src_bytes)
-                 : "memory");
+    asm volatile(
+        "cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+        "l"(src), "r"(src_bytes)
+        : "memory");
   } else {
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(
-                     shared_address(dst)),
-                 "l"(src), "r"(src_bytes)
-                 : "memory");
+    asm volatile(
+        "cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+        "l"(src), "r"(src_bytes)
+        : "memory");
   }
 }
 

@@ -1,5 +1,6 @@
 // Kernel parameters of paged_decode.tensorcore, shared by the host (which fills them) and the
-// device code (which reads them). One query token per sequence.
+// device code (which reads them). One query token per sequence. K/V elements are of Q's dtype or
+// fp8 e4m3 codes (value = code * scale).
 //
 // Pointers are device addresses. Strides are in elements, so one struct serves both pool layouts:
 //   NHD: K/V pool [pages, page_size, kv_heads, head_dim]
@@ -25,6 +26,8 @@ struct TensorCoreParams {
   float* partial_out;      // [partial rows, num_q_heads, head_dim], normalised per split
   float* partial_lse;      // [partial rows, num_q_heads], log2-sum-exp of the logits
   const float* sink_log2;  // [num_q_heads] sink logits * log2(e); null without sinks
+  const float* k_scale;    // [num_kv_heads] fp8 K dequantisation scales; null for 16-bit K/V
+  const float* v_scale;    // [num_kv_heads] fp8 V dequantisation scales; null for 16-bit K/V
   long long page_stride;   // elements between pages
   long long token_stride;  // elements between tokens of a page
   long long head_stride;   // elements between kv heads

@@ -23,13 +23,9 @@ std::vector<int64_t> visible_blocks(const Batch& batch, int block_tokens) {
 // Blocks one CTA should stream so that the grid fills every resident slot: four waves when each
 // slot would get at least 32 blocks (the partial last wave then costs little; on 64 x 4096 this
 // gives the 4 splits a sweep found best), one wave otherwise; never fewer than two blocks.
-int64_t blocks_per_cta(const std::vector<int64_t>& blocks, int64_t kv_heads, const Target& target,
-                       int shared_bytes, int threads) {
-  int64_t resident = target.max_shared_per_block > 0 && shared_bytes > 0
-                         ? target.max_shared_per_block / shared_bytes
-                         : 1;
-  resident = std::clamp<int64_t>(resident, 1, 2048 / std::max(1, threads));
-  const int64_t slots = std::max(1, target.sm_count) * resident;
+int64_t blocks_per_cta(const std::vector<int64_t>& blocks, int64_t kv_heads, int sm_count,
+                       int resident_per_sm) {
+  const int64_t slots = int64_t(std::max(1, sm_count)) * std::max(1, resident_per_sm);
   const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0)) * kv_heads;
   const int64_t waves = total >= 32 * slots ? 4 : 1;
   return std::max<int64_t>(2, (total + waves * slots - 1) / (waves * slots));
@@ -38,11 +34,11 @@ int64_t blocks_per_cta(const std::vector<int64_t>& blocks, int64_t kv_heads, con
 }  // namespace
 
 TensorCoreSplitPlan plan_tensorcore_splits(const Batch& batch, int block_tokens, int fixed_splits,
-                                           const Target& target, int shared_bytes, int threads) {
+                                           int sm_count, int resident_per_sm) {
   const std::vector<int64_t> blocks = visible_blocks(batch, block_tokens);
   const int64_t share = fixed_splits > 0 ? 0
-                                          : blocks_per_cta(blocks, batch.spec.model.num_kv_heads,
-                                                           target, shared_bytes, threads);
+                                         : blocks_per_cta(blocks, batch.spec.model.num_kv_heads,
+                                                          sm_count, resident_per_sm);
   TensorCoreSplitPlan plan;
   struct Item {
     int32_t seq, split;

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/target.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
@@ -20,11 +19,11 @@ struct TensorCoreSplitPlan {
 
 // fixed_splits > 0: every sequence gets exactly that many splits (empty ones included: they merge
 // as nothing). fixed_splits == 0 (auto): a per-CTA share of compute blocks is chosen so the grid
-// fills the GPU (resident CTAs per SM from `shared_bytes` and `threads`): four waves when there is
-// plenty of work, so a short last wave costs little, otherwise one; each sequence then gets as
-// many splits as it has shares (at least one, at most kMaxSplits), so a long sequence among short
-// ones is cut up and a short one is not.
+// fills the GPU (sm_count x resident_per_sm CTA slots): four waves when there is plenty of work,
+// so a short last wave costs little, otherwise one; each sequence then gets as many splits as it
+// has shares (at least one, at most kMaxSplits), so a long sequence among short ones is cut up
+// and a short one is not.
 TensorCoreSplitPlan plan_tensorcore_splits(const Batch& batch, int block_tokens, int fixed_splits,
-                                           const Target& target, int shared_bytes, int threads);
+                                           int sm_count, int resident_per_sm);
 
 }  // namespace attn

@@ -26,26 +26,40 @@ ATTN_HOST_DEVICE constexpr int threads(int warps) {
 ATTN_HOST_DEVICE constexpr int warp_tokens(int warps, int block_tokens) {
   return block_tokens / warps;
 }
-// A shared-memory row of K, V or Q: head_dim 16-bit elements plus 16 bytes of padding, so the 8
-// rows one ldmatrix reads start in 8 different 16-byte bank groups (no conflicts).
+// A shared-memory row of K or V: head_dim elements of kv_bytes each (2: bf16/fp16, 1: fp8 codes)
+// plus 16 bytes of padding, so the 8 rows one ldmatrix (or one 32-bit load per lane) reads start in
+// different bank groups (no conflicts). Q rows are 16-bit: row_elements 16-bit elements.
+ATTN_HOST_DEVICE constexpr int row_bytes(int head_dim, int kv_bytes) {
+  return head_dim * kv_bytes + 16;
+}
 ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
   return head_dim + 8;
 }
-// STAGES buffers of K and V for block_tokens keys, plus Q. After the key loop the stage buffers
-// are reused for the cross-warp merge (warps x 16 rows x head_dim floats + max and sum), then for
-// the split merge (kMaxSplits x 16 weights + 2 x 16 row factors); both always fit:
-// block_tokens >= 16 * warps and stages >= 2.
-ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int block_tokens) {
-  return 2 * block_tokens * row_elements(head_dim) * 2;
-}
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens, int stages) {
-  return stages * stage_bytes(head_dim, block_tokens) + kMmaRows * row_elements(head_dim) * 2;
+ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int block_tokens, int kv_bytes = 2) {
+  return 2 * block_tokens * row_bytes(head_dim, kv_bytes);
 }
 ATTN_HOST_DEVICE constexpr int merge_bytes(int head_dim, int warps) {
   return warps * kMmaRows * (head_dim + 2) * 4;
 }
 ATTN_HOST_DEVICE constexpr int split_merge_bytes() {
   return (kMaxSplits + 2) * kMmaRows * 4;
+}
+ATTN_HOST_DEVICE constexpr int max3(int a, int b, int c) {
+  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+// STAGES buffers of K and V for block_tokens keys. After the key loop the same bytes hold the
+// cross-warp merge (warps x 16 rows x head_dim floats + max and sum), then the split merge
+// (kMaxSplits x 16 weights + 2 x 16 row factors): the area is the largest of the three.
+ATTN_HOST_DEVICE constexpr int stage_area_bytes(int head_dim, int warps, int block_tokens,
+                                                int stages, int kv_bytes = 2) {
+  return max3(stages * stage_bytes(head_dim, block_tokens, kv_bytes), merge_bytes(head_dim, warps),
+              split_merge_bytes());
+}
+// The stage area, then Q [16][row_elements] (16-bit).
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens, int stages,
+                                            int kv_bytes = 2) {
+  return stage_area_bytes(head_dim, warps, block_tokens, stages, kv_bytes) +
+         kMmaRows * row_elements(head_dim) * 2;
 }
 // Rough per-thread register need: the output accumulator (16 x head_dim floats over 32 lanes),
 // Q's A fragments when they stay in registers, the warp's scores and their 16-bit copies as A
@@ -69,13 +83,15 @@ enum Rule : int {
   kRegisters,     // too many registers per thread (would spill)
 };
 
-ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, int stages) {
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, int stages,
+                                     int kv_bytes = 2) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
   if (block_tokens < 16 * warps || block_tokens % (16 * warps) != 0 || block_tokens > 256)
     return kBlockTokens;
-  if (shared_bytes(head_dim, warps, block_tokens, stages) > kMaxSharedBytes) return kSharedMemory;
+  if (shared_bytes(head_dim, warps, block_tokens, stages, kv_bytes) > kMaxSharedBytes)
+    return kSharedMemory;
   if (register_estimate(head_dim, warps, block_tokens) > kMaxRegisterEstimate) return kRegisters;
   return kOk;
 }

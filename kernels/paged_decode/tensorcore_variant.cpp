@@ -24,12 +24,20 @@ struct TensorCoreConfig {
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))),
         num_splits(int(c.get("num_splits"))) {}
-  int shared_bytes(int head_dim) const {
-    return tensorcore::shared_bytes(head_dim, warps, tile_tokens, stages);
+  int shared_bytes(int head_dim, int kv_bytes) const {
+    return tensorcore::shared_bytes(head_dim, warps, tile_tokens, stages, kv_bytes);
   }
 };
 
-std::string describe_rule(int rule, const TensorCoreConfig& c, int head_dim) {
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+// Bytes of one K/V element: 1 for fp8 codes, 2 for bf16/fp16.
+int kv_bytes(const Batch& batch) {
+  return kv_fp8(batch) ? 1 : 2;
+}
+
+std::string describe_rule(int rule, const TensorCoreConfig& c, int head_dim, int kv_bytes) {
   switch (rule) {
     case tensorcore::kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
@@ -41,7 +49,7 @@ std::string describe_rule(int rule, const TensorCoreConfig& c, int head_dim) {
       return "tile_tokens must be a multiple of " + std::to_string(16 * c.warps) +
              " (16 keys per warp, one mma k-slice) and at most 256";
     case tensorcore::kSharedMemory:
-      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+      return "needs " + std::to_string(c.shared_bytes(head_dim, kv_bytes)) +
              " bytes of shared memory (limit " + std::to_string(tensorcore::kMaxSharedBytes) +
              "): lower stages or tile_tokens";
     case tensorcore::kRegisters:
@@ -62,10 +70,18 @@ Support tensorcore_supports_features(const Batch& batch) {
   if (dtype != DType::bf16 && dtype != DType::fp16) {
     return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
   }
-  if (batch.kv_dtype != batch.dtype) {
+  if (batch.kv_dtype != batch.dtype && batch.kv_dtype != DType::fp8_e4m3) {
     return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                       " (quantised KV cache) is not implemented; needs K/V of the Q dtype " +
+                       " is not implemented: needs fp8_e4m3 or the Q dtype " +
                        to_string(batch.dtype));
+  }
+  if (kv_fp8(batch)) {
+    const size_t kv_heads = size_t(batch.spec.model.num_kv_heads);
+    for (const std::vector<float>* scales : {&batch.k_scales, &batch.v_scales}) {
+      if (scales->size() != 1 && scales->size() != kv_heads) {
+        return Support::no("fp8_e4m3 KV needs one scale per tensor or per kv head");
+      }
+    }
   }
   if (Support s = paged_decode_supports_layout_and_masks(batch); !s) return s;
   const int group = batch.spec.group_size();
@@ -104,8 +120,25 @@ class TensorCoreLauncher : public Launcher {
   CUfunction attention_;
   LaunchShape shape_;
   TensorCoreParams params_;
-  std::vector<DeviceBuffer> owned_;  // sinks, work list, split counts, counters: params_ points here
+  std::vector<DeviceBuffer>
+      owned_;  // sinks, work list, split counts, counters: params_ points here
 };
+
+// CTAs of the attention kernel one SM holds at once, as the smallest of the shared-memory, thread
+// and register limits (the per-block shared-memory limit stands in for the SM's, within a few KiB
+// on sm_80+; registers are allocated per warp in units of 256).
+int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads) {
+  int resident = context.target.max_shared_per_block > 0 && shared_bytes > 0
+                     ? context.target.max_shared_per_block / shared_bytes
+                     : 1;
+  resident = std::min(resident, 2048 / threads);
+  int registers = 0;
+  ATTN_CU_CHECK(context.cuda->api(),
+                cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
+  const int per_warp = (registers * 32 + 255) / 256 * 256;
+  if (per_warp > 0) resident = std::min(resident, 65536 / (per_warp * (threads / 32)));
+  return std::max(1, resident);
+}
 
 // A device copy of a host array, owned by the launcher.
 template <typename T>
@@ -139,15 +172,16 @@ class TensorCoreVariant : public Variant {
     // 64 keys x 2 stages: the fastest of a sweep on an H200 (BENCHMARKS.md, paged_decode): two
     // stages halve the shared memory of three, and the extra CTAs per SM hide more latency than
     // the deeper pipeline did. Re-checked after the barrier per block went (8afcf39): at 4 splits
-    // st2.t64.w4 294.75 us vs st3 308.35, and t128.w8 lost on lognormal-96 and page 1.
+    // st2.t64.w4 294.75 us vs st3 308.35, and t128.w8 lost on lognormal-96 and page 1. fp8 K/V
+    // (26e61ec+): t64.st2 195.3 us on fp8 64 x 4096 vs t64.st3 196.9, t256.w8 207.0, t128 220.6.
     int tile = 64, stages = 2;
     const int warps = 4;
     auto fits = [&](int t, int s) {
       const TensorCoreConfig c(
           KernelConfig{{"tile_tokens", t}, {"warps", warps}, {"stages", s}, {"num_splits", 0}});
-      return tensorcore::check(head_dim, warps, t, s) == tensorcore::kOk &&
+      return tensorcore::check(head_dim, warps, t, s, kv_bytes(batch)) == tensorcore::kOk &&
              (target.max_shared_per_block <= 0 ||
-              c.shared_bytes(head_dim) <= target.max_shared_per_block);
+              c.shared_bytes(head_dim, kv_bytes(batch)) <= target.max_shared_per_block);
     };
     while (!fits(tile, stages) && tile > 16 * warps) tile /= 2;
     return KernelConfig{
@@ -168,9 +202,10 @@ class TensorCoreVariant : public Variant {
     if (config.values().size() != 4) return Support::no("config has axes tensorcore does not use");
     const TensorCoreConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
-    const int rule = tensorcore::check(head_dim, c.warps, c.tile_tokens, c.stages);
-    if (rule != tensorcore::kOk) return Support::no(describe_rule(rule, c, head_dim));
-    return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits,
+    const int rule = tensorcore::check(head_dim, c.warps, c.tile_tokens, c.stages, kv_bytes(batch));
+    if (rule != tensorcore::kOk)
+      return Support::no(describe_rule(rule, c, head_dim, kv_bytes(batch)));
+    return paged_decode_supports_launch(c.shared_bytes(head_dim, kv_bytes(batch)), c.num_splits,
                                         tensorcore::kMaxSplits, target);
   }
 
@@ -181,9 +216,9 @@ class TensorCoreVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
-                   to_string(batch.spec.model.dtype);
+                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "");
     program.source = "#include \"kernels/paged_decode/tensorcore.cuh\"\n";
-    program.kernels = {attention_kernel(code, head_dim, c)};
+    program.kernels = {attention_kernel(code, kv_fp8(batch), head_dim, c)};
     program.arch = target.arch;
     return {program};
   }
@@ -198,8 +233,9 @@ class TensorCoreVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code(m.dtype);
-    CUfunction attention = context.loader->function(program, attention_kernel(code, m.head_dim, c));
-    const int smem = c.shared_bytes(m.head_dim);
+    CUfunction attention =
+        context.loader->function(program, attention_kernel(code, kv_fp8(batch), m.head_dim, c));
+    const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     ATTN_CU_CHECK(
         context.cuda->api(),
         cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
@@ -211,7 +247,7 @@ class TensorCoreVariant : public Variant {
     p.block_table = problem.block_table();
     p.kv_lens = problem.kv_lens();
     p.out = problem.out();
-    const PagedPoolStrides strides = paged_pool_strides(batch);
+    const PagedPoolStrides strides = paged_pool_strides(batch);  // elements
     p.page_stride = strides.page;
     p.token_stride = strides.token;
     p.head_stride = strides.head;
@@ -242,9 +278,19 @@ class TensorCoreVariant : public Variant {
       owned.push_back(upload_array(*context.cuda, sink_log2));
       p.sink_log2 = reinterpret_cast<const float*>(owned.back().address());
     }
-    const TensorCoreSplitPlan plan =
-        plan_tensorcore_splits(batch, c.tile_tokens, c.num_splits, context.target, smem,
-                               tensorcore::threads(c.warps));
+    if (kv_fp8(batch)) {  // per kv head, a per-tensor scale repeated
+      for (const std::vector<float>* scales : {&batch.k_scales, &batch.v_scales}) {
+        std::vector<float> per_head(size_t(m.num_kv_heads));
+        for (size_t h = 0; h < per_head.size(); ++h)
+          per_head[h] = (*scales)[scales->size() == 1 ? 0 : h];
+        owned.push_back(upload_array(*context.cuda, per_head));
+        (scales == &batch.k_scales ? p.k_scale : p.v_scale) =
+            reinterpret_cast<const float*>(owned.back().address());
+      }
+    }
+    const TensorCoreSplitPlan plan = plan_tensorcore_splits(
+        batch, c.tile_tokens, c.num_splits, context.target.sm_count,
+        resident_ctas(context, attention, smem, tensorcore::threads(c.warps)));
     owned.push_back(upload_array(*context.cuda, plan.work));
     p.work = reinterpret_cast<const int*>(owned.back().address());
     owned.push_back(upload_array(*context.cuda, plan.seq_splits));
@@ -273,10 +319,11 @@ class TensorCoreVariant : public Variant {
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
-  static std::string attention_kernel(int code, int head_dim, const TensorCoreConfig& c) {
+  static std::string attention_kernel(int code, bool fp8, int head_dim, const TensorCoreConfig& c) {
     return "attn::paged_decode_tensorcore<" + std::to_string(code) + ", " +
-           std::to_string(head_dim) + ", " + std::to_string(c.warps) + ", " +
-           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ">";
+           (fp8 ? "true" : "false") + ", " + std::to_string(head_dim) + ", " +
+           std::to_string(c.warps) + ", " + std::to_string(c.tile_tokens) + ", " +
+           std::to_string(c.stages) + ">";
   }
 };
 

@@ -45,6 +45,7 @@ struct Features {
   int64_t window = 0;   // 0: none
   bool sinks = false;
   bool causal = true;
+  int fp8 = 0;  // 0: K/V of Q's dtype; 1: fp8 e4m3 K/V, per-tensor scales; 2: per-head scales
 };
 
 WorkloadSpec make_spec(const testing::SpecShape& shape, const std::vector<int64_t>& contexts,
@@ -54,6 +55,11 @@ WorkloadSpec make_spec(const testing::SpecShape& shape, const std::vector<int64_
   if (f.window > 0) spec.model.sliding_window = f.window;
   spec.model.attention_sinks = f.sinks;
   spec.mask.causal = f.causal;
+  if (f.fp8 > 0) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale =
+        f.fp8 == 2 ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+  }
   return spec;
 }
 
@@ -68,6 +74,7 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
   if (batch.sliding_window > 0) out << " window " << batch.sliding_window;
   if (!batch.sink_logits.empty()) out << " sinks";
   if (!batch.causal) out << " non-causal";
+  if (batch.kv_dtype != batch.dtype) out << " kv " << to_string(batch.kv_dtype);
   out << " contexts [";
   for (const auto& s : spec.sequences) out << s.context_len.value << " ";
   out << "] config " << config.key();
@@ -83,7 +90,8 @@ void expect_passed(const Batch& batch, const KernelConfig& config) {
 // Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, page sizes 1..256
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
 // single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
-// and a random config from the variant's space that supports() accepts.
+// fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the variant's space
+// that supports() accepts.
 TEST(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -92,14 +100,15 @@ TEST(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   std::mt19937_64 rng(20261205);
   int checked = 0;
   for (int trial = 0; trial < 64; ++trial) {
-    const testing::SpecShape shape =
-        testing::random_decode_shape(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
+    const testing::SpecShape shape = testing::random_decode_shape(
+        rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
     const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
     Features features;
     if (chance(rng, 0.35)) features.soft_cap = pick(rng, std::vector<double>{2.0, 10.0, 30.0});
     if (chance(rng, 0.35)) features.window = pick(rng, std::vector<int64_t>{1, 7, 64, 300, 5000});
     features.sinks = chance(rng, 0.35);
     features.causal = !chance(rng, 0.2);
+    if (chance(rng, 0.35)) features.fp8 = chance(rng, 0.5) ? 2 : 1;
     const Batch batch = generate_batch(make_spec(shape, contexts, features));
 
     // A random config the variant accepts (the default when the draws are all invalid).
@@ -122,7 +131,7 @@ TEST(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
 }
 
 // Each feature alone and all together, one split (the CTA writes out, with the sink) and several
-// (the merge kernel adds the sink), on GQA 6 (rows 6..15 of the mma tile are padding).
+// (the merging CTA adds the sink), on GQA 6 (rows 6..15 of the mma tile are padding).
 TEST(TensorCoreGpu, EachFeatureWithOneAndManySplitsMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   testing::SpecShape shape;
@@ -131,18 +140,25 @@ TEST(TensorCoreGpu, EachFeatureWithOneAndManySplitsMatchesTheReference) {
   shape.head_dim = 128;
   shape.page_size = 16;
   const std::vector<int64_t> contexts = {0, 3, 31, 700, 2500};
-  std::vector<Features> cases(6);
+  std::vector<Features> cases(9);
   cases[1].soft_cap = 5.0;
   cases[2].window = 40;
   cases[3].sinks = true;
   cases[4].causal = false;
-  cases[5] = {10.0, 300, true, true};
+  cases[5] = {10.0, 300, true, true, 0};
+  cases[6].fp8 = 1;
+  cases[7].fp8 = 2;
+  cases[8] = {10.0, 300, true, true, 2};
   for (const Features& features : cases) {
-    const Batch batch = generate_batch(make_spec(shape, contexts, features));
-    for (int splits : {1, 4}) {
-      expect_passed(
-          batch,
-          KernelConfig{{"tile_tokens", 64}, {"warps", 4}, {"stages", 3}, {"num_splits", splits}});
+    for (int head_dim : {64, 128, 256}) {
+      shape.head_dim = head_dim;
+      const Batch batch = generate_batch(make_spec(shape, contexts, features));
+      for (int splits : {1, 4}) {
+        expect_passed(batch, KernelConfig{{"tile_tokens", 64},
+                                          {"warps", 4},
+                                          {"stages", head_dim == 256 ? 2 : 3},
+                                          {"num_splits", splits}});
+      }
     }
   }
 }
@@ -175,27 +191,34 @@ TEST(TensorCoreGpu, EveryAcceptedTileConfigMatchesTheReference) {
   const Variant& variant = tensorcore_variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
   for (int head_dim : {64, 128, 256}) {
-    testing::SpecShape shape;
-    shape.q_heads = 8;
-    shape.kv_heads = 2;
-    shape.head_dim = head_dim;
-    shape.page_size = 16;
-    shape.dtype = head_dim == 128 ? DType::fp16 : DType::bf16;
-    const Batch batch = generate_batch(testing::make_decode_spec(shape, {1, 100, 1100}));
-    int accepted = 0;
-    const auto space = variant.space(batch, target);
-    for (int64_t t : space[0].values) {
-      for (int64_t w : space[1].values) {
-        for (int64_t s : space[2].values) {
-          const KernelConfig config{
-              {"tile_tokens", t}, {"warps", w}, {"stages", s}, {"num_splits", 0}};
-          if (!variant.supports(batch, config, target)) continue;
-          ++accepted;
-          expect_passed(batch, config);
+    for (bool fp8 : {false, true}) {
+      testing::SpecShape shape;
+      shape.q_heads = 8;
+      shape.kv_heads = 2;
+      shape.head_dim = head_dim;
+      shape.page_size = 16;
+      shape.dtype = head_dim == 128 ? DType::fp16 : DType::bf16;
+      WorkloadSpec spec = testing::make_decode_spec(shape, {1, 100, 1100});
+      if (fp8) {
+        spec.model.kv_dtype = DType::fp8_e4m3;
+        spec.model.kv_scale = KvScaleGranularity::per_head;
+      }
+      const Batch batch = generate_batch(spec);
+      int accepted = 0;
+      const auto space = variant.space(batch, target);
+      for (int64_t t : space[0].values) {
+        for (int64_t w : space[1].values) {
+          for (int64_t s : space[2].values) {
+            const KernelConfig config{
+                {"tile_tokens", t}, {"warps", w}, {"stages", s}, {"num_splits", 0}};
+            if (!variant.supports(batch, config, target)) continue;
+            ++accepted;
+            expect_passed(batch, config);
+          }
         }
       }
+      EXPECT_GT(accepted, 0) << head_dim;
     }
-    EXPECT_GT(accepted, 0) << head_dim;
   }
 }
 

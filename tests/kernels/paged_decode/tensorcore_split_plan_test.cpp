@@ -6,7 +6,6 @@
 #include <set>
 #include <utility>
 
-#include "kernels/device/device_info.hpp"
 #include "kernels/paged_decode/tensorcore_split_plan.hpp"
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 #include "tests/test_support.hpp"
@@ -14,17 +13,8 @@
 namespace attn {
 namespace {
 
-Target hopper() {
-  DeviceInfo device;
-  device.cc_major = 9;
-  device.sm_count = 132;
-  device.max_shared_per_block_optin = 227 * 1024;
-  return Target::cuda(device);
-}
-
-// The default config's footprint: 3 CTAs per SM on Hopper.
-constexpr int kTile = 64, kThreads = 128;
-const int kShared = tensorcore::shared_bytes(128, 4, kTile, 2);
+// The default config on an H100/H200: 132 SMs, 3 CTAs per SM (shared memory and registers).
+constexpr int kTile = 64, kResident = 3;
 
 Batch llama_batch(const std::vector<int64_t>& contexts) {
   testing::SpecShape shape;
@@ -71,10 +61,9 @@ void expect_consistent(const Batch& batch, const TensorCoreSplitPlan& plan) {
 
 TEST(TensorCoreSplitPlan, OneLongSequenceFillsOneWave) {
   const Batch batch = llama_batch({32768});
-  const TensorCoreSplitPlan plan =
-      plan_tensorcore_splits(batch, kTile, 0, hopper(), kShared, kThreads);
+  const TensorCoreSplitPlan plan = plan_tensorcore_splits(batch, kTile, 0, 132, kResident);
   expect_consistent(batch, plan);
-  const int64_t slots = 132 * (227 * 1024 / kShared);
+  const int64_t slots = 132 * kResident;
   const int64_t ctas = int64_t(plan.items()) * 8;
   EXPECT_LE(ctas, slots);
   EXPECT_GE(ctas, slots * 9 / 10) << "one wave should be nearly full";
@@ -85,8 +74,7 @@ TEST(TensorCoreSplitPlan, ShortSequencesStayWholeAmongLongOnes) {
   contexts[7] = 30000;
   contexts[50] = 12000;
   const Batch batch = llama_batch(contexts);
-  const TensorCoreSplitPlan plan =
-      plan_tensorcore_splits(batch, kTile, 0, hopper(), kShared, kThreads);
+  const TensorCoreSplitPlan plan = plan_tensorcore_splits(batch, kTile, 0, 132, kResident);
   expect_consistent(batch, plan);
   EXPECT_EQ(plan.seq_splits[0], 1);
   EXPECT_GT(plan.seq_splits[7], plan.seq_splits[50]);
@@ -96,8 +84,7 @@ TEST(TensorCoreSplitPlan, ShortSequencesStayWholeAmongLongOnes) {
 
 TEST(TensorCoreSplitPlan, FixedSplitCountsAreTakenAsGiven) {
   const Batch batch = llama_batch({0, 1, 100, 5000});
-  const TensorCoreSplitPlan plan =
-      plan_tensorcore_splits(batch, kTile, 8, hopper(), kShared, kThreads);
+  const TensorCoreSplitPlan plan = plan_tensorcore_splits(batch, kTile, 8, 132, kResident);
   expect_consistent(batch, plan);
   for (int32_t s : plan.seq_splits) EXPECT_EQ(s, 8);
   EXPECT_EQ(plan.items(), 32);
@@ -106,11 +93,10 @@ TEST(TensorCoreSplitPlan, FixedSplitCountsAreTakenAsGiven) {
 
 TEST(TensorCoreSplitPlan, ManySequencesGetFourWavesOfSplits) {
   const Batch batch = llama_batch(std::vector<int64_t>(64, 4096));
-  const TensorCoreSplitPlan plan =
-      plan_tensorcore_splits(batch, kTile, 0, hopper(), kShared, kThreads);
+  const TensorCoreSplitPlan plan = plan_tensorcore_splits(batch, kTile, 0, 132, kResident);
   expect_consistent(batch, plan);
   // 4097 keys = 65 blocks per sequence: 3 splits of 22 blocks, about four waves of 396 CTAs.
-  const int64_t slots = 132 * (227 * 1024 / kShared);
+  const int64_t slots = 132 * kResident;
   const int64_t ctas = int64_t(plan.items()) * 8;
   EXPECT_GE(ctas, 3 * slots);
   EXPECT_LE(ctas, 4 * slots);

@@ -179,10 +179,16 @@ TEST(TensorCoreGating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"sinks", "", [](Batch& b) { b.sink_logits.assign(8, 1.0f); }},
       {"non-causal", "", [](Batch& b) { b.causal = false; }},
       {"hnd", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::hnd; }},
-      {"fp8 KV", "fp8_e4m3",
+      {"fp8 KV", "",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
+         b.v_scales = {0.02f};
+       }},
+      {"fp8 KV scale count", "one scale per tensor or per kv head",
+       [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.k_scales = {0.01f, 0.02f, 0.03f};
          b.v_scales = {0.02f};
        }},
       {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
@@ -234,8 +240,8 @@ TEST(TensorCoreGating, GroupSizesUpToSixteenAndNewerGpusOnly) {
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
 }
 
-// NVRTC compiles the configs the traits accept, for both archs and dtypes, and ptxas reports no
-// spills (the register estimate in the traits keeps accepted configs in registers).
+// NVRTC compiles the configs the traits accept, for both archs, both dtypes and fp8 K/V, and ptxas
+// reports no spills (the register estimate in the traits keeps accepted configs in registers).
 TEST(TensorCoreCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   const fs::path dir =
       fs::temp_directory_path() /
@@ -253,31 +259,37 @@ TEST(TensorCoreCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(16);
+  batches.reserve(32);
   for (int head_dim : {64, 128, 256}) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
-      batches.push_back(decode_batch(16, 1, head_dim, dtype));
-      const Batch& batch = batches.back();
-      for (const Target& target : {ampere(), hopper()}) {
-        std::vector<KernelConfig> accepted;
-        const auto space = variant.space(batch, target);
-        for (int64_t t : space[0].values) {
-          for (int64_t w : space[1].values) {
-            for (int64_t s : space[2].values) {
-              const KernelConfig config = make_config(int(t), int(w), int(s));
-              if (variant.supports(batch, config, target)) accepted.push_back(config);
+      for (bool fp8 : {false, true}) {
+        batches.push_back(decode_batch(16, 1, head_dim, dtype));
+        if (fp8) {  // programs() reads only the element types and the head dim
+          batches.back().kv_dtype = DType::fp8_e4m3;
+          batches.back().k_scales = batches.back().v_scales = {1.0f};
+        }
+        const Batch& batch = batches.back();
+        for (const Target& target : {ampere(), hopper()}) {
+          std::vector<KernelConfig> accepted;
+          const auto space = variant.space(batch, target);
+          for (int64_t t : space[0].values) {
+            for (int64_t w : space[1].values) {
+              for (int64_t s : space[2].values) {
+                const KernelConfig config = make_config(int(t), int(w), int(s));
+                if (variant.supports(batch, config, target)) accepted.push_back(config);
+              }
             }
           }
-        }
-        ASSERT_FALSE(accepted.empty());
-        std::shuffle(accepted.begin(), accepted.end(), rng);
-        // The sample always includes the default config.
-        accepted.insert(accepted.begin(), variant.default_config(batch, target));
-        const size_t take = exhaustive ? accepted.size() : std::min<size_t>(2, accepted.size());
-        for (size_t i = 0; i < take; ++i) {
-          JitProgram program = variant.programs(batch, accepted[i], target).front();
-          program.options.push_back("--ptxas-options=-v");
-          jobs.push_back({program.name + " " + program.arch, jit.compile_async(program)});
+          ASSERT_FALSE(accepted.empty());
+          std::shuffle(accepted.begin(), accepted.end(), rng);
+          // The sample always includes the default config.
+          accepted.insert(accepted.begin(), variant.default_config(batch, target));
+          const size_t take = exhaustive ? accepted.size() : std::min<size_t>(2, accepted.size());
+          for (size_t i = 0; i < take; ++i) {
+            JitProgram program = variant.programs(batch, accepted[i], target).front();
+            program.options.push_back("--ptxas-options=-v");
+            jobs.push_back({program.name + " " + program.arch, jit.compile_async(program)});
+          }
         }
       }
     }
