@@ -6,7 +6,7 @@
 #   OUT=$OUT scripts/flash-fwd-bench.sh          (EXTRA="preset:config ..." adds config runs)
 # Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1, POLICY (default confirm),
 # PRESETS (default: the six head_dim 128 cases; HEAD_DIMS="64 128 256" for all eighteen).
-# Each case is verified against the CPU reference first (about a minute per 16384-token case on
+# Each case is verified against the CPU reference first (an estimated minute per 16384-token case on
 # 16 cores), so the eighteen cases take several minutes of the call.
 set -uo pipefail
 build=${BUILD:-build}
