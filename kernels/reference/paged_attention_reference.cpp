@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/thread_pool.hpp"
 #include "workloads/batch_data.hpp"
@@ -22,9 +23,10 @@ struct OutputRow {
 
 // The attention semantics (the header's formula), shared by both oracles: they differ only in
 // where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value.
+// Returns the row's log-sum-exp: the natural log of the softmax denominator (-inf: no key).
 template <typename Dot, typename Value>
-void attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Dot& dot,
-                const Value& value, float* out) {
+double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Dot& dot,
+                  const Value& value, float* out) {
   std::vector<int64_t> keys;
   std::vector<double> weights;
   const double cap = batch.logits_soft_cap;
@@ -36,7 +38,9 @@ void attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Do
     weights.push_back(logit);
   }
   std::fill(out, out + head_dim, 0.0f);
-  if (keys.empty()) return;  // nothing visible: exactly zero, even with a sink
+  if (keys.empty()) {  // nothing visible: exactly zero, even with a sink
+    return -std::numeric_limits<double>::infinity();
+  }
 
   const bool has_sink = !batch.sink_logits.empty();
   const double sink = has_sink ? double(batch.sink_logits[size_t(row.head)]) : 0.0;
@@ -53,11 +57,14 @@ void attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Do
     for (int d = 0; d < head_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
   }
   for (int d = 0; d < head_dim; ++d) out[d] = float(acc[size_t(d)]);
+  return max_logit + std::log(sum);
 }
 
 // Calls fn(row, out) for every output row, in parallel; out points at the row's head_dim floats.
+// fn returns the row's log-sum-exp, stored at [token, head] of *lse when lse is not null.
 template <typename Fn>
-std::vector<float> for_each_output_row(const Batch& batch, size_t threads, const Fn& fn) {
+std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::vector<float>* lse,
+                                       const Fn& fn) {
   const ModelShape& m = batch.spec.model;
   const int Hq = m.num_q_heads, group = batch.spec.group_size();
   std::vector<int> seq_of(size_t(batch.total_q));
@@ -66,6 +73,7 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, const
       seq_of[size_t(t)] = s;
   }
   std::vector<float> out(size_t(batch.total_q) * Hq * m.head_dim);
+  if (lse != nullptr) lse->assign(size_t(batch.total_q) * Hq, 0.0f);
   parallel_for(
       size_t(batch.total_q) * Hq,
       [&](size_t begin, size_t end) {
@@ -76,7 +84,8 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, const
           row.kv_head = row.head / group;
           row.seq = seq_of[size_t(row.token)];
           row.q_index = row.token - batch.cu_seqlens_q[size_t(row.seq)];
-          fn(row, out.data() + r * size_t(m.head_dim));
+          const double row_lse = fn(row, out.data() + r * size_t(m.head_dim));
+          if (lse != nullptr) (*lse)[r] = float(row_lse);
         }
       },
       threads);
@@ -109,12 +118,13 @@ struct PoolAddressing {
 
 }  // namespace
 
-std::vector<float> paged_attention_reference(const Problem& host, size_t threads) {
+std::vector<float> paged_attention_reference(const Problem& host, size_t threads,
+                                             std::vector<float>* lse) {
   ATTN_ASSERT(host.backend() == Backend::cpu, "the CPU reference needs a host problem");
   const Batch& batch = host.batch();
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
   const PoolAddressing k_pool(batch, DataStream::key), v_pool(batch, DataStream::value);
-  return for_each_output_row(batch, threads, [&](const OutputRow& row, float* out) {
+  return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     const int32_t* pages = host.block_table() + int64_t(row.seq) * batch.max_pages_per_seq;
     auto page_of = [&](int64_t j) { return pages[j / batch.page_size]; };
     auto slot_of = [&](int64_t j) { return int(j % batch.page_size); };
@@ -124,7 +134,7 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
           load_as_float(host.q(), size_t((row.token * Hq + row.head) * D + d), batch.dtype);
     const double k_scale = kv_scale(batch.k_scales, row.kv_head);
     const double v_scale = kv_scale(batch.v_scales, row.kv_head);
-    attend_row(
+    return attend_row(
         batch, row, D,
         [&](int64_t j) {
           const int64_t base = k_pool.row(page_of(j), slot_of(j), row.kv_head);
@@ -146,14 +156,15 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
   });
 }
 
-std::vector<float> naive_dense_attention(const Batch& batch, size_t threads) {
+std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
+                                         std::vector<float>* lse) {
   const int D = batch.spec.model.head_dim;
-  return for_each_output_row(batch, threads, [&](const OutputRow& row, float* out) {
+  return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     std::vector<double> q(static_cast<size_t>(D));
     for (int d = 0; d < D; ++d)
       q[size_t(d)] = round_to(batch.dtype, query_value(batch, row.token, row.head, d));
     // Keys and values as the cache holds them (rounded, dequantised), from the data rule.
-    attend_row(
+    return attend_row(
         batch, row, D,
         [&](int64_t j) {
           double dot = 0;

@@ -8,6 +8,10 @@
 // where the sink term is present only with attention sinks (it takes probability mass and gives no
 // value). K and V of an fp8 cache are code * scale (per tensor or per kv head). A row that sees no
 // key outputs exactly zero.
+//
+// Both oracles can also return each row's log-sum-exp, lse = log(sum_j exp(logit_j) + exp(sink_h))
+// in natural log (the flash_fwd family's LSE output), as [total_q, num_q_heads] floats; -inf for
+// a row that sees no key.
 #pragma once
 
 #include <vector>
@@ -19,12 +23,14 @@ namespace attn {
 
 // Reads Q and K/V through the host problem's page table and pools (any layout, fp8 codes with the
 // batch's scales), accumulates in double and returns the output in float:
-// [total_q, num_q_heads, head_dim]. Multi-threaded (threads 0: all).
-std::vector<float> paged_attention_reference(const Problem& host, size_t threads = 0);
+// [total_q, num_q_heads, head_dim]. Multi-threaded (threads 0: all). Fills *lse when given.
+std::vector<float> paged_attention_reference(const Problem& host, size_t threads = 0,
+                                             std::vector<float>* lse = nullptr);
 
 // An independent second oracle: computes each element's value from the batch's data rule
 // (batch_data.hpp) instead of reading any buffer, so it shares no paging or layout code with the
 // reference. Dense, double precision. For tests and for verifying the CPU reference variant.
-std::vector<float> naive_dense_attention(const Batch& batch, size_t threads = 0);
+std::vector<float> naive_dense_attention(const Batch& batch, size_t threads = 0,
+                                         std::vector<float>* lse = nullptr);
 
 }  // namespace attn

@@ -108,5 +108,31 @@ TEST(PresetTest, UnknownPresetListsTheKnownOnes) {
   }
 }
 
+// Issue 8's dense prefill cases (the shapes seed_peers.py dense_flash measures): head dims 64,
+// 128 and 256 with 2048 / head_dim heads, 16384 tokens as 16 x 1024, 4 x 4096 or 1 x 16384,
+// causal and not, bf16, nothing cached.
+TEST(PresetTest, DenseFlashBenchmarkCases) {
+  for (int d : {64, 128, 256}) {
+    for (int64_t s : {1024, 4096, 16384}) {
+      for (bool causal : {true, false}) {
+        const std::string name = "prefill-dense-d" + std::to_string(d) + "-" +
+                                 std::to_string(16384 / s) + "x" + std::to_string(s) +
+                                 (causal ? "-causal" : "");
+        SCOPED_TRACE(name);
+        const Batch batch = generate_batch(load_preset(name));
+        EXPECT_EQ(batch.spec.model.head_dim, d);
+        EXPECT_EQ(batch.spec.model.num_q_heads, 2048 / d);
+        EXPECT_EQ(batch.spec.model.num_kv_heads, 2048 / d);
+        EXPECT_EQ(batch.dtype, DType::bf16);
+        EXPECT_EQ(batch.causal, causal);
+        EXPECT_EQ(batch.num_seqs, 16384 / s);
+        EXPECT_EQ(batch.total_q, 16384);
+        EXPECT_EQ(batch.total_kv, 16384);
+        EXPECT_EQ(batch.max_query_len(), s);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attn

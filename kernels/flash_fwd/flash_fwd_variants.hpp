@@ -1,0 +1,42 @@
+// The flash_fwd family: dense attention forward over contiguous Q/K/V of a variable-length batch
+// (seed 004's semantics): causal (aligned to the bottom right when a sequence's query and key
+// lengths differ) or not, GQA any ratio, bf16/fp16 with fp32 accumulation, and an optional
+// log-sum-exp output for training.
+#pragma once
+
+#include <memory>
+
+#include "kernels/variant.hpp"
+
+namespace attn {
+
+class Registry;
+
+// Registers flash_fwd.sm80_mma (CUDA) and flash_fwd.cpu_reference.
+void add_flash_fwd_variants(Registry& registry);
+
+// A flash_fwd variant: prepare() as every variant, plus the optional log-sum-exp output.
+class FlashFwdVariant : public Variant {
+ public:
+  // As prepare(), and every launch also writes lse [total_q, num_q_heads] floats: the natural log
+  // of each row's softmax denominator, log(sum_j exp(scale * q.k_j)) over the visible keys j
+  // (-inf for a row that sees none). `lse` is device memory for a device problem and host memory
+  // for a host problem; the caller owns it. Null: no LSE, the same as prepare().
+  virtual std::unique_ptr<Launcher> prepare_with_lse(Problem& problem, const KernelConfig& config,
+                                                     ExecContext& context, float* lse) const = 0;
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    return prepare_with_lse(problem, config, context, nullptr);
+  }
+};
+
+// Checks shared by every flash_fwd variant: a batch with query tokens to prefill (a decode batch,
+// one token per sequence, belongs to paged_decode), and none of the features the family does not
+// define (sliding window, soft-cap, sinks, block-sparse or explicit masks, a quantised KV cache).
+Support flash_fwd_supports_batch(const Batch& batch);
+
+// Minimum traffic: Q, K and V once each (K/V per kv head, contiguous), and the output. FLOPs: 2
+// multiply-adds per (query head, visible key, dim) for Q.K and P.V (visible_pairs).
+Work flash_fwd_work(const Batch& batch);
+
+}  // namespace attn

@@ -1,0 +1,370 @@
+// flash_fwd.sm80_mma: dense flash attention forward (FlashAttention-2 style) on the sm_80-class
+// tensor-core path: mma.sync m16n8k16, ldmatrix, cp.async. Runs on Ampere and on Hopper.
+//
+// Computes, for every sequence s of a variable-length batch (cu_seqlens), query i < q_len and q
+// head h (kv head h / group),
+//   out[s, i, h] = softmax_j(scale * q[s, i, h] . k[s, j, h / group]) v[s, j, h / group]
+//   lse[s, i, h] = log(sum_j exp(scale * q . k_j))            (natural log, optional)
+// over the keys j < kv_len the mask lets through: all of them, or with CAUSAL j <= i + (kv_len -
+// q_len) (aligned to the bottom right when the lengths differ). A row that sees no key writes
+// zeros and lse = -inf.
+//
+// Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
+// head_dim] (flash_fwd_gather_kv makes them so from the paged pool, once, outside the timing).
+//
+// Work decomposition (grid = query tiles of all sequences, q heads):
+// - A CTA owns TILE_M query rows of one sequence and one q head; the host lists the (sequence,
+//   tile) pairs heaviest first, so causal diagonal-heavy tiles do not run alone at the end.
+// - Each of the WARPS warps owns TILE_M / WARPS rows (one or two m16 fragments) and keeps their
+//   online-softmax state in registers: the fp32 output accumulator, row max and row sum. Q's A
+//   fragments stay in registers when they fit (traits: q_in_registers).
+// - K and V of one key tile (TILE_N rows) stream into one of STAGES shared-memory buffers with
+//   cp.async while earlier tiles are computed; rows are padded by 16 bytes, so ldmatrix (K) and
+//   ldmatrix.trans (V) are bank-conflict free. One barrier per key tile.
+// - S = Q K^T per warp (fp32), then P = 2^(S * scale_log2 - max) in registers is the A operand of
+//   O += P V: P never goes through shared memory.
+// - Causal: key tiles past the tile's last visible key are never loaded; the mask is applied only
+//   on tiles that cross the diagonal (or the sequence's end), and a warp skips the products of a
+//   tile none of its rows can see.
+//
+// Tunables and why they exist:
+//   TILE_M  query rows per CTA: K/V bytes re-read per query row vs CTAs to fill the GPU
+//   TILE_N  keys per pipeline stage: score registers and shared memory vs barriers per key
+//   WARPS   TILE_M / WARPS rows per warp (16 or 32): 32 reuse each K/V fragment for two mma
+//           tiles (half the shared-memory traffic per FLOP) but need twice the accumulators
+//   STAGES  cp.async pipeline depth: key tiles in flight while one is computed
+#pragma once
+
+#include "kernels/common/convert.cuh"
+#include "kernels/common/cp_async.cuh"
+#include "kernels/common/mma_sync.cuh"
+#include "kernels/flash_fwd/sm80_mma_params.hpp"
+#include "kernels/flash_fwd/sm80_mma_traits.hpp"
+
+namespace attn {
+
+// 2^x on the special-function unit, subnormal results flushed to zero (a probability below 2^-126
+// of the row's largest is zero either way); exp2f without fast-math adds denormal scaling.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
+__global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashFwdParams p) {
+  static_assert(flash_sm80::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) == flash_sm80::kOk,
+                "invalid flash_fwd.sm80_mma config: see flash_sm80::check");
+  constexpr int THREADS = flash_sm80::threads(WARPS);
+  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // padded smem row, 16-bit elements
+  constexpr int WARP_ROWS = flash_sm80::warp_rows(TILE_M, WARPS);
+  constexpr int M_FRAGS = flash_sm80::m_frags(TILE_M, WARPS);
+  constexpr bool Q_IN_REGS = flash_sm80::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
+  constexpr int N_TILES = TILE_N / 8;     // n8 tiles of S per m16 fragment
+  constexpr int D_TILES = HEAD_DIM / 8;   // n8 tiles of O per m16 fragment
+  constexpr int K_STEPS = HEAD_DIM / 16;  // k16 steps of Q.K
+  constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks of a row
+  constexpr int KV_TILE = TILE_N * ROW;   // one K or V buffer, elements
+  const float kNegInf = -__int_as_float(0x7f800000);
+
+  // Q [TILE_M][ROW], then [STAGES][K, V][TILE_N][ROW].
+  extern __shared__ __align__(16) unsigned short smem[];
+  unsigned short* q_tile = smem;
+  unsigned short* kv_tiles = smem + TILE_M * ROW;
+
+  const int seq = p.tiles[2 * blockIdx.x], m0 = p.tiles[2 * blockIdx.x + 1] * TILE_M;
+  const int q_head = blockIdx.y, kv_head = q_head / p.group;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
+  const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
+  const int offset = kv_len - q_len;  // causal: query i sees keys j <= i + offset
+
+  // Key tiles this CTA visits: all of the sequence's, or with CAUSAL up to the last row's last
+  // visible key.
+  int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
+  if (CAUSAL) {
+    const int visible = min(m0 + TILE_M, q_len) + offset;  // keys the CTA's last row sees
+    n_tiles = visible > 0 ? min(n_tiles, (visible + TILE_N - 1) / TILE_N) : 0;
+  }
+  // This warp's rows [warp_row0, warp_row0 + WARP_ROWS) of the sequence's queries. Keys from
+  // mask_from on are hidden from at least one of them (causal or past the end): tiles that reach
+  // it are masked element by element, the others not at all.
+  const int warp_row0 = m0 + warp * WARP_ROWS;
+  const int mask_from = CAUSAL ? min(kv_len, warp_row0 + offset + 1) : kv_len;
+  const int warp_keys_end = CAUSAL ? warp_row0 + WARP_ROWS + offset : kv_len;  // none past this
+  const bool warp_has_rows = warp_row0 < q_len;
+
+  // The sequence's first row of this head in each tensor.
+  const long long q_row_stride = (long long)p.num_q_heads * HEAD_DIM;
+  const long long kv_row_stride = (long long)p.num_kv_heads * HEAD_DIM;
+  const unsigned short* q_src =
+      static_cast<const unsigned short*>(p.q) + q_begin * q_row_stride + q_head * HEAD_DIM;
+  const unsigned short* k_src =
+      static_cast<const unsigned short*>(p.k) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
+  const unsigned short* v_src =
+      static_cast<const unsigned short*>(p.v) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
+
+  // Copy pattern: thread t copies 16-byte chunk t % CHUNKS of rows t / CHUNKS + i * ROWS_PER_PASS.
+  // Offsets within a sequence are 32-bit element counts (the host checks they fit), so a row's
+  // address costs one multiply-add and few registers stay live across the key loop. Rows past
+  // the sequence's end are zero-filled without a read: finite, and masked or never stored.
+  constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
+  static_assert(THREADS % CHUNKS == 0, "copy pattern");
+  const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
+  const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
+#pragma unroll
+  for (int i = 0; i < (TILE_M + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
+    const int r = copy_row + i * ROWS_PER_PASS;
+    if (TILE_M % ROWS_PER_PASS != 0 && r >= TILE_M) break;
+    const bool valid = m0 + r < q_len;
+    cp_async_16(q_tile + r * ROW + copy_col, q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
+                valid);
+  }
+  cp_async_commit();
+  const unsigned short* k_copy = k_src + copy_col;
+  const unsigned short* v_copy = v_src + copy_col;
+  auto load_kv = [&](int n, int stage) {
+    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE + copy_row * ROW + copy_col;
+    unsigned short* v_dst = k_dst + KV_TILE;
+#pragma unroll
+    for (int i = 0; i < (TILE_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
+      const int r = copy_row + i * ROWS_PER_PASS;
+      if (TILE_N % ROWS_PER_PASS != 0 && r >= TILE_N) break;
+      const int key = n * TILE_N + r;
+      const bool valid = key < kv_len;
+      const int at = valid ? key * kv_stride : 0;
+      cp_async_16(k_dst + i * ROWS_PER_PASS * ROW, k_copy + at, valid);
+      cp_async_16(v_dst + i * ROWS_PER_PASS * ROW, v_copy + at, valid);
+    }
+  };
+  // Prologue: STAGES - 1 key tiles in flight. Every stage commits a group (possibly empty) so the
+  // wait counts below stay exact.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < n_tiles) load_kv(s, s);
+    cp_async_commit();
+  }
+
+  // ldmatrix row addresses (lane l names row l % 8 of matrix l / 8).
+  const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW + (lane / 16) * 8;
+  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8;
+  const int v_frag = (lane % 16) * ROW + (lane / 16) * 8;
+
+  cp_async_wait<STAGES - 1>();  // Q landed (the key tiles may still be in flight)
+  __syncthreads();
+  unsigned int q_regs[Q_IN_REGS ? M_FRAGS : 1][Q_IN_REGS ? K_STEPS : 1][4];
+  if constexpr (Q_IN_REGS) {
+#pragma unroll
+    for (int m = 0; m < M_FRAGS; ++m) {
+#pragma unroll
+      for (int ks = 0; ks < K_STEPS; ++ks)
+        ldmatrix_x4(q_regs[m][ks], q_tile + q_frag + m * 16 * ROW + ks * 16);
+    }
+  }
+
+  // Accumulator element e of n8 tile j of fragment m: row m * 16 + lane / 4 + 8 * (e / 2),
+  // column j * 8 + 2 * (lane % 4) + e % 2 of the warp's block. Statistics per row r = 2m + e / 2.
+  float o[M_FRAGS][D_TILES][4];
+#pragma unroll
+  for (int m = 0; m < M_FRAGS; ++m) {
+#pragma unroll
+    for (int d = 0; d < D_TILES; ++d) o[m][d][0] = o[m][d][1] = o[m][d][2] = o[m][d][3] = 0.0f;
+  }
+  float row_max[2 * M_FRAGS];  // raw scores (scale_log2 > 0 keeps the order)
+  float row_sum[2 * M_FRAGS];  // this lane's columns only; summed over the quad at the end
+#pragma unroll
+  for (int r = 0; r < 2 * M_FRAGS; ++r) row_max[r] = kNegInf, row_sum[r] = 0.0f;
+
+  for (int n = 0; n < n_tiles; ++n) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile n visible to every warp; tile n - 1's buffer free
+    if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1, (n + STAGES - 1) % STAGES);
+    cp_async_commit();
+
+    const int key0 = n * TILE_N;
+    if (!warp_has_rows || key0 >= warp_keys_end) continue;  // no row of this warp sees the tile
+    const unsigned short* k_tile = kv_tiles + (n % STAGES) * 2 * KV_TILE;
+    const unsigned short* v_tile = k_tile + KV_TILE;
+
+    // S = Q K^T: [WARP_ROWS x TILE_N] per warp; each K fragment serves every m16 fragment.
+    float s[M_FRAGS][N_TILES][4];
+#pragma unroll
+    for (int m = 0; m < M_FRAGS; ++m) {
+#pragma unroll
+      for (int j = 0; j < N_TILES; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
+    }
+    // Q from shared memory: at most two k16 steps unrolled, or the compiler hoists every step's
+    // Q fragments at once and spills.
+#pragma unroll(Q_IN_REGS ? K_STEPS : 2)
+    for (int ks = 0; ks < K_STEPS; ++ks) {
+      unsigned int a[M_FRAGS][4];  // Q's A fragments of this k16 step
+#pragma unroll
+      for (int m = 0; m < M_FRAGS; ++m) {
+        if constexpr (Q_IN_REGS) {
+#pragma unroll
+          for (int x = 0; x < 4; ++x) a[m][x] = q_regs[m][ks][x];
+        } else {
+          ldmatrix_x4(a[m], q_tile + q_frag + m * 16 * ROW + ks * 16);
+        }
+      }
+#pragma unroll
+      for (int pair = 0; pair < N_TILES / 2; ++pair) {
+        unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
+        ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
+#pragma unroll
+        for (int m = 0; m < M_FRAGS; ++m) {
+          mma_m16n8k16<DTYPE>(s[m][2 * pair], a[m], b[0], b[1]);
+          mma_m16n8k16<DTYPE>(s[m][2 * pair + 1], a[m], b[2], b[3]);
+        }
+      }
+    }
+
+    // The mask, only on tiles that reach a hidden key of some row of this warp.
+    if (key0 + TILE_N > mask_from) {
+#pragma unroll
+      for (int m = 0; m < M_FRAGS; ++m) {
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = warp_row0 + m * 16 + lane / 4 + 8 * (e / 2);
+            const int key = key0 + j * 8 + 2 * (lane % 4) + (e & 1);
+            if (key >= kv_len || (CAUSAL && key > row + offset)) s[m][j][e] = kNegInf;
+          }
+        }
+      }
+    }
+
+    // Online softmax: new row maxima, rescale the running state, P = 2^(S * scale_log2 - max).
+#pragma unroll
+    for (int m = 0; m < M_FRAGS; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 2 * m + h;
+        float tile_max = kNegInf;
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+          tile_max = fmaxf(tile_max, fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]));
+        // The 4 lanes of a quad hold one row.
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float new_max = fmaxf(row_max[r], tile_max);
+        // No visible key yet: a finite base, so that -inf - -inf never happens.
+        const float base = new_max == kNegInf ? 0.0f : new_max * p.scale_log2;
+        const float alpha = exp2_ftz(row_max[r] * p.scale_log2 - base);  // 0 while no key
+        row_max[r] = new_max;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < N_TILES; ++j) {
+          s[m][j][2 * h] = exp2_ftz(fmaf(s[m][j][2 * h], p.scale_log2, -base));
+          s[m][j][2 * h + 1] = exp2_ftz(fmaf(s[m][j][2 * h + 1], p.scale_log2, -base));
+          sum += s[m][j][2 * h] + s[m][j][2 * h + 1];
+        }
+        row_sum[r] = fmaf(row_sum[r], alpha, sum);
+#pragma unroll
+        for (int d = 0; d < D_TILES; ++d) {
+          o[m][d][2 * h] *= alpha;
+          o[m][d][2 * h + 1] *= alpha;
+        }
+      }
+    }
+
+    // O += P V: two n8 tiles of P make one k16 A fragment; V's B fragments come transposed.
+#pragma unroll
+    for (int kc = 0; kc < TILE_N / 16; ++kc) {
+      unsigned int a[M_FRAGS][4];
+#pragma unroll
+      for (int m = 0; m < M_FRAGS; ++m) {
+        a[m][0] = pack2<DTYPE>(s[m][2 * kc][0], s[m][2 * kc][1]);
+        a[m][1] = pack2<DTYPE>(s[m][2 * kc][2], s[m][2 * kc][3]);
+        a[m][2] = pack2<DTYPE>(s[m][2 * kc + 1][0], s[m][2 * kc + 1][1]);
+        a[m][3] = pack2<DTYPE>(s[m][2 * kc + 1][2], s[m][2 * kc + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < D_TILES / 2; ++dp) {
+        unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
+        ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
+#pragma unroll
+        for (int m = 0; m < M_FRAGS; ++m) {
+          mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
+          mma_m16n8k16<DTYPE>(o[m][2 * dp + 1], a[m], b[2], b[3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();  // no copy may land in shared memory after the CTA exits
+  if (!warp_has_rows) return;
+
+    // Normalise, stage the warp's rows through its own Q rows (only this warp reads them), then
+    // store 16 bytes per lane along each row.
+#pragma unroll
+  for (int m = 0; m < M_FRAGS; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 2 * m + h;
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;  // no key: zeros
+      const int row = warp * WARP_ROWS + m * 16 + lane / 4 + 8 * h;    // in the CTA's tile
+      __syncwarp();  // every lane's last ldmatrix of Q done before the rows are overwritten
+#pragma unroll
+      for (int d = 0; d < D_TILES; ++d) {
+        *reinterpret_cast<unsigned int*>(q_tile + row * ROW + d * 8 + 2 * (lane % 4)) =
+            pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
+      }
+      if (p.lse != nullptr && lane % 4 == 0 && m0 + row < q_len) {
+        const float kLn2 = 0.69314718055994531f;
+        p.lse[(long long)(q_begin + m0 + row) * p.num_q_heads + q_head] =
+            row_sum[r] > 0.0f ? (row_max[r] * p.scale_log2 + log2f(row_sum[r])) * kLn2 : kNegInf;
+      }
+    }
+  }
+  __syncwarp();
+  unsigned short* out =
+      static_cast<unsigned short*>(p.out) + q_begin * q_row_stride + q_head * HEAD_DIM;
+#pragma unroll
+  for (int i = 0; i < WARP_ROWS * CHUNKS / 32; ++i) {
+    const int c = lane + i * 32;
+    const int r = warp * WARP_ROWS + c / CHUNKS, col = (c % CHUNKS) * 8;
+    if (m0 + r < q_len) {
+      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) =
+          *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
+    }
+  }
+}
+
+// Copies K and V of every sequence from the paged pool into contiguous [total_kv, num_kv_heads,
+// head_dim] tensors, one 16-byte chunk per thread and step (grid-stride). Not part of the timed
+// attention: it stands in for a caller whose K/V are contiguous already.
+__global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
+  const int chunks = p.head_dim / 8;
+  const long long total = p.total_kv * p.num_kv_heads * chunks;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const int chunk = int(i % chunks);
+    const long long row = i / chunks;  // token * num_kv_heads + head
+    const int head = int(row % p.num_kv_heads);
+    const long long token = row / p.num_kv_heads;
+    int lo = 0, hi = p.num_seqs;  // the sequence s with cu[s] <= token < cu[s + 1]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (p.cu_seqlens_kv[mid] <= token) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const int pos = int(token - p.cu_seqlens_kv[lo]);
+    const int page = p.block_table[(long long)lo * p.max_pages_per_seq + pos / p.page_size];
+    const long long from = (long long)page * p.page_stride +
+                           (long long)(pos % p.page_size) * p.token_stride + head * p.head_stride +
+                           chunk * 8;
+    const long long to = row * p.head_dim + chunk * 8;
+    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.k) + to) =
+        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.k_pool) + from);
+    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.v) + to) =
+        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.v_pool) + from);
+  }
+}
+
+}  // namespace attn

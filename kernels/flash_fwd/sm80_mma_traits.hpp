@@ -1,0 +1,102 @@
+// Traits of flash_fwd.sm80_mma: threads, per-warp tile shapes, shared memory, register use and
+// validity derived from one config (head_dim, tile_m, tile_n, warps, stages). Included by the host
+// (to refuse a config, with a reason, before compiling it) and by the device template (which
+// static_asserts the same rule), so the two can never disagree.
+#pragma once
+
+#include "base/host_device.hpp"
+
+namespace attn {
+namespace flash_sm80 {
+
+// Rows of one mma.sync m16n8k16 tile: a warp owns 16 or 32 query rows of the CTA's tile_m.
+constexpr int kMmaRows = 16;
+
+ATTN_HOST_DEVICE constexpr int threads(int warps) {
+  return warps * 32;
+}
+ATTN_HOST_DEVICE constexpr int warp_rows(int tile_m, int warps) {
+  return tile_m / warps;
+}
+// m16 fragments per warp: two reuse every K and V fragment read from shared memory twice.
+ATTN_HOST_DEVICE constexpr int m_frags(int tile_m, int warps) {
+  return warp_rows(tile_m, warps) / kMmaRows;
+}
+// A shared-memory row of Q, K or V: head_dim 16-bit elements plus 16 bytes of padding, so the 8
+// rows one ldmatrix reads start in 8 different 16-byte bank groups (no conflicts).
+ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
+  return head_dim + 8;
+}
+// Q [tile_m rows] and STAGES buffers of K and V [tile_n rows each]; the output tile is staged
+// through the Q rows of each warp at the end.
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
+  return (tile_m + stages * 2 * tile_n) * row_elements(head_dim) * 2;
+}
+
+// Per-thread 32-bit registers the live arrays need: the output accumulator (warp rows x head_dim
+// floats over 32 lanes), the scores (warp rows x tile_n floats), when Q stays in registers its A
+// fragments (warp rows x head_dim 16-bit values), and the row offsets of the K/V copies (one per
+// two 16-byte chunks a thread copies per tile: the compiler keeps them across the key loop); plus
+// an allowance for addresses, row statistics and the fragments in flight. The allowance is what
+// ptxas (CUDA 13.0, sm_90a) showed: 192 accumulator registers spilled (head_dim 128 x 32 rows x
+// 64 keys; head_dim 64 x 32 rows x 128 keys), 160 did not; 2 warps copying 128 keys of head_dim
+// 128 (32 chunks each) spilled with Q in registers.
+constexpr int kRegisterOverhead = 64;
+constexpr int kMaxRegisterEstimate = 255;
+constexpr int kMaxQInRegisters = 226;
+ATTN_HOST_DEVICE constexpr int accumulator_registers(int head_dim, int tile_m, int tile_n,
+                                                     int warps) {
+  return warp_rows(tile_m, warps) * (head_dim + tile_n) / 32;
+}
+ATTN_HOST_DEVICE constexpr int q_fragment_registers(int head_dim, int tile_m, int warps) {
+  return warp_rows(tile_m, warps) * head_dim / 64;
+}
+ATTN_HOST_DEVICE constexpr int copy_registers(int head_dim, int tile_n, int warps) {
+  return tile_n * (head_dim / 8) / threads(warps) / 2;
+}
+ATTN_HOST_DEVICE constexpr int base_registers(int head_dim, int tile_m, int tile_n, int warps) {
+  return accumulator_registers(head_dim, tile_m, tile_n, warps) +
+         copy_registers(head_dim, tile_n, warps) + kRegisterOverhead;
+}
+// Q's fragments stay in registers for the whole key loop when they fit beside the rest (saves one
+// ldmatrix per k16 step and m16 fragment); otherwise they are re-read from shared memory for every
+// key tile, as FlashAttention-2 does at head_dim 128 with 32 rows per warp.
+ATTN_HOST_DEVICE constexpr bool q_in_registers(int head_dim, int tile_m, int tile_n, int warps) {
+  return base_registers(head_dim, tile_m, tile_n, warps) +
+             q_fragment_registers(head_dim, tile_m, warps) <=
+         kMaxQInRegisters;
+}
+ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_m, int tile_n, int warps) {
+  return base_registers(head_dim, tile_m, tile_n, warps) +
+         (q_in_registers(head_dim, tile_m, tile_n, warps)
+              ? q_fragment_registers(head_dim, tile_m, warps)
+              : 0);
+}
+
+// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
+constexpr int kMaxSharedBytes = 227 * 1024;
+
+enum Rule : int {
+  kOk = 0,
+  kHeadDim,       // head_dim must be 64, 128 or 256
+  kWarps,         // warps must be 1, 2, 4 or 8
+  kStages,        // stages must be 2, 3 or 4
+  kTileM,         // tile_m / warps must be 16 or 32 (one or two m16 fragments per warp)
+  kTileN,         // tile_n must be 16, 32, 64 or 128
+  kSharedMemory,  // more than kMaxSharedBytes of shared memory
+  kRegisters,     // too many registers per thread (would spill)
+};
+
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
+  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+  if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
+  if (stages < 2 || stages > 4) return kStages;
+  if (tile_m != warps * kMmaRows && tile_m != warps * 2 * kMmaRows) return kTileM;
+  if (tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return kTileN;
+  if (shared_bytes(head_dim, tile_m, tile_n, stages) > kMaxSharedBytes) return kSharedMemory;
+  if (register_estimate(head_dim, tile_m, tile_n, warps) > kMaxRegisterEstimate) return kRegisters;
+  return kOk;
+}
+
+}  // namespace flash_sm80
+}  // namespace attn

@@ -1,0 +1,327 @@
+// Host side of flash_fwd.sm80_mma (device code: sm80_mma.cuh, rules: sm80_mma_traits.hpp).
+#include <algorithm>
+#include <climits>
+#include <numeric>
+
+#include "kernels/common/dtype_code.hpp"
+#include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/flash_fwd/sm80_mma_params.hpp"
+#include "kernels/flash_fwd/sm80_mma_traits.hpp"
+#include "kernels/paged_decode/paged_decode_variants.hpp"  // paged_pool_strides
+
+namespace attn {
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+struct Sm80Config {
+  int tile_m, tile_n, warps, stages;
+  explicit Sm80Config(const KernelConfig& c)
+      : tile_m(int(c.get("tile_m"))),
+        tile_n(int(c.get("tile_n"))),
+        warps(int(c.get("warps"))),
+        stages(int(c.get("stages"))) {}
+  int shared_bytes(int head_dim) const {
+    return flash_sm80::shared_bytes(head_dim, tile_m, tile_n, stages);
+  }
+  int check(int head_dim) const {
+    return flash_sm80::check(head_dim, tile_m, tile_n, warps, stages);
+  }
+};
+
+KernelConfig make_config(int tile_m, int tile_n, int warps, int stages) {
+  return KernelConfig{{"tile_m", tile_m}, {"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
+}
+
+std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
+  switch (rule) {
+    case flash_sm80::kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+    case flash_sm80::kWarps:
+      return "warps must be 1, 2, 4 or 8";
+    case flash_sm80::kStages:
+      return "stages must be 2, 3 or 4";
+    case flash_sm80::kTileM:
+      return "tile_m must be " + std::to_string(16 * c.warps) + " or " +
+             std::to_string(32 * c.warps) + " with " + std::to_string(c.warps) +
+             " warps (16 or 32 query rows per warp)";
+    case flash_sm80::kTileN:
+      return "tile_n must be 16, 32, 64 or 128";
+    case flash_sm80::kSharedMemory:
+      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+             " bytes of shared memory (limit " + std::to_string(flash_sm80::kMaxSharedBytes) +
+             "): lower stages, tile_n or tile_m";
+    case flash_sm80::kRegisters:
+      return "too many registers per thread (estimate " +
+             std::to_string(flash_sm80::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
+             ", limit " + std::to_string(flash_sm80::kMaxRegisterEstimate) +
+             "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
+    default:
+      return "invalid config";
+  }
+}
+
+int dtype_code(DType dtype) {
+  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+}
+
+std::vector<int32_t> to_int32(const std::vector<int64_t>& values) {
+  return std::vector<int32_t>(values.begin(), values.end());
+}
+
+// The (sequence, query tile) of every CTA column, heaviest first: the number of key tiles a query
+// tile visits (fewer near the top of a causal sequence), so the longest CTAs start in the first
+// wave and the short ones fill the tail. Ties keep sequence order.
+std::vector<int32_t> tile_schedule(const Batch& batch, const Sm80Config& c) {
+  struct Tile {
+    int32_t seq, m_block;
+    int64_t key_tiles;
+  };
+  std::vector<Tile> tiles;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
+    const int64_t m_blocks = (q_len + c.tile_m - 1) / c.tile_m;
+    for (int64_t m = 0; m < m_blocks; ++m) {
+      int64_t keys = kv_len;
+      if (batch.causal) {
+        keys = std::clamp<int64_t>(std::min((m + 1) * c.tile_m, q_len) + kv_len - q_len, 0, kv_len);
+      }
+      tiles.push_back({int32_t(s), int32_t(m), (keys + c.tile_n - 1) / c.tile_n});
+    }
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const Tile& a, const Tile& b) { return a.key_tiles > b.key_tiles; });
+  std::vector<int32_t> out;
+  out.reserve(2 * tiles.size());
+  for (const Tile& t : tiles) {
+    out.push_back(t.seq);
+    out.push_back(t.m_block);
+  }
+  return out;
+}
+
+DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values) {
+  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(int32_t));
+  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(int32_t));
+  return buffer;
+}
+
+// Owns what the attention kernel reads besides the problem: the gathered K and V, cu_seqlens_kv
+// and the tile schedule. launch() runs the attention only; the gather ran once in prepare().
+class Sm80Launcher : public Launcher {
+ public:
+  Sm80Launcher(const ExecContext& context, CUfunction attention, LaunchShape shape,
+               FlashFwdParams params, std::vector<DeviceBuffer> buffers)
+      : context_(context),
+        attention_(attention),
+        shape_(shape),
+        params_(params),
+        buffers_(std::move(buffers)) {}
+
+  void launch() override {
+    if (shape_.grid_x > 0)
+      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
+  }
+
+ private:
+  ExecContext context_;
+  CUfunction attention_;
+  LaunchShape shape_;
+  FlashFwdParams params_;
+  std::vector<DeviceBuffer> buffers_;  // k, v, cu_seqlens_kv, tiles: params_ points into them
+};
+
+class Sm80MmaVariant : public FlashFwdVariant {
+ public:
+  std::string name() const override { return "flash_fwd.sm80_mma"; }
+  Family family() const override { return Family::flash_fwd; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "FlashAttention-2 style: mma.sync m16n8k16, ldmatrix, cp.async K/V pipeline, online "
+           "softmax in registers";
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return {
+        {"tile_m", {32, 64, 128, 256}, "query rows per CTA (16 or 32 per warp)"},
+        {"tile_n", {32, 64, 128}, "keys per pipeline stage"},
+        {"warps", {2, 4, 8}, "warps per CTA, each owning tile_m / warps query rows"},
+        {"stages", {2, 3, 4}, "cp.async pipeline depth: key tiles in flight"},
+    };
+  }
+
+  // Not measured yet (written without a GPU): FlashAttention-2's sm_80-path choices, kept
+  // within the traits' no-spill register rule. 128 query rows per CTA halve the K/V traffic of
+  // 64 (at 16k tokens, head_dim 128, 64-row tiles would read about 5 TB/s from L2 at the target
+  // rate). head_dim 128: 32 rows per warp over 32 keys (FA2's sm8x non-causal choice; its 128 x
+  // 64 over 4 warps spills here), two CTAs per SM. head_dim 64: 32 rows per warp over 64 keys,
+  // Q in registers. head_dim 256: 16 rows per warp over 8 warps (FA2's 128 x 64), smaller tiles
+  // where the device has less shared memory.
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    const int head_dim = batch.spec.model.head_dim;
+    std::vector<KernelConfig> candidates;
+    if (head_dim == 64) {
+      candidates = {make_config(128, 64, 4, 2), make_config(64, 64, 4, 2)};
+    } else if (head_dim == 128) {
+      candidates = {make_config(128, 32, 4, 2), make_config(128, 64, 8, 2),
+                    make_config(64, 64, 4, 2)};
+    } else {
+      candidates = {make_config(128, 64, 8, 2), make_config(64, 64, 4, 2),
+                    make_config(64, 32, 4, 2)};
+    }
+    for (const KernelConfig& config : candidates) {
+      const Sm80Config c(config);
+      if (c.check(head_dim) == flash_sm80::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+        return config;
+      }
+    }
+    return candidates.back();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+    if (target.compute_capability() < 80) {
+      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
+    }
+    if (Support s = flash_fwd_supports_batch(batch); !s) return s;
+    const ModelShape& m = batch.spec.model;
+    if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
+      return Support::no("dtype " + to_string(m.dtype) + " is not bf16 or fp16");
+    }
+    if (batch.spec.kv_cache.layout == KvLayout::vllm) {
+      return Support::no("the vllm K/V layout is not gathered (nhd and hnd are)");
+    }
+    if (!(batch.softmax_scale > 0.0f)) return Support::no("softmax_scale must be positive");
+    // Offsets within one sequence are 32-bit element counts in the kernel.
+    const int64_t longest = std::max(batch.max_kv_len(), batch.max_query_len());
+    if (longest * int64_t(std::max(m.num_q_heads, m.num_kv_heads)) * m.head_dim > INT_MAX) {
+      return Support::no("a sequence of " + std::to_string(longest) +
+                         " tokens is too long for 32-bit offsets in the kernel");
+    }
+    if (batch.total_q > INT_MAX || batch.total_kv > INT_MAX) {
+      return Support::no("more than 2^31 tokens in the batch");
+    }
+    for (const char* axis : {"tile_m", "tile_n", "warps", "stages"}) {
+      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
+    }
+    if (config.values().size() != 4) return Support::no("config has axes sm80_mma does not use");
+    const Sm80Config c(config);
+    const int rule = c.check(m.head_dim);
+    if (rule != flash_sm80::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
+    if (target.max_shared_per_block > 0 &&
+        c.shared_bytes(m.head_dim) > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(c.shared_bytes(m.head_dim)) +
+                         " bytes of shared memory; this device allows " +
+                         std::to_string(target.max_shared_per_block) + " per block");
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const Sm80Config c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + (batch.causal ? ".causal" : "");
+    program.source = "#include \"kernels/flash_fwd/sm80_mma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare_with_lse(Problem& problem, const KernelConfig& config,
+                                             ExecContext& context, float* lse) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "sm80_mma needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const Sm80Config c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
+    const int smem = c.shared_bytes(m.head_dim);
+    ATTN_CU_CHECK(
+        context.cuda->api(),
+        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+
+    // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
+    const size_t kv_bytes =
+        size_t(batch.total_kv) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_of(m.dtype);
+    std::vector<DeviceBuffer> buffers;
+    buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
+    buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
+    buffers.push_back(upload_int32(*context.cuda, to_int32(batch.cu_seqlens_kv)));
+    const std::vector<int32_t> tiles = tile_schedule(batch, c);
+    buffers.push_back(upload_int32(*context.cuda, tiles));
+
+    FlashFwdGatherParams g{};
+    g.k_pool = problem.k_pool();
+    g.v_pool = problem.v_pool();
+    g.k = buffers[0].pointer();
+    g.v = buffers[1].pointer();
+    g.block_table = problem.block_table();
+    g.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
+    const PagedPoolStrides strides = paged_pool_strides(batch);
+    g.page_stride = strides.page;
+    g.token_stride = strides.token;
+    g.head_stride = strides.head;
+    g.total_kv = batch.total_kv;
+    g.num_seqs = batch.num_seqs;
+    g.num_kv_heads = m.num_kv_heads;
+    g.head_dim = m.head_dim;
+    g.page_size = batch.page_size;
+    g.max_pages_per_seq = batch.max_pages_per_seq;
+    if (batch.total_kv > 0) {
+      const long long chunks = batch.total_kv * m.num_kv_heads * (m.head_dim / 8);
+      LaunchShape gather_shape;
+      gather_shape.block_x = 256;
+      gather_shape.grid_x = unsigned(std::clamp<long long>((chunks + 255) / 256, 1, 65535));
+      attn::launch(*context.cuda, gather, gather_shape, *context.stream, g);
+      context.stream->synchronize();  // not part of any timed launch
+    }
+
+    FlashFwdParams p{};
+    p.q = problem.q();
+    p.k = buffers[0].pointer();
+    p.v = buffers[1].pointer();
+    p.out = problem.out();
+    p.lse = lse;
+    p.cu_seqlens_q = problem.cu_seqlens_q();
+    p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
+    p.tiles = static_cast<const int*>(buffers[3].pointer());
+    p.num_q_heads = m.num_q_heads;
+    p.num_kv_heads = m.num_kv_heads;
+    p.group = batch.spec.group_size();
+    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(tiles.size() / 2);
+    shape.grid_y = unsigned(m.num_q_heads);
+    shape.block_x = unsigned(flash_sm80::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<Sm80Launcher>(context, attention, shape, p, std::move(buffers));
+  }
+
+  Work work(const Batch& batch) const override { return flash_fwd_work(batch); }
+
+ private:
+  static std::string attention_kernel(const Batch& batch, const Sm80Config& c) {
+    return "attn::flash_fwd_sm80_mma<" + std::to_string(dtype_code(batch.spec.model.dtype)) + ", " +
+           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
+           std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
+           std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_flash_fwd_sm80_mma() {
+  return std::make_unique<Sm80MmaVariant>();
+}
+
+}  // namespace attn

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# flash_fwd.sm80_mma on a GPU machine, in one call (build carried from the CPU machine):
+# calibration, the flash_fwd GPU tests, the issue-8 dense prefill presets, optional config runs
+# and torch's SDPA flash and cuDNN backends on the same shapes (seed_peers.py dense_flash).
+#
+#   OUT=$OUT scripts/flash-fwd-bench.sh          (EXTRA="preset:config ..." adds config runs)
+# Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1, POLICY (default confirm),
+# PRESETS (default: the six head_dim 128 cases; HEAD_DIMS="64 128 256" for all eighteen).
+# Each case is verified against the CPU reference first (an estimated minute per 16384-token case on
+# 16 cores), so the eighteen cases take several minutes of the call.
+set -uo pipefail
+build=${BUILD:-build}
+out=${OUT:-out}
+mkdir -p "$out"
+db="$out/a.db"
+bench="$build/apps/attn-bench"
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]; then
+  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
+fi
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $("$bench" --version)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+"$bench" calibrate --db "$db" > "$out/calibrate.txt" 2>&1; tail -4 "$out/calibrate.txt"
+if [ -z "${SKIP_TESTS:-}" ]; then
+  ctest --test-dir "$build" -L gpu --output-on-failure -R "${TESTS:-FlashFwd}" > "$out/ctest.txt" 2>&1
+  grep -E "tests passed|Failed|FAILED|Failure|Expected|Which is|passed\)" "$out/ctest.txt" | head -40
+fi
+run() {  # preset [config]
+  local args=(run --preset "$1" --db "$db" --variant flash_fwd.sm80_mma --policy "${POLICY:-confirm}")
+  [ -n "${2:-}" ] && args+=(--config "$2")
+  echo "== $1 ${2:-default}"
+  "$bench" "${args[@]}" >> "$out/runs.txt" 2>&1
+  tail -n 12 "$out/runs.txt" | grep -E "sm80_mma|rejected|failed|error" | tail -3
+}
+if [ -z "${PRESETS:-}" ]; then
+  PRESETS=""
+  for d in ${HEAD_DIMS:-128}; do
+    for s in 16x1024 4x4096 1x16384; do
+      PRESETS+=" prefill-dense-d$d-$s prefill-dense-d$d-$s-causal"
+    done
+  done
+fi
+for p in $PRESETS; do run "$p"; done
+for e in ${EXTRA:-}; do run "${e%%:*}" "${e#*:}"; done
+if [ -n "${PEERS:-}" ] && [ -f .carry/seed_peers.py ]; then
+  PYTHONUNBUFFERED=1 timeout 300 python3 .carry/seed_peers.py dense_flash > "$out/peers.txt" 2>&1
+  tail -n 40 "$out/peers.txt"
+fi

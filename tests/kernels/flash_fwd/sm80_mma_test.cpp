@@ -1,0 +1,350 @@
+// flash_fwd.sm80_mma on the CPU: the traits reject invalid configs with a reason before any
+// compile, the variant declines the batch features the family does not define, and a seeded
+// sample of the configs the traits accept compiles through NVRTC for sm_80 and sm_90a, causal and
+// not, without spilling (ATTN_TEST_EXHAUSTIVE=1 compiles them all).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <random>
+#include <regex>
+
+#include "kernels/device/device_info.hpp"
+#include "kernels/flash_fwd/sm80_mma_traits.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/registry.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+Target hopper() {
+  DeviceInfo device;
+  device.cc_major = 9;
+  device.sm_count = 132;
+  device.max_shared_per_block_optin = 227 * 1024;
+  return Target::cuda(device);
+}
+
+Target ampere() {
+  DeviceInfo device;
+  device.cc_major = 8;
+  device.sm_count = 108;
+  device.max_shared_per_block_optin = 163 * 1024;
+  return Target::cuda(device);
+}
+
+Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
+                    bool causal = true) {
+  testing::SpecShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = head_dim;
+  shape.dtype = dtype;
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 100}, {7, 33}, {0, 1}});
+  spec.mask.causal = causal;
+  return generate_batch(spec);
+}
+
+KernelConfig make_config(int tile_m, int tile_n, int warps, int stages) {
+  return KernelConfig{{"tile_m", tile_m}, {"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
+}
+
+const Variant& sm80_variant(const Registry& registry) {
+  const Variant* variant = registry.find("flash_fwd.sm80_mma");
+  EXPECT_NE(variant, nullptr);
+  return *variant;
+}
+
+// Every (tile_m, tile_n, warps, stages) of the variant's space.
+std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch,
+                                        const Target& target) {
+  const auto space = variant.space(batch, target);
+  EXPECT_EQ(space.size(), 4u);
+  std::vector<KernelConfig> out;
+  for (int64_t m : space[0].values) {
+    for (int64_t n : space[1].values) {
+      for (int64_t w : space[2].values) {
+        for (int64_t s : space[3].values)
+          out.push_back(make_config(int(m), int(n), int(w), int(s)));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
+  using namespace flash_sm80;
+  EXPECT_EQ(check(128, 128, 64, 8, 2), kOk);
+  EXPECT_EQ(check(128, 128, 32, 4, 2), kOk);
+  EXPECT_EQ(check(96, 128, 64, 8, 2), kHeadDim);
+  EXPECT_EQ(check(128, 96, 64, 3, 2), kWarps);
+  EXPECT_EQ(check(128, 128, 64, 8, 1), kStages);
+  EXPECT_EQ(check(128, 128, 64, 8, 5), kStages);
+  EXPECT_EQ(check(128, 64, 64, 8, 2), kTileM);    // 8 rows per warp: less than one m16 tile
+  EXPECT_EQ(check(128, 256, 64, 4, 2), kTileM);   // 64 rows per warp
+  EXPECT_EQ(check(128, 128, 48, 8, 2), kTileN);   // not a whole number of k16 slices of P
+  EXPECT_EQ(check(128, 128, 256, 8, 2), kTileN);  // over 128
+  EXPECT_EQ(check(256, 256, 128, 8, 4), kSharedMemory);
+  EXPECT_EQ(check(128, 128, 64, 4, 2), kRegisters);  // 32 rows x (128 + 64): spills on sm_90a
+  EXPECT_EQ(check(256, 128, 32, 4, 2), kRegisters);  // 32 rows x 256 accumulators
+  // Shared memory: Q plus stages x (K + V) tiles of padded rows.
+  EXPECT_EQ(shared_bytes(128, 128, 64, 2), (128 + 2 * 2 * 64) * 136 * 2);
+  // Q stays in registers when it fits beside the accumulators, never past the estimate limit.
+  EXPECT_TRUE(q_in_registers(128, 128, 64, 8));
+  EXPECT_FALSE(q_in_registers(128, 128, 32, 4));
+  EXPECT_FALSE(q_in_registers(256, 128, 64, 8));
+  for (int d : {64, 128, 256}) {
+    for (int w : {1, 2, 4, 8}) {
+      for (int rows : {16, 32}) {
+        for (int n : {16, 32, 64, 128}) {
+          if (check(d, rows * w, n, w, 2) != kOk) continue;
+          EXPECT_LE(register_estimate(d, rows * w, n, w), kMaxRegisterEstimate);
+          EXPECT_EQ(m_frags(rows * w, w), rows / 16);
+        }
+      }
+    }
+  }
+}
+
+// Every point of the space is accepted exactly when the traits (and the device's shared memory)
+// accept it, and every refusal carries a reason that names what to change.
+TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  int accepted = 0, refused = 0;
+  for (int head_dim : {64, 128, 256}) {
+    const Batch batch = prefill_batch(16, 4, head_dim);
+    for (const Target& target : {hopper(), ampere()}) {
+      for (const KernelConfig& config : space_configs(variant, batch, target)) {
+        const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
+                  w = int(config.get("warps")), s = int(config.get("stages"));
+        const Support support = variant.supports(batch, config, target);
+        const int rule = flash_sm80::check(head_dim, m, n, w, s);
+        const bool device_fits =
+            flash_sm80::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
+        EXPECT_EQ(support.ok, rule == flash_sm80::kOk && device_fits)
+            << config.key() << " d" << head_dim << " " << target.arch << ": " << support.reason;
+        if (support.ok) {
+          ++accepted;
+          continue;
+        }
+        ++refused;
+        const std::string& why = support.reason;
+        switch (rule) {
+          case flash_sm80::kTileM:
+            EXPECT_NE(why.find("tile_m must be"), std::string::npos) << why;
+            break;
+          case flash_sm80::kSharedMemory:
+          case flash_sm80::kOk:  // the device's own limit
+            EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+            break;
+          case flash_sm80::kRegisters:
+            EXPECT_NE(why.find("registers"), std::string::npos) << why;
+            break;
+          default:
+            ADD_FAILURE() << "unexpected rule " << rule << " for " << config.key();
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 20);
+  EXPECT_GT(refused, 0);
+  // Off-space values and malformed configs are refused too.
+  const Batch batch = prefill_batch(16, 4, 128);
+  EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 3, 2), hopper()).ok);
+  EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 8, 1), hopper()).ok);
+  EXPECT_FALSE(variant.supports(batch, make_config(128, 48, 8, 2), hopper()).ok);
+  KernelConfig extra = make_config(128, 64, 8, 2);
+  extra.set("num_splits", 0);
+  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  KernelConfig missing{{"tile_m", 128}, {"tile_n", 64}, {"warps", 8}};
+  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("stages"), std::string::npos);
+}
+
+TEST(FlashFwdSm80Gating, DefaultConfigIsSupportedForEveryHeadDimDtypeAndDevice) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  DeviceInfo small = {};  // sm_86: 99 KiB per block
+  small.cc_major = 8;
+  small.cc_minor = 6;
+  small.max_shared_per_block_optin = 99 * 1024;
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (const Target& target : {hopper(), ampere(), Target::cuda(small)}) {
+        const Batch batch = prefill_batch(8, 1, head_dim, dtype);
+        const KernelConfig config = variant.default_config(batch, target);
+        const Support support = variant.supports(batch, config, target);
+        EXPECT_TRUE(support.ok) << head_dim << " " << target.arch << ": " << support.reason;
+      }
+    }
+  }
+  // The label names the config, so the full name is the JIT program and database key.
+  const Batch batch = prefill_batch(16, 16, 128);
+  EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
+            "flash_fwd.sm80_mma.st2.tm128.tn32.w4");
+}
+
+struct Feature {
+  std::string name;
+  std::string reason_mentions;  // empty: supported
+  std::function<void(Batch&)> apply;
+};
+
+TEST(FlashFwdSm80Gating, FeaturesAreSupportedOrRefusedWithAReason) {
+  const Batch plain = prefill_batch(12, 4, 128);
+  const Target gpu = hopper();
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  const Variant& cpu = *registry.find("flash_fwd.cpu_reference");
+  const KernelConfig config = variant.default_config(plain, gpu);
+  ASSERT_TRUE(variant.supports(plain, config, gpu)) << variant.supports(plain, config, gpu).reason;
+
+  const std::vector<Feature> features = {
+      {"non-causal", "", [](Batch& b) { b.causal = false; }},
+      {"hnd", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::hnd; }},
+      {"fp16", "", [](Batch& b) { b.dtype = b.kv_dtype = b.spec.model.dtype = DType::fp16; }},
+      {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
+      {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
+      {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
+      {"fp8 KV", "fp8_e4m3",
+       [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.k_scales = {0.01f};
+         b.v_scales = {0.02f};
+       }},
+      {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
+      {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
+      {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
+      {"decode batch", "decode batch",
+       [](Batch& b) {
+         b = generate_batch(testing::make_decode_spec(testing::SpecShape{}, {5, 300}));
+       }},
+  };
+  for (const Feature& feature : features) {
+    Batch batch = plain;
+    feature.apply(batch);
+    const Support s = variant.supports(batch, variant.default_config(batch, gpu), gpu);
+    if (feature.reason_mentions.empty()) {
+      EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
+    } else {
+      EXPECT_FALSE(s.ok) << feature.name << " was accepted";
+      EXPECT_NE(s.reason.find(feature.reason_mentions), std::string::npos)
+          << feature.name << ": " << s.reason;
+    }
+    // The CPU reference variant declines exactly the family's refusals (not the vllm layout,
+    // which it reads).
+    if (feature.name != "vllm layout") {
+      EXPECT_EQ(cpu.supports(batch, {}, Target::cpu()).ok, s.ok) << feature.name;
+    }
+  }
+}
+
+TEST(FlashFwdSm80Gating, AnyGroupSizeAndNewerGpusOnly) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  for (int group : {1, 3, 5, 7, 16, 40}) {
+    const Batch batch = prefill_batch(2 * group, 2, 64);
+    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+        << group;
+  }
+  DeviceInfo turing;
+  turing.cc_major = 7;
+  turing.cc_minor = 5;
+  const Batch batch = prefill_batch(8, 2, 64);
+  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 4, 2), Target::cuda(turing)).ok);
+  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 4, 2), Target::cpu()).ok);
+  DeviceInfo small = {};
+  small.cc_major = 8;
+  small.cc_minor = 6;
+  small.max_shared_per_block_optin = 99 * 1024;
+  const Batch d256 = prefill_batch(8, 2, 256);
+  const Support big = variant.supports(d256, make_config(128, 64, 8, 2), Target::cuda(small));
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
+}
+
+// The JIT program differs by causality (a template argument) and names it.
+TEST(FlashFwdSm80Gating, ProgramsNameTheInstantiation) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  const Batch causal = prefill_batch(8, 2, 128, DType::fp16, true);
+  const Batch full = prefill_batch(8, 2, 128, DType::fp16, false);
+  const KernelConfig config = make_config(64, 64, 4, 3);
+  const JitProgram a = variant.programs(causal, config, hopper()).front();
+  const JitProgram b = variant.programs(full, config, hopper()).front();
+  ASSERT_EQ(a.kernels.size(), 2u);
+  EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm80_mma<1, 128, 64, 64, 4, 3, true>");
+  EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm80_mma<1, 128, 64, 64, 4, 3, false>");
+  EXPECT_EQ(a.kernels[1], "attn::flash_fwd_gather_kv");
+  EXPECT_NE(a.name, b.name);
+  EXPECT_EQ(a.arch, "sm_90a");
+}
+
+// NVRTC compiles a seeded sample of the configs the traits accept (always including each default),
+// for both archs, both dtypes and causal or not, and ptxas reports no spills (the register
+// estimate in the traits keeps accepted configs in registers).
+TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("attn-flash-fwd-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(dir);
+  JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  const bool exhaustive = std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr;
+  std::mt19937_64 rng(8);
+
+  struct Job {
+    std::string what;
+    std::future<CompiledProgram> compiled;
+  };
+  std::vector<Job> jobs;
+  std::vector<Batch> batches;  // programs() reads the batch; keep them alive
+  batches.reserve(16);
+  for (int head_dim : {64, 128, 256}) {
+    for (bool causal : {true, false}) {
+      // One dtype per (head dim, causality), alternating, to keep CI time modest: the dtype
+      // changes only the mma and conversion instructions, not the register allocation.
+      const DType dtype = (head_dim / 64 + int(causal)) % 2 == 0 ? DType::bf16 : DType::fp16;
+      batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal));
+      const Batch& batch = batches.back();
+      for (const Target& target : {ampere(), hopper()}) {
+        std::vector<KernelConfig> accepted;
+        for (const KernelConfig& config : space_configs(variant, batch, target)) {
+          if (variant.supports(batch, config, target)) accepted.push_back(config);
+        }
+        ASSERT_FALSE(accepted.empty());
+        std::shuffle(accepted.begin(), accepted.end(), rng);
+        accepted.insert(accepted.begin(), variant.default_config(batch, target));
+        const size_t take = exhaustive ? accepted.size() : std::min<size_t>(2, accepted.size());
+        for (size_t i = 0; i < take; ++i) {
+          JitProgram program = variant.programs(batch, accepted[i], target).front();
+          program.options.push_back("--ptxas-options=-v");
+          jobs.push_back({program.name + " " + program.arch, jit.compile_async(program)});
+        }
+      }
+    }
+  }
+  const std::regex spills("([1-9][0-9]*) bytes spill (stores|loads)");
+  for (Job& job : jobs) {
+    try {
+      const CompiledProgram compiled = job.compiled.get();
+      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
+      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
+      if (std::getenv("ATTN_TEST_VERBOSE")) std::cout << job.what << "\n" << compiled.log;
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attn
