@@ -37,7 +37,7 @@
 
 #include "kernels/common/convert.cuh"
 #include "kernels/common/cp_async.cuh"
-#include "kernels/common/mma_sync.cuh"
+#include "kernels/common/mma_sm80.cuh"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 
