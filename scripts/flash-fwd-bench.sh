@@ -9,15 +9,8 @@
 # Each case is verified against the CPU reference first (an estimated minute per 16384-token case on
 # 16 cores), so the eighteen cases take several minutes of the call.
 set -uo pipefail
-build=${BUILD:-build}
-out=${OUT:-out}
-mkdir -p "$out"
+source "$(dirname "$0")/gpu-env.sh"
 db="$out/a.db"
-bench="$build/apps/attn-bench"
-source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]; then
-  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
-fi
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $("$bench" --version)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
 "$bench" calibrate --db "$db" > "$out/calibrate.txt" 2>&1; tail -4 "$out/calibrate.txt"

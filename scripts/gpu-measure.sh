@@ -8,10 +8,7 @@
 # Writes under $OUT (at most 8 files come back): summary.txt (everything printed), attn-bench.db,
 # ctest-gpu.log, decode-repeat.json and small-decode.json (Google Benchmark JSON), peers.jsonl.
 set -uo pipefail
-build=${BUILD:-build}
-out=${OUT:-out}
-mkdir -p "$out"
-bench="$build/apps/attn-bench"
+source "$(dirname "$0")/gpu-env.sh"
 db="$out/attn-bench.db"
 small=scripts/workloads/decode-small-20us.json
 exec > >(tee "$out/summary.txt") 2>&1
@@ -19,10 +16,6 @@ exec > >(tee "$out/summary.txt") 2>&1
 if [ ! -x "$bench" ]; then
   echo "gpu-measure: $bench is missing: build first (make build) and carry $build" >&2
   exit 4
-fi
-source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]; then
-  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
 fi
 
 status=0

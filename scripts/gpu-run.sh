@@ -9,21 +9,13 @@
 # PEERS (sections of seed_peers.py to run in the same call, if .carry/seed_peers.py exists).
 # Exit status: non-zero when a GPU test or a benchmark case failed.
 set -uo pipefail
-build=${BUILD:-build}
-out=${OUT:-out}
-mkdir -p "$out"
+source "$(dirname "$0")/gpu-env.sh"
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(decode-llama3-8b-64x4096)
 
 if [ ! -x "$build/apps/attn-bench" ]; then
   echo "gpu-run: $build/apps/attn-bench is missing: build first (make build) and carry $build" >&2
   exit 4
-fi
-# CTest files hold the absolute source path of the machine that configured the build; point that
-# path at this checkout when it does not exist here.
-source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]; then
-  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
 fi
 
 status=0

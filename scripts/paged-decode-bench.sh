@@ -8,15 +8,8 @@
 #   OUT=$OUT scripts/paged-decode-bench.sh
 # Environment: BUILD (default build), OUT (default out/), PEERS=0 skips the peers.
 set -uo pipefail
-build=${BUILD:-build}
-out=${OUT:-out}
-mkdir -p "$out"
+source "$(dirname "$0")/gpu-env.sh"
 db="$out/attn-bench.db"
-bench="$build/apps/attn-bench"
-source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]; then
-  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
-fi
 status=0
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $("$bench" --version)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null

@@ -5,15 +5,8 @@
 #   OUT=$OUT scripts/splitkv-bench.sh            (EXTRA="preset:config ..." adds config runs)
 # Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1 (seed_peers.py decode_paged).
 set -uo pipefail
-build=${BUILD:-build}
-out=${OUT:-out}
-mkdir -p "$out"
+source "$(dirname "$0")/gpu-env.sh"
 db="$out/a.db"
-bench="$build/apps/attn-bench"
-source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ -n "$source_dir" ] && [ "$source_dir" != "$PWD" ] && [ ! -e "$source_dir" ]; then
-  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
-fi
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $("$bench" --version)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
 "$bench" calibrate --db "$db" > "$out/calibrate.txt" 2>&1; tail -4 "$out/calibrate.txt"

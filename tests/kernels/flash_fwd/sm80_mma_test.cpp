@@ -16,6 +16,7 @@
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
+#include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -23,21 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Target hopper() {
-  DeviceInfo device;
-  device.cc_major = 9;
-  device.sm_count = 132;
-  device.max_shared_per_block_optin = 227 * 1024;
-  return Target::cuda(device);
-}
+Target hopper() { return testing::hopper_target(); }
 
-Target ampere() {
-  DeviceInfo device;
-  device.cc_major = 8;
-  device.sm_count = 108;
-  device.max_shared_per_block_optin = 163 * 1024;
-  return Target::cuda(device);
-}
+Target ampere() { return testing::ampere_target(); }
 
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
                     bool causal = true) {
