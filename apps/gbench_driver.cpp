@@ -2,6 +2,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <regex>
 
 #include "base/errors.hpp"
@@ -78,11 +79,13 @@ std::map<std::string, double> gbench_counters(const BenchRow& row) {
   c["TFLOP/s"] = m.tflops();
   if (m.ceiling_fraction) c["frac_" + m.ceiling] = *m.ceiling_fraction;
   c["samples"] = double(m.stats.count);
-  c["noise_pct"] = m.timing.noise * 100;
+  // A noise of exactly 0 (two equal samples) is left out: Google Benchmark's cv aggregate of a
+  // counter that is 0 in every repetition is NaN, which is not JSON. For the same reason there is
+  // no 0/1 "unstable" counter (the flag goes into the label), and no counter is ever non-finite.
+  if (m.timing.noise > 0) c["noise_pct"] = m.timing.noise * 100;
   c["launches_per_sample"] = m.timing.launches_per_sample;
   if (m.clocks.median_mhz > 0) c["sm_MHz"] = m.clocks.median_mhz;
-  // No 0/1 "unstable" counter: Google Benchmark's cv aggregate of an all-zero counter is NaN,
-  // which is not JSON. The flag goes into the label instead.
+  for (auto it = c.begin(); it != c.end();) it = std::isfinite(it->second) ? std::next(it) : c.erase(it);
   return c;
 }
 
