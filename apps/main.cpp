@@ -2,6 +2,7 @@
 // Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
 #include <iostream>
 
+#include "apps/cli_main.hpp"
 #include "apps/commands.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
@@ -25,29 +26,11 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, invocation);
   add_workload_command(app, invocation);
 
-  try {
-    // Checked before parsing: a subcommand's callback runs inside parse().
-    if (!invocation.benchmark_args.empty() && (cli_args.empty() || cli_args.front() != "run")) {
-      throw UsageError("'" + invocation.benchmark_args.front() +
-                       "': Google Benchmark flags apply to `attn-bench run` only");
-    }
-    std::vector<std::string> reversed(cli_args.rbegin(), cli_args.rend());
-    app.parse(reversed);  // CLI11 takes the arguments in reverse order
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);  // prints help, version or the parse error
-    return code == 0 ? 0 : to_int(ExitCode::usage);
-  } catch (const InputError& e) {
-    std::cerr << "attn-bench: invalid input: " << e.what() << "\n";
-    return to_int(e.code());
-  } catch (const Error& e) {
-    const char* kind = e.code() == ExitCode::usage         ? "usage"
-                       : e.code() == ExitCode::environment ? "environment"
-                                                           : "error";
-    std::cerr << "attn-bench: " << kind << ": " << e.what() << "\n";
-    return to_int(e.code());
-  } catch (const std::exception& e) {
-    std::cerr << "attn-bench: internal error: " << e.what() << "\n";
-    return to_int(ExitCode::internal);
+  // Checked before parsing: a subcommand's callback runs inside parse().
+  if (!invocation.benchmark_args.empty() && (cli_args.empty() || cli_args.front() != "run")) {
+    std::cerr << "attn-bench: usage: '" << invocation.benchmark_args.front()
+              << "': Google Benchmark flags apply to `attn-bench run` only\n";
+    return to_int(ExitCode::usage);
   }
-  return invocation.exit_code;
+  return run_cli(app, cli_args, "attn-bench", invocation);
 }

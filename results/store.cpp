@@ -6,6 +6,7 @@
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "results/sqlite.hpp"
+#include "results/store_rows.hpp"
 
 namespace attn {
 
@@ -178,6 +179,60 @@ CREATE TABLE repeat_checks (
 CREATE INDEX repeat_checks_by_run ON repeat_checks (run_id);
 )sql";
 
+// Schema v3 (attn-tune, issue 9): a random uid on runs and measurements, so that `attn-tune merge`
+// recognises a row it already copied (ids differ between files); the attempts the tuner writes
+// before each evaluation (a row left 'started' is an evaluation that never came back: a crash or a
+// kill -9); the winners it chose, with the configs tied with them. Existing rows get fresh uids.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE runs ADD COLUMN uid TEXT;
+UPDATE runs SET uid = lower(hex(randomblob(16)));
+CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
+ALTER TABLE measurements ADD COLUMN uid TEXT;
+UPDATE measurements SET uid = lower(hex(randomblob(16)));
+CREATE UNIQUE INDEX measurements_by_uid ON measurements (uid);
+CREATE INDEX measurements_by_case ON measurements (workload_id, device_id, variant, config_key);
+
+CREATE TABLE attempts (
+  id             INTEGER PRIMARY KEY,
+  uid            TEXT NOT NULL UNIQUE,
+  run_id         INTEGER NOT NULL REFERENCES runs (id),
+  device_id      INTEGER NOT NULL REFERENCES devices (id),
+  workload_id    INTEGER NOT NULL REFERENCES workloads (id),
+  variant        TEXT NOT NULL,
+  config_key     TEXT NOT NULL,
+  policy         TEXT NOT NULL,
+  strategy       TEXT NOT NULL,
+  rung           INTEGER NOT NULL CHECK (rung >= 0),
+  shard          TEXT NOT NULL,
+  worker_pid     INTEGER,
+  status         TEXT NOT NULL CHECK (status IN ('started', 'finished')),
+  disposition    TEXT CHECK (disposition IS NULL OR disposition IN ('passed', 'incorrect',
+                   'unsupported', 'compile_failed', 'launch_failed', 'crashed', 'timed_out')),
+  measurement_id INTEGER REFERENCES measurements (id),
+  note           TEXT NOT NULL DEFAULT '',
+  started_at     TEXT NOT NULL,
+  finished_at    TEXT
+);
+CREATE INDEX attempts_by_case ON attempts (workload_id, device_id, variant, config_key);
+CREATE INDEX attempts_by_run ON attempts (run_id);
+
+CREATE TABLE winners (
+  id                  INTEGER PRIMARY KEY,
+  run_id              INTEGER NOT NULL REFERENCES runs (id),
+  device_id           INTEGER NOT NULL REFERENCES devices (id),
+  workload_id         INTEGER NOT NULL REFERENCES workloads (id),
+  scope               TEXT NOT NULL,
+  verdict             TEXT NOT NULL CHECK (verdict IN ('winner', 'tied')),
+  variant             TEXT NOT NULL,
+  config_key          TEXT NOT NULL,
+  measurement_id      INTEGER NOT NULL REFERENCES measurements (id),
+  median_us           REAL NOT NULL,
+  relative_difference REAL NOT NULL,
+  created_at          TEXT NOT NULL
+);
+CREATE INDEX winners_by_run ON winners (run_id);
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited.
 struct Migration {
@@ -191,6 +246,7 @@ constexpr Migration kMigrations[] = {
      "timing details, clocks, stability and ceiling fraction of measurements; sample clocks; "
      "ceilings; repeat_checks",
      kSchemaV2},
+    {3, "uids of runs and measurements; attempts; winners", kSchemaV3},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");
@@ -222,6 +278,104 @@ double error_value(const Statement& s, int column) {
 }
 
 }  // namespace
+
+const char* const kMeasurementSelect = R"sql(
+    SELECT id, run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
+           disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us,
+           max_us, p10_us, p90_us, bytes, flops, verified, max_abs_error, rel_l2_error, nonfinite,
+           elements, tolerance, reference, timer, launches_per_sample, stop_reason, noise,
+           noise_target, warmup_samples, discarded_samples, outliers, unstable, unstable_reason,
+           expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
+           temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons,
+           ceiling, ceiling_fraction
+    FROM measurements)sql";
+
+std::vector<StoredMeasurement> read_measurements(Database& db, Statement& s) {
+  Statement samples(db,
+                    "SELECT idx, time_us, sm_clock_mhz, discarded FROM samples "
+                    "WHERE measurement_id = ? ORDER BY idx");
+  std::vector<StoredMeasurement> out;
+  while (s.step()) {
+    StoredMeasurement row;
+    Measurement& m = row.measurement;
+    int c = 0;
+    row.id = s.column_int64(c++);
+    row.run_id = s.column_int64(c++);
+    row.device_id = s.column_int64(c++);
+    row.workload_id = s.column_int64(c++);
+    m.family = s.column_text(c++);
+    m.variant = s.column_text(c++);
+    m.config_key = s.column_text(c++);
+    m.config_json = s.column_text(c++);
+    m.backend = s.column_text(c++);
+    const std::string disposition = s.column_text(c++);
+    auto parsed = disposition_from_string(disposition);
+    ATTN_ASSERT(parsed.has_value(), "unknown disposition '" + disposition + "' in the database");
+    m.disposition = *parsed;
+    m.reason = s.column_text(c++);
+    m.policy = s.column_text(c++);
+    m.stats.count = size_t(s.column_int64(c++));
+    for (double* field : {&m.stats.median, &m.stats.mean, &m.stats.stddev, &m.stats.min,
+                          &m.stats.max, &m.stats.p10, &m.stats.p90}) {
+      *field = s.column_optional_double(c++).value_or(0.0);
+    }
+    m.bytes = s.column_double(c++);
+    m.flops = s.column_double(c++);
+    Verification& v = m.verification;
+    v.checked = s.column_int64(c++) != 0;
+    if (v.checked) {
+      v.max_abs_error = error_value(s, c++);
+      v.rel_l2_error = error_value(s, c++);
+      v.nonfinite = s.column_int64(c++);
+      v.elements = s.column_int64(c++);
+      v.tolerance = s.column_double(c++);
+      v.reference = s.column_text(c++);
+    } else {
+      c += 6;
+    }
+    TimingDetails& t = m.timing;
+    t.timer = s.column_optional_text(c++).value_or("");
+    t.launches_per_sample = int(s.column_optional_int64(c++).value_or(1));
+    t.stop_reason = s.column_optional_text(c++).value_or("");
+    t.noise = s.column_optional_double(c++).value_or(0);
+    t.noise_target = s.column_optional_double(c++).value_or(0);
+    t.warmup_samples = s.column_optional_int64(c++).value_or(0);
+    t.discarded = s.column_optional_int64(c++).value_or(0);
+    t.outliers = s.column_optional_int64(c++).value_or(0);
+    m.unstable = s.column_int64(c++) != 0;
+    m.unstable_reason = s.column_text(c++);
+    for (double* mhz :
+         {&m.clocks.expected_mhz, &m.clocks.median_mhz, &m.clocks.min_mhz, &m.clocks.max_mhz}) {
+      *mhz = s.column_optional_double(c++).value_or(0);
+    }
+    m.clocks.temperature_start_c = s.column_optional_double(c++);
+    m.clocks.temperature_end_c = s.column_optional_double(c++);
+    m.clocks.nvml_sm_clock_mhz = s.column_optional_double(c++);
+    m.clocks.clock_event_reasons = s.column_optional_int64(c++);
+    m.ceiling = s.column_optional_text(c++).value_or("");
+    m.ceiling_fraction = s.column_optional_double(c++);
+
+    samples.reset();
+    samples.bind(1, row.id);
+    bool any_clock = false, any_discarded = false;
+    while (samples.step()) {
+      ATTN_ASSERT(samples.column_int64(0) == int64_t(m.samples_us.size()),
+                  "samples of measurement " + std::to_string(row.id) + " are not numbered 0..n-1");
+      m.samples_us.push_back(samples.column_double(1));
+      const double mhz = samples.column_optional_double(2).value_or(0);
+      const bool discarded = samples.column_int64(3) != 0;
+      any_clock = any_clock || mhz > 0;
+      any_discarded = any_discarded || discarded;
+      m.sample_clock_mhz.push_back(mhz);
+      m.sample_discarded.push_back(discarded);
+    }
+    if (!any_clock) m.sample_clock_mhz.clear();
+    if (!any_discarded) m.sample_discarded.clear();
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 
 Store::Store(const std::string& path) {
   if (path.empty()) throw UsageError("the results database path is empty");
@@ -311,9 +465,9 @@ int64_t Store::begin_run(const RunRecord& run) {
       "RunRecord::started_at must be ISO 8601 UTC (utc_timestamp_now()), got '" + started_at + "'");
   Statement s(*db_, R"sql(
     INSERT INTO runs (tool, tool_version, git_commit, build_type, command_line, host, started_at,
-                      status)
+                      status, uid)
     VALUES (:tool, :tool_version, :git_commit, :build_type, :command_line, :host, :started_at,
-            'running'))sql");
+            'running', lower(hex(randomblob(16)))))sql");
   s.bind(":tool", run.tool)
       .bind(":tool_version", run.tool_version)
       .bind(":git_commit", run.git_commit)
@@ -401,7 +555,7 @@ int64_t Store::add_measurement(int64_t run_id, int64_t device_id, int64_t worklo
       stop_reason, noise, noise_target, warmup_samples, discarded_samples, outliers, unstable,
       unstable_reason, expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
       temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons, ceiling,
-      ceiling_fraction)
+      ceiling_fraction, uid)
     VALUES (
       :run_id, :device_id, :workload_id, :family, :variant, :config_key, :config_json, :backend,
       :disposition, :reason, :policy, :sample_count, :median_us, :mean_us, :stddev_us, :min_us,
@@ -411,7 +565,7 @@ int64_t Store::add_measurement(int64_t run_id, int64_t device_id, int64_t worklo
       :discarded_samples, :outliers, :unstable, :unstable_reason, :expected_clock_mhz,
       :median_clock_mhz, :min_clock_mhz, :max_clock_mhz, :temperature_start_c,
       :temperature_end_c, :nvml_sm_clock_mhz, :clock_event_reasons, :ceiling,
-      :ceiling_fraction))sql");
+      :ceiling_fraction, lower(hex(randomblob(16)))))sql");
   const TimingDetails& t = m.timing;
   const bool timed = !t.timer.empty();
   auto when_timed = [&](auto value) {
@@ -589,100 +743,9 @@ StoreCounts Store::counts() const {
 }
 
 std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const {
-  Statement s(*db_, R"sql(
-    SELECT id, run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
-           disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us,
-           max_us, p10_us, p90_us, bytes, flops, verified, max_abs_error, rel_l2_error, nonfinite,
-           elements, tolerance, reference, timer, launches_per_sample, stop_reason, noise,
-           noise_target, warmup_samples, discarded_samples, outliers, unstable, unstable_reason,
-           expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
-           temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons,
-           ceiling, ceiling_fraction
-    FROM measurements WHERE run_id = ? ORDER BY id)sql");
+  Statement s(*db_, std::string(kMeasurementSelect) + " WHERE run_id = ? ORDER BY id");
   s.bind(1, run_id);
-  Statement samples(*db_,
-                    "SELECT idx, time_us, sm_clock_mhz, discarded FROM samples "
-                    "WHERE measurement_id = ? ORDER BY idx");
-  std::vector<StoredMeasurement> out;
-  while (s.step()) {
-    StoredMeasurement row;
-    Measurement& m = row.measurement;
-    int c = 0;
-    row.id = s.column_int64(c++);
-    row.run_id = s.column_int64(c++);
-    row.device_id = s.column_int64(c++);
-    row.workload_id = s.column_int64(c++);
-    m.family = s.column_text(c++);
-    m.variant = s.column_text(c++);
-    m.config_key = s.column_text(c++);
-    m.config_json = s.column_text(c++);
-    m.backend = s.column_text(c++);
-    const std::string disposition = s.column_text(c++);
-    auto parsed = disposition_from_string(disposition);
-    ATTN_ASSERT(parsed.has_value(), "unknown disposition '" + disposition + "' in the database");
-    m.disposition = *parsed;
-    m.reason = s.column_text(c++);
-    m.policy = s.column_text(c++);
-    m.stats.count = size_t(s.column_int64(c++));
-    for (double* field : {&m.stats.median, &m.stats.mean, &m.stats.stddev, &m.stats.min,
-                          &m.stats.max, &m.stats.p10, &m.stats.p90}) {
-      *field = s.column_optional_double(c++).value_or(0.0);
-    }
-    m.bytes = s.column_double(c++);
-    m.flops = s.column_double(c++);
-    Verification& v = m.verification;
-    v.checked = s.column_int64(c++) != 0;
-    if (v.checked) {
-      v.max_abs_error = error_value(s, c++);
-      v.rel_l2_error = error_value(s, c++);
-      v.nonfinite = s.column_int64(c++);
-      v.elements = s.column_int64(c++);
-      v.tolerance = s.column_double(c++);
-      v.reference = s.column_text(c++);
-    } else {
-      c += 6;
-    }
-    TimingDetails& t = m.timing;
-    t.timer = s.column_optional_text(c++).value_or("");
-    t.launches_per_sample = int(s.column_optional_int64(c++).value_or(1));
-    t.stop_reason = s.column_optional_text(c++).value_or("");
-    t.noise = s.column_optional_double(c++).value_or(0);
-    t.noise_target = s.column_optional_double(c++).value_or(0);
-    t.warmup_samples = s.column_optional_int64(c++).value_or(0);
-    t.discarded = s.column_optional_int64(c++).value_or(0);
-    t.outliers = s.column_optional_int64(c++).value_or(0);
-    m.unstable = s.column_int64(c++) != 0;
-    m.unstable_reason = s.column_text(c++);
-    for (double* mhz :
-         {&m.clocks.expected_mhz, &m.clocks.median_mhz, &m.clocks.min_mhz, &m.clocks.max_mhz}) {
-      *mhz = s.column_optional_double(c++).value_or(0);
-    }
-    m.clocks.temperature_start_c = s.column_optional_double(c++);
-    m.clocks.temperature_end_c = s.column_optional_double(c++);
-    m.clocks.nvml_sm_clock_mhz = s.column_optional_double(c++);
-    m.clocks.clock_event_reasons = s.column_optional_int64(c++);
-    m.ceiling = s.column_optional_text(c++).value_or("");
-    m.ceiling_fraction = s.column_optional_double(c++);
-
-    samples.reset();
-    samples.bind(1, row.id);
-    bool any_clock = false, any_discarded = false;
-    while (samples.step()) {
-      ATTN_ASSERT(samples.column_int64(0) == int64_t(m.samples_us.size()),
-                  "samples of measurement " + std::to_string(row.id) + " are not numbered 0..n-1");
-      m.samples_us.push_back(samples.column_double(1));
-      const double mhz = samples.column_optional_double(2).value_or(0);
-      const bool discarded = samples.column_int64(3) != 0;
-      any_clock = any_clock || mhz > 0;
-      any_discarded = any_discarded || discarded;
-      m.sample_clock_mhz.push_back(mhz);
-      m.sample_discarded.push_back(discarded);
-    }
-    if (!any_clock) m.sample_clock_mhz.clear();
-    if (!any_discarded) m.sample_discarded.clear();
-    out.push_back(std::move(row));
-  }
-  return out;
+  return read_measurements(*db_, s);
 }
 
 std::optional<StoredRun> Store::run(int64_t run_id) const {

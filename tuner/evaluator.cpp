@@ -64,14 +64,15 @@ const std::vector<float>& Evaluator::reference() {
   return *reference_;
 }
 
-Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& config) {
+Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& config,
+                                const MeasurePolicy& policy) {
   Measurement m;
   m.family = to_string(variant.family());
   m.variant = variant.name();
   m.config_key = config.key();
   m.config_json = config.to_json().dump();
   m.backend = to_string(variant.backend());
-  m.policy = options_.policy.name;
+  m.policy = policy.name;
   const Work work = variant.work(batch_);
   m.bytes = work.bytes;
   m.flops = work.flops;
@@ -129,9 +130,9 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
       };
       const CudaTimingTools tools{cuda_.get(), stream_.get(), flusher_.get(), probe_.get(),
                                   nvml_.get()};
-      time_on_cuda(*launcher, rotation_factory, options_.policy, tools, m);
+      time_on_cuda(*launcher, rotation_factory, policy, tools, m);
     } else {
-      time_on_cpu(*launcher, options_.policy, m);
+      time_on_cpu(*launcher, policy, m);
     }
   } catch (const CallError& e) {
     m.disposition = Disposition::launch_failed;

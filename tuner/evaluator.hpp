@@ -39,7 +39,12 @@ class Evaluator {
   const MeasurePolicy& policy() const { return options_.policy; }
   // Why the SM clock is not read beside samples (empty when it is), and NVML's absence.
   const std::string& clock_note() const { return clock_note_; }
-  Measurement evaluate(const Variant& variant, const KernelConfig& config);
+  Measurement evaluate(const Variant& variant, const KernelConfig& config) {
+    return evaluate(variant, config, options_.policy);
+  }
+  // Under another policy than the evaluator's own (the tuner's rungs: screen, then confirm).
+  Measurement evaluate(const Variant& variant, const KernelConfig& config,
+                       const MeasurePolicy& policy);
 
  private:
   Evaluator(const Batch& batch, Options options);

@@ -50,7 +50,7 @@ class Cli : public ::testing::Test {
   CliResult run(const std::vector<std::string>& args) {
     std::string command = "cd " + quote(dir_.string()) +
                           " && ATTN_DB= ATTN_JIT_CACHE_DIR=" + quote((dir_ / "jit").string()) +
-                          " " + quote(ATTN_BENCH_BINARY);
+                          " " + quote(binary_);
     for (const auto& a : args) command += " " + quote(a);
     command += " >" + quote((dir_ / "stdout").string()) + " 2>" + quote((dir_ / "stderr").string());
     const int status = std::system(command.c_str());
@@ -67,6 +67,7 @@ class Cli : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  std::string binary_ = ATTN_BENCH_BINARY;  // the executable run() starts
 };
 
 }  // namespace attn::testing

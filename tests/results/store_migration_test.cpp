@@ -55,7 +55,7 @@ TEST_F(StoreMigration, FixtureIsAVersion1Database) {
 TEST_F(StoreMigration, V1MigratesToV2KeepingItsRows) {
   {
     Store store(path_);
-    EXPECT_EQ(store.schema_version(), 2);
+    EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
     const StoreCounts c = store.counts();
     EXPECT_EQ(c.runs, 1);
     EXPECT_EQ(c.measurements, 1);
@@ -72,14 +72,14 @@ TEST_F(StoreMigration, V1MigratesToV2KeepingItsRows) {
     EXPECT_TRUE(m.sample_discarded.empty());
     EXPECT_FALSE(m.ceiling_fraction.has_value());
   }
-  EXPECT_EQ(scalar("PRAGMA user_version"), 2);
-  EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), 2);
+  EXPECT_EQ(scalar("PRAGMA user_version"), Store::kSchemaVersion);
+  EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), Store::kSchemaVersion);
   EXPECT_EQ(scalar("SELECT count(*) FROM sqlite_master WHERE name IN ('ceilings', "
                    "'repeat_checks')"),
             2);
   // Migrating is done once: a second open changes nothing.
   { Store again(path_); }
-  EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), Store::kSchemaVersion);
 }
 
 TEST_F(StoreMigration, MigratedDatabaseTakesV2Rows) {

@@ -99,8 +99,8 @@ void expect_same(const Measurement& a, const Measurement& b) {
 
 TEST(StoreMemory, OpensAtTheCurrentSchemaVersion) {
   Store store(":memory:");
-  EXPECT_EQ(Store::kSchemaVersion, 2);
-  EXPECT_EQ(store.schema_version(), 2);
+  EXPECT_EQ(Store::kSchemaVersion, 3);
+  EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   StoreCounts c = store.counts();
   EXPECT_EQ(c.runs, 0);
   EXPECT_EQ(c.devices, 0);

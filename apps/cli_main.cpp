@@ -1,0 +1,34 @@
+#include "apps/cli_main.hpp"
+
+#include <iostream>
+
+#include "apps/commands.hpp"
+#include "base/errors.hpp"
+
+namespace attn {
+
+int run_cli(CLI::App& app, const std::vector<std::string>& args, const std::string& program,
+            const Invocation& invocation) {
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);  // CLI11 takes the arguments in reverse order
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version or the parse error
+    return code == 0 ? 0 : to_int(ExitCode::usage);
+  } catch (const InputError& e) {
+    std::cerr << program << ": invalid input: " << e.what() << "\n";
+    return to_int(e.code());
+  } catch (const Error& e) {
+    const char* kind = e.code() == ExitCode::usage         ? "usage"
+                       : e.code() == ExitCode::environment ? "environment"
+                                                           : "error";
+    std::cerr << program << ": " << kind << ": " << e.what() << "\n";
+    return to_int(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << program << ": internal error: " << e.what() << "\n";
+    return to_int(ExitCode::internal);
+  }
+  return invocation.exit_code;
+}
+
+}  // namespace attn

@@ -1,0 +1,208 @@
+// attn-tune tune WORKLOAD --variant GLOB --strategy S --db FILE [--budget-trials N |
+// --budget-seconds T] [--shard i/n]: search each matching variant's configs on this machine's
+// backend (the first GPU, or the CPU reference variants without one), store every attempt and
+// measurement, resume from what the database already holds, and choose winners.
+#include <csignal>
+#include <iostream>
+#include <memory>
+
+#include "apps/tune_commands.hpp"
+#include "base/build_info.hpp"
+#include "base/errors.hpp"
+#include "kernels/device/cuda_context.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/registry.hpp"
+#include "results/store.hpp"
+#include "results/table.hpp"
+#include "tuner/device_records.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/tune_sweep.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+namespace {
+
+// Set by SIGINT; the sweep polls it between trials. (A signal handler can only reach a global.)
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_sigint(int) {
+  g_interrupted = 1;
+}
+
+struct TuneArgs {
+  std::string workload;
+  std::string variant;
+  std::vector<std::string> axes;
+  std::string strategy = "halving";
+  std::string db;
+  std::optional<size_t> budget_trials;
+  std::optional<double> budget_seconds;
+  std::string shard = "0/1";
+  uint64_t seed = 1;
+  int quarantine_after = 2;
+  int device = 0;
+  bool cpu = false;
+  size_t threads = 0;
+};
+
+class InProcessEvaluator : public CaseEvaluator {
+ public:
+  explicit InProcessEvaluator(Evaluator& evaluator) : evaluator_(evaluator) {}
+  Measurement evaluate(const Variant& variant, const KernelConfig& config,
+                       const MeasurePolicy& policy) override {
+    return evaluator_.evaluate(variant, config, policy);
+  }
+
+ private:
+  Evaluator& evaluator_;
+};
+
+std::string describe_choice(const WinnerChoice& w) {
+  std::string text =
+      w.winner.variant + " {" + w.winner.config_key + "} " + format("%.2f us", w.winner.median_us);
+  for (size_t i = 0; i < w.tied.size(); ++i) {
+    text += format("\n            tied: %s {%s} %+.2f%%", w.tied[i].variant.c_str(),
+                   w.tied[i].config_key.c_str(), w.tied_difference[i] * 100);
+  }
+  if (w.closest_beaten) {
+    text += format("\n            beats the closest challenger %s {%s} by %.2f%%",
+                   w.closest_beaten->variant.c_str(), w.closest_beaten->config_key.c_str(),
+                   w.beaten_difference * 100);
+  }
+  return text;
+}
+
+int tune(const TuneArgs& args, const Invocation& invocation) {
+  // Everything the user gave is checked before any work.
+  const WorkloadSpec spec = load_workload_argument(args.workload);
+  TuneOptions options;
+  options.variant_filter = args.variant;
+  for (const std::string& text : args.axes) options.overrides.push_back(parse_axis_override(text));
+  make_strategy(args.strategy, SpacePoints{}, args.seed);  // validates the name
+  options.strategy = args.strategy;
+  options.budget.trials = args.budget_trials;
+  options.budget.seconds = args.budget_seconds;
+  if (args.budget_trials && *args.budget_trials == 0)
+    throw UsageError("--budget-trials must be > 0");
+  if (args.budget_seconds && *args.budget_seconds <= 0) {
+    throw UsageError("--budget-seconds must be > 0");
+  }
+  options.shard = parse_shard(args.shard);
+  options.seed = args.seed;
+  if (args.quarantine_after < 1) throw UsageError("--quarantine-after must be at least 1");
+  options.quarantine_after = args.quarantine_after;
+  const Registry registry = make_registry();
+  if (registry.matching(args.variant).empty()) {
+    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
+  }
+  const Batch batch = generate_batch(spec);
+  const std::string db = results_database_path(args.db);
+  Store store(db);
+
+  Evaluator::Options evaluator_options{confirm_policy(), args.threads};
+  std::unique_ptr<JitCompiler> jit;
+  std::unique_ptr<Evaluator> evaluator;
+  DeviceRecord device;
+  DeviceDiscovery discovery;
+  if (!args.cpu) discovery = discover_devices();
+  std::string note;
+  if (!args.cpu && !discovery.devices.empty()) {
+    if (args.device < 0 || args.device >= int(discovery.devices.size())) {
+      throw UsageError("--device " + std::to_string(args.device) + ": this machine has " +
+                       std::to_string(discovery.devices.size()) + " GPU(s)");
+    }
+    const DeviceInfo& info = discovery.devices[size_t(args.device)];
+    jit = std::make_unique<JitCompiler>(JitOptions{});
+    device = device_record(info, jit->nvrtc_version());
+    evaluator = Evaluator::on_cuda(batch, discovery.api, info, *jit, evaluator_options);
+  } else {
+    note = args.cpu ? "CPU backend requested (--cpu)"
+                    : "no GPU found (" + discovery.why_none + "): tuning the CPU variants";
+    device = host_cpu_record();
+    evaluator = Evaluator::on_cpu(batch, evaluator_options);
+  }
+  std::vector<const Variant*> runnable;
+  for (const Variant* v : registry.matching(args.variant)) {
+    if (v->backend() == evaluator->target().backend) runnable.push_back(v);
+  }
+  if (runnable.empty()) {
+    std::cerr << "attn-tune: no " << to_string(evaluator->target().backend) << " variant matches '"
+              << args.variant << "'\n";
+    return to_int(ExitCode::usage);
+  }
+
+  std::ostream& out = std::cout;
+  out << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << ")\n";
+  out << "device    " << device.name << "\n";
+  if (!note.empty()) out << "note      " << note << "\n";
+  out << "strategy  " << args.strategy << ", shard " << options.shard.label() << ", budget "
+      << (args.budget_trials ? std::to_string(*args.budget_trials) + " trials" : std::string(""))
+      << (args.budget_trials && args.budget_seconds ? ", " : "")
+      << (args.budget_seconds ? format("%gs", *args.budget_seconds) : std::string(""))
+      << (!args.budget_trials && !args.budget_seconds ? "none" : "") << " per variant\n"
+      << std::flush;
+
+  InProcessEvaluator in_process(*evaluator);
+  TuneSweep sweep(store, batch, registry, device, evaluator->target(), in_process, options,
+                  std::cerr);
+  g_interrupted = 0;
+  auto previous = std::signal(SIGINT, on_sigint);
+  sweep.set_stop_request([] { return g_interrupted != 0; });
+  RunRecord record{"attn-tune tune",
+                   tool_version(),
+                   git_commit(),
+                   build_type(),
+                   quote_command_line(invocation.argv),
+                   host_name(),
+                   utc_timestamp_now()};
+  const TuneReport report = sweep.run(record);
+  std::signal(SIGINT, previous);
+
+  out << "\n";
+  for (const VariantSummary& s : report.variants) {
+    out << format(
+        "%s: %zu configs (%zu in shard %s): %zu measured, %zu from the database, %zu "
+        "failed, %zu quarantined, %.1fs measuring%s\n",
+        s.variant.c_str(), s.space, s.shard_configs, options.shard.label().c_str(), s.evaluated,
+        s.resumed, s.failed, s.quarantined, s.measure_seconds,
+        s.budget_exhausted ? " (budget spent)" : "");
+    if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
+  }
+  if (report.overall && report.variants.size() > 1) {
+    out << "overall     " << describe_choice(*report.overall) << "\n";
+  }
+  out << "\nrecorded  run " << report.run_id << " in " << db << "\n";
+  if (report.interrupted) {
+    std::cerr << "attn-tune: interrupted; the database is consistent: rerun the same command to "
+                 "finish the sweep\n";
+    return to_int(ExitCode::interrupted);
+  }
+  return report.failures() > 0 ? to_int(ExitCode::failed_cases) : to_int(ExitCode::ok);
+}
+
+}  // namespace
+
+void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Search each variant's configs for a workload; store attempts, results, winners");
+  cmd->add_option("workload", args->workload, "workload.json or a preset name")->required();
+  cmd->add_option("--variant", args->variant,
+                  "variants whose name matches this glob (default all)");
+  cmd->add_option("-a,--axis", args->axes, "values of an axis to try instead of the variant's own");
+  cmd->add_option("--strategy", args->strategy, "exhaustive, random, halving (default) or model");
+  cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
+  cmd->add_option("--budget-trials", args->budget_trials, "evaluations per variant at most");
+  cmd->add_option("--budget-seconds", args->budget_seconds,
+                  "seconds of evaluation per variant at most");
+  cmd->add_option("--shard", args->shard, "take shard i of n of every space (default 0/1)");
+  cmd->add_option("--seed", args->seed, "seed of the random and model strategies (default 1)");
+  cmd->add_option("--quarantine-after", args->quarantine_after,
+                  "skip a config after this many attempts crashed or hung (default 2)");
+  cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
+  cmd->add_flag("--cpu", args->cpu, "tune the CPU variants even when a GPU exists");
+  cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  cmd->callback([args, &invocation] { invocation.exit_code = tune(*args, invocation); });
+}
+
+}  // namespace attn

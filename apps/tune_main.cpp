@@ -1,0 +1,20 @@
+// attn-tune: sweeps the tunable configs of kernel variants for a workload (space, tune, merge).
+// Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
+#include "apps/cli_main.hpp"
+#include "apps/tune_commands.hpp"
+#include "base/build_info.hpp"
+
+int main(int argc, char** argv) {
+  using namespace attn;
+  Invocation invocation;
+  invocation.argv.assign(argv, argv + argc);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+
+  CLI::App app{"attn-tune: search the configs of attention kernel variants for a workload"};
+  app.set_version_flag("--version", "attn-tune " + tool_version() + " (" + git_commit() + ")");
+  app.require_subcommand(1);
+  add_tune_space_command(app, invocation);
+  add_tune_tune_command(app, invocation);
+  add_tune_merge_command(app, invocation);
+  return run_cli(app, args, "attn-tune", invocation);
+}

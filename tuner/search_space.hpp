@@ -1,0 +1,57 @@
+// SearchSpace: the configs of one variant worth trying on one batch and target: the cartesian
+// product of the variant's axes (Variant::space, with command-line overrides applied), pruned by
+// Variant::supports() before anything is compiled. Configs keep the product's order (the first
+// axis varies slowest), so an index into `configs` is stable for the same inputs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_config.hpp"
+#include "kernels/target.hpp"
+#include "kernels/variant.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+// "-a block_n=32,64": the values to try for one axis instead of the variant's own.
+struct AxisOverride {
+  std::string axis;
+  std::vector<int64_t> values;
+};
+// Parses "axis=v1,v2,..."; throws UsageError naming the bad part.
+AxisOverride parse_axis_override(const std::string& text);
+
+struct SearchSpace {
+  const Variant* variant = nullptr;
+  Target target;
+  std::vector<ConfigAxis> axes;       // after overrides
+  size_t total = 0;                   // configs in the product, before pruning
+  std::vector<KernelConfig> configs;  // the survivors, in product order
+  // Configs refused by supports(), counted by reason (the reason text as the variant gave it).
+  std::map<std::string, size_t> refusals;
+  size_t pruned() const { return total - configs.size(); }
+};
+
+// The largest product build_space() enumerates; a bigger one is a usage error (narrow it with -a).
+constexpr size_t kMaxSpaceConfigs = 1000000;
+
+// Builds and prunes the space of `variant`. Overrides naming an axis the variant does not have are
+// ignored here (the caller checks that each override matched some variant).
+SearchSpace build_space(const Variant& variant, const Batch& batch, const Target& target,
+                        const std::vector<AxisOverride>& overrides);
+
+// The target to describe a GPU that is not present ("--arch sm_90a --sm-count 132 --smem 232448").
+// An H100 SXM when nothing is given.
+struct TargetDescription {
+  std::string arch = "sm_90a";
+  int sm_count = 132;
+  int max_shared_per_block = 232448;  // 227 KiB: the opt-in limit of Hopper
+  std::string name = "described target";
+};
+// Throws UsageError for an arch that is not "sm_<major><minor>[a]" or non-positive counts.
+Target described_cuda_target(const TargetDescription& description);
+
+}  // namespace attn
