@@ -77,6 +77,7 @@ std::string axis_abbreviation(const std::string& axis) {
   static const std::map<std::string, std::string> kAbbreviations = {
       {"tile_tokens", "t"}, {"warps", "w"},           {"heads_per_cta", "h"}, {"num_splits", "s"},
       {"stages", "st"},     {"pages_per_block", "p"}, {"block_m", "m"},       {"block_n", "n"},
+      {"unroll_cache", "uc"}, {"unroll_new", "un"},
   };
   auto it = kAbbreviations.find(axis);
   return it == kAbbreviations.end() ? axis : it->second;

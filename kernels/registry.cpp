@@ -2,6 +2,7 @@
 
 #include "base/errors.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
+#include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 
 namespace attn {
 
@@ -49,6 +50,7 @@ bool glob_match(const std::string& pattern, const std::string& text) {
 Registry make_registry() {
   Registry registry;
   add_paged_decode_variants(registry);
+  add_prefix_prefill_variants(registry);
   return registry;
 }
 
