@@ -32,7 +32,8 @@
 //   element loads for V.
 //
 // Tunables and why they exist:
-//   BLOCK_M       rows (tokens x group) per CTA: K/V reuse from shared memory vs CTAs to fill the GPU
+//   BLOCK_M       rows (tokens x group) per CTA: K/V reuse from shared memory vs CTAs to fill
+//                 the GPU
 //   BLOCK_N       keys per KV tile (per pipeline stage), independent of the page size
 //   WARPS         16 or 32 rows per warp: fragment reuse vs registers
 //   STAGES        cp.async pipeline depth: KV tiles in flight while one is computed
@@ -91,8 +92,8 @@ __device__ __forceinline__ long long paged_offset(const PoolStrides& s, int page
 // (rows of dst_row bytes). Exact: every e4m3 value is a bf16 and an fp16 value.
 template <int DTYPE, int THREADS>
 __device__ __forceinline__ void dequantise_tile(const unsigned char* src, int src_row,
-                                                unsigned char* dst, int dst_row, int rows,
-                                                int cols, int tid) {
+                                                unsigned char* dst, int dst_row, int rows, int cols,
+                                                int tid) {
   const int units = rows * (cols / 8);
   for (int u = tid; u < units; u += THREADS) {
     const int r = u / (cols / 8), c = (u % (cols / 8)) * 8;
@@ -117,10 +118,10 @@ template <int DTYPE, bool KV_FP8, bool V_DIM_MAJOR, bool EXPLICIT_MASK, int HEAD
 // One block per SM as the launch bound: without it ptxas capped a 256-thread config at 128
 // registers and spilled; the traits' register estimate is what keeps a config in registers.
 __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const PrefixPrefillParams p) {
-  static_assert(prefix_prefill::check(HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, UNROLL_CACHE,
-                                      UNROLL_NEW, KV_FP8, V_DIM_MAJOR, EXPLICIT_MASK) ==
-                    prefix_prefill::kOk,
-                "invalid prefix_prefill.mma config: see prefix_prefill::check");
+  static_assert(
+      prefix_prefill::check(HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, UNROLL_CACHE, UNROLL_NEW,
+                            KV_FP8, V_DIM_MAJOR, EXPLICIT_MASK) == prefix_prefill::kOk,
+      "invalid prefix_prefill.mma config: see prefix_prefill::check");
   using namespace prefix_prefill;
   constexpr int THREADS = threads(WARPS);
   constexpr int ELEM = kv_element_bytes(KV_FP8);
@@ -130,10 +131,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
   constexpr int D_TILES = HEAD_DIM / 8;     // n8 tiles of the output
   constexpr int K_STEPS = HEAD_DIM / 16;    // k16 steps of Q.K
   // Shared-memory rows in bytes: as stored (cp.async destinations) and as computed (16-bit).
-  constexpr int KEY_ROW = row_bytes(HEAD_DIM, ELEM);   // K (and key-major V) as stored
-  constexpr int DIM_ROW = row_bytes(BLOCK_N, ELEM);    // dim-major V as stored
-  constexpr int ROW = row_bytes(HEAD_DIM, 2) / 2;      // Q, K, key-major V: 16-bit elements
-  constexpr int VT_ROW = row_bytes(BLOCK_N, 2) / 2;    // dim-major V: 16-bit elements
+  constexpr int KEY_ROW = row_bytes(HEAD_DIM, ELEM);  // K (and key-major V) as stored
+  constexpr int DIM_ROW = row_bytes(BLOCK_N, ELEM);   // dim-major V as stored
+  constexpr int ROW = row_bytes(HEAD_DIM, 2) / 2;     // Q, K, key-major V: 16-bit elements
+  constexpr int VT_ROW = row_bytes(BLOCK_N, 2) / 2;   // dim-major V: 16-bit elements
   constexpr int STAGE = kv_tile_bytes(HEAD_DIM, BLOCK_N, ELEM, V_DIM_MAJOR);
   constexpr int K_CHUNKS = HEAD_DIM * ELEM / 16;  // 16-byte chunks of a key row
   constexpr int V_CHUNKS = BLOCK_N * ELEM / 16;   // 16-byte chunks of a dim-major V row
@@ -201,7 +202,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
       (V_DIM_MAJOR ? ((long long)kv_head * HEAD_DIM * p.new_rows + info.new_start) * ELEM
                    : ((long long)info.new_start * p.num_kv_heads + kv_head) * HEAD_DIM * ELEM);
   const long long new_row_bytes = (long long)p.num_kv_heads * HEAD_DIM * ELEM;
-  auto page_of = [&](int key) { return p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size; };
+  auto page_of = [&](int key) {
+    return p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size;
+  };
   // Copies are issued in batches of up to 4 per thread: the batch's page numbers are read from
   // the block table first, then its cp.async copies go out, so the table's latency is paid once
   // per batch instead of once per copy (each copy's address depends on its page). Larger batches,
@@ -254,10 +257,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
 #pragma unroll
         for (int b = 0; b < V_BATCH; ++b) {
           const int c = tid + (i0 + b) * THREADS, key = key0 + (c % V_CHUNKS) * CHUNK_KEYS;
-          page[b] = cached && whole_chunks && i0 + b < V_ITERS && c < V_TOTAL &&
-                            key + CHUNK_KEYS <= end
-                        ? pages[page_of(key)]
-                        : 0;
+          page[b] =
+              cached && whole_chunks && i0 + b < V_ITERS && c < V_TOTAL && key + CHUNK_KEYS <= end
+                  ? pages[page_of(key)]
+                  : 0;
         }
 #pragma unroll
         for (int b = 0; b < V_BATCH; ++b) {
@@ -282,9 +285,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
               unsigned short value = 0;
               if (key + e < end) {
                 const int page_index = page_of(key + e);
-                const char* src = v_pool + pp::paged_offset(p.v_strides, pages[page_index],
-                                                            key + e - page_index * p.page_size,
-                                                            kv_head, dim);
+                const char* src =
+                    v_pool + pp::paged_offset(p.v_strides, pages[page_index],
+                                              key + e - page_index * p.page_size, kv_head, dim);
                 value = ELEM == 1 ? *reinterpret_cast<const unsigned char*>(src)
                                   : *reinterpret_cast<const unsigned short*>(src);
               }
@@ -377,7 +380,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
 #pragma unroll
     for (int mf = 0; mf < MF; ++mf)
 #pragma unroll
-      for (int n = 0; n < S_TILES; ++n) s[mf][n][0] = s[mf][n][1] = s[mf][n][2] = s[mf][n][3] = 0.0f;
+      for (int n = 0; n < S_TILES; ++n)
+        s[mf][n][0] = s[mf][n][1] = s[mf][n][2] = s[mf][n][3] = 0.0f;
 #pragma unroll
     for (int ks = 0; ks < K_STEPS; ++ks) {
       unsigned int a[MF][4];
@@ -399,8 +403,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     const bool cached = j < n_ctx;
     const int key0 = cached ? (c_first + j) * BLOCK_N : ctx + (n_first + j - n_ctx) * BLOCK_N;
     const int key_end = cached ? ctx : kv_len;
-    const bool masked = EXPLICIT_MASK || key0 < all_lo || key0 + BLOCK_N - 1 > all_hi ||
-                        key0 + BLOCK_N > key_end;
+    const bool masked =
+        EXPLICIT_MASK || key0 < all_lo || key0 + BLOCK_N - 1 > all_hi || key0 + BLOCK_N > key_end;
     float tile_max[MF][2];
 #pragma unroll
     for (int mf = 0; mf < MF; ++mf) {
@@ -438,7 +442,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
         const float new_max = fmaxf(row_max[mf][h], m);
-        base[mf][h] = new_max == kNegInf ? 0.0f : new_max;  // no key yet: avoid -inf - -inf
+        base[mf][h] = new_max == kNegInf ? 0.0f : new_max;        // no key yet: avoid -inf - -inf
         const float alpha = exp2f(row_max[mf][h] - base[mf][h]);  // 0 while the row had no key
         row_max[mf][h] = new_max;
         row_sum[mf][h] *= alpha;
@@ -536,7 +540,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     const long long token = info.q_start + t0 + r / p.group;
     const long long offset =
         ((token * p.num_q_heads + kv_head * p.group + r % p.group) * HEAD_DIM + col) * 2;
-    *reinterpret_cast<uint4*>(out + offset) = *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
+    *reinterpret_cast<uint4*>(out + offset) =
+        *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
   }
 }
 
@@ -556,10 +561,9 @@ __global__ void prefix_prefill_gather(const PrefixPrefillGatherParams p) {
     const int head = int(index / p.head_dim % p.num_kv_heads), dim = int(index % p.head_dim);
     const long long row = info.new_start + i;
     const long long k_dst = ((row * p.num_kv_heads + head) * p.head_dim + dim) * p.element_bytes;
-    const long long v_dst =
-        (p.v_dim_major ? ((long long)head * p.head_dim + dim) * p.new_rows + row
-                       : (row * p.num_kv_heads + head) * p.head_dim + dim) *
-        p.element_bytes;
+    const long long v_dst = (p.v_dim_major ? ((long long)head * p.head_dim + dim) * p.new_rows + row
+                                           : (row * p.num_kv_heads + head) * p.head_dim + dim) *
+                            p.element_bytes;
     long long k_src = -1, v_src = -1;
     if (i < info.query_len) {
       const long long slot = p.slot_mapping[info.q_start + i];

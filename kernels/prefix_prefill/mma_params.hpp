@@ -26,32 +26,32 @@ struct PrefixPrefillSeq {
 };
 
 struct PrefixPrefillParams {
-  const void* q;           // [total_q, num_q_heads, head_dim], dtype
-  const void* k_pool;      // paged, the batch's layout, kv dtype
-  const void* v_pool;      // paged, the batch's layout, kv dtype
-  const void* k_new;       // [new_rows, kv_heads, head_dim], kv dtype (gathered by prepare)
-  const void* v_new;       // as k_new, or [kv_heads, head_dim, new_rows] when V is dim-major
-  const int* block_table;  // [num_seqs, max_pages_per_seq]
-  const int* tiles;        // [num_tiles, 2]: (sequence, first new token), heaviest first
-  const PrefixPrefillSeq* seqs;       // [num_seqs]
-  const unsigned char* mask;          // explicit mask grids (masked variant), 1 = visible
-  const long long* mask_offsets;      // [num_seqs]: start of sequence s's (query_len, kv_len) grid
-  const float* sink_log2;  // [num_q_heads] sink logit * log2(e); null without sinks
-  const float* k_scale;    // [num_kv_heads] dequantisation scales of an fp8 cache; null otherwise
-  const float* v_scale;    // [num_kv_heads]
-  void* out;               // [total_q, num_q_heads, head_dim], dtype
+  const void* q;                  // [total_q, num_q_heads, head_dim], dtype
+  const void* k_pool;             // paged, the batch's layout, kv dtype
+  const void* v_pool;             // paged, the batch's layout, kv dtype
+  const void* k_new;              // [new_rows, kv_heads, head_dim], kv dtype (gathered by prepare)
+  const void* v_new;              // as k_new, or [kv_heads, head_dim, new_rows] when V is dim-major
+  const int* block_table;         // [num_seqs, max_pages_per_seq]
+  const int* tiles;               // [num_tiles, 2]: (sequence, first new token), heaviest first
+  const PrefixPrefillSeq* seqs;   // [num_seqs]
+  const unsigned char* mask;      // explicit mask grids (masked variant), 1 = visible
+  const long long* mask_offsets;  // [num_seqs + 1]: where each sequence's grid starts
+  const float* sink_log2;         // [num_q_heads] sink logit * log2(e); null without sinks
+  const float* k_scale;  // [num_kv_heads] dequantisation scales of an fp8 cache; null otherwise
+  const float* v_scale;  // [num_kv_heads]
+  void* out;             // [total_q, num_q_heads, head_dim], dtype
   PoolStrides k_strides;
   PoolStrides v_strides;
-  long long new_rows;      // rows of K_new (and the row length of a dim-major V_new)
+  long long new_rows;  // rows of K_new (and the row length of a dim-major V_new)
   int num_q_heads;
   int num_kv_heads;
   int group;        // num_q_heads / num_kv_heads
   int tile_tokens;  // new tokens per CTA: block_m / group (rows = tokens x group, token-major)
   int page_size;
-  int page_shift;   // log2(page_size) when it is a power of two, else -1
+  int page_shift;  // log2(page_size) when it is a power of two, else -1
   int max_pages_per_seq;
   int causal;          // 0: a query sees every key of its sequence (subject to the window)
-  int sliding_window;  // 0: none; else position p sees keys p - w + 1 .. (p)
+  int sliding_window;  // 0: none; else position p sees keys from p - w + 1 on
   // Logits in the log2 domain. Without soft-cap: logit2 = score_scale * q.k. With soft-cap
   // (cap_log2 > 0): logit2 = cap_log2 * tanh(score_scale * q.k), where score_scale is then
   // softmax_scale / cap and cap_log2 = cap * log2(e). An fp8 cache's k scale multiplies in per

@@ -84,14 +84,14 @@ enum Rule : int {
   kRegisters,     // too many registers per thread (would spill)
 };
 
-ATTN_HOST_DEVICE constexpr int check(int head_dim, int block_m, int block_n, int warps,
-                                     int stages, int unroll_cache, int unroll_new, bool kv_fp8,
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int block_m, int block_n, int warps, int stages,
+                                     int unroll_cache, int unroll_new, bool kv_fp8,
                                      bool v_dim_major, bool explicit_mask) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
-  if (block_m % warps != 0 || (warp_rows(block_m, warps) != kMmaRows &&
-                               warp_rows(block_m, warps) != kMaxWarpRows))
+  if (block_m % warps != 0 ||
+      (warp_rows(block_m, warps) != kMmaRows && warp_rows(block_m, warps) != kMaxWarpRows))
     return kBlockM;
   if (block_n != 16 && block_n != 32 && block_n != 64 && block_n != 128) return kBlockN;
   if (unroll_cache < 1 || unroll_cache > 2 || unroll_new < 1 || unroll_new > 2) return kUnroll;
@@ -99,8 +99,7 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int block_m, int block_n, int
     return kSharedMemory;
   const int unroll = unroll_cache > unroll_new ? unroll_cache : unroll_new;
   if (register_estimate(head_dim, block_m, block_n, warps, unroll, kv_fp8, v_dim_major,
-                        explicit_mask) >
-      kMaxRegisterEstimate)
+                        explicit_mask) > kMaxRegisterEstimate)
     return kRegisters;
   return kOk;
 }

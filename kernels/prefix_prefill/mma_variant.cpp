@@ -31,9 +31,9 @@ struct MmaConfig {
         unroll_cache(int(c.get("unroll_cache"))),
         unroll_new(int(c.get("unroll_new"))) {}
   KernelConfig to_config() const {
-    return KernelConfig{{"block_m", block_m}, {"block_n", block_n},
-                        {"warps", warps},     {"stages", stages},
-                        {"unroll_cache", unroll_cache}, {"unroll_new", unroll_new}};
+    return KernelConfig{
+        {"block_m", block_m}, {"block_n", block_n},           {"warps", warps},
+        {"stages", stages},   {"unroll_cache", unroll_cache}, {"unroll_new", unroll_new}};
   }
 };
 
@@ -71,15 +71,14 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
     case kUnroll:
       return "unroll_cache and unroll_new must be 1 or 2";
     case kSharedMemory:
-      return "needs " + std::to_string(shared_bytes(batch, c)) +
-             " bytes of shared memory (limit " + std::to_string(kMaxSharedBytes) +
-             "): lower stages, block_n or block_m";
+      return "needs " + std::to_string(shared_bytes(batch, c)) + " bytes of shared memory (limit " +
+             std::to_string(kMaxSharedBytes) + "): lower stages, block_n or block_m";
     case kRegisters: {
       const int unroll = std::max(c.unroll_cache, c.unroll_new);
       return "too many registers per thread (estimate " +
              std::to_string(register_estimate(head_dim, c.block_m, c.block_n, c.warps, unroll,
-                                               kv_fp8(batch), prefix_prefill_v_dim_major(batch),
-                                               explicit_mask)) +
+                                              kv_fp8(batch), prefix_prefill_v_dim_major(batch),
+                                              explicit_mask)) +
              ", limit " + std::to_string(kMaxRegisterEstimate) +
              "): lower block_n or unroll, or raise warps";
     }
@@ -168,18 +167,35 @@ class MmaVariant : public Variant {
     // (the output accumulators of 32 rows x head_dim 128 do not fit with the scores). Smaller
     // tiles where shared memory is short (head_dim 256, sm_86).
     const MmaConfig candidates[] = {
-        MmaConfig(KernelConfig{{"block_m", 128}, {"block_n", 64}, {"warps", 8}, {"stages", 2},
-                               {"unroll_cache", 1}, {"unroll_new", 1}}),
-        MmaConfig(KernelConfig{{"block_m", 64}, {"block_n", 64}, {"warps", 4}, {"stages", 2},
-                               {"unroll_cache", 1}, {"unroll_new", 1}}),
-        MmaConfig(KernelConfig{{"block_m", 64}, {"block_n", 32}, {"warps", 4}, {"stages", 2},
-                               {"unroll_cache", 1}, {"unroll_new", 1}}),
-        MmaConfig(KernelConfig{{"block_m", 32}, {"block_n", 16}, {"warps", 2}, {"stages", 2},
-                               {"unroll_cache", 1}, {"unroll_new", 1}}),
+        MmaConfig(KernelConfig{{"block_m", 128},
+                               {"block_n", 64},
+                               {"warps", 8},
+                               {"stages", 2},
+                               {"unroll_cache", 1},
+                               {"unroll_new", 1}}),
+        MmaConfig(KernelConfig{{"block_m", 64},
+                               {"block_n", 64},
+                               {"warps", 4},
+                               {"stages", 2},
+                               {"unroll_cache", 1},
+                               {"unroll_new", 1}}),
+        MmaConfig(KernelConfig{{"block_m", 64},
+                               {"block_n", 32},
+                               {"warps", 4},
+                               {"stages", 2},
+                               {"unroll_cache", 1},
+                               {"unroll_new", 1}}),
+        MmaConfig(KernelConfig{{"block_m", 32},
+                               {"block_n", 16},
+                               {"warps", 2},
+                               {"stages", 2},
+                               {"unroll_cache", 1},
+                               {"unroll_new", 1}}),
     };
     for (const MmaConfig& c : candidates) {
       if (check_rule(batch, c, explicit_mask_) == prefix_prefill::kOk &&
-          (target.max_shared_per_block <= 0 || shared_bytes(batch, c) <= target.max_shared_per_block))
+          (target.max_shared_per_block <= 0 ||
+           shared_bytes(batch, c) <= target.max_shared_per_block))
         return c.to_config();
     }
     return candidates[std::size(candidates) - 1].to_config();
@@ -193,8 +209,9 @@ class MmaVariant : public Variant {
     }
     if (Support s = prefix_prefill_supports_batch(batch); !s) return s;
     if (explicit_mask_ && !batch.explicit_mask) {
-      return Support::no("the batch has no explicit mask (mask.explicit_mask); prefix_prefill.mma "
-                         "runs causal and window masks");
+      return Support::no(
+          "the batch has no explicit mask (mask.explicit_mask); prefix_prefill.mma "
+          "runs causal and window masks");
     }
     if (!explicit_mask_ && batch.explicit_mask) {
       return Support::no("the batch has an explicit mask: prefix_prefill.masked reads it");
@@ -212,8 +229,9 @@ class MmaVariant : public Variant {
     }
     const int group = batch.spec.group_size();
     if (group > c.block_m) {
-      return Support::no("block_m " + std::to_string(c.block_m) + " is smaller than the GQA group " +
-                         std::to_string(group) + " (a CTA holds whole groups)");
+      return Support::no("block_m " + std::to_string(c.block_m) +
+                         " is smaller than the GQA group " + std::to_string(group) +
+                         " (a CTA holds whole groups)");
     }
     if (target.max_shared_per_block > 0 && shared_bytes(batch, c) > target.max_shared_per_block) {
       return Support::no("needs " + std::to_string(shared_bytes(batch, c)) +
@@ -308,8 +326,8 @@ class MmaVariant : public Variant {
     p.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
         upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
     p.tiles = reinterpret_cast<const int*>(upload(tile_table.data(), tile_table.size() * 4));
-    const size_t new_bytes = size_t(new_rows) * size_t(m.num_kv_heads) * size_t(m.head_dim) *
-                             size_t(element);
+    const size_t new_bytes =
+        size_t(new_rows) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_t(element);
     p.k_new = reinterpret_cast<const void*>(allocate(new_bytes));
     p.v_new = reinterpret_cast<const void*>(allocate(new_bytes));
     p.k_strides = prefix_prefill_pool_strides(batch, false);
@@ -342,8 +360,7 @@ class MmaVariant : public Variant {
       std::vector<float> sink_log2(batch.sink_logits.size());
       for (size_t h = 0; h < sink_log2.size(); ++h)
         sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
-      p.sink_log2 =
-          reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
+      p.sink_log2 = reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
     }
     if (kv_fp8(batch)) {
       auto per_head = [&](const std::vector<float>& scales) {
@@ -383,8 +400,8 @@ class MmaVariant : public Variant {
     g.page_size = batch.page_size;
     const int64_t longest = round_up(batch.max_query_len(), kNewRowAlign);
     LaunchShape gather_shape;
-    gather_shape.grid_x = unsigned(std::clamp<int64_t>(
-        (longest * m.num_kv_heads * m.head_dim + 255) / 256, 1, 4096));
+    gather_shape.grid_x =
+        unsigned(std::clamp<int64_t>((longest * m.num_kv_heads * m.head_dim + 255) / 256, 1, 4096));
     gather_shape.grid_y = unsigned(batch.num_seqs);
     gather_shape.block_x = 256;
     attn::launch(*context.cuda, gather, gather_shape, *context.stream, g);
@@ -403,8 +420,8 @@ class MmaVariant : public Variant {
  private:
   std::string attention_kernel(const Batch& batch, const MmaConfig& c) const {
     auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
-    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code(batch.spec.model.dtype)) +
-           ", " + flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
+    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code(batch.spec.model.dtype)) + ", " +
+           flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
            flag(explicit_mask_) + ", " + std::to_string(batch.spec.model.head_dim) + ", " +
            std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
            std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +

@@ -25,8 +25,9 @@ Support prefix_prefill_supports_batch(const Batch& batch) {
                        to_string(batch.dtype) + " nor fp8_e4m3");
   }
   if (batch.block_sparse) {
-    return Support::no("block-sparse layouts are the blocksparse family's (prefix_prefill reads "
-                       "causal, window and explicit masks)");
+    return Support::no(
+        "block-sparse layouts are the blocksparse family's (prefix_prefill reads "
+        "causal, window and explicit masks)");
   }
   if (!batch.sink_logits.empty() &&
       batch.sink_logits.size() != size_t(batch.spec.model.num_q_heads)) {

@@ -120,8 +120,8 @@ TEST_F(Cli, CpuRunOfAPrefillBatchUsesThePrefixPrefillReference) {
   "sequences": [{"context_len": 40, "query_len": 9}, {"context_len": 0, "query_len": 1}],
   "seed": 3
 })");
-  const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9",
-                           file.string()});
+  const CliResult r =
+      run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9", file.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("prefix_prefill.cpu_reference"), std::string::npos) << r.out;
   Store store((dir_ / "attn-bench.db").string());

@@ -51,8 +51,8 @@ class GbenchCli : public ::testing::Test {
   // One case: the default (decode) preset has one supporting CPU variant, and the filter keeps
   // the other families' CPU variants from adding "unsupported" rows.
   std::vector<std::string> fast_cpu_run() {
-    return {"run",   "--cpu",   "--policy", "screen", "--samples",       "2",
-            "--warmup", "0",    "--noise",  "0.9",    "--variant", "paged_decode.*"};
+    return {"run",      "--cpu", "--policy", "screen", "--samples", "2",
+            "--warmup", "0",     "--noise",  "0.9",    "--variant", "paged_decode.*"};
   }
 
   fs::path dir_;

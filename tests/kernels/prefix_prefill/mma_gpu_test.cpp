@@ -91,14 +91,14 @@ KernelConfig random_config(std::mt19937_64& rng, const Variant& variant, const B
 testing::SpecShape random_shape(std::mt19937_64& rng) {
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
-  shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12,
-                                                              13, 15, 16});
+  shape.q_heads =
+      shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
   shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
   shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
   shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 8, 16, 31, 32, 64, 128, 256});
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd, KvLayout::vllm});
-  shape.allocation = pick(rng, std::vector<PageAllocation>{PageAllocation::sequential,
-                                                           PageAllocation::shuffled});
+  shape.allocation =
+      pick(rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
   shape.seed = rng();
   return shape;
 }
@@ -108,9 +108,8 @@ std::vector<std::pair<int64_t, int64_t>> random_lengths(std::mt19937_64& rng) {
   std::vector<std::pair<int64_t, int64_t>> sequences;
   const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
   for (int s = 0; s < seqs; ++s) {
-    sequences.push_back(
-        {pick(rng, std::vector<int64_t>{0, 1, 15, 16, 17, 100, 255, 1031, 2047}),
-         pick(rng, std::vector<int64_t>{1, 2, 7, 16, 17, 64, 65, 129, 300})});
+    sequences.push_back({pick(rng, std::vector<int64_t>{0, 1, 15, 16, 17, 100, 255, 1031, 2047}),
+                         pick(rng, std::vector<int64_t>{1, 2, 7, 16, 17, 64, 65, 129, 300})});
   }
   return sequences;
 }
@@ -160,8 +159,8 @@ TEST(PrefixPrefillMmaGpu, EachFeatureAloneAndTogetherMatchesTheReference) {
   shape.head_dim = 128;
   shape.page_size = 16;
   shape.seed = seed;
-  const std::vector<std::pair<int64_t, int64_t>> lengths = {
-      {0, 1}, {0, 77}, {3, 1}, {31, 40}, {700, 129}, {2500, 5}};
+  const std::vector<std::pair<int64_t, int64_t>> lengths = {{0, 1},   {0, 77},    {3, 1},
+                                                            {31, 40}, {700, 129}, {2500, 5}};
   using Edit = std::function<void(WorkloadSpec&)>;
   const std::vector<std::pair<std::string, Edit>> features = {
       {"plain", [](WorkloadSpec&) {}},
@@ -199,10 +198,18 @@ TEST(PrefixPrefillMmaGpu, EachFeatureAloneAndTogetherMatchesTheReference) {
        }},
   };
   const std::vector<KernelConfig> configs = {
-      KernelConfig{{"block_m", 128}, {"block_n", 64}, {"warps", 8}, {"stages", 2},
-                   {"unroll_cache", 1}, {"unroll_new", 1}},
-      KernelConfig{{"block_m", 32}, {"block_n", 16}, {"warps", 1}, {"stages", 3},
-                   {"unroll_cache", 2}, {"unroll_new", 2}},
+      KernelConfig{{"block_m", 128},
+                   {"block_n", 64},
+                   {"warps", 8},
+                   {"stages", 2},
+                   {"unroll_cache", 1},
+                   {"unroll_new", 1}},
+      KernelConfig{{"block_m", 32},
+                   {"block_n", 16},
+                   {"warps", 1},
+                   {"stages", 3},
+                   {"unroll_cache", 2},
+                   {"unroll_new", 2}},
   };
   for (const auto& [name, edit] : features) {
     SCOPED_TRACE(name);
@@ -267,8 +274,8 @@ TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
     for (int64_t m : space[0].values) {
       for (int64_t n : space[1].values) {
         for (int64_t w : space[2].values) {
-          KernelConfig config{{"block_m", m},  {"block_n", n},      {"warps", w},
-                              {"stages", 2},   {"unroll_cache", 1}, {"unroll_new", 1}};
+          KernelConfig config{{"block_m", m}, {"block_n", n},      {"warps", w},
+                              {"stages", 2},  {"unroll_cache", 1}, {"unroll_new", 1}};
           if (!variant.supports(batch, config, target)) continue;
           ++accepted;
           SCOPED_TRACE(config.key());
@@ -305,11 +312,18 @@ TEST(PrefixPrefillMmaGpu, SingleTokenAndEmptyContextSequencesMatchTheReference) 
         WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-edges");
         spec.model.attention_sinks = page_size == 16;
         const Batch batch = generate_batch(spec);
-        for (const KernelConfig& config :
-             {KernelConfig{{"block_m", 16}, {"block_n", 16}, {"warps", 1}, {"stages", 2},
-                           {"unroll_cache", 1}, {"unroll_new", 1}},
-              KernelConfig{{"block_m", 128}, {"block_n", 128}, {"warps", 8}, {"stages", 2},
-                           {"unroll_cache", 1}, {"unroll_new", 1}}}) {
+        for (const KernelConfig& config : {KernelConfig{{"block_m", 16},
+                                                        {"block_n", 16},
+                                                        {"warps", 1},
+                                                        {"stages", 2},
+                                                        {"unroll_cache", 1},
+                                                        {"unroll_new", 1}},
+                                           KernelConfig{{"block_m", 128},
+                                                        {"block_n", 128},
+                                                        {"warps", 8},
+                                                        {"stages", 2},
+                                                        {"unroll_cache", 1},
+                                                        {"unroll_new", 1}}}) {
           expect_passed(batch, variant, config);
         }
       }
@@ -334,8 +348,7 @@ TEST(PrefixPrefillMmaGpu, AcceptanceShapesMatchTheReference) {
   std::vector<std::pair<int64_t, int64_t>> mixed(40, {1500, 1});
   mixed.push_back({2048, 512});
   mixed.push_back({0, 512});
-  for (const auto& lengths :
-       {std::vector<std::pair<int64_t, int64_t>>(8, {2048, 512}), mixed}) {
+  for (const auto& lengths : {std::vector<std::pair<int64_t, int64_t>>(8, {2048, 512}), mixed}) {
     const Batch batch = generate_batch(testing::make_spec(shape, lengths, "prefill-acceptance"));
     expect_passed(batch, variant, variant.default_config(batch, target));
   }

@@ -74,9 +74,9 @@ Batch with_causal_mask(Batch batch) {
 
 KernelConfig make_config(int block_m, int block_n, int warps, int stages, int unroll_cache = 1,
                          int unroll_new = 1) {
-  return KernelConfig{{"block_m", block_m}, {"block_n", block_n},
-                      {"warps", warps},     {"stages", stages},
-                      {"unroll_cache", unroll_cache}, {"unroll_new", unroll_new}};
+  return KernelConfig{
+      {"block_m", block_m}, {"block_n", block_n},           {"warps", warps},
+      {"stages", stages},   {"unroll_cache", unroll_cache}, {"unroll_new", unroll_new}};
 }
 
 const Variant& variant_named(const Registry& registry, const std::string& name) {
@@ -104,8 +104,7 @@ TEST(PrefixPrefillTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 16, 64, 1, 2, 1, 2, true, true, false), kOk);
   EXPECT_EQ(check(128, 16, 64, 1, 2, 1, 2, true, true, true), kRegisters);
   // Shared memory: Q, stages x (K + V) rows padded by 16 bytes; fp8 adds one 16-bit K/V tile.
-  EXPECT_EQ(shared_bytes(128, 128, 64, 2, false, false),
-            128 * 272 + 2 * (64 * 272 + 64 * 272));
+  EXPECT_EQ(shared_bytes(128, 128, 64, 2, false, false), 128 * 272 + 2 * (64 * 272 + 64 * 272));
   EXPECT_EQ(shared_bytes(128, 64, 32, 3, true, false),
             64 * 272 + 3 * (32 * 144 + 32 * 144) + (32 * 272 + 32 * 272));
   // vLLM's V is kept dims-major: head_dim rows of block_n keys.
@@ -136,9 +135,9 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
                     const Support support = variant.supports(batch, config, target);
                     const int rule = prefix_prefill::check(head_dim, int(m), int(n), int(w), int(s),
                                                            int(uc), int(un), fp8, false, false);
-                    const bool fits = prefix_prefill::shared_bytes(head_dim, int(m), int(n),
-                                                                   int(s), fp8, false) <=
-                                      target.max_shared_per_block;
+                    const bool fits =
+                        prefix_prefill::shared_bytes(head_dim, int(m), int(n), int(s), fp8,
+                                                     false) <= target.max_shared_per_block;
                     EXPECT_EQ(support.ok, rule == prefix_prefill::kOk && fits)
                         << config.key() << " d" << head_dim << ": " << support.reason;
                     if (support.ok) {
@@ -177,8 +176,8 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   KernelConfig extra = make_config(64, 64, 4, 2);
   extra.set("num_splits", 4);
   EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
-  KernelConfig missing{{"block_m", 64}, {"block_n", 64}, {"warps", 4}, {"stages", 2},
-                       {"unroll_cache", 1}};
+  KernelConfig missing{
+      {"block_m", 64}, {"block_n", 64}, {"warps", 4}, {"stages", 2}, {"unroll_cache", 1}};
   EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("unroll_new"),
             std::string::npos);
 }
@@ -200,9 +199,9 @@ TEST(PrefixPrefillGating, DefaultConfigIsSupportedForEveryHeadDimLayoutAndDevice
           for (const Target& target : {hopper(), ampere(), Target::cuda(small)}) {
             const KernelConfig config = variant.default_config(batch, target);
             const Support support = variant.supports(batch, config, target);
-            EXPECT_TRUE(support.ok) << name << " d" << head_dim << " " << to_string(layout)
-                                    << (fp8 ? " fp8 " : " ") << target.arch << ": "
-                                    << support.reason;
+            EXPECT_TRUE(support.ok)
+                << name << " d" << head_dim << " " << to_string(layout) << (fp8 ? " fp8 " : " ")
+                << target.arch << ": " << support.reason;
           }
         }
       }
@@ -234,8 +233,7 @@ TEST(PrefixPrefillGating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"vllm layout", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
       {"fp8 KV per tensor", "", [](Batch& b) { b = with_fp8(b, false); }},
       {"fp8 KV per head", "", [](Batch& b) { b = with_fp8(b, true); }},
-      {"fp8 KV vllm",
-       "",
+      {"fp8 KV vllm", "",
        [](Batch& b) {
          b.spec.kv_cache.layout = KvLayout::vllm;
          b = with_fp8(b, true);
@@ -324,8 +322,7 @@ TEST(PrefixPrefillStrides, MatchPoolOffsetForEveryLayout) {
             for (int head : {0, 2}) {
               for (int dim : {0, 1, 7, 8, 15, 16, 63}) {
                 const int64_t bytes = page * s.page + head * s.head + slot * s.token +
-                                      (dim / chunk_elements) * s.chunk +
-                                      (dim % chunk_elements) * e;
+                                      (dim / chunk_elements) * s.chunk + (dim % chunk_elements) * e;
                 EXPECT_EQ(bytes, pool_offset(batch, stream, page, slot, head, dim) * e)
                     << to_string(layout) << (fp8 ? " fp8" : "") << (value ? " V" : " K") << " p"
                     << page << " s" << slot << " h" << head << " d" << dim;
@@ -342,10 +339,9 @@ TEST(PrefixPrefillStrides, MatchPoolOffsetForEveryLayout) {
 // flavour and both dtypes, and ptxas reports no spills (the register estimate in the traits keeps
 // accepted configs in registers).
 TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
-  const fs::path dir =
-      fs::temp_directory_path() /
-      ("attn-prefix-prefill-jit-" +
-       std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const fs::path dir = fs::temp_directory_path() /
+                       ("attn-prefix-prefill-jit-" +
+                        std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   fs::remove_all(dir);
   JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
   const Registry registry = make_registry();
