@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/prefix_prefill/mma_params.hpp"
@@ -164,41 +165,35 @@ class MmaVariant : public Variant {
 
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     // Seed 002's own launch is BLOCK_M 128, BLOCK_N 64; 8 warps keep one mma row tile per warp
-    // (the output accumulators of 32 rows x head_dim 128 do not fit with the scores). Smaller
-    // tiles where shared memory is short (head_dim 256, sm_86).
-    const MmaConfig candidates[] = {
-        MmaConfig(KernelConfig{{"block_m", 128},
-                               {"block_n", 64},
-                               {"warps", 8},
-                               {"stages", 2},
-                               {"unroll_cache", 1},
-                               {"unroll_new", 1}}),
-        MmaConfig(KernelConfig{{"block_m", 64},
-                               {"block_n", 64},
-                               {"warps", 4},
-                               {"stages", 2},
-                               {"unroll_cache", 1},
-                               {"unroll_new", 1}}),
-        MmaConfig(KernelConfig{{"block_m", 64},
-                               {"block_n", 32},
-                               {"warps", 4},
-                               {"stages", 2},
-                               {"unroll_cache", 1},
-                               {"unroll_new", 1}}),
-        MmaConfig(KernelConfig{{"block_m", 32},
-                               {"block_n", 16},
-                               {"warps", 2},
-                               {"stages", 2},
-                               {"unroll_cache", 1},
-                               {"unroll_new", 1}}),
+    // (the output accumulators of 32 rows x head_dim 128 do not fit with the scores). A batch
+    // whose longest sequence fills fewer rows (decode: query_len x group) starts from a tile of
+    // its size instead of leaving most warps idle. Smaller tiles where shared memory or the
+    // register estimate is short (head_dim 256, fp8, vLLM's V, sm_86). Not tuned on a GPU yet.
+    auto make = [](int block_m, int block_n, int warps) {
+      return MmaConfig(KernelConfig{{"block_m", block_m},
+                                    {"block_n", block_n},
+                                    {"warps", warps},
+                                    {"stages", 2},
+                                    {"unroll_cache", 1},
+                                    {"unroll_new", 1}});
     };
+    const int64_t rows = batch.max_query_len() * batch.spec.group_size();
+    std::vector<MmaConfig> candidates;
+    if (rows <= 16) candidates.push_back(make(16, 64, 1));
+    if (rows <= 32) candidates.push_back(make(32, 64, 2));
+    if (rows <= 64) candidates.push_back(make(64, 64, 4));
+    for (const MmaConfig& c : {make(128, 64, 8), make(64, 64, 4), make(64, 32, 4), make(32, 32, 2),
+                               make(32, 16, 2), make(16, 16, 1)}) {
+      candidates.push_back(c);
+    }
     for (const MmaConfig& c : candidates) {
       if (check_rule(batch, c, explicit_mask_) == prefix_prefill::kOk &&
           (target.max_shared_per_block <= 0 ||
-           shared_bytes(batch, c) <= target.max_shared_per_block))
+           shared_bytes(batch, c) <= target.max_shared_per_block) &&
+          batch.spec.group_size() <= c.block_m)
         return c.to_config();
     }
-    return candidates[std::size(candidates) - 1].to_config();
+    return candidates.back().to_config();
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,

@@ -285,7 +285,12 @@ TEST(PrefixPrefillGating, AnyGroupThatFitsBlockMDecodeRowsAndNewerGpusOnly) {
   EXPECT_TRUE(variant.supports(wide, make_config(32, 32, 2, 2), hopper()).ok);
   // query_len 1 everywhere (a decode batch) and context 0 are prefix-prefill batches too.
   const Batch decode = generate_batch(testing::make_decode_spec(shape_of(8, 2, 128), {0, 5, 99}));
-  EXPECT_TRUE(variant.supports(decode, variant.default_config(decode, hopper()), hopper()).ok);
+  const KernelConfig decode_default = variant.default_config(decode, hopper());
+  EXPECT_TRUE(variant.supports(decode, decode_default, hopper()).ok);
+  // Its rows (one token x group 4) fit one 16-row tile: the default does not idle 7 of 8 warps.
+  EXPECT_EQ(decode_default.get("block_m"), 16);
+  EXPECT_EQ(variant.default_config(prefill_batch(shape_of(8, 2, 128)), hopper()).get("block_m"),
+            128);
 
   DeviceInfo turing;
   turing.cc_major = 7;
