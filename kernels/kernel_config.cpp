@@ -78,6 +78,7 @@ std::string axis_abbreviation(const std::string& axis) {
       {"tile_tokens", "t"}, {"warps", "w"},           {"heads_per_cta", "h"}, {"num_splits", "s"},
       {"stages", "st"},     {"pages_per_block", "p"}, {"block_m", "m"},       {"block_n", "n"},
       {"tile_m", "tm"},     {"tile_n", "tn"},
+      {"unroll_cache", "uc"}, {"unroll_new", "un"},
   };
   auto it = kAbbreviations.find(axis);
   return it == kAbbreviations.end() ? axis : it->second;

@@ -3,6 +3,7 @@
 #include "base/errors.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
+#include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 
 namespace attn {
 
@@ -50,6 +51,7 @@ bool glob_match(const std::string& pattern, const std::string& text) {
 Registry make_registry() {
   Registry registry;
   add_paged_decode_variants(registry);
+  add_prefix_prefill_variants(registry);
   add_flash_fwd_variants(registry);
   return registry;
 }

@@ -91,7 +91,9 @@ TEST_F(Cli, RunTakesAPresetNameButAFileWins) {
 
 TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   // A loose noise target: two samples of a loaded CPU would otherwise be flagged unstable.
-  const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9"});
+  // The filter keeps other families' CPU variants (unsupported on this decode batch) out.
+  const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9",
+                           "--variant", "paged_decode.*"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
   // The other CPU variant declines the decode batch, with its reason, and is recorded so.
@@ -112,6 +114,31 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   EXPECT_EQ(rows[0].measurement.samples_us.size(), 2u);
   EXPECT_EQ(rows[1].measurement.variant, "flash_fwd.cpu_reference");
   EXPECT_EQ(rows[1].measurement.disposition, Disposition::unsupported);
+}
+
+TEST_F(Cli, CpuRunOfAPrefillBatchUsesThePrefixPrefillReference) {
+  const fs::path file = write("prefill.json", R"({
+  "schema_version": 2,
+  "name": "tiny-prefix-prefill",
+  "model": {"num_q_heads": 4, "num_kv_heads": 2, "head_dim": 64, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16},
+  "sequences": [{"context_len": 40, "query_len": 9}, {"context_len": 0, "query_len": 1}],
+  "seed": 3
+})");
+  const CliResult r =
+      run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("prefix_prefill.cpu_reference"), std::string::npos) << r.out;
+  Store store((dir_ / "attn-bench.db").string());
+  bool passed = false;
+  for (const auto& row : store.measurements_of_run(1)) {
+    if (row.measurement.variant == "prefix_prefill.cpu_reference") {
+      passed = row.measurement.disposition == Disposition::passed;
+    } else {  // paged_decode.cpu_reference declines a batch with several query tokens
+      EXPECT_EQ(row.measurement.disposition, Disposition::unsupported) << row.measurement.variant;
+    }
+  }
+  EXPECT_TRUE(passed) << r.out;
 }
 
 TEST_F(Cli, NewerDatabaseIsRefusedWithEnvironmentCode) {

@@ -28,11 +28,31 @@ TEST(Registry, HoldsThePagedDecodeVariants) {
   EXPECT_EQ(registry.find("paged_decode.tensorcore")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
   EXPECT_EQ(registry.matching("paged_decode.*").size(), 3u);
-  EXPECT_EQ(registry.matching("*cpu*").size(), 2u);  // paged_decode's and flash_fwd's
+  EXPECT_EQ(registry.matching("*cpu*").size(), 3u);  // paged_decode's, flash_fwd's, prefix_prefill's
   EXPECT_TRUE(registry.matching("nothing.*").empty());
   for (const auto& v : registry.variants()) {
     EXPECT_EQ(v->name().rfind(to_string(v->family()) + ".", 0), 0u) << v->name();
   }
+}
+
+TEST(Registry, HoldsThePrefixPrefillVariants) {
+  const Registry registry = make_registry();
+  ASSERT_NE(registry.find("prefix_prefill.mma"), nullptr);
+  ASSERT_NE(registry.find("prefix_prefill.masked"), nullptr);
+  ASSERT_NE(registry.find("prefix_prefill.cpu_reference"), nullptr);
+  EXPECT_EQ(registry.find("prefix_prefill.mma")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("prefix_prefill.masked")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("prefix_prefill.cpu_reference")->backend(), Backend::cpu);
+  EXPECT_EQ(registry.matching("prefix_prefill.*").size(), 3u);
+  // The CPU oracle runs prefill batches; decode-only ones are paged_decode.cpu_reference's.
+  testing::SpecShape shape;
+  const Variant* cpu = registry.find("prefix_prefill.cpu_reference");
+  const Batch prefill = generate_batch(testing::make_spec(shape, {{10, 4}, {0, 1}}));
+  EXPECT_TRUE(cpu->supports(prefill, {}, Target::cpu()).ok);
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {10}));
+  const Support s = cpu->supports(decode, {}, Target::cpu());
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("paged_decode.cpu_reference"), std::string::npos) << s.reason;
 }
 
 TEST(Registry, DefaultConfigsAreSupportedWhereTheBatchIs) {

@@ -1,0 +1,439 @@
+// Host side of prefix_prefill.mma and prefix_prefill.masked: one kernel template (mma.cuh, rules
+// in mma_traits.hpp); the masked variant instantiates it with EXPLICIT_MASK and feeds it the
+// batch's explicit mask, the mma variant applies the causal and window rules itself.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "kernels/common/dtype_code.hpp"
+#include "kernels/prefix_prefill/mma_params.hpp"
+#include "kernels/prefix_prefill/mma_traits.hpp"
+#include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+// New-token rows of K_new/V_new start at multiples of this (zero padding between sequences), so
+// that a dims-major V_new row's 16-byte chunks of keys are aligned.
+constexpr int kNewRowAlign = 16;
+
+const char* const kAxes[] = {"block_m", "block_n", "warps", "stages", "unroll_cache", "unroll_new"};
+
+struct MmaConfig {
+  int block_m, block_n, warps, stages, unroll_cache, unroll_new;
+  explicit MmaConfig(const KernelConfig& c)
+      : block_m(int(c.get("block_m"))),
+        block_n(int(c.get("block_n"))),
+        warps(int(c.get("warps"))),
+        stages(int(c.get("stages"))),
+        unroll_cache(int(c.get("unroll_cache"))),
+        unroll_new(int(c.get("unroll_new"))) {}
+  KernelConfig to_config() const {
+    return KernelConfig{
+        {"block_m", block_m}, {"block_n", block_n},           {"warps", warps},
+        {"stages", stages},   {"unroll_cache", unroll_cache}, {"unroll_new", unroll_new}};
+  }
+};
+
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+
+int shared_bytes(const Batch& batch, const MmaConfig& c) {
+  return prefix_prefill::shared_bytes(batch.spec.model.head_dim, c.block_m, c.block_n, c.stages,
+                                      kv_fp8(batch), prefix_prefill_v_dim_major(batch));
+}
+
+int check_rule(const Batch& batch, const MmaConfig& c, bool explicit_mask) {
+  return prefix_prefill::check(batch.spec.model.head_dim, c.block_m, c.block_n, c.warps, c.stages,
+                               c.unroll_cache, c.unroll_new, kv_fp8(batch),
+                               prefix_prefill_v_dim_major(batch), explicit_mask);
+}
+
+std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool explicit_mask) {
+  using namespace prefix_prefill;
+  const int head_dim = batch.spec.model.head_dim;
+  switch (rule) {
+    case kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+    case kWarps:
+      return "warps must be 1, 2, 4 or 8";
+    case kStages:
+      return "stages must be 2, 3 or 4";
+    case kBlockM:
+      return "block_m must be 16 or 32 rows per warp (block_m " + std::to_string(c.block_m) +
+             " over " + std::to_string(c.warps) + " warps): one or two mma row tiles each";
+    case kBlockN:
+      return "block_n must be 16, 32, 64 or 128 (keys per KV tile, a multiple of the mma k16 "
+             "slice)";
+    case kUnroll:
+      return "unroll_cache and unroll_new must be 1 or 2";
+    case kSharedMemory:
+      return "needs " + std::to_string(shared_bytes(batch, c)) + " bytes of shared memory (limit " +
+             std::to_string(kMaxSharedBytes) + "): lower stages, block_n or block_m";
+    case kRegisters: {
+      const int unroll = std::max(c.unroll_cache, c.unroll_new);
+      return "too many registers per thread (estimate " +
+             std::to_string(register_estimate(head_dim, c.block_m, c.block_n, c.warps, unroll,
+                                              kv_fp8(batch), prefix_prefill_v_dim_major(batch),
+                                              explicit_mask)) +
+             ", limit " + std::to_string(kMaxRegisterEstimate) +
+             "): lower block_n or unroll, or raise warps";
+    }
+    default:
+      return "invalid config";
+  }
+}
+
+int dtype_code(DType dtype) {
+  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+}
+
+int round_up(int64_t value, int64_t to) {
+  return int((value + to - 1) / to * to);
+}
+
+// The KV tiles a q tile walks (mma.cuh's key range, on the host): its cost, for the schedule.
+int64_t kv_tiles_of(const Batch& batch, int seq, int64_t t0, int64_t tokens, int block_n,
+                    bool explicit_mask) {
+  const int64_t ctx = batch.context_lens[size_t(seq)], kv_len = batch.kv_lens[size_t(seq)];
+  int64_t lo = 0, hi = kv_len;
+  if (!explicit_mask) {
+    if (batch.sliding_window > 0) lo = std::max<int64_t>(0, ctx + t0 - batch.sliding_window + 1);
+    if (batch.causal) hi = ctx + t0 + tokens;
+  }
+  const int64_t first_ctx = lo / block_n;
+  const int64_t n_ctx = lo < ctx ? (std::min(ctx, hi) + block_n - 1) / block_n - first_ctx : 0;
+  const int64_t first_new = std::max<int64_t>(0, lo - ctx) / block_n;
+  const int64_t n_new = hi > ctx ? (hi - ctx + block_n - 1) / block_n - first_new : 0;
+  return n_ctx + n_new;
+}
+
+class MmaLauncher : public Launcher {
+ public:
+  MmaLauncher(const ExecContext& context, CUfunction attention, LaunchShape shape,
+              PrefixPrefillParams params, std::vector<DeviceBuffer> buffers)
+      : context_(context),
+        attention_(attention),
+        shape_(shape),
+        params_(params),
+        buffers_(std::move(buffers)) {}
+
+  void launch() override {
+    attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
+  }
+
+ private:
+  ExecContext context_;
+  CUfunction attention_;
+  LaunchShape shape_;
+  PrefixPrefillParams params_;
+  // What params_ points at besides the problem: K_new, V_new, the schedule, per-sequence info,
+  // sinks, scales, the mask. Owned while the launcher lives.
+  std::vector<DeviceBuffer> buffers_;
+};
+
+class MmaVariant : public Variant {
+ public:
+  explicit MmaVariant(bool explicit_mask) : explicit_mask_(explicit_mask) {}
+
+  std::string name() const override {
+    return explicit_mask_ ? "prefix_prefill.masked" : "prefix_prefill.mma";
+  }
+  Family family() const override { return Family::prefix_prefill; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return explicit_mask_
+               ? "mma.sync prefix-prefill reading an explicit (q, ctx + q) mask (trees, branches)"
+               : "mma.sync + ldmatrix + cp.async prefix-prefill, GQA rows packed, paged context "
+                 "+ causal new tokens";
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return {
+        {"block_m", {16, 32, 64, 128}, "rows (new tokens x GQA group) per CTA"},
+        {"block_n", {16, 32, 64, 128}, "keys per KV tile (pipeline stage), independent of pages"},
+        {"warps", {1, 2, 4, 8}, "warps per CTA; each owns 16 or 32 of the block_m rows"},
+        {"stages", {2, 3, 4}, "cp.async pipeline depth: KV tiles in flight"},
+        {"unroll_cache", {1, 2}, "unroll of the loop over cached-context tiles"},
+        {"unroll_new", {1, 2}, "unroll of the loop over new-token tiles"},
+    };
+  }
+
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    // Seed 002's own launch is BLOCK_M 128, BLOCK_N 64; 8 warps keep one mma row tile per warp
+    // (the output accumulators of 32 rows x head_dim 128 do not fit with the scores). A batch
+    // whose longest sequence fills fewer rows (decode: query_len x group) starts from a tile of
+    // its size instead of leaving most warps idle. Smaller tiles where shared memory or the
+    // register estimate is short (head_dim 256, fp8, vLLM's V, sm_86). Not tuned on a GPU yet.
+    auto make = [](int block_m, int block_n, int warps) {
+      return MmaConfig(KernelConfig{{"block_m", block_m},
+                                    {"block_n", block_n},
+                                    {"warps", warps},
+                                    {"stages", 2},
+                                    {"unroll_cache", 1},
+                                    {"unroll_new", 1}});
+    };
+    const int64_t rows = batch.max_query_len() * batch.spec.group_size();
+    std::vector<MmaConfig> candidates;
+    if (rows <= 16) candidates.push_back(make(16, 64, 1));
+    if (rows <= 32) candidates.push_back(make(32, 64, 2));
+    if (rows <= 64) candidates.push_back(make(64, 64, 4));
+    for (const MmaConfig& c : {make(128, 64, 8), make(64, 64, 4), make(64, 32, 4), make(32, 32, 2),
+                               make(32, 16, 2), make(16, 16, 1)}) {
+      candidates.push_back(c);
+    }
+    for (const MmaConfig& c : candidates) {
+      if (check_rule(batch, c, explicit_mask_) == prefix_prefill::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           shared_bytes(batch, c) <= target.max_shared_per_block) &&
+          batch.spec.group_size() <= c.block_m)
+        return c.to_config();
+    }
+    return candidates.back().to_config();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+    if (target.compute_capability() < 80) {
+      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
+    }
+    if (Support s = prefix_prefill_supports_batch(batch); !s) return s;
+    if (explicit_mask_ && !batch.explicit_mask) {
+      return Support::no(
+          "the batch has no explicit mask (mask.explicit_mask); prefix_prefill.mma "
+          "runs causal and window masks");
+    }
+    if (!explicit_mask_ && batch.explicit_mask) {
+      return Support::no("the batch has an explicit mask: prefix_prefill.masked reads it");
+    }
+    for (const char* axis : kAxes) {
+      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
+    }
+    if (config.values().size() != std::size(kAxes)) {
+      return Support::no("config has axes " + name() + " does not use");
+    }
+    const MmaConfig c(config);
+    const int rule = check_rule(batch, c, explicit_mask_);
+    if (rule != prefix_prefill::kOk) {
+      return Support::no(describe_rule(rule, batch, c, explicit_mask_));
+    }
+    const int group = batch.spec.group_size();
+    if (group > c.block_m) {
+      return Support::no("block_m " + std::to_string(c.block_m) +
+                         " is smaller than the GQA group " + std::to_string(group) +
+                         " (a CTA holds whole groups)");
+    }
+    if (target.max_shared_per_block > 0 && shared_bytes(batch, c) > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(shared_bytes(batch, c)) +
+                         " bytes of shared memory; this device allows " +
+                         std::to_string(target.max_shared_per_block) + " per block");
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const MmaConfig c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
+                   (prefix_prefill_v_dim_major(batch) ? ".vllm" : "");
+    program.source = "#include \"kernels/prefix_prefill/mma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, name() + " needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const MmaConfig c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    CUfunction gather = context.loader->function(program, "attn::prefix_prefill_gather");
+    const int smem = shared_bytes(batch, c);
+    ATTN_CU_CHECK(
+        context.cuda->api(),
+        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+
+    const int group = batch.spec.group_size();
+    const int tile_tokens = c.block_m / group;
+    const int element = int(size_of(batch.kv_dtype));
+    const bool v_dim_major = prefix_prefill_v_dim_major(batch);
+    std::vector<DeviceBuffer> buffers;
+    auto allocate = [&](size_t bytes) {
+      buffers.emplace_back(*context.cuda, std::max<size_t>(bytes, 16));
+      return buffers.back().address();
+    };
+    auto upload = [&](const void* data, size_t bytes) {
+      const CUdeviceptr address = allocate(bytes);
+      if (bytes > 0) buffers.back().upload(data, bytes);
+      return address;
+    };
+
+    // Per sequence: lengths and where its rows start in Q/out and in K_new/V_new.
+    std::vector<PrefixPrefillSeq> seqs(size_t(batch.num_seqs));
+    int64_t new_rows = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      seqs[s].context_len = int(batch.context_lens[s]);
+      seqs[s].query_len = int(batch.query_lens[s]);
+      seqs[s].q_start = int(batch.cu_seqlens_q[s]);
+      seqs[s].new_start = int(new_rows);
+      new_rows += round_up(batch.query_lens[s], kNewRowAlign);
+    }
+    new_rows = std::max<int64_t>(new_rows, kNewRowAlign);
+
+    // The q tiles, heaviest first (most KV tiles), so the last wave holds the short ones.
+    struct Tile {
+      int seq, t0;
+      int64_t cost;
+    };
+    std::vector<Tile> tiles;
+    for (int s = 0; s < batch.num_seqs; ++s) {
+      for (int64_t t0 = 0; t0 < batch.query_lens[size_t(s)]; t0 += tile_tokens) {
+        const int64_t tokens = std::min<int64_t>(tile_tokens, batch.query_lens[size_t(s)] - t0);
+        tiles.push_back({s, int(t0), kv_tiles_of(batch, s, t0, tokens, c.block_n, explicit_mask_)});
+      }
+    }
+    std::stable_sort(tiles.begin(), tiles.end(),
+                     [](const Tile& a, const Tile& b) { return a.cost > b.cost; });
+    std::vector<int> tile_table;
+    for (const Tile& t : tiles) {
+      tile_table.push_back(t.seq);
+      tile_table.push_back(t.t0);
+    }
+
+    PrefixPrefillParams p{};
+    p.q = problem.q();
+    p.k_pool = problem.k_pool();
+    p.v_pool = problem.v_pool();
+    p.block_table = problem.block_table();
+    p.out = problem.out();
+    p.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
+        upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
+    p.tiles = reinterpret_cast<const int*>(upload(tile_table.data(), tile_table.size() * 4));
+    const size_t new_bytes =
+        size_t(new_rows) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_t(element);
+    p.k_new = reinterpret_cast<const void*>(allocate(new_bytes));
+    p.v_new = reinterpret_cast<const void*>(allocate(new_bytes));
+    p.k_strides = prefix_prefill_pool_strides(batch, false);
+    p.v_strides = prefix_prefill_pool_strides(batch, true);
+    p.new_rows = new_rows;
+    p.num_q_heads = m.num_q_heads;
+    p.num_kv_heads = m.num_kv_heads;
+    p.group = group;
+    p.tile_tokens = tile_tokens;
+    p.page_size = batch.page_size;
+    p.page_shift = (batch.page_size & (batch.page_size - 1)) == 0
+                       ? int(std::log2(double(batch.page_size)) + 0.5)
+                       : -1;
+    p.max_pages_per_seq = batch.max_pages_per_seq;
+    p.causal = batch.causal ? 1 : 0;
+    // A window at least as long as every sequence hides nothing.
+    p.sliding_window = (batch.sliding_window > 0 && batch.sliding_window < batch.max_kv_len())
+                           ? int(batch.sliding_window)
+                           : 0;
+    const double scale = double(batch.softmax_scale);
+    if (batch.logits_soft_cap > 0) {
+      const double cap = double(batch.logits_soft_cap);
+      p.score_scale = float(scale / cap);
+      p.cap_log2 = float(cap * kLog2e);
+    } else {
+      p.score_scale = float(scale * kLog2e);
+      p.cap_log2 = 0.0f;
+    }
+    if (!batch.sink_logits.empty()) {
+      std::vector<float> sink_log2(batch.sink_logits.size());
+      for (size_t h = 0; h < sink_log2.size(); ++h)
+        sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
+      p.sink_log2 = reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
+    }
+    if (kv_fp8(batch)) {
+      auto per_head = [&](const std::vector<float>& scales) {
+        std::vector<float> out(size_t(m.num_kv_heads), 1.0f);
+        for (size_t h = 0; h < out.size(); ++h)
+          out[h] = scales.empty() ? 1.0f : scales.size() == 1 ? scales[0] : scales[h];
+        return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    }
+    if (explicit_mask_) {
+      const ExplicitMask& mask = *batch.explicit_mask;
+      p.mask = reinterpret_cast<const unsigned char*>(upload(mask.bits.data(), mask.bits.size()));
+      p.mask_offsets = reinterpret_cast<const long long*>(
+          upload(mask.offsets.data(), mask.offsets.size() * sizeof(int64_t)));
+    }
+
+    // The gather (once, here, not timed): the new tokens' K/V from their cache slots.
+    PrefixPrefillGatherParams g{};
+    g.k_pool = p.k_pool;
+    g.v_pool = p.v_pool;
+    g.slot_mapping = reinterpret_cast<const long long*>(
+        upload(batch.slot_mapping.data(), batch.slot_mapping.size() * sizeof(int64_t)));
+    g.seqs = p.seqs;
+    g.k_new = const_cast<void*>(p.k_new);
+    g.v_new = const_cast<void*>(p.v_new);
+    g.k_strides = p.k_strides;
+    g.v_strides = p.v_strides;
+    g.new_rows = new_rows;
+    g.k_chunk_elements = 16 / element;
+    g.v_chunk_elements = v_dim_major ? 1 : 16 / element;
+    g.v_dim_major = v_dim_major ? 1 : 0;
+    g.element_bytes = element;
+    g.num_kv_heads = m.num_kv_heads;
+    g.head_dim = m.head_dim;
+    g.page_size = batch.page_size;
+    const int64_t longest = round_up(batch.max_query_len(), kNewRowAlign);
+    LaunchShape gather_shape;
+    gather_shape.grid_x =
+        unsigned(std::clamp<int64_t>((longest * m.num_kv_heads * m.head_dim + 255) / 256, 1, 4096));
+    gather_shape.grid_y = unsigned(batch.num_seqs);
+    gather_shape.block_x = 256;
+    attn::launch(*context.cuda, gather, gather_shape, *context.stream, g);
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(tiles.size() * size_t(m.num_kv_heads));
+    shape.block_x = unsigned(prefix_prefill::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<MmaLauncher>(context, attention, shape, p, std::move(buffers));
+  }
+
+  Work work(const Batch& batch) const override {
+    return prefix_prefill_work(batch, explicit_mask_);
+  }
+
+ private:
+  std::string attention_kernel(const Batch& batch, const MmaConfig& c) const {
+    auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
+    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code(batch.spec.model.dtype)) + ", " +
+           flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
+           flag(explicit_mask_) + ", " + std::to_string(batch.spec.model.head_dim) + ", " +
+           std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
+           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
+           std::to_string(c.unroll_cache) + ", " + std::to_string(c.unroll_new) + ">";
+  }
+
+  bool explicit_mask_;
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_prefix_prefill_mma() {
+  return std::make_unique<MmaVariant>(false);
+}
+
+std::unique_ptr<Variant> make_prefix_prefill_masked() {
+  return std::make_unique<MmaVariant>(true);
+}
+
+}  // namespace attn
