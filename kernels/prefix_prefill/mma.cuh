@@ -45,41 +45,12 @@
 
 #include "kernels/common/convert.cuh"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/mma_sm80.cuh"
 #include "kernels/prefix_prefill/mma_params.hpp"
 #include "kernels/prefix_prefill/mma_traits.hpp"
 
 namespace attn {
 namespace pp {
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned int (&r)[4], const void* shared) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(shared)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned int (&r)[4], const void* shared) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(shared)));
-}
-
-// d += a (16 x 16, row-major) * b (16 x 8, column-major), fp32 accumulation.
-template <int DTYPE>
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned int (&a)[4], unsigned int b0,
-                                    unsigned int b1) {
-  if constexpr (DTYPE == kDTypeBf16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
 
 // Element `e` of a key: the key's page through the block table, then the layout's strides.
 __device__ __forceinline__ long long paged_offset(const PoolStrides& s, int page, int slot,
@@ -386,15 +357,15 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     for (int ks = 0; ks < K_STEPS; ++ks) {
       unsigned int a[MF][4];
 #pragma unroll
-      for (int mf = 0; mf < MF; ++mf) pp::ldmatrix_x4(a[mf], q_frag + mf * 16 * ROW + ks * 16);
+      for (int mf = 0; mf < MF; ++mf) ldmatrix_x4(a[mf], q_frag + mf * 16 * ROW + ks * 16);
 #pragma unroll
       for (int pair = 0; pair < S_TILES / 2; ++pair) {
         unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-        pp::ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
+        ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) {
-          pp::mma<DTYPE>(s[mf][2 * pair], a[mf], b[0], b[1]);
-          pp::mma<DTYPE>(s[mf][2 * pair + 1], a[mf], b[2], b[3]);
+          mma_m16n8k16<DTYPE>(s[mf][2 * pair], a[mf], b[0], b[1]);
+          mma_m16n8k16<DTYPE>(s[mf][2 * pair + 1], a[mf], b[2], b[3]);
         }
       }
     }
@@ -478,14 +449,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
         if (V_DIM_MAJOR) {
-          pp::ldmatrix_x4(b, v_tile + dp * 16 * VT_ROW + v_frag + kc * 16);
+          ldmatrix_x4(b, v_tile + dp * 16 * VT_ROW + v_frag + kc * 16);
         } else {
-          pp::ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
+          ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
         }
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) {
-          pp::mma<DTYPE>(o[mf][2 * dp], a[mf], b[0], b[1]);
-          pp::mma<DTYPE>(o[mf][2 * dp + 1], a[mf], b[2], b[3]);
+          mma_m16n8k16<DTYPE>(o[mf][2 * dp], a[mf], b[0], b[1]);
+          mma_m16n8k16<DTYPE>(o[mf][2 * dp + 1], a[mf], b[2], b[3]);
         }
       }
     }
