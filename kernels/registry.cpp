@@ -1,6 +1,7 @@
 #include "kernels/registry.hpp"
 
 #include "base/errors.hpp"
+#include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 
@@ -51,6 +52,7 @@ Registry make_registry() {
   Registry registry;
   add_paged_decode_variants(registry);
   add_flash_fwd_variants(registry);
+  add_blocksparse_variants(registry);
   return registry;
 }
 
