@@ -94,8 +94,8 @@ std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, in
       for (int h = 0; h < layout.num_heads; ++h) {
         const int32_t* crow = layout.crow.data() + size_t(h) * size_t(layout.num_blocks + 1);
         const int32_t* cols = layout.col.data() + size_t(h) * size_t(layout.max_nnz);
-        work += blocksparse_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size,
-                                           tile_n, key_limit)
+        work += blocksparse_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size, tile_n,
+                                           key_limit)
                     .tiles;
       }
       tiles.push_back({int32_t(s), int32_t(t), work});
@@ -145,9 +145,8 @@ BlockSparseDecodePlan blocksparse_decode_plan(const Batch& batch, int tile_n) {
       ctas.push_back(std::move(cta));
     }
   }
-  std::stable_sort(ctas.begin(), ctas.end(), [](const Cta& a, const Cta& b) {
-    return a.entries.size() > b.entries.size();
-  });
+  std::stable_sort(ctas.begin(), ctas.end(),
+                   [](const Cta& a, const Cta& b) { return a.entries.size() > b.entries.size(); });
   BlockSparseDecodePlan plan;
   plan.entry_begin.push_back(0);
   for (const Cta& cta : ctas) {

@@ -23,8 +23,7 @@ std::vector<DeviceBuffer> blocksparse_gather_kv(Problem& problem, ExecContext& c
   buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
   buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
   buffers.push_back(blocksparse_upload(
-      *context.cuda,
-      std::vector<int32_t>(batch.cu_seqlens_kv.begin(), batch.cu_seqlens_kv.end())));
+      *context.cuda, std::vector<int32_t>(batch.cu_seqlens_kv.begin(), batch.cu_seqlens_kv.end())));
 
   FlashFwdGatherParams g{};
   g.k_pool = problem.k_pool();

@@ -39,9 +39,9 @@ namespace attn {
 template <int DTYPE, int HEAD_DIM, int TILE_N, int WARPS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32)
     blocksparse_decode_attention(const BlockSparseDecodeParams p) {
-  static_assert(blocksparse_decode::check(HEAD_DIM, TILE_N, WARPS, STAGES) ==
-                    blocksparse_decode::kOk,
-                "invalid blocksparse.decode config: see blocksparse_decode::check");
+  static_assert(
+      blocksparse_decode::check(HEAD_DIM, TILE_N, WARPS, STAGES) == blocksparse_decode::kOk,
+      "invalid blocksparse.decode config: see blocksparse_decode::check");
   constexpr int THREADS = blocksparse_decode::threads(WARPS);
   constexpr int ROW = blocksparse_decode::row_elements(HEAD_DIM);  // padded smem row (16-bit)
   constexpr int M = blocksparse_decode::kMmaRows;
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(WARPS * 32)
   constexpr int ROWS_PER_PASS = 32 / CHUNKS;
   constexpr int PASSES = WARP_KEYS / ROWS_PER_PASS;
   constexpr int KV_TILE = TILE_N * ROW;  // one K or V buffer, elements
-  constexpr int STAGE_AREA = blocksparse_decode::shared_bytes(HEAD_DIM, TILE_N, WARPS, STAGES) -
-                             M * ROW * 2;
+  constexpr int STAGE_AREA =
+      blocksparse_decode::shared_bytes(HEAD_DIM, TILE_N, WARPS, STAGES) - M * ROW * 2;
   static_assert(32 % CHUNKS == 0 && WARP_KEYS % ROWS_PER_PASS == 0, "copy pattern");
   const float kNegInf = -__int_as_float(0x7f800000);
 
@@ -103,8 +103,8 @@ __global__ void __launch_bounds__(WARPS * 32)
         const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
         const bool valid = r < p.group;
         const long long row = valid ? (long long)seq * p.num_q_heads + q_head0 + r : 0;
-        cp_async_16(q_tile + r * ROW + col, static_cast<const unsigned short*>(p.q) +
-                                                row * HEAD_DIM + col, valid);
+        cp_async_16(q_tile + r * ROW + col,
+                    static_cast<const unsigned short*>(p.q) + row * HEAD_DIM + col, valid);
       }
     }
     cp_async_commit();
@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       const float new_max = fmaxf(row_max[r], tile_max[r]);
-      base[r] = new_max == kNegInf ? 0.0f : new_max;  // no key yet: avoid -inf - -inf
+      base[r] = new_max == kNegInf ? 0.0f : new_max;    // no key yet: avoid -inf - -inf
       const float alpha = exp2f(row_max[r] - base[r]);  // 0 while the row had no key
       row_max[r] = new_max;
       row_sum[r] *= alpha;
@@ -214,9 +214,9 @@ __global__ void __launch_bounds__(WARPS * 32)
   cp_async_wait<0>();
   __syncthreads();  // every warp done with the stage buffers: they become the merge area
 
-  float* merge_out = reinterpret_cast<float*>(decode_smem);    // [WARPS][M][HEAD_DIM]
-  float* merge_max = merge_out + WARPS * M * HEAD_DIM;  // [WARPS][M]
-  float* merge_sum = merge_max + WARPS * M;             // [WARPS][M]
+  float* merge_out = reinterpret_cast<float*>(decode_smem);  // [WARPS][M][HEAD_DIM]
+  float* merge_max = merge_out + WARPS * M * HEAD_DIM;       // [WARPS][M]
+  float* merge_sum = merge_max + WARPS * M;                  // [WARPS][M]
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);

@@ -185,7 +185,8 @@ class DecodeVariant : public Variant {
                    to_string(batch.spec.model.dtype);
     // flash_fwd's header brings the gather that makes K and V contiguous.
     program.source =
-        "#include \"kernels/blocksparse/decode.cuh\"\n#include \"kernels/flash_fwd/sm80_mma.cuh\"\n";
+        "#include \"kernels/blocksparse/decode.cuh\"\n#include "
+        "\"kernels/flash_fwd/sm80_mma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
     program.arch = target.arch;
     return {program};

@@ -41,10 +41,11 @@
 namespace attn {
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
-__global__ void __launch_bounds__(WARPS * 32, 1) blocksparse_mma_attention(const BlockSparseMmaParams p) {
-  static_assert(blocksparse_mma::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
-                    blocksparse_mma::kOk,
-                "invalid blocksparse.mma config: see blocksparse_mma::check");
+__global__ void __launch_bounds__(WARPS * 32, 1)
+    blocksparse_mma_attention(const BlockSparseMmaParams p) {
+  static_assert(
+      blocksparse_mma::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) == blocksparse_mma::kOk,
+      "invalid blocksparse.mma config: see blocksparse_mma::check");
   constexpr int THREADS = flash_sm80::threads(WARPS);
   constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // padded smem row, 16-bit elements
   constexpr int WARP_ROWS = flash_sm80::warp_rows(TILE_M, WARPS);
@@ -287,8 +288,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) blocksparse_mma_attention(const
   cp_async_wait<0>();  // no copy may land in shared memory after the CTA exits
   if (!warp_has_rows) return;
 
-  // Normalise, stage the warp's rows through its own Q rows (only this warp reads them), then
-  // store 16 bytes per lane along each row of a new token.
+    // Normalise, stage the warp's rows through its own Q rows (only this warp reads them), then
+    // store 16 bytes per lane along each row of a new token.
 #pragma unroll
   for (int m = 0; m < M_FRAGS; ++m) {
 #pragma unroll

@@ -72,7 +72,7 @@ struct TileWalk {
   int count;        // kept blocks in the row
   int sub_tiles;    // block_size / tile_n
   int block_size;
-  int tiles;        // key tiles visited
+  int tiles;  // key tiles visited
 };
 
 ATTN_HOST_DEVICE inline TileWalk tile_walk(const int* crow_row, const int* head_cols, int q_block,

@@ -109,8 +109,9 @@ class MmaVariant : public Variant {
     }
     if (tiles.empty()) tiles.push_back(16);
     return {
-        {"tile_m", tiles, "q block size: query rows per CTA (16 or 32 per warp), dividing the "
-                          "layout's block"},
+        {"tile_m", tiles,
+         "q block size: query rows per CTA (16 or 32 per warp), dividing the "
+         "layout's block"},
         {"tile_n", tiles, "kv block size: keys per pipeline stage, dividing the layout's block"},
         {"warps", {1, 2, 4, 8}, "warps per CTA, each owning tile_m / warps query rows"},
         {"stages", {2, 3, 4}, "cp.async pipeline depth: key tiles in flight"},
@@ -171,7 +172,8 @@ class MmaVariant : public Variant {
     const MmaConfig c(config);
     const int block = batch.block_sparse->block_size;
     int rule = c.check(m.head_dim);
-    if (rule == blocksparse_mma::kOk) rule = blocksparse_mma::check_block(block, c.tile_m, c.tile_n);
+    if (rule == blocksparse_mma::kOk)
+      rule = blocksparse_mma::check_block(block, c.tile_m, c.tile_n);
     if (rule != blocksparse_mma::kOk) return Support::no(describe_rule(rule, c, m.head_dim, block));
     if (target.max_shared_per_block > 0 &&
         c.shared_bytes(m.head_dim) > target.max_shared_per_block) {

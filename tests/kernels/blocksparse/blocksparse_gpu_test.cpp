@@ -72,8 +72,9 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
   std::ostringstream out;
   out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
       << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
-      << spec.kv_cache.page_size << " seed " << spec.seed << (batch.causal ? " causal" : " non-causal")
-      << " block " << layout.block_size << " density " << layout.density() << " (context, query) [";
+      << spec.kv_cache.page_size << " seed " << spec.seed
+      << (batch.causal ? " causal" : " non-causal") << " block " << layout.block_size << " density "
+      << layout.density() << " (context, query) [";
   for (int s = 0; s < batch.num_seqs; ++s) {
     out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
   }
@@ -146,11 +147,10 @@ Batch random_batch(std::mt19937_64& rng, const std::vector<std::pair<int64_t, in
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
   shape.seed = rng();
   WorkloadSpec spec = testing::make_spec(shape, sequences, "blocksparse-gpu-test");
-  spec.mask.block_sparse =
-      phi3_layout(pick(rng, std::vector<int>{16, 32, 64, 128}),
-                  std::uniform_int_distribution<int>(1, 4)(rng),
-                  std::uniform_int_distribution<int>(1, 8)(rng),
-                  std::uniform_int_distribution<int>(0, 3)(rng), rng() % 5 == 0);
+  spec.mask.block_sparse = phi3_layout(
+      pick(rng, std::vector<int>{16, 32, 64, 128}), std::uniform_int_distribution<int>(1, 4)(rng),
+      std::uniform_int_distribution<int>(1, 8)(rng), std::uniform_int_distribution<int>(0, 3)(rng),
+      rng() % 5 == 0);
   Batch batch = generate_batch(spec);
   // Workloads with a layout are causal (validation); the kernels also run non-causal batches.
   batch.causal = causal;
@@ -162,9 +162,8 @@ std::vector<std::pair<int64_t, int64_t>> random_prefill_sequences(std::mt19937_6
   std::vector<std::pair<int64_t, int64_t>> sequences;
   const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
   for (int s = 0; s < seqs; ++s) {
-    const int64_t context = rng() % 2 == 0
-                                ? pick(rng, std::vector<int64_t>{1, 7, 31, 64, 100, 257, 1000})
-                                : 0;
+    const int64_t context =
+        rng() % 2 == 0 ? pick(rng, std::vector<int64_t>{1, 7, 31, 64, 100, 257, 1000}) : 0;
     const int64_t query = pick(
         rng, std::vector<int64_t>{1, 2, 15, 16, 17, 63, 65, 100, 127, 129, 255, 333, 513, 1100});
     sequences.push_back({context, query});
@@ -219,8 +218,8 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
                  for (int64_t n : space[1].values)
                    for (int64_t w : space[2].values)
                      for (int64_t s : space[3].values)
-                       out.push_back(KernelConfig{
-                           {"tile_m", m}, {"tile_n", n}, {"warps", w}, {"stages", s}});
+                       out.push_back(
+                           KernelConfig{{"tile_m", m}, {"tile_n", n}, {"warps", w}, {"stages", s}});
                return out;
              }()) {
           if (variant.supports(batch, config, target)) cases.push_back({batch, config});
@@ -324,8 +323,8 @@ TEST(BlockSparseGpu, EvaluatorVerifiesAndTimesTheDefaultConfigs) {
       const KernelConfig config = variant.default_config(batch, evaluator->target());
       if (!variant.supports(batch, config, evaluator->target())) continue;  // decode on prefill
       const Measurement m = evaluator->evaluate(variant, config);
-      EXPECT_EQ(m.disposition, Disposition::passed) << name << " " << describe(batch, config)
-                                                    << ": " << m.reason;
+      EXPECT_EQ(m.disposition, Disposition::passed)
+          << name << " " << describe(batch, config) << ": " << m.reason;
       EXPECT_EQ(m.verification.nonfinite, 0);
       EXPECT_GT(m.flops, 0);
     }

@@ -83,8 +83,7 @@ Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType:
   shape.kv_heads = kv_heads;
   shape.head_dim = head_dim;
   shape.dtype = dtype;
-  return sparse_batch(shape, {{300, 1}, {63, 1}, {0, 1}, {1000, 1}},
-                      phi3_layout(block_size, 2, 3));
+  return sparse_batch(shape, {{300, 1}, {63, 1}, {0, 1}, {1000, 1}}, phi3_layout(block_size, 2, 3));
 }
 
 // A random lower-triangular layout over num_blocks blocks for `heads` heads, each block kept with
@@ -205,8 +204,8 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         for (const KernelConfig& c : space_configs(decode, dec, target)) {
           const int n = int(c.get("tile_n")), w = int(c.get("warps")), s = int(c.get("stages"));
           const int rule = blocksparse_decode::check(head_dim, n, w, s);
-          const bool fits = blocksparse_decode::shared_bytes(head_dim, n, w, s) <=
-                            target.max_shared_per_block;
+          const bool fits =
+              blocksparse_decode::shared_bytes(head_dim, n, w, s) <= target.max_shared_per_block;
           const Support support = decode.supports(dec, c, target);
           EXPECT_EQ(support.ok, rule == blocksparse_decode::kOk && fits) << c.key() << " " << block;
           support.ok ? ++accepted : ++refused;
@@ -359,9 +358,9 @@ TEST(BlockSparseWalk, MmaTileWalkVisitsExactlyTheVisibleKeys) {
     // Workloads with a layout are causal (validation); the kernel also runs non-causal batches,
     // so some trials switch causality off after generation.
     const bool causal = trial % 5 != 0;
-    Batch batch = sparse_batch(shape, sequences,
-                               phi3_layout(block, int(1 + rng() % 4), int(1 + rng() % 4),
-                                           int(rng() % 3), rng() % 4 == 0));
+    Batch batch = sparse_batch(
+        shape, sequences,
+        phi3_layout(block, int(1 + rng() % 4), int(1 + rng() % 4), int(rng() % 3), rng() % 4 == 0));
     batch.causal = causal;
     if (trial % 2 == 1) {
       batch.block_sparse = random_layout(rng, shape.q_heads, batch.block_sparse->num_blocks, block,
@@ -463,8 +462,8 @@ TEST(BlockSparseWalk, DecodePlanListsExactlyTheVisibleKeysPerHead) {
           for (int64_t key = 0; key < kv_len; ++key) {
             if (key_visible(batch, s, g * group + r, 0, key)) visible.insert(key);
           }
-          ASSERT_EQ(seen, visible) << "trial " << trial << " seq " << s << " head "
-                                   << g * group + r << " tile " << tile_n;
+          ASSERT_EQ(seen, visible) << "trial " << trial << " seq " << s << " head " << g * group + r
+                                   << " tile " << tile_n;
         }
       }
     }
