@@ -188,6 +188,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
       for (int j = 0; j < N_TILES; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
     }
+    // Q from shared memory: at most two k16 steps unrolled, or the compiler hoists every step's
+    // Q fragments at once and spills.
 #pragma unroll(Q_IN_REGS ? K_STEPS : 2)
     for (int ks = 0; ks < K_STEPS; ++ks) {
       unsigned int a[M_FRAGS][4];  // Q's A fragments of this k16 step
@@ -239,6 +241,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
         for (int j = 0; j < N_TILES; ++j)
           tile_max = fmaxf(tile_max, fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]));
+        // The 4 lanes of a quad hold one row.
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
         const float new_max = fmaxf(row_max[r], tile_max);
