@@ -1,6 +1,7 @@
 #include "kernels/registry.hpp"
 
 #include "base/errors.hpp"
+#include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
@@ -53,6 +54,7 @@ Registry make_registry() {
   add_paged_decode_variants(registry);
   add_prefix_prefill_variants(registry);
   add_flash_fwd_variants(registry);
+  add_blocksparse_variants(registry);
   return registry;
 }
 

@@ -98,6 +98,9 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
   // The other CPU variant declines the decode batch, with its reason, and is recorded so.
   EXPECT_NE(r.out.find("flash_fwd.cpu_reference: a decode batch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blocksparse.cpu_reference: blocksparse needs a block-sparse layout"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("TFLOP/s"), std::string::npos) << r.out;
@@ -106,14 +109,16 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   EXPECT_EQ(counts.runs, 1);
   EXPECT_EQ(counts.devices, 1);
   EXPECT_EQ(counts.workloads, 1);
-  EXPECT_EQ(counts.measurements, 2);
+  EXPECT_EQ(counts.measurements, 3);
   const auto rows = store.measurements_of_run(1);
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].measurement.variant, "paged_decode.cpu_reference");
   EXPECT_EQ(rows[0].measurement.disposition, Disposition::passed);
   EXPECT_EQ(rows[0].measurement.samples_us.size(), 2u);
   EXPECT_EQ(rows[1].measurement.variant, "flash_fwd.cpu_reference");
   EXPECT_EQ(rows[1].measurement.disposition, Disposition::unsupported);
+  EXPECT_EQ(rows[2].measurement.variant, "blocksparse.cpu_reference");
+  EXPECT_EQ(rows[2].measurement.disposition, Disposition::unsupported);
 }
 
 TEST_F(Cli, CpuRunOfAPrefillBatchUsesThePrefixPrefillReference) {

@@ -28,7 +28,8 @@ TEST(Registry, HoldsThePagedDecodeVariants) {
   EXPECT_EQ(registry.find("paged_decode.tensorcore")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
   EXPECT_EQ(registry.matching("paged_decode.*").size(), 3u);
-  EXPECT_EQ(registry.matching("*cpu*").size(), 3u);  // paged_decode's, flash_fwd's, prefix_prefill's
+  EXPECT_EQ(registry.matching("*cpu*").size(), 4u);  // one per family
+  EXPECT_EQ(registry.matching("blocksparse.*").size(), 3u);  // mma, decode, cpu_reference
   EXPECT_TRUE(registry.matching("nothing.*").empty());
   for (const auto& v : registry.variants()) {
     EXPECT_EQ(v->name().rfind(to_string(v->family()) + ".", 0), 0u) << v->name();

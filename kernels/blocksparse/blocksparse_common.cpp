@@ -1,0 +1,161 @@
+#include <algorithm>
+#include <map>
+
+#include "base/errors.hpp"
+#include "kernels/blocksparse/blocksparse_variants.hpp"
+#include "kernels/blocksparse/mma_traits.hpp"
+#include "kernels/registry.hpp"
+#include "workloads/visibility.hpp"
+
+namespace attn {
+
+std::unique_ptr<Variant> make_blocksparse_mma();
+std::unique_ptr<Variant> make_blocksparse_decode();
+std::unique_ptr<Variant> make_blocksparse_cpu_reference();
+
+void add_blocksparse_variants(Registry& registry) {
+  registry.add(make_blocksparse_mma());
+  registry.add(make_blocksparse_decode());
+  registry.add(make_blocksparse_cpu_reference());
+}
+
+Support blocksparse_supports_batch(const Batch& batch) {
+  if (!batch.block_sparse) {
+    return Support::no("blocksparse needs a block-sparse layout (mask.block_sparse)");
+  }
+  if (batch.explicit_mask) return Support::no("explicit masks are not part of blocksparse");
+  if (batch.sliding_window > 0) return Support::no("sliding window is not part of blocksparse");
+  if (batch.logits_soft_cap > 0) return Support::no("logits soft-cap is not part of blocksparse");
+  if (!batch.sink_logits.empty()) return Support::no("attention sinks are not part of blocksparse");
+  if (batch.kv_dtype != batch.dtype) {
+    return Support::no("KV dtype " + to_string(batch.kv_dtype) +
+                       " (quantised KV cache) is not part of blocksparse; K/V must be " +
+                       to_string(batch.dtype) + " like Q");
+  }
+  if (batch.block_sparse->num_heads != batch.spec.model.num_q_heads) {
+    return Support::no("the layout has " + std::to_string(batch.block_sparse->num_heads) +
+                       " heads, the model " + std::to_string(batch.spec.model.num_q_heads) +
+                       " q heads");
+  }
+  return Support::yes();
+}
+
+Work blocksparse_work(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  const double element = double(size_of(batch.dtype));
+  Work work;
+  work.bytes = 2.0 * double(batch.total_q) * m.num_q_heads * m.head_dim * element;
+  work.flops = 4.0 * m.head_dim * double(visible_pairs(batch));
+  if (!batch.block_sparse) return work;
+  const BlockSparseLayout& layout = *batch.block_sparse;
+  const int64_t bs = layout.block_size;
+  const int group = batch.spec.group_size();
+  double keys = 0;  // (kv head, key) pairs read at least once
+  std::vector<char> needed;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
+    if (q_len == 0) continue;
+    const int64_t first_row = batch.context_lens[size_t(s)] / bs, last_row = (kv_len - 1) / bs;
+    for (int kv_head = 0; kv_head < m.num_kv_heads; ++kv_head) {
+      needed.assign(size_t(last_row + 1), 0);
+      for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+        for (int64_t i = first_row; i <= last_row; ++i) {
+          const BlockSparseLayout::Row row = layout.row(h, int(i));
+          for (const int32_t* j = row.begin; j != row.end; ++j) needed[size_t(*j)] = 1;
+        }
+      }
+      for (int64_t j = 0; j <= last_row; ++j) {
+        if (needed[size_t(j)]) keys += double(std::min(kv_len, (j + 1) * bs) - j * bs);
+      }
+    }
+  }
+  work.bytes += 2.0 * keys * m.head_dim * element;
+  return work;
+}
+
+std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n) {
+  ATTN_ASSERT(batch.block_sparse.has_value(), "blocksparse schedule without a layout");
+  const BlockSparseLayout& layout = *batch.block_sparse;
+  struct Tile {
+    int32_t seq, t;
+    int64_t key_tiles;
+  };
+  std::vector<Tile> tiles;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
+    if (q_len == 0) continue;
+    const int64_t context = batch.context_lens[size_t(s)];
+    for (int64_t t = context / tile_m; t * tile_m < kv_len; ++t) {
+      const int64_t pos0 = t * tile_m;
+      const int64_t last = std::min(pos0 + tile_m, kv_len) - 1;
+      const int key_limit = int(batch.causal ? last + 1 : kv_len);
+      const int q_block = int(pos0 / layout.block_size);
+      int64_t work = 0;
+      for (int h = 0; h < layout.num_heads; ++h) {
+        const int32_t* crow = layout.crow.data() + size_t(h) * size_t(layout.num_blocks + 1);
+        const int32_t* cols = layout.col.data() + size_t(h) * size_t(layout.max_nnz);
+        work += blocksparse_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size, tile_n,
+                                           key_limit)
+                    .tiles;
+      }
+      tiles.push_back({int32_t(s), int32_t(t), work});
+    }
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const Tile& a, const Tile& b) { return a.key_tiles > b.key_tiles; });
+  std::vector<int32_t> out;
+  out.reserve(2 * tiles.size());
+  for (const Tile& t : tiles) {
+    out.push_back(t.seq);
+    out.push_back(t.t);
+  }
+  return out;
+}
+
+BlockSparseDecodePlan blocksparse_decode_plan(const Batch& batch, int tile_n) {
+  ATTN_ASSERT(batch.block_sparse.has_value(), "blocksparse plan without a layout");
+  const BlockSparseLayout& layout = *batch.block_sparse;
+  const int kv_heads = batch.spec.model.num_kv_heads, group = batch.spec.group_size();
+  ATTN_ASSERT(group <= 31, "decode plan: a group needs one bit per q head");
+  struct Cta {
+    int32_t seq, kv_head;
+    std::vector<int32_t> entries;
+  };
+  std::vector<Cta> ctas;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t kv_len = batch.kv_lens[size_t(s)];
+    for (int g = 0; g < kv_heads; ++g) {
+      Cta cta{int32_t(s), int32_t(g), {}};
+      if (batch.query_lens[size_t(s)] > 0 && kv_len > 0) {
+        const int q_block = int((kv_len - 1) / layout.block_size);
+        std::map<int32_t, int32_t> blocks;  // kept block column -> head bits
+        for (int r = 0; r < group; ++r) {
+          const BlockSparseLayout::Row row = layout.row(g * group + r, q_block);
+          for (const int32_t* j = row.begin; j != row.end; ++j) blocks[*j] |= int32_t(1) << r;
+        }
+        for (const auto& [block, heads] : blocks) {
+          for (int64_t key0 = int64_t(block) * layout.block_size;
+               key0 < std::min<int64_t>(kv_len, int64_t(block + 1) * layout.block_size);
+               key0 += tile_n) {
+            cta.entries.push_back(int32_t(key0));
+            cta.entries.push_back(heads);
+          }
+        }
+      }
+      ctas.push_back(std::move(cta));
+    }
+  }
+  std::stable_sort(ctas.begin(), ctas.end(),
+                   [](const Cta& a, const Cta& b) { return a.entries.size() > b.entries.size(); });
+  BlockSparseDecodePlan plan;
+  plan.entry_begin.push_back(0);
+  for (const Cta& cta : ctas) {
+    plan.ctas.push_back(cta.seq);
+    plan.ctas.push_back(cta.kv_head);
+    plan.entries.insert(plan.entries.end(), cta.entries.begin(), cta.entries.end());
+    plan.entry_begin.push_back(int32_t(plan.entries.size() / 2));
+  }
+  return plan;
+}
+
+}  // namespace attn

@@ -1,0 +1,46 @@
+// The blocksparse family: varlen attention over a per-q-head CSR block layout (seed 003's
+// semantics, docs/masks.md): prefill with or without past context, decode, GQA, bf16/fp16 with
+// fp32 accumulation, causal within the diagonal block (bottom-right aligned) or not. Visibility
+// is exactly workloads/visibility's key_visible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/variant.hpp"
+
+namespace attn {
+
+class Registry;
+
+// Registers blocksparse.mma, blocksparse.decode (CUDA) and blocksparse.cpu_reference.
+void add_blocksparse_variants(Registry& registry);
+
+// Checks shared by every blocksparse variant: a batch with a block-sparse layout, and none of the
+// features the family does not define (explicit masks, sliding window, soft-cap, sinks, a
+// quantised KV cache).
+Support blocksparse_supports_batch(const Batch& batch);
+
+// Minimum traffic: Q and the output once; of K and V, once per kv head, only the keys of blocks
+// that some q head of its group keeps in some block row the sequence's new tokens occupy (the
+// union, clipped to the sequence). FLOPs: 2 multiply-adds per (q head, visible key, dim) for Q.K
+// and P.V over the pairs key_visible admits (visible_pairs).
+Work blocksparse_work(const Batch& batch);
+
+// blocksparse.mma's CTA list: (sequence, position tile t) pairs, tile t holding positions
+// [t * tile_m, (t + 1) * tile_m), for every tile with a new token, heaviest first (the key tiles
+// the kernel's walk visits, summed over q heads; ties keep sequence order). Flattened [n][2].
+std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n);
+
+// blocksparse.decode's work: one CTA per (sequence, kv head), heaviest first, each with the union
+// of its group's kept blocks in the query's block row cut into tile_n-key tiles (tiles past the
+// sequence's end dropped), each tagged with the group's q heads that keep it (bit r: q head
+// kv_head * group + r).
+struct BlockSparseDecodePlan {
+  std::vector<int32_t> ctas;         // [num_ctas][2] (sequence, kv head)
+  std::vector<int32_t> entry_begin;  // [num_ctas + 1]
+  std::vector<int32_t> entries;      // [num_entries][2] (first key, head bits)
+};
+BlockSparseDecodePlan blocksparse_decode_plan(const Batch& batch, int tile_n);
+
+}  // namespace attn

@@ -1,0 +1,255 @@
+// Host side of blocksparse.decode (device code: decode.cuh, rules: decode_traits.hpp).
+#include <algorithm>
+#include <climits>
+
+#include "kernels/blocksparse/blocksparse_device.hpp"
+#include "kernels/blocksparse/blocksparse_params.hpp"
+#include "kernels/blocksparse/blocksparse_variants.hpp"
+#include "kernels/blocksparse/decode_traits.hpp"
+#include "kernels/common/dtype_code.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+struct DecodeConfig {
+  int tile_n, warps, stages;
+  explicit DecodeConfig(const KernelConfig& c)
+      : tile_n(int(c.get("tile_n"))), warps(int(c.get("warps"))), stages(int(c.get("stages"))) {}
+  int shared_bytes(int head_dim) const {
+    return blocksparse_decode::shared_bytes(head_dim, tile_n, warps, stages);
+  }
+  int check(int head_dim) const {
+    return blocksparse_decode::check(head_dim, tile_n, warps, stages);
+  }
+};
+
+KernelConfig make_config(int tile_n, int warps, int stages) {
+  return KernelConfig{{"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
+}
+
+std::string describe_rule(int rule, const DecodeConfig& c, int head_dim, int block_size) {
+  switch (rule) {
+    case blocksparse_decode::kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64 or 128";
+    case blocksparse_decode::kWarps:
+      return "warps must be 1, 2, 4 or 8";
+    case blocksparse_decode::kStages:
+      return "stages must be 2, 3 or 4";
+    case blocksparse_decode::kTileN:
+      return "tile_n must be a multiple of " + std::to_string(16 * c.warps) +
+             " (16 keys per warp) and at most 128";
+    case blocksparse_decode::kSharedMemory:
+      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+             " bytes of shared memory (limit " +
+             std::to_string(blocksparse_decode::kMaxSharedBytes) + "): lower stages or tile_n";
+    case blocksparse_decode::kRegisters:
+      return "too many registers per thread (estimate " +
+             std::to_string(blocksparse_decode::register_estimate(head_dim, c.tile_n, c.warps)) +
+             ", limit " + std::to_string(blocksparse_decode::kMaxRegisterEstimate) +
+             "): lower tile_n or use more warps";
+    case blocksparse_decode::kBlockSize:
+      return "tile_n " + std::to_string(c.tile_n) + " must divide the layout's block size " +
+             std::to_string(block_size) + " (a key tile in one block column)";
+    default:
+      return "invalid config";
+  }
+}
+
+class DecodeLauncher : public Launcher {
+ public:
+  DecodeLauncher(const ExecContext& context, CUfunction attention, LaunchShape shape,
+                 BlockSparseDecodeParams params, std::vector<DeviceBuffer> buffers)
+      : context_(context),
+        attention_(attention),
+        shape_(shape),
+        params_(params),
+        buffers_(std::move(buffers)) {}
+
+  void launch() override {
+    if (shape_.grid_x > 0)
+      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
+  }
+
+ private:
+  ExecContext context_;
+  CUfunction attention_;
+  LaunchShape shape_;
+  BlockSparseDecodeParams params_;
+  std::vector<DeviceBuffer> buffers_;  // params_ points into them
+};
+
+class DecodeVariant : public Variant {
+ public:
+  std::string name() const override { return "blocksparse.decode"; }
+  Family family() const override { return Family::blocksparse; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "block-sparse decode: GQA q heads in the mma M rows, only the union of the group's "
+           "kept blocks, per-head masks";
+  }
+
+  std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
+    const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
+    std::vector<int64_t> tiles;
+    for (int t : {16, 32, 64, 128}) {
+      if (block % t == 0) tiles.push_back(t);
+    }
+    if (tiles.empty()) tiles.push_back(16);
+    return {
+        {"tile_n", tiles, "kv block size: keys per tile, dividing the layout's block"},
+        {"warps", {1, 2, 4, 8}, "warps per CTA, each owning tile_n / warps keys of every tile"},
+        {"stages", {2, 3, 4}, "cp.async pipeline depth: tiles in flight"},
+    };
+  }
+
+  // Not measured yet (written without a GPU): one layout block of 64 keys per tile, 16 keys per
+  // warp over 4 warps, 3 stages (106 KiB at head_dim 128: two CTAs per SM on Hopper and A100).
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    const int head_dim = batch.spec.model.head_dim;
+    const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
+    const std::vector<KernelConfig> candidates = {make_config(64, 4, 3), make_config(32, 2, 3),
+                                                  make_config(16, 1, 3), make_config(16, 1, 2)};
+    for (const KernelConfig& config : candidates) {
+      const DecodeConfig c(config);
+      if (c.check(head_dim) == blocksparse_decode::kOk &&
+          blocksparse_decode::check_block(block, c.tile_n) == blocksparse_decode::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+        return config;
+      }
+    }
+    return candidates.back();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+    if (target.compute_capability() < 80) {
+      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
+    }
+    if (Support s = blocksparse_supports_batch(batch); !s) return s;
+    if (!batch.decode_only()) {
+      return Support::no(
+          "blocksparse.decode needs a decode batch (one query token per sequence); "
+          "blocksparse.mma runs prefill");
+    }
+    const ModelShape& m = batch.spec.model;
+    if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
+      return Support::no("dtype " + to_string(m.dtype) + " is not bf16 or fp16");
+    }
+    if (batch.spec.kv_cache.layout == KvLayout::vllm) {
+      return Support::no("the vllm K/V layout is not gathered (nhd and hnd are)");
+    }
+    if (batch.spec.group_size() > blocksparse_decode::kMaxGroup) {
+      return Support::no("GQA group of " + std::to_string(batch.spec.group_size()) +
+                         " q heads per kv head; at most " +
+                         std::to_string(blocksparse_decode::kMaxGroup) +
+                         " fit the mma's M rows (blocksparse.mma runs any group)");
+    }
+    if (!(batch.softmax_scale > 0.0f)) return Support::no("softmax_scale must be positive");
+    if (batch.max_kv_len() * int64_t(m.num_kv_heads) * m.head_dim > INT_MAX) {
+      return Support::no("a sequence of " + std::to_string(batch.max_kv_len()) +
+                         " tokens is too long for 32-bit offsets in the kernel");
+    }
+    if (batch.total_kv > INT_MAX) return Support::no("more than 2^31 tokens in the batch");
+    for (const char* axis : {"tile_n", "warps", "stages"}) {
+      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
+    }
+    if (config.values().size() != 3) {
+      return Support::no("config has axes blocksparse.decode does not use");
+    }
+    const DecodeConfig c(config);
+    const int block = batch.block_sparse->block_size;
+    int rule = c.check(m.head_dim);
+    if (rule == blocksparse_decode::kOk) rule = blocksparse_decode::check_block(block, c.tile_n);
+    if (rule != blocksparse_decode::kOk) {
+      return Support::no(describe_rule(rule, c, m.head_dim, block));
+    }
+    if (target.max_shared_per_block > 0 &&
+        c.shared_bytes(m.head_dim) > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(c.shared_bytes(m.head_dim)) +
+                         " bytes of shared memory; this device allows " +
+                         std::to_string(target.max_shared_per_block) + " per block");
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const DecodeConfig c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype);
+    // flash_fwd's header brings the gather that makes K and V contiguous.
+    program.source =
+        "#include \"kernels/blocksparse/decode.cuh\"\n#include "
+        "\"kernels/flash_fwd/sm80_mma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "blocksparse.decode needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const DecodeConfig c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
+    const int smem = c.shared_bytes(m.head_dim);
+    ATTN_CU_CHECK(
+        context.cuda->api(),
+        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+
+    std::vector<DeviceBuffer> buffers = blocksparse_gather_kv(problem, context, gather);
+    const BlockSparseDecodePlan plan = blocksparse_decode_plan(batch, c.tile_n);
+    buffers.push_back(blocksparse_upload(*context.cuda, plan.ctas));
+    buffers.push_back(blocksparse_upload(*context.cuda, plan.entry_begin));
+    buffers.push_back(blocksparse_upload(*context.cuda, plan.entries));
+
+    BlockSparseDecodeParams p{};
+    p.q = problem.q();
+    p.k = buffers[0].pointer();
+    p.v = buffers[1].pointer();
+    p.out = problem.out();
+    p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
+    p.ctas = static_cast<const int*>(buffers[3].pointer());
+    p.entry_begin = static_cast<const int*>(buffers[4].pointer());
+    p.entries = static_cast<const int*>(buffers[5].pointer());
+    p.num_q_heads = m.num_q_heads;
+    p.num_kv_heads = m.num_kv_heads;
+    p.group = batch.spec.group_size();
+    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(plan.ctas.size() / 2);
+    shape.block_x = unsigned(blocksparse_decode::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<DecodeLauncher>(context, attention, shape, p, std::move(buffers));
+  }
+
+  Work work(const Batch& batch) const override { return blocksparse_work(batch); }
+
+ private:
+  static std::string attention_kernel(const Batch& batch, const DecodeConfig& c) {
+    const int dtype = batch.spec.model.dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+    return "attn::blocksparse_decode_attention<" + std::to_string(dtype) + ", " +
+           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) + ", " +
+           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_blocksparse_decode() {
+  return std::make_unique<DecodeVariant>();
+}
+
+}  // namespace attn
