@@ -1,33 +1,12 @@
 // flash_fwd.cpu_reference: the CPU oracle (kernels/reference) as a flash_fwd variant, with the
 // log-sum-exp output, so that `attn-bench run` works end to end on a machine without a GPU.
-#include <cstring>
-
 #include "base/dtype.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
-#include "kernels/reference/paged_attention_reference.hpp"
+#include "kernels/reference/cpu_reference_variant.hpp"
 
 namespace attn {
 
 namespace {
-
-class CpuReferenceLauncher : public Launcher {
- public:
-  CpuReferenceLauncher(Problem& problem, size_t threads, float* lse)
-      : problem_(problem), threads_(threads), lse_(lse) {}
-  void launch() override {
-    std::vector<float> lse;
-    std::vector<float> out =
-        paged_attention_reference(problem_, threads_, lse_ != nullptr ? &lse : nullptr);
-    const DType dtype = problem_.batch().spec.model.dtype;
-    for (size_t i = 0; i < out.size(); ++i) store_from_float(problem_.out(), i, dtype, out[i]);
-    if (lse_ != nullptr) std::memcpy(lse_, lse.data(), lse.size() * sizeof(float));
-  }
-
- private:
-  Problem& problem_;
-  size_t threads_;
-  float* lse_;  // [total_q, num_q_heads] host floats, or null
-};
 
 class CpuReferenceVariant : public FlashFwdVariant {
  public:

@@ -1,53 +1,15 @@
-// paged_decode.cpu_reference: the CPU oracle (kernels/reference) as a variant, so that
-// `attn-bench run` works end to end on a machine without a GPU.
-#include "base/dtype.hpp"
+// paged_decode.cpu_reference: the CPU oracle (kernels/reference) as a paged_decode variant.
 #include "kernels/paged_decode/paged_decode_variants.hpp"
-#include "kernels/reference/paged_attention_reference.hpp"
+#include "kernels/reference/cpu_reference_variant.hpp"
 
 namespace attn {
 
-namespace {
-
-class CpuReferenceLauncher : public Launcher {
- public:
-  CpuReferenceLauncher(Problem& problem, size_t threads) : problem_(problem), threads_(threads) {}
-  void launch() override {
-    std::vector<float> out = paged_attention_reference(problem_, threads_);
-    const DType dtype = problem_.batch().spec.model.dtype;
-    for (size_t i = 0; i < out.size(); ++i) store_from_float(problem_.out(), i, dtype, out[i]);
-  }
-
- private:
-  Problem& problem_;
-  size_t threads_;
-};
-
-class CpuReferenceVariant : public Variant {
- public:
-  std::string name() const override { return "paged_decode.cpu_reference"; }
-  Family family() const override { return Family::paged_decode; }
-  Backend backend() const override { return Backend::cpu; }
-  std::string summary() const override {
-    return "CPU oracle: reads through the page table, double accumulation, multi-threaded";
-  }
-  std::vector<ConfigAxis> space(const Batch&, const Target&) const override { return {}; }
-  KernelConfig default_config(const Batch&, const Target&) const override { return {}; }
-  Support supports(const Batch& batch, const KernelConfig&, const Target& target) const override {
-    if (target.backend != Backend::cpu) return Support::no("runs on the CPU backend only");
-    return paged_decode_supports_batch(batch);
-  }
-  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig&,
-                                    ExecContext& context) const override {
-    ATTN_ASSERT(problem.backend() == Backend::cpu, "cpu_reference needs a host problem");
-    return std::make_unique<CpuReferenceLauncher>(problem, context.cpu_threads);
-  }
-  Work work(const Batch& batch) const override { return paged_decode_work(batch); }
-};
-
-}  // namespace
-
 std::unique_ptr<Variant> make_paged_decode_cpu_reference() {
-  return std::make_unique<CpuReferenceVariant>();
+  return make_cpu_reference_variant(
+      {Family::paged_decode,
+       "CPU oracle: reads through the page table, double accumulation, multi-threaded",
+       [](const Batch& batch) { return paged_decode_supports_batch(batch); },
+       [](const Batch& batch) { return paged_decode_work(batch); }});
 }
 
 }  // namespace attn

@@ -1,0 +1,38 @@
+// The CPU oracle (paged_attention_reference) as a variant of any family, so that `attn-bench run`
+// works end to end on a machine without a GPU. Each family's `<family>.cpu_reference` differs
+// only in which batches it takes, how its work is counted and its one-line summary.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kernels/variant.hpp"
+
+namespace attn {
+
+// Runs the oracle on a host problem and stores its output in the output dtype; with `lse`
+// non-null also writes each row's log-sum-exp there ([total_q, num_q_heads] host floats).
+class CpuReferenceLauncher : public Launcher {
+ public:
+  CpuReferenceLauncher(Problem& problem, size_t threads, float* lse = nullptr)
+      : problem_(problem), threads_(threads), lse_(lse) {}
+  void launch() override;
+
+ private:
+  Problem& problem_;
+  size_t threads_;
+  float* lse_;
+};
+
+struct CpuReferenceTraits {
+  Family family;
+  std::string summary;
+  std::function<Support(const Batch&)> supports_batch;  // on the CPU backend
+  std::function<Work(const Batch&)> work;
+};
+
+// `<family>.cpu_reference`: no config axes, CPU backend only.
+std::unique_ptr<Variant> make_cpu_reference_variant(CpuReferenceTraits traits);
+
+}  // namespace attn
