@@ -16,4 +16,23 @@ std::string to_string(Family family) {
   return "?";
 }
 
+Support supports_sm80_target(const Target& target, const std::string& needs) {
+  if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+  if (target.compute_capability() < 80) {
+    return Support::no("needs compute capability 8.0 or newer (" + needs + ")");
+  }
+  return Support::yes();
+}
+
+Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
+                           const std::string& variant) {
+  for (const std::string& axis : axes) {
+    if (!config.find(axis)) return Support::no("config lacks the axis " + axis);
+  }
+  if (config.values().size() != axes.size()) {
+    return Support::no("config has axes " + variant + " does not use");
+  }
+  return Support::yes();
+}
+
 }  // namespace attn

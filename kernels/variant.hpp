@@ -30,6 +30,14 @@ struct Support {
   explicit operator bool() const { return ok; }
 };
 
+// Checks every CUDA variant built on mma.sync and cp.async makes first: a CUDA target of compute
+// capability 8.0 or newer. `needs` names what the kernel uses (for the message).
+Support supports_sm80_target(const Target& target, const std::string& needs);
+
+// The config names exactly `axes` (a partial config, or one of another variant, is refused).
+Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
+                           const std::string& variant);
+
 // Minimum memory traffic and useful FLOPs of a problem, counted from actual lengths and the mask.
 struct Work {
   double bytes = 0;

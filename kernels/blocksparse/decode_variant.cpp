@@ -126,10 +126,7 @@ class DecodeVariant : public Variant {
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
-    if (target.compute_capability() < 80) {
-      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
-    }
+    if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
     if (Support s = blocksparse_supports_batch(batch); !s) return s;
     if (!batch.decode_only()) {
       return Support::no(
@@ -155,12 +152,7 @@ class DecodeVariant : public Variant {
                          " tokens is too long for 32-bit offsets in the kernel");
     }
     if (batch.total_kv > INT_MAX) return Support::no("more than 2^31 tokens in the batch");
-    for (const char* axis : {"tile_n", "warps", "stages"}) {
-      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
-    }
-    if (config.values().size() != 3) {
-      return Support::no("config has axes blocksparse.decode does not use");
-    }
+    if (Support s = config_has_exactly(config, {"tile_n", "warps", "stages"}, name()); !s) return s;
     const DecodeConfig c(config);
     const int block = batch.block_sparse->block_size;
     int rule = c.check(m.head_dim);

@@ -142,10 +142,7 @@ class MmaVariant : public Variant {
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
-    if (target.compute_capability() < 80) {
-      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
-    }
+    if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
     if (Support s = blocksparse_supports_batch(batch); !s) return s;
     const ModelShape& m = batch.spec.model;
     if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
@@ -163,12 +160,8 @@ class MmaVariant : public Variant {
     if (batch.total_q > INT_MAX || batch.total_kv > INT_MAX) {
       return Support::no("more than 2^31 tokens in the batch");
     }
-    for (const char* axis : {"tile_m", "tile_n", "warps", "stages"}) {
-      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
-    }
-    if (config.values().size() != 4) {
-      return Support::no("config has axes blocksparse.mma does not use");
-    }
+    if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
+      return s;
     const MmaConfig c(config);
     const int block = batch.block_sparse->block_size;
     int rule = c.check(m.head_dim);

@@ -30,8 +30,8 @@ int kv_bytes(const Batch& batch) {
 }
 
 int shared_bytes(const Batch& batch, const SplitKvConfig& c) {
-  return splitkv::shared_bytes(batch.spec.model.head_dim, kv_bytes(batch), c.heads_per_cta,
-                               c.warps, c.tile_tokens, c.stages);
+  return splitkv::shared_bytes(batch.spec.model.head_dim, kv_bytes(batch), c.heads_per_cta, c.warps,
+                               c.tile_tokens, c.stages);
 }
 
 std::string describe_rule(int rule, const SplitKvConfig& c, const Batch& batch) {
@@ -52,8 +52,8 @@ std::string describe_rule(int rule, const SplitKvConfig& c, const Batch& batch) 
     case splitkv::kStages:
       return "stages must be 2 to " + std::to_string(splitkv::kMaxStages);
     case splitkv::kSharedMemory:
-      return "needs " + std::to_string(shared_bytes(batch, c)) +
-             " bytes of shared memory (limit " + std::to_string(splitkv::kMaxSharedBytes) + ")";
+      return "needs " + std::to_string(shared_bytes(batch, c)) + " bytes of shared memory (limit " +
+             std::to_string(splitkv::kMaxSharedBytes) + ")";
     case splitkv::kRegisters:
       return "too many registers per thread (estimate " +
              std::to_string(
@@ -110,8 +110,8 @@ int ctas_per_sm(const Batch& batch, const SplitKvConfig& c, const Target& target
   const int smem_per_sm = target.compute_capability() >= 90 ? 228 * 1024 : 164 * 1024;
   const int by_smem = smem_per_sm / (shared_bytes(batch, c) + 1024);
   const int by_threads = 2048 / splitkv::threads(c.warps);
-  const int regs = std::max(
-      64, splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps, c.tile_tokens));
+  const int regs =
+      std::max(64, splitkv::register_estimate(head_dim, c.heads_per_cta, c.warps, c.tile_tokens));
   const int by_regs = 65536 / (regs * splitkv::threads(c.warps));
   return std::max(1, std::min({by_smem, by_threads, by_regs, 32}));
 }
@@ -207,26 +207,19 @@ class SplitKvVariant : public Variant {
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
-    if (target.compute_capability() < 80) {
-      return Support::no("needs compute capability 8.0 or newer (bf16 conversions, cp.async)");
-    }
+    if (Support s = supports_sm80_target(target, "bf16 conversions, cp.async"); !s) return s;
     if (Support s = paged_decode_supports_batch(batch); !s) return s;
     if (Support s = splitkv_supports_features(batch, target); !s) return s;
     const DType dtype = batch.spec.model.dtype;
     if (dtype != DType::bf16 && dtype != DType::fp16) {
       return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
     }
-    for (const char* axis : kAxes) {
-      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
-    }
-    if (config.values().size() != std::size(kAxes)) {
-      return Support::no("config has axes splitkv does not use");
-    }
+    if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
+      return s;
     const SplitKvConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
-    const int rule =
-        splitkv::check(head_dim, kv_bytes(batch), c.heads_per_cta, c.warps, c.tile_tokens, c.stages);
+    const int rule = splitkv::check(head_dim, kv_bytes(batch), c.heads_per_cta, c.warps,
+                                    c.tile_tokens, c.stages);
     if (rule != splitkv::kOk) return Support::no(describe_rule(rule, c, batch));
     return paged_decode_supports_launch(shared_bytes(batch, c), c.num_splits, kMaxSplits, target);
   }
@@ -260,9 +253,9 @@ class SplitKvVariant : public Variant {
         context.loader->function(program, attention_kernel(code, fp8(batch), m.head_dim, c));
     CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim, c));
     const int smem = shared_bytes(batch, c);
-    ATTN_CU_CHECK(context.cuda->api(),
-                  cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     smem));
+    ATTN_CU_CHECK(
+        context.cuda->api(),
+        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
 
     PagedDecodeParams p{};
     p.q = problem.q();
@@ -293,8 +286,8 @@ class SplitKvVariant : public Variant {
       p.split_tokens = auto_split_tokens(batch, c, context.target);
       int most = 1;
       for (int s = 0; s < batch.num_seqs; ++s) {
-        most = std::max(most, splitkv::splits_of(int(visible_keys(batch, s)), p.split_tokens,
-                                                 kMaxSplits));
+        most = std::max(
+            most, splitkv::splits_of(int(visible_keys(batch, s)), p.split_tokens, kMaxSplits));
       }
       p.num_splits = most;
     }

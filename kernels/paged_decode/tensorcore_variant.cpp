@@ -190,16 +190,13 @@ class TensorCoreVariant : public Variant {
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
-    if (target.compute_capability() < 80) {
-      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
-    }
+    if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
     if (Support s = paged_decode_supports_batch(batch); !s) return s;
     if (Support s = tensorcore_supports_features(batch); !s) return s;
-    for (const char* axis : {"tile_tokens", "warps", "stages", "num_splits"}) {
-      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
-    }
-    if (config.values().size() != 4) return Support::no("config has axes tensorcore does not use");
+    if (Support s =
+            config_has_exactly(config, {"tile_tokens", "warps", "stages", "num_splits"}, name());
+        !s)
+      return s;
     const TensorCoreConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
     const int rule = tensorcore::check(head_dim, c.warps, c.tile_tokens, c.stages, kv_bytes(batch));

@@ -198,10 +198,7 @@ class MmaVariant : public Variant {
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
-    if (target.compute_capability() < 80) {
-      return Support::no("needs compute capability 8.0 or newer (mma.sync bf16, cp.async)");
-    }
+    if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
     if (Support s = prefix_prefill_supports_batch(batch); !s) return s;
     if (explicit_mask_ && !batch.explicit_mask) {
       return Support::no(
@@ -211,12 +208,8 @@ class MmaVariant : public Variant {
     if (!explicit_mask_ && batch.explicit_mask) {
       return Support::no("the batch has an explicit mask: prefix_prefill.masked reads it");
     }
-    for (const char* axis : kAxes) {
-      if (!config.find(axis)) return Support::no(std::string("config lacks the axis ") + axis);
-    }
-    if (config.values().size() != std::size(kAxes)) {
-      return Support::no("config has axes " + name() + " does not use");
-    }
+    if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
+      return s;
     const MmaConfig c(config);
     const int rule = check_rule(batch, c, explicit_mask_);
     if (rule != prefix_prefill::kOk) {
