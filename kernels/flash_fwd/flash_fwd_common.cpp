@@ -1,5 +1,8 @@
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 
+#include <algorithm>
+#include <climits>
+
 #include "kernels/registry.hpp"
 #include "workloads/visibility.hpp"
 
@@ -41,6 +44,27 @@ Work flash_fwd_work(const Batch& batch) {
   work.bytes = q_and_out + kv;
   work.flops = 4.0 * m.head_dim * double(visible_pairs(batch));
   return work;
+}
+
+Support gathered_kv_supports(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
+    return Support::no("dtype " + to_string(m.dtype) + " is not bf16 or fp16");
+  }
+  if (batch.spec.kv_cache.layout == KvLayout::vllm) {
+    return Support::no("the vllm K/V layout is not gathered (nhd and hnd are)");
+  }
+  if (!(batch.softmax_scale > 0.0f)) return Support::no("softmax_scale must be positive");
+  // Offsets within one sequence are 32-bit element counts in the kernels.
+  const int64_t longest = std::max(batch.max_kv_len(), batch.max_query_len());
+  if (longest * int64_t(std::max(m.num_q_heads, m.num_kv_heads)) * m.head_dim > INT_MAX) {
+    return Support::no("a sequence of " + std::to_string(longest) +
+                       " tokens is too long for 32-bit offsets in the kernel");
+  }
+  if (batch.total_q > INT_MAX || batch.total_kv > INT_MAX) {
+    return Support::no("more than 2^31 tokens in the batch");
+  }
+  return Support::yes();
 }
 
 }  // namespace attn

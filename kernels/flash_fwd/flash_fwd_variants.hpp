@@ -39,4 +39,9 @@ Support flash_fwd_supports_batch(const Batch& batch);
 // multiply-adds per (query head, visible key, dim) for Q.K and P.V (visible_pairs).
 Work flash_fwd_work(const Batch& batch);
 
+// Checks of the kernels that read K/V gathered into contiguous buffers by flash_fwd_gather_kv
+// (flash_fwd.sm80_mma, blocksparse.mma): bf16/fp16, NHD or HND pools, a positive softmax scale,
+// and offsets within a sequence and token counts that fit the kernels' 32-bit arithmetic.
+Support gathered_kv_supports(const Batch& batch);
+
 }  // namespace attn

@@ -185,23 +185,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
     if (Support s = flash_fwd_supports_batch(batch); !s) return s;
+    if (Support s = gathered_kv_supports(batch); !s) return s;
     const ModelShape& m = batch.spec.model;
-    if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
-      return Support::no("dtype " + to_string(m.dtype) + " is not bf16 or fp16");
-    }
-    if (batch.spec.kv_cache.layout == KvLayout::vllm) {
-      return Support::no("the vllm K/V layout is not gathered (nhd and hnd are)");
-    }
-    if (!(batch.softmax_scale > 0.0f)) return Support::no("softmax_scale must be positive");
-    // Offsets within one sequence are 32-bit element counts in the kernel.
-    const int64_t longest = std::max(batch.max_kv_len(), batch.max_query_len());
-    if (longest * int64_t(std::max(m.num_q_heads, m.num_kv_heads)) * m.head_dim > INT_MAX) {
-      return Support::no("a sequence of " + std::to_string(longest) +
-                         " tokens is too long for 32-bit offsets in the kernel");
-    }
-    if (batch.total_q > INT_MAX || batch.total_kv > INT_MAX) {
-      return Support::no("more than 2^31 tokens in the batch");
-    }
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
       return s;
     const Sm80Config c(config);
