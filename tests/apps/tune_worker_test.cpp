@@ -2,7 +2,9 @@
 // and test-only faults ($ATTN_TUNE_WORKER_FAULTS): a config that hangs is killed at its deadline
 // and recorded timed_out, one that aborts is recorded crashed, the rest is measured, no worker is
 // left behind, and a resumed sweep evaluates nothing again.
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -25,6 +28,8 @@
 #include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/workload_spec.hpp"
+
+extern char** environ;
 
 namespace attn {
 namespace {
@@ -43,6 +48,29 @@ constexpr const char* kSmallPrefill = R"({
 })";
 constexpr const char* kFaults =
     "hang:prefix_prefill.cpu_reference screen;abort:flash_fwd.cpu_reference confirm";
+
+// Live processes whose environment holds `marker` (a zombie's environment reads empty).
+int processes_with(const std::string& marker) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    n += text.str().find(marker) != std::string::npos;
+  }
+  return n;
+}
+
+bool eventually(const std::function<bool()>& condition, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition()) return true;
+    ::usleep(20000);
+  }
+  return condition();
+}
 
 bool gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
@@ -176,6 +204,41 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
   r = run({"tune", workload, "--cpu", "--isolate", "workers", "--db", "e.db"});
   EXPECT_EQ(r.exit_code, int(ExitCode::environment)) << r.out << r.err;
   EXPECT_NE(r.err.find("evaluation worker could not start"), std::string::npos) << r.err;
+}
+
+// Ctrl-C and kill -9 of the orchestrator while a worker hangs: neither leaves a worker behind.
+TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  for (int sig : {SIGINT, SIGKILL}) {
+    const std::string marker = "marker-" + std::to_string(::getpid()) + "-" + std::to_string(sig);
+    ::setenv("ATTN_TUNE_WORKER_FAULTS", ("hang:prefix_prefill;exit:" + marker).c_str(), 1);
+    std::vector<std::string> args = {
+        ATTN_TUNE_BINARY,         "tune",  workload,    "--variant", "*.cpu_reference", "--db",
+        (dir_ / "k.db").string(), "--cpu", "--threads", "1",         "--isolate",       "workers",
+        "--deadline-seconds",     "2"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t orchestrator = -1;
+    ASSERT_EQ(::posix_spawn(&orchestrator, argv[0], &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    // The orchestrator and its (hanging) worker.
+    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 2; }, 10)) << sig;
+    ::usleep(200000);  // let the worker take the request that hangs
+    ::kill(orchestrator, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(orchestrator, &status, 0), orchestrator);
+    if (sig == SIGINT) {
+      ASSERT_TRUE(WIFEXITED(status)) << status;
+      EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted));
+    }
+    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 0; }, 5))
+        << "a worker outlived the orchestrator after signal " << sig;
+  }
 }
 
 }  // namespace
