@@ -1,11 +1,15 @@
 // attn-tune tune WORKLOAD --variant GLOB --strategy S --db FILE [--budget-trials N |
-// --budget-seconds T] [--shard i/n]: search each matching variant's configs on this machine's
-// backend (the first GPU, or the CPU reference variants without one), store every attempt and
-// measurement, resume from what the database already holds, and choose winners.
+// --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline-seconds S]: search each
+// matching variant's configs on this machine's backend (the first GPU, or the CPU reference
+// variants without one), store every attempt and measurement, resume from what the database already
+// holds, and choose winners. With workers (the default on a GPU) each evaluation runs in an
+// `attn-tune worker` process (tuner/worker_evaluator.hpp): one that hangs is killed at the
+// deadline, one that dies is recorded as crashed, and the sweep goes on with a fresh worker.
 #include <csignal>
 #include <iostream>
 #include <memory>
 
+#include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
@@ -17,6 +21,7 @@
 #include "tuner/device_records.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/tune_sweep.hpp"
+#include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
@@ -43,18 +48,8 @@ struct TuneArgs {
   int device = 0;
   bool cpu = false;
   size_t threads = 0;
-};
-
-class InProcessEvaluator : public CaseEvaluator {
- public:
-  explicit InProcessEvaluator(Evaluator& evaluator) : evaluator_(evaluator) {}
-  Measurement evaluate(const Variant& variant, const KernelConfig& config,
-                       const MeasurePolicy& policy) override {
-    return evaluator_.evaluate(variant, config, policy);
-  }
-
- private:
-  Evaluator& evaluator_;
+  std::string isolate;  // "workers", "none"; empty: workers with a GPU, none on the CPU
+  double deadline_seconds = 300;
 };
 
 std::string describe_choice(const WinnerChoice& w) {
@@ -99,37 +94,46 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   const std::string db = results_database_path(args.db);
   Store store(db);
 
-  Evaluator::Options evaluator_options{confirm_policy(), args.threads};
-  std::unique_ptr<JitCompiler> jit;
-  std::unique_ptr<Evaluator> evaluator;
-  DeviceRecord device;
-  DeviceDiscovery discovery;
-  if (!args.cpu) discovery = discover_devices();
-  std::string note;
-  if (!args.cpu && !discovery.devices.empty()) {
-    if (args.device < 0 || args.device >= int(discovery.devices.size())) {
-      throw UsageError("--device " + std::to_string(args.device) + ": this machine has " +
-                       std::to_string(discovery.devices.size()) + " GPU(s)");
-    }
-    const DeviceInfo& info = discovery.devices[size_t(args.device)];
-    jit = std::make_unique<JitCompiler>(JitOptions{});
-    device = device_record(info, jit->nvrtc_version());
-    evaluator = Evaluator::on_cuda(batch, discovery.api, info, *jit, evaluator_options);
-  } else {
-    note = args.cpu ? "CPU backend requested (--cpu)"
-                    : "no GPU found (" + discovery.why_none + "): tuning the CPU variants";
-    device = host_cpu_record();
-    evaluator = Evaluator::on_cpu(batch, evaluator_options);
+  if (args.isolate != "workers" && args.isolate != "none" && !args.isolate.empty()) {
+    throw UsageError("--isolate must be 'workers' or 'none'");
   }
+  if (args.deadline_seconds <= 0) throw UsageError("--deadline-seconds must be > 0");
+  TuneBackend backend = choose_tune_backend(args.cpu, args.device);
+  // Workers by default on a GPU (a faulting kernel must not take the sweep down); in-process on
+  // the CPU, whose reference variants cannot fault that way.
+  const bool workers = args.isolate.empty() ? backend.gpu() : args.isolate == "workers";
   std::vector<const Variant*> runnable;
   for (const Variant* v : registry.matching(args.variant)) {
-    if (v->backend() == evaluator->target().backend) runnable.push_back(v);
+    if (v->backend() == backend.target.backend) runnable.push_back(v);
   }
   if (runnable.empty()) {
-    std::cerr << "attn-tune: no " << to_string(evaluator->target().backend) << " variant matches '"
+    std::cerr << "attn-tune: no " << to_string(backend.target.backend) << " variant matches '"
               << args.variant << "'\n";
     return to_int(ExitCode::usage);
   }
+  std::unique_ptr<Evaluator> evaluator;
+  std::unique_ptr<CaseEvaluator> case_evaluator;
+  WorkerEvaluator* worker_evaluator = nullptr;
+  if (workers) {
+    WorkerOptions worker;
+    worker.argv = {own_executable(),
+                   "worker",
+                   args.workload,
+                   "--device",
+                   std::to_string(args.device),
+                   "--threads",
+                   std::to_string(args.threads)};
+    if (!backend.gpu()) worker.argv.push_back("--cpu");
+    worker.deadline_seconds = args.deadline_seconds;
+    auto w = std::make_unique<WorkerEvaluator>(std::move(worker));
+    worker_evaluator = w.get();
+    case_evaluator = std::move(w);
+  } else {
+    evaluator = open_evaluator(backend, batch, args.threads);
+    case_evaluator = std::make_unique<InProcessEvaluator>(*evaluator);
+  }
+  const DeviceRecord& device = backend.device;
+  const std::string& note = backend.note;
 
   std::ostream& out = std::cout;
   out << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << ")\n";
@@ -139,11 +143,15 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
       << (args.budget_trials ? std::to_string(*args.budget_trials) + " trials" : std::string(""))
       << (args.budget_trials && args.budget_seconds ? ", " : "")
       << (args.budget_seconds ? format("%gs", *args.budget_seconds) : std::string(""))
-      << (!args.budget_trials && !args.budget_seconds ? "none" : "") << " per variant\n"
+      << (!args.budget_trials && !args.budget_seconds ? "none" : "") << " per variant\n";
+  out << "isolate   "
+      << (workers ? format("workers (deadline %gs per evaluation)", args.deadline_seconds)
+                  : std::string("none (in process)"))
+      << "\n"
       << std::flush;
+  if (worker_evaluator) worker_evaluator->start();  // a worker that cannot start stops us here
 
-  InProcessEvaluator in_process(*evaluator);
-  TuneSweep sweep(store, batch, registry, device, evaluator->target(), in_process, options,
+  TuneSweep sweep(store, batch, registry, device, backend.target, *case_evaluator, options,
                   std::cerr);
   g_interrupted = 0;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -157,6 +165,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
                    utc_timestamp_now()};
   const TuneReport report = sweep.run(record);
   std::signal(SIGINT, previous);
+  if (worker_evaluator) worker_evaluator->stop();
 
   out << "\n";
   for (const VariantSummary& s : report.variants) {
@@ -202,6 +211,11 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
   cmd->add_flag("--cpu", args->cpu, "tune the CPU variants even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  cmd->add_option("--isolate", args->isolate,
+                  "workers: evaluate in worker processes (default with a GPU); none: in this "
+                  "process (default on the CPU)");
+  cmd->add_option("--deadline-seconds", args->deadline_seconds,
+                  "with workers: kill an evaluation that takes longer (default 300)");
   cmd->callback([args, &invocation] { invocation.exit_code = tune(*args, invocation); });
 }
 

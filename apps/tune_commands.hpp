@@ -15,6 +15,7 @@ namespace attn {
 void add_tune_space_command(CLI::App& app, Invocation& invocation);
 void add_tune_tune_command(CLI::App& app, Invocation& invocation);
 void add_tune_merge_command(CLI::App& app, Invocation& invocation);
+void add_tune_worker_command(CLI::App& app, Invocation& invocation);  // hidden
 
 // --arch/--sm-count/--smem describe a GPU; without them the GPU present (--device) is used, and
 // without one an H100-like target (sm_90a, 132 SMs, 232448 B of shared memory per block).

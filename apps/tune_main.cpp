@@ -16,5 +16,6 @@ int main(int argc, char** argv) {
   add_tune_space_command(app, invocation);
   add_tune_tune_command(app, invocation);
   add_tune_merge_command(app, invocation);
+  add_tune_worker_command(app, invocation);
   return run_cli(app, args, "attn-tune", invocation);
 }

@@ -160,8 +160,10 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     const KernelConfig& config = configs[trial.config];
     const MeasurePolicy policy = rung_policy(trial.rung, rungs);
     const std::string name = variant.full_name(config);
+    std::string why;  // the disposition of a failure, for the progress line
     auto fill = [&](const Measurement& m) {
       out.ok = m.disposition == Disposition::passed;
+      if (!out.ok) why = ": " + to_string(m.disposition);
       if (out.ok) {
         out.samples = m.kept_samples();
         out.median_us = m.stats.median;
@@ -211,7 +213,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
       best_name_ = name;
     }
     progress_line(name + " (" + policy.name + ")" +
-                  (out.ok ? " " + median_text(out.median_us) : std::string(" failed")));
+                  (out.ok ? " " + median_text(out.median_us) : " failed" + why));
     return out;
   };
   // Ctrl-C: the budget is declared spent, so run_search stops before the next trial.

@@ -1,0 +1,48 @@
+// Where `attn-tune tune` and its workers (`attn-tune worker`) evaluate: the chosen GPU, or the CPU
+// variants (--cpu, or no GPU). Choosing it creates no CUDA context, so an orchestrator that hands
+// every evaluation to workers never holds one; open_evaluator() does, in whichever process
+// evaluates.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kernels/device/cuda_context.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/target.hpp"
+#include "results/records.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/tune_sweep.hpp"
+
+namespace attn {
+
+struct TuneBackend {
+  DeviceRecord device;
+  Target target;
+  std::string note;  // why the CPU is used; empty on a GPU
+  std::shared_ptr<const DriverApi> api;
+  std::optional<DeviceInfo> info;    // the GPU, when one is used
+  std::unique_ptr<JitCompiler> jit;  // with a GPU
+  bool gpu() const { return info.has_value(); }
+};
+// Throws UsageError for a --device this machine does not have.
+TuneBackend choose_tune_backend(bool cpu, int device);
+std::unique_ptr<Evaluator> open_evaluator(TuneBackend& backend, const Batch& batch, size_t threads);
+
+class InProcessEvaluator : public CaseEvaluator {
+ public:
+  explicit InProcessEvaluator(Evaluator& evaluator) : evaluator_(evaluator) {}
+  Measurement evaluate(const Variant& variant, const KernelConfig& config,
+                       const MeasurePolicy& policy) override {
+    return evaluator_.evaluate(variant, config, policy);
+  }
+
+ private:
+  Evaluator& evaluator_;
+};
+
+// The running binary's absolute path (/proc/self/exe), to start workers from.
+std::string own_executable();
+
+}  // namespace attn

@@ -1,0 +1,245 @@
+// Evaluations in worker processes (tuner/worker_evaluator.hpp) with the real `attn-tune worker`
+// and test-only faults ($ATTN_TUNE_WORKER_FAULTS): a config that hangs is killed at its deadline
+// and recorded timed_out, one that aborts is recorded crashed, the rest is measured, no worker is
+// left behind, and a resumed sweep evaluates nothing again.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "base/exit_codes.hpp"
+#include "kernels/registry.hpp"
+#include "results/store.hpp"
+#include "tests/apps/cli_runner.hpp"
+#include "tuner/device_records.hpp"
+#include "tuner/tune_sweep.hpp"
+#include "tuner/worker_evaluator.hpp"
+#include "workloads/batch.hpp"
+#include "workloads/workload_spec.hpp"
+
+extern char** environ;
+
+namespace attn {
+namespace {
+
+using testing::CliResult;
+
+// A small prefill: prefix_prefill.cpu_reference and flash_fwd.cpu_reference both take it, and
+// halving measures each one config under screen, then confirm.
+constexpr const char* kSmallPrefill = R"({
+  "schema_version": 1,
+  "name": "tune-worker-small",
+  "model": {"num_q_heads": 4, "num_kv_heads": 2, "head_dim": 64, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16, "layout": "NHD", "allocation": "shuffled"},
+  "sequences": [{"context_len": 40, "query_len": 8, "count": 2}],
+  "seed": 7
+})";
+constexpr const char* kFaults =
+    "hang:prefix_prefill.cpu_reference screen;abort:flash_fwd.cpu_reference confirm";
+
+// Live processes whose environment holds `marker` (a zombie's environment reads empty).
+int processes_with(const std::string& marker) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    n += text.str().find(marker) != std::string::npos;
+  }
+  return n;
+}
+
+bool eventually(const std::function<bool()>& condition, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition()) return true;
+    ::usleep(20000);
+  }
+  return condition();
+}
+
+bool gone(pid_t pid) {
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+class TuneWorkers : public testing::Cli {
+ protected:
+  TuneWorkers() { binary_ = ATTN_TUNE_BINARY; }
+  void TearDown() override {
+    ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
+    testing::Cli::TearDown();
+  }
+};
+
+TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEvaluatesNothing) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const Batch batch = generate_batch(load_workload_file(workload));
+  const Registry registry = make_registry();
+  Store store((dir_ / "t.db").string());
+  TuneOptions options;
+  options.variant_filter = "*.cpu_reference";
+  options.strategy = "halving";
+  options.quarantine_after = 1;
+  WorkerOptions worker;
+  worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
+  worker.deadline_seconds = 2.5;  // the screen of a passing case takes well under 1 s
+  RunRecord run{"test", "0", "x", "Release", "test", "host", ""};
+
+  ::setenv("ATTN_TUNE_WORKER_FAULTS", kFaults, 1);
+  std::vector<pid_t> pids;
+  {
+    WorkerEvaluator evaluator(worker);
+    std::ostringstream progress;
+    TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), evaluator, options,
+                    progress);
+    const auto start = std::chrono::steady_clock::now();
+    const TuneReport report = sweep.run(run);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 30) << "the hang must cost about one deadline";
+    std::map<std::string, VariantSummary> by_name;
+    for (const VariantSummary& s : report.variants) by_name[s.variant] = s;
+    EXPECT_EQ(by_name["prefix_prefill.cpu_reference"].evaluated, 1u);  // screen: timed out
+    EXPECT_EQ(by_name["prefix_prefill.cpu_reference"].failed, 1u);
+    EXPECT_EQ(by_name["flash_fwd.cpu_reference"].evaluated, 2u);  // screen passed, confirm crashed
+    EXPECT_EQ(by_name["flash_fwd.cpu_reference"].failed, 1u);
+    pids = evaluator.spawned();
+    // First worker hangs and is killed; the second measures, then aborts; the third would serve the
+    // next case (started lazily, so it may not exist).
+    EXPECT_GE(pids.size(), 2u);
+    EXPECT_TRUE(gone(pids[0])) << "the hung worker was killed and reaped";
+  }
+  for (pid_t pid : pids) EXPECT_TRUE(gone(pid)) << "worker " << pid << " left behind";
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1) << "a child is still there";
+
+  std::map<std::string, std::string> disposition;  // "variant policy" -> disposition
+  for (const StoredMeasurement& row : store.find_measurements({})) {
+    disposition[row.measurement.variant + " " + row.measurement.policy] =
+        to_string(row.measurement.disposition);
+  }
+  EXPECT_EQ(disposition["prefix_prefill.cpu_reference screen"], "timed_out");
+  EXPECT_EQ(disposition["flash_fwd.cpu_reference screen"], "passed");
+  EXPECT_EQ(disposition["flash_fwd.cpu_reference confirm"], "crashed");
+  EXPECT_EQ(disposition.size(), 3u);
+  for (const StoredMeasurement& row : store.find_measurements({})) {
+    if (row.measurement.disposition == Disposition::timed_out) {
+      EXPECT_NE(row.measurement.reason.find("2.5 s deadline"), std::string::npos)
+          << row.measurement.reason;
+    }
+    if (row.measurement.disposition == Disposition::crashed) {
+      EXPECT_NE(row.measurement.reason.find("signal 6"), std::string::npos)
+          << row.measurement.reason;
+    }
+  }
+
+  // Resume without the faults: what is recorded is not evaluated again, and the two configs that
+  // hung or crashed once are quarantined (quarantine_after 1).
+  ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
+  WorkerEvaluator evaluator(worker);
+  std::ostringstream progress;
+  TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), evaluator, options,
+                  progress);
+  const TuneReport report = sweep.run(run);
+  for (const VariantSummary& s : report.variants) {
+    EXPECT_EQ(s.evaluated, 0u) << s.variant;
+    // The two that take the workload have one quarantined case each; the others have no configs.
+    EXPECT_EQ(s.quarantined, s.shard_configs) << s.variant;
+  }
+  EXPECT_TRUE(evaluator.spawned().empty()) << "nothing to evaluate, no worker started";
+  EXPECT_EQ(store.find_measurements({}).size(), 3u);
+}
+
+TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  ::setenv("ATTN_TUNE_WORKER_FAULTS", "segv:flash_fwd.cpu_reference", 1);
+  CliResult r =
+      run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "exhaustive", "--db",
+           "w.db", "--cpu", "--threads", "1", "--isolate", "workers", "--deadline-seconds", "20"});
+  EXPECT_EQ(r.exit_code, int(ExitCode::failed_cases)) << r.out << r.err;
+  EXPECT_NE(r.out.find("isolate   workers (deadline 20s per evaluation)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("prefix_prefill.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 "
+                       "from the database, 0 failed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("flash_fwd.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 from "
+                       "the database, 1 failed"),
+            std::string::npos)
+      << r.out;
+  ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
+
+  // In process (the CPU default) the same database resumes: the crashed config is tried again
+  // (quarantine after 2) and now passes; the measured one is not.
+  r = run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "exhaustive", "--db",
+           "w.db", "--cpu", "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("isolate   none (in process)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prefix_prefill.cpu_reference: 1 configs (1 in shard 0/1): 0 measured, 1 "
+                       "from the database"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("flash_fwd.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 from"),
+            std::string::npos)
+      << r.out;
+
+  const int usage = int(ExitCode::usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--isolate", "threads"}).exit_code, usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline-seconds", "0"}).exit_code, usage);
+  // A worker that cannot set up stops the sweep once, before any attempt, with one message.
+  ::setenv("ATTN_TUNE_WORKER_FAULTS", "explode:x", 1);
+  r = run({"tune", workload, "--cpu", "--isolate", "workers", "--db", "e.db"});
+  EXPECT_EQ(r.exit_code, int(ExitCode::environment)) << r.out << r.err;
+  EXPECT_NE(r.err.find("evaluation worker could not start"), std::string::npos) << r.err;
+}
+
+// Ctrl-C and kill -9 of the orchestrator while a worker hangs: neither leaves a worker behind.
+TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  for (int sig : {SIGINT, SIGKILL}) {
+    const std::string marker = "marker-" + std::to_string(::getpid()) + "-" + std::to_string(sig);
+    ::setenv("ATTN_TUNE_WORKER_FAULTS", ("hang:prefix_prefill;exit:" + marker).c_str(), 1);
+    std::vector<std::string> args = {
+        ATTN_TUNE_BINARY,         "tune",  workload,    "--variant", "*.cpu_reference", "--db",
+        (dir_ / "k.db").string(), "--cpu", "--threads", "1",         "--isolate",       "workers",
+        "--deadline-seconds",     "2"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t orchestrator = -1;
+    ASSERT_EQ(::posix_spawn(&orchestrator, argv[0], &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    // The orchestrator and its (hanging) worker.
+    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 2; }, 10)) << sig;
+    ::usleep(200000);  // let the worker take the request that hangs
+    ::kill(orchestrator, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(orchestrator, &status, 0), orchestrator);
+    if (sig == SIGINT) {
+      ASSERT_TRUE(WIFEXITED(status)) << status;
+      EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted));
+    }
+    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 0; }, 5))
+        << "a worker outlived the orchestrator after signal " << sig;
+  }
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,49 @@
+#include "tuner/worker_protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include "base/errors.hpp"
+#include "tuner/worker_serve.hpp"
+
+namespace attn {
+namespace {
+
+TEST(WorkerProtocol, RequestRoundTripKeepsThePolicy) {
+  PolicyOverrides overrides;
+  overrides.noise = 0.01;
+  overrides.timer = TimerMode::graph;
+  overrides.flush_l2 = false;
+  const MeasurePolicy policy = apply_overrides(confirm_policy(), overrides);
+  const std::string line = encode_request({"paged_decode.splitkv", "num_splits=4,warps=4", policy});
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  const WorkerRequest r = decode_request(line);
+  EXPECT_EQ(r.variant, "paged_decode.splitkv");
+  EXPECT_EQ(r.config_key, "num_splits=4,warps=4");
+  EXPECT_EQ(r.policy.name, policy.name);
+  EXPECT_EQ(r.policy.noise, 0.01);
+  EXPECT_EQ(r.policy.timer, TimerMode::graph);
+  EXPECT_FALSE(r.policy.flush_l2);
+  EXPECT_EQ(r.policy.min_samples, policy.min_samples);
+  EXPECT_EQ(r.policy.max_seconds, policy.max_seconds);
+  EXPECT_EQ(r.policy.clock_threshold, policy.clock_threshold);
+}
+
+TEST(WorkerProtocol, BadRequestsAreInputErrors) {
+  EXPECT_THROW(decode_request("not json"), InputError);
+  EXPECT_THROW(decode_request("[1]"), InputError);
+  EXPECT_THROW(decode_request(R"({"variant": "x", "config": ""})"), InputError);
+}
+
+TEST(WorkerFaults, ParsesKindsAndPatterns) {
+  const auto faults = parse_worker_faults("hang:a.b screen;abort:warps=4;;segv:x");
+  ASSERT_EQ(faults.size(), 3u);
+  EXPECT_EQ(faults[0].kind, "hang");
+  EXPECT_EQ(faults[0].pattern, "a.b screen");
+  EXPECT_EQ(faults[1].pattern, "warps=4");
+  EXPECT_TRUE(parse_worker_faults("").empty());
+  EXPECT_THROW(parse_worker_faults("explode:x"), UsageError);
+  EXPECT_THROW(parse_worker_faults("hang"), UsageError);
+}
+
+}  // namespace
+}  // namespace attn
