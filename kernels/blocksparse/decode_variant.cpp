@@ -7,12 +7,11 @@
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/decode_traits.hpp"
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/launch_inputs.hpp"
 
 namespace attn {
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
 
 struct DecodeConfig {
   int tile_n, warps, stages;
@@ -196,9 +195,7 @@ class DecodeVariant : public Variant {
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
     const int smem = c.shared_bytes(m.head_dim);
-    ATTN_CU_CHECK(
-        context.cuda->api(),
-        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    allow_dynamic_shared_memory(context, attention, smem);
 
     std::vector<DeviceBuffer> buffers = blocksparse_gather_kv(problem, context, gather);
     const BlockSparseDecodePlan plan = blocksparse_decode_plan(batch, c.tile_n);

@@ -8,12 +8,11 @@
 #include "kernels/blocksparse/mma_traits.hpp"
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/launch_inputs.hpp"
 
 namespace attn {
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
 
 struct MmaConfig {
   int tile_m, tile_n, warps, stages;
@@ -189,9 +188,7 @@ class MmaVariant : public Variant {
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
     const int smem = c.shared_bytes(m.head_dim);
-    ATTN_CU_CHECK(
-        context.cuda->api(),
-        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    allow_dynamic_shared_memory(context, attention, smem);
 
     std::vector<DeviceBuffer> buffers = blocksparse_gather_kv(problem, context, gather);
     const std::vector<int32_t> tiles = blocksparse_mma_schedule(batch, c.tile_m, c.tile_n);

@@ -7,13 +7,12 @@
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"  // paged_pool_strides
 
 namespace attn {
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
 
 struct Sm80Config {
   int tile_m, tile_n, warps, stages;
@@ -225,9 +224,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
     const int smem = c.shared_bytes(m.head_dim);
-    ATTN_CU_CHECK(
-        context.cuda->api(),
-        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    allow_dynamic_shared_memory(context, attention, smem);
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
     const size_t kv_bytes =

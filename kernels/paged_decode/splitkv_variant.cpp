@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_params.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/splitkv_traits.hpp"
@@ -253,9 +254,7 @@ class SplitKvVariant : public Variant {
         context.loader->function(program, attention_kernel(code, fp8(batch), m.head_dim, c));
     CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim, c));
     const int smem = shared_bytes(batch, c);
-    ATTN_CU_CHECK(
-        context.cuda->api(),
-        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    allow_dynamic_shared_memory(context, attention, smem);
 
     PagedDecodeParams p{};
     p.q = problem.q();
@@ -291,24 +290,21 @@ class SplitKvVariant : public Variant {
       }
       p.num_splits = most;
     }
-    constexpr double kLog2e = 1.4426950408889634;
     p.soft_cap = batch.logits_soft_cap > 0 ? batch.logits_soft_cap : 0.0f;
     p.soft_cap_log2 = float(double(p.soft_cap) * kLog2e);
     double q_scale = double(batch.softmax_scale) * (p.soft_cap > 0 ? 1.0 : kLog2e);
     p.kv_fp8 = fp8(batch) ? 1 : 0;
     if (p.kv_fp8) {
       q_scale *= 1.329227995784916e36;  // 2^120: the kernel's fp8 unpacking scales by 2^-120
-      for (int h = 0; h < m.num_kv_heads; ++h) {
-        const size_t i = batch.k_scales.size() == 1 ? 0 : size_t(h);
-        p.k_scale[h] = batch.k_scales[i];
-        p.v_scale[h] = batch.v_scales[batch.v_scales.size() == 1 ? 0 : size_t(h)];
-      }
+      const std::vector<float> k = scales_per_kv_head(batch.k_scales, m.num_kv_heads);
+      const std::vector<float> v = scales_per_kv_head(batch.v_scales, m.num_kv_heads);
+      std::copy(k.begin(), k.end(), p.k_scale);
+      std::copy(v.begin(), v.end(), p.v_scale);
     }
     p.q_scale = float(q_scale);
     p.has_sinks = batch.sink_logits.empty() ? 0 : 1;
-    for (size_t h = 0; h < batch.sink_logits.size(); ++h) {
-      p.sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
-    }
+    const std::vector<float> sinks = sink_logits_log2(batch);
+    std::copy(sinks.begin(), sinks.end(), p.sink_log2);
     if (p.num_splits > 1) {
       const size_t rows = size_t(p.num_splits) * size_t(batch.num_seqs) * size_t(m.num_q_heads);
       const size_t out_bytes = rows * size_t(m.head_dim) * sizeof(float);

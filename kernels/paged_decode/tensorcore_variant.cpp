@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/tensorcore_params.hpp"
 #include "kernels/paged_decode/tensorcore_split_plan.hpp"
@@ -12,8 +13,6 @@
 namespace attn {
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
 
 // tile_tokens: keys per compute block (one pipeline stage); a block spans several pages or part
 // of one, whatever the page size.
@@ -233,9 +232,7 @@ class TensorCoreVariant : public Variant {
     CUfunction attention =
         context.loader->function(program, attention_kernel(code, kv_fp8(batch), m.head_dim, c));
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
-    ATTN_CU_CHECK(
-        context.cuda->api(),
-        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    allow_dynamic_shared_memory(context, attention, smem);
 
     TensorCoreParams p{};
     p.q = problem.q();
@@ -254,33 +251,18 @@ class TensorCoreVariant : public Variant {
     p.group = batch.spec.group_size();
     p.page_size = batch.page_size;
     p.max_pages_per_seq = batch.max_pages_per_seq;
-    // A window at least as long as every sequence hides nothing.
-    p.sliding_window = (batch.sliding_window > 0 && batch.sliding_window < batch.max_kv_len())
-                           ? int(batch.sliding_window)
-                           : 0;
-    const double scale = double(batch.softmax_scale);
-    if (batch.logits_soft_cap > 0) {
-      const double cap = double(batch.logits_soft_cap);
-      p.score_scale = float(scale / cap);
-      p.cap_log2 = float(cap * kLog2e);
-    } else {
-      p.score_scale = float(scale * kLog2e);
-      p.cap_log2 = 0.0f;
-    }
+    p.sliding_window = effective_sliding_window(batch);
+    const LogitTransform logits = log2_logit_transform(batch);
+    p.score_scale = logits.score_scale;
+    p.cap_log2 = logits.cap_log2;
     std::vector<DeviceBuffer> owned;
     if (!batch.sink_logits.empty()) {
-      std::vector<float> sink_log2(batch.sink_logits.size());
-      for (size_t h = 0; h < sink_log2.size(); ++h)
-        sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
-      owned.push_back(upload_array(*context.cuda, sink_log2));
+      owned.push_back(upload_array(*context.cuda, sink_logits_log2(batch)));
       p.sink_log2 = reinterpret_cast<const float*>(owned.back().address());
     }
-    if (kv_fp8(batch)) {  // per kv head, a per-tensor scale repeated
+    if (kv_fp8(batch)) {
       for (const std::vector<float>* scales : {&batch.k_scales, &batch.v_scales}) {
-        std::vector<float> per_head(size_t(m.num_kv_heads));
-        for (size_t h = 0; h < per_head.size(); ++h)
-          per_head[h] = (*scales)[scales->size() == 1 ? 0 : h];
-        owned.push_back(upload_array(*context.cuda, per_head));
+        owned.push_back(upload_array(*context.cuda, scales_per_kv_head(*scales, m.num_kv_heads)));
         (scales == &batch.k_scales ? p.k_scale : p.v_scale) =
             reinterpret_cast<const float*>(owned.back().address());
       }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/prefix_prefill/mma_params.hpp"
 #include "kernels/prefix_prefill/mma_traits.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
@@ -15,7 +16,6 @@ namespace attn {
 
 namespace {
 
-constexpr double kLog2e = 1.4426950408889634;
 // New-token rows of K_new/V_new start at multiples of this (zero padding between sequences), so
 // that a dims-major V_new row's 16-byte chunks of keys are aligned.
 constexpr int kNewRowAlign = 16;
@@ -254,9 +254,7 @@ class MmaVariant : public Variant {
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, "attn::prefix_prefill_gather");
     const int smem = shared_bytes(batch, c);
-    ATTN_CU_CHECK(
-        context.cuda->api(),
-        cuFuncSetAttribute(attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+    allow_dynamic_shared_memory(context, attention, smem);
 
     const int group = batch.spec.group_size();
     const int tile_tokens = c.block_m / group;
@@ -331,30 +329,17 @@ class MmaVariant : public Variant {
                        : -1;
     p.max_pages_per_seq = batch.max_pages_per_seq;
     p.causal = batch.causal ? 1 : 0;
-    // A window at least as long as every sequence hides nothing.
-    p.sliding_window = (batch.sliding_window > 0 && batch.sliding_window < batch.max_kv_len())
-                           ? int(batch.sliding_window)
-                           : 0;
-    const double scale = double(batch.softmax_scale);
-    if (batch.logits_soft_cap > 0) {
-      const double cap = double(batch.logits_soft_cap);
-      p.score_scale = float(scale / cap);
-      p.cap_log2 = float(cap * kLog2e);
-    } else {
-      p.score_scale = float(scale * kLog2e);
-      p.cap_log2 = 0.0f;
-    }
+    p.sliding_window = effective_sliding_window(batch);
+    const LogitTransform logits = log2_logit_transform(batch);
+    p.score_scale = logits.score_scale;
+    p.cap_log2 = logits.cap_log2;
     if (!batch.sink_logits.empty()) {
-      std::vector<float> sink_log2(batch.sink_logits.size());
-      for (size_t h = 0; h < sink_log2.size(); ++h)
-        sink_log2[h] = float(double(batch.sink_logits[h]) * kLog2e);
+      const std::vector<float> sink_log2 = sink_logits_log2(batch);
       p.sink_log2 = reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
     }
     if (kv_fp8(batch)) {
       auto per_head = [&](const std::vector<float>& scales) {
-        std::vector<float> out(size_t(m.num_kv_heads), 1.0f);
-        for (size_t h = 0; h < out.size(); ++h)
-          out[h] = scales.empty() ? 1.0f : scales.size() == 1 ? scales[0] : scales[h];
+        const std::vector<float> out = scales_per_kv_head(scales, m.num_kv_heads);
         return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
       };
       p.k_scale = per_head(batch.k_scales);

@@ -1,0 +1,37 @@
+// Host-side derivations of kernel inputs that several CUDA variants share: the log2-domain logit
+// transform (scale, soft-cap), sink logits in log2, fp8 dequantisation scales per KV head, the
+// sliding window a kernel must apply, and the dynamic shared-memory opt-in of a loaded kernel.
+#pragma once
+
+#include <vector>
+
+#include "kernels/exec_context.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+// Logits in the log2 domain. Without soft-cap: logit2 = score_scale * q.k. With soft-cap
+// (cap_log2 > 0): logit2 = cap_log2 * tanh(score_scale * q.k), where score_scale is then
+// softmax_scale / cap and cap_log2 = cap * log2(e).
+struct LogitTransform {
+  float score_scale = 0.0f;
+  float cap_log2 = 0.0f;
+};
+LogitTransform log2_logit_transform(const Batch& batch);
+
+// [num_q_heads] sink logits * log2(e); empty without sinks.
+std::vector<float> sink_logits_log2(const Batch& batch);
+
+// [num_kv_heads] scales: a per-tensor scale repeated, per-head scales as given, 1 when empty.
+std::vector<float> scales_per_kv_head(const std::vector<float>& scales, int num_kv_heads);
+
+// The window a kernel must apply: 0 when there is none or when it is at least as long as every
+// sequence (it then hides nothing).
+int effective_sliding_window(const Batch& batch);
+
+// Lets `kernel` use `bytes` of dynamic shared memory (above the 48 KiB default).
+void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, int bytes);
+
+}  // namespace attn
