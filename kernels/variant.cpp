@@ -24,6 +24,14 @@ Support supports_sm80_target(const Target& target, const std::string& needs) {
   return Support::yes();
 }
 
+Support supports_sm90_target(const Target& target, const std::string& needs) {
+  if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+  if (target.compute_capability() < 90) {
+    return Support::no("needs compute capability 9.0 or newer (" + needs + ")");
+  }
+  return Support::yes();
+}
+
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
                            const std::string& variant) {
   for (const std::string& axis : axes) {

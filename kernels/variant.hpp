@@ -33,6 +33,9 @@ struct Support {
 // Checks every CUDA variant built on mma.sync and cp.async makes first: a CUDA target of compute
 // capability 8.0 or newer. `needs` names what the kernel uses (for the message).
 Support supports_sm80_target(const Target& target, const std::string& needs);
+// The same for the Hopper variants (TMA, mbarrier transactions, wgmma): compute capability 9.0
+// or newer.
+Support supports_sm90_target(const Target& target, const std::string& needs);
 
 // The config names exactly `axes` (a partial config, or one of another variant, is refused).
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,

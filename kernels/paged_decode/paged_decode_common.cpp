@@ -8,11 +8,13 @@ namespace attn {
 
 std::unique_ptr<Variant> make_paged_decode_splitkv();
 std::unique_ptr<Variant> make_paged_decode_tensorcore();
+std::unique_ptr<Variant> make_paged_decode_sm90_tma();
 std::unique_ptr<Variant> make_paged_decode_cpu_reference();
 
 void add_paged_decode_variants(Registry& registry) {
   registry.add(make_paged_decode_splitkv());
   registry.add(make_paged_decode_tensorcore());
+  registry.add(make_paged_decode_sm90_tma());
   registry.add(make_paged_decode_cpu_reference());
 }
 

@@ -7,7 +7,8 @@ namespace attn {
 
 class Registry;
 
-// Registers paged_decode.splitkv and paged_decode.tensorcore (CUDA) and paged_decode.cpu_reference.
+// Registers paged_decode.splitkv, paged_decode.tensorcore and paged_decode.sm90_tma (CUDA) and
+// paged_decode.cpu_reference.
 void add_paged_decode_variants(Registry& registry);
 
 // Checks shared by every paged_decode variant: one query token per sequence.

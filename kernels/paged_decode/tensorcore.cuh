@@ -35,59 +35,19 @@
 //   WARPS         threads per CTA: key slices computed in parallel vs CTAs per SM
 //   STAGES        pipeline depth: blocks in flight while one is computed
 //   num_splits    (host) split-KV count per sequence; 0 = auto, by length, to fill the GPU
+//
+// The per-block compute (tensorcore_block.cuh) and the end of the CTA (tensorcore_epilogue.cuh)
+// are shared with paged_decode.sm90_tma, which loads the same tiles with TMA.
 #pragma once
 
 #include "kernels/common/convert.cuh"
 #include "kernels/common/cp_async.cuh"
-#include "kernels/common/mma_sm80.cuh"
+#include "kernels/paged_decode/tensorcore_block.cuh"
+#include "kernels/paged_decode/tensorcore_epilogue.cuh"
 #include "kernels/paged_decode/tensorcore_params.hpp"
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 
 namespace attn {
-
-namespace tc {
-
-// Four fp8 e4m3 codes (bytes of `word`, element 0 lowest) as two f16x2 registers, exactly: `lo`
-// holds codes 0 and 1, `hi` codes 2 and 3 (element order kept in each half pair).
-__device__ __forceinline__ void e4m3x4_to_f16(unsigned int word, unsigned int& lo,
-                                              unsigned int& hi) {
-#if __CUDA_ARCH__ >= 890
-  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\n"
-      "cvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
-      : "=r"(lo), "=r"(hi)
-      : "r"(word));
-#else
-  // No fp8 conversion unit: each code's sign, exponent and mantissa bits go into an f16 whose
-  // exponent bias is 8 larger (exact, subnormals included), then a multiply by 2^8 restores it.
-  const unsigned int scale = 0x5c005c00u;  // f16x2 {256, 256}
-  const unsigned int spread[2] = {__byte_perm(word, 0, 0x1404), __byte_perm(word, 0, 0x3424)};
-  unsigned int out[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const unsigned int bits = (spread[i] & 0x80008000u) | ((spread[i] >> 1) & 0x3f803f80u);
-    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(out[i]) : "r"(bits), "r"(scale));
-  }
-  lo = out[0];
-  hi = out[1];
-#endif
-}
-
-// Bytes e of w0 and of w1 (two fp8 codes, w0's first) as one f16x2 register.
-__device__ __forceinline__ unsigned int e4m3_pair_to_f16(unsigned int w0, unsigned int w1, int e) {
-  const unsigned int pair = __byte_perm(w0, w1, e | ((4 + e) << 4));  // codes in bytes 0 and 1
-  unsigned int out;
-#if __CUDA_ARCH__ >= 890
-  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.rn.f16x2.e4m3x2 %0, l;\n}\n"
-      : "=r"(out)
-      : "r"(pair));
-#else
-  unsigned int unused;
-  e4m3x4_to_f16(pair, out, unused);
-#endif
-  return out;
-}
-
-}  // namespace tc
 
 template <int DTYPE, bool KV_FP8, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES>
 __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const TensorCoreParams p) {
@@ -102,17 +62,11 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   constexpr int ROW = tensorcore::row_elements(HEAD_DIM);  // padded Q smem row, 16-bit elements
   constexpr int M = tensorcore::kMmaRows;
   constexpr int WARP_TOKENS = tensorcore::warp_tokens(WARPS, BLOCK_TOKENS);
-  constexpr int S_TILES = WARP_TOKENS / 8;          // n8 tiles of the warp's scores
-  constexpr int D_TILES = HEAD_DIM / 8;             // n8 tiles of the output
-  constexpr int K_STEPS = HEAD_DIM / 16;            // k16 steps of Q.K
   constexpr int CHUNKS = HEAD_DIM * KV_BYTES / 16;  // 16-byte chunks of a K/V row
   constexpr int ROWS_PER_PASS = 32 / CHUNKS;        // rows one warp copies per pass
   constexpr int PASSES = WARP_TOKENS / ROWS_PER_PASS;
   constexpr int TILE_BYTES = BLOCK_TOKENS * ROW_BYTES;  // one K or V buffer
-  constexpr bool Q_IN_REGISTERS = HEAD_DIM <= tensorcore::kMaxHeadDimQInRegisters;
-  constexpr int Q_STEPS = Q_IN_REGISTERS ? K_STEPS : 1;
   static_assert(32 % CHUNKS == 0 && WARP_TOKENS % ROWS_PER_PASS == 0, "copy pattern");
-  const float kNegInf = -__int_as_float(0x7f800000);
 
   // The stage area [STAGES][K, V][BLOCK_TOKENS][ROW_BYTES], then Q [M][ROW] (16-bit). After the
   // key loop the stage area holds the cross-warp merge: outputs [WARPS][M][HEAD_DIM], maxima and
@@ -217,37 +171,9 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
   }
   if (PREFETCH && block_begin + STAGES - 1 < block_end) fetch_pages(block_begin + STAGES - 1);
 
-  // This lane's rows of the accumulators: r0 = lane / 4 and r0 + 8.
-  float o[D_TILES][4];
-#pragma unroll
-  for (int n = 0; n < D_TILES; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float row_max[2] = {kNegInf, kNegInf};  // log2 domain
-  float row_sum[2] = {0.0f, 0.0f};        // this lane's columns only; summed over lanes at the end
-
-  // 16-bit K/V: ldmatrix row addresses in bytes (lane l names a row of matrix l / 8).
-  const unsigned short* q_frag = q_tile + (lane % 16) * ROW + (lane / 16) * 8;
-  const int k_frag = (((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8) * 2;
-  const int v_frag = ((lane % 16) * ROW + (lane / 16) * 8) * 2;
-  // fp8 K/V: 32-bit loads of 4 codes each, no ldmatrix. The dims are permuted, identically in Q
-  // and K (a dot product does not care), so that a lane's 4 dims of a k16 step are 4 adjacent
-  // bytes: logical dims {2t, 2t+1, 2t+8, 2t+9} of the mma fragment (t = lane % 4) are physical
-  // dims 4t .. 4t+3. For P V the output dims are permuted: column n of output tile m is
-  // physical dim 32 (m / 4) + 4 n + m % 4, so that one 32-bit load gives a lane (n = lane / 4)
-  // the 4 tiles' values of one key; the cross-warp merge writes them back in order.
-  const int quad = lane / 4, t4 = lane % 4;
-  unsigned int q_a[Q_STEPS][4];  // Q's A fragments, loaded once (head dims up to 128)
-  // Q's A fragment of k16 step ks: ldmatrix for 16-bit K/V; for fp8 K/V, the permuted f16 words.
-  auto load_q_fragment = [&](unsigned int(&a)[4], int ks) {
-    if constexpr (KV_FP8) {
-      const unsigned short* row = q_tile + quad * ROW + ks * 16 + 4 * t4;
-      a[0] = *reinterpret_cast<const unsigned int*>(row);
-      a[1] = *reinterpret_cast<const unsigned int*>(row + 8 * ROW);
-      a[2] = *reinterpret_cast<const unsigned int*>(row + 2);
-      a[3] = *reinterpret_cast<const unsigned int*>(row + 8 * ROW + 2);
-    } else {
-      ldmatrix_x4(a, q_frag + ks * 16);
-    }
-  };
+  tc::WarpState<HEAD_DIM> st;
+  st.init();
+  tc::QFragments<KV_FP8, HEAD_DIM> q;
   // fp8 dequantisation, folded into the logits' scale and the output.
   const float score_scale = KV_FP8 ? p.score_scale * p.k_scale[kv_head] : p.score_scale;
   const float v_scale = KV_FP8 ? p.v_scale[kv_head] : 1.0f;
@@ -266,10 +192,7 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
         }
         __syncthreads();
       }
-      if constexpr (Q_IN_REGISTERS) {
-#pragma unroll
-        for (int ks = 0; ks < K_STEPS; ++ks) load_q_fragment(q_a[ks], ks);
-      }
+      q.init(q_tile);
     } else {
       __syncwarp();  // the warp's copies of this block visible to all its lanes; block - 1 consumed
     }
@@ -277,267 +200,16 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_tensorcore(const Tens
     cp_async_commit();
     if (PREFETCH && block + STAGES < block_end) fetch_pages(block + STAGES);
 
-    const unsigned char* k_tile =
-        smem + (i % STAGES) * 2 * TILE_BYTES + warp * WARP_TOKENS * ROW_BYTES;
-    const unsigned char* v_tile = k_tile + TILE_BYTES;
-
-    // S = Q K^T over the warp's keys: [16 heads x WARP_TOKENS keys].
-    float s[S_TILES][4];
-#pragma unroll
-    for (int j = 0; j < S_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-    for (int ks = 0; ks < K_STEPS; ++ks) {
-      unsigned int a_reread[4];
-      if constexpr (!Q_IN_REGISTERS) load_q_fragment(a_reread, ks);
-      const unsigned int(&a)[4] = Q_IN_REGISTERS ? q_a[ks % Q_STEPS] : a_reread;
-      if constexpr (KV_FP8) {
-#pragma unroll
-        for (int j = 0; j < S_TILES; ++j) {  // key j*8 + quad, physical dims ks*16 + 4 t4 ..
-          unsigned int b0, b1;
-          tc::e4m3x4_to_f16(*reinterpret_cast<const unsigned int*>(
-                                k_tile + (j * 8 + quad) * ROW_BYTES + ks * 16 + 4 * t4),
-                            b0, b1);
-          mma_m16n8k16<MMA_DTYPE>(s[j], a, b0, b1);
-        }
-      } else {
-#pragma unroll
-        for (int pair = 0; pair < S_TILES / 2; ++pair) {
-          unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-          ldmatrix_x4(b, k_tile + pair * 16 * ROW_BYTES + k_frag + ks * 32);
-          mma_m16n8k16<MMA_DTYPE>(s[2 * pair], a, b[0], b[1]);
-          mma_m16n8k16<MMA_DTYPE>(s[2 * pair + 1], a, b[2], b[3]);
-        }
-      }
-    }
-
-    // Logits (log2 domain), the end-of-sequence mask, and this block's row maxima.
-    const int warp_key0 = first_key + block * BLOCK_TOKENS + warp * WARP_TOKENS;
-    float tile_max[2] = {kNegInf, kNegInf};
-#pragma unroll
-    for (int j = 0; j < S_TILES; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int t = warp_key0 + j * 8 + 2 * (lane % 4) + (e & 1);
-        float x = s[j][e] * score_scale;
-        if (p.cap_log2 > 0.0f) x = p.cap_log2 * tanhf(x);
-        if (t >= kv_len) x = kNegInf;
-        s[j][e] = x;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
-      }
-    }
-    float base[2], alpha[2];
-    bool grew = false;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      // The 4 lanes of a quad hold one row.
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      const float new_max = fmaxf(row_max[r], tile_max[r]);
-      base[r] = new_max == kNegInf ? 0.0f : new_max;  // no key yet: avoid -inf - -inf
-      alpha[r] = exp2f(row_max[r] - base[r]);         // 0 while the row had no key
-      grew |= new_max != row_max[r];
-      row_max[r] = new_max;
-      row_sum[r] *= alpha[r];
-    }
-    // Rescale the output only when some row's maximum grew (after the first blocks it rarely
-    // does); the test is warp-uniform, so the lanes stay converged.
-    if (__any_sync(0xffffffffu, grew)) {
-#pragma unroll
-      for (int n = 0; n < D_TILES; ++n) {
-        o[n][0] *= alpha[0];
-        o[n][1] *= alpha[0];
-        o[n][2] *= alpha[1];
-        o[n][3] *= alpha[1];
-      }
-    }
-
-    // P = 2^(S - max), then O += P V; P's accumulator layout is the A fragment layout of the
-    // next mma (two n8 tiles of S make one k16 slice of P).
-#pragma unroll
-    for (int kc = 0; kc < S_TILES / 2; ++kc) {
-      float prob[2][4];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          prob[h][e] = exp2f(s[2 * kc + h][e] - base[e / 2]);
-          row_sum[e / 2] += prob[h][e];
-        }
-      }
-      unsigned int a[4];
-      a[0] = pack2<MMA_DTYPE>(prob[0][0], prob[0][1]);
-      a[1] = pack2<MMA_DTYPE>(prob[0][2], prob[0][3]);
-      a[2] = pack2<MMA_DTYPE>(prob[1][0], prob[1][1]);
-      a[3] = pack2<MMA_DTYPE>(prob[1][2], prob[1][3]);
-      if constexpr (KV_FP8) {
-        // Keys kc*16 + 2 t4 + {0, 1, 8, 9}; physical dims 32 g + 4 quad .. +3 are tiles 4g .. 4g+3.
-        const unsigned char* keys = v_tile + (kc * 16 + 2 * t4) * ROW_BYTES + 4 * quad;
-#pragma unroll
-        for (int g = 0; g < HEAD_DIM / 32; ++g) {
-          const unsigned int w0 = *reinterpret_cast<const unsigned int*>(keys + g * 32);
-          const unsigned int w1 = *reinterpret_cast<const unsigned int*>(keys + ROW_BYTES + g * 32);
-          const unsigned int w8 =
-              *reinterpret_cast<const unsigned int*>(keys + 8 * ROW_BYTES + g * 32);
-          const unsigned int w9 =
-              *reinterpret_cast<const unsigned int*>(keys + 9 * ROW_BYTES + g * 32);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            mma_m16n8k16<MMA_DTYPE>(o[4 * g + e], a, tc::e4m3_pair_to_f16(w0, w1, e),
-                                    tc::e4m3_pair_to_f16(w8, w9, e));
-          }
-        }
-      } else {
-#pragma unroll
-        for (int dp = 0; dp < D_TILES / 2; ++dp) {
-          unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-          ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW_BYTES + v_frag + dp * 32);
-          mma_m16n8k16<MMA_DTYPE>(o[2 * dp], a, b[0], b[1]);
-          mma_m16n8k16<MMA_DTYPE>(o[2 * dp + 1], a, b[2], b[3]);
-        }
-      }
-    }
+    const unsigned char* k_tile = smem + (i % STAGES) * 2 * TILE_BYTES;
+    tc::attend_block<MMA_DTYPE, KV_FP8, HEAD_DIM, WARP_TOKENS, tc::PaddedTile<ROW_BYTES>>(
+        k_tile, k_tile + TILE_BYTES, warp * WARP_TOKENS, q,
+        first_key + block * BLOCK_TOKENS + warp * WARP_TOKENS, first_key, kv_len, score_scale,
+        p.cap_log2, st);
   }
   cp_async_wait<0>();
   __syncthreads();  // the stage buffers become the merge area
-
-  // Merge the warps' states: each warp's output, max and sum per row into shared memory.
-  float* merge_out = reinterpret_cast<float*>(smem);    // [WARPS][M][HEAD_DIM]
-  float* merge_max = merge_out + WARPS * M * HEAD_DIM;  // [WARPS][M]
-  float* merge_sum = merge_max + WARPS * M;             // [WARPS][M]
-  const int r0 = lane / 4;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-    float* dst = merge_out + (warp * M + r0 + 8 * r) * HEAD_DIM;
-#pragma unroll
-    for (int n = 0; n < D_TILES; ++n) {
-      if constexpr (KV_FP8) {  // column c of tile n is physical dim 32 (n / 4) + 4 c + n % 4
-        dst[32 * (n / 4) + 4 * (2 * t4) + n % 4] = o[n][2 * r];
-        dst[32 * (n / 4) + 4 * (2 * t4 + 1) + n % 4] = o[n][2 * r + 1];
-      } else {
-        *reinterpret_cast<float2*>(dst + n * 8 + 2 * t4) =
-            make_float2(o[n][2 * r], o[n][2 * r + 1]);
-      }
-    }
-    if (lane % 4 == 0) {
-      merge_max[warp * M + r0 + 8 * r] = row_max[r];
-      merge_sum[warp * M + r0 + 8 * r] = row_sum[r];
-    }
-  }
-  __syncthreads();
-
-  // Two output elements per thread and step, over the group's rows only.
-  const long long split_rows = p.seq_partial[seq] + split;
-  for (int idx = tid; idx < p.group * (HEAD_DIM / 2); idx += THREADS) {
-    const int r = idx / (HEAD_DIM / 2), d = (idx % (HEAD_DIM / 2)) * 2;
-    float top = kNegInf;
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) top = fmaxf(top, merge_max[w * M + r]);
-    const float top_base = top == kNegInf ? 0.0f : top;
-    float sum = 0.0f, x0 = 0.0f, x1 = 0.0f;
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) {
-      const float factor = exp2f(merge_max[w * M + r] - top_base);
-      const float2 part = *reinterpret_cast<const float2*>(merge_out + (w * M + r) * HEAD_DIM + d);
-      sum = fmaf(merge_sum[w * M + r], factor, sum);
-      x0 = fmaf(part.x, factor, x0);
-      x1 = fmaf(part.y, factor, x1);
-    }
-    x0 *= v_scale;
-    x1 *= v_scale;
-    const int q_head = q_head0 + r;
-    const long long head_row = (long long)seq * p.num_q_heads + q_head;
-    if (num_splits == 1) {
-      // The sink joins the denominator: sum * 2^top + 2^sink, computed relative to the larger.
-      float inv = 0.0f;  // no visible key: zero, even with a sink
-      if (sum > 0.0f) {
-        if (p.sink_log2 != nullptr) {
-          const float sink = p.sink_log2[q_head];
-          const float both = fmaxf(top, sink);
-          const float keep = exp2f(top - both);
-          inv = keep / (sum * keep + exp2f(sink - both));
-        } else {
-          inv = 1.0f / sum;
-        }
-      }
-      *reinterpret_cast<unsigned int*>(static_cast<char*>(p.out) + (head_row * HEAD_DIM + d) * 2) =
-          pack2<DTYPE>(x0 * inv, x1 * inv);
-    } else {
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      const long long row = split_rows * p.num_q_heads + q_head;
-      *reinterpret_cast<float2*>(p.partial_out + row * HEAD_DIM + d) =
-          make_float2(x0 * inv, x1 * inv);
-      if (d == 0) p.partial_lse[row] = sum > 0.0f ? top + log2f(sum) : kNegInf;
-    }
-  }
-  if (num_splits == 1) return;
-
-  // Split merge: the last CTA of this (sequence, KV head) to finish combines the splits' partial
-  // results, out = sum_s w_s partial_s / (sum_s w_s + w_sink) with w_s = 2^(lse_s - top) and
-  // w_sink = 2^(sink - top), top the largest of them (the threadFenceReduction pattern: each CTA
-  // publishes its rows, then counts itself in; the one that completes the count reads them all).
-  __threadfence();
-  __syncthreads();  // every thread's rows published; the cross-warp merge area is free
-  int* counter = p.split_counters + (long long)seq * p.num_kv_heads + kv_head;
-  if (tid == 0) merge_here = atomicAdd(counter, 1) == num_splits - 1;
-  __syncthreads();
-  if (!merge_here) return;
-  __threadfence();  // the other splits' rows are read after their count was seen
-  float* weight = reinterpret_cast<float*>(smem);        // [kMaxSplits][M], normalised
-  float* row_top = weight + tensorcore::kMaxSplits * M;  // [M]
-  float* row_inv = row_top + M;                          // [M]
-  const long long first_row = (long long)p.seq_partial[seq] * p.num_q_heads + q_head0;
-  for (int idx = tid; idx < num_splits * p.group; idx += THREADS) {
-    const int s = idx / p.group, r = idx % p.group;
-    weight[s * M + r] = __ldcg(p.partial_lse + first_row + (long long)s * p.num_q_heads + r);
-  }
-  __syncthreads();
-  if (tid < p.group) {
-    float top = kNegInf;
-    for (int s = 0; s < num_splits; ++s) top = fmaxf(top, weight[s * M + tid]);
-    float total = 0.0f;
-    if (top != kNegInf) {  // else no visible key: zero, even with a sink
-      if (p.sink_log2 != nullptr) {
-        const float sink = p.sink_log2[q_head0 + tid];
-        const float both = fmaxf(top, sink);
-        total = exp2f(sink - both);
-        top = both;
-      }
-      for (int s = 0; s < num_splits; ++s) total += exp2f(weight[s * M + tid] - top);
-    }
-    row_top[tid] = top;
-    row_inv[tid] = total > 0.0f ? 1.0f / total : 0.0f;
-  }
-  __syncthreads();
-  for (int idx = tid; idx < num_splits * p.group; idx += THREADS) {
-    const int s = idx / p.group, r = idx % p.group;
-    weight[s * M + r] =
-        row_inv[r] > 0.0f ? exp2f(weight[s * M + r] - row_top[r]) * row_inv[r] : 0.0f;
-  }
-  __syncthreads();
-  // Four output elements per thread and step; the splits' loads are independent (unrolled).
-  for (int idx = tid; idx < p.group * (HEAD_DIM / 4); idx += THREADS) {
-    const int r = idx / (HEAD_DIM / 4), d = (idx % (HEAD_DIM / 4)) * 4;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float* src = p.partial_out + (first_row + r) * HEAD_DIM + d;
-#pragma unroll 8
-    for (int s = 0; s < num_splits; ++s) {
-      const float w = weight[s * M + r];
-      const float4 part =
-          __ldcg(reinterpret_cast<const float4*>(src + (long long)s * p.num_q_heads * HEAD_DIM));
-      acc.x = fmaf(w, part.x, acc.x);
-      acc.y = fmaf(w, part.y, acc.y);
-      acc.z = fmaf(w, part.z, acc.z);
-      acc.w = fmaf(w, part.w, acc.w);
-    }
-    const long long head_row = (long long)seq * p.num_q_heads + q_head0 + r;
-    uint2 packed;
-    packed.x = pack2<DTYPE>(acc.x, acc.y);
-    packed.y = pack2<DTYPE>(acc.z, acc.w);
-    *reinterpret_cast<uint2*>(static_cast<char*>(p.out) + (head_row * HEAD_DIM + d) * 2) = packed;
-  }
-  if (tid == 0) *counter = 0;  // ready for the next launch
+  tc::finish_split<DTYPE, KV_FP8, HEAD_DIM, WARPS>(p, st, smem, &merge_here, seq, split, kv_head,
+                                                   v_scale, [] { __syncthreads(); });
 }
 
 }  // namespace attn

@@ -1,0 +1,214 @@
+// Host side of paged_decode.sm90_tma (device code: sm90_tma.cuh, rules: sm90_tma_traits.hpp): the
+// tensorcore variant's launch (tensorcore_launch.hpp) plus TMA descriptors of the K and V pools.
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "kernels/launch_inputs.hpp"
+#include "kernels/paged_decode/paged_decode_variants.hpp"
+#include "kernels/paged_decode/sm90_tma_params.hpp"
+#include "kernels/paged_decode/sm90_tma_traits.hpp"
+#include "kernels/paged_decode/tensorcore_launch.hpp"
+
+namespace attn {
+
+namespace {
+
+// tile_tokens: keys per compute block (one pipeline stage), aligned to multiples of itself from
+// the sequence's start; warps: compute warps (one producer warp more).
+struct Sm90TmaConfig {
+  int tile_tokens, warps, stages, num_splits;
+  explicit Sm90TmaConfig(const KernelConfig& c)
+      : tile_tokens(int(c.get("tile_tokens"))),
+        warps(int(c.get("warps"))),
+        stages(int(c.get("stages"))),
+        num_splits(int(c.get("num_splits"))) {}
+  int shared_bytes(int head_dim) const {
+    return sm90_tma::shared_bytes(head_dim, warps, tile_tokens, stages);
+  }
+};
+
+std::string describe_rule(int rule, const Sm90TmaConfig& c, int head_dim, int page_size) {
+  switch (rule) {
+    case sm90_tma::kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+    case sm90_tma::kWarps:
+      return "warps must be 1, 2, 4 or 8";
+    case sm90_tma::kStages:
+      return "stages must be 2, 3 or 4";
+    case sm90_tma::kBlockTokens:
+      return "tile_tokens must be a multiple of " + std::to_string(16 * c.warps) +
+             " (16 keys per warp, one mma k-slice) and at most 256";
+    case sm90_tma::kSharedMemory:
+      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+             " bytes of shared memory (limit " + std::to_string(tensorcore::kMaxSharedBytes) +
+             "): lower stages or tile_tokens";
+    case sm90_tma::kRegisters:
+      return "too many registers per thread (estimate " +
+             std::to_string(tensorcore::register_estimate(head_dim, c.warps, c.tile_tokens)) +
+             ", limit " + std::to_string(tensorcore::kMaxRegisterEstimate) +
+             "): lower tile_tokens or raise warps";
+    case sm90_tma::kPageSize:
+      return "page size " + std::to_string(page_size) + " with tile_tokens " +
+             std::to_string(c.tile_tokens) +
+             ": a TMA box (a page, or the block's part of one) must hold a multiple of 8 keys and "
+             "tile both the block and the page";
+    default:
+      return "invalid config";
+  }
+}
+
+// One pool as the 5-D tensor of sm90_tma_params.hpp; box: 64 dims x box_tokens keys.
+TensorMapBytes pool_tensor_map(const ExecContext& context, const Batch& batch, CUdeviceptr pool,
+                               int box_tokens, bool tokens_before_heads) {
+  const ModelShape& m = batch.spec.model;
+  const PagedPoolStrides s = paged_pool_strides(batch);  // elements
+  const cuuint64_t bytes = 2;
+  const cuuint64_t heads_dim = cuuint64_t(m.num_kv_heads), tokens_dim = cuuint64_t(batch.page_size);
+  const cuuint64_t heads_stride = cuuint64_t(s.head) * bytes, tokens_stride = cuuint64_t(s.token) * bytes;
+  const cuuint64_t dims[5] = {cuuint64_t(sm90_tma::kBoxElements),
+                              cuuint64_t(m.head_dim / sm90_tma::kBoxElements),
+                              tokens_before_heads ? tokens_dim : heads_dim,
+                              tokens_before_heads ? heads_dim : tokens_dim,
+                              cuuint64_t(batch.num_pages)};
+  const cuuint64_t strides[4] = {cuuint64_t(sm90_tma::kBoxElements) * bytes,
+                                 tokens_before_heads ? tokens_stride : heads_stride,
+                                 tokens_before_heads ? heads_stride : tokens_stride,
+                                 cuuint64_t(s.page) * bytes};
+  const cuuint32_t box[5] = {cuuint32_t(sm90_tma::kBoxElements), 1,
+                             tokens_before_heads ? cuuint32_t(box_tokens) : 1u,
+                             tokens_before_heads ? 1u : cuuint32_t(box_tokens), 1};
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  CUtensorMap map;
+  ATTN_CU_CHECK(context.cuda->api(),
+                cuTensorMapEncodeTiled(&map,
+                                       batch.spec.model.dtype == DType::bf16
+                                           ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                           : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                       5, reinterpret_cast<void*>(pool), dims, strides, box,
+                                       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                       CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  TensorMapBytes out;
+  static_assert(sizeof(out) == sizeof(map), "CUtensorMap is 128 bytes");
+  std::memcpy(&out, &map, sizeof map);
+  return out;
+}
+
+class Sm90TmaVariant : public Variant {
+ public:
+  std::string name() const override { return "paged_decode.sm90_tma"; }
+  Family family() const override { return Family::paged_decode; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "paged_decode.tensorcore with K/V pages loaded by TMA onto mbarriers from a producer "
+           "warp (Hopper)";
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return {
+        {"tile_tokens", {16, 32, 64, 128, 256}, "keys per compute block (pipeline stage)"},
+        {"warps", {1, 2, 4, 8}, "compute warps per CTA (plus one TMA producer warp)"},
+        {"stages", {2, 3, 4}, "TMA pipeline depth: blocks in flight"},
+        {"num_splits", {0, 1, 2, 4, 8, 16, 32}, "splits of each sequence's keys; 0 = auto"},
+    };
+  }
+
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    // tensorcore's default shape (BENCHMARKS.md, paged_decode), shrunk until it fits.
+    const int head_dim = batch.spec.model.head_dim, warps = 4;
+    int tile = 64, stages = 2;
+    auto fits = [&](int t) {
+      const Sm90TmaConfig c(
+          KernelConfig{{"tile_tokens", t}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}});
+      return sm90_tma::check(head_dim, warps, t, stages, batch.page_size) == sm90_tma::kOk &&
+             (target.max_shared_per_block <= 0 ||
+              c.shared_bytes(head_dim) <= target.max_shared_per_block);
+    };
+    while (!fits(tile) && tile > 16 * warps) tile /= 2;
+    return KernelConfig{
+        {"tile_tokens", tile}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}};
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (Support s = supports_sm90_target(target, "TMA, mbarrier transactions"); !s) return s;
+    if (Support s = paged_decode_supports_batch(batch); !s) return s;
+    if (Support s = tensorcore_supports_features(batch); !s) return s;
+    if (batch.kv_dtype != batch.dtype) {
+      return Support::no("KV dtype " + to_string(batch.kv_dtype) +
+                         ": TMA boxes here are 16-bit (fp8 pools: paged_decode.tensorcore)");
+    }
+    if (Support s =
+            config_has_exactly(config, {"tile_tokens", "warps", "stages", "num_splits"}, name());
+        !s)
+      return s;
+    const Sm90TmaConfig c(config);
+    const int head_dim = batch.spec.model.head_dim;
+    const int rule = sm90_tma::check(head_dim, c.warps, c.tile_tokens, c.stages, batch.page_size);
+    if (rule != sm90_tma::kOk) return Support::no(describe_rule(rule, c, head_dim, batch.page_size));
+    return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits,
+                                        tensorcore::kMaxSplits, target);
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const Sm90TmaConfig c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + ".page" + std::to_string(batch.page_size);
+    program.source = "#include \"kernels/paged_decode/sm90_tma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c)};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "sm90_tma needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const Sm90TmaConfig c(config);
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    const int smem = c.shared_bytes(batch.spec.model.head_dim);
+    allow_dynamic_shared_memory(context, attention, smem);
+
+    TensorCoreLaunch launch = prepare_tensorcore_launch(
+        problem, context, attention, c.tile_tokens, c.num_splits, smem, sm90_tma::threads(c.warps));
+    Sm90TmaParams params{};
+    params.base = launch.params;
+    const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
+    const int box = sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
+    params.k_map = pool_tensor_map(context, batch, reinterpret_cast<CUdeviceptr>(problem.k_pool()), box, hnd);
+    params.v_map = pool_tensor_map(context, batch, reinterpret_cast<CUdeviceptr>(problem.v_pool()), box, hnd);
+    params.token_coordinate = hnd ? 2 : 3;
+    LaunchShape shape;
+    shape.grid_x = launch.grid_x;
+    shape.block_x = unsigned(sm90_tma::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<ParamsLauncher<Sm90TmaParams>>(context, attention, shape, params,
+                                                           std::move(launch.owned));
+  }
+
+  Work work(const Batch& batch) const override { return paged_decode_work(batch); }
+
+ private:
+  static std::string attention_kernel(const Batch& batch, const Sm90TmaConfig& c) {
+    return "attn::paged_decode_sm90_tma<" +
+           std::to_string(tensorcore_dtype_code(batch.spec.model.dtype)) + ", " +
+           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) + ", " +
+           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
+           std::to_string(sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_paged_decode_sm90_tma() {
+  return std::make_unique<Sm90TmaVariant>();
+}
+
+}  // namespace attn

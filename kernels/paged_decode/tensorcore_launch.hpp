@@ -1,0 +1,56 @@
+// Host side shared by the tensor-core decode variants (paged_decode.tensorcore and
+// paged_decode.sm90_tma), whose kernels share one parameter block (tensorcore_params.hpp), work
+// list and split merge: the batch features they implement, and the parameters of a launch.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "kernels/exec_context.hpp"
+#include "kernels/paged_decode/tensorcore_params.hpp"
+#include "kernels/problem.hpp"
+#include "kernels/variant.hpp"
+
+namespace attn {
+
+// bf16/fp16 Q; K/V of Q's dtype or fp8 e4m3 with per-tensor or per-KV-head scales; GQA groups up
+// to 16 (one mma tile of q heads); sinks one per q head; NHD or HND pools, no masks.
+Support tensorcore_supports_features(const Batch& batch);
+
+int tensorcore_dtype_code(DType dtype);
+
+// The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
+// pools and logits, sinks and fp8 scales, and the split plan for block_tokens keys per block
+// (num_splits 0: auto, from the CTAs an SM holds of this kernel). `owned` keeps the device arrays
+// the parameters point to; grid_x is the CTA count.
+struct TensorCoreLaunch {
+  TensorCoreParams params{};
+  unsigned grid_x = 0;
+  std::vector<DeviceBuffer> owned;
+};
+TensorCoreLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context,
+                                           CUfunction kernel, int block_tokens, int num_splits,
+                                           int shared_bytes, int threads);
+
+// Launches one kernel with a by-value parameter struct, keeping alive what the parameters point to.
+template <typename Params>
+class ParamsLauncher : public Launcher {
+ public:
+  ParamsLauncher(const ExecContext& context, CUfunction kernel, LaunchShape shape, Params params,
+                 std::vector<DeviceBuffer> owned)
+      : context_(context),
+        kernel_(kernel),
+        shape_(shape),
+        params_(params),
+        owned_(std::move(owned)) {}
+  void launch() override { attn::launch(*context_.cuda, kernel_, shape_, *context_.stream, params_); }
+
+ private:
+  ExecContext context_;
+  CUfunction kernel_;
+  LaunchShape shape_;
+  Params params_;
+  std::vector<DeviceBuffer> owned_;
+};
+
+}  // namespace attn

@@ -1,0 +1,154 @@
+// paged_decode.sm90_tma on the CPU: the traits' rules (the page-size rule of TMA boxes
+// included), the variant's gating (Hopper only, 16-bit K/V, pages its boxes can tile), the
+// swizzled tile layout's offsets, and NVRTC compiles of accepted configs for sm_90a without spills.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+#include <regex>
+#include <set>
+
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/paged_decode/sm90_tma_traits.hpp"
+#include "kernels/registry.hpp"
+#include "tests/target_fixtures.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+Batch decode_batch(int head_dim, int page_size, DType dtype = DType::bf16) {
+  testing::SpecShape shape;
+  shape.q_heads = 8;
+  shape.kv_heads = 2;
+  shape.head_dim = head_dim;
+  shape.page_size = page_size;
+  shape.dtype = dtype;
+  return generate_batch(testing::make_decode_spec(shape, {5, 40, 300}));
+}
+
+KernelConfig make_config(int tile_tokens, int warps, int stages, int num_splits = 0) {
+  return KernelConfig{{"tile_tokens", tile_tokens},
+                      {"warps", warps},
+                      {"stages", stages},
+                      {"num_splits", num_splits}};
+}
+
+const Variant& tma_variant(const Registry& registry) {
+  const Variant* variant = registry.find("paged_decode.sm90_tma");
+  EXPECT_NE(variant, nullptr);
+  return *variant;
+}
+
+TEST(Sm90TmaTraits, RulesNameTheFirstBrokenConstraint) {
+  using namespace sm90_tma;
+  EXPECT_EQ(check(128, 4, 64, 2, 16), kOk);
+  EXPECT_EQ(check(128, 4, 64, 2), kOk);  // page size not known yet
+  EXPECT_EQ(check(96, 4, 64, 2, 16), kHeadDim);
+  EXPECT_EQ(check(128, 3, 48, 2, 16), kWarps);
+  EXPECT_EQ(check(128, 4, 64, 5, 16), kStages);
+  EXPECT_EQ(check(128, 4, 32, 2, 16), kBlockTokens);
+  EXPECT_EQ(check(256, 4, 256, 4, 16), kSharedMemory);  // 4 x 2 x 128 KiB
+  EXPECT_EQ(check(128, 4, 64, 2, 4), kPageSize);        // boxes of 4 keys: not 1024-aligned
+  EXPECT_EQ(check(128, 4, 64, 2, 24), kPageSize);       // 24-key boxes do not tile 64 keys
+  EXPECT_EQ(check(128, 4, 64, 2, 96), kPageSize);       // a 64-key box does not tile 96
+  EXPECT_EQ(check(128, 4, 64, 2, 256), kOk);            // the block is a quarter of a page
+  EXPECT_EQ(box_tokens(16, 64), 16);
+  EXPECT_EQ(box_tokens(256, 64), 64);
+  EXPECT_EQ(threads(4), 160);  // four compute warps and the producer
+  // The layout: stage area, Q, barriers, all inside the allocation with its alignment slack.
+  EXPECT_EQ(q_offset(128, 4, 64, 2) % 16, 0);
+  EXPECT_GE(q_offset(128, 4, 64, 2), 2 * 2 * tile_bytes(128, 64));
+  EXPECT_EQ(barrier_offset(128, 4, 64, 2) % 8, 0);
+  EXPECT_EQ(shared_bytes(128, 4, 64, 2), kAlignment + barrier_offset(128, 4, 64, 2) + 32);
+}
+
+TEST(Sm90TmaVariant, DeclinesWhatItDoesNotRead) {
+  const Registry registry = make_registry();
+  const Variant& variant = tma_variant(registry);
+  const Target hopper = testing::hopper_target();
+  const Batch page16 = decode_batch(128, 16);
+  EXPECT_TRUE(variant.supports(page16, make_config(64, 4, 2), hopper));
+  EXPECT_TRUE(variant.supports(page16, variant.default_config(page16, hopper), hopper));
+
+  const Support ampere = variant.supports(page16, make_config(64, 4, 2), testing::ampere_target());
+  EXPECT_FALSE(ampere.ok);
+  EXPECT_NE(ampere.reason.find("9.0"), std::string::npos) << ampere.reason;
+
+  const Support page5 = variant.supports(decode_batch(128, 5), make_config(64, 4, 2), hopper);
+  EXPECT_FALSE(page5.ok);
+  EXPECT_NE(page5.reason.find("page size 5"), std::string::npos) << page5.reason;
+
+  Batch fp8 = page16;
+  fp8.kv_dtype = DType::fp8_e4m3;
+  fp8.k_scales = fp8.v_scales = {1.0f};
+  const Support fp8_support = variant.supports(fp8, make_config(64, 4, 2), hopper);
+  EXPECT_FALSE(fp8_support.ok);
+  EXPECT_NE(fp8_support.reason.find("paged_decode.tensorcore"), std::string::npos)
+      << fp8_support.reason;
+
+  const Support wrong_axes = variant.supports(page16, KernelConfig{{"tile_tokens", 64}}, hopper);
+  EXPECT_FALSE(wrong_axes.ok);
+}
+
+// Accepted configs compile for sm_90a (every one at head dim 128, bf16, page 16; one per other
+// head dim, dtype and page size, smaller and larger than a block) and ptxas reports no spills.
+TEST(Sm90TmaCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("attn-sm90-tma-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(dir);
+  JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
+  const Registry registry = make_registry();
+  const Variant& variant = tma_variant(registry);
+  const Target hopper = testing::hopper_target();
+  struct Job {
+    std::string what;
+    std::future<CompiledProgram> compiled;
+  };
+  std::vector<Job> jobs;
+  std::set<std::string> seen;  // num_splits does not change the program
+  std::vector<Batch> batches;
+  batches.reserve(12);
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (int page_size : {16, 256}) {
+        batches.push_back(decode_batch(head_dim, page_size, dtype));
+        const Batch& batch = batches.back();
+        const auto space = variant.space(batch, hopper);
+        for (int64_t t : space[0].values) {
+          for (int64_t w : space[1].values) {
+            for (int64_t s : space[2].values) {
+              const KernelConfig config = make_config(int(t), int(w), int(s));
+              if (!variant.supports(batch, config, hopper)) continue;
+              // Head dim 128, bf16, page 16: every config; the other cases: t64.w4.st2.
+              const bool all = head_dim == 128 && dtype == DType::bf16 && page_size == 16;
+              if (!all && (t != 64 || w != 4 || s != 2)) continue;
+              JitProgram program = variant.programs(batch, config, hopper).front();
+              if (!seen.insert(program.name).second) continue;
+              program.options.push_back("--ptxas-options=-v");
+              jobs.push_back({program.name, jit.compile_async(program)});
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(jobs.size(), 20u);
+  const std::regex spills("([1-9][0-9]*) bytes spill (stores|loads)");
+  for (Job& job : jobs) {
+    try {
+      const CompiledProgram compiled = job.compiled.get();
+      EXPECT_EQ(compiled.lowered_names.size(), 1u) << job.what;
+      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attn
