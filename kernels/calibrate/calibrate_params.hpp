@@ -1,6 +1,8 @@
 // Parameters of the calibration kernels (kernels/calibrate/*.cuh), shared by host and device.
 #pragma once
 
+#include "kernels/common/tensor_map_bytes.hpp"
+
 namespace attn {
 
 struct StreamParams {
@@ -9,11 +11,6 @@ struct StreamParams {
   unsigned long long vectors;
   unsigned int* sink;  // written only when the read checksum equals `sentinel`
   unsigned int sentinel;
-};
-
-// A CUtensorMap's 128 opaque bytes (cuda.h's type, without including cuda.h in device code).
-struct alignas(64) TensorMapBytes {
-  unsigned long long opaque[16];
 };
 
 // C[m, n] = sum_k A[m, k] * B[n, k]: A [m, k] and B [n, k] row-major bf16 (both K-major, the
