@@ -9,10 +9,12 @@
 namespace attn {
 
 std::unique_ptr<Variant> make_flash_fwd_sm80_mma();
+std::unique_ptr<Variant> make_flash_fwd_sm90_wgmma();
 std::unique_ptr<Variant> make_flash_fwd_cpu_reference();
 
 void add_flash_fwd_variants(Registry& registry) {
   registry.add(make_flash_fwd_sm80_mma());
+  registry.add(make_flash_fwd_sm90_wgmma());
   registry.add(make_flash_fwd_cpu_reference());
 }
 

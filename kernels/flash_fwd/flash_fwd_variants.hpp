@@ -14,7 +14,7 @@ namespace attn {
 
 class Registry;
 
-// Registers flash_fwd.sm80_mma (CUDA) and flash_fwd.cpu_reference.
+// Registers flash_fwd.sm80_mma and flash_fwd.sm90_wgmma (CUDA) and flash_fwd.cpu_reference.
 void add_flash_fwd_variants(Registry& registry);
 
 // A flash_fwd variant: prepare() as every variant, plus the optional log-sum-exp output.
