@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# flash_fwd.sm80_mma on a GPU machine, in one call (build carried from the CPU machine):
+# flash_fwd.sm80_mma and flash_fwd.sm90_wgmma (Hopper) on a GPU machine, in one call (build
+# carried from the CPU machine):
 # calibration, the flash_fwd GPU tests, the issue-8 dense prefill presets, optional config runs
 # and torch's SDPA flash and cuDNN backends on the same shapes (seed_peers.py dense_flash).
 #
 #   OUT=$OUT scripts/flash-fwd-bench.sh          (EXTRA="preset:config ..." adds config runs)
 # Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1, POLICY (default confirm),
+# VARIANT (a --variant glob, default flash_fwd.sm*: both CUDA variants side by side; EXTRA configs
+# name one variant's axes, so set VARIANT to that variant for them),
 # PRESETS (default: the six head_dim 128 cases; HEAD_DIMS="64 128 256" for all eighteen).
 # Each case is verified against the CPU reference first (an estimated minute per 16384-token case on
 # 16 cores), so the eighteen cases take several minutes of the call.
@@ -19,11 +22,11 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   grep -E "tests passed|Failed|FAILED|Failure|Expected|Which is|passed\)" "$out/ctest.txt" | head -40
 fi
 run() {  # preset [config]
-  local args=(run --preset "$1" --db "$db" --variant flash_fwd.sm80_mma --policy "${POLICY:-confirm}")
+  local args=(run --preset "$1" --db "$db" --variant "${VARIANT:-flash_fwd.sm*}" --policy "${POLICY:-confirm}")
   [ -n "${2:-}" ] && args+=(--config "$2")
   echo "== $1 ${2:-default}"
   "$bench" "${args[@]}" >> "$out/runs.txt" 2>&1
-  tail -n 12 "$out/runs.txt" | grep -E "sm80_mma|rejected|failed|error" | tail -3
+  tail -n 12 "$out/runs.txt" | grep -E "sm80_mma|sm90_wgmma|rejected|failed|error" | tail -4
 }
 if [ -z "${PRESETS:-}" ]; then
   PRESETS=""

@@ -7,6 +7,7 @@
 #include "base/thread_pool.hpp"
 #include "kernels/calibrate/calibrate_params.hpp"
 #include "kernels/calibrate/gemm_traits.hpp"
+#include "kernels/device/tensor_map.hpp"
 #include "kernels/exec_context.hpp"
 #include "tuner/clock_probe.hpp"
 #include "tuner/nvml_monitor.hpp"
@@ -71,23 +72,6 @@ std::vector<uint16_t> random_matrix(size_t elements, uint64_t seed) {
     for (size_t i = begin; i < end; ++i) out[i] = random_bf16(seed, i);
   });
   return out;
-}
-
-TensorMapBytes tensor_map(const DriverApi& api, CUdeviceptr base, int rows, int k, int box_rows) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(k) * 2};
-  const cuuint32_t box[2] = {cuuint32_t(gemm::kSm90BK), cuuint32_t(box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  ATTN_CU_CHECK(api, cuTensorMapEncodeTiled(
-                         &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, reinterpret_cast<void*>(base),
-                         dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  TensorMapBytes bytes;
-  static_assert(sizeof(bytes) == sizeof(map), "CUtensorMap is 128 bytes");
-  std::memcpy(&bytes, &map, sizeof map);
-  return bytes;
 }
 
 }  // namespace
@@ -281,8 +265,12 @@ std::vector<CalibrationEntry> calibrate_device(
     progress("bf16 GEMM: compiling " + program.name);
     gemm_function = loader.function(program, program.kernels.front());
     const int bm = gemm::sm90_bm(options.gemm_consumers);
-    gp.a_map = tensor_map(api, a_device.address(), size, size, bm);
-    gp.b_map = tensor_map(api, b_device.address(), size, size, options.gemm_bn);
+    // A and B [size, size] bf16, boxes of 64 K elements (gemm::kSm90BK) by bm or bn rows.
+    static_assert(gemm::kSm90BK == 64, "one 128-byte swizzle row of bf16 per box row");
+    gp.a_map = encode_tensor_map_2d(api, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, gp.a, size, size,
+                                    uint64_t(size) * 2, bm);
+    gp.b_map = encode_tensor_map_2d(api, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, gp.b, size, size,
+                                    uint64_t(size) * 2, options.gemm_bn);
     const int tiles = (size / bm) * (size / options.gemm_bn);
     gemm_shape.grid_x = unsigned(std::min(tiles, device.sm_count));
     gemm_shape.block_x = unsigned(gemm::sm90_threads(options.gemm_consumers));

@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <climits>
 
-#include "kernels/blocksparse/blocksparse_device.hpp"
 #include "kernels/blocksparse/blocksparse_params.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/decode_traits.hpp"
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
 
 namespace attn {
@@ -174,10 +174,10 @@ class DecodeVariant : public Variant {
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
                    to_string(batch.spec.model.dtype);
-    // flash_fwd's header brings the gather that makes K and V contiguous.
+    // The gather that makes K and V contiguous comes from flash_fwd.
     program.source =
         "#include \"kernels/blocksparse/decode.cuh\"\n#include "
-        "\"kernels/flash_fwd/sm80_mma.cuh\"\n";
+        "\"kernels/flash_fwd/gather_kv.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
     program.arch = target.arch;
     return {program};
@@ -197,11 +197,11 @@ class DecodeVariant : public Variant {
     const int smem = c.shared_bytes(m.head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
-    std::vector<DeviceBuffer> buffers = blocksparse_gather_kv(problem, context, gather);
+    std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const BlockSparseDecodePlan plan = blocksparse_decode_plan(batch, c.tile_n);
-    buffers.push_back(blocksparse_upload(*context.cuda, plan.ctas));
-    buffers.push_back(blocksparse_upload(*context.cuda, plan.entry_begin));
-    buffers.push_back(blocksparse_upload(*context.cuda, plan.entries));
+    buffers.push_back(upload_int32(*context.cuda, plan.ctas));
+    buffers.push_back(upload_int32(*context.cuda, plan.entry_begin));
+    buffers.push_back(upload_int32(*context.cuda, plan.entries));
 
     BlockSparseDecodeParams p{};
     p.q = problem.q();

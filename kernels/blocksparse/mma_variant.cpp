@@ -2,12 +2,12 @@
 #include <algorithm>
 #include <climits>
 
-#include "kernels/blocksparse/blocksparse_device.hpp"
 #include "kernels/blocksparse/blocksparse_params.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/mma_traits.hpp"
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
 
 namespace attn {
@@ -190,11 +190,11 @@ class MmaVariant : public Variant {
     const int smem = c.shared_bytes(m.head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
-    std::vector<DeviceBuffer> buffers = blocksparse_gather_kv(problem, context, gather);
+    std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const std::vector<int32_t> tiles = blocksparse_mma_schedule(batch, c.tile_m, c.tile_n);
-    buffers.push_back(blocksparse_upload(*context.cuda, tiles));
-    buffers.push_back(blocksparse_upload(*context.cuda, layout.crow));
-    buffers.push_back(blocksparse_upload(*context.cuda, layout.col));
+    buffers.push_back(upload_int32(*context.cuda, tiles));
+    buffers.push_back(upload_int32(*context.cuda, layout.crow));
+    buffers.push_back(upload_int32(*context.cuda, layout.col));
 
     BlockSparseMmaParams p{};
     p.q = problem.q();

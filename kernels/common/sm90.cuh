@@ -1,7 +1,29 @@
-// Hopper (sm_90) building blocks shared by the kernels that use them: mbarriers and TMA loads
-// (cp.async.bulk.tensor) completing on them. Compiled only for sm_90 and later.
+// Hopper (sm_90a) building blocks shared by the kernels that use TMA, mbarriers and wgmma: the
+// calibration GEMM (kernels/calibrate/gemm_sm90_wgmma.cuh), flash_fwd.sm90_wgmma and
+// paged_decode.sm90_tma.
+//
+// - mbarriers: init, arrive, arrive with an expected transaction byte count, and a parity wait.
+//   A barrier starts in phase 0; waiting for parity 1 on a fresh barrier returns at once (the
+//   phase "before" the first counts as complete), which is how a producer's first wait on an
+//   "empty" barrier passes.
+// - TMA: a 2-D or 5-D box of a tensor map into shared memory, completing its bytes on an
+//   mbarrier.
+// - wgmma shared-memory descriptors for the 128-byte swizzle layout TMA writes with
+//   CU_TENSOR_MAP_SWIZZLE_128B and a 64-element (128-byte) inner box: rows of 128 bytes, 8-row
+//   swizzle atoms of 1024 bytes. Buffers must start on a 1024-byte boundary.
+// - wgmma.mma_async m64nNk16 (N = 64, 128, 256), fp32 accumulation, bf16 or fp16 inputs: both
+//   operands from shared memory (SS), or A from registers (RS).
+//
+// Accumulator layout of wgmma m64nN (fp32, N / 2 registers per thread): warp w of the warpgroup
+// holds rows 16w .. 16w + 15; register i of lane l holds row 16w + l / 4 + 8 * ((i / 2) % 2),
+// column 8 * (i / 4) + 2 * (l % 4) + i % 2. A register-sourced A fragment (m64k16, 16-bit) is
+// four 32-bit registers per thread in the same arrangement as mma.sync m16n8k16's A per warp:
+// {row l/4, cols 2(l%4)+0..1}, {row l/4+8, same cols}, {row l/4, cols 8+2(l%4)+0..1},
+// {row l/4+8, cols 8+...}; so accumulator registers 8k .. 8k + 7 of one k16 column block, packed
+// in pairs, are exactly the A fragment of that block.
 #pragma once
 
+#include "kernels/common/dtype_code.hpp"
 #include "kernels/common/tensor_map_bytes.hpp"
 
 namespace attn {
@@ -17,6 +39,12 @@ __device__ __forceinline__ unsigned int smem_address(const void* pointer) {
 
 __device__ __forceinline__ void mbarrier_init(unsigned long long* bar, unsigned int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count));
+}
+
+// Makes the initialised barriers visible to the async proxy (TMA) and the other threads; follow
+// with __syncthreads().
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
 __device__ __forceinline__ void mbarrier_expect_bytes(unsigned long long* bar, unsigned int bytes) {
@@ -42,6 +70,7 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
 }
 
 // TMA: a box of the tensor at coordinates (inner, outer) into shared memory, completing on `bar`.
+// Elements outside the tensor are written as zeros and still count towards the bytes.
 __device__ __forceinline__ void tma_load_2d(void* destination, const TensorMapBytes* map, int inner,
                                             int outer, unsigned long long* bar) {
   asm volatile(
@@ -52,7 +81,7 @@ __device__ __forceinline__ void tma_load_2d(void* destination, const TensorMapBy
 }
 
 // TMA: a box of a 5-D tensor at coordinates c0 (innermost) .. c4 into shared memory, completing
-// on `bar`.
+// on `bar` (paged_decode.sm90_tma's page boxes).
 __device__ __forceinline__ void tma_load_5d(void* destination, const TensorMapBytes* map, int c0,
                                             int c1, int c2, int c3, int c4,
                                             unsigned long long* bar) {
@@ -68,6 +97,171 @@ __device__ __forceinline__ void tma_load_5d(void* destination, const TensorMapBy
 // (TMA) accesses of the same bytes.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// A shared-memory matrix descriptor in the 128-byte swizzle layout. `leading_bytes` and
+// `stride_bytes` are the descriptor's LBO and SBO:
+// - K-major (rows of 64 16-bit K elements, 128 bytes, one wgmma k16 step is 32 bytes along a row):
+//   LBO is unused (1 by convention), SBO = 1024, the distance between 8-row groups.
+// - MN-major (rows of 64 16-bit MN elements, one row per K index): SBO = 1024, the distance
+//   between groups of 8 K rows; LBO = the distance between 64-element column blocks along MN
+//   (CUTLASS's canonical Swizzle<3,4,3> o ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))).
+__device__ __forceinline__ unsigned long long descriptor(const void* tile,
+                                                         unsigned int leading_bytes,
+                                                         unsigned int stride_bytes) {
+  const unsigned long long address = smem_address(tile);
+  unsigned long long d = (address & 0x3FFFF) >> 4;
+  d |= (unsigned long long)((leading_bytes >> 4) & 0x3FFF) << 16;
+  d |= (unsigned long long)((stride_bytes >> 4) & 0x3FFF) << 32;
+  d |= 1ull << 62;  // 128-byte swizzle
+  return d;
+}
+
+// The K-major descriptor of a tile TMA wrote with the 128-byte swizzle.
+__device__ __forceinline__ unsigned long long descriptor(const void* tile) {
+  return descriptor(tile, 16, 1024);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Register budgets of a warp-specialised CTA: the producer warpgroup gives registers back, the
+// consumers take them (every thread of the warpgroup executes these).
+template <int REGISTERS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
+}
+template <int REGISTERS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
+}
+
+// The brace-enclosed accumulator operand list of a wgmma with 32, 64 or 128 registers, and the
+// matching "+f" constraints.
+#define ATTN_SM90_REGS32                                                           \
+  "{"                                                                              \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+  "}"
+
+#define ATTN_SM90_REGS64                                                             \
+  "{"                                                                                \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"   \
+  "}"
+
+#define ATTN_SM90_REGS128                                                                          \
+  "{"                                                                                              \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                         \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "               \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "               \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "               \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "               \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "               \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "   \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+  "}"
+
+#define ATTN_SM90_F8(d, i)                                                                    \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define ATTN_SM90_F32(d) \
+  ATTN_SM90_F8(d, 0), ATTN_SM90_F8(d, 8), ATTN_SM90_F8(d, 16), ATTN_SM90_F8(d, 24)
+#define ATTN_SM90_F64(d)                                                           \
+  ATTN_SM90_F32(d), ATTN_SM90_F8(d, 32), ATTN_SM90_F8(d, 40), ATTN_SM90_F8(d, 48), \
+      ATTN_SM90_F8(d, 56)
+#define ATTN_SM90_F128(d)                                                                   \
+  ATTN_SM90_F64(d), ATTN_SM90_F8(d, 64), ATTN_SM90_F8(d, 72), ATTN_SM90_F8(d, 80),          \
+      ATTN_SM90_F8(d, 88), ATTN_SM90_F8(d, 96), ATTN_SM90_F8(d, 104), ATTN_SM90_F8(d, 112), \
+      ATTN_SM90_F8(d, 120)
+
+// SS: D (+)= A B^T over one k16 step, A [64 x 16] and B [N x 16] from K-major descriptors.
+// scale_d = 0 overwrites D (the first step of a product), 1 accumulates.
+#define ATTN_SM90_WGMMA_SS(N, TYPE, REGS, OPERANDS, A, B, SCALE)                                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                       \
+               ", 0;\n"                                                                          \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", %" #A \
+               ", %" #B ", p, 1, 1, 0, 0;\n}\n"                                                  \
+               : OPERANDS                                                                        \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+
+template <int DTYPE, int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
+                                         unsigned long long desc_b, int scale_d) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss: N must be 64, 128 or 256");
+  static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_ss: bf16 or fp16");
+  if constexpr (N == 64) {
+    if constexpr (DTYPE == kDTypeBf16) {
+      ATTN_SM90_WGMMA_SS(64, "bf16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34);
+    } else {
+      ATTN_SM90_WGMMA_SS(64, "f16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34);
+    }
+  } else if constexpr (N == 128) {
+    if constexpr (DTYPE == kDTypeBf16) {
+      ATTN_SM90_WGMMA_SS(128, "bf16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66);
+    } else {
+      ATTN_SM90_WGMMA_SS(128, "f16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66);
+    }
+  } else {
+    if constexpr (DTYPE == kDTypeBf16) {
+      ATTN_SM90_WGMMA_SS(256, "bf16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130);
+    } else {
+      ATTN_SM90_WGMMA_SS(256, "f16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130);
+    }
+  }
+}
+
+// RS: D += A B over one k16 step, A [64 x 16] from registers (four packed pairs per thread, see
+// the header comment), B from a descriptor: K-major ([N x 16], TRANS_B = 0) or MN-major
+// ([16 x N] with N contiguous, TRANS_B = 1; 16-bit types only). Always accumulates.
+#define ATTN_SM90_WGMMA_RS(N, TYPE, REGS, OPERANDS, A0, A1, A2, A3, B, ONE, TRANS)                 \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #ONE                                           \
+               ", 0;\n"                                                                            \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", {%" #A0 \
+               ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, %" #TRANS ";\n}\n"              \
+               : OPERANDS                                                                          \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B))
+
+template <int DTYPE, int N, int TRANS_B>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned int (&a)[4],
+                                         unsigned long long desc_b) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_rs: N must be 64, 128 or 256");
+  static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_rs: bf16 or fp16");
+  static_assert(TRANS_B == 0 || TRANS_B == 1, "wgmma_rs: TRANS_B is 0 or 1");
+  if constexpr (N == 64) {
+    if constexpr (DTYPE == kDTypeBf16) {
+      ATTN_SM90_WGMMA_RS(64, "bf16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34, 35, 36, 37,
+                         38);
+    } else {
+      ATTN_SM90_WGMMA_RS(64, "f16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34, 35, 36, 37, 38);
+    }
+  } else if constexpr (N == 128) {
+    if constexpr (DTYPE == kDTypeBf16) {
+      ATTN_SM90_WGMMA_RS(128, "bf16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66, 67, 68, 69,
+                         70);
+    } else {
+      ATTN_SM90_WGMMA_RS(128, "f16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66, 67, 68, 69,
+                         70);
+    }
+  } else {
+    if constexpr (DTYPE == kDTypeBf16) {
+      ATTN_SM90_WGMMA_RS(256, "bf16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130, 131, 132,
+                         133, 134);
+    } else {
+      ATTN_SM90_WGMMA_RS(256, "f16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130, 131, 132,
+                         133, 134);
+    }
+  }
 }
 
 }  // namespace sm90

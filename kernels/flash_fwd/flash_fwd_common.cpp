@@ -9,10 +9,12 @@
 namespace attn {
 
 std::unique_ptr<Variant> make_flash_fwd_sm80_mma();
+std::unique_ptr<Variant> make_flash_fwd_sm90_wgmma();
 std::unique_ptr<Variant> make_flash_fwd_cpu_reference();
 
 void add_flash_fwd_variants(Registry& registry) {
   registry.add(make_flash_fwd_sm80_mma());
+  registry.add(make_flash_fwd_sm90_wgmma());
   registry.add(make_flash_fwd_cpu_reference());
 }
 
@@ -65,6 +67,34 @@ Support gathered_kv_supports(const Batch& batch) {
     return Support::no("more than 2^31 tokens in the batch");
   }
   return Support::yes();
+}
+
+std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n) {
+  struct Tile {
+    int32_t seq, m_block;
+    int64_t key_tiles;
+  };
+  std::vector<Tile> tiles;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
+    const int64_t m_blocks = (q_len + tile_m - 1) / tile_m;
+    for (int64_t m = 0; m < m_blocks; ++m) {
+      int64_t keys = kv_len;
+      if (batch.causal) {
+        keys = std::clamp<int64_t>(std::min((m + 1) * tile_m, q_len) + kv_len - q_len, 0, kv_len);
+      }
+      tiles.push_back({int32_t(s), int32_t(m), (keys + tile_n - 1) / tile_n});
+    }
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const Tile& a, const Tile& b) { return a.key_tiles > b.key_tiles; });
+  std::vector<int32_t> out;
+  out.reserve(2 * tiles.size());
+  for (const Tile& t : tiles) {
+    out.push_back(t.seq);
+    out.push_back(t.m_block);
+  }
+  return out;
 }
 
 }  // namespace attn

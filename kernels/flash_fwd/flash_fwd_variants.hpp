@@ -4,7 +4,9 @@
 // log-sum-exp output for training.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/variant.hpp"
 
@@ -12,7 +14,7 @@ namespace attn {
 
 class Registry;
 
-// Registers flash_fwd.sm80_mma (CUDA) and flash_fwd.cpu_reference.
+// Registers flash_fwd.sm80_mma and flash_fwd.sm90_wgmma (CUDA) and flash_fwd.cpu_reference.
 void add_flash_fwd_variants(Registry& registry);
 
 // A flash_fwd variant: prepare() as every variant, plus the optional log-sum-exp output.
@@ -43,5 +45,11 @@ Work flash_fwd_work(const Batch& batch);
 // (flash_fwd.sm80_mma, blocksparse.mma): bf16/fp16, NHD or HND pools, a positive softmax scale,
 // and offsets within a sequence and token counts that fit the kernels' 32-bit arithmetic.
 Support gathered_kv_supports(const Batch& batch);
+
+// The (sequence, query tile) of every CTA column, heaviest first: the number of key tiles of
+// tile_n keys a query tile of tile_m rows visits (fewer near the top of a causal sequence), so the
+// longest CTAs start in the first wave and the short ones fill the tail. Ties keep sequence
+// order. Flattened as [num_tiles][2].
+std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n);
 
 }  // namespace attn

@@ -37,19 +37,13 @@
 
 #include "kernels/common/convert.cuh"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/fast_math.cuh"
 #include "kernels/common/mma_sm80.cuh"
+#include "kernels/flash_fwd/gather_kv.cuh"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 
 namespace attn {
-
-// 2^x on the special-function unit, subnormal results flushed to zero (a probability below 2^-126
-// of the row's largest is zero either way); exp2f without fast-math adds denormal scaling.
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
 __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashFwdParams p) {
@@ -330,40 +324,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
       *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) =
           *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
     }
-  }
-}
-
-// Copies K and V of every sequence from the paged pool into contiguous [total_kv, num_kv_heads,
-// head_dim] tensors, one 16-byte chunk per thread and step (grid-stride). Not part of the timed
-// attention: it stands in for a caller whose K/V are contiguous already.
-__global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
-  const int chunks = p.head_dim / 8;
-  const long long total = p.total_kv * p.num_kv_heads * chunks;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-       i += (long long)gridDim.x * blockDim.x) {
-    const int chunk = int(i % chunks);
-    const long long row = i / chunks;  // token * num_kv_heads + head
-    const int head = int(row % p.num_kv_heads);
-    const long long token = row / p.num_kv_heads;
-    int lo = 0, hi = p.num_seqs;  // the sequence s with cu[s] <= token < cu[s + 1]
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) / 2;
-      if (p.cu_seqlens_kv[mid] <= token) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
-    const int pos = int(token - p.cu_seqlens_kv[lo]);
-    const int page = p.block_table[(long long)lo * p.max_pages_per_seq + pos / p.page_size];
-    const long long from = (long long)page * p.page_stride +
-                           (long long)(pos % p.page_size) * p.token_stride + head * p.head_stride +
-                           chunk * 8;
-    const long long to = row * p.head_dim + chunk * 8;
-    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.k) + to) =
-        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.k_pool) + from);
-    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.v) + to) =
-        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.v_pool) + from);
   }
 }
 

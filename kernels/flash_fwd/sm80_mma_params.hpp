@@ -2,6 +2,8 @@
 // code (which reads them). Pointers are device addresses; 16-bit elements (bf16 or fp16).
 #pragma once
 
+#include "kernels/flash_fwd/gather_kv_params.hpp"  // FlashFwdGatherParams
+
 namespace attn {
 
 struct FlashFwdParams {
@@ -18,26 +20,6 @@ struct FlashFwdParams {
   int num_kv_heads;
   int group;         // num_q_heads / num_kv_heads
   float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
-};
-
-// The gather that makes K and V contiguous (flash_fwd_gather_kv): each 16-byte chunk of the dense
-// tensors is copied from the page that holds its token.
-struct FlashFwdGatherParams {
-  const void* k_pool;  // the batch's layout (NHD or HND), see Problem
-  const void* v_pool;
-  void* k;                   // [total_kv, num_kv_heads, head_dim]
-  void* v;                   // [total_kv, num_kv_heads, head_dim]
-  const int* block_table;    // [num_seqs, max_pages_per_seq]
-  const int* cu_seqlens_kv;  // [num_seqs + 1]
-  long long page_stride;     // elements between pages of the pool
-  long long token_stride;    // elements between tokens of a page
-  long long head_stride;     // elements between kv heads
-  long long total_kv;
-  int num_seqs;
-  int num_kv_heads;
-  int head_dim;
-  int page_size;
-  int max_pages_per_seq;
 };
 
 }  // namespace attn

@@ -5,10 +5,10 @@
 
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 #include "kernels/launch_inputs.hpp"
-#include "kernels/paged_decode/paged_decode_variants.hpp"  // paged_pool_strides
 
 namespace attn {
 
@@ -63,47 +63,6 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
 
 int dtype_code(DType dtype) {
   return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
-}
-
-std::vector<int32_t> to_int32(const std::vector<int64_t>& values) {
-  return std::vector<int32_t>(values.begin(), values.end());
-}
-
-// The (sequence, query tile) of every CTA column, heaviest first: the number of key tiles a query
-// tile visits (fewer near the top of a causal sequence), so the longest CTAs start in the first
-// wave and the short ones fill the tail. Ties keep sequence order.
-std::vector<int32_t> tile_schedule(const Batch& batch, const Sm80Config& c) {
-  struct Tile {
-    int32_t seq, m_block;
-    int64_t key_tiles;
-  };
-  std::vector<Tile> tiles;
-  for (int s = 0; s < batch.num_seqs; ++s) {
-    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
-    const int64_t m_blocks = (q_len + c.tile_m - 1) / c.tile_m;
-    for (int64_t m = 0; m < m_blocks; ++m) {
-      int64_t keys = kv_len;
-      if (batch.causal) {
-        keys = std::clamp<int64_t>(std::min((m + 1) * c.tile_m, q_len) + kv_len - q_len, 0, kv_len);
-      }
-      tiles.push_back({int32_t(s), int32_t(m), (keys + c.tile_n - 1) / c.tile_n});
-    }
-  }
-  std::stable_sort(tiles.begin(), tiles.end(),
-                   [](const Tile& a, const Tile& b) { return a.key_tiles > b.key_tiles; });
-  std::vector<int32_t> out;
-  out.reserve(2 * tiles.size());
-  for (const Tile& t : tiles) {
-    out.push_back(t.seq);
-    out.push_back(t.m_block);
-  }
-  return out;
-}
-
-DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values) {
-  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(int32_t));
-  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(int32_t));
-  return buffer;
 }
 
 // Owns what the attention kernel reads besides the problem: the gathered K and V, cu_seqlens_kv
@@ -227,40 +186,9 @@ class Sm80MmaVariant : public FlashFwdVariant {
     allow_dynamic_shared_memory(context, attention, smem);
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
-    const size_t kv_bytes =
-        size_t(batch.total_kv) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_of(m.dtype);
-    std::vector<DeviceBuffer> buffers;
-    buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
-    buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
-    buffers.push_back(upload_int32(*context.cuda, to_int32(batch.cu_seqlens_kv)));
-    const std::vector<int32_t> tiles = tile_schedule(batch, c);
+    std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
+    const std::vector<int32_t> tiles = flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n);
     buffers.push_back(upload_int32(*context.cuda, tiles));
-
-    FlashFwdGatherParams g{};
-    g.k_pool = problem.k_pool();
-    g.v_pool = problem.v_pool();
-    g.k = buffers[0].pointer();
-    g.v = buffers[1].pointer();
-    g.block_table = problem.block_table();
-    g.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
-    const PagedPoolStrides strides = paged_pool_strides(batch);
-    g.page_stride = strides.page;
-    g.token_stride = strides.token;
-    g.head_stride = strides.head;
-    g.total_kv = batch.total_kv;
-    g.num_seqs = batch.num_seqs;
-    g.num_kv_heads = m.num_kv_heads;
-    g.head_dim = m.head_dim;
-    g.page_size = batch.page_size;
-    g.max_pages_per_seq = batch.max_pages_per_seq;
-    if (batch.total_kv > 0) {
-      const long long chunks = batch.total_kv * m.num_kv_heads * (m.head_dim / 8);
-      LaunchShape gather_shape;
-      gather_shape.block_x = 256;
-      gather_shape.grid_x = unsigned(std::clamp<long long>((chunks + 255) / 256, 1, 65535));
-      attn::launch(*context.cuda, gather, gather_shape, *context.stream, g);
-      context.stream->synchronize();  // not part of any timed launch
-    }
 
     FlashFwdParams p{};
     p.q = problem.q();

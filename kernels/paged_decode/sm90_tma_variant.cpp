@@ -1,9 +1,9 @@
 // Host side of paged_decode.sm90_tma (device code: sm90_tma.cuh, rules: sm90_tma_traits.hpp): the
 // tensorcore variant's launch (tensorcore_launch.hpp) plus TMA descriptors of the K and V pools.
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
+#include "kernels/device/tensor_map.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/sm90_tma_params.hpp"
@@ -59,41 +59,27 @@ std::string describe_rule(int rule, const Sm90TmaConfig& c, int head_dim, int pa
 }
 
 // One pool as the 5-D tensor of sm90_tma_params.hpp; box: 64 dims x box_tokens keys.
-TensorMapBytes pool_tensor_map(const ExecContext& context, const Batch& batch, CUdeviceptr pool,
+TensorMapBytes pool_tensor_map(const ExecContext& context, const Batch& batch, const void* pool,
                                int box_tokens, bool tokens_before_heads) {
   const ModelShape& m = batch.spec.model;
   const PagedPoolStrides s = paged_pool_strides(batch);  // elements
-  const cuuint64_t bytes = 2;
-  const cuuint64_t heads_dim = cuuint64_t(m.num_kv_heads), tokens_dim = cuuint64_t(batch.page_size);
-  const cuuint64_t heads_stride = cuuint64_t(s.head) * bytes, tokens_stride = cuuint64_t(s.token) * bytes;
-  const cuuint64_t dims[5] = {cuuint64_t(sm90_tma::kBoxElements),
-                              cuuint64_t(m.head_dim / sm90_tma::kBoxElements),
-                              tokens_before_heads ? tokens_dim : heads_dim,
-                              tokens_before_heads ? heads_dim : tokens_dim,
-                              cuuint64_t(batch.num_pages)};
-  const cuuint64_t strides[4] = {cuuint64_t(sm90_tma::kBoxElements) * bytes,
-                                 tokens_before_heads ? tokens_stride : heads_stride,
-                                 tokens_before_heads ? heads_stride : tokens_stride,
-                                 cuuint64_t(s.page) * bytes};
-  const cuuint32_t box[5] = {cuuint32_t(sm90_tma::kBoxElements), 1,
-                             tokens_before_heads ? cuuint32_t(box_tokens) : 1u,
-                             tokens_before_heads ? 1u : cuuint32_t(box_tokens), 1};
-  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
-  CUtensorMap map;
-  ATTN_CU_CHECK(context.cuda->api(),
-                cuTensorMapEncodeTiled(&map,
-                                       batch.spec.model.dtype == DType::bf16
-                                           ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                           : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                       5, reinterpret_cast<void*>(pool), dims, strides, box,
-                                       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                       CU_TENSOR_MAP_SWIZZLE_128B,
-                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  TensorMapBytes out;
-  static_assert(sizeof(out) == sizeof(map), "CUtensorMap is 128 bytes");
-  std::memcpy(&out, &map, sizeof map);
-  return out;
+  const uint64_t bytes = 2;
+  const uint64_t heads_dim = uint64_t(m.num_kv_heads), tokens_dim = uint64_t(batch.page_size);
+  const uint64_t heads_stride = uint64_t(s.head) * bytes, tokens_stride = uint64_t(s.token) * bytes;
+  const uint64_t dims[5] = {
+      uint64_t(sm90_tma::kBoxElements), uint64_t(m.head_dim / sm90_tma::kBoxElements),
+      tokens_before_heads ? tokens_dim : heads_dim, tokens_before_heads ? heads_dim : tokens_dim,
+      uint64_t(batch.num_pages)};
+  const uint64_t strides[4] = {
+      uint64_t(sm90_tma::kBoxElements) * bytes, tokens_before_heads ? tokens_stride : heads_stride,
+      tokens_before_heads ? heads_stride : tokens_stride, uint64_t(s.page) * bytes};
+  const uint32_t box[5] = {uint32_t(sm90_tma::kBoxElements), 1,
+                           tokens_before_heads ? uint32_t(box_tokens) : 1u,
+                           tokens_before_heads ? 1u : uint32_t(box_tokens), 1};
+  return encode_tensor_map(context.cuda->api(),
+                           batch.spec.model.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                           pool, 5, dims, strides, box);
 }
 
 class Sm90TmaVariant : public Variant {
@@ -120,8 +106,8 @@ class Sm90TmaVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim, warps = 4;
     int tile = 64, stages = 2;
     auto fits = [&](int t) {
-      const Sm90TmaConfig c(
-          KernelConfig{{"tile_tokens", t}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}});
+      const Sm90TmaConfig c(KernelConfig{
+          {"tile_tokens", t}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}});
       return sm90_tma::check(head_dim, warps, t, stages, batch.page_size) == sm90_tma::kOk &&
              (target.max_shared_per_block <= 0 ||
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
@@ -147,7 +133,8 @@ class Sm90TmaVariant : public Variant {
     const Sm90TmaConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
     const int rule = sm90_tma::check(head_dim, c.warps, c.tile_tokens, c.stages, batch.page_size);
-    if (rule != sm90_tma::kOk) return Support::no(describe_rule(rule, c, head_dim, batch.page_size));
+    if (rule != sm90_tma::kOk)
+      return Support::no(describe_rule(rule, c, head_dim, batch.page_size));
     return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits,
                                         tensorcore::kMaxSplits, target);
   }
@@ -182,8 +169,8 @@ class Sm90TmaVariant : public Variant {
     params.base = launch.params;
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
     const int box = sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
-    params.k_map = pool_tensor_map(context, batch, reinterpret_cast<CUdeviceptr>(problem.k_pool()), box, hnd);
-    params.v_map = pool_tensor_map(context, batch, reinterpret_cast<CUdeviceptr>(problem.v_pool()), box, hnd);
+    params.k_map = pool_tensor_map(context, batch, problem.k_pool(), box, hnd);
+    params.v_map = pool_tensor_map(context, batch, problem.v_pool(), box, hnd);
     params.token_coordinate = hnd ? 2 : 3;
     LaunchShape shape;
     shape.grid_x = launch.grid_x;

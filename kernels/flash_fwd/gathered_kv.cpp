@@ -1,20 +1,20 @@
-#include "kernels/blocksparse/blocksparse_device.hpp"
+#include "kernels/flash_fwd/gathered_kv.hpp"
 
 #include <algorithm>
 
-#include "kernels/flash_fwd/sm80_mma_params.hpp"
+#include "kernels/flash_fwd/gather_kv_params.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"  // paged_pool_strides
 
 namespace attn {
 
-DeviceBuffer blocksparse_upload(const CudaContext& cuda, const std::vector<int32_t>& values) {
+DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values) {
   DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(int32_t));
   if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(int32_t));
   return buffer;
 }
 
-std::vector<DeviceBuffer> blocksparse_gather_kv(Problem& problem, ExecContext& context,
-                                                CUfunction gather) {
+std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
+                                               CUfunction gather) {
   const Batch& batch = problem.batch();
   const ModelShape& m = batch.spec.model;
   const size_t kv_bytes =
@@ -22,7 +22,7 @@ std::vector<DeviceBuffer> blocksparse_gather_kv(Problem& problem, ExecContext& c
   std::vector<DeviceBuffer> buffers;
   buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
   buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
-  buffers.push_back(blocksparse_upload(
+  buffers.push_back(upload_int32(
       *context.cuda, std::vector<int32_t>(batch.cu_seqlens_kv.begin(), batch.cu_seqlens_kv.end())));
 
   FlashFwdGatherParams g{};

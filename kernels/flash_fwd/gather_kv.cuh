@@ -1,0 +1,45 @@
+// flash_fwd_gather_kv: copies K and V of a variable-length batch from the paged pool (NHD or HND)
+// into contiguous [total_kv, num_kv_heads, head_dim] tensors, the layout the dense kernels
+// (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse) read. Run once in prepare(), outside
+// any timing. Host side: gather_kv_contiguous (gathered_kv.hpp).
+#pragma once
+
+#include "kernels/flash_fwd/gather_kv_params.hpp"
+
+namespace attn {
+
+// Copies K and V of every sequence from the paged pool into contiguous [total_kv, num_kv_heads,
+// head_dim] tensors, one 16-byte chunk per thread and step (grid-stride). Not part of the timed
+// attention: it stands in for a caller whose K/V are contiguous already.
+__global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
+  const int chunks = p.head_dim / 8;
+  const long long total = p.total_kv * p.num_kv_heads * chunks;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const int chunk = int(i % chunks);
+    const long long row = i / chunks;  // token * num_kv_heads + head
+    const int head = int(row % p.num_kv_heads);
+    const long long token = row / p.num_kv_heads;
+    int lo = 0, hi = p.num_seqs;  // the sequence s with cu[s] <= token < cu[s + 1]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (p.cu_seqlens_kv[mid] <= token) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const int pos = int(token - p.cu_seqlens_kv[lo]);
+    const int page = p.block_table[(long long)lo * p.max_pages_per_seq + pos / p.page_size];
+    const long long from = (long long)page * p.page_stride +
+                           (long long)(pos % p.page_size) * p.token_stride + head * p.head_stride +
+                           chunk * 8;
+    const long long to = row * p.head_dim + chunk * 8;
+    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.k) + to) =
+        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.k_pool) + from);
+    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.v) + to) =
+        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.v_pool) + from);
+  }
+}
+
+}  // namespace attn

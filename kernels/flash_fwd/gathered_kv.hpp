@@ -1,0 +1,21 @@
+// Host helpers of the CUDA kernels that read K/V gathered into contiguous buffers
+// (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse.mma, blocksparse.decode): int32 uploads,
+// and the gather itself, run once in prepare() (outside any timing) with flash_fwd_gather_kv
+// (gather_kv.cuh).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/variant.hpp"
+
+namespace attn {
+
+DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values);
+
+// K and V as [total_kv, num_kv_heads, head_dim] and cu_seqlens_kv as int32, in this order;
+// `gather` is flash_fwd_gather_kv from the variant's program. Synchronises the stream.
+std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
+                                               CUfunction gather);
+
+}  // namespace attn

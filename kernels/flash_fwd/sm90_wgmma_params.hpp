@@ -1,0 +1,27 @@
+// Kernel parameters of flash_fwd.sm90_wgmma, shared by the host (which fills them) and the device
+// code (which reads them). The struct is a __grid_constant__ kernel parameter: TMA reads the
+// tensor maps from parameter memory. Pointers are device addresses; 16-bit elements.
+#pragma once
+
+#include "kernels/common/tensor_map_bytes.hpp"
+
+namespace attn {
+
+struct FlashFwdSm90Params {
+  // q as a 2-D tensor [total_q, num_q_heads * head_dim]; boxes of tile_m rows x 64 columns.
+  TensorMapBytes q_map;
+  // The gathered k and v as [total_kv, num_kv_heads * head_dim]; boxes of tile_n rows x 64.
+  TensorMapBytes k_map;
+  TensorMapBytes v_map;
+  void* out;                 // [total_q, num_q_heads, head_dim]
+  float* lse;                // [total_q, num_q_heads] log-sum-exp (natural log); null: not written
+  const int* cu_seqlens_q;   // [num_seqs + 1]
+  const int* cu_seqlens_kv;  // [num_seqs + 1]
+  // [num_tiles][2]: (sequence, query tile) of each CTA column, heaviest first (blockIdx.x).
+  const int* tiles;
+  int num_q_heads;
+  int group;         // num_q_heads / num_kv_heads
+  float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
+};
+
+}  // namespace attn

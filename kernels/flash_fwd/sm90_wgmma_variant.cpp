@@ -1,0 +1,243 @@
+// Host side of flash_fwd.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp).
+#include <algorithm>
+
+#include "kernels/common/dtype_code.hpp"
+#include "kernels/device/tensor_map.hpp"
+#include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/flash_fwd/gathered_kv.hpp"
+#include "kernels/flash_fwd/sm90_wgmma_params.hpp"
+#include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
+#include "kernels/launch_inputs.hpp"
+
+namespace attn {
+
+namespace {
+
+struct Sm90Config {
+  int tile_m, tile_n, stages, consumers;
+  explicit Sm90Config(const KernelConfig& c)
+      : tile_m(int(c.get("tile_m"))),
+        tile_n(int(c.get("tile_n"))),
+        stages(int(c.get("stages"))),
+        consumers(int(c.get("consumers"))) {}
+  int shared_bytes(int head_dim) const {
+    return flash_sm90::shared_bytes(head_dim, tile_m, tile_n, stages);
+  }
+  int check(int head_dim) const {
+    return flash_sm90::check(head_dim, tile_m, tile_n, stages, consumers);
+  }
+};
+
+KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
+  return KernelConfig{
+      {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
+}
+
+std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
+  switch (rule) {
+    case flash_sm90::kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+    case flash_sm90::kConsumers:
+      return "consumers must be 1 or 2 (consumer warpgroups)";
+    case flash_sm90::kTileM:
+      return "tile_m must be " + std::to_string(flash_sm90::kConsumerRows * c.consumers) +
+             " with " + std::to_string(c.consumers) +
+             " consumer warpgroup(s) (64 query rows per warpgroup)";
+    case flash_sm90::kTileN:
+      return "tile_n must be 64 or 128";
+    case flash_sm90::kStages:
+      return "stages must be 2, 3 or 4";
+    case flash_sm90::kSharedMemory:
+      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+             " bytes of shared memory (limit " + std::to_string(flash_sm90::kMaxSharedBytes) +
+             "): lower stages, tile_n or tile_m";
+    case flash_sm90::kRegisters:
+      return "too many registers per consumer thread (estimate " +
+             std::to_string(flash_sm90::register_estimate(head_dim, c.tile_n)) + ", setmaxnreg " +
+             std::to_string(flash_sm90::kConsumerRegisters) + "): lower tile_n";
+    default:
+      return "invalid config";
+  }
+}
+
+int dtype_code(DType dtype) {
+  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+}
+
+CUtensorMapDataType tensor_map_type(DType dtype) {
+  return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
+// Owns what the attention kernel reads besides the problem: the gathered K and V (the tensor maps
+// point into them), cu_seqlens_kv and the tile schedule.
+class Sm90Launcher : public Launcher {
+ public:
+  Sm90Launcher(const ExecContext& context, CUfunction attention, LaunchShape shape,
+               const FlashFwdSm90Params& params, std::vector<DeviceBuffer> buffers)
+      : context_(context),
+        attention_(attention),
+        shape_(shape),
+        params_(params),
+        buffers_(std::move(buffers)) {}
+
+  void launch() override {
+    if (shape_.grid_x > 0)
+      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
+  }
+
+ private:
+  ExecContext context_;
+  CUfunction attention_;
+  LaunchShape shape_;
+  FlashFwdSm90Params params_;
+  std::vector<DeviceBuffer> buffers_;  // k, v, cu_seqlens_kv, tiles
+};
+
+class Sm90WgmmaVariant : public FlashFwdVariant {
+ public:
+  std::string name() const override { return "flash_fwd.sm90_wgmma"; }
+  Family family() const override { return Family::flash_fwd; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "FlashAttention-3 style (sm_90a): TMA + mbarriers, wgmma, producer/consumer "
+           "warpgroups with setmaxnreg, softmax overlapped with P.V";
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return {
+        {"tile_m", {64, 128}, "query rows per CTA: 64 per consumer warpgroup"},
+        {"tile_n", {64, 128}, "keys per pipeline stage (128 only where registers allow)"},
+        {"stages", {2, 3}, "TMA buffers of K and of V in flight"},
+        {"consumers", {1, 2}, "consumer warpgroups (tile_m / 64), beside one producer"},
+    };
+  }
+
+  // Not measured yet (written without a GPU): FlashAttention-3's shapes within our tiles. Two
+  // consumer warpgroups (128 query rows) everywhere; 128 keys per stage where the registers allow
+  // (head_dim 64 and 128), 64 at head_dim 256; three stages where they fit.
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    const int head_dim = batch.spec.model.head_dim;
+    std::vector<KernelConfig> candidates;
+    if (head_dim == 64) {
+      candidates = {make_config(128, 128, 3, 2), make_config(128, 128, 2, 2)};
+    } else if (head_dim == 128) {
+      candidates = {make_config(128, 128, 2, 2), make_config(128, 64, 2, 2)};
+    } else {
+      candidates = {make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)};
+    }
+    for (const KernelConfig& config : candidates) {
+      const Sm90Config c(config);
+      if (c.check(head_dim) == flash_sm90::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+        return config;
+      }
+    }
+    return candidates.back();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+    if (target.arch != "sm_90a") {
+      return Support::no("needs sm_90a (Hopper: TMA, wgmma, setmaxnreg); this device is " +
+                         target.arch);
+    }
+    if (Support s = flash_fwd_supports_batch(batch); !s) return s;
+    if (Support s = gathered_kv_supports(batch); !s) return s;
+    const ModelShape& m = batch.spec.model;
+    if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "stages", "consumers"}, name());
+        !s)
+      return s;
+    const Sm90Config c(config);
+    const int rule = c.check(m.head_dim);
+    if (rule != flash_sm90::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
+    if (target.max_shared_per_block > 0 &&
+        c.shared_bytes(m.head_dim) > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(c.shared_bytes(m.head_dim)) +
+                         " bytes of shared memory; this device allows " +
+                         std::to_string(target.max_shared_per_block) + " per block");
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const Sm90Config c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + (batch.causal ? ".causal" : "");
+    program.source = "#include \"kernels/flash_fwd/sm90_wgmma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare_with_lse(Problem& problem, const KernelConfig& config,
+                                             ExecContext& context, float* lse) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "sm90_wgmma needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const Sm90Config c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
+    const int smem = c.shared_bytes(m.head_dim);
+    allow_dynamic_shared_memory(context, attention, smem);
+
+    // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
+    std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
+    const std::vector<int32_t> tiles = flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n);
+    buffers.push_back(upload_int32(*context.cuda, tiles));
+
+    // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
+    // without keys (never the case with query tokens) nothing would read it.
+    const DriverApi& api = context.cuda->api();
+    const CUtensorMapDataType type = tensor_map_type(m.dtype);
+    const uint64_t q_columns = uint64_t(m.num_q_heads) * uint64_t(m.head_dim);
+    const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
+    const uint64_t kv_rows = uint64_t(std::max<int64_t>(1, batch.total_kv));
+    FlashFwdSm90Params p{};
+    p.q_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, uint64_t(batch.total_q),
+                                   q_columns * 2, uint32_t(c.tile_m));
+    p.k_map = encode_tensor_map_2d(api, type, buffers[0].pointer(), kv_columns, kv_rows,
+                                   kv_columns * 2, uint32_t(c.tile_n));
+    p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
+                                   kv_columns * 2, uint32_t(c.tile_n));
+    p.out = problem.out();
+    p.lse = lse;
+    p.cu_seqlens_q = problem.cu_seqlens_q();
+    p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
+    p.tiles = static_cast<const int*>(buffers[3].pointer());
+    p.num_q_heads = m.num_q_heads;
+    p.group = batch.spec.group_size();
+    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(tiles.size() / 2);
+    shape.grid_y = unsigned(m.num_q_heads);
+    shape.block_x = unsigned(flash_sm90::threads(c.consumers));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<Sm90Launcher>(context, attention, shape, p, std::move(buffers));
+  }
+
+  Work work(const Batch& batch) const override { return flash_fwd_work(batch); }
+
+ private:
+  static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
+    return "attn::flash_fwd_sm90_wgmma<" + std::to_string(dtype_code(batch.spec.model.dtype)) +
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
+           ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
+           std::to_string(c.consumers) + ", " + (batch.causal ? "true" : "false") + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_flash_fwd_sm90_wgmma() {
+  return std::make_unique<Sm90WgmmaVariant>();
+}
+
+}  // namespace attn

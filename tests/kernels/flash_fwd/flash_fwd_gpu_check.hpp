@@ -1,0 +1,227 @@
+// Checks the flash_fwd GPU tests share (sm80_mma_gpu_test.cpp, sm90_wgmma_gpu_test.cpp): a
+// variant prepared on a device copy of a batch, run once into a poisoned output (0xFF: NaN in
+// bf16 and fp16) and a NaN-filled LSE buffer, and compared with the CPU reference: no NaN
+// anywhere, every output row within the dtype's tolerance, every LSE within kLseTolerance of the
+// reference's. Plus the random batch and config draws both tests use.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/reference/paged_attention_reference.hpp"
+#include "kernels/registry.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/test_support.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/verify.hpp"
+
+namespace attn {
+namespace flash_fwd_testing {
+
+// The kernel's LSE is a float sum of exp2 terms over fp32 scores of the same 16-bit inputs the
+// reference reads in double: its error is ~1e-5; a missed or doubled key of weight p moves it by
+// log(1 +- p).
+inline constexpr double kLseTolerance = 2e-3;
+
+template <typename T>
+const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+inline std::string describe(const Batch& batch, const KernelConfig& config) {
+  const WorkloadSpec& spec = batch.spec;
+  std::ostringstream out;
+  out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
+      << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
+      << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " seed " << spec.seed
+      << (batch.causal ? " causal" : " non-causal") << " (context, query) [";
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
+  }
+  out << "] config " << config.key();
+  return out.str();
+}
+
+// Prepares `variant` on a device copy of the batch, poisons the output and the LSE, launches once
+// and checks both against the CPU reference.
+inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, const Batch& batch,
+                                               const KernelConfig& config) {
+  auto& env = testing::gpu();
+  const std::string what = describe(batch, config);
+  const Target target = Target::cuda(env.device());
+  const Support support = variant.supports(batch, config, target);
+  ASSERT_TRUE(support.ok) << what << ": " << support.reason;
+
+  const Problem host = Problem::on_host(batch);
+  Problem device = Problem::on_device(host, *env.context);
+  Stream stream(*env.context);
+  KernelLoader loader(*env.context, *env.jit);
+  Workspace workspace(*env.context);
+  ExecContext context;
+  context.target = target;
+  context.cuda = env.context.get();
+  context.stream = &stream;
+  context.loader = &loader;
+  context.workspace = &workspace;
+
+  const size_t rows = size_t(batch.total_q) * size_t(batch.spec.model.num_q_heads);
+  DeviceBuffer lse(*env.context, rows * sizeof(float));
+  const std::vector<float> nan_rows(rows, std::numeric_limits<float>::quiet_NaN());
+  lse.upload(nan_rows.data(), rows * sizeof(float));
+  device.poison_output(&stream);
+  std::unique_ptr<Launcher> launcher;
+  try {
+    launcher =
+        variant.prepare_with_lse(device, config, context, static_cast<float*>(lse.pointer()));
+  } catch (const CompileError& error) {
+    FAIL() << what << ": " << error.what() << "\n" << error.log();
+  }
+  launcher->launch();
+  stream.synchronize();
+
+  std::vector<float> reference_lse;
+  const std::vector<float> reference = paged_attention_reference(host, 0, &reference_lse);
+  const std::vector<uint8_t> output = device.read_output();
+  const Verification v = verify_output(output.data(), batch.spec.model.dtype, reference,
+                                       batch.spec.model.head_dim, "cpu_reference");
+  EXPECT_EQ(v.nonfinite, 0) << what;
+  EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
+
+  std::vector<float> got(rows);
+  lse.download(got.data(), rows * sizeof(float));
+  int64_t bad = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const double error = std::fabs(double(got[r]) - double(reference_lse[r]));
+    if (!std::isfinite(got[r]) || !(error <= kLseTolerance)) {
+      if (bad++ < 3) {
+        ADD_FAILURE() << what << ": LSE row " << r << " (token "
+                      << r / size_t(batch.spec.model.num_q_heads) << ") " << got[r]
+                      << " vs reference " << reference_lse[r];
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << rows << " LSE rows wrong";
+}
+
+inline WorkloadSpec prefill_spec(const testing::SpecShape& shape,
+                                 const std::vector<std::pair<int64_t, int64_t>>& sequences,
+                                 bool causal) {
+  WorkloadSpec spec = testing::make_spec(shape, sequences, "flash-fwd-test");
+  spec.mask.causal = causal;
+  return spec;
+}
+
+// A random config the variant accepts (the default when 30 draws are all invalid).
+inline KernelConfig random_config(const Variant& variant, const Batch& batch, const Target& target,
+                                  std::mt19937_64& rng) {
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    KernelConfig candidate;
+    for (const ConfigAxis& axis : variant.space(batch, target))
+      candidate.set(axis.name, pick(rng, axis.values));
+    if (variant.supports(batch, candidate, target)) return candidate;
+  }
+  return variant.default_config(batch, target);
+}
+
+// A random variable-length prefill batch: GQA 1..16 and 40 (non powers of two among them), head
+// dims 64, 128, 256, both dtypes, both pool layouts, odd page sizes; 1 to 5 sequences whose query
+// lengths are near and off every tile size (1, 15, 17, 63, 65, 127, 129, ...) with contexts from 0
+// to 257, so the causal diagonal crosses tiles at every offset; causal or not.
+inline Batch random_prefill_batch(std::mt19937_64& rng) {
+  testing::SpecShape shape;
+  shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
+  shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 40});
+  shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+  shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+  shape.page_size = pick(rng, std::vector<int>{1, 5, 16, 64});
+  shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+  shape.seed = rng();
+  std::vector<std::pair<int64_t, int64_t>> sequences;
+  const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
+  for (int s = 0; s < seqs; ++s) {
+    const int64_t context = std::uniform_int_distribution<int>(0, 2)(rng) == 0
+                                ? pick(rng, std::vector<int64_t>{1, 7, 31, 64, 100, 257})
+                                : 0;
+    const int64_t query = pick(
+        rng, std::vector<int64_t>{1, 2, 15, 16, 17, 31, 63, 65, 100, 127, 129, 200, 255, 333, 513});
+    sequences.push_back({context, query});
+  }
+  if (std::all_of(sequences.begin(), sequences.end(), [](auto& s) { return s.second == 1; }))
+    sequences.front().second = 77;  // a decode batch is paged_decode's
+  const bool causal = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
+  return generate_batch(prefill_spec(shape, sequences, causal));
+}
+
+// Every config of `variant`'s space (four axes) it accepts for `batch` on `target`.
+inline std::vector<KernelConfig> accepted_configs(const Variant& variant, const Batch& batch,
+                                                  const Target& target) {
+  const auto space = variant.space(batch, target);
+  std::vector<KernelConfig> out;
+  std::vector<size_t> at(space.size(), 0);
+  while (true) {
+    KernelConfig config;
+    for (size_t a = 0; a < space.size(); ++a) config.set(space[a].name, space[a].values[at[a]]);
+    if (variant.supports(batch, config, target)) out.push_back(config);
+    size_t a = 0;
+    while (a < space.size() && ++at[a] == space[a].values.size()) at[a++] = 0;
+    if (a == space.size()) break;
+  }
+  return out;
+}
+
+// Compiles the programs of `cases` in parallel (reporting compile errors), then checks each.
+inline void expect_all_match_reference(const FlashFwdVariant& variant,
+                                       const std::vector<std::pair<Batch, KernelConfig>>& cases) {
+  auto& env = testing::gpu();
+  const Target target = Target::cuda(env.device());
+  std::vector<std::future<CompiledProgram>> compiles;
+  for (const auto& [batch, config] : cases) {
+    compiles.push_back(env.jit->compile_async(variant.programs(batch, config, target).front()));
+  }
+  for (auto& compiled : compiles) {
+    try {
+      compiled.get();
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << error.what() << "\n" << error.log();
+    }
+  }
+  for (const auto& [batch, config] : cases) {
+    expect_flash_fwd_matches_reference(variant, batch, config);
+  }
+}
+
+// The path `attn-bench run` takes: the Evaluator prepares without an LSE, poisons the output,
+// verifies against the CPU reference and times it; on benchmark-like shapes (16 heads, head dim
+// 128, bf16, two 1024-token prompts) with the default config, causal and not.
+inline void expect_evaluator_passes_default_config(const Variant& variant) {
+  auto& env = testing::gpu();
+  Evaluator::Options options;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 3;
+  options.policy.warmup_min = 0;
+  options.policy.warmup_max_seconds = 0;
+  options.policy.timer = TimerMode::events;
+  testing::SpecShape shape;
+  shape.q_heads = 16;
+  shape.kv_heads = 16;
+  shape.head_dim = 128;
+  for (bool causal : {true, false}) {
+    const Batch batch = generate_batch(prefill_spec(shape, {{0, 1024}, {0, 1024}}, causal));
+    auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+    const KernelConfig config = variant.default_config(batch, evaluator->target());
+    const Measurement m = evaluator->evaluate(variant, config);
+    EXPECT_EQ(m.disposition, Disposition::passed) << describe(batch, config) << ": " << m.reason;
+    EXPECT_EQ(m.verification.nonfinite, 0);
+    EXPECT_GT(m.flops, 0);
+  }
+}
+
+}  // namespace flash_fwd_testing
+}  // namespace attn

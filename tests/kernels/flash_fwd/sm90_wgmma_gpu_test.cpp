@@ -1,0 +1,146 @@
+// flash_fwd.sm90_wgmma on a Hopper GPU (skipped elsewhere, with the reason): random
+// variable-length batches (lengths that are multiples of no tile, contexts that shift the causal
+// diagonal, several sequences so TMA boxes cross into the next sequence's rows), GQA ratios
+// including non powers of two, head dims 64/128/256, bf16 and fp16, causal and not, and every
+// config of the space. Every run writes into a poisoned output and a NaN-filled LSE buffer and is
+// compared with the CPU reference (flash_fwd_gpu_check.hpp).
+#include <gtest/gtest.h>
+
+#include "tests/kernels/flash_fwd/flash_fwd_gpu_check.hpp"
+
+namespace attn {
+namespace {
+
+using namespace flash_fwd_testing;
+
+const FlashFwdVariant& sm90_variant(const Registry& registry) {
+  return dynamic_cast<const FlashFwdVariant&>(*registry.find("flash_fwd.sm90_wgmma"));
+}
+
+#define ATTN_REQUIRE_HOPPER()                                           \
+  do {                                                                  \
+    ATTN_REQUIRE_GPU();                                                 \
+    if (testing::gpu().device().arch() != "sm_90a")                     \
+      GTEST_SKIP() << "flash_fwd.sm90_wgmma needs sm_90a; this GPU is " \
+                   << testing::gpu().device().arch();                   \
+  } while (0)
+
+KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
+  return KernelConfig{
+      {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
+}
+
+void expect_matches_reference(const Batch& batch, const KernelConfig& config) {
+  const Registry registry = make_registry();
+  expect_flash_fwd_matches_reference(sm90_variant(registry), batch, config);
+}
+
+// The smallest cases first, so a broken layout shows on a batch that is easy to read: one
+// sequence of one tile (64 queries, 64 keys, head_dim 64, one head), non-causal then causal, with
+// the simplest config (one consumer, 64 keys per stage).
+TEST(FlashFwdSm90Gpu, OneTileMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  for (int head_dim : {64, 128, 256}) {
+    for (bool causal : {false, true}) {
+      testing::SpecShape shape;
+      shape.q_heads = 1;
+      shape.kv_heads = 1;
+      shape.head_dim = head_dim;
+      const Batch batch = generate_batch(prefill_spec(shape, {{0, 64}}, causal));
+      expect_matches_reference(batch, make_config(64, 64, 2, 1));
+    }
+  }
+}
+
+// Random shapes and lengths (random_prefill_batch) with a random accepted config.
+TEST(FlashFwdSm90Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::mt19937_64 rng(20261290);
+  for (int trial = 0; trial < 48; ++trial) {
+    const Batch batch = random_prefill_batch(rng);
+    expect_matches_reference(batch, random_config(variant, batch, target, rng));
+  }
+}
+
+// Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head
+// dim and dtype, causal and not, on a batch whose lengths are multiples of no tile (with a
+// one-token sequence, and a sequence shorter than one warpgroup's rows after a long one): the
+// whole compiled space runs. The programs are compiled in parallel first.
+TEST(FlashFwdSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (bool causal : {true, false}) {
+        testing::SpecShape shape;
+        shape.q_heads = 6;
+        shape.kv_heads = 2;  // GQA 3
+        shape.head_dim = head_dim;
+        shape.dtype = dtype;
+        shape.seed = uint64_t(head_dim) * 4 + 2 * int(dtype == DType::fp16) + causal;
+        const Batch batch = generate_batch(
+            prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal));
+        for (const KernelConfig& config : accepted_configs(variant, batch, target))
+          cases.push_back({batch, config});
+      }
+    }
+  }
+  EXPECT_EQ(cases.size(), size_t(4 * (8 + 8 + 3)));  // see FlashFwdSm90Gating in the CPU test
+  expect_all_match_reference(variant, cases);
+}
+
+// Bottom-right alignment: queries on top of a context see context + i + 1 keys, with the
+// diagonal at every offset within the tiles; GQA 5; contexts longer than a tile and shorter.
+TEST(FlashFwdSm90Gpu, CausalDiagonalAlignedToTheBottomRight) {
+  ATTN_REQUIRE_HOPPER();
+  testing::SpecShape shape;
+  shape.q_heads = 10;
+  shape.kv_heads = 2;
+  shape.head_dim = 128;
+  shape.page_size = 16;
+  for (const KernelConfig& config :
+       {make_config(128, 128, 2, 2), make_config(64, 64, 3, 1), make_config(128, 64, 3, 2)}) {
+    const Batch batch = generate_batch(
+        prefill_spec(shape, {{300, 129}, {5, 1}, {1000, 700}, {1, 64}, {63, 65}}, true));
+    expect_matches_reference(batch, config);
+  }
+}
+
+// The path `attn-bench run` takes, with the default config.
+TEST(FlashFwdSm90Gpu, EvaluatorVerifiesAndTimesTheDefaultConfig) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  expect_evaluator_passes_default_config(sm90_variant(registry));
+}
+
+// Large: one 8192-token causal prompt and four 2000-token non-causal ones, 16 heads, head dim
+// 128, bf16, default configs; and head dim 256 at 4096 tokens.
+TEST(FlashFwdSm90Gpu, LargeBatchesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::SpecShape shape;
+  shape.q_heads = 16;
+  shape.kv_heads = 16;
+  shape.head_dim = 128;
+  const Batch causal = generate_batch(prefill_spec(shape, {{0, 8192}}, true));
+  expect_matches_reference(causal, variant.default_config(causal, target));
+  const Batch full = generate_batch(
+      prefill_spec(shape, std::vector<std::pair<int64_t, int64_t>>(4, {0, 2000}), false));
+  expect_matches_reference(full, variant.default_config(full, target));
+  shape.head_dim = 256;
+  shape.q_heads = 8;
+  shape.kv_heads = 2;
+  const Batch wide = generate_batch(prefill_spec(shape, {{0, 4096}}, true));
+  expect_matches_reference(wide, variant.default_config(wide, target));
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,438 @@
+// flash_fwd.sm90_wgmma on the CPU: the traits reject invalid configs with a reason before any
+// compile; supports() refuses every arch but sm_90a and the batch features the family does not
+// define; the index maps the kernel uses (accumulator layout, register A fragments, wgmma
+// descriptor offsets over TMA's 128-byte swizzle) agree with a model of the PTX ISA's layouts;
+// and every config of the space the traits accept compiles through NVRTC for sm_90a, for every
+// head dim and both dtypes, without spills or serialised wgmma.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <regex>
+#include <set>
+
+#include "kernels/device/device_info.hpp"
+#include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/registry.hpp"
+#include "tests/target_fixtures.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+Target hopper() {
+  return testing::hopper_target();
+}
+
+Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
+                    bool causal = true) {
+  testing::SpecShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = head_dim;
+  shape.dtype = dtype;
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 100}, {7, 33}, {0, 1}});
+  spec.mask.causal = causal;
+  return generate_batch(spec);
+}
+
+KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
+  return KernelConfig{
+      {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
+}
+
+const Variant& sm90_variant(const Registry& registry) {
+  const Variant* variant = registry.find("flash_fwd.sm90_wgmma");
+  EXPECT_NE(variant, nullptr);
+  return *variant;
+}
+
+// Every (tile_m, tile_n, stages, consumers) of the variant's space.
+std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch,
+                                        const Target& target) {
+  const auto space = variant.space(batch, target);
+  EXPECT_EQ(space.size(), 4u);
+  std::vector<KernelConfig> out;
+  for (int64_t m : space[0].values) {
+    for (int64_t n : space[1].values) {
+      for (int64_t s : space[2].values) {
+        for (int64_t c : space[3].values)
+          out.push_back(make_config(int(m), int(n), int(s), int(c)));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
+  using namespace flash_sm90;
+  EXPECT_EQ(check(128, 128, 128, 2, 2), kOk);
+  EXPECT_EQ(check(64, 64, 64, 3, 1), kOk);
+  EXPECT_EQ(check(256, 128, 64, 2, 2), kOk);
+  EXPECT_EQ(check(96, 128, 64, 2, 2), kHeadDim);
+  EXPECT_EQ(check(128, 192, 64, 2, 3), kConsumers);
+  EXPECT_EQ(check(128, 128, 64, 2, 1), kTileM);  // one warpgroup owns 64 rows
+  EXPECT_EQ(check(128, 64, 64, 2, 2), kTileM);
+  EXPECT_EQ(check(128, 128, 96, 2, 2), kTileN);
+  EXPECT_EQ(check(128, 128, 256, 2, 2), kTileN);
+  EXPECT_EQ(check(128, 128, 64, 1, 2), kStages);
+  EXPECT_EQ(check(128, 128, 64, 5, 2), kStages);
+  EXPECT_EQ(check(256, 128, 64, 3, 2), kSharedMemory);  // 64 KiB of Q + 6 x 32 KiB
+  EXPECT_EQ(check(128, 128, 128, 4, 2), kSharedMemory);
+  // head_dim 256 with 128 keys per stage: shared memory refuses it first (64 KiB per K or V
+  // stage), and the registers would not fit either (128 O + 64 S + 32 P + overhead > 240).
+  EXPECT_EQ(check(256, 64, 128, 2, 1), kSharedMemory);
+  EXPECT_GT(register_estimate(256, 128), kConsumerRegisters);
+  EXPECT_LE(register_estimate(128, 128), kConsumerRegisters);
+  // Shared memory: alignment slack, Q, stages x (K + V), 1 + 4 x stages barriers.
+  EXPECT_EQ(shared_bytes(128, 128, 128, 2), 1024 + 128 * 128 * 2 + 4 * 128 * 128 * 2 + 9 * 8);
+  EXPECT_EQ(threads(1), 256);
+  EXPECT_EQ(threads(2), 384);
+  // The register split fits the register file at one CTA per SM: 65536 / 384 rounded down to a
+  // multiple of 8 is 168 per thread at launch.
+  EXPECT_LE(128 * kProducerRegisters + 2 * 128 * kConsumerRegisters, 384 * 168);
+  EXPECT_EQ(kConsumerRegisters % 8, 0);
+  EXPECT_EQ(kProducerRegisters % 8, 0);
+  // Every accepted config keeps its tiles 1024-byte aligned (the swizzle period) and fits.
+  for (int d : {64, 128, 256}) {
+    for (int c : {1, 2}) {
+      for (int n : {64, 128}) {
+        for (int s : {2, 3, 4}) {
+          if (check(d, 64 * c, n, s, c) != kOk) continue;
+          EXPECT_EQ(q_bytes(d, 64 * c) % 1024, 0);
+          EXPECT_EQ(kv_tile_bytes(d, n) % 1024, 0);
+          EXPECT_LE(register_estimate(d, n), kConsumerRegisters);
+          EXPECT_LE(shared_bytes(d, 64 * c, n, s), kMaxSharedBytes);
+        }
+      }
+    }
+  }
+}
+
+// The accumulator map covers a 64 x N tile exactly once over the 128 threads, and the register A
+// fragments packed from the score accumulators hold the elements the PTX ISA's m64k16 A layout
+// wants: per warp, the mma.m16n8k16 A layout (register x: row l / 4 + 8 (x % 2), columns
+// 8 (x / 2) + 2 (l % 4) + {0, 1} of the k16 slice).
+TEST(FlashFwdSm90Layout, AccumulatorAndRegisterAFragmentsFollowThePtxLayouts) {
+  using namespace flash_sm90;
+  for (int n : {64, 128, 256}) {
+    std::set<std::pair<int, int>> seen;
+    for (int tid = 0; tid < 128; ++tid) {
+      for (int i = 0; i < n / 2; ++i) {
+        const int row = accumulator_row(tid, i), col = accumulator_column(tid, i);
+        ASSERT_GE(row, 0);
+        ASSERT_LT(row, 64);
+        ASSERT_GE(col, 0);
+        ASSERT_LT(col, n);
+        EXPECT_TRUE(seen.insert({row, col}).second) << "tid " << tid << " i " << i;
+        if (i % 2 == 1) {  // the pair a 32-bit store or pack writes: same row, next column
+          EXPECT_EQ(row, accumulator_row(tid, i - 1));
+          EXPECT_EQ(col, accumulator_column(tid, i - 1) + 1);
+        }
+      }
+    }
+    EXPECT_EQ(seen.size(), size_t(64 * n));
+  }
+  for (int tid = 0; tid < 128; ++tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    for (int kk = 0; kk < 128 / 16; ++kk) {
+      for (int x = 0; x < 4; ++x) {
+        for (int half = 0; half < 2; ++half) {
+          const int i = a_fragment_accumulator(kk, x, half);
+          const int want_row = warp * 16 + lane / 4 + 8 * (x % 2);
+          const int want_key = 16 * kk + 8 * (x / 2) + 2 * (lane % 4) + half;
+          EXPECT_EQ(accumulator_row(tid, i), want_row) << tid << " " << kk << " " << x;
+          EXPECT_EQ(accumulator_column(tid, i), want_key) << tid << " " << kk << " " << x;
+        }
+      }
+    }
+  }
+}
+
+// Where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts element (row, col) of a box of 64 16-bit columns
+// written at a 1024-byte aligned address: 128-byte rows, the 16-byte chunk index XORed with
+// row % 8 (address bits 4..6 with bits 7..9).
+int tma_swizzled_offset(int row, int col) {
+  const int linear = row * 128 + col * 2;
+  return linear ^ (((linear >> 7) & 7) << 4);
+}
+// Where wgmma reads element `e` of a canonical 128-byte-swizzle operand from a descriptor (start,
+// LBO, SBO), per CUTLASS's GmmaDescriptor layouts, in bytes; the swizzle is applied to the
+// resulting address (the start offsets used here keep the tile's base 1024-byte aligned).
+//   K-major:  element (mn, k): start + (mn % 8) x 128 + (mn / 8) x SBO + 2k      (k < 16)
+//   MN-major: element (k, mn): start + 2 (mn % 64) + (mn / 64) x LBO + (k % 8) x 128 + (k / 8) x
+//   SBO
+int swizzle(int address) {
+  return address ^ (((address >> 7) & 7) << 4);
+}
+int k_major_read(int start, int sbo, int mn, int k) {
+  return swizzle(start + (mn % 8) * 128 + (mn / 8) * sbo + 2 * k);
+}
+int mn_major_read(int start, int lbo, int sbo, int k, int mn) {
+  return swizzle(start + 2 * (mn % 64) + (mn / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo);
+}
+
+// The kernel's descriptors read, for every k16 step, the Q, K and V elements the math needs from
+// where TMA put them: Q (A, [rows][dims] K-major) and K (B of S = Q K^T, [keys][dims] K-major) in
+// column blocks of 64 dims; V (B of O = P V, [keys][dims], MN-major with the transpose bit).
+TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
+  using namespace flash_sm90;
+  for (int head_dim : {64, 128, 256}) {
+    for (int tile_n : {64, 128}) {
+      const int blocks = column_blocks(head_dim);
+      // Element (row, dim) of a [blocks][rows][64] tile as TMA wrote it.
+      auto tma = [&](int rows, int row, int dim) {
+        return (dim / 64) * rows * kBlockRowBytes + tma_swizzled_offset(row, dim % 64);
+      };
+      for (int kk = 0; kk < head_dim / 16; ++kk) {
+        // K: keys (N) x 16 dims of step kk.
+        const int k_start = k_major_step_offset(kk, tile_n);
+        for (int key = 0; key < tile_n; ++key) {
+          for (int k = 0; k < 16; ++k) {
+            ASSERT_EQ(k_major_read(k_start, kSwizzleAtomBytes, key, k),
+                      tma(tile_n, key, 16 * kk + k))
+                << "K d" << head_dim << " n" << tile_n << " kk " << kk << " key " << key;
+          }
+        }
+        // Q of the second warpgroup of a 128-row tile: its rows start 64 rows into each block.
+        const int q_start = 64 * kBlockRowBytes + k_major_step_offset(kk, 128);
+        for (int row = 0; row < 64; ++row) {
+          for (int k = 0; k < 16; ++k) {
+            ASSERT_EQ(k_major_read(q_start, kSwizzleAtomBytes, row, k),
+                      tma(128, 64 + row, 16 * kk + k))
+                << "Q d" << head_dim << " kk " << kk << " row " << row;
+          }
+        }
+      }
+      for (int kk = 0; kk < tile_n / 16; ++kk) {
+        const int v_start = mn_major_step_offset(kk);
+        for (int k = 0; k < 16; ++k) {
+          for (int dim = 0; dim < head_dim; ++dim) {
+            ASSERT_EQ(mn_major_read(v_start, v_leading_bytes(tile_n), kSwizzleAtomBytes, k, dim),
+                      tma(tile_n, 16 * kk + k, dim))
+                << "V d" << head_dim << " n" << tile_n << " kk " << kk << " key " << k;
+          }
+        }
+      }
+      EXPECT_EQ(blocks * 64, head_dim);
+      // Every operand start keeps the swizzle phase: K-major steps move within a 128-byte row,
+      // MN-major steps by whole 1024-byte atoms.
+      for (int kk = 0; kk < tile_n / 16; ++kk) EXPECT_EQ(mn_major_step_offset(kk) % 1024, 0);
+    }
+  }
+}
+
+// Every point of the space is accepted exactly when the traits (and the device's shared memory)
+// accept it, and every refusal carries a reason that names what to change.
+TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  int accepted = 0, refused = 0;
+  for (int head_dim : {64, 128, 256}) {
+    const Batch batch = prefill_batch(16, 4, head_dim);
+    const Target target = hopper();
+    for (const KernelConfig& config : space_configs(variant, batch, target)) {
+      const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
+                s = int(config.get("stages")), c = int(config.get("consumers"));
+      const Support support = variant.supports(batch, config, target);
+      const int rule = flash_sm90::check(head_dim, m, n, s, c);
+      EXPECT_EQ(support.ok, rule == flash_sm90::kOk)
+          << config.key() << " d" << head_dim << ": " << support.reason;
+      if (support.ok) {
+        ++accepted;
+        continue;
+      }
+      ++refused;
+      const std::string& why = support.reason;
+      switch (rule) {
+        case flash_sm90::kTileM:
+          EXPECT_NE(why.find("tile_m must be"), std::string::npos) << why;
+          break;
+        case flash_sm90::kSharedMemory:
+          EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+          break;
+        case flash_sm90::kRegisters:
+          EXPECT_NE(why.find("registers"), std::string::npos) << why;
+          break;
+        default:
+          ADD_FAILURE() << "unexpected rule " << rule << " for " << config.key();
+      }
+    }
+  }
+  EXPECT_EQ(accepted, 8 + 8 + 3);  // head_dim 256: tile_n 128 never fits, nor 128 rows x 3 stages
+  EXPECT_GT(refused, 0);
+  const Batch batch = prefill_batch(16, 4, 128);
+  KernelConfig extra = make_config(128, 64, 2, 2);
+  extra.set("warps", 4);
+  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  KernelConfig missing{{"tile_m", 128}, {"tile_n", 64}, {"stages", 2}};
+  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("consumers"), std::string::npos);
+  // A device with less shared memory per block than the config needs.
+  DeviceInfo small;
+  small.cc_major = 9;
+  small.max_shared_per_block_optin = 100 * 1024;
+  const Support big = variant.supports(batch, make_config(128, 128, 2, 2), Target::cuda(small));
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
+}
+
+TEST(FlashFwdSm90Gating, OnlySm90aAndTheDefaultIsSupportedEverywhereElse) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (bool causal : {true, false}) {
+        const Batch batch = prefill_batch(8, 1, head_dim, dtype, causal);
+        const KernelConfig config = variant.default_config(batch, hopper());
+        const Support support = variant.supports(batch, config, hopper());
+        EXPECT_TRUE(support.ok) << head_dim << ": " << support.reason;
+        const Support ampere = variant.supports(batch, config, testing::ampere_target());
+        EXPECT_FALSE(ampere.ok);
+        EXPECT_NE(ampere.reason.find("sm_90a"), std::string::npos) << ampere.reason;
+        EXPECT_FALSE(variant.supports(batch, config, Target::cpu()).ok);
+      }
+    }
+  }
+  // GQA of any ratio.
+  for (int group : {1, 3, 5, 7, 16, 40}) {
+    const Batch batch = prefill_batch(2 * group, 2, 64);
+    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+        << group;
+  }
+  const Batch batch = prefill_batch(16, 16, 128);
+  EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
+            "flash_fwd.sm90_wgmma.c2.st2.tm128.tn128");
+}
+
+struct Feature {
+  std::string name;
+  std::string reason_mentions;  // empty: supported
+  std::function<void(Batch&)> apply;
+};
+
+TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
+  const Batch plain = prefill_batch(12, 4, 128);
+  const Target gpu = hopper();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Variant& sm80 = *registry.find("flash_fwd.sm80_mma");
+  const std::vector<Feature> features = {
+      {"non-causal", "", [](Batch& b) { b.causal = false; }},
+      {"hnd", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::hnd; }},
+      {"fp16", "", [](Batch& b) { b.dtype = b.kv_dtype = b.spec.model.dtype = DType::fp16; }},
+      {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
+      {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
+      {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
+      {"fp8 KV", "fp8_e4m3",
+       [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.k_scales = {0.01f};
+         b.v_scales = {0.02f};
+       }},
+      {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
+      {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
+      {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
+      {"decode batch", "decode batch",
+       [](Batch& b) {
+         b = generate_batch(testing::make_decode_spec(testing::SpecShape{}, {5, 300}));
+       }},
+  };
+  for (const Feature& feature : features) {
+    Batch batch = plain;
+    feature.apply(batch);
+    const Support s = variant.supports(batch, variant.default_config(batch, gpu), gpu);
+    if (feature.reason_mentions.empty()) {
+      EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
+    } else {
+      EXPECT_FALSE(s.ok) << feature.name << " was accepted";
+      EXPECT_NE(s.reason.find(feature.reason_mentions), std::string::npos)
+          << feature.name << ": " << s.reason;
+    }
+    // The same batches as the sm80 variant: the same kernel semantics.
+    EXPECT_EQ(sm80.supports(batch, sm80.default_config(batch, gpu), gpu).ok, s.ok) << feature.name;
+  }
+}
+
+TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Batch causal = prefill_batch(8, 2, 128, DType::fp16, true);
+  const Batch full = prefill_batch(8, 2, 128, DType::bf16, false);
+  const KernelConfig config = make_config(64, 128, 3, 1);
+  const JitProgram a = variant.programs(causal, config, hopper()).front();
+  const JitProgram b = variant.programs(full, config, hopper()).front();
+  ASSERT_EQ(a.kernels.size(), 2u);
+  EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm90_wgmma<1, 128, 64, 128, 3, 1, true>");
+  EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm90_wgmma<0, 128, 64, 128, 3, 1, false>");
+  EXPECT_EQ(a.kernels[1], "attn::flash_fwd_gather_kv");
+  EXPECT_NE(a.name, b.name);
+  EXPECT_EQ(a.arch, "sm_90a");
+}
+
+// NVRTC compiles every config the traits accept, for every head dim and both dtypes (causal for
+// one of them, non-causal for the other; ATTN_TEST_EXHAUSTIVE=1 compiles both causalities of
+// each), and ptxas reports no spills, no stack frame and no wgmma serialisation (which would
+// silently drop the overlap of softmax and P V). ATTN_TEST_VERBOSE=1 prints ptxas' report.
+TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("attn-flash-sm90-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(dir);
+  JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const bool exhaustive = std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr;
+  const Target target = hopper();
+
+  struct Job {
+    std::string what;
+    std::future<CompiledProgram> compiled;
+  };
+  std::vector<Job> jobs;
+  std::vector<Batch> batches;  // programs() reads the batch; keep them alive
+  batches.reserve(12);
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (bool causal : {true, false}) {
+        if (!exhaustive && causal != (dtype == DType::bf16)) continue;
+        batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal));
+        const Batch& batch = batches.back();
+        int accepted = 0;
+        for (const KernelConfig& config : space_configs(variant, batch, target)) {
+          if (!variant.supports(batch, config, target)) continue;
+          ++accepted;
+          JitProgram program = variant.programs(batch, config, target).front();
+          program.options.push_back("--ptxas-options=-v");
+          jobs.push_back({program.name, jit.compile_async(program)});
+        }
+        EXPECT_GT(accepted, 0);
+      }
+    }
+  }
+  const std::regex spills("([1-9][0-9]*) bytes (spill stores|spill loads|stack frame)");
+  for (Job& job : jobs) {
+    try {
+      const CompiledProgram compiled = job.compiled.get();
+      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
+      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
+      // ptxas: "Potential Performance Loss: wgmma.mma_async instructions are serialized ...".
+      EXPECT_EQ(compiled.log.find("Performance Loss"), std::string::npos)
+          << job.what << ": ptxas serialises wgmma:\n"
+          << compiled.log;
+      if (std::getenv("ATTN_TEST_VERBOSE")) std::cout << job.what << "\n" << compiled.log << "\n";
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attn
