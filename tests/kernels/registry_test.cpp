@@ -23,11 +23,13 @@ TEST(Registry, HoldsThePagedDecodeVariants) {
   const Registry registry = make_registry();
   ASSERT_NE(registry.find("paged_decode.splitkv"), nullptr);
   ASSERT_NE(registry.find("paged_decode.tensorcore"), nullptr);
+  ASSERT_NE(registry.find("paged_decode.sm90_tma"), nullptr);
   ASSERT_NE(registry.find("paged_decode.cpu_reference"), nullptr);
   EXPECT_EQ(registry.find("paged_decode.splitkv")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.tensorcore")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("paged_decode.sm90_tma")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
-  EXPECT_EQ(registry.matching("paged_decode.*").size(), 3u);
+  EXPECT_EQ(registry.matching("paged_decode.*").size(), 4u);
   EXPECT_EQ(registry.matching("*cpu*").size(), 4u);  // one per family
   EXPECT_EQ(registry.matching("blocksparse.*").size(), 3u);  // mma, decode, cpu_reference
   EXPECT_TRUE(registry.matching("nothing.*").empty());
