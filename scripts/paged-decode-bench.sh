@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The issue-5 paged_decode benchmark cases in one GPU-machine call (build carried from the CPU
-# machine; DESIGN.md, "GPU testing"): calibration, every case for both CUDA variants with the
-# confirm policy, the long single sequence also with the graph timer and the stages=3 config, the
-# HND copy of 64 x 4096, and the peers (torch SDPA on contiguous KV, JAX Pallas paged attention)
+# machine; DESIGN.md, "GPU testing"): calibration, every case for every CUDA variant with the
+# confirm policy, the long single sequence also with the graph timer and the stages=3 config and
+# the HND copy of 64 x 4096 for the two tensor-core variants, and the peers (torch SDPA on contiguous KV, JAX Pallas paged attention)
 # from seed_peers.py decode_paged in the same call.
 #
 #   OUT=$OUT scripts/paged-decode-bench.sh
@@ -27,11 +27,12 @@ for preset in decode-llama3-8b-64x4096 decode-llama3-8b-lognormal-96 decode-llam
   decode-llama3-8b-fp8-64x4096 decode-llama3-8b-64x4096-page1; do
   run "$preset" "$preset" --variant 'paged_decode.*' --policy confirm
 done
-run "1x32768 graph" decode-llama3-8b-1x32768 --variant paged_decode.tensorcore --timer graph
-run "1x32768 graph st3" decode-llama3-8b-1x32768 --variant paged_decode.tensorcore --timer graph \
-  --config stages=3
-run "64x4096 HND" scripts/workloads/decode-llama3-8b-64x4096-hnd.json \
-  --variant paged_decode.tensorcore --policy confirm
+for v in paged_decode.tensorcore paged_decode.sm90_tma; do
+  run "1x32768 graph" decode-llama3-8b-1x32768 --variant $v --timer graph
+  run "1x32768 graph st3" decode-llama3-8b-1x32768 --variant $v --timer graph --config stages=3
+  run "64x4096 HND" scripts/workloads/decode-llama3-8b-64x4096-hnd.json --variant $v \
+    --policy confirm
+done
 if [ "${PEERS:-1}" != 0 ] && [ -f .carry/seed_peers.py ]; then
   echo "== seed_peers.py decode_paged"
   PYTHONUNBUFFERED=1 timeout 400 python3 .carry/seed_peers.py decode_paged > "$out/peers.txt" 2>&1
