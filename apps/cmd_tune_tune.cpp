@@ -1,10 +1,11 @@
 // attn-tune tune WORKLOAD --variant GLOB --strategy S --db FILE [--budget-trials N |
-// --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline-seconds S]: search each
-// matching variant's configs on this machine's backend (the first GPU, or the CPU reference
-// variants without one), store every attempt and measurement, resume from what the database already
-// holds, and choose winners. With workers (the default on a GPU) each evaluation runs in an
-// `attn-tune worker` process (tuner/worker_evaluator.hpp): one that hangs is killed at the
-// deadline, one that dies is recorded as crashed, and the sweep goes on with a fresh worker.
+// --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline
+// compile=S,verify=S,measure=S]: search each matching variant's configs on this machine's backend
+// (the first GPU, or the CPU reference variants without one), store every attempt and measurement,
+// resume from what the database already holds, and choose winners. With workers (the default on a
+// GPU) each evaluation runs in an `attn-tune worker` process (tuner/worker_evaluator.hpp): one that
+// hangs is killed at its phase's deadline, one that dies or loses its CUDA context to a sticky
+// error is recorded as crashed, and the sweep goes on with a fresh worker.
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -49,7 +50,8 @@ struct TuneArgs {
   bool cpu = false;
   size_t threads = 0;
   std::string isolate;  // "workers", "none"; empty: workers with a GPU, none on the CPU
-  double deadline_seconds = 300;
+  std::optional<double> deadline_seconds;  // every phase
+  std::string deadline;                    // "compile=120,verify=60,measure=300"
 };
 
 std::string describe_choice(const WinnerChoice& w) {
@@ -97,7 +99,12 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   if (args.isolate != "workers" && args.isolate != "none" && !args.isolate.empty()) {
     throw UsageError("--isolate must be 'workers' or 'none'");
   }
-  if (args.deadline_seconds <= 0) throw UsageError("--deadline-seconds must be > 0");
+  if (args.deadline_seconds && *args.deadline_seconds <= 0) {
+    throw UsageError("--deadline-seconds must be > 0");
+  }
+  PhaseDeadlines deadlines =
+      args.deadline_seconds ? PhaseDeadlines::all(*args.deadline_seconds) : PhaseDeadlines{};
+  if (!args.deadline.empty()) deadlines = parse_phase_deadlines(args.deadline, deadlines);
   TuneBackend backend = choose_tune_backend(args.cpu, args.device);
   // Workers by default on a GPU (a faulting kernel must not take the sweep down); in-process on
   // the CPU, whose reference variants cannot fault that way.
@@ -124,7 +131,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
                    "--threads",
                    std::to_string(args.threads)};
     if (!backend.gpu()) worker.argv.push_back("--cpu");
-    worker.deadline_seconds = args.deadline_seconds;
+    worker.deadlines = deadlines;
     auto w = std::make_unique<WorkerEvaluator>(std::move(worker));
     worker_evaluator = w.get();
     case_evaluator = std::move(w);
@@ -145,7 +152,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
       << (args.budget_seconds ? format("%gs", *args.budget_seconds) : std::string(""))
       << (!args.budget_trials && !args.budget_seconds ? "none" : "") << " per variant\n";
   out << "isolate   "
-      << (workers ? format("workers (deadline %gs per evaluation)", args.deadline_seconds)
+      << (workers ? "workers (deadlines: " + deadlines.describe() + ")"
                   : std::string("none (in process)"))
       << "\n"
       << std::flush;
@@ -214,8 +221,12 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--isolate", args->isolate,
                   "workers: evaluate in worker processes (default with a GPU); none: in this "
                   "process (default on the CPU)");
+  cmd->add_option(
+      "--deadline", args->deadline,
+      "with workers: per-phase deadlines, e.g. compile=120,verify=60,measure=300 "
+      "(seconds from the phase's start; default 300 each); a worker past one is killed");
   cmd->add_option("--deadline-seconds", args->deadline_seconds,
-                  "with workers: kill an evaluation that takes longer (default 300)");
+                  "with workers: the same deadline for every phase (--deadline entries override)");
   cmd->callback([args, &invocation] { invocation.exit_code = tune(*args, invocation); });
 }
 

@@ -96,7 +96,7 @@ TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEval
   options.quarantine_after = 1;
   WorkerOptions worker;
   worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
-  worker.deadline_seconds = 2.5;  // the screen of a passing case takes well under 1 s
+  worker.deadlines = PhaseDeadlines::all(2.5);  // a passing screen takes well under 1 s
   RunRecord run{"test", "0", "x", "Release", "test", "host", ""};
 
   ::setenv("ATTN_TUNE_WORKER_FAULTS", kFaults, 1);
@@ -137,7 +137,7 @@ TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEval
   EXPECT_EQ(disposition.size(), 3u);
   for (const StoredMeasurement& row : store.find_measurements({})) {
     if (row.measurement.disposition == Disposition::timed_out) {
-      EXPECT_NE(row.measurement.reason.find("2.5 s deadline"), std::string::npos)
+      EXPECT_NE(row.measurement.reason.find("phase passed its 2.5 s deadline"), std::string::npos)
           << row.measurement.reason;
     }
     if (row.measurement.disposition == Disposition::crashed) {
@@ -170,7 +170,8 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
       run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "exhaustive", "--db",
            "w.db", "--cpu", "--threads", "1", "--isolate", "workers", "--deadline-seconds", "20"});
   EXPECT_EQ(r.exit_code, int(ExitCode::failed_cases)) << r.out << r.err;
-  EXPECT_NE(r.out.find("isolate   workers (deadline 20s per evaluation)"), std::string::npos)
+  EXPECT_NE(r.out.find("isolate   workers (deadlines: compile 20s, verify 20s, measure 20s)"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("prefix_prefill.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 "
                        "from the database, 0 failed"),
@@ -199,11 +200,92 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
   const int usage = int(ExitCode::usage);
   EXPECT_EQ(run({"tune", workload, "--cpu", "--isolate", "threads"}).exit_code, usage);
   EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline-seconds", "0"}).exit_code, usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline", "link=3"}).exit_code, usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline", "verify=0"}).exit_code, usage);
   // A worker that cannot set up stops the sweep once, before any attempt, with one message.
   ::setenv("ATTN_TUNE_WORKER_FAULTS", "explode:x", 1);
   r = run({"tune", workload, "--cpu", "--isolate", "workers", "--db", "e.db"});
   EXPECT_EQ(r.exit_code, int(ExitCode::environment)) << r.out << r.err;
   EXPECT_NE(r.err.find("evaluation worker could not start"), std::string::npos) << r.err;
+}
+
+// Each phase has its own deadline, counted from the phase's start: a case whose compile and verify
+// each take 1.2 s passes under 2 s per phase although it takes longer than 2 s in all, and one that
+// hangs in verification is killed at the verify deadline with the phase named.
+TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const Batch batch = generate_batch(load_workload_file(workload));
+  const Registry registry = make_registry();
+  Store store((dir_ / "p.db").string());
+  TuneOptions options;
+  options.variant_filter = "*.cpu_reference";
+  options.strategy = "halving";
+  WorkerOptions worker;
+  worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
+  worker.deadlines = {2, 2, 30};
+  ::setenv("ATTN_TUNE_WORKER_FAULTS",
+           "sleep@compile:prefix_prefill;sleep@verify:prefix_prefill;"
+           "hang@verify:flash_fwd.cpu_reference confirm",
+           1);
+  WorkerEvaluator evaluator(worker);
+  std::ostringstream progress;
+  TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), evaluator, options,
+                  progress);
+  sweep.run({"test", "0", "x", "Release", "test", "host", ""});
+  std::map<std::string, Measurement> by_case;  // "variant policy"
+  for (const StoredMeasurement& row : store.find_measurements({})) {
+    by_case[row.measurement.variant + " " + row.measurement.policy] = row.measurement;
+  }
+  ASSERT_EQ(by_case.size(), 4u) << progress.str();
+  EXPECT_EQ(by_case["prefix_prefill.cpu_reference screen"].disposition, Disposition::passed)
+      << by_case["prefix_prefill.cpu_reference screen"].reason;
+  EXPECT_EQ(by_case["prefix_prefill.cpu_reference confirm"].disposition, Disposition::passed)
+      << by_case["prefix_prefill.cpu_reference confirm"].reason;
+  EXPECT_EQ(by_case["flash_fwd.cpu_reference screen"].disposition, Disposition::passed);
+  const Measurement& hung = by_case["flash_fwd.cpu_reference confirm"];
+  EXPECT_EQ(hung.disposition, Disposition::timed_out);
+  EXPECT_NE(hung.reason.find("the verify phase passed its 2 s deadline (after compile"),
+            std::string::npos)
+      << hung.reason;
+  EXPECT_NE(hung.reason.find("killed by signal 9"), std::string::npos) << hung.reason;
+}
+
+// A worker that reports a sticky CUDA error (injected: the CPU has none) gets its case recorded
+// crashed and is replaced: the injected worker refuses every later request with an error, which
+// would stop the sweep, so the sweep finishing proves it was not reused.
+TEST_F(TuneWorkers, AWorkerThatReportsAStickyErrorIsReplacedNotReused) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const Batch batch = generate_batch(load_workload_file(workload));
+  const Registry registry = make_registry();
+  Store store((dir_ / "s.db").string());
+  TuneOptions options;
+  options.variant_filter = "*.cpu_reference";
+  options.strategy = "halving";
+  WorkerOptions worker;
+  worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
+  worker.deadlines = PhaseDeadlines::all(20);
+  ::setenv("ATTN_TUNE_WORKER_FAULTS", "sticky:prefix_prefill.cpu_reference screen", 1);
+  WorkerEvaluator evaluator(worker);
+  std::ostringstream progress;
+  TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), evaluator, options,
+                  progress);
+  const TuneReport report = sweep.run({"test", "0", "x", "Release", "test", "host", ""});
+  EXPECT_EQ(report.failures(), 1u);
+  EXPECT_EQ(evaluator.sticky_replacements(), 1u);
+  ASSERT_GE(evaluator.spawned().size(), 2u);
+  EXPECT_TRUE(gone(evaluator.spawned()[0])) << "the worker that lost its context was stopped";
+  std::map<std::string, Measurement> by_case;
+  for (const StoredMeasurement& row : store.find_measurements({})) {
+    by_case[row.measurement.variant + " " + row.measurement.policy] = row.measurement;
+  }
+  const Measurement& sticky = by_case["prefix_prefill.cpu_reference screen"];
+  EXPECT_EQ(sticky.disposition, Disposition::crashed);
+  EXPECT_NE(sticky.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << sticky.reason;
+  EXPECT_NE(sticky.reason.find("replaced"), std::string::npos) << sticky.reason;
+  EXPECT_EQ(by_case["flash_fwd.cpu_reference screen"].disposition, Disposition::passed);
+  EXPECT_EQ(by_case["flash_fwd.cpu_reference confirm"].disposition, Disposition::passed);
+  // The crash counts towards the quarantine like any other.
+  EXPECT_EQ(store.attempt_failures(1, 1, "prefix_prefill.cpu_reference").size(), 1u);
 }
 
 // Ctrl-C and kill -9 of the orchestrator while a worker hangs: neither leaves a worker behind.
