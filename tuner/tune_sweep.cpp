@@ -130,13 +130,21 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
     total_ += planned_trials(options_.strategy, n, options_.budget);
   }
-  for (const Variant* v : variants) {
-    if (stop_ && stop_()) {
-      report.interrupted = true;
-      break;
+  try {
+    for (const Variant* v : variants) {
+      if (stop_ && stop_()) {
+        report.interrupted = true;
+        break;
+      }
+      report.variants.push_back(tune_variant(*v, report.run_id));
+      if (report.variants.back().budget_exhausted && stop_ && stop_()) report.interrupted = true;
     }
-    report.variants.push_back(tune_variant(*v, report.run_id));
-    if (report.variants.back().budget_exhausted && stop_ && stop_()) report.interrupted = true;
+  } catch (const std::exception& e) {
+    try {
+      store_.finish_run(report.run_id, std::string("error: ") + e.what());
+    } catch (const std::exception&) {  // the database itself may be what failed
+    }
+    throw;
   }
   if (stop_ && stop_()) report.interrupted = true;
 
@@ -262,11 +270,11 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   };
   auto finish_evaluation = [&](const Trial& trial, const CaseResult& result) -> Outcome {
     const Started started = in_flight.at(result.tag);
-    in_flight.erase(result.tag);
     const Measurement& m = result.measurement;
     const int64_t measurement_id = store_.add_measurement(
         run_id, device_ids_[result.slot % device_ids_.size()], workload_id_, m);
     store_.finish_attempt(started.attempt_id, m.disposition, measurement_id, m.reason);
+    in_flight.erase(result.tag);  // only now: a failed write above leaves it to be discarded
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started.start).count();
     Outcome out = outcome_of(trial, m);
@@ -295,38 +303,55 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   size_t trials = 0;
   double cost = 0;
   bool stopped = false;
-  while (!stopped) {
-    const std::vector<Trial> batch = strategy->propose(history);
-    if (batch.empty()) break;
-    std::vector<std::optional<Outcome>> outcomes(batch.size());
-    size_t next = 0;
-    for (;;) {
-      while (next < batch.size() && !stopped) {
-        if ((stop_ && stop_()) || options_.budget.exhausted(trials, cost)) {
-          summary.budget_exhausted = true;
-          stopped = true;
-          break;
-        }
-        if (std::optional<Outcome> answer = answer_without_evaluating(batch[next])) {
-          outcomes[next++] = std::move(*answer);
+  try {
+    while (!stopped) {
+      const std::vector<Trial> batch = strategy->propose(history);
+      if (batch.empty()) break;
+      std::vector<std::optional<Outcome>> outcomes(batch.size());
+      size_t next = 0;
+      for (;;) {
+        while (next < batch.size() && !stopped) {
+          if ((stop_ && stop_()) || options_.budget.exhausted(trials, cost)) {
+            summary.budget_exhausted = true;
+            stopped = true;
+            break;
+          }
+          if (std::optional<Outcome> answer = answer_without_evaluating(batch[next])) {
+            outcomes[next++] = std::move(*answer);
+            ++trials;
+            continue;
+          }
+          const std::optional<size_t> slot = evaluator_.idle_slot();
+          if (!slot) break;
+          if (compile_ahead_) {
+            for (size_t i = next + 1; i < batch.size() && i <= next + compile_ahead_depth_; ++i) {
+              compile_ahead_->enqueue(variant.programs(batch_, configs[batch[i].config], target_));
+            }
+          }
+          begin_evaluation(batch[next], next, *slot);
+          ++next;
           ++trials;
-          continue;
         }
-        const std::optional<size_t> slot = evaluator_.idle_slot();
-        if (!slot) break;
-        begin_evaluation(batch[next], next, *slot);
-        ++next;
-        ++trials;
+        if (in_flight.empty()) break;
+        const CaseResult result = evaluator_.wait();
+        Outcome out = finish_evaluation(batch.at(result.tag), result);
+        cost += out.cost_seconds;
+        outcomes[result.tag] = std::move(out);
       }
-      if (in_flight.empty()) break;
-      const CaseResult result = evaluator_.wait();
-      Outcome out = finish_evaluation(batch.at(result.tag), result);
-      cost += out.cost_seconds;
-      outcomes[result.tag] = std::move(out);
+      for (std::optional<Outcome>& o : outcomes) {
+        if (o) history.push_back(std::move(*o));
+      }
     }
-    for (std::optional<Outcome>& o : outcomes) {
-      if (o) history.push_back(std::move(*o));
+  } catch (const std::exception&) {
+    // An infrastructure failure (the database, a worker that cannot run anything): the cases in
+    // flight are not their configs' fault, so their attempts do not count towards the quarantine.
+    for (const auto& [tag, started] : in_flight) {
+      try {
+        store_.discard_attempt(started.attempt_id);
+      } catch (const std::exception&) {  // the database itself may be what failed
+      }
     }
+    throw;
   }
   summary.winner = choose_winner(candidates(variant, configs));
   return summary;

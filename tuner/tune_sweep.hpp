@@ -19,6 +19,7 @@
 
 #include "kernels/registry.hpp"
 #include "results/store.hpp"
+#include "tuner/compile_ahead.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/strategy.hpp"
@@ -106,6 +107,12 @@ class TuneSweep {
   // and attempt is recorded with its own GPU; resume, quarantine and winners look at all of them.
   // Default: `device` for every slot.
   void set_slot_devices(const std::vector<DeviceRecord>& devices);
+  // Before each evaluation, the programs of the next `depth` trials of the batch are handed to
+  // `ahead` (tuner/compile_ahead.hpp) to compile while this one runs.
+  void set_compile_ahead(CompileAhead* ahead, size_t depth) {
+    compile_ahead_ = ahead;
+    compile_ahead_depth_ = depth;
+  }
   TuneReport run(const RunRecord& run);
 
  private:
@@ -133,6 +140,8 @@ class TuneSweep {
   std::vector<DeviceRecord> slot_devices_;
   int64_t device_id_ = 0, workload_id_ = 0;
   std::vector<int64_t> device_ids_;  // by slot
+  CompileAhead* compile_ahead_ = nullptr;
+  size_t compile_ahead_depth_ = 0;
   size_t done_ = 0, total_ = 0, failures_ = 0;
   double best_us_ = 0;
   std::string best_name_;

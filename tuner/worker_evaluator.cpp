@@ -30,7 +30,7 @@ WorkerEvaluator::WorkerEvaluator(WorkerOptions options) : options_(std::move(opt
     slot.argv = options_.argv;
     slot.argv.push_back("--device");
     slot.argv.push_back(std::to_string(device));
-    slot.label = "GPU " + std::to_string(device);
+    slot.label = "device " + std::to_string(device);
     slots_.push_back(std::move(slot));
   }
 }
@@ -92,10 +92,13 @@ void WorkerEvaluator::start() {
 }
 
 std::optional<size_t> WorkerEvaluator::idle_slot() const {
+  // The idle slot that has done the fewest cases, so that work one at a time still alternates.
+  std::optional<size_t> best;
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!slots_[i].request) return i;
+    if (slots_[i].request) continue;
+    if (!best || slots_[i].cases < slots_[*best].cases) best = i;
   }
-  return std::nullopt;
+  return best;
 }
 
 std::optional<int64_t> WorkerEvaluator::slot_process(size_t index) {

@@ -46,6 +46,7 @@ class WorkerEvaluator : public CaseEvaluator {
                        const MeasurePolicy& policy) override;
 
   size_t slots() const override { return slots_.size(); }
+  // The idle slot with the fewest cases done.
   std::optional<size_t> idle_slot() const override;
   std::optional<int64_t> slot_process(size_t slot) override;
   void begin(size_t slot, CaseRequest request) override;
@@ -64,7 +65,7 @@ class WorkerEvaluator : public CaseEvaluator {
   using Clock = std::chrono::steady_clock;
   struct Slot {
     std::vector<std::string> argv;
-    std::string label;  // "GPU 1", or "" with one worker
+    std::string label;  // "device 1", or "" with one worker
     std::unique_ptr<WorkerProcess> worker;
     std::optional<CaseRequest> request;  // in flight
     EvalPhase phase = EvalPhase::compile;

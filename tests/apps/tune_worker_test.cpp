@@ -20,7 +20,9 @@
 #include <sstream>
 
 #include "base/exit_codes.hpp"
+#include "kernels/device/cuda_context.hpp"
 #include "kernels/registry.hpp"
+#include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "tests/apps/cli_runner.hpp"
 #include "tuner/device_records.hpp"
@@ -286,6 +288,61 @@ TEST_F(TuneWorkers, AWorkerThatReportsAStickyErrorIsReplacedNotReused) {
   EXPECT_EQ(by_case["flash_fwd.cpu_reference confirm"].disposition, Disposition::passed);
   // The crash counts towards the quarantine like any other.
   EXPECT_EQ(store.attempt_failures(1, 1, "prefix_prefill.cpu_reference").size(), 1u);
+}
+
+// --devices 0,1 on the CPU: two worker processes (the CPU backend ignores the device number, which
+// is the test hook for a machine without GPUs); both evaluate, every case is recorded once by the
+// orchestrator, and the list is checked.
+TEST_F(TuneWorkers, DevicesRunOneWorkerEachAndEveryCaseIsRecordedOnce) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  CliResult r = run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "halving",
+                     "--db", "d.db", "--cpu", "--threads", "1", "--devices", "0,1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("isolate   workers on devices 0,1 (deadlines"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workers   device 0: 2 cases, device 1: 2 cases"), std::string::npos)
+      << r.out;
+  Database db((dir_ / "d.db").string(), SQLITE_OPEN_READONLY);
+  auto scalar = [&](const char* sql) {
+    Statement s(db, sql);
+    EXPECT_TRUE(s.step());
+    return s.column_int64(0);
+  };
+  EXPECT_EQ(scalar("SELECT count(*) FROM measurements"), 4);
+  EXPECT_EQ(scalar("SELECT count(*) FROM (SELECT variant, config_key, policy FROM measurements "
+                   "GROUP BY 1, 2, 3 HAVING count(*) > 1)"),
+            0);
+  EXPECT_EQ(scalar("SELECT count(DISTINCT worker_pid) FROM attempts"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM attempts WHERE status != 'finished'"), 0);
+
+  const int usage = int(ExitCode::usage);
+  for (const char* bad : {"0,0", "-1", "0,x", ""}) {
+    r = run({"tune", workload, "--cpu", "--db", "u.db", "--devices", bad});
+    EXPECT_EQ(r.exit_code, usage) << bad << r.err;
+  }
+  EXPECT_NE(run({"tune", workload, "--cpu", "--devices", "0,0"}).err.find("listed twice"),
+            std::string::npos);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--devices", "0,1", "--isolate", "none"}).exit_code,
+            usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--devices", "0", "--device", "1"}).exit_code, usage);
+}
+
+// Infrastructure failures stop `tune` once with one message and exit 4: CUDA variants asked for
+// on a machine without a GPU, --devices there without --cpu, a database that cannot be opened.
+TEST_F(TuneWorkers, InfrastructureFailuresStopOnceWithTheEnvironmentExitCode) {
+  if (!discover_devices().devices.empty()) GTEST_SKIP() << "needs a machine without a GPU";
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const int environment = int(ExitCode::environment);
+  CliResult r = run({"tune", "default", "--variant", "paged_decode.splitkv", "--db", "g.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("attn-tune: environment: no GPU found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(paged_decode.splitkv) need one"), std::string::npos) << r.err;
+  r = run({"tune", workload, "--variant", "*.cpu_reference", "--devices", "0,1", "--db", "g.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("--devices 0,1: no GPU found"), std::string::npos) << r.err;
+  std::filesystem::create_directories(dir_ / "folder.db");
+  r = run({"tune", workload, "--variant", "*.cpu_reference", "--cpu", "--db", "folder.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot open the results database"), std::string::npos) << r.err;
 }
 
 // Ctrl-C and kill -9 of the orchestrator while a worker hangs: neither leaves a worker behind.
