@@ -29,6 +29,18 @@ void record_call_failure(Measurement& m, const CallError& e, const std::string& 
 
 }  // namespace
 
+Measurement case_measurement(const Variant& variant, const KernelConfig& config,
+                             const MeasurePolicy& policy) {
+  Measurement m;
+  m.family = to_string(variant.family());
+  m.variant = variant.name();
+  m.config_key = config.key();
+  m.config_json = config.to_json().dump();
+  m.backend = to_string(variant.backend());
+  m.policy = policy.name;
+  return m;
+}
+
 Evaluator::Evaluator(const Batch& batch, Options options)
     : batch_(batch), options_(std::move(options)), host_(Problem::on_host(batch)) {
   context_.cpu_threads = options_.cpu_threads;
@@ -94,13 +106,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
   auto phase = [&](EvalPhase p) {
     if (on_phase) on_phase(p);
   };
-  Measurement m;
-  m.family = to_string(variant.family());
-  m.variant = variant.name();
-  m.config_key = config.key();
-  m.config_json = config.to_json().dump();
-  m.backend = to_string(variant.backend());
-  m.policy = policy.name;
+  Measurement m = case_measurement(variant, config, policy);
   const Work work = variant.work(batch_);
   m.bytes = work.bytes;
   m.flops = work.flops;

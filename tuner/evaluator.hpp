@@ -24,6 +24,11 @@
 
 namespace attn {
 
+// A measurement of (variant, config, policy) with only what identifies the case filled in: family,
+// variant, config, backend, policy. Evaluations and the worker machinery fill in the rest.
+Measurement case_measurement(const Variant& variant, const KernelConfig& config,
+                             const MeasurePolicy& policy);
+
 class Evaluator {
  public:
   struct Options {

@@ -9,6 +9,7 @@
 #include "base/errors.hpp"
 #include "results/measurement_json.hpp"
 #include "results/table.hpp"
+#include "tuner/evaluator.hpp"
 #include "tuner/worker_protocol.hpp"
 
 namespace attn {
@@ -149,13 +150,7 @@ CaseResult WorkerEvaluator::finish(Slot& slot, Measurement m) {
 
 CaseResult WorkerEvaluator::failed(Slot& slot, Disposition disposition, const std::string& reason) {
   const CaseRequest& r = *slot.request;
-  Measurement m;
-  m.family = to_string(r.variant->family());
-  m.variant = r.variant->name();
-  m.config_key = r.config.key();
-  m.config_json = r.config.to_json().dump();
-  m.backend = to_string(r.variant->backend());
-  m.policy = r.policy.name;
+  Measurement m = case_measurement(*r.variant, r.config, r.policy);
   m.disposition = disposition;
   m.reason = reason;
   return finish(slot, std::move(m));

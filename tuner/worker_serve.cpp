@@ -69,13 +69,7 @@ bool matches(const WorkerFault& f, const std::string& name, const std::string& k
 // What a sticky CUDA error makes of a case, injected (the evaluator's own is the same shape).
 Measurement injected_sticky(const Variant& variant, const KernelConfig& config,
                             const MeasurePolicy& policy) {
-  Measurement m;
-  m.family = to_string(variant.family());
-  m.variant = variant.name();
-  m.config_key = config.key();
-  m.config_json = config.to_json().dump();
-  m.backend = to_string(variant.backend());
-  m.policy = policy.name;
+  Measurement m = case_measurement(variant, config, policy);
   m.disposition = Disposition::crashed;
   m.reason =
       "sticky CUDA error (the context is lost): CUDA driver error 700 "

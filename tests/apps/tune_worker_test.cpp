@@ -51,20 +51,6 @@ constexpr const char* kSmallPrefill = R"({
 constexpr const char* kFaults =
     "hang:prefix_prefill.cpu_reference screen;abort:flash_fwd.cpu_reference confirm";
 
-// Live processes whose environment holds `marker` (a zombie's environment reads empty).
-int processes_with(const std::string& marker) {
-  int n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    n += text.str().find(marker) != std::string::npos;
-  }
-  return n;
-}
-
 bool eventually(const std::function<bool()>& condition, double seconds) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < until) {
@@ -81,6 +67,39 @@ bool gone(pid_t pid) {
 class TuneWorkers : public testing::Cli {
  protected:
   TuneWorkers() { binary_ = ATTN_TUNE_BINARY; }
+  // A halving sweep of the CPU reference variants on kSmallPrefill into `db`, with CPU workers
+  // under `deadlines` and the injected `faults`; returns the measurements by "variant policy".
+  std::map<std::string, Measurement> sweep_with_workers(const std::string& db,
+                                                        PhaseDeadlines deadlines,
+                                                        const std::string& faults,
+                                                        WorkerEvaluator** seen = nullptr) {
+    const std::string workload = write("prefill.json", kSmallPrefill).string();
+    const Batch batch = generate_batch(load_workload_file(workload));
+    const Registry registry = make_registry();
+    Store store((dir_ / db).string());
+    TuneOptions options;
+    options.variant_filter = "*.cpu_reference";
+    options.strategy = "halving";
+    WorkerOptions worker;
+    worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
+    worker.deadlines = deadlines;
+    ::setenv("ATTN_TUNE_WORKER_FAULTS", faults.c_str(), 1);
+    evaluator_ = std::make_unique<WorkerEvaluator>(worker);
+    if (seen) *seen = evaluator_.get();
+    std::ostringstream progress;
+    TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), *evaluator_, options,
+                    progress);
+    report_ = sweep.run({"test", "0", "x", "Release", "test", "host", ""});
+    std::map<std::string, Measurement> by_case;
+    for (const StoredMeasurement& row : store.find_measurements({})) {
+      by_case[row.measurement.variant + " " + row.measurement.policy] = row.measurement;
+    }
+    failures_ = store.attempt_failures(1, 1, "prefix_prefill.cpu_reference").size();
+    return by_case;
+  }
+  std::unique_ptr<WorkerEvaluator> evaluator_;
+  TuneReport report_;
+  size_t failures_ = 0;
   void TearDown() override {
     ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
     testing::Cli::TearDown();
@@ -215,30 +234,11 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
 // each take 1.2 s passes under 2 s per phase although it takes longer than 2 s in all, and one that
 // hangs in verification is killed at the verify deadline with the phase named.
 TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
-  const Batch batch = generate_batch(load_workload_file(workload));
-  const Registry registry = make_registry();
-  Store store((dir_ / "p.db").string());
-  TuneOptions options;
-  options.variant_filter = "*.cpu_reference";
-  options.strategy = "halving";
-  WorkerOptions worker;
-  worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
-  worker.deadlines = {2, 2, 30};
-  ::setenv("ATTN_TUNE_WORKER_FAULTS",
-           "sleep@compile:prefix_prefill;sleep@verify:prefix_prefill;"
-           "hang@verify:flash_fwd.cpu_reference confirm",
-           1);
-  WorkerEvaluator evaluator(worker);
-  std::ostringstream progress;
-  TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), evaluator, options,
-                  progress);
-  sweep.run({"test", "0", "x", "Release", "test", "host", ""});
-  std::map<std::string, Measurement> by_case;  // "variant policy"
-  for (const StoredMeasurement& row : store.find_measurements({})) {
-    by_case[row.measurement.variant + " " + row.measurement.policy] = row.measurement;
-  }
-  ASSERT_EQ(by_case.size(), 4u) << progress.str();
+  std::map<std::string, Measurement> by_case =
+      sweep_with_workers("p.db", {2, 2, 30},
+                         "sleep@compile:prefix_prefill;sleep@verify:prefix_prefill;"
+                         "hang@verify:flash_fwd.cpu_reference confirm");
+  ASSERT_EQ(by_case.size(), 4u);
   EXPECT_EQ(by_case["prefix_prefill.cpu_reference screen"].disposition, Disposition::passed)
       << by_case["prefix_prefill.cpu_reference screen"].reason;
   EXPECT_EQ(by_case["prefix_prefill.cpu_reference confirm"].disposition, Disposition::passed)
@@ -256,38 +256,20 @@ TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
 // crashed and is replaced: the injected worker refuses every later request with an error, which
 // would stop the sweep, so the sweep finishing proves it was not reused.
 TEST_F(TuneWorkers, AWorkerThatReportsAStickyErrorIsReplacedNotReused) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
-  const Batch batch = generate_batch(load_workload_file(workload));
-  const Registry registry = make_registry();
-  Store store((dir_ / "s.db").string());
-  TuneOptions options;
-  options.variant_filter = "*.cpu_reference";
-  options.strategy = "halving";
-  WorkerOptions worker;
-  worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
-  worker.deadlines = PhaseDeadlines::all(20);
-  ::setenv("ATTN_TUNE_WORKER_FAULTS", "sticky:prefix_prefill.cpu_reference screen", 1);
-  WorkerEvaluator evaluator(worker);
-  std::ostringstream progress;
-  TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), evaluator, options,
-                  progress);
-  const TuneReport report = sweep.run({"test", "0", "x", "Release", "test", "host", ""});
-  EXPECT_EQ(report.failures(), 1u);
-  EXPECT_EQ(evaluator.sticky_replacements(), 1u);
-  ASSERT_GE(evaluator.spawned().size(), 2u);
-  EXPECT_TRUE(gone(evaluator.spawned()[0])) << "the worker that lost its context was stopped";
-  std::map<std::string, Measurement> by_case;
-  for (const StoredMeasurement& row : store.find_measurements({})) {
-    by_case[row.measurement.variant + " " + row.measurement.policy] = row.measurement;
-  }
+  WorkerEvaluator* evaluator = nullptr;
+  std::map<std::string, Measurement> by_case = sweep_with_workers(
+      "s.db", PhaseDeadlines::all(20), "sticky:prefix_prefill.cpu_reference screen", &evaluator);
+  EXPECT_EQ(report_.failures(), 1u);
+  EXPECT_EQ(evaluator->sticky_replacements(), 1u);
+  ASSERT_GE(evaluator->spawned().size(), 2u);
+  EXPECT_TRUE(gone(evaluator->spawned()[0])) << "the worker that lost its context was stopped";
   const Measurement& sticky = by_case["prefix_prefill.cpu_reference screen"];
   EXPECT_EQ(sticky.disposition, Disposition::crashed);
   EXPECT_NE(sticky.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << sticky.reason;
   EXPECT_NE(sticky.reason.find("replaced"), std::string::npos) << sticky.reason;
   EXPECT_EQ(by_case["flash_fwd.cpu_reference screen"].disposition, Disposition::passed);
   EXPECT_EQ(by_case["flash_fwd.cpu_reference confirm"].disposition, Disposition::passed);
-  // The crash counts towards the quarantine like any other.
-  EXPECT_EQ(store.attempt_failures(1, 1, "prefix_prefill.cpu_reference").size(), 1u);
+  EXPECT_EQ(failures_, 1u) << "the crash counts towards the quarantine like any other";
 }
 
 // --devices 0,1 on the CPU: two worker processes (the CPU backend ignores the device number, which
@@ -366,7 +348,7 @@ TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
     ASSERT_EQ(::posix_spawn(&orchestrator, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
     // The orchestrator and its (hanging) worker.
-    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 2; }, 10)) << sig;
+    EXPECT_TRUE(eventually([&] { return testing::processes_with(marker) == 2; }, 10)) << sig;
     ::usleep(200000);  // let the worker take the request that hangs
     ::kill(orchestrator, sig);
     int status = 0;
@@ -375,7 +357,7 @@ TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
       ASSERT_TRUE(WIFEXITED(status)) << status;
       EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted));
     }
-    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 0; }, 5))
+    EXPECT_TRUE(eventually([&] { return testing::processes_with(marker) == 0; }, 5))
         << "a worker outlived the orchestrator after signal " << sig;
   }
 }
