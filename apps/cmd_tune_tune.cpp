@@ -1,10 +1,11 @@
 // attn-tune tune WORKLOAD --variant GLOB --strategy S --db FILE [--budget-trials N |
-// --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline-seconds S]: search each
-// matching variant's configs on this machine's backend (the first GPU, or the CPU reference
-// variants without one), store every attempt and measurement, resume from what the database already
-// holds, and choose winners. With workers (the default on a GPU) each evaluation runs in an
-// `attn-tune worker` process (tuner/worker_evaluator.hpp): one that hangs is killed at the
-// deadline, one that dies is recorded as crashed, and the sweep goes on with a fresh worker.
+// --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline
+// compile=S,verify=S,measure=S]: search each matching variant's configs on this machine's backend
+// (the first GPU, or the CPU reference variants without one), store every attempt and measurement,
+// resume from what the database already holds, and choose winners. With workers (the default on a
+// GPU) each evaluation runs in an `attn-tune worker` process (tuner/worker_evaluator.hpp): one that
+// hangs is killed at its phase's deadline, one that dies or loses its CUDA context to a sticky
+// error is recorded as crashed, and the sweep goes on with a fresh worker.
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -18,6 +19,8 @@
 #include "kernels/registry.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
+#include "tuner/compile_ahead.hpp"
+#include "tuner/device_list.hpp"
 #include "tuner/device_records.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/tune_sweep.hpp"
@@ -46,10 +49,12 @@ struct TuneArgs {
   uint64_t seed = 1;
   int quarantine_after = 2;
   int device = 0;
+  std::optional<std::string> devices;  // "0,1": one worker per GPU
   bool cpu = false;
   size_t threads = 0;
   std::string isolate;  // "workers", "none"; empty: workers with a GPU, none on the CPU
-  double deadline_seconds = 300;
+  std::optional<double> deadline_seconds;  // every phase
+  std::string deadline;                    // "compile=120,verify=60,measure=300"
 };
 
 std::string describe_choice(const WinnerChoice& w) {
@@ -97,34 +102,64 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   if (args.isolate != "workers" && args.isolate != "none" && !args.isolate.empty()) {
     throw UsageError("--isolate must be 'workers' or 'none'");
   }
-  if (args.deadline_seconds <= 0) throw UsageError("--deadline-seconds must be > 0");
-  TuneBackend backend = choose_tune_backend(args.cpu, args.device);
-  // Workers by default on a GPU (a faulting kernel must not take the sweep down); in-process on
-  // the CPU, whose reference variants cannot fault that way.
-  const bool workers = args.isolate.empty() ? backend.gpu() : args.isolate == "workers";
+  if (args.deadline_seconds && *args.deadline_seconds <= 0) {
+    throw UsageError("--deadline-seconds must be > 0");
+  }
+  PhaseDeadlines deadlines =
+      args.deadline_seconds ? PhaseDeadlines::all(*args.deadline_seconds) : PhaseDeadlines{};
+  if (!args.deadline.empty()) deadlines = parse_phase_deadlines(args.deadline, deadlines);
+  std::vector<int> devices;
+  if (args.devices) {
+    devices = parse_device_list(*args.devices, std::nullopt);
+    if (args.isolate == "none") {
+      throw UsageError("--devices runs one worker process per GPU: it cannot be --isolate none");
+    }
+  }
+  TuneBackend backend =
+      choose_tune_backend(args.cpu, devices.empty() ? args.device : devices.front());
+  if (!devices.empty() && backend.gpu()) parse_device_list(*args.devices, backend.gpus_present);
+  // Workers by default on a GPU (a faulting kernel must not take the sweep down) and with
+  // --devices; in-process on the CPU, whose reference variants cannot fault that way.
+  const bool workers =
+      args.isolate.empty() ? backend.gpu() || !devices.empty() : args.isolate == "workers";
+  const std::vector<DeviceRecord> slot_devices = slot_device_records(backend, devices);
   std::vector<const Variant*> runnable;
   for (const Variant* v : registry.matching(args.variant)) {
     if (v->backend() == backend.target.backend) runnable.push_back(v);
   }
   if (runnable.empty()) {
+    // CUDA variants asked for on a machine without a GPU: one clear stop, not a failure per config.
+    if (!backend.gpu() && !args.cpu) {
+      std::string names;
+      for (const Variant* v : registry.matching(args.variant)) {
+        names += (names.empty() ? "" : ", ") + v->name();
+      }
+      throw EnvironmentError(backend.note.substr(0, backend.note.find(": tuning")) +
+                             ": the variants asked for (" + names + ") need one");
+    }
     std::cerr << "attn-tune: no " << to_string(backend.target.backend) << " variant matches '"
               << args.variant << "'\n";
     return to_int(ExitCode::usage);
+  }
+  if (!devices.empty() && !backend.gpu() && !args.cpu) {
+    throw EnvironmentError("--devices " + *args.devices + ": " +
+                           backend.note.substr(0, backend.note.find(": tuning")) +
+                           " (with --cpu the numbers name CPU worker slots)");
   }
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<CaseEvaluator> case_evaluator;
   WorkerEvaluator* worker_evaluator = nullptr;
   if (workers) {
     WorkerOptions worker;
-    worker.argv = {own_executable(),
-                   "worker",
-                   args.workload,
-                   "--device",
-                   std::to_string(args.device),
-                   "--threads",
+    worker.argv = {own_executable(), "worker", args.workload, "--threads",
                    std::to_string(args.threads)};
+    if (devices.empty()) {
+      worker.argv.push_back("--device");
+      worker.argv.push_back(std::to_string(args.device));
+    }
+    worker.devices = devices;
     if (!backend.gpu()) worker.argv.push_back("--cpu");
-    worker.deadline_seconds = args.deadline_seconds;
+    worker.deadlines = deadlines;
     auto w = std::make_unique<WorkerEvaluator>(std::move(worker));
     worker_evaluator = w.get();
     case_evaluator = std::move(w);
@@ -145,7 +180,8 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
       << (args.budget_seconds ? format("%gs", *args.budget_seconds) : std::string(""))
       << (!args.budget_trials && !args.budget_seconds ? "none" : "") << " per variant\n";
   out << "isolate   "
-      << (workers ? format("workers (deadline %gs per evaluation)", args.deadline_seconds)
+      << (workers ? "workers" + (devices.empty() ? "" : " on devices " + *args.devices) +
+                        " (deadlines: " + deadlines.describe() + ")"
                   : std::string("none (in process)"))
       << "\n"
       << std::flush;
@@ -153,6 +189,13 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
 
   TuneSweep sweep(store, batch, registry, device, backend.target, *case_evaluator, options,
                   std::cerr);
+  if (!slot_devices.empty()) sweep.set_slot_devices(slot_devices);
+  // On a GPU the next configs' programs compile into the JIT cache while one is measured.
+  std::unique_ptr<CompileAhead> ahead;
+  if (backend.gpu()) {
+    ahead = std::make_unique<CompileAhead>(*backend.jit, 2);
+    sweep.set_compile_ahead(ahead.get(), 2 * case_evaluator->slots());
+  }
   g_interrupted = 0;
   auto previous = std::signal(SIGINT, on_sigint);
   sweep.set_stop_request([] { return g_interrupted != 0; });
@@ -163,11 +206,37 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
                    quote_command_line(invocation.argv),
                    host_name(),
                    utc_timestamp_now()};
-  const TuneReport report = sweep.run(record);
+  TuneReport report;
+  try {
+    report = sweep.run(record);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::environment) throw;
+    // The machine failed (a full or read-only database, an unusable JIT cache, a worker that
+    // cannot run anything): stop once, say so, and leave the database resumable.
+    throw EnvironmentError(std::string(e.what()) +
+                           "\n  the sweep stopped; what was recorded is kept: fix this and rerun "
+                           "the same command to resume");
+  }
   std::signal(SIGINT, previous);
   if (worker_evaluator) worker_evaluator->stop();
 
   out << "\n";
+  if (worker_evaluator && !devices.empty()) {
+    const std::vector<size_t> cases = worker_evaluator->cases_per_slot();
+    out << "workers  ";
+    for (size_t i = 0; i < devices.size(); ++i) {
+      out << (i ? ", " : " ") << "device " << devices[i] << ": " << cases[i] << " cases";
+    }
+    out << "\n";
+  }
+  if (worker_evaluator && worker_evaluator->sticky_replacements() > 0) {
+    out << "workers   " << worker_evaluator->sticky_replacements()
+        << " replaced after a sticky CUDA error\n";
+  }
+  if (ahead) {
+    out << "compile   " << ahead->compiled() << " programs compiled ahead into the JIT cache ("
+        << ahead->failed() << " rejected, left to the worker)\n";
+  }
   for (const VariantSummary& s : report.variants) {
     out << format(
         "%s: %zu configs (%zu in shard %s): %zu measured, %zu from the database, %zu "
@@ -208,14 +277,22 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--seed", args->seed, "seed of the random and model strategies (default 1)");
   cmd->add_option("--quarantine-after", args->quarantine_after,
                   "skip a config after this many attempts crashed or hung (default 2)");
-  cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
+  CLI::Option* device = cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
+  cmd->add_option("--devices", args->devices,
+                  "GPU ordinals, e.g. 0,1: one worker per GPU, configs dealt to whichever is free "
+                  "(with --cpu: worker slots)")
+      ->excludes(device);
   cmd->add_flag("--cpu", args->cpu, "tune the CPU variants even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
   cmd->add_option("--isolate", args->isolate,
                   "workers: evaluate in worker processes (default with a GPU); none: in this "
                   "process (default on the CPU)");
+  cmd->add_option(
+      "--deadline", args->deadline,
+      "with workers: per-phase deadlines, e.g. compile=120,verify=60,measure=300 "
+      "(seconds from the phase's start; default 300 each); a worker past one is killed");
   cmd->add_option("--deadline-seconds", args->deadline_seconds,
-                  "with workers: kill an evaluation that takes longer (default 300)");
+                  "with workers: the same deadline for every phase (--deadline entries override)");
   cmd->callback([args, &invocation] { invocation.exit_code = tune(*args, invocation); });
 }
 

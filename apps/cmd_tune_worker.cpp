@@ -32,8 +32,7 @@ int serve(const WorkerArgs& args) {
   const Registry registry = make_registry();
   TuneBackend backend = choose_tune_backend(args.cpu, args.device);
   std::unique_ptr<Evaluator> evaluator = open_evaluator(backend, batch, args.threads);
-  InProcessEvaluator in_process(*evaluator);
-  return serve_worker(args.fd, registry, in_process, faults);
+  return serve_worker(args.fd, registry, *evaluator, faults);
 }
 
 }  // namespace

@@ -24,11 +24,17 @@ struct TuneBackend {
   std::shared_ptr<const DriverApi> api;
   std::optional<DeviceInfo> info;    // the GPU, when one is used
   std::unique_ptr<JitCompiler> jit;  // with a GPU
+  size_t gpus_present = 0;           // GPUs this machine has (0 on the CPU backend)
   bool gpu() const { return info.has_value(); }
 };
 // Throws UsageError for a --device this machine does not have.
 TuneBackend choose_tune_backend(bool cpu, int device);
 std::unique_ptr<Evaluator> open_evaluator(TuneBackend& backend, const Batch& batch, size_t threads);
+// The device record of each GPU in `devices` (--devices), or the host CPU's for each entry on the
+// CPU backend, where the numbers only name worker slots (each worker ignores its --device).
+// Throws UsageError for GPUs of different models: one sweep compares their results.
+std::vector<DeviceRecord> slot_device_records(const TuneBackend& backend,
+                                              const std::vector<int>& devices);
 
 class InProcessEvaluator : public CaseEvaluator {
  public:

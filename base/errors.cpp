@@ -29,9 +29,9 @@ InputError::InputError(std::string source, std::vector<std::string> problems)
       problems_(std::move(problems)) {}
 
 CallError::CallError(const char* library, long long status, const std::string& status_name,
-                     const std::string& detail, const char* expr, const char* file, int line)
-    : Error(ExitCode::internal,
-            call_message(library, status, status_name, detail, expr, file, line)),
+                     const std::string& detail, const char* expr, const char* file, int line,
+                     ExitCode code)
+    : Error(code, call_message(library, status, status_name, detail, expr, file, line)),
       library_(library),
       status_(status) {}
 

@@ -48,11 +48,14 @@ class EnvironmentError : public Error {
 };
 
 // A failed call into a library (CUDA driver, NVRTC, SQLite). `what()` reads
-// "<library> error <code> (<name>): <detail> in `<expr>` at file:line".
+// "<library> error <code> (<name>): <detail> in `<expr>` at file:line". Its exit code is
+// `internal` unless the caller knows the status means the machine (`environment`: a full disk, a
+// read-only database).
 class CallError : public Error {
  public:
   CallError(const char* library, long long status, const std::string& status_name,
-            const std::string& detail, const char* expr, const char* file, int line);
+            const std::string& detail, const char* expr, const char* file, int line,
+            ExitCode code = ExitCode::internal);
   long long status() const noexcept { return status_; }
   const std::string& library() const noexcept { return library_; }
 

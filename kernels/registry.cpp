@@ -5,6 +5,7 @@
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
+#include "kernels/test_faults/fault_variants.hpp"
 
 namespace attn {
 
@@ -55,6 +56,7 @@ Registry make_registry() {
   add_prefix_prefill_variants(registry);
   add_flash_fwd_variants(registry);
   add_blocksparse_variants(registry);
+  if (test_variants_enabled()) add_test_fault_variants(registry);  // test only, never by default
   return registry;
 }
 

@@ -22,7 +22,8 @@ class Registry {
   std::vector<std::unique_ptr<Variant>> variants_;
 };
 
-// Every built-in variant.
+// Every built-in variant; with $ATTN_BENCH_TEST_VARIANTS=1 also the test-only faulting variants
+// (kernels/test_faults/fault_variants.hpp).
 Registry make_registry();
 
 // Shell-style glob: '*' any run, '?' one character.

@@ -54,6 +54,21 @@ std::string sql_for_message(const std::string& sql) {
 
 }  // namespace
 
+bool is_environment_failure(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_NOLFS:
+    case SQLITE_NOMEM:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void throw_sqlite_error(sqlite3* db, int rc, const char* expr, const char* file, int line,
                         const std::string& context) {
   std::string status_name = sqlite3_errstr(rc);
@@ -63,7 +78,8 @@ void throw_sqlite_error(sqlite3* db, int rc, const char* expr, const char* file,
     if (message != status_name) detail = message;
   }
   if (!context.empty()) detail += (detail.empty() ? "" : "; ") + context;
-  throw CallError("SQLite", rc, status_name, detail, expr, file, line);
+  throw CallError("SQLite", rc, status_name, detail, expr, file, line,
+                  is_environment_failure(rc) ? ExitCode::environment : ExitCode::internal);
 }
 
 // ---------------------------------------------------------------------------------- Database

@@ -19,6 +19,11 @@
 
 namespace attn {
 
+// True for result codes that say the machine, not the program, failed: a full disk or
+// max_page_count (SQLITE_FULL), a read-only file or connection, an I/O error, a file that cannot be
+// opened, no permission, no memory. Their CallError carries ExitCode::environment.
+bool is_environment_failure(int rc);
+
 // Throws CallError for result code `rc` of a call on connection `db` (which may be null).
 // `context` (e.g. the SQL being prepared) is appended to the detail when not empty.
 [[noreturn]] void throw_sqlite_error(sqlite3* db, int rc, const char* expr, const char* file,

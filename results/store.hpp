@@ -98,6 +98,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   int schema_version() const;
+  // The connection, for pragmas a caller needs (tests: max_page_count, query_only).
+  Database& database() { return *db_; }
 
   int64_t begin_run(const RunRecord& run);
   // status: "completed", "failed_cases", "error: ..."
@@ -120,6 +122,9 @@ class Store {
   int64_t begin_attempt(const AttemptRecord& attempt);
   void finish_attempt(int64_t attempt_id, Disposition disposition,
                       std::optional<int64_t> measurement_id, const std::string& note = {});
+  // Removes an attempt still 'started' that an infrastructure failure (not the config) stopped,
+  // so that it does not count towards the config's quarantine.
+  void discard_attempt(int64_t attempt_id);
   std::vector<AttemptFailures> attempt_failures(int64_t workload_id, int64_t device_id,
                                                 const std::string& variant) const;
   int64_t attempts_of_run(int64_t run_id, const std::string& status) const;

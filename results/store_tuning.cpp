@@ -43,6 +43,12 @@ void Store::finish_attempt(int64_t attempt_id, Disposition disposition,
               "finish_attempt: no started attempt " + std::to_string(attempt_id));
 }
 
+void Store::discard_attempt(int64_t attempt_id) {
+  Statement s(*db_, "DELETE FROM attempts WHERE id = ? AND status = 'started'");
+  s.bind(1, attempt_id);
+  s.run();
+}
+
 std::vector<AttemptFailures> Store::attempt_failures(int64_t workload_id, int64_t device_id,
                                                      const std::string& variant) const {
   Statement s(*db_, R"sql(

@@ -3,10 +3,43 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/errors.hpp"
+#include "kernels/device/sticky_errors.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "tuner/verify.hpp"
 
 namespace attn {
+
+namespace {
+
+// A failed driver call: launch_failed, or crashed when the error is sticky (the context is lost,
+// and `lost` says why).
+void record_call_failure(Measurement& m, const CallError& e, const std::string& when,
+                         std::string& lost) {
+  if (is_sticky_cuda_error(e)) {
+    m.disposition = Disposition::crashed;
+    m.reason = "sticky CUDA error" + (when.empty() ? std::string() : " " + when) +
+               " (the context is lost): " + e.what();
+    lost = m.variant + " {" + m.config_key + "}: " + e.what();
+  } else {
+    m.disposition = Disposition::launch_failed;
+    m.reason = when.empty() ? std::string(e.what()) : when + ": " + e.what();
+  }
+}
+
+}  // namespace
+
+Measurement case_measurement(const Variant& variant, const KernelConfig& config,
+                             const MeasurePolicy& policy) {
+  Measurement m;
+  m.family = to_string(variant.family());
+  m.variant = variant.name();
+  m.config_key = config.key();
+  m.config_json = config.to_json().dump();
+  m.backend = to_string(variant.backend());
+  m.policy = policy.name;
+  return m;
+}
 
 Evaluator::Evaluator(const Batch& batch, Options options)
     : batch_(batch), options_(std::move(options)), host_(Problem::on_host(batch)) {
@@ -65,14 +98,15 @@ const std::vector<float>& Evaluator::reference() {
 }
 
 Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& config,
-                                const MeasurePolicy& policy) {
-  Measurement m;
-  m.family = to_string(variant.family());
-  m.variant = variant.name();
-  m.config_key = config.key();
-  m.config_json = config.to_json().dump();
-  m.backend = to_string(variant.backend());
-  m.policy = policy.name;
+                                const MeasurePolicy& policy, const PhaseObserver& on_phase) {
+  if (!context_lost_.empty()) {
+    throw EnvironmentError("the CUDA context was lost to a sticky error in " + context_lost_ +
+                           "; nothing more can run in this process (tune with --isolate workers)");
+  }
+  auto phase = [&](EvalPhase p) {
+    if (on_phase) on_phase(p);
+  };
+  Measurement m = case_measurement(variant, config, policy);
   const Work work = variant.work(batch_);
   m.bytes = work.bytes;
   m.flops = work.flops;
@@ -91,6 +125,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
   Problem& problem = device_ ? *device_ : host_;
 
   std::unique_ptr<Launcher> launcher;
+  phase(EvalPhase::compile);
   try {
     launcher = variant.prepare(problem, config, context_);
   } catch (const CompileError& e) {
@@ -98,22 +133,22 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
     m.reason = e.what();
     return m;
   } catch (const CallError& e) {
-    m.disposition = Disposition::launch_failed;
-    m.reason = e.what();
+    record_call_failure(m, e, "", context_lost_);
     return m;
   }
 
   // Verify on a poisoned output before any timing.
+  phase(EvalPhase::verify);
+  std::vector<uint8_t> output;
   try {
     problem.poison_output(context_.stream);
     launcher->launch();
     if (stream_) stream_->synchronize();
+    output = problem.read_output();
   } catch (const CallError& e) {
-    m.disposition = Disposition::launch_failed;
-    m.reason = e.what();
+    record_call_failure(m, e, "", context_lost_);
     return m;
   }
-  const std::vector<uint8_t> output = problem.read_output();
   m.verification = verify_output(output.data(), batch_.spec.model.dtype, reference(),
                                  batch_.spec.model.head_dim, reference_name_);
   if (!verification_passed(m.verification)) {
@@ -122,6 +157,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
     return m;
   }
 
+  phase(EvalPhase::measure);
   try {
     if (cuda_) {
       std::vector<std::unique_ptr<Launcher>> owned;
@@ -135,8 +171,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
       time_on_cpu(*launcher, policy, m);
     }
   } catch (const CallError& e) {
-    m.disposition = Disposition::launch_failed;
-    m.reason = std::string("while timing: ") + e.what();
+    record_call_failure(m, e, "while timing", context_lost_);
     return m;
   }
   m.disposition = Disposition::passed;

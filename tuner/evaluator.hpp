@@ -4,6 +4,10 @@
 // Verification runs before any timing: the output is poisoned, the variant launched once, and the
 // result compared with an oracle that shares no code with the variant: the CPU reference for GPU
 // variants, the dense naive attention for the CPU reference variant.
+//
+// A sticky CUDA error (kernels/device/sticky_errors.hpp: an illegal address and its kin) makes the
+// case `crashed` and loses the context: context_lost() says why, and a later evaluate() throws
+// EnvironmentError, since nothing more can run in this process (a worker is replaced instead).
 #pragma once
 
 #include <memory>
@@ -15,9 +19,15 @@
 #include "kernels/problem.hpp"
 #include "kernels/variant.hpp"
 #include "results/measurement.hpp"
+#include "tuner/phase_deadlines.hpp"
 #include "tuner/timing_core.hpp"
 
 namespace attn {
+
+// A measurement of (variant, config, policy) with only what identifies the case filled in: family,
+// variant, config, backend, policy. Evaluations and the worker machinery fill in the rest.
+Measurement case_measurement(const Variant& variant, const KernelConfig& config,
+                             const MeasurePolicy& policy);
 
 class Evaluator {
  public:
@@ -43,8 +53,11 @@ class Evaluator {
     return evaluate(variant, config, options_.policy);
   }
   // Under another policy than the evaluator's own (the tuner's rungs: screen, then confirm).
+  // `on_phase` hears the start of compile, verify and measure (a worker reports them).
   Measurement evaluate(const Variant& variant, const KernelConfig& config,
-                       const MeasurePolicy& policy);
+                       const MeasurePolicy& policy, const PhaseObserver& on_phase = {});
+  // Why the CUDA context is unusable (a sticky error in an earlier case); empty while it is fine.
+  const std::string& context_lost() const { return context_lost_; }
 
  private:
   Evaluator(const Batch& batch, Options options);
@@ -70,6 +83,7 @@ class Evaluator {
   ExecContext context_;
   std::optional<std::vector<float>> reference_;
   std::string reference_name_;
+  std::string context_lost_;
 };
 
 }  // namespace attn

@@ -1,5 +1,6 @@
 #include "tuner/tune_sweep.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -25,7 +26,23 @@ std::string median_text(double us) {
   return format("%.2f us", us);
 }
 
+Outcome outcome_of(const Trial& trial, const Measurement& m) {
+  Outcome out{trial, m.disposition == Disposition::passed, 0, {}, 0};
+  if (out.ok) {
+    out.samples = m.kept_samples();
+    out.median_us = m.stats.median;
+  }
+  return out;
+}
+
 }  // namespace
+
+CaseResult CaseEvaluator::wait() {
+  ATTN_ASSERT(pending_.has_value(), "CaseEvaluator::wait with no case begun");
+  CaseRequest request = std::move(*pending_);
+  pending_.reset();
+  return {request.tag, 0, evaluate(*request.variant, request.config, request.policy)};
+}
 
 size_t TuneReport::failures() const {
   size_t n = 0;
@@ -45,6 +62,45 @@ TuneSweep::TuneSweep(Store& store, const Batch& batch, const Registry& registry,
       options_(std::move(options)),
       progress_(progress) {}
 
+void TuneSweep::set_slot_devices(const std::vector<DeviceRecord>& devices) {
+  ATTN_ASSERT(!devices.empty(), "set_slot_devices: at least one device");
+  slot_devices_ = devices;
+}
+
+std::vector<int64_t> TuneSweep::distinct_device_ids() const {
+  std::vector<int64_t> ids;
+  for (int64_t id : device_ids_) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+bool TuneSweep::is_my_device(int64_t device_id) const {
+  return std::find(device_ids_.begin(), device_ids_.end(), device_id) != device_ids_.end();
+}
+
+std::vector<StoredMeasurement> TuneSweep::on_my_devices(MeasurementFilter filter) const {
+  std::vector<StoredMeasurement> rows;
+  for (int64_t id : distinct_device_ids()) {
+    filter.device_id = id;
+    for (StoredMeasurement& row : store_.find_measurements(filter)) rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const StoredMeasurement& a, const StoredMeasurement& b) { return a.id < b.id; });
+  return rows;
+}
+
+void TuneSweep::note_outcome(const Outcome& out, bool top_rung, const std::string& name,
+                             const std::string& policy, const Measurement& m) {
+  if (out.ok && top_rung && (best_name_.empty() || out.median_us < best_us_)) {
+    best_us_ = out.median_us;
+    best_name_ = name;
+  }
+  progress_line(
+      name + " (" + policy + ")" +
+      (out.ok ? " " + median_text(out.median_us) : " failed: " + to_string(m.disposition)));
+}
+
 void TuneSweep::progress_line(const std::string& what) {
   const double eta =
       done_ > 0 && total_ > done_ ? elapsed_ / double(done_) * double(total_ - done_) : 0;
@@ -63,6 +119,9 @@ TuneReport TuneSweep::run(const RunRecord& run) {
   }
   report.run_id = store_.begin_run(run);
   device_id_ = store_.upsert_device(device_);
+  device_ids_.clear();
+  for (const DeviceRecord& d : slot_devices_) device_ids_.push_back(store_.upsert_device(d));
+  if (device_ids_.empty()) device_ids_.push_back(device_id_);
   workload_id_ =
       store_.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
   for (const Variant* v : variants) {
@@ -71,13 +130,21 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
     total_ += planned_trials(options_.strategy, n, options_.budget);
   }
-  for (const Variant* v : variants) {
-    if (stop_ && stop_()) {
-      report.interrupted = true;
-      break;
+  try {
+    for (const Variant* v : variants) {
+      if (stop_ && stop_()) {
+        report.interrupted = true;
+        break;
+      }
+      report.variants.push_back(tune_variant(*v, report.run_id));
+      if (report.variants.back().budget_exhausted && stop_ && stop_()) report.interrupted = true;
     }
-    report.variants.push_back(tune_variant(*v, report.run_id));
-    if (report.variants.back().budget_exhausted && stop_ && stop_()) report.interrupted = true;
+  } catch (const std::exception& e) {
+    try {
+      store_.finish_run(report.run_id, std::string("error: ") + e.what());
+    } catch (const std::exception&) {  // the database itself may be what failed
+    }
+    throw;
   }
   if (stop_ && stop_()) report.interrupted = true;
 
@@ -116,18 +183,19 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   // and device, and how often each config failed to come back.
   MeasurementFilter mine;
   mine.workload_id = workload_id_;
-  mine.device_id = device_id_;
   mine.variant = variant.name();
   std::map<std::pair<std::string, std::string>, StoredMeasurement> known;
-  for (StoredMeasurement& row : store_.find_measurements(mine)) {
+  for (StoredMeasurement& row : on_my_devices(mine)) {
     const Disposition d = row.measurement.disposition;
     if (d == Disposition::crashed || d == Disposition::timed_out) continue;
     known[{row.measurement.config_key, row.measurement.policy}] = std::move(row);
   }
   std::map<std::string, int64_t> failures;
-  for (const AttemptFailures& f :
-       store_.attempt_failures(workload_id_, device_id_, variant.name())) {
-    failures[f.config_key] = f.count;
+  for (int64_t device_id : distinct_device_ids()) {
+    for (const AttemptFailures& f :
+         store_.attempt_failures(workload_id_, device_id, variant.name())) {
+      failures[f.config_key] += f.count;
+    }
   }
 
   std::vector<PriorObservation> priors;
@@ -138,7 +206,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     others.passed_only = true;
     std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<size_t, double>>> by_source;
     for (const StoredMeasurement& row : store_.find_measurements(others)) {
-      if (row.workload_id == workload_id_ && row.device_id == device_id_) continue;
+      if (row.workload_id == workload_id_ && is_my_device(row.device_id)) continue;
       auto it = index.find(row.measurement.config_key);
       if (it == index.end() || row.measurement.stats.median <= 0) continue;
       by_source[{row.workload_id, row.device_id}].emplace_back(
@@ -154,78 +222,137 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
       make_strategy(options_.strategy, points, options_.seed, std::move(priors));
   const int rungs = strategy->rungs();
 
-  auto evaluate = [&](const Trial& trial) -> Outcome {
-    Outcome out;
-    out.trial = trial;
+  // A trial the database answers (resume) or the quarantine refuses: no evaluation.
+  auto answer_without_evaluating = [&](const Trial& trial) -> std::optional<Outcome> {
     const KernelConfig& config = configs[trial.config];
     const MeasurePolicy policy = rung_policy(trial.rung, rungs);
     const std::string name = variant.full_name(config);
-    std::string why;  // the disposition of a failure, for the progress line
-    auto fill = [&](const Measurement& m) {
-      out.ok = m.disposition == Disposition::passed;
-      if (!out.ok) why = ": " + to_string(m.disposition);
-      if (out.ok) {
-        out.samples = m.kept_samples();
-        out.median_us = m.stats.median;
-      }
-    };
     if (auto it = known.find({config.key(), policy.name}); it != known.end()) {
-      fill(it->second.measurement);
+      Outcome out = outcome_of(trial, it->second.measurement);
       ++summary.resumed;
       ++done_;
       if (!out.ok) ++summary.failed;
-    } else if (failures[config.key()] >= options_.quarantine_after) {
+      note_outcome(out, trial.rung + 1 == rungs, name, policy.name, it->second.measurement);
+      return out;
+    }
+    if (failures[config.key()] >= options_.quarantine_after) {
       ++summary.quarantined;
       ++summary.failed;
       ++failures_;
       ++done_;
       progress_line(name + " (" + policy.name + "): quarantined after " +
                     std::to_string(failures[config.key()]) + " attempts that crashed or hung");
-      return out;
-    } else {
-      if (stop_ && stop_()) return out;
-      const auto start = std::chrono::steady_clock::now();
-      AttemptRecord attempt{
-          run_id,      device_id_,        workload_id_, variant.name(),         config.key(),
-          policy.name, options_.strategy, trial.rung,   options_.shard.label(), std::nullopt};
-      const int64_t attempt_id = store_.begin_attempt(attempt);
-      const Measurement m = evaluator_.evaluate(variant, config, policy);
-      const int64_t measurement_id = store_.add_measurement(run_id, device_id_, workload_id_, m);
-      store_.finish_attempt(attempt_id, m.disposition, measurement_id, m.reason);
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      out.cost_seconds = seconds;
-      elapsed_ += seconds;
-      summary.measure_seconds += seconds;
-      ++summary.evaluated;
-      ++done_;
-      fill(m);
-      if (!out.ok) {
-        ++summary.failed;
-        ++failures_;
-        if (m.disposition == Disposition::crashed || m.disposition == Disposition::timed_out) {
-          ++failures[config.key()];
-        }
-      }
-    }
-    if (out.ok && trial.rung + 1 == rungs && (best_name_.empty() || out.median_us < best_us_)) {
-      best_us_ = out.median_us;
-      best_name_ = name;
-    }
-    progress_line(name + " (" + policy.name + ")" +
-                  (out.ok ? " " + median_text(out.median_us) : " failed" + why));
-    return out;
-  };
-  // Ctrl-C: the budget is declared spent, so run_search stops before the next trial.
-  Budget budget = options_.budget;
-  const SearchResult result = run_search(*strategy, budget, [&](const Trial& trial) {
-    if (stop_ && stop_()) {
-      summary.budget_exhausted = true;
       return Outcome{trial, false, 0, {}, 0};
     }
-    return evaluate(trial);
-  });
-  summary.budget_exhausted = summary.budget_exhausted || result.budget_exhausted;
+    return std::nullopt;
+  };
+  struct Started {
+    int64_t attempt_id = 0;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::map<size_t, Started> in_flight;  // by the trial's index in its batch
+  auto begin_evaluation = [&](const Trial& trial, size_t tag, size_t slot) {
+    const KernelConfig& config = configs[trial.config];
+    const MeasurePolicy policy = rung_policy(trial.rung, rungs);
+    const std::optional<int64_t> pid = evaluator_.slot_process(slot);
+    AttemptRecord attempt{run_id,
+                          device_ids_[slot % device_ids_.size()],
+                          workload_id_,
+                          variant.name(),
+                          config.key(),
+                          policy.name,
+                          options_.strategy,
+                          trial.rung,
+                          options_.shard.label(),
+                          pid};
+    in_flight[tag] = {store_.begin_attempt(attempt), std::chrono::steady_clock::now()};
+    evaluator_.begin(slot, {tag, &variant, config, policy});
+  };
+  auto finish_evaluation = [&](const Trial& trial, const CaseResult& result) -> Outcome {
+    const Started started = in_flight.at(result.tag);
+    const Measurement& m = result.measurement;
+    const int64_t measurement_id = store_.add_measurement(
+        run_id, device_ids_[result.slot % device_ids_.size()], workload_id_, m);
+    store_.finish_attempt(started.attempt_id, m.disposition, measurement_id, m.reason);
+    in_flight.erase(result.tag);  // only now: a failed write above leaves it to be discarded
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started.start).count();
+    Outcome out = outcome_of(trial, m);
+    out.cost_seconds = seconds;
+    elapsed_ += seconds;
+    summary.measure_seconds += seconds;
+    ++summary.evaluated;
+    ++done_;
+    if (!out.ok) {
+      ++summary.failed;
+      ++failures_;
+      if (m.disposition == Disposition::crashed || m.disposition == Disposition::timed_out) {
+        ++failures[m.config_key];
+      }
+    }
+    note_outcome(out, trial.rung + 1 == rungs, variant.full_name(configs[trial.config]), m.policy,
+                 m);
+    return out;
+  };
+
+  // The strategy's batches, each dealt out to the evaluator's free slots in order (several at once
+  // with one worker per GPU). Outcomes go back to the strategy in trial order, whichever slot
+  // finished first, so a sweep proposes the same on one GPU or several. The budget and a stop
+  // request are checked before each trial; what is in flight is always finished and recorded.
+  std::vector<Outcome> history;
+  size_t trials = 0;
+  double cost = 0;
+  bool stopped = false;
+  try {
+    while (!stopped) {
+      const std::vector<Trial> batch = strategy->propose(history);
+      if (batch.empty()) break;
+      std::vector<std::optional<Outcome>> outcomes(batch.size());
+      size_t next = 0;
+      for (;;) {
+        while (next < batch.size() && !stopped) {
+          if ((stop_ && stop_()) || options_.budget.exhausted(trials, cost)) {
+            summary.budget_exhausted = true;
+            stopped = true;
+            break;
+          }
+          if (std::optional<Outcome> answer = answer_without_evaluating(batch[next])) {
+            outcomes[next++] = std::move(*answer);
+            ++trials;
+            continue;
+          }
+          const std::optional<size_t> slot = evaluator_.idle_slot();
+          if (!slot) break;
+          if (compile_ahead_) {
+            for (size_t i = next + 1; i < batch.size() && i <= next + compile_ahead_depth_; ++i) {
+              compile_ahead_->enqueue(variant.programs(batch_, configs[batch[i].config], target_));
+            }
+          }
+          begin_evaluation(batch[next], next, *slot);
+          ++next;
+          ++trials;
+        }
+        if (in_flight.empty()) break;
+        const CaseResult result = evaluator_.wait();
+        Outcome out = finish_evaluation(batch.at(result.tag), result);
+        cost += out.cost_seconds;
+        outcomes[result.tag] = std::move(out);
+      }
+      for (std::optional<Outcome>& o : outcomes) {
+        if (o) history.push_back(std::move(*o));
+      }
+    }
+  } catch (const std::exception&) {
+    // An infrastructure failure (the database, a worker that cannot run anything): the cases in
+    // flight are not their configs' fault, so their attempts do not count towards the quarantine.
+    for (const auto& [tag, started] : in_flight) {
+      try {
+        store_.discard_attempt(started.attempt_id);
+      } catch (const std::exception&) {  // the database itself may be what failed
+      }
+    }
+    throw;
+  }
   summary.winner = choose_winner(candidates(variant, configs));
   return summary;
 }
@@ -236,12 +363,11 @@ std::vector<Candidate> TuneSweep::candidates(const Variant& variant,
   for (const KernelConfig& c : configs) in_space[c.key()] = true;
   MeasurementFilter f;
   f.workload_id = workload_id_;
-  f.device_id = device_id_;
   f.variant = variant.name();
   f.policy = confirm_policy().name;
   f.passed_only = true;
   std::map<std::string, Candidate> latest;
-  for (const StoredMeasurement& row : store_.find_measurements(f)) {
+  for (const StoredMeasurement& row : on_my_devices(f)) {
     const Measurement& m = row.measurement;
     if (!in_space.count(m.config_key)) continue;
     latest[m.config_key] = {m.variant, m.config_key, row.id, m.kept_samples(), m.stats.median};

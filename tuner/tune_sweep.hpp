@@ -19,6 +19,7 @@
 
 #include "kernels/registry.hpp"
 #include "results/store.hpp"
+#include "tuner/compile_ahead.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/strategy.hpp"
@@ -27,11 +28,43 @@
 
 namespace attn {
 
+// One evaluation handed to a CaseEvaluator that may run several at once.
+struct CaseRequest {
+  size_t tag = 0;  // the caller's, returned with the result
+  const Variant* variant = nullptr;
+  KernelConfig config;
+  MeasurePolicy policy;
+};
+struct CaseResult {
+  size_t tag = 0;
+  size_t slot = 0;  // the slot (worker, GPU) that evaluated it
+  Measurement measurement;
+};
+
 class CaseEvaluator {
  public:
   virtual ~CaseEvaluator() = default;
+  // One case, start to end.
   virtual Measurement evaluate(const Variant& variant, const KernelConfig& config,
                                const MeasurePolicy& policy) = 0;
+
+  // Several cases at once, one per slot (a worker per GPU). The defaults give one slot whose case
+  // runs through evaluate() inside wait().
+  virtual size_t slots() const { return 1; }
+  // A slot that would take a case now, if any.
+  virtual std::optional<size_t> idle_slot() const {
+    return pending_ ? std::nullopt : std::optional<size_t>(0);
+  }
+  // The process that will run the slot's next case (started now if needed), for the attempt row;
+  // nullopt when cases run in this process.
+  virtual std::optional<int64_t> slot_process(size_t slot) { return std::nullopt; }
+  // Hands a case to an idle slot.
+  virtual void begin(size_t slot, CaseRequest request) { pending_ = std::move(request); }
+  // Blocks until one case handed over is done.
+  virtual CaseResult wait();
+
+ private:
+  std::optional<CaseRequest> pending_;
 };
 
 struct TuneOptions {
@@ -70,6 +103,16 @@ class TuneSweep {
   // Polled between trials; true stops the sweep (Ctrl-C), which then still chooses winners from
   // what it has and finishes the run row as "interrupted".
   void set_stop_request(std::function<bool()> stop) { stop_ = std::move(stop); }
+  // The device each slot of the evaluator measures on (one worker per GPU), so each measurement
+  // and attempt is recorded with its own GPU; resume, quarantine and winners look at all of them.
+  // Default: `device` for every slot.
+  void set_slot_devices(const std::vector<DeviceRecord>& devices);
+  // Before each evaluation, the programs of the next `depth` trials of the batch are handed to
+  // `ahead` (tuner/compile_ahead.hpp) to compile while this one runs.
+  void set_compile_ahead(CompileAhead* ahead, size_t depth) {
+    compile_ahead_ = ahead;
+    compile_ahead_depth_ = depth;
+  }
   TuneReport run(const RunRecord& run);
 
  private:
@@ -78,6 +121,12 @@ class TuneSweep {
                                     const std::vector<KernelConfig>& configs) const;
   void store_winner(const std::string& scope, const WinnerChoice& choice, int64_t run_id);
   void progress_line(const std::string& what);
+  void note_outcome(const Outcome& out, bool top_rung, const std::string& name,
+                    const std::string& policy, const Measurement& m);
+  std::vector<int64_t> distinct_device_ids() const;
+  bool is_my_device(int64_t device_id) const;
+  // find_measurements over every device of the sweep, in row order.
+  std::vector<StoredMeasurement> on_my_devices(MeasurementFilter filter) const;
 
   Store& store_;
   const Batch& batch_;
@@ -88,7 +137,11 @@ class TuneSweep {
   TuneOptions options_;
   std::ostream& progress_;
   std::function<bool()> stop_;
+  std::vector<DeviceRecord> slot_devices_;
   int64_t device_id_ = 0, workload_id_ = 0;
+  std::vector<int64_t> device_ids_;  // by slot
+  CompileAhead* compile_ahead_ = nullptr;
+  size_t compile_ahead_depth_ = 0;
   size_t done_ = 0, total_ = 0, failures_ = 0;
   double best_us_ = 0;
   std::string best_name_;

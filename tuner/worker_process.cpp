@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -85,13 +86,16 @@ WorkerProcess::Read WorkerProcess::read_line(std::string& line, double seconds) 
       buffer_.erase(0, pos + 1);
       return Read::line;
     }
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-    if (left.count() <= 0) return Read::timed_out;
+    // With `seconds` 0 (or past the deadline) this still takes what has already arrived.
+    const long long left = std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count());
     pollfd p{fd_, POLLIN, 0};
-    const int ready = ::poll(&p, 1, int(std::min<long long>(left.count() + 1, 1 << 30)));
+    const int ready = ::poll(&p, 1, int(std::min<long long>(left, 1 << 30)));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;  // the loop re-checks the deadline
+    if (ready == 0) {
+      if (clock::now() >= deadline) return Read::timed_out;
+      continue;
+    }
     char chunk[65536];
     const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
     if (n < 0 && errno == EINTR) continue;

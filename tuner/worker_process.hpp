@@ -21,12 +21,13 @@ class WorkerProcess {
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   pid_t pid() const { return pid_; }
+  int fd() const { return fd_; }  // the orchestrator's end, to poll several workers at once
   bool running() const { return pid_ > 0; }
 
   // False when the child's end is gone (it died).
   bool send_line(const std::string& line);
   enum class Read { line, closed, timed_out };
-  // Waits at most `seconds` for a whole line (without its newline).
+  // Waits at most `seconds` for a whole line (without its newline); 0 takes only what has arrived.
   Read read_line(std::string& line, double seconds);
 
   // SIGKILL, then reap; says how it ended ("killed by signal 9 (Killed)").

@@ -88,4 +88,14 @@ WorkerRequest decode_request(const std::string& line) {
   return r;
 }
 
+std::string encode_phase(EvalPhase phase) {
+  return json{{"phase", to_string(phase)}}.dump();
+}
+
+std::optional<EvalPhase> decode_phase(const nlohmann::json& line) {
+  auto it = line.find("phase");
+  if (it == line.end() || !it->is_string()) return std::nullopt;
+  return eval_phase_from_string(it->get<std::string>());
+}
+
 }  // namespace attn

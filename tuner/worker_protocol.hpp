@@ -3,7 +3,11 @@
 //
 //   worker -> orchestrator, once set up:   {"ready": true, "backend": "cpu"}
 //   orchestrator -> worker, per case:      {"variant": "...", "config": "a=1,b=2", "policy": {...}}
+//   worker -> orchestrator, during a case: {"phase": "compile"}, then "verify", then "measure"
+//                                          (each phase's deadline runs from its line)
 //   worker -> orchestrator, per case:      {"measurement": {...}}   (results/measurement_json.hpp)
+//                                      or  {"measurement": {...}, "sticky": "why"}  (a sticky CUDA
+//                                          error lost the worker's context: it must be replaced)
 //                                      or  {"error": "what"}        (an exception, not a
 //                                      disposition)
 //
@@ -15,6 +19,7 @@
 
 #include <string>
 
+#include "tuner/phase_deadlines.hpp"
 #include "tuner/timing_policy.hpp"
 
 namespace attn {
@@ -30,5 +35,9 @@ MeasurePolicy policy_from_json(const nlohmann::json& j);  // throws InputError
 
 std::string encode_request(const WorkerRequest& request);  // one line, no newline
 WorkerRequest decode_request(const std::string& line);     // throws InputError
+
+std::string encode_phase(EvalPhase phase);  // {"phase": "verify"}
+// The phase a worker's line announces, or nullopt when the line is not a phase line.
+std::optional<EvalPhase> decode_phase(const nlohmann::json& line);
 
 }  // namespace attn

@@ -5,9 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/errors.hpp"
 #include "results/measurement_json.hpp"
@@ -45,6 +49,8 @@ bool read_line(int fd, std::string& buffer, std::string& line) {
   }
 }
 
+const char* const kFaultKinds[] = {"hang", "abort", "segv", "exit", "sleep", "sticky"};
+
 void meet_fault(const std::string& kind) {
   if (kind == "hang") {
     for (;;) ::pause();
@@ -52,6 +58,23 @@ void meet_fault(const std::string& kind) {
   if (kind == "abort") std::abort();
   if (kind == "segv") ::raise(SIGSEGV);
   if (kind == "exit") std::_Exit(3);
+  if (kind == "sleep") std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+}
+
+// The fault's pattern is in the request's "full name policy" or its config key.
+bool matches(const WorkerFault& f, const std::string& name, const std::string& key) {
+  return name.find(f.pattern) != std::string::npos || key.find(f.pattern) != std::string::npos;
+}
+
+// What a sticky CUDA error makes of a case, injected (the evaluator's own is the same shape).
+Measurement injected_sticky(const Variant& variant, const KernelConfig& config,
+                            const MeasurePolicy& policy) {
+  Measurement m = case_measurement(variant, config, policy);
+  m.disposition = Disposition::crashed;
+  m.reason =
+      "sticky CUDA error (the context is lost): CUDA driver error 700 "
+      "(CUDA_ERROR_ILLEGAL_ADDRESS), injected by ATTN_TUNE_WORKER_FAULTS";
+  return m;
 }
 
 }  // namespace
@@ -66,40 +89,67 @@ std::vector<WorkerFault> parse_worker_faults(const std::string& text) {
     if (entry.empty()) continue;
     const size_t colon = entry.find(':');
     if (colon == std::string::npos) {
-      throw UsageError("worker fault '" + entry + "': expected kind:pattern");
+      throw UsageError("worker fault '" + entry + "': expected kind[@phase]:pattern");
     }
-    WorkerFault f{entry.substr(0, colon), entry.substr(colon + 1)};
-    if (f.kind != "hang" && f.kind != "abort" && f.kind != "segv" && f.kind != "exit") {
-      throw UsageError("worker fault '" + entry + "': kind is hang, abort, segv or exit");
+    std::string kind = entry.substr(0, colon);
+    std::optional<EvalPhase> phase;
+    if (const size_t at = kind.find('@'); at != std::string::npos) {
+      phase = eval_phase_from_string(kind.substr(at + 1));
+      if (!phase) {
+        throw UsageError("worker fault '" + entry + "': phase is compile, verify or measure");
+      }
+      kind = kind.substr(0, at);
     }
-    faults.push_back(std::move(f));
+    if (std::find(std::begin(kFaultKinds), std::end(kFaultKinds), kind) == std::end(kFaultKinds)) {
+      throw UsageError("worker fault '" + entry +
+                       "': kind is hang, abort, segv, exit, sleep or sticky");
+    }
+    if (kind == "sticky" && phase) {
+      throw UsageError("worker fault '" + entry + "': a sticky fault takes no phase");
+    }
+    faults.push_back({kind, phase, entry.substr(colon + 1)});
   }
   return faults;
 }
 
-int serve_worker(int fd, const Registry& registry, CaseEvaluator& evaluator,
+int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
                  const std::vector<WorkerFault>& faults) {
   ::signal(SIGINT, SIG_IGN);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() == 1) return 0;  // the orchestrator died before the line above
   if (!send_all(fd, nlohmann::json{{"ready", true}}.dump())) return 0;
   std::string buffer, line;
+  std::string lost;  // why this worker's CUDA context is unusable; it then serves nothing more
   while (read_line(fd, buffer, line)) {
     nlohmann::json answer;
     try {
+      if (!lost.empty()) {
+        throw EnvironmentError("this worker lost its CUDA context (" + lost +
+                               ") and must not be given more cases");
+      }
       const WorkerRequest request = decode_request(line);
       const Variant* variant = registry.find(request.variant);
       if (!variant) throw UsageError("no variant '" + request.variant + "'");
       const KernelConfig config = KernelConfig::from_key(request.config_key);
       const std::string name = variant->full_name(config) + " " + request.policy.name;
+      std::optional<Measurement> injected;
       for (const WorkerFault& f : faults) {
-        if (name.find(f.pattern) != std::string::npos ||
-            request.config_key.find(f.pattern) != std::string::npos) {
-          meet_fault(f.kind);
-        }
+        if (f.phase || !matches(f, name, request.config_key)) continue;
+        if (f.kind == "sticky") injected = injected_sticky(*variant, config, request.policy);
+        meet_fault(f.kind);
       }
-      answer = {{"measurement",
-                 measurement_to_json(evaluator.evaluate(*variant, config, request.policy))}};
+      const PhaseObserver on_phase = [&](EvalPhase phase) {
+        if (!send_all(fd, encode_phase(phase))) std::_Exit(0);  // the orchestrator is gone
+        for (const WorkerFault& f : faults) {
+          if (f.phase == phase && matches(f, name, request.config_key)) meet_fault(f.kind);
+        }
+      };
+      const Measurement m =
+          injected ? *injected : evaluator.evaluate(*variant, config, request.policy, on_phase);
+      answer = {{"measurement", measurement_to_json(m)}};
+      if (injected) lost = m.reason;
+      if (!evaluator.context_lost().empty()) lost = evaluator.context_lost();
+      if (!lost.empty()) answer["sticky"] = lost;
     } catch (const std::exception& e) {
       answer = {{"error", e.what()}};
     }

@@ -2,31 +2,41 @@
 // orchestrator closes it. The worker ignores SIGINT (Ctrl-C in the terminal reaches the whole
 // process group; the orchestrator finishes the case in flight and then stops the worker) and asks
 // the kernel to kill it when its parent dies, so a `kill -9` of the orchestrator leaves no worker.
+// It reports the start of each evaluation phase, and after a sticky CUDA error (the evaluator's
+// context is lost) it says so with the answer and refuses every later request with an error, so an
+// orchestrator that reused it would stop instead of recording wrong results.
 //
 // Test-only fault injection, so the isolation is testable on a CPU: $ATTN_TUNE_WORKER_FAULTS holds
-// `kind:pattern` entries separated by `;`, kind one of hang (sleep forever), abort (SIGABRT),
-// segv (SIGSEGV), exit (exit status 3). A request whose "full name, space, policy name"
-// (`paged_decode.cpu_reference screen`) or config key contains the pattern meets that fault
-// instead of being evaluated.
+// `kind[@phase]:pattern` entries separated by `;`, kind one of
+//   hang (sleep forever), abort (SIGABRT), segv (SIGSEGV), exit (exit status 3),
+//   sleep (1.2 s, then go on), sticky (answer `crashed` with an injected sticky CUDA error, as a
+//   kernel that wrote out of bounds would; no phase).
+// A request whose "full name, space, policy name" (`paged_decode.cpu_reference screen`) or config
+// key contains the pattern meets that fault: before it is evaluated, or with `@compile`, `@verify`
+// or `@measure` when that phase starts.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/registry.hpp"
-#include "tuner/tune_sweep.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/phase_deadlines.hpp"
 
 namespace attn {
 
 struct WorkerFault {
-  std::string kind;  // hang, abort, segv, exit
+  std::string kind;                // hang, abort, segv, exit, sleep, sticky
+  std::optional<EvalPhase> phase;  // none: before the evaluation
   std::string pattern;
 };
-// Throws UsageError on an unknown kind or an entry without ':'.
+// Throws UsageError on an unknown kind or phase, a sticky fault with a phase, or an entry
+// without ':'.
 std::vector<WorkerFault> parse_worker_faults(const std::string& text);
 
 // Sends {"ready": true}, then serves requests until EOF; returns the process exit code (0).
-int serve_worker(int fd, const Registry& registry, CaseEvaluator& evaluator,
+int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
                  const std::vector<WorkerFault>& faults);
 
 }  // namespace attn

@@ -81,12 +81,7 @@ std::string JitCompiler::default_cache_dir() {
 JitCompiler::JitCompiler(JitOptions options)
     : nvrtc_(NvrtcApi::load()), options_(std::move(options)), pool_(options_.threads) {
   cache_dir_ = options_.cache_dir.empty() ? default_cache_dir() : options_.cache_dir;
-  std::error_code error;
-  fs::create_directories(fs::path(cache_dir_) / "failed", error);
-  if (error) {
-    throw EnvironmentError("JIT cache folder " + cache_dir_ +
-                           " cannot be created: " + error.message() + " (set ATTN_JIT_CACHE_DIR)");
-  }
+  check_cache_folder(cache_dir_);
   nvrtc_version_ = nvrtc_->version();
   Sha256 headers;
   for (size_t i = 0; i < kKernelHeaders_count; ++i) {
@@ -96,6 +91,28 @@ JitCompiler::JitCompiler(JitOptions options)
 }
 
 JitCompiler::~JitCompiler() = default;
+
+void JitCompiler::check_cache_folder(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(fs::path(dir) / "failed", error);
+  if (error) {
+    throw EnvironmentError("JIT cache folder " + dir + " cannot be created: " + error.message() +
+                           " (set ATTN_JIT_CACHE_DIR)");
+  }
+  fs::directory_iterator listing(dir, error);
+  if (error) {
+    throw EnvironmentError("JIT cache folder " + dir + " cannot be read: " + error.message() +
+                           " (set ATTN_JIT_CACHE_DIR)");
+  }
+  const fs::path probe = fs::path(dir) / ("write-test" + unique_suffix());
+  try {
+    write_file_atomically(probe, "attn-bench JIT cache write test\n");
+  } catch (const EnvironmentError& e) {
+    throw EnvironmentError("JIT cache folder " + dir + " is not writable: " + e.what() +
+                           " (set ATTN_JIT_CACHE_DIR)");
+  }
+  fs::remove(probe, error);
+}
 
 std::string JitCompiler::nvrtc_version() const {
   return nvrtc_version_;

@@ -64,7 +64,8 @@ struct JitOptions {
 
 class JitCompiler {
  public:
-  // Loads NVRTC; throws EnvironmentError when it is missing or the cache folder is unusable.
+  // Loads NVRTC; throws EnvironmentError when it is missing or the cache folder is unusable
+  // (check_cache_folder).
   explicit JitCompiler(JitOptions options = {});
   ~JitCompiler();
   JitCompiler(const JitCompiler&) = delete;
@@ -80,6 +81,10 @@ class JitCompiler {
 
   // The default cache folder from the environment (see the header comment).
   static std::string default_cache_dir();
+  // Creates the folder if needed and checks that it can be listed and written (a file is written
+  // by atomic rename and removed); throws EnvironmentError naming the folder otherwise, so that an
+  // unusable cache stops a run once instead of failing every compile.
+  static void check_cache_folder(const std::string& dir);
 
  private:
   bool read_cache(const std::string& key, CompiledProgram* out) const;

@@ -34,6 +34,21 @@ inline std::string slurp(const std::filesystem::path& path) {
   return text.str();
 }
 
+// Live processes whose /proc/PID/`file` ("environ" or "cmdline") holds `marker` (a zombie's reads
+// empty): tests use it to check that no worker outlives its orchestrator.
+inline int processes_with(const std::string& marker, const char* file = "environ") {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    n += text.str().find(marker) != std::string::npos;
+  }
+  return n;
+}
+
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {

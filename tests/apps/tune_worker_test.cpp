@@ -20,7 +20,9 @@
 #include <sstream>
 
 #include "base/exit_codes.hpp"
+#include "kernels/device/cuda_context.hpp"
 #include "kernels/registry.hpp"
+#include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "tests/apps/cli_runner.hpp"
 #include "tuner/device_records.hpp"
@@ -49,20 +51,6 @@ constexpr const char* kSmallPrefill = R"({
 constexpr const char* kFaults =
     "hang:prefix_prefill.cpu_reference screen;abort:flash_fwd.cpu_reference confirm";
 
-// Live processes whose environment holds `marker` (a zombie's environment reads empty).
-int processes_with(const std::string& marker) {
-  int n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    n += text.str().find(marker) != std::string::npos;
-  }
-  return n;
-}
-
 bool eventually(const std::function<bool()>& condition, double seconds) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < until) {
@@ -79,6 +67,39 @@ bool gone(pid_t pid) {
 class TuneWorkers : public testing::Cli {
  protected:
   TuneWorkers() { binary_ = ATTN_TUNE_BINARY; }
+  // A halving sweep of the CPU reference variants on kSmallPrefill into `db`, with CPU workers
+  // under `deadlines` and the injected `faults`; returns the measurements by "variant policy".
+  std::map<std::string, Measurement> sweep_with_workers(const std::string& db,
+                                                        PhaseDeadlines deadlines,
+                                                        const std::string& faults,
+                                                        WorkerEvaluator** seen = nullptr) {
+    const std::string workload = write("prefill.json", kSmallPrefill).string();
+    const Batch batch = generate_batch(load_workload_file(workload));
+    const Registry registry = make_registry();
+    Store store((dir_ / db).string());
+    TuneOptions options;
+    options.variant_filter = "*.cpu_reference";
+    options.strategy = "halving";
+    WorkerOptions worker;
+    worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
+    worker.deadlines = deadlines;
+    ::setenv("ATTN_TUNE_WORKER_FAULTS", faults.c_str(), 1);
+    evaluator_ = std::make_unique<WorkerEvaluator>(worker);
+    if (seen) *seen = evaluator_.get();
+    std::ostringstream progress;
+    TuneSweep sweep(store, batch, registry, host_cpu_record(), Target::cpu(), *evaluator_, options,
+                    progress);
+    report_ = sweep.run({"test", "0", "x", "Release", "test", "host", ""});
+    std::map<std::string, Measurement> by_case;
+    for (const StoredMeasurement& row : store.find_measurements({})) {
+      by_case[row.measurement.variant + " " + row.measurement.policy] = row.measurement;
+    }
+    failures_ = store.attempt_failures(1, 1, "prefix_prefill.cpu_reference").size();
+    return by_case;
+  }
+  std::unique_ptr<WorkerEvaluator> evaluator_;
+  TuneReport report_;
+  size_t failures_ = 0;
   void TearDown() override {
     ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
     testing::Cli::TearDown();
@@ -96,7 +117,7 @@ TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEval
   options.quarantine_after = 1;
   WorkerOptions worker;
   worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
-  worker.deadline_seconds = 2.5;  // the screen of a passing case takes well under 1 s
+  worker.deadlines = PhaseDeadlines::all(2.5);  // a passing screen takes well under 1 s
   RunRecord run{"test", "0", "x", "Release", "test", "host", ""};
 
   ::setenv("ATTN_TUNE_WORKER_FAULTS", kFaults, 1);
@@ -137,7 +158,7 @@ TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEval
   EXPECT_EQ(disposition.size(), 3u);
   for (const StoredMeasurement& row : store.find_measurements({})) {
     if (row.measurement.disposition == Disposition::timed_out) {
-      EXPECT_NE(row.measurement.reason.find("2.5 s deadline"), std::string::npos)
+      EXPECT_NE(row.measurement.reason.find("phase passed its 2.5 s deadline"), std::string::npos)
           << row.measurement.reason;
     }
     if (row.measurement.disposition == Disposition::crashed) {
@@ -170,7 +191,8 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
       run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "exhaustive", "--db",
            "w.db", "--cpu", "--threads", "1", "--isolate", "workers", "--deadline-seconds", "20"});
   EXPECT_EQ(r.exit_code, int(ExitCode::failed_cases)) << r.out << r.err;
-  EXPECT_NE(r.out.find("isolate   workers (deadline 20s per evaluation)"), std::string::npos)
+  EXPECT_NE(r.out.find("isolate   workers (deadlines: compile 20s, verify 20s, measure 20s)"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("prefix_prefill.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 "
                        "from the database, 0 failed"),
@@ -199,11 +221,110 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
   const int usage = int(ExitCode::usage);
   EXPECT_EQ(run({"tune", workload, "--cpu", "--isolate", "threads"}).exit_code, usage);
   EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline-seconds", "0"}).exit_code, usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline", "link=3"}).exit_code, usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--deadline", "verify=0"}).exit_code, usage);
   // A worker that cannot set up stops the sweep once, before any attempt, with one message.
   ::setenv("ATTN_TUNE_WORKER_FAULTS", "explode:x", 1);
   r = run({"tune", workload, "--cpu", "--isolate", "workers", "--db", "e.db"});
   EXPECT_EQ(r.exit_code, int(ExitCode::environment)) << r.out << r.err;
   EXPECT_NE(r.err.find("evaluation worker could not start"), std::string::npos) << r.err;
+}
+
+// Each phase has its own deadline, counted from the phase's start: a case whose compile and verify
+// each take 1.2 s passes under 2 s per phase although it takes longer than 2 s in all, and one that
+// hangs in verification is killed at the verify deadline with the phase named.
+TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
+  std::map<std::string, Measurement> by_case =
+      sweep_with_workers("p.db", {2, 2, 30},
+                         "sleep@compile:prefix_prefill;sleep@verify:prefix_prefill;"
+                         "hang@verify:flash_fwd.cpu_reference confirm");
+  ASSERT_EQ(by_case.size(), 4u);
+  EXPECT_EQ(by_case["prefix_prefill.cpu_reference screen"].disposition, Disposition::passed)
+      << by_case["prefix_prefill.cpu_reference screen"].reason;
+  EXPECT_EQ(by_case["prefix_prefill.cpu_reference confirm"].disposition, Disposition::passed)
+      << by_case["prefix_prefill.cpu_reference confirm"].reason;
+  EXPECT_EQ(by_case["flash_fwd.cpu_reference screen"].disposition, Disposition::passed);
+  const Measurement& hung = by_case["flash_fwd.cpu_reference confirm"];
+  EXPECT_EQ(hung.disposition, Disposition::timed_out);
+  EXPECT_NE(hung.reason.find("the verify phase passed its 2 s deadline (after compile"),
+            std::string::npos)
+      << hung.reason;
+  EXPECT_NE(hung.reason.find("killed by signal 9"), std::string::npos) << hung.reason;
+}
+
+// A worker that reports a sticky CUDA error (injected: the CPU has none) gets its case recorded
+// crashed and is replaced: the injected worker refuses every later request with an error, which
+// would stop the sweep, so the sweep finishing proves it was not reused.
+TEST_F(TuneWorkers, AWorkerThatReportsAStickyErrorIsReplacedNotReused) {
+  WorkerEvaluator* evaluator = nullptr;
+  std::map<std::string, Measurement> by_case = sweep_with_workers(
+      "s.db", PhaseDeadlines::all(20), "sticky:prefix_prefill.cpu_reference screen", &evaluator);
+  EXPECT_EQ(report_.failures(), 1u);
+  EXPECT_EQ(evaluator->sticky_replacements(), 1u);
+  ASSERT_GE(evaluator->spawned().size(), 2u);
+  EXPECT_TRUE(gone(evaluator->spawned()[0])) << "the worker that lost its context was stopped";
+  const Measurement& sticky = by_case["prefix_prefill.cpu_reference screen"];
+  EXPECT_EQ(sticky.disposition, Disposition::crashed);
+  EXPECT_NE(sticky.reason.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << sticky.reason;
+  EXPECT_NE(sticky.reason.find("replaced"), std::string::npos) << sticky.reason;
+  EXPECT_EQ(by_case["flash_fwd.cpu_reference screen"].disposition, Disposition::passed);
+  EXPECT_EQ(by_case["flash_fwd.cpu_reference confirm"].disposition, Disposition::passed);
+  EXPECT_EQ(failures_, 1u) << "the crash counts towards the quarantine like any other";
+}
+
+// --devices 0,1 on the CPU: two worker processes (the CPU backend ignores the device number, which
+// is the test hook for a machine without GPUs); both evaluate, every case is recorded once by the
+// orchestrator, and the list is checked.
+TEST_F(TuneWorkers, DevicesRunOneWorkerEachAndEveryCaseIsRecordedOnce) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  CliResult r = run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "halving",
+                     "--db", "d.db", "--cpu", "--threads", "1", "--devices", "0,1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("isolate   workers on devices 0,1 (deadlines"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("workers   device 0: 2 cases, device 1: 2 cases"), std::string::npos)
+      << r.out;
+  Database db((dir_ / "d.db").string(), SQLITE_OPEN_READONLY);
+  auto scalar = [&](const char* sql) {
+    Statement s(db, sql);
+    EXPECT_TRUE(s.step());
+    return s.column_int64(0);
+  };
+  EXPECT_EQ(scalar("SELECT count(*) FROM measurements"), 4);
+  EXPECT_EQ(scalar("SELECT count(*) FROM (SELECT variant, config_key, policy FROM measurements "
+                   "GROUP BY 1, 2, 3 HAVING count(*) > 1)"),
+            0);
+  EXPECT_EQ(scalar("SELECT count(DISTINCT worker_pid) FROM attempts"), 2);
+  EXPECT_EQ(scalar("SELECT count(*) FROM attempts WHERE status != 'finished'"), 0);
+
+  const int usage = int(ExitCode::usage);
+  for (const char* bad : {"0,0", "-1", "0,x", ""}) {
+    r = run({"tune", workload, "--cpu", "--db", "u.db", "--devices", bad});
+    EXPECT_EQ(r.exit_code, usage) << bad << r.err;
+  }
+  EXPECT_NE(run({"tune", workload, "--cpu", "--devices", "0,0"}).err.find("listed twice"),
+            std::string::npos);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--devices", "0,1", "--isolate", "none"}).exit_code,
+            usage);
+  EXPECT_EQ(run({"tune", workload, "--cpu", "--devices", "0", "--device", "1"}).exit_code, usage);
+}
+
+// Infrastructure failures stop `tune` once with one message and exit 4: CUDA variants asked for
+// on a machine without a GPU, --devices there without --cpu, a database that cannot be opened.
+TEST_F(TuneWorkers, InfrastructureFailuresStopOnceWithTheEnvironmentExitCode) {
+  if (!discover_devices().devices.empty()) GTEST_SKIP() << "needs a machine without a GPU";
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const int environment = int(ExitCode::environment);
+  CliResult r = run({"tune", "default", "--variant", "paged_decode.splitkv", "--db", "g.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("attn-tune: environment: no GPU found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(paged_decode.splitkv) need one"), std::string::npos) << r.err;
+  r = run({"tune", workload, "--variant", "*.cpu_reference", "--devices", "0,1", "--db", "g.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("--devices 0,1: no GPU found"), std::string::npos) << r.err;
+  std::filesystem::create_directories(dir_ / "folder.db");
+  r = run({"tune", workload, "--variant", "*.cpu_reference", "--cpu", "--db", "folder.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot open the results database"), std::string::npos) << r.err;
 }
 
 // Ctrl-C and kill -9 of the orchestrator while a worker hangs: neither leaves a worker behind.
@@ -227,7 +348,7 @@ TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
     ASSERT_EQ(::posix_spawn(&orchestrator, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
     // The orchestrator and its (hanging) worker.
-    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 2; }, 10)) << sig;
+    EXPECT_TRUE(eventually([&] { return testing::processes_with(marker) == 2; }, 10)) << sig;
     ::usleep(200000);  // let the worker take the request that hangs
     ::kill(orchestrator, sig);
     int status = 0;
@@ -236,7 +357,7 @@ TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
       ASSERT_TRUE(WIFEXITED(status)) << status;
       EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted));
     }
-    EXPECT_TRUE(eventually([&] { return processes_with(marker) == 0; }, 5))
+    EXPECT_TRUE(eventually([&] { return testing::processes_with(marker) == 0; }, 5))
         << "a worker outlived the orchestrator after signal " << sig;
   }
 }

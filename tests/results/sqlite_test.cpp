@@ -296,5 +296,41 @@ TEST(SqliteDatabase, BusyTimeoutIsSet) {
   EXPECT_EQ(s.column_int64(0), 1234);
 }
 
+// A full database (max_page_count here, a full disk in life) and a read-only one are the machine's
+// failures: their CallError carries the environment exit code; a bad statement stays internal.
+TEST(SqliteCheck, FullAndReadOnlyDatabasesAreEnvironmentFailures) {
+  EXPECT_TRUE(is_environment_failure(SQLITE_FULL));
+  EXPECT_TRUE(is_environment_failure(SQLITE_READONLY));
+  EXPECT_TRUE(is_environment_failure(SQLITE_IOERR_WRITE));
+  EXPECT_TRUE(is_environment_failure(SQLITE_CANTOPEN));
+  EXPECT_FALSE(is_environment_failure(SQLITE_ERROR));
+  EXPECT_FALSE(is_environment_failure(SQLITE_CONSTRAINT_UNIQUE));
+
+  Database db = memory_db();
+  db.exec("CREATE TABLE t (x BLOB)");
+  Statement count(db, "PRAGMA page_count");
+  ASSERT_TRUE(count.step());
+  const int64_t pages = count.column_int64(0);
+  count.reset();
+  // A pragma takes no bound parameter; the value is this test's own integer.
+  db.exec(("PRAGMA max_page_count = " + std::to_string(pages + 2)).c_str());
+  try {
+    Statement insert(db, "INSERT INTO t VALUES (zeroblob(100000))");
+    insert.run();
+    FAIL() << "a 100 kB row fitted in 2 pages";
+  } catch (const CallError& e) {
+    EXPECT_EQ(e.status() & 0xff, SQLITE_FULL);
+    EXPECT_EQ(e.code(), ExitCode::environment);
+  }
+  db.exec("PRAGMA query_only = ON");
+  try {
+    db.exec("INSERT INTO t VALUES (1)");
+    FAIL() << "a write on a query-only connection";
+  } catch (const CallError& e) {
+    EXPECT_EQ(e.status() & 0xff, SQLITE_READONLY);
+    EXPECT_EQ(e.code(), ExitCode::environment);
+  }
+}
+
 }  // namespace
 }  // namespace attn

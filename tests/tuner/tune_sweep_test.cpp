@@ -6,12 +6,15 @@
 #include <unistd.h>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
+#include "base/errors.hpp"
 #include "kernels/registry.hpp"
 #include "results/sqlite.hpp"
 #include "tests/tuner/tuner_test_spaces.hpp"
+#include "tuner/compile_ahead.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "workloads/presets.hpp"
 
@@ -41,6 +44,11 @@ class AxesVariant : public Variant {
     throw std::logic_error("not run");
   }
   Work work(const Batch&) const override { return {}; }
+  // One program per config (never compiled for real: compile-ahead tests record them).
+  std::vector<JitProgram> programs(const Batch&, const KernelConfig& c,
+                                   const Target&) const override {
+    return {{full_name(c), "", {}, "sm_80", {}}};
+  }
 };
 
 // Time from the splitkv-like bowl (stages 3, heads 4); `crash_key` always crashes.
@@ -75,6 +83,42 @@ class FakeEvaluator : public CaseEvaluator {
   }
 };
 
+// Two slots (two GPUs' workers) that finish their cases out of the order they began (mostly the
+// newest first), as GPUs of different speed would.
+class TwoSlotEvaluator : public FakeEvaluator {
+ public:
+  size_t max_in_flight = 0;
+  std::vector<size_t> cases = {0, 0};
+  size_t slots() const override { return 2; }
+  std::optional<size_t> idle_slot() const override {
+    for (size_t i = 0; i < 2; ++i) {
+      if (!busy_[i]) return i;
+    }
+    return std::nullopt;
+  }
+  std::optional<int64_t> slot_process(size_t slot) override { return int64_t(1000 + slot); }
+  void begin(size_t slot, CaseRequest request) override {
+    ASSERT_FALSE(busy_[slot]);
+    busy_[slot] = std::move(request);
+    order_.push_back(slot);
+    max_in_flight = std::max(max_in_flight, order_.size());
+  }
+  CaseResult wait() override {
+    const bool oldest = ++waits_ % 3 == 0;
+    const size_t slot = oldest ? order_.front() : order_.back();
+    order_.erase(oldest ? order_.begin() : order_.end() - 1);
+    CaseRequest r = std::move(*busy_[slot]);
+    busy_[slot].reset();
+    ++cases[slot];
+    return {r.tag, slot, evaluate(*r.variant, r.config, r.policy)};
+  }
+
+ private:
+  std::optional<CaseRequest> busy_[2];
+  std::vector<size_t> order_;  // busy slots, in the order their cases began
+  size_t waits_ = 0;
+};
+
 class TuneSweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -87,12 +131,13 @@ class TuneSweepTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  TuneReport sweep(const std::string& db, TuneOptions options, FakeEvaluator& evaluator,
-                   std::function<bool()> stop = {}) {
+  TuneReport sweep(const std::string& db, TuneOptions options, CaseEvaluator& evaluator,
+                   std::function<bool()> stop = {}, std::vector<DeviceRecord> slot_devices = {}) {
     Store store(db);
     std::ostringstream progress;
     TuneSweep s(store, batch_, registry_, device_, Target::cpu(), evaluator, options, progress);
     if (stop) s.set_stop_request(stop);
+    if (!slot_devices.empty()) s.set_slot_devices(slot_devices);
     TuneReport r = s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
     progress_ = progress.str();
     return r;
@@ -152,6 +197,156 @@ TEST_F(TuneSweepTest, ExhaustiveWritesAnAttemptPerEvaluationAndResumesWithoutDup
   ASSERT_TRUE(second.variants[0].winner);
   EXPECT_EQ(second.variants[0].winner->winner.config_key,
             first.variants[0].winner->winner.config_key);
+}
+
+// With two slots both are kept busy, each config is evaluated and recorded once, with its slot's
+// device and worker, and the strategy proposes exactly what it proposes with one slot (outcomes go
+// back in trial order whichever slot finished first).
+TEST_F(TuneSweepTest, TwoSlotsShareTheWorkAndProposeWhatOneSlotDoes) {
+  TuneOptions options;
+  options.strategy = "halving";
+  const std::string one_db = (dir_ / "one.db").string();
+  FakeEvaluator one;
+  const TuneReport one_report = sweep(one_db, options, one);
+  const std::string two_db = (dir_ / "two.db").string();
+  TwoSlotEvaluator two;
+  DeviceRecord second = device_;
+  second.uuid = "second";
+  const TuneReport two_report = sweep(two_db, options, two, {}, {device_, second});
+  EXPECT_EQ(two.max_in_flight, 2u);
+  EXPECT_GT(two.cases[0], 10u);
+  EXPECT_GT(two.cases[1], 10u);
+  EXPECT_EQ(two.calls, one.calls) << "the same trials, each once";
+  for (const auto& [key, n] : two.calls) EXPECT_EQ(n, 1) << key;
+  EXPECT_EQ(two_report.variants[0].evaluated, one_report.variants[0].evaluated);
+  ASSERT_TRUE(two_report.variants[0].winner && one_report.variants[0].winner);
+  EXPECT_EQ(two_report.variants[0].winner->winner.config_key,
+            one_report.variants[0].winner->winner.config_key);
+  EXPECT_EQ(scalar(two_db, "SELECT count(*) FROM measurements"),
+            int64_t(two_report.variants[0].evaluated));
+  EXPECT_EQ(scalar(two_db,
+                   "SELECT count(*) FROM (SELECT config_key, policy FROM measurements "
+                   "GROUP BY config_key, policy HAVING count(*) > 1)"),
+            0);
+  // Each slot's results are recorded with its own device, and its attempts with its worker.
+  EXPECT_EQ(scalar(two_db, "SELECT count(DISTINCT device_id) FROM measurements"), 2);
+  EXPECT_EQ(scalar(two_db, "SELECT count(DISTINCT worker_pid) FROM attempts"), 2);
+  EXPECT_EQ(scalar(two_db,
+                   "SELECT count(*) FROM attempts a JOIN measurements m ON m.id = a.measurement_id "
+                   "WHERE a.device_id != m.device_id"),
+            0);
+  // A rerun on the two devices resumes from both: nothing evaluated again.
+  TwoSlotEvaluator again;
+  const TuneReport resumed = sweep(two_db, options, again, {}, {device_, second});
+  EXPECT_EQ(resumed.variants[0].evaluated, 0u);
+  EXPECT_TRUE(again.calls.empty());
+}
+
+// The database fills up mid-sweep (max_page_count stands in for a full disk): the sweep stops at
+// once with an environment error instead of failing config after config, the case in flight does
+// not count towards its quarantine, and a rerun with room finishes without duplicates.
+TEST_F(TuneSweepTest, AFullDatabaseStopsTheSweepOnceAndTheRerunFinishesIt) {
+  const std::string db = (dir_ / "full.db").string();
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  FakeEvaluator evaluator;
+  {
+    Store store(db);
+    Statement count(store.database(), "PRAGMA page_count");
+    ASSERT_TRUE(count.step());
+    // A pragma takes no bound parameter; the value is this test's own integer.
+    store.database().exec(
+        ("PRAGMA max_page_count = " + std::to_string(count.column_int64(0) + 6)).c_str());
+    std::ostringstream progress;
+    TuneSweep s(store, batch_, registry_, device_, Target::cpu(), evaluator, options, progress);
+    try {
+      s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
+      FAIL() << "the sweep went on with a full database";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::environment) << e.what();
+      EXPECT_NE(std::string(e.what()).find("full"), std::string::npos) << e.what();
+    }
+  }
+  size_t calls = 0;
+  for (const auto& [key, n] : evaluator.calls) calls += size_t(n);
+  EXPECT_GE(calls, 1u);
+  EXPECT_LT(calls, size_t(kSpace) / 2) << "it stopped at the first failure";
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM attempts WHERE status = 'started'"), 0);
+  FakeEvaluator rest;
+  const TuneReport finished = sweep(db, options, rest);
+  EXPECT_EQ(finished.variants[0].quarantined, 0u);
+  EXPECT_EQ(scalar(db, "SELECT count(DISTINCT config_key) FROM measurements"), kSpace);
+  EXPECT_EQ(scalar(db,
+                   "SELECT count(*) FROM (SELECT config_key FROM measurements "
+                   "GROUP BY config_key HAVING count(*) > 1)"),
+            0);
+}
+
+// A read-only database stops the sweep before any evaluation.
+TEST_F(TuneSweepTest, AReadOnlyDatabaseStopsTheSweepBeforeAnyEvaluation) {
+  Store store((dir_ / "ro.db").string());
+  store.database().exec("PRAGMA query_only = ON");
+  FakeEvaluator evaluator;
+  std::ostringstream progress;
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  TuneSweep s(store, batch_, registry_, device_, Target::cpu(), evaluator, options, progress);
+  try {
+    s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
+    FAIL() << "the sweep ran on a read-only database";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::environment) << e.what();
+  }
+  EXPECT_TRUE(evaluator.calls.empty());
+}
+
+// Compile-ahead: when a config is evaluated, the programs of the next ones were already handed to
+// the compile pool, each program once; the results are those of a sweep without it.
+TEST_F(TuneSweepTest, CompileAheadQueuesTheNextConfigsProgramsAndChangesNoResult) {
+  TuneOptions options;
+  options.strategy = "halving";
+  FakeEvaluator plain;
+  const TuneReport without = sweep((dir_ / "plain.db").string(), options, plain);
+
+  std::mutex mutex;
+  std::set<std::string> compiled;
+  CompileAhead ahead(
+      [&](const JitProgram& p) {
+        std::lock_guard<std::mutex> lock(mutex);
+        compiled.insert(p.name);
+      },
+      [](const JitProgram& p) { return p.name; });
+  // Checks, at each evaluation, that the next config of the batch was queued before it.
+  struct Checking : FakeEvaluator {
+    CompileAhead* ahead = nullptr;
+    size_t evaluations = 0;
+    Measurement evaluate(const Variant& v, const KernelConfig& c, const MeasurePolicy& p) override {
+      ++evaluations;
+      // Trial k (from 0) of the screening batch queued trials k+1 and k+2 (the first is never).
+      EXPECT_GE(ahead->queued(), std::min(evaluations + 1, size_t(kSpace) - 1))
+          << "evaluation " << evaluations << " began before the next program was queued";
+      return FakeEvaluator::evaluate(v, c, p);
+    }
+  } checking;
+  checking.ahead = &ahead;
+  Store store((dir_ / "ahead.db").string());
+  std::ostringstream progress;
+  TuneSweep s(store, batch_, registry_, device_, Target::cpu(), checking, options, progress);
+  s.set_compile_ahead(&ahead, 2);
+  const TuneReport with = s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
+  ahead.wait_idle();
+  // Every config is screened, so every program was compiled ahead, once (the confirm rung finds
+  // them queued already), except the very first, which its worker compiles (the confirm rung may
+  // queue it).
+  EXPECT_GE(ahead.queued(), size_t(kSpace) - 1);
+  EXPECT_LE(ahead.queued(), size_t(kSpace));
+  EXPECT_EQ(ahead.compiled(), ahead.queued());
+  EXPECT_EQ(compiled.size(), ahead.queued());
+  EXPECT_EQ(checking.calls, plain.calls);
+  ASSERT_TRUE(with.variants[0].winner && without.variants[0].winner);
+  EXPECT_EQ(with.variants[0].winner->winner.config_key,
+            without.variants[0].winner->winner.config_key);
+  EXPECT_EQ(with.variants[0].failed, without.variants[0].failed);
 }
 
 TEST_F(TuneSweepTest, InterruptedSweepResumesWhereItStopped) {

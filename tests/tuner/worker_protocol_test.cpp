@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/errors.hpp"
+#include "tuner/phase_deadlines.hpp"
 #include "tuner/worker_serve.hpp"
 
 namespace attn {
@@ -40,9 +41,45 @@ TEST(WorkerFaults, ParsesKindsAndPatterns) {
   EXPECT_EQ(faults[0].kind, "hang");
   EXPECT_EQ(faults[0].pattern, "a.b screen");
   EXPECT_EQ(faults[1].pattern, "warps=4");
+  EXPECT_FALSE(faults[0].phase.has_value());
   EXPECT_TRUE(parse_worker_faults("").empty());
   EXPECT_THROW(parse_worker_faults("explode:x"), UsageError);
   EXPECT_THROW(parse_worker_faults("hang"), UsageError);
+}
+
+TEST(WorkerFaults, PhasesAndStickyFaults) {
+  const auto faults = parse_worker_faults("hang@verify:a;sleep@compile:b;sticky:c");
+  ASSERT_EQ(faults.size(), 3u);
+  EXPECT_EQ(faults[0].kind, "hang");
+  EXPECT_EQ(faults[0].phase, EvalPhase::verify);
+  EXPECT_EQ(faults[1].kind, "sleep");
+  EXPECT_EQ(faults[1].phase, EvalPhase::compile);
+  EXPECT_EQ(faults[2].kind, "sticky");
+  EXPECT_FALSE(faults[2].phase.has_value());
+  EXPECT_THROW(parse_worker_faults("hang@link:a"), UsageError);
+  EXPECT_THROW(parse_worker_faults("sticky@verify:a"), UsageError);
+}
+
+TEST(WorkerProtocol, PhaseLinesRoundTripAndOthersAreNotPhases) {
+  for (EvalPhase p : {EvalPhase::compile, EvalPhase::verify, EvalPhase::measure}) {
+    EXPECT_EQ(decode_phase(nlohmann::json::parse(encode_phase(p))), p);
+  }
+  EXPECT_FALSE(decode_phase(nlohmann::json::parse(R"({"measurement": {}})")).has_value());
+  EXPECT_FALSE(decode_phase(nlohmann::json::parse(R"({"phase": "link"})")).has_value());
+}
+
+TEST(PhaseDeadlines, ParsesASubsetOverTheBaseAndRejectsBadEntries) {
+  const PhaseDeadlines d = parse_phase_deadlines("verify=60,compile=12.5", PhaseDeadlines::all(7));
+  EXPECT_EQ(d.compile, 12.5);
+  EXPECT_EQ(d.verify, 60);
+  EXPECT_EQ(d.measure, 7);
+  EXPECT_EQ(d.of(EvalPhase::verify), 60);
+  EXPECT_EQ(d.describe(), "compile 12.5s, verify 60s, measure 7s");
+  EXPECT_EQ(PhaseDeadlines{}.measure, 300);
+  for (const char* bad : {"", "compile", "link=3", "compile=0", "compile=-1", "compile=x",
+                          "compile=1,compile=2", "verify=3,"}) {
+    EXPECT_THROW(parse_phase_deadlines(bad), UsageError) << bad;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "kernels/device/device_info.hpp"
 #include "kernels/registry.hpp"
@@ -20,8 +21,8 @@ class JitCompilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("attn-jit-test-" + std::to_string(::getpid()) + "-" +
-            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("attn-jit-test-" + std::to_string(::getpid()) + "-" + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -135,6 +136,40 @@ TEST_F(JitCompilerTest, StaticAssertMirrorsTheHostRule) {
   JitProgram program = decode_program(8, DType::bf16);
   program.kernels = {"attn::paged_decode_splitkv<0, 128, 4, 4, 12>"};
   EXPECT_THROW(jit.compile(program), CompileError);
+}
+
+// An unusable cache folder is found once, before any compile, with a message naming it.
+TEST_F(JitCompilerTest, CacheFolderIsCheckedForCreatingListingAndWriting) {
+  const fs::path good = dir_ / "cache";
+  EXPECT_NO_THROW(JitCompiler::check_cache_folder(good.string()));
+  EXPECT_TRUE(fs::is_directory(good / "failed"));
+  size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(good))
+    entries += entry.path().filename() != "failed";
+  EXPECT_EQ(entries, 0u) << "the write test leaves nothing behind";
+
+  // Under a regular file (no permission bits involved, so this holds for root too).
+  fs::create_directories(dir_);
+  { std::ofstream(dir_ / "file") << "x"; }
+  try {
+    JitCompiler::check_cache_folder((dir_ / "file" / "jit").string());
+    FAIL() << "a cache folder under a file was accepted";
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be created"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ATTN_JIT_CACHE_DIR"), std::string::npos) << e.what();
+  }
+
+  // A read-only folder; root writes there anyway, so only a non-root run can check it.
+  fs::permissions(good, fs::perms::owner_read | fs::perms::owner_exec);
+  if (::geteuid() != 0) {
+    try {
+      JitCompiler::check_cache_folder(good.string());
+      FAIL() << "a read-only cache folder was accepted";
+    } catch (const EnvironmentError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not writable"), std::string::npos) << e.what();
+    }
+  }
+  fs::permissions(good, fs::perms::owner_all);
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// Test-only variants that fail on purpose, for the GPU acceptance of the tuner's isolation:
+//   test.fault_oob_write  writes far out of bounds  -> crashed (sticky illegal address; the
+//                                                     worker is replaced)
+//   test.fault_hang       never terminates          -> timed_out (the verify deadline)
+//   test.fault_smem       asks for 1 MiB of dynamic shared memory -> launch_failed
+//   test.fault_nan        writes NaN                -> incorrect
+// Each takes paged_decode workloads and has one axis, `fault`: 1 runs the faulting kernel, 0 runs
+// paged_decode.splitkv's default config (a correct, measured result), so a sweep mixes good and
+// bad configs. Registered only when $ATTN_BENCH_TEST_VARIANTS is 1.
+#pragma once
+
+namespace attn {
+
+class Registry;
+
+// True when $ATTN_BENCH_TEST_VARIANTS is "1".
+bool test_variants_enabled();
+void add_test_fault_variants(Registry& registry);
+
+}  // namespace attn
