@@ -14,7 +14,8 @@
 # Environment (the defaults keep it under about 8 minutes on an H100):
 #   BUILD (default build), OUT (default out/), WORKLOAD (default preset decode-llama3-8b-64x4096),
 #   SPACE: axis overrides that cut the space ("full": each variant's own axes; default below),
-#   DEADLINE (default compile=120,verify=30,measure=120), KILL_AFTER seconds (default 25),
+#   DEADLINE (default compile=120,verify=30,measure=120), KILL_AT measurements (default 5) or
+#   KILL_AFTER seconds (default 60), whichever comes first,
 #   PARTS: which of a b c d to run (default "a b c d").
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
@@ -92,12 +93,22 @@ if [[ " $parts " == *" c "* ]]; then
   cmd=("$tune" tune "$workload" --variant 'paged_decode.*' --strategy exhaustive --db "$db" --deadline "$deadline" "${space[@]}")
   "${cmd[@]}" > "$out/tune-kill-1.txt" 2> "$out/tune-kill-1.err" &
   pid=$!
-  sleep "${KILL_AFTER:-25}"
+  # Kill once KILL_AT measurements are recorded (mid-sweep whatever the speed of the machine), or
+  # after KILL_AFTER seconds at the latest.
+  start=$(now)
+  while kill -0 "$pid" 2>/dev/null; do
+    n=0
+    [ -f "$db" ] && n=$(sql "$db" "SELECT count(*) FROM measurements" 2>/dev/null)
+    [ "${n:-0}" -ge "${KILL_AT:-5}" ] && break
+    python3 -c "import sys; sys.exit(0 if $(now) - $start > ${KILL_AFTER:-60} else 1)" && break
+    sleep 0.2
+  done
+  running=$(kill -0 "$pid" 2>/dev/null && echo "still running" || echo "ALREADY FINISHED")
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   sleep 1
   before=$(sql "$db" "SELECT count(*) FROM measurements")
-  echo "(c) kill -9 after ${KILL_AFTER:-25} s: $before measurements, $(sql "$db" "SELECT count(*) FROM attempts WHERE status = 'started'") attempt(s) left started, workers left: $(pgrep -fc "attn-tune worker" || true)"
+  echo "(c) kill -9 at $(python3 -c "print(f'{$(now) - $start:.1f}')") s (sweep $running): $before measurements, $(sql "$db" "SELECT count(*) FROM attempts WHERE status = 'started'") attempt(s) left started, workers left: $(pgrep -fc "attn-tune worker" || true)"
   "${cmd[@]}" > "$out/tune-kill-2.txt" 2> "$out/tune-kill-2.err"
   echo "(c) resume: exit $?"
   grep -E "^paged_decode" "$out/tune-kill-2.txt" | sed 's/^/    /'

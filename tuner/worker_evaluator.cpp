@@ -185,6 +185,9 @@ std::optional<CaseResult> WorkerEvaluator::collect(Slot& slot) {
       throw EnvironmentError("evaluation worker answered something that is not JSON: " + line);
     }
     if (const std::optional<EvalPhase> phase = decode_phase(j)) {
+      // The first report repeats the phase assumed since the request was sent (compile): its
+      // clock keeps running from the request.
+      if (*phase == slot.phase) continue;
       slot.phases_done += format("%s%s %.1f s", slot.phases_done.empty() ? "" : ", ",
                                  to_string(slot.phase).c_str(), seconds_since(slot.phase_start));
       slot.phase = *phase;

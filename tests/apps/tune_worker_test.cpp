@@ -250,6 +250,9 @@ TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
             std::string::npos)
       << hung.reason;
   EXPECT_NE(hung.reason.find("killed by signal 9"), std::string::npos) << hung.reason;
+  // Each finished phase is named once (the worker's first report repeats the assumed compile).
+  EXPECT_EQ(hung.reason.find("compile", hung.reason.find("compile") + 1), std::string::npos)
+      << hung.reason;
 }
 
 // A worker that reports a sticky CUDA error (injected: the CPU has none) gets its case recorded
