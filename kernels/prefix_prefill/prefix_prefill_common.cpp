@@ -9,11 +9,13 @@ namespace attn {
 
 std::unique_ptr<Variant> make_prefix_prefill_mma();
 std::unique_ptr<Variant> make_prefix_prefill_masked();
+std::unique_ptr<Variant> make_prefix_prefill_sm90_wgmma();
 std::unique_ptr<Variant> make_prefix_prefill_cpu_reference();
 
 void add_prefix_prefill_variants(Registry& registry) {
   registry.add(make_prefix_prefill_mma());
   registry.add(make_prefix_prefill_masked());
+  registry.add(make_prefix_prefill_sm90_wgmma());
   registry.add(make_prefix_prefill_cpu_reference());
 }
 

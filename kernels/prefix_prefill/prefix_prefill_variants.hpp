@@ -13,7 +13,8 @@ namespace attn {
 
 class Registry;
 
-// Registers prefix_prefill.mma and prefix_prefill.masked (CUDA) and prefix_prefill.cpu_reference.
+// Registers prefix_prefill.mma, prefix_prefill.masked and prefix_prefill.sm90_wgmma (CUDA) and
+// prefix_prefill.cpu_reference.
 void add_prefix_prefill_variants(Registry& registry);
 
 // What every CUDA prefix_prefill variant needs of a batch: bf16/fp16 Q, K/V of the Q dtype or
