@@ -89,7 +89,8 @@ struct Consumer {
   }
 
   // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S.
-  __device__ __forceinline__ void issue_scores(const unsigned char* q_rows, const unsigned char* k) {
+  __device__ __forceinline__ void issue_scores(const unsigned char* q_rows,
+                                               const unsigned char* k) {
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
@@ -157,8 +158,8 @@ struct Consumer {
     for (int kk = 0; kk < TILE_N / 16; ++kk) {
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
-        pa[kk][x] = pack2<DTYPE>(s[a_fragment_accumulator(kk, x, 0)],
-                                 s[a_fragment_accumulator(kk, x, 1)]);
+        pa[kk][x] =
+            pack2<DTYPE>(s[a_fragment_accumulator(kk, x, 0)], s[a_fragment_accumulator(kk, x, 1)]);
       }
     }
   }
@@ -225,7 +226,9 @@ struct Consumer {
     }
   }
   // Row h's largest logit in the log2 domain (the exponent the sums are relative to).
-  __device__ __forceinline__ float max_log2(int h) const { return row_max[h] * exp_scale; }
+  __device__ __forceinline__ float max_log2(int h) const {
+    return row_max[h] * exp_scale;
+  }
 
   // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements), 4 bytes per column pair.
   __device__ __forceinline__ void store_row(unsigned short* out_row, int h, float inv) const {

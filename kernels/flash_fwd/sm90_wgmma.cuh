@@ -181,13 +181,14 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
   c.init(tid, p.scale_log2, 0.0f);
-  c.run(sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
-        q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles,
-        [&](int n, float(&s)[TILE_N / 2]) {
-          if (n * TILE_N + TILE_N > mask_from)
-            sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
-        },
-        [](int) {});
+  c.run(
+      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
+      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles,
+      [&](int n, float(&s)[TILE_N / 2]) {
+        if (n * TILE_N + TILE_N > mask_from)
+          sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+      },
+      [](int) {});
 
   // Normalise and store this thread's two rows straight from registers (4 bytes per column pair).
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;

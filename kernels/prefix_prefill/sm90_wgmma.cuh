@@ -48,12 +48,13 @@
 
 namespace attn {
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, int BOX_TOKENS>
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS,
+          int BOX_TOKENS>
 __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
-  static_assert(prefix_sm90::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS, BOX_TOKENS) ==
-                    sm90_attn::kOk,
-                "invalid prefix_prefill.sm90_wgmma config: see prefix_sm90::check");
+  static_assert(
+      prefix_sm90::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS, BOX_TOKENS) == sm90_attn::kOk,
+      "invalid prefix_prefill.sm90_wgmma config: see prefix_sm90::check");
   constexpr int Q_BYTES = sm90_attn::q_bytes(HEAD_DIM, TILE_M);
   constexpr int KV_BYTES = sm90_attn::kv_tile_bytes(HEAD_DIM, TILE_N);
   constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);

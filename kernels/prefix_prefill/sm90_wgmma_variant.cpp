@@ -45,9 +45,8 @@ std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
     case sm90_attn::kConsumers:
       return "consumers must be 1 or 2 (consumer warpgroups)";
     case sm90_attn::kTileM:
-      return "tile_m must be " + std::to_string(sm90_attn::kConsumerRows * c.consumers) +
-             " with " + std::to_string(c.consumers) +
-             " consumer warpgroup(s) (64 rows per warpgroup)";
+      return "tile_m must be " + std::to_string(sm90_attn::kConsumerRows * c.consumers) + " with " +
+             std::to_string(c.consumers) + " consumer warpgroup(s) (64 rows per warpgroup)";
     case sm90_attn::kTileN:
       return "tile_n must be 64 or 128";
     case sm90_attn::kStages:
@@ -227,7 +226,8 @@ class Sm90WgmmaVariant : public Variant {
     };
     // The new tokens' K/V from their cache slots, once, here (not timed).
     const PrefixPrefillNewTokens fresh = gather_new_tokens(problem, context, gather, buffers);
-    const std::vector<int> tiles = prefix_prefill_tile_schedule(batch, tile_tokens, c.tile_n, false);
+    const std::vector<int> tiles =
+        prefix_prefill_tile_schedule(batch, tile_tokens, c.tile_n, false);
 
     const DriverApi& api = context.cuda->api();
     const CUtensorMapDataType type = tensor_map_type(m.dtype);
@@ -243,18 +243,16 @@ class Sm90WgmmaVariant : public Variant {
       p.q_map = encode_tensor_map(api, type, problem.q(), 4, dims, strides, box);
     }
     const int box_tokens = prefix_sm90::box_tokens(int(batch.page_size), c.tile_n);
-    const PagedPoolTensorMap k_pool = paged_pool_tensor_map(context, batch, problem.k_pool(),
-                                                            box_tokens);
+    const PagedPoolTensorMap k_pool =
+        paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens);
     p.k_map = k_pool.map;
     p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens).map;
     p.token_coordinate = k_pool.token_coordinate;
     const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
-    p.k_new_map = encode_tensor_map_2d(api, type, fresh.k_new, kv_columns,
-                                       uint64_t(fresh.new_rows), kv_columns * 2,
-                                       uint32_t(c.tile_n));
-    p.v_new_map = encode_tensor_map_2d(api, type, fresh.v_new, kv_columns,
-                                       uint64_t(fresh.new_rows), kv_columns * 2,
-                                       uint32_t(c.tile_n));
+    p.k_new_map = encode_tensor_map_2d(api, type, fresh.k_new, kv_columns, uint64_t(fresh.new_rows),
+                                       kv_columns * 2, uint32_t(c.tile_n));
+    p.v_new_map = encode_tensor_map_2d(api, type, fresh.v_new, kv_columns, uint64_t(fresh.new_rows),
+                                       kv_columns * 2, uint32_t(c.tile_n));
     p.out = problem.out();
     p.block_table = problem.block_table();
     p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));

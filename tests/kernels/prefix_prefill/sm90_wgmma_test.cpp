@@ -261,9 +261,9 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
 // keys for both dtypes. ptxas reports no spills, no stack frame and no wgmma serialisation.
 // ATTN_TEST_VERBOSE=1 prints ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("attn-prefix-sm90-jit-" +
-                        std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("attn-prefix-sm90-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   fs::remove_all(dir);
   JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
   const Registry registry = make_registry();
@@ -281,8 +281,8 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   for (int head_dim : {64, 128, 256}) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (int page : {8, 16, 32, 256}) {
-        const bool sampled = (dtype == DType::bf16 && page == 16) ||
-                             (dtype == DType::fp16 && page == 256);
+        const bool sampled =
+            (dtype == DType::bf16 && page == 16) || (dtype == DType::fp16 && page == 256);
         if (!exhaustive && !sampled) continue;
         batches.push_back(prefill_batch(12, 4, head_dim, page, dtype));
         const Batch& batch = batches.back();
