@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
@@ -39,26 +40,10 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
+  const std::string tiles = sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers,
+                                                          c.shared_bytes(head_dim));
+  if (!tiles.empty()) return tiles;
   switch (rule) {
-    case sm90_attn::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
-    case sm90_attn::kConsumers:
-      return "consumers must be 1 or 2 (consumer warpgroups)";
-    case sm90_attn::kTileM:
-      return "tile_m must be " + std::to_string(sm90_attn::kConsumerRows * c.consumers) + " with " +
-             std::to_string(c.consumers) + " consumer warpgroup(s) (64 rows per warpgroup)";
-    case sm90_attn::kTileN:
-      return "tile_n must be 64 or 128";
-    case sm90_attn::kStages:
-      return "stages must be 2, 3 or 4";
-    case sm90_attn::kSharedMemory:
-      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
-             " bytes of shared memory (limit " + std::to_string(sm90_attn::kMaxSharedBytes) +
-             "): lower stages, tile_n or tile_m";
-    case sm90_attn::kRegisters:
-      return "too many registers per consumer thread (estimate " +
-             std::to_string(sm90_attn::register_estimate(head_dim, c.tile_n)) + ", setmaxnreg " +
-             std::to_string(sm90_attn::kConsumerRegisters) + "): lower tile_n";
     case prefix_sm90::kPageSize:
       return "page size " + std::to_string(batch.page_size) + " with tile_n " +
              std::to_string(c.tile_n) +
