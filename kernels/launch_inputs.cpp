@@ -1,6 +1,7 @@
 #include "kernels/launch_inputs.hpp"
 
 #include "kernels/device/cuda_context.hpp"
+#include "kernels/device/tensor_map.hpp"
 
 namespace attn {
 
@@ -39,6 +40,28 @@ int effective_sliding_window(const Batch& batch) {
 void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, int bytes) {
   ATTN_CU_CHECK(context.cuda->api(),
                 cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+}
+
+PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
+                                         const void* pool, int box_tokens) {
+  const ModelShape& m = batch.spec.model;
+  const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;  // tokens before heads
+  const uint64_t bytes = 2, H = uint64_t(m.num_kv_heads), P = uint64_t(batch.page_size),
+                 D = uint64_t(m.head_dim);
+  const uint64_t heads_stride = (hnd ? P * D : D) * bytes;
+  const uint64_t tokens_stride = (hnd ? D : H * D) * bytes;
+  const uint64_t dims[5] = {64, D / 64, hnd ? P : H, hnd ? H : P, uint64_t(batch.num_pages)};
+  const uint64_t strides[4] = {64 * bytes, hnd ? tokens_stride : heads_stride,
+                               hnd ? heads_stride : tokens_stride, P * H * D * bytes};
+  const uint32_t box[5] = {64, 1, hnd ? uint32_t(box_tokens) : 1u, hnd ? 1u : uint32_t(box_tokens),
+                           1};
+  PagedPoolTensorMap out;
+  out.map = encode_tensor_map(
+      context.cuda->api(),
+      m.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      pool, 5, dims, strides, box);
+  out.token_coordinate = hnd ? 2 : 3;
+  return out;
 }
 
 }  // namespace attn

@@ -1,10 +1,12 @@
 // Host-side derivations of kernel inputs that several CUDA variants share: the log2-domain logit
 // transform (scale, soft-cap), sink logits in log2, fp8 dequantisation scales per KV head, the
-// sliding window a kernel must apply, and the dynamic shared-memory opt-in of a loaded kernel.
+// sliding window a kernel must apply, the dynamic shared-memory opt-in of a loaded kernel, and the
+// TMA descriptor of a paged pool (the sm_90a variants' page boxes).
 #pragma once
 
 #include <vector>
 
+#include "kernels/common/tensor_map_bytes.hpp"
 #include "kernels/exec_context.hpp"
 #include "workloads/batch.hpp"
 
@@ -33,5 +35,19 @@ int effective_sliding_window(const Batch& batch);
 
 // Lets `kernel` use `bytes` of dynamic shared memory (above the 48 KiB default).
 void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, int bytes);
+
+// A K or V pool of 16-bit elements in the NHD or HND layout as a 5-D tensor, innermost first:
+//   (64 dims of a box, head_dim / 64 boxes of a row, then kv heads and tokens of a page in the
+//    pool's stride order, pages)
+// NHD: (64, blocks, kv_heads, page_size, pages); HND: (64, blocks, page_size, kv_heads, pages).
+// A box is 64 dims x box_tokens keys of one kv head and page, written 128-byte swizzled; box_tokens
+// must divide the page size and be at most 256. token_coordinate is the coordinate (2 or 3) that
+// holds the slot in the page; the kv head is the other of the two.
+struct PagedPoolTensorMap {
+  TensorMapBytes map;
+  int token_coordinate = 0;
+};
+PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
+                                         const void* pool, int box_tokens);
 
 }  // namespace attn

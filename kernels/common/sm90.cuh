@@ -1,12 +1,12 @@
 // Hopper (sm_90a) building blocks shared by the kernels that use TMA, mbarriers and wgmma: the
-// calibration GEMM (kernels/calibrate/gemm_sm90_wgmma.cuh), flash_fwd.sm90_wgmma and
-// paged_decode.sm90_tma.
+// calibration GEMM (kernels/calibrate/gemm_sm90_wgmma.cuh), flash_fwd.sm90_wgmma,
+// prefix_prefill.sm90_wgmma and paged_decode.sm90_tma.
 //
 // - mbarriers: init, arrive, arrive with an expected transaction byte count, and a parity wait.
 //   A barrier starts in phase 0; waiting for parity 1 on a fresh barrier returns at once (the
 //   phase "before" the first counts as complete), which is how a producer's first wait on an
 //   "empty" barrier passes.
-// - TMA: a 2-D or 5-D box of a tensor map into shared memory, completing its bytes on an
+// - TMA: a 2-D, 4-D or 5-D box of a tensor map into shared memory, completing its bytes on an
 //   mbarrier.
 // - wgmma shared-memory descriptors for the 128-byte swizzle layout TMA writes with
 //   CU_TENSOR_MAP_SWIZZLE_128B and a 64-element (128-byte) inner box: rows of 128 bytes, 8-row
@@ -77,6 +77,18 @@ __device__ __forceinline__ void tma_load_2d(void* destination, const TensorMapBy
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(smem_address(destination)),
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_address(bar)), "r"(inner), "r"(outer)
+      : "memory");
+}
+
+// TMA: a box of a 4-D tensor at coordinates c0 (innermost) .. c3 into shared memory, completing
+// on `bar` (prefix_prefill.sm90_wgmma's Q: the GQA group's heads of consecutive tokens).
+__device__ __forceinline__ void tma_load_4d(void* destination, const TensorMapBytes* map, int c0,
+                                            int c1, int c2, int c3, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(smem_address(destination)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_address(bar)), "r"(c0), "r"(c1),
+      "r"(c2), "r"(c3)
       : "memory");
 }
 

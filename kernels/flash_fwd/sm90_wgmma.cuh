@@ -57,9 +57,7 @@
 //              hide each other's softmax
 #pragma once
 
-#include "kernels/common/convert.cuh"
-#include "kernels/common/fast_math.cuh"
-#include "kernels/common/sm90.cuh"
+#include "kernels/common/sm90_attention.cuh"
 #include "kernels/flash_fwd/gather_kv.cuh"
 #include "kernels/flash_fwd/sm90_wgmma_params.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
@@ -164,7 +162,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     return;
   }
 
-  // ---- Consumers ----
+  // ---- Consumers (kernels/common/sm90_attention.cuh) ----
   sm90::setmaxnreg_inc<flash_sm90::kConsumerRegisters>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, lane = tid % 32;
@@ -175,160 +173,38 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past the
   // sequence's end): tiles reaching it are masked element by element, the others not at all.
   const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;
-  // This thread's two rows (accumulator layout, sm90.cuh): row0 and row0 + 8.
+  // This thread's two rows (accumulator layout, sm90.cuh): row0 and row0 + 8; with CAUSAL each
+  // sees keys up to its row + offset.
   const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
-  const unsigned char* q_rows = q_tile + consumer * ROWS * ROW_BYTES;
+  const int limit0 = CAUSAL ? row0 + offset : sm90_attn::kNoLimit;
+  const int limit1 = CAUSAL ? row0 + 8 + offset : sm90_attn::kNoLimit;
 
-  // Accumulator register i of a 64 x N wgmma tile: row row0 + 8 * ((i / 2) % 2), column
-  // 8 * (i / 4) + 2 * (lane % 4) + i % 2. Statistics per row h = 0, 1.
-  float o[HEAD_DIM / 2];
-#pragma unroll
-  for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.0f;
-  float s[TILE_N / 2];                    // scores of the tile being softmaxed, then its 2^(...)
-  unsigned int pa[TILE_N / 16][4];        // P of the previous tile: A fragments of its k16 steps
-  float row_max[2] = {kNegInf, kNegInf};  // raw scores (scale_log2 > 0 keeps the order)
-  float row_sum[2] = {0.0f, 0.0f};  // this lane's columns only; summed over the quad at the end
-  float alpha[2];
-
-  // S = Q K_n^T: HEAD_DIM / 16 k16 steps, the first overwriting S.
-  auto issue_scores = [&](int n) {
-    const unsigned char* k = k_tiles + (n % STAGES) * KV_BYTES;
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-      sm90::wgmma_ss<DTYPE, TILE_N>(
-          s, sm90::descriptor(q_rows + flash_sm90::k_major_step_offset(kk, TILE_M)),
-          sm90::descriptor(k + flash_sm90::k_major_step_offset(kk, TILE_N)), kk > 0 ? 1 : 0);
-    }
-    sm90::wgmma_commit();
-  };
-  // O += P V_n: TILE_N / 16 k16 steps over keys, V MN-major (transposed B).
-  auto issue_values = [&](int n) {
-    const unsigned char* v = v_tiles + (n % STAGES) * KV_BYTES;
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < TILE_N / 16; ++kk) {
-      sm90::wgmma_rs<DTYPE, HEAD_DIM, 1>(
-          o, pa[kk],
-          sm90::descriptor(v + flash_sm90::mn_major_step_offset(kk),
-                           flash_sm90::v_leading_bytes(TILE_N), flash_sm90::kSwizzleAtomBytes));
-    }
-    sm90::wgmma_commit();
-  };
-  // Mask S_n, update the row statistics and turn S_n into 2^(S * scale_log2 - max) in place;
-  // alpha rescales what O and the sums held before.
-  auto softmax = [&](int n) {
-    const int key0 = n * TILE_N;
-    if (key0 + TILE_N > mask_from) {
-#pragma unroll
-      for (int i = 0; i < TILE_N / 2; ++i) {
-        const int row = wg_row0 + flash_sm90::accumulator_row(tid, i);
-        const int key = key0 + flash_sm90::accumulator_column(tid, i);
-        if (key >= kv_len || (CAUSAL && key > row + offset)) s[i] = kNegInf;
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float tile_max = kNegInf;
-#pragma unroll
-      for (int j = 0; j < TILE_N / 8; ++j)
-        tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-      // The 4 lanes of a quad hold one row.
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[h], tile_max);
-      // No visible key yet: a finite base, so that -inf - -inf never happens.
-      const float base = new_max == kNegInf ? 0.0f : new_max * p.scale_log2;
-      alpha[h] = exp2_ftz(row_max[h] * p.scale_log2 - base);  // 0 while no key
-      row_max[h] = new_max;
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < TILE_N / 8; ++j) {
-        s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], p.scale_log2, -base));
-        s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], p.scale_log2, -base));
-        sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
-      }
-      row_sum[h] = fmaf(row_sum[h], alpha[h], sum);
-    }
-  };
-  // Rescale O by alpha and pack S_n into the A fragments of the next P V: accumulator registers
-  // 8 kk .. 8 kk + 7 are keys 16 kk .. 16 kk + 15 in exactly the A-fragment order.
-  auto rescale_and_pack = [&]() {
-#pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
-#pragma unroll
-    for (int kk = 0; kk < TILE_N / 16; ++kk) {
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        pa[kk][x] = pack2<DTYPE>(s[flash_sm90::a_fragment_accumulator(kk, x, 0)],
-                                 s[flash_sm90::a_fragment_accumulator(kk, x, 1)]);
-      }
-    }
-  };
-  auto release = [&](unsigned long long* bar) {
-    if (lane == 0) sm90::mbarrier_arrive(bar);
-  };
-
-  if (my_tiles > 0) {
-    sm90::mbarrier_wait(q_full, 0);
-    sm90::mbarrier_wait(&k_full[0], 0);
-    issue_scores(0);
-    sm90::wgmma_wait<0>();
-    release(&k_empty[0]);
-    softmax(0);
-    rescale_and_pack();
-    for (int n = 1; n < my_tiles; ++n) {
-      const int s_now = n % STAGES, s_prev = (n - 1) % STAGES;
-      sm90::mbarrier_wait(&k_full[s_now], (n / STAGES) & 1);
-      issue_scores(n);
-      sm90::mbarrier_wait(&v_full[s_prev], ((n - 1) / STAGES) & 1);
-      issue_values(n - 1);
-      sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
-      release(&k_empty[s_now]);
-      softmax(n);
-      sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
-      release(&v_empty[s_prev]);
-      rescale_and_pack();
-    }
-    const int last = my_tiles - 1;
-    sm90::mbarrier_wait(&v_full[last % STAGES], (last / STAGES) & 1);
-    issue_values(last);
-    sm90::wgmma_wait<0>();
-    release(&v_empty[last % STAGES]);
-  }
-  // Tiles the CTA loads for another warpgroup's rows: pass their barriers so the producer's
-  // accounting (every consumer warp releases every tile) holds.
-  for (int n = my_tiles; n < n_tiles; ++n) {
-    const int st = n % STAGES;
-    const unsigned int parity = (n / STAGES) & 1;
-    sm90::mbarrier_wait(&k_full[st], parity);
-    release(&k_empty[st]);
-    sm90::mbarrier_wait(&v_full[st], parity);
-    release(&v_empty[st]);
-  }
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
+  c.init(tid, p.scale_log2, 0.0f);
+  c.run(
+      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
+      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles,
+      [&](int n, float(&s)[TILE_N / 2]) {
+        if (n * TILE_N + TILE_N > mask_from)
+          sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+      },
+      [](int) {});
 
   // Normalise and store this thread's two rows straight from registers (4 bytes per column pair).
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
   unsigned short* out =
       static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * HEAD_DIM;
+  c.reduce_row_sums();
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
     const int row = row0 + 8 * h;
     if (row >= q_len) continue;
-    const float inv = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;  // no key: zeros
-    unsigned short* out_row = out + row * row_stride;
-#pragma unroll
-    for (int j = 0; j < HEAD_DIM / 8; ++j) {
-      const int i = 4 * j + 2 * h;  // registers i, i + 1: row `row`, adjacent columns
-      *reinterpret_cast<unsigned int*>(out_row + flash_sm90::accumulator_column(tid, i)) =
-          pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
-    }
+    const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
+    c.store_row(out + row * row_stride, h, inv);
     if (p.lse != nullptr && lane % 4 == 0) {
       const float kLn2 = 0.69314718055994531f;
       p.lse[(long long)(q_begin + row) * p.num_q_heads + q_head] =
-          row_sum[h] > 0.0f ? (row_max[h] * p.scale_log2 + log2f(row_sum[h])) * kLn2 : kNegInf;
+          c.row_sum[h] > 0.0f ? (c.max_log2(h) + log2f(c.row_sum[h])) * kLn2 : kNegInf;
     }
   }
 }

@@ -5,30 +5,43 @@
 #pragma once
 
 #include "base/host_device.hpp"
+#include "kernels/common/sm90_attention_traits.hpp"
 
 namespace attn {
 namespace flash_sm90 {
 
-// Rows of one wgmma m64 tile: each consumer warpgroup owns 64 query rows of the CTA's tile_m.
-constexpr int kConsumerRows = 64;
-// 16-bit elements of one 128-byte swizzle row: a TMA box is 64 columns wide, so Q, K and V tiles
-// are stored as head_dim / 64 column blocks of [rows][64] (see sm90_wgmma.cuh).
-constexpr int kBlockColumns = 64;
-constexpr int kBlockRowBytes = kBlockColumns * 2;
+// The tile shapes, index maps, register split and tile rules are those of every FA3-style kernel
+// here (kernels/common/sm90_attention_traits.hpp).
+using sm90_attn::a_fragment_accumulator;
+using sm90_attn::accumulator_column;
+using sm90_attn::accumulator_row;
+using sm90_attn::column_blocks;
+using sm90_attn::k_major_step_offset;
+using sm90_attn::kBlockColumns;
+using sm90_attn::kBlockRowBytes;
+using sm90_attn::kConsumerRegisters;
+using sm90_attn::kConsumerRows;
+using sm90_attn::kMaxSharedBytes;
+using sm90_attn::kProducerRegisters;
+using sm90_attn::kRegisterOverhead;
+using sm90_attn::kSwizzleAtomBytes;
+using sm90_attn::kv_tile_bytes;
+using sm90_attn::mn_major_step_offset;
+using sm90_attn::q_bytes;
+using sm90_attn::register_estimate;
+using sm90_attn::threads;
+using sm90_attn::v_leading_bytes;
 
-ATTN_HOST_DEVICE constexpr int threads(int consumers) {
-  return 128 * (consumers + 1);  // one producer warpgroup + the consumers
-}
-ATTN_HOST_DEVICE constexpr int column_blocks(int head_dim) {
-  return head_dim / kBlockColumns;
-}
-ATTN_HOST_DEVICE constexpr int q_bytes(int head_dim, int tile_m) {
-  return tile_m * head_dim * 2;
-}
-// One K or one V buffer (one pipeline stage of one of them).
-ATTN_HOST_DEVICE constexpr int kv_tile_bytes(int head_dim, int tile_n) {
-  return tile_n * head_dim * 2;
-}
+using Rule = sm90_attn::Rule;
+using sm90_attn::kConsumers;
+using sm90_attn::kHeadDim;
+using sm90_attn::kOk;
+using sm90_attn::kRegisters;
+using sm90_attn::kSharedMemory;
+using sm90_attn::kStages;
+using sm90_attn::kTileM;
+using sm90_attn::kTileN;
+
 // mbarriers: Q's, and full + empty for K and for V in every stage.
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages) {
   return (1 + 4 * stages) * 8;
@@ -36,85 +49,13 @@ ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages) {
 // Q, STAGES K buffers, STAGES V buffers, the barriers, and 1 KiB to align the tiles to the
 // 1024-byte period of the 128-byte swizzle.
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return 1024 + q_bytes(head_dim, tile_m) + 2 * stages * kv_tile_bytes(head_dim, tile_n) +
-         barrier_bytes(stages);
+  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) + barrier_bytes(stages);
 }
-
-// --- Index maps the kernel uses, shared with the CPU test that checks them against the PTX ISA's
-// layouts (tests/kernels/flash_fwd/sm90_wgmma_test.cpp) ---
-
-// Accumulator register i of a 64 x N wgmma tile held by thread `tid` (0..127) of the warpgroup:
-// warp w = tid / 32 holds rows 16w .. 16w + 15; lane l holds row l / 4 and l / 4 + 8 of them.
-ATTN_HOST_DEVICE constexpr int accumulator_row(int tid, int i) {
-  return (tid / 32) * 16 + (tid % 32) / 4 + 8 * ((i / 2) % 2);
-}
-ATTN_HOST_DEVICE constexpr int accumulator_column(int tid, int i) {
-  return 8 * (i / 4) + 2 * (tid % 4) + i % 2;
-}
-// Register x (0..3) of a register-sourced A fragment of k16 step kk packs accumulator registers
-// 8 kk + 2x (low half) and 8 kk + 2x + 1 (high half) of the score tile.
-ATTN_HOST_DEVICE constexpr int a_fragment_accumulator(int kk, int x, int half) {
-  return 8 * kk + 2 * x + half;
-}
-
-// Byte offsets of the wgmma operands of k16 step kk, from the start of the tile (the Q tile of
-// the warpgroup's rows, or one K or V stage); column blocks are [rows][64] (128-byte rows).
-// Q and K are K-major: step kk reads 16 dims, column block kk / 4 at byte (kk % 4) x 32.
-ATTN_HOST_DEVICE constexpr int k_major_step_offset(int kk, int block_rows) {
-  return (kk / 4) * block_rows * kBlockRowBytes + (kk % 4) * 32;
-}
-// V is MN-major (dims contiguous): step kk reads keys 16 kk .. 16 kk + 15 of every column block.
-ATTN_HOST_DEVICE constexpr int mn_major_step_offset(int kk) {
-  return kk * 16 * kBlockRowBytes;
-}
-// Descriptor strides: SBO, the distance between 8-row (K-major) or 8-key (MN-major) groups; LBO
-// (MN-major only), the distance between 64-dim column blocks of a V tile of tile_n keys.
-constexpr int kSwizzleAtomBytes = 8 * kBlockRowBytes;  // 1024
-ATTN_HOST_DEVICE constexpr int v_leading_bytes(int tile_n) {
-  return tile_n * kBlockRowBytes;
-}
-
-// setmaxnreg budgets: with 2 consumers the CTA has 384 threads and 168 registers each at launch
-// (65536 / 384, rounded down to a multiple of 8); the producer gives back to 24 so the consumers
-// can take 240 (128 x 24 + 256 x 240 = 384 x 168). With one consumer the same 24 / 240 split
-// fits with room to spare.
-constexpr int kProducerRegisters = 24;
-constexpr int kConsumerRegisters = 240;
-
-// Per-thread registers a consumer's live arrays need: the output accumulator (64 rows x head_dim
-// fp32 over 128 threads), the scores of the tile being softmaxed (64 x tile_n fp32) and the
-// previous tile's probabilities as packed 16-bit A fragments (64 x tile_n / 2 registers), which
-// wgmma still reads while the next softmax runs; plus an allowance for addresses, row statistics
-// and loop state.
-constexpr int kRegisterOverhead = 40;
-ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n) {
-  return head_dim / 2 + tile_n / 2 + tile_n / 4 + kRegisterOverhead;
-}
-
-// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
-constexpr int kMaxSharedBytes = 227 * 1024;
-
-enum Rule : int {
-  kOk = 0,
-  kHeadDim,       // head_dim must be 64, 128 or 256
-  kConsumers,     // consumers must be 1 or 2
-  kTileM,         // tile_m must be 64 x consumers
-  kTileN,         // tile_n must be 64 or 128
-  kStages,        // stages must be 2, 3 or 4
-  kSharedMemory,  // more than kMaxSharedBytes of shared memory
-  kRegisters,     // more registers per consumer thread than setmaxnreg gives (would spill)
-};
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers) {
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
-  if (consumers != 1 && consumers != 2) return kConsumers;
-  if (tile_m != kConsumerRows * consumers) return kTileM;
-  if (tile_n != 64 && tile_n != 128) return kTileN;
-  if (stages < 2 || stages > 4) return kStages;
-  if (shared_bytes(head_dim, tile_m, tile_n, stages) > kMaxSharedBytes) return kSharedMemory;
-  if (register_estimate(head_dim, tile_n) > kConsumerRegisters) return kRegisters;
-  return kOk;
+  return sm90_attn::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
+                                shared_bytes(head_dim, tile_m, tile_n, stages));
 }
 
 }  // namespace flash_sm90

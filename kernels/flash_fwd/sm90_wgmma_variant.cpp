@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "kernels/common/dtype_code.hpp"
+#include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
@@ -34,30 +35,9 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 }
 
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
-  switch (rule) {
-    case flash_sm90::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
-    case flash_sm90::kConsumers:
-      return "consumers must be 1 or 2 (consumer warpgroups)";
-    case flash_sm90::kTileM:
-      return "tile_m must be " + std::to_string(flash_sm90::kConsumerRows * c.consumers) +
-             " with " + std::to_string(c.consumers) +
-             " consumer warpgroup(s) (64 query rows per warpgroup)";
-    case flash_sm90::kTileN:
-      return "tile_n must be 64 or 128";
-    case flash_sm90::kStages:
-      return "stages must be 2, 3 or 4";
-    case flash_sm90::kSharedMemory:
-      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
-             " bytes of shared memory (limit " + std::to_string(flash_sm90::kMaxSharedBytes) +
-             "): lower stages, tile_n or tile_m";
-    case flash_sm90::kRegisters:
-      return "too many registers per consumer thread (estimate " +
-             std::to_string(flash_sm90::register_estimate(head_dim, c.tile_n)) + ", setmaxnreg " +
-             std::to_string(flash_sm90::kConsumerRegisters) + "): lower tile_n";
-    default:
-      return "invalid config";
-  }
+  const std::string reason = sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers,
+                                                           c.shared_bytes(head_dim));
+  return reason.empty() ? "invalid config" : reason;
 }
 
 int dtype_code(DType dtype) {

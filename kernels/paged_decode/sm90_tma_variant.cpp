@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "kernels/device/tensor_map.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/sm90_tma_params.hpp"
@@ -56,30 +55,6 @@ std::string describe_rule(int rule, const Sm90TmaConfig& c, int head_dim, int pa
     default:
       return "invalid config";
   }
-}
-
-// One pool as the 5-D tensor of sm90_tma_params.hpp; box: 64 dims x box_tokens keys.
-TensorMapBytes pool_tensor_map(const ExecContext& context, const Batch& batch, const void* pool,
-                               int box_tokens, bool tokens_before_heads) {
-  const ModelShape& m = batch.spec.model;
-  const PagedPoolStrides s = paged_pool_strides(batch);  // elements
-  const uint64_t bytes = 2;
-  const uint64_t heads_dim = uint64_t(m.num_kv_heads), tokens_dim = uint64_t(batch.page_size);
-  const uint64_t heads_stride = uint64_t(s.head) * bytes, tokens_stride = uint64_t(s.token) * bytes;
-  const uint64_t dims[5] = {
-      uint64_t(sm90_tma::kBoxElements), uint64_t(m.head_dim / sm90_tma::kBoxElements),
-      tokens_before_heads ? tokens_dim : heads_dim, tokens_before_heads ? heads_dim : tokens_dim,
-      uint64_t(batch.num_pages)};
-  const uint64_t strides[4] = {
-      uint64_t(sm90_tma::kBoxElements) * bytes, tokens_before_heads ? tokens_stride : heads_stride,
-      tokens_before_heads ? heads_stride : tokens_stride, uint64_t(s.page) * bytes};
-  const uint32_t box[5] = {uint32_t(sm90_tma::kBoxElements), 1,
-                           tokens_before_heads ? uint32_t(box_tokens) : 1u,
-                           tokens_before_heads ? 1u : uint32_t(box_tokens), 1};
-  return encode_tensor_map(context.cuda->api(),
-                           batch.spec.model.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                           pool, 5, dims, strides, box);
 }
 
 class Sm90TmaVariant : public Variant {
@@ -167,11 +142,11 @@ class Sm90TmaVariant : public Variant {
         problem, context, attention, c.tile_tokens, c.num_splits, smem, sm90_tma::threads(c.warps));
     Sm90TmaParams params{};
     params.base = launch.params;
-    const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
     const int box = sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
-    params.k_map = pool_tensor_map(context, batch, problem.k_pool(), box, hnd);
-    params.v_map = pool_tensor_map(context, batch, problem.v_pool(), box, hnd);
-    params.token_coordinate = hnd ? 2 : 3;
+    const PagedPoolTensorMap k_map = paged_pool_tensor_map(context, batch, problem.k_pool(), box);
+    params.k_map = k_map.map;
+    params.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box).map;
+    params.token_coordinate = k_map.token_coordinate;
     LaunchShape shape;
     shape.grid_x = launch.grid_x;
     shape.block_x = unsigned(sm90_tma::threads(c.warps));

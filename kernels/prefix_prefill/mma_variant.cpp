@@ -16,10 +16,6 @@ namespace attn {
 
 namespace {
 
-// New-token rows of K_new/V_new start at multiples of this (zero padding between sequences), so
-// that a dims-major V_new row's 16-byte chunks of keys are aligned.
-constexpr int kNewRowAlign = 16;
-
 const char* const kAxes[] = {"block_m", "block_n", "warps", "stages", "unroll_cache", "unroll_new"};
 
 struct MmaConfig {
@@ -90,26 +86,6 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
 
 int dtype_code(DType dtype) {
   return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
-}
-
-int round_up(int64_t value, int64_t to) {
-  return int((value + to - 1) / to * to);
-}
-
-// The KV tiles a q tile walks (mma.cuh's key range, on the host): its cost, for the schedule.
-int64_t kv_tiles_of(const Batch& batch, int seq, int64_t t0, int64_t tokens, int block_n,
-                    bool explicit_mask) {
-  const int64_t ctx = batch.context_lens[size_t(seq)], kv_len = batch.kv_lens[size_t(seq)];
-  int64_t lo = 0, hi = kv_len;
-  if (!explicit_mask) {
-    if (batch.sliding_window > 0) lo = std::max<int64_t>(0, ctx + t0 - batch.sliding_window + 1);
-    if (batch.causal) hi = ctx + t0 + tokens;
-  }
-  const int64_t first_ctx = lo / block_n;
-  const int64_t n_ctx = lo < ctx ? (std::min(ctx, hi) + block_n - 1) / block_n - first_ctx : 0;
-  const int64_t first_new = std::max<int64_t>(0, lo - ctx) / block_n;
-  const int64_t n_new = hi > ctx ? (hi - ctx + block_n - 1) / block_n - first_new : 0;
-  return n_ctx + n_new;
 }
 
 class MmaLauncher : public Launcher {
@@ -258,50 +234,16 @@ class MmaVariant : public Variant {
 
     const int group = batch.spec.group_size();
     const int tile_tokens = c.block_m / group;
-    const int element = int(size_of(batch.kv_dtype));
-    const bool v_dim_major = prefix_prefill_v_dim_major(batch);
     std::vector<DeviceBuffer> buffers;
-    auto allocate = [&](size_t bytes) {
+    auto upload = [&](const void* data, size_t bytes) {
       buffers.emplace_back(*context.cuda, std::max<size_t>(bytes, 16));
+      if (bytes > 0) buffers.back().upload(data, bytes);
       return buffers.back().address();
     };
-    auto upload = [&](const void* data, size_t bytes) {
-      const CUdeviceptr address = allocate(bytes);
-      if (bytes > 0) buffers.back().upload(data, bytes);
-      return address;
-    };
-
-    // Per sequence: lengths and where its rows start in Q/out and in K_new/V_new.
-    std::vector<PrefixPrefillSeq> seqs(size_t(batch.num_seqs));
-    int64_t new_rows = 0;
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      seqs[s].context_len = int(batch.context_lens[s]);
-      seqs[s].query_len = int(batch.query_lens[s]);
-      seqs[s].q_start = int(batch.cu_seqlens_q[s]);
-      seqs[s].new_start = int(new_rows);
-      new_rows += round_up(batch.query_lens[s], kNewRowAlign);
-    }
-    new_rows = std::max<int64_t>(new_rows, kNewRowAlign);
-
-    // The q tiles, heaviest first (most KV tiles), so the last wave holds the short ones.
-    struct Tile {
-      int seq, t0;
-      int64_t cost;
-    };
-    std::vector<Tile> tiles;
-    for (int s = 0; s < batch.num_seqs; ++s) {
-      for (int64_t t0 = 0; t0 < batch.query_lens[size_t(s)]; t0 += tile_tokens) {
-        const int64_t tokens = std::min<int64_t>(tile_tokens, batch.query_lens[size_t(s)] - t0);
-        tiles.push_back({s, int(t0), kv_tiles_of(batch, s, t0, tokens, c.block_n, explicit_mask_)});
-      }
-    }
-    std::stable_sort(tiles.begin(), tiles.end(),
-                     [](const Tile& a, const Tile& b) { return a.cost > b.cost; });
-    std::vector<int> tile_table;
-    for (const Tile& t : tiles) {
-      tile_table.push_back(t.seq);
-      tile_table.push_back(t.t0);
-    }
+    // The new tokens' K/V from their cache slots, once, here (not timed).
+    const PrefixPrefillNewTokens fresh = gather_new_tokens(problem, context, gather, buffers);
+    const std::vector<int> tile_table =
+        prefix_prefill_tile_schedule(batch, tile_tokens, c.block_n, explicit_mask_);
 
     PrefixPrefillParams p{};
     p.q = problem.q();
@@ -309,16 +251,13 @@ class MmaVariant : public Variant {
     p.v_pool = problem.v_pool();
     p.block_table = problem.block_table();
     p.out = problem.out();
-    p.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
-        upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
+    p.seqs = fresh.seqs;
     p.tiles = reinterpret_cast<const int*>(upload(tile_table.data(), tile_table.size() * 4));
-    const size_t new_bytes =
-        size_t(new_rows) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_t(element);
-    p.k_new = reinterpret_cast<const void*>(allocate(new_bytes));
-    p.v_new = reinterpret_cast<const void*>(allocate(new_bytes));
+    p.k_new = fresh.k_new;
+    p.v_new = fresh.v_new;
     p.k_strides = prefix_prefill_pool_strides(batch, false);
     p.v_strides = prefix_prefill_pool_strides(batch, true);
-    p.new_rows = new_rows;
+    p.new_rows = fresh.new_rows;
     p.num_q_heads = m.num_q_heads;
     p.num_kv_heads = m.num_kv_heads;
     p.group = group;
@@ -352,35 +291,8 @@ class MmaVariant : public Variant {
           upload(mask.offsets.data(), mask.offsets.size() * sizeof(int64_t)));
     }
 
-    // The gather (once, here, not timed): the new tokens' K/V from their cache slots.
-    PrefixPrefillGatherParams g{};
-    g.k_pool = p.k_pool;
-    g.v_pool = p.v_pool;
-    g.slot_mapping = reinterpret_cast<const long long*>(
-        upload(batch.slot_mapping.data(), batch.slot_mapping.size() * sizeof(int64_t)));
-    g.seqs = p.seqs;
-    g.k_new = const_cast<void*>(p.k_new);
-    g.v_new = const_cast<void*>(p.v_new);
-    g.k_strides = p.k_strides;
-    g.v_strides = p.v_strides;
-    g.new_rows = new_rows;
-    g.k_chunk_elements = 16 / element;
-    g.v_chunk_elements = v_dim_major ? 1 : 16 / element;
-    g.v_dim_major = v_dim_major ? 1 : 0;
-    g.element_bytes = element;
-    g.num_kv_heads = m.num_kv_heads;
-    g.head_dim = m.head_dim;
-    g.page_size = batch.page_size;
-    const int64_t longest = round_up(batch.max_query_len(), kNewRowAlign);
-    LaunchShape gather_shape;
-    gather_shape.grid_x =
-        unsigned(std::clamp<int64_t>((longest * m.num_kv_heads * m.head_dim + 255) / 256, 1, 4096));
-    gather_shape.grid_y = unsigned(batch.num_seqs);
-    gather_shape.block_x = 256;
-    attn::launch(*context.cuda, gather, gather_shape, *context.stream, g);
-
     LaunchShape shape;
-    shape.grid_x = unsigned(tiles.size() * size_t(m.num_kv_heads));
+    shape.grid_x = unsigned(tile_table.size() / 2 * size_t(m.num_kv_heads));
     shape.block_x = unsigned(prefix_prefill::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<MmaLauncher>(context, attention, shape, p, std::move(buffers));

@@ -1,5 +1,7 @@
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 
+#include <algorithm>
+
 #include "kernels/registry.hpp"
 #include "workloads/visibility.hpp"
 
@@ -7,11 +9,13 @@ namespace attn {
 
 std::unique_ptr<Variant> make_prefix_prefill_mma();
 std::unique_ptr<Variant> make_prefix_prefill_masked();
+std::unique_ptr<Variant> make_prefix_prefill_sm90_wgmma();
 std::unique_ptr<Variant> make_prefix_prefill_cpu_reference();
 
 void add_prefix_prefill_variants(Registry& registry) {
   registry.add(make_prefix_prefill_mma());
   registry.add(make_prefix_prefill_masked());
+  registry.add(make_prefix_prefill_sm90_wgmma());
   registry.add(make_prefix_prefill_cpu_reference());
 }
 
@@ -59,6 +63,115 @@ PoolStrides prefix_prefill_pool_strides(const Batch& batch, bool value) {
       return {H * D * P * e, D * P * e, 16, P * 16};  // [pages, kv_heads, head_dim / x, page, x]
   }
   return {};
+}
+
+PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context, CUfunction gather,
+                                         std::vector<DeviceBuffer>& owned) {
+  const Batch& batch = problem.batch();
+  const ModelShape& m = batch.spec.model;
+  constexpr int kAlign = PrefixPrefillNewTokens::kNewRowAlign;
+  auto round_up = [](int64_t value) { return (value + kAlign - 1) / kAlign * kAlign; };
+  auto allocate = [&](size_t bytes) {
+    owned.emplace_back(*context.cuda, std::max<size_t>(bytes, 16));
+    return owned.back().address();
+  };
+  auto upload = [&](const void* data, size_t bytes) {
+    const CUdeviceptr address = allocate(bytes);
+    if (bytes > 0) owned.back().upload(data, bytes);
+    return address;
+  };
+
+  // Per sequence: lengths and where its rows start in Q/out and in K_new/V_new.
+  std::vector<PrefixPrefillSeq> seqs(size_t(batch.num_seqs));
+  int64_t new_rows = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    seqs[s].context_len = int(batch.context_lens[s]);
+    seqs[s].query_len = int(batch.query_lens[s]);
+    seqs[s].q_start = int(batch.cu_seqlens_q[s]);
+    seqs[s].new_start = int(new_rows);
+    new_rows += round_up(batch.query_lens[s]);
+  }
+  PrefixPrefillNewTokens fresh;
+  fresh.new_rows = std::max<int64_t>(new_rows, kAlign);
+  fresh.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
+      upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
+  const int element = int(size_of(batch.kv_dtype));
+  const size_t new_bytes =
+      size_t(fresh.new_rows) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_t(element);
+  fresh.k_new = reinterpret_cast<void*>(allocate(new_bytes));
+  fresh.v_new = reinterpret_cast<void*>(allocate(new_bytes));
+
+  const bool v_dim_major = prefix_prefill_v_dim_major(batch);
+  PrefixPrefillGatherParams g{};
+  g.k_pool = problem.k_pool();
+  g.v_pool = problem.v_pool();
+  g.slot_mapping = reinterpret_cast<const long long*>(
+      upload(batch.slot_mapping.data(), batch.slot_mapping.size() * sizeof(int64_t)));
+  g.seqs = fresh.seqs;
+  g.k_new = fresh.k_new;
+  g.v_new = fresh.v_new;
+  g.k_strides = prefix_prefill_pool_strides(batch, false);
+  g.v_strides = prefix_prefill_pool_strides(batch, true);
+  g.new_rows = fresh.new_rows;
+  g.k_chunk_elements = 16 / element;
+  g.v_chunk_elements = v_dim_major ? 1 : 16 / element;
+  g.v_dim_major = v_dim_major ? 1 : 0;
+  g.element_bytes = element;
+  g.num_kv_heads = m.num_kv_heads;
+  g.head_dim = m.head_dim;
+  g.page_size = batch.page_size;
+  const int64_t longest = round_up(batch.max_query_len());
+  LaunchShape shape;
+  shape.grid_x =
+      unsigned(std::clamp<int64_t>((longest * m.num_kv_heads * m.head_dim + 255) / 256, 1, 4096));
+  shape.grid_y = unsigned(batch.num_seqs);
+  shape.block_x = 256;
+  attn::launch(*context.cuda, gather, shape, *context.stream, g);
+  return fresh;
+}
+
+namespace {
+
+// The KV tiles a q tile of `tokens` new tokens from t0 walks (the kernels' key ranges, on the
+// host): its cost, for the schedule.
+int64_t kv_tiles_of(const Batch& batch, int seq, int64_t t0, int64_t tokens, int block_n,
+                    bool explicit_mask) {
+  const int64_t ctx = batch.context_lens[size_t(seq)], kv_len = batch.kv_lens[size_t(seq)];
+  int64_t lo = 0, hi = kv_len;
+  if (!explicit_mask) {
+    if (batch.sliding_window > 0) lo = std::max<int64_t>(0, ctx + t0 - batch.sliding_window + 1);
+    if (batch.causal) hi = ctx + t0 + tokens;
+  }
+  const int64_t first_ctx = lo / block_n;
+  const int64_t n_ctx = lo < ctx ? (std::min(ctx, hi) + block_n - 1) / block_n - first_ctx : 0;
+  const int64_t first_new = std::max<int64_t>(0, lo - ctx) / block_n;
+  const int64_t n_new = hi > ctx ? (hi - ctx + block_n - 1) / block_n - first_new : 0;
+  return n_ctx + n_new;
+}
+
+}  // namespace
+
+std::vector<int> prefix_prefill_tile_schedule(const Batch& batch, int tile_tokens, int block_n,
+                                              bool explicit_mask) {
+  struct Tile {
+    int seq, t0;
+    int64_t cost;
+  };
+  std::vector<Tile> tiles;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    for (int64_t t0 = 0; t0 < batch.query_lens[size_t(s)]; t0 += tile_tokens) {
+      const int64_t tokens = std::min<int64_t>(tile_tokens, batch.query_lens[size_t(s)] - t0);
+      tiles.push_back({s, int(t0), kv_tiles_of(batch, s, t0, tokens, block_n, explicit_mask)});
+    }
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const Tile& a, const Tile& b) { return a.cost > b.cost; });
+  std::vector<int> table;
+  for (const Tile& t : tiles) {
+    table.push_back(t.seq);
+    table.push_back(t.t0);
+  }
+  return table;
 }
 
 Work prefix_prefill_work(const Batch& batch, bool reads_explicit_mask) {

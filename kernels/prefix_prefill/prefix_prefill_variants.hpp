@@ -3,6 +3,9 @@
 // variant reads an explicit (query_len, context_len + query_len) mask instead (seed 000).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "kernels/prefix_prefill/mma_params.hpp"
 #include "kernels/variant.hpp"
 
@@ -10,7 +13,8 @@ namespace attn {
 
 class Registry;
 
-// Registers prefix_prefill.mma and prefix_prefill.masked (CUDA) and prefix_prefill.cpu_reference.
+// Registers prefix_prefill.mma, prefix_prefill.masked and prefix_prefill.sm90_wgmma (CUDA) and
+// prefix_prefill.cpu_reference.
 void add_prefix_prefill_variants(Registry& registry);
 
 // What every CUDA prefix_prefill variant needs of a batch: bf16/fp16 Q, K/V of the Q dtype or
@@ -22,6 +26,31 @@ Support prefix_prefill_supports_batch(const Batch& batch);
 PoolStrides prefix_prefill_pool_strides(const Batch& batch, bool value);
 // Whether the batch's V pool is dim-major (vLLM's [pages, kv_heads, head_dim, page_size]).
 bool prefix_prefill_v_dim_major(const Batch& batch);
+
+// The new tokens' K and V laid out contiguously, as seed 002's kernel receives them:
+// [new_rows, kv_heads, head_dim] (V: [kv_heads, head_dim, new_rows] when the pool's V is
+// dim-major), each sequence's rows from seqs[s].new_start, a multiple of kNewRowAlign, with zero
+// rows up to the next sequence's start.
+struct PrefixPrefillNewTokens {
+  static constexpr int kNewRowAlign = 16;
+  const PrefixPrefillSeq* seqs = nullptr;  // device [num_seqs]
+  void* k_new = nullptr;
+  void* v_new = nullptr;
+  int64_t new_rows = 0;  // at least kNewRowAlign
+};
+// Uploads the per-sequence table and slot mapping, allocates K_new and V_new, and runs `gather`
+// (attn::prefix_prefill_gather, kernels/prefix_prefill/gather.cuh) once on the context's stream.
+// The device buffers it allocates are appended to `owned`, which must outlive the kernels that
+// read them.
+PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context, CUfunction gather,
+                                         std::vector<DeviceBuffer>& owned);
+
+// The q tiles of tile_tokens new tokens of every sequence as [num_tiles][2] (sequence, first new
+// token), heaviest first: the most KV tiles of block_n keys (context tiles from key 0, then
+// new-token tiles from new token 0) under the batch's causal and window rules (none with an
+// explicit mask), so that the last wave holds the short ones.
+std::vector<int> prefix_prefill_tile_schedule(const Batch& batch, int tile_tokens, int block_n,
+                                              bool explicit_mask);
 
 // Minimum traffic: Q and the output, each sequence's K and V rows once per kv head (in the KV
 // dtype: context and new tokens), the used block-table entries, and the explicit mask's bytes when

@@ -42,11 +42,13 @@ TEST(Registry, HoldsThePrefixPrefillVariants) {
   const Registry registry = make_registry();
   ASSERT_NE(registry.find("prefix_prefill.mma"), nullptr);
   ASSERT_NE(registry.find("prefix_prefill.masked"), nullptr);
+  ASSERT_NE(registry.find("prefix_prefill.sm90_wgmma"), nullptr);
   ASSERT_NE(registry.find("prefix_prefill.cpu_reference"), nullptr);
   EXPECT_EQ(registry.find("prefix_prefill.mma")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("prefix_prefill.masked")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("prefix_prefill.sm90_wgmma")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("prefix_prefill.cpu_reference")->backend(), Backend::cpu);
-  EXPECT_EQ(registry.matching("prefix_prefill.*").size(), 3u);
+  EXPECT_EQ(registry.matching("prefix_prefill.*").size(), 4u);
   // The CPU oracle runs prefill batches; decode-only ones are paged_decode.cpu_reference's.
   testing::SpecShape shape;
   const Variant* cpu = registry.find("prefix_prefill.cpu_reference");

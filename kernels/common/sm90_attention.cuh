@@ -1,0 +1,245 @@
+// The consumer side of the FlashAttention-3 style Hopper kernels (flash_fwd.sm90_wgmma,
+// prefix_prefill.sm90_wgmma): one consumer warpgroup's 64 query rows against a stream of key tiles
+// that a producer warpgroup loads into STAGES shared-memory buffers with TMA. What differs between
+// the kernels (where the keys come from, which keys a row sees, where the output goes) stays in
+// the kernels; this is the part that is the same math.
+//
+// Per key tile n a consumer issues S_n = Q K_n^T (wgmma SS, both operands in shared memory), then
+// O += P_{n-1} V_{n-1} (wgmma RS: P from registers as the A operand, V from shared memory through
+// a transposed descriptor), waits for S_n only, and runs the masking and online softmax of S_n
+// while P V runs on the tensor cores (FA3's intra-warpgroup overlap); then waits for P V, rescales
+// O and converts S_n into the next P.
+//
+// Layouts (kernels/common/sm90_attention_traits.hpp): Q [HEAD_DIM / 64][TILE_M][64] and each K or V
+// stage [HEAD_DIM / 64][TILE_N][64], as TMA writes them with the 128-byte swizzle. Q and K are
+// K-major operands (SBO 1024); V is the MN-major B of P V (LBO TILE_N x 128, SBO 1024).
+//
+// Barriers: K and V of each stage have a full barrier (the producer's TMA bytes) and an empty one
+// (one arrival per consumer warp once its wgmmas reading the buffer are done). A consumer releases
+// every tile the producer loads, including the tiles its own rows do not need.
+//
+// Logits: S * scale_log2 in the log2 domain, or with a soft-cap (cap_log2 > 0) cap_log2 *
+// tanh(S * score_scale), where the host passes softmax_scale / cap as the score scale. Keys the
+// kernel's mask hides become -inf after the cap (tanh(-inf) would be finite).
+#pragma once
+
+#include "kernels/common/convert.cuh"
+#include "kernels/common/fast_math.cuh"
+#include "kernels/common/sm90.cuh"
+#include "kernels/common/sm90_attention_traits.hpp"
+
+namespace attn {
+namespace sm90_attn {
+
+constexpr int kNoLimit = 0x7fffffff;
+
+// The pipeline buffers a consumer reads: STAGES K and V tiles of kv_tile_bytes each, and their
+// barriers.
+struct KvPipeline {
+  const unsigned char* k_tiles;
+  const unsigned char* v_tiles;
+  unsigned long long* k_full;
+  unsigned long long* k_empty;
+  unsigned long long* v_full;
+  unsigned long long* v_empty;
+};
+
+// Hides the scores of keys key0 + column with key >= key_end or key > the row's limit (limit0 for
+// the thread's first row, limit1 for its second, 8 rows below).
+template <int TILE_N>
+__device__ __forceinline__ void mask_scores(float (&s)[TILE_N / 2], int tid, int key0, int key_end,
+                                            int limit0, int limit1) {
+  const float kNegInf = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int i = 0; i < TILE_N / 2; ++i) {
+    const int key = key0 + accumulator_column(tid, i);
+    const int limit = (i / 2) % 2 == 0 ? limit0 : limit1;
+    if (key >= key_end || key > limit) s[i] = kNegInf;
+  }
+}
+
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES>
+struct Consumer {
+  static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+
+  // Accumulator register i of a 64 x N wgmma tile: row accumulator_row(tid, i), column
+  // accumulator_column(tid, i). Statistics per row h = 0, 1 (rows l / 4 and l / 4 + 8 of the
+  // warp's 16).
+  float o[HEAD_DIM / 2];
+  float s[TILE_N / 2];              // scores of the tile being softmaxed, then its 2^(...)
+  unsigned int pa[TILE_N / 16][4];  // P of the previous tile: A fragments of its k16 steps
+  float row_max[2];  // in units of the scores the exponent scales (raw without soft-cap)
+  float row_sum[2];  // this lane's columns only until reduce_row_sums()
+  float alpha[2];
+  float score_scale, cap_log2;
+  float exp_scale;  // what multiplies a score in the exponent: scale_log2, or 1 after a soft-cap
+  int tid, lane;
+
+  __device__ __forceinline__ void init(int thread, float scale, float cap) {
+    const float kNegInf = -__int_as_float(0x7f800000);
+    tid = thread;
+    lane = thread % 32;
+    score_scale = scale;
+    cap_log2 = cap;
+    exp_scale = cap > 0.0f ? 1.0f : scale;
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.0f;
+    row_max[0] = row_max[1] = kNegInf;  // raw scores (exp_scale > 0 keeps the order)
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
+
+  // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S.
+  __device__ __forceinline__ void issue_scores(const unsigned char* q_rows,
+                                               const unsigned char* k) {
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+      sm90::wgmma_ss<DTYPE, TILE_N>(s, sm90::descriptor(q_rows + k_major_step_offset(kk, TILE_M)),
+                                    sm90::descriptor(k + k_major_step_offset(kk, TILE_N)),
+                                    kk > 0 ? 1 : 0);
+    }
+    sm90::wgmma_commit();
+  }
+
+  // O += P V: TILE_N / 16 k16 steps over keys, V MN-major (transposed B).
+  __device__ __forceinline__ void issue_values(const unsigned char* v) {
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < TILE_N / 16; ++kk) {
+      sm90::wgmma_rs<DTYPE, HEAD_DIM, 1>(
+          o, pa[kk],
+          sm90::descriptor(v + mn_major_step_offset(kk), v_leading_bytes(TILE_N),
+                           kSwizzleAtomBytes));
+    }
+    sm90::wgmma_commit();
+  }
+
+  // (Soft-cap,) mask tile n (mask(n, s)), update the row statistics and turn S into 2^(S *
+  // exp_scale - max) in place; alpha rescales what O and the sums held before.
+  template <class Mask>
+  __device__ __forceinline__ void softmax(int n, Mask& mask) {
+    const float kNegInf = -__int_as_float(0x7f800000);
+    if (cap_log2 > 0.0f) {
+#pragma unroll
+      for (int i = 0; i < TILE_N / 2; ++i) s[i] = cap_log2 * tanhf(s[i] * score_scale);
+    }
+    mask(n, s);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = kNegInf;
+#pragma unroll
+      for (int j = 0; j < TILE_N / 8; ++j)
+        tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      // The 4 lanes of a quad hold one row.
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(row_max[h], tile_max);
+      // No visible key yet: a finite base, so that -inf - -inf never happens.
+      const float base = new_max == kNegInf ? 0.0f : new_max * exp_scale;
+      alpha[h] = exp2_ftz(row_max[h] * exp_scale - base);  // 0 while no key
+      row_max[h] = new_max;
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < TILE_N / 8; ++j) {
+        s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], exp_scale, -base));
+        s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], exp_scale, -base));
+        sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
+      }
+      row_sum[h] = fmaf(row_sum[h], alpha[h], sum);
+    }
+  }
+
+  // Rescale O by alpha and pack S into the A fragments of the next P V: accumulator registers
+  // 8 kk .. 8 kk + 7 are keys 16 kk .. 16 kk + 15 in exactly the A-fragment order.
+  __device__ __forceinline__ void rescale_and_pack() {
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+#pragma unroll
+    for (int kk = 0; kk < TILE_N / 16; ++kk) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        pa[kk][x] =
+            pack2<DTYPE>(s[a_fragment_accumulator(kk, x, 0)], s[a_fragment_accumulator(kk, x, 1)]);
+      }
+    }
+  }
+
+  __device__ __forceinline__ void release(unsigned long long* bar) const {
+    if (lane == 0) sm90::mbarrier_arrive(bar);
+  }
+
+  // The whole key loop: tiles 0 .. my_tiles - 1 for this warpgroup's rows (after Q landed on
+  // q_full), then the barriers of the tiles up to n_tiles that the CTA loads for another
+  // warpgroup's rows. mask(n, s) hides keys of tile n; before_values(n) runs once V_n has landed
+  // and before the P V that reads it.
+  template <class Mask, class BeforeValues>
+  __device__ __forceinline__ void run(const KvPipeline& kv, const unsigned char* q_rows,
+                                      unsigned long long* q_full, int my_tiles, int n_tiles,
+                                      Mask&& mask, BeforeValues&& before_values) {
+    if (my_tiles > 0) {
+      sm90::mbarrier_wait(q_full, 0);
+      sm90::mbarrier_wait(&kv.k_full[0], 0);
+      issue_scores(q_rows, kv.k_tiles);
+      sm90::wgmma_wait<0>();
+      release(&kv.k_empty[0]);
+      softmax(0, mask);
+      rescale_and_pack();
+      for (int n = 1; n < my_tiles; ++n) {
+        const int s_now = n % STAGES, s_prev = (n - 1) % STAGES;
+        sm90::mbarrier_wait(&kv.k_full[s_now], (n / STAGES) & 1);
+        issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
+        sm90::mbarrier_wait(&kv.v_full[s_prev], ((n - 1) / STAGES) & 1);
+        before_values(n - 1);
+        issue_values(kv.v_tiles + s_prev * KV_BYTES);
+        sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
+        release(&kv.k_empty[s_now]);
+        softmax(n, mask);
+        sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
+        release(&kv.v_empty[s_prev]);
+        rescale_and_pack();
+      }
+      const int last = my_tiles - 1;
+      sm90::mbarrier_wait(&kv.v_full[last % STAGES], (last / STAGES) & 1);
+      before_values(last);
+      issue_values(kv.v_tiles + (last % STAGES) * KV_BYTES);
+      sm90::wgmma_wait<0>();
+      release(&kv.v_empty[last % STAGES]);
+    }
+    // Tiles the CTA loads for another warpgroup's rows: pass their barriers so the producer's
+    // accounting (every consumer warp releases every tile) holds.
+    for (int n = my_tiles; n < n_tiles; ++n) {
+      const int st = n % STAGES;
+      const unsigned int parity = (n / STAGES) & 1;
+      sm90::mbarrier_wait(&kv.k_full[st], parity);
+      release(&kv.k_empty[st]);
+      sm90::mbarrier_wait(&kv.v_full[st], parity);
+      release(&kv.v_empty[st]);
+    }
+  }
+
+  // Each lane summed its own columns; after this every lane of a quad holds its rows' totals.
+  __device__ __forceinline__ void reduce_row_sums() {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
+      row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
+    }
+  }
+  // Row h's largest logit in the log2 domain (the exponent the sums are relative to).
+  __device__ __forceinline__ float max_log2(int h) const {
+    return row_max[h] * exp_scale;
+  }
+
+  // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements), 4 bytes per column pair.
+  __device__ __forceinline__ void store_row(unsigned short* out_row, int h, float inv) const {
+#pragma unroll
+    for (int j = 0; j < HEAD_DIM / 8; ++j) {
+      const int i = 4 * j + 2 * h;  // registers i, i + 1: row h, adjacent columns
+      *reinterpret_cast<unsigned int*>(out_row + accumulator_column(tid, i)) =
+          pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
+    }
+  }
+};
+
+}  // namespace sm90_attn
+}  // namespace attn

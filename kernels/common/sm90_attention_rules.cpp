@@ -1,0 +1,35 @@
+#include "kernels/common/sm90_attention_rules.hpp"
+
+#include "kernels/common/sm90_attention_traits.hpp"
+
+namespace attn {
+namespace sm90_attn {
+
+std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers,
+                               int shared_bytes) {
+  switch (rule) {
+    case kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+    case kConsumers:
+      return "consumers must be 1 or 2 (consumer warpgroups)";
+    case kTileM:
+      return "tile_m must be " + std::to_string(kConsumerRows * consumers) + " with " +
+             std::to_string(consumers) + " consumer warpgroup(s) (64 query rows per warpgroup)";
+    case kTileN:
+      return "tile_n must be 64 or 128";
+    case kStages:
+      return "stages must be 2, 3 or 4";
+    case kSharedMemory:
+      return "needs " + std::to_string(shared_bytes) + " bytes of shared memory (limit " +
+             std::to_string(kMaxSharedBytes) + "): lower stages, tile_n or tile_m";
+    case kRegisters:
+      return "too many registers per consumer thread (estimate " +
+             std::to_string(register_estimate(head_dim, tile_n)) + ", setmaxnreg " +
+             std::to_string(kConsumerRegisters) + "): lower tile_n";
+    default:
+      return "";
+  }
+}
+
+}  // namespace sm90_attn
+}  // namespace attn

@@ -1,0 +1,16 @@
+// Host side of the tile rules of the FA3-style Hopper kernels (sm90_attention_traits.hpp): the
+// reason a refused config gets, naming what to change. Shared by flash_fwd.sm90_wgmma and
+// prefix_prefill.sm90_wgmma, whose own rules come after sm90_attn::kRuleCount.
+#pragma once
+
+#include <string>
+
+namespace attn {
+namespace sm90_attn {
+
+// The reason for `rule` (kHeadDim .. kRegisters); `shared_bytes` is the kernel's footprint for
+// this config. Empty for kOk and for a kernel's own rules.
+std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes);
+
+}  // namespace sm90_attn
+}  // namespace attn

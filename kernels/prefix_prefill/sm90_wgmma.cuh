@@ -1,0 +1,255 @@
+// prefix_prefill.sm90_wgmma: prefix prefill on Hopper (sm_90a), FlashAttention-3 style: TMA loads
+// completing on mbarriers, wgmma from shared memory, a producer warpgroup and one or two consumer
+// warpgroups, each tile's softmax overlapped with the tensor cores. The consumers are those of
+// flash_fwd.sm90_wgmma (kernels/common/sm90_attention.cuh, read that first); what differs is where
+// the keys come from and which keys a row sees.
+//
+// Computes what prefix_prefill.mma computes (mma.cuh): for each sequence with context_len c cached
+// tokens and query_len n new tokens, new token i (position c + i) and q head h (kv head h / group)
+// attend to every cached key 0 .. c - 1, read through the page table, and, causally (j <= i, or
+// all j < n without causal), to the new tokens' keys, which prepare() gathers once into contiguous
+// rows K_new / V_new (gather.cuh). logits() scales and soft-caps; a sink logit joins the
+// denominator with no value. Not here: fp8 KV, vLLM's layout, sliding windows, explicit masks
+// (prefix_prefill.mma and .masked have them).
+//
+// Work decomposition (grid = q tiles heaviest first, kv heads; block = 128 x (1 + CONSUMERS)):
+// - A CTA owns TILE_M = 64 x CONSUMERS rows of one kv head: tile_tokens = TILE_M / group
+//   consecutive new tokens of one sequence times the group's q heads, token-major (row r: token
+//   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.mma packs them; K and V
+//   are loaded once for the whole group, and a decode row (query_len 1) fills group rows. One 4-D
+//   TMA box per 64-dim column block brings exactly these rows of Q; rows past group x tile_tokens
+//   are never written nor stored (each row's scores, softmax and output stay in its own row).
+// - Keys are walked in tiles of TILE_N: first the cached context, tiles aligned to key 0 (the last
+//   one may be partial), then the new tokens, tiles aligned to new token 0 of K_new, so no tile
+//   straddles the two. Context tiles are assembled from TMA page boxes (one box = BOX_TOKENS keys
+//   x 64 dims of one kv head and page: the whole page, or the tile's part of a page larger than
+//   the tile), placed at multiples of 8 rows, which keeps the 128-byte-swizzle canonical layout
+//   the wgmma descriptors read. Lanes of the producer warp look up a tile's pages in parallel,
+//   one box each. New-token tiles are 2-D boxes of K_new / V_new.
+// - Keys of the last context tile past the context's end: their K rows are stale or unloaded
+//   (their scores are masked to -inf, whatever they hold), and their V rows, which P = 0
+//   multiplies, are zeroed by the first consumer warpgroup before any P V reads the tile (a page
+//   slot past a sequence's end holds NaN, and 0 x NaN = NaN). New-token tiles need no such care:
+//   their rows past the sequence are the next sequence's gathered keys, zero padding, or TMA's
+//   zero fill past K_new's end.
+// - Masks, on the tiles a rule cuts only: the last context tile (keys past the context), and with
+//   causal the new-token tiles that reach past the warpgroup's first token (key j > token), or
+//   without causal the last new-token tile (keys past query_len).
+//
+// Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
+// stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
+// warpgroups). BOX_TOKENS follows from the page size (sm90_wgmma_traits.hpp).
+#pragma once
+
+#include "kernels/common/sm90_attention.cuh"
+#include "kernels/prefix_prefill/gather.cuh"
+#include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
+#include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
+
+namespace attn {
+
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS,
+          int BOX_TOKENS>
+__global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
+    prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
+  static_assert(
+      prefix_sm90::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS, BOX_TOKENS) == sm90_attn::kOk,
+      "invalid prefix_prefill.sm90_wgmma config: see prefix_sm90::check");
+  constexpr int Q_BYTES = sm90_attn::q_bytes(HEAD_DIM, TILE_M);
+  constexpr int KV_BYTES = sm90_attn::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);
+  constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
+  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
+  constexpr int KV_BLOCK = TILE_N * ROW_BYTES;          // one column block of K or V, bytes
+  constexpr int BOXES = TILE_N / BOX_TOKENS;            // page boxes per context tile, <= 16
+  constexpr int BOX_BYTES = BOX_TOKENS * ROW_BYTES;     // one box of one column block
+  constexpr int ROWS = sm90_attn::kConsumerRows;        // 64 rows per consumer warpgroup
+  static_assert(BOXES <= 32, "one producer lane per box");
+
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char* shared = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
+  unsigned char* q_tile = shared;                        // [BLOCKS][TILE_M][64]
+  unsigned char* k_tiles = shared + Q_BYTES;             // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
+  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
+  unsigned long long* k_full = q_full + 1;
+  unsigned long long* k_empty = k_full + STAGES;
+  unsigned long long* v_full = k_empty + STAGES;
+  unsigned long long* v_empty = v_full + STAGES;
+  unsigned long long* v_zeroed = v_empty + STAGES;
+
+  const int seq = p.tiles[2 * blockIdx.x], t0 = p.tiles[2 * blockIdx.x + 1];
+  const int kv_head = blockIdx.y;
+  const PrefixPrefillSeq info = p.seqs[seq];
+  const int ctx = info.context_len, q_len = info.query_len;
+  const int tokens = min(p.tile_tokens, q_len - t0);  // valid tokens of this tile (>= 1)
+  const int rows = tokens * p.group;                  // valid rows
+  // Key tiles: n_ctx over the context, then the new-token tiles the rows up to `last_token` need.
+  const int n_ctx = (ctx + TILE_N - 1) / TILE_N;
+  auto new_tiles = [&](int last_token) {
+    return ((p.causal ? last_token + 1 : q_len) + TILE_N - 1) / TILE_N;
+  };
+  const int n_tiles = n_ctx + new_tiles(t0 + tokens - 1);
+
+  if (threadIdx.x == 0) {
+    sm90::mbarrier_init(q_full, 1);
+    for (int s = 0; s < STAGES; ++s) {
+      sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
+      sm90::mbarrier_init(&v_full[s], 1);
+      sm90::mbarrier_init(&k_empty[s], CONSUMERS * 4);  // one arrival per consumer warp
+      sm90::mbarrier_init(&v_empty[s], CONSUMERS * 4);
+    }
+    sm90::mbarrier_init(v_zeroed, 128);  // every thread of the first consumer warpgroup
+    sm90::fence_barrier_init();
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    // Producer: the first warp issues every load. Stage s = n % STAGES is refilled for tile n once
+    // every consumer warp released tile n - STAGES (a fresh empty barrier passes parity 1).
+    sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS)>();
+    if (threadIdx.x >= 32) return;
+    const int lane = threadIdx.x;
+    if (lane == 0) {
+      sm90::mbarrier_expect_bytes(q_full, BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
+#pragma unroll
+      for (int c = 0; c < BLOCKS; ++c) {
+        sm90::tma_load_4d(q_tile + c * Q_BLOCK, &p.q_map, 0, c, kv_head * p.group,
+                          info.q_start + t0, q_full);
+      }
+    }
+    const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
+    const bool hnd = p.token_coordinate == 2;
+    for (int n = 0; n < n_tiles; ++n) {
+      const int s = n % STAGES;
+      const unsigned int parity = ((n / STAGES) & 1) ^ 1;
+      unsigned char* k_dst = k_tiles + s * KV_BYTES;
+      unsigned char* v_dst = v_tiles + s * KV_BYTES;
+      if (n < n_ctx) {
+        // Lane b loads box b (keys key0 + b * BOX_TOKENS ..) when it holds a context key.
+        const int key = n * TILE_N + lane * BOX_TOKENS;
+        const bool load = lane < BOXES && key < ctx;
+        const int page = load ? __ldg(pages + key / p.page_size) : 0;
+        const int slot = load ? key % p.page_size : 0;
+        const int c2 = hnd ? slot : kv_head, c3 = hnd ? kv_head : slot;
+        const int bytes = __popc(__ballot_sync(0xffffffffu, load)) * BLOCKS * BOX_BYTES;
+        sm90::mbarrier_wait(&k_empty[s], parity);
+        if (lane == 0) sm90::mbarrier_expect_bytes(&k_full[s], bytes);
+        __syncwarp();
+        if (load) {
+#pragma unroll
+          for (int c = 0; c < BLOCKS; ++c) {
+            sm90::tma_load_5d(k_dst + c * KV_BLOCK + lane * BOX_BYTES, &p.k_map, 0, c, c2, c3, page,
+                              &k_full[s]);
+          }
+        }
+        sm90::mbarrier_wait(&v_empty[s], parity);
+        if (lane == 0) sm90::mbarrier_expect_bytes(&v_full[s], bytes);
+        __syncwarp();
+        if (load) {
+#pragma unroll
+          for (int c = 0; c < BLOCKS; ++c) {
+            sm90::tma_load_5d(v_dst + c * KV_BLOCK + lane * BOX_BYTES, &p.v_map, 0, c, c2, c3, page,
+                              &v_full[s]);
+          }
+        }
+      } else if (lane == 0) {
+        const int row = info.new_start + (n - n_ctx) * TILE_N;
+        sm90::mbarrier_wait(&k_empty[s], parity);
+        sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
+#pragma unroll
+        for (int c = 0; c < BLOCKS; ++c) {
+          sm90::tma_load_2d(k_dst + c * KV_BLOCK, &p.k_new_map, kv_head * HEAD_DIM + c * 64, row,
+                            &k_full[s]);
+        }
+        sm90::mbarrier_wait(&v_empty[s], parity);
+        sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
+#pragma unroll
+        for (int c = 0; c < BLOCKS; ++c) {
+          sm90::tma_load_2d(v_dst + c * KV_BLOCK, &p.v_new_map, kv_head * HEAD_DIM + c * 64, row,
+                            &v_full[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- Consumers (kernels/common/sm90_attention.cuh) ----
+  sm90::setmaxnreg_inc<sm90_attn::kConsumerRegisters>();
+  const int consumer = warpgroup - 1;
+  const int tid = threadIdx.x % 128;
+  const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
+  const int my_tiles =
+      wg_row0 < rows ? n_ctx + new_tiles(t0 + (min(rows, wg_row0 + ROWS) - 1) / p.group) : 0;
+  // This thread's two rows (r0 and r0 + 8) and their tokens; padding rows borrow a valid token.
+  const int r0 = wg_row0 + sm90_attn::accumulator_row(tid, 0);
+  const int token0 = t0 + min(r0, rows - 1) / p.group;
+  const int token1 = t0 + min(r0 + 8, rows - 1) / p.group;
+  const int limit0 = p.causal ? token0 : sm90_attn::kNoLimit;
+  const int limit1 = p.causal ? token1 : sm90_attn::kNoLimit;
+  // New-token keys from new_mask_from on are hidden from at least one row of the warpgroup.
+  const int new_mask_from = p.causal ? min(q_len, t0 + wg_row0 / p.group + 1) : q_len;
+  // The last context tile's rows from ctx_rows on lie past the context: zeroed in V.
+  const int ctx_rows = ctx - (n_ctx - 1) * TILE_N;
+
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
+  c.init(tid, p.score_scale, p.cap_log2);
+  c.run(
+      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
+      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles,
+      [&](int n, float(&s)[TILE_N / 2]) {
+        if (n < n_ctx) {
+          if (n == n_ctx - 1 && ctx_rows < TILE_N)
+            sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attn::kNoLimit,
+                                           sm90_attn::kNoLimit);
+        } else {
+          const int j0 = (n - n_ctx) * TILE_N;
+          if (j0 + TILE_N > new_mask_from)
+            sm90_attn::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
+        }
+      },
+      [&](int n) {
+        if (n != n_ctx - 1 || ctx_rows == TILE_N) return;
+        if (consumer == 0) {
+          unsigned char* v = v_tiles + (n % STAGES) * KV_BYTES;
+          const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
+          for (int i = tid; i < chunks; i += 128) {
+            const int row = ctx_rows + i / (BLOCKS * 8), block = (i / 8) % BLOCKS;
+            *reinterpret_cast<uint4*>(v + block * KV_BLOCK + row * ROW_BYTES + (i % 8) * 16) =
+                make_uint4(0, 0, 0, 0);
+          }
+          sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
+          sm90::mbarrier_arrive(v_zeroed);
+        }
+        sm90::mbarrier_wait(v_zeroed, 0);
+      });
+
+  // Normalise (the sink joins the denominator) and store this thread's two rows straight from
+  // registers.
+  c.reduce_row_sums();
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = r0 + 8 * h;
+    if (r >= rows) continue;
+    const int token = t0 + r / p.group, q_head = kv_head * p.group + r % p.group;
+    const float sum = c.row_sum[h];
+    float inv = 0.0f;  // no visible key: zeros, even with a sink
+    if (sum > 0.0f) {
+      if (p.sink_log2 != nullptr) {
+        const float top = c.max_log2(h), sink = p.sink_log2[q_head];
+        const float both = fmaxf(top, sink);
+        const float keep = exp2f(top - both);
+        inv = keep / (sum * keep + exp2f(sink - both));
+      } else {
+        inv = 1.0f / sum;
+      }
+    }
+    c.store_row(static_cast<unsigned short*>(p.out) +
+                    ((long long)(info.q_start + token) * p.num_q_heads + q_head) * HEAD_DIM,
+                h, inv);
+  }
+}
+
+}  // namespace attn

@@ -1,0 +1,39 @@
+// Kernel parameters of prefix_prefill.sm90_wgmma, shared by the host (which fills them) and the
+// device code (which reads them). The struct is a __grid_constant__ kernel parameter: TMA reads
+// the tensor maps from parameter memory. 16-bit elements throughout.
+#pragma once
+
+#include "kernels/common/tensor_map_bytes.hpp"
+#include "kernels/prefix_prefill/mma_params.hpp"
+
+namespace attn {
+
+struct PrefixPrefillSm90Params {
+  // q [total_q, num_q_heads, head_dim] as the 4-D tensor (64, head_dim / 64, num_q_heads,
+  // total_q); a box is 64 dims x 1 x group heads x tile_tokens tokens: the CTA's rows, token-major.
+  TensorMapBytes q_map;
+  // The K and V pools as 5-D tensors of page boxes (launch_inputs.hpp, paged_pool_tensor_map).
+  TensorMapBytes k_map;
+  TensorMapBytes v_map;
+  // K_new and V_new [new_rows, num_kv_heads * head_dim]; boxes of tile_n rows x 64 columns.
+  TensorMapBytes k_new_map;
+  TensorMapBytes v_new_map;
+  void* out;                     // [total_q, num_q_heads, head_dim]
+  const int* block_table;        // [num_seqs, max_pages_per_seq]
+  const int* tiles;              // [num_tiles, 2]: (sequence, first new token), heaviest first
+  const PrefixPrefillSeq* seqs;  // [num_seqs]
+  const float* sink_log2;        // [num_q_heads] sink logit * log2(e); null without sinks
+  int num_q_heads;
+  int group;        // num_q_heads / num_kv_heads
+  int tile_tokens;  // new tokens per CTA: tile_m / group (rows = tokens x group, token-major)
+  int page_size;
+  int max_pages_per_seq;
+  int causal;            // 0: a new token sees every new token of its sequence
+  int token_coordinate;  // of the pool maps: 2 (HND) or 3 (NHD); the kv head is the other
+  // Logits as in PrefixPrefillParams: score_scale * q.k in the log2 domain, or with a soft-cap
+  // (cap_log2 > 0) cap_log2 * tanh(score_scale * q.k).
+  float score_scale;
+  float cap_log2;
+};
+
+}  // namespace attn

@@ -1,0 +1,285 @@
+// Host side of prefix_prefill.sm90_wgmma (device code: sm90_wgmma.cuh, rules:
+// sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.mma,
+// plus the TMA descriptors of Q, the paged pools and the gathered new tokens.
+#include <algorithm>
+
+#include "kernels/common/dtype_code.hpp"
+#include "kernels/common/sm90_attention_rules.hpp"
+#include "kernels/device/tensor_map.hpp"
+#include "kernels/launch_inputs.hpp"
+#include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
+#include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
+#include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
+
+namespace attn {
+
+namespace {
+
+const char* const kAxes[] = {"tile_m", "tile_n", "stages", "consumers"};
+
+struct Sm90Config {
+  int tile_m, tile_n, stages, consumers;
+  explicit Sm90Config(const KernelConfig& c)
+      : tile_m(int(c.get("tile_m"))),
+        tile_n(int(c.get("tile_n"))),
+        stages(int(c.get("stages"))),
+        consumers(int(c.get("consumers"))) {}
+  int shared_bytes(int head_dim) const {
+    return prefix_sm90::shared_bytes(head_dim, tile_m, tile_n, stages);
+  }
+  int check(const Batch& batch) const {
+    return prefix_sm90::check(batch.spec.model.head_dim, tile_m, tile_n, stages, consumers,
+                              int(batch.page_size), batch.spec.group_size());
+  }
+};
+
+KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
+  return KernelConfig{
+      {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
+}
+
+std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
+  const int head_dim = batch.spec.model.head_dim;
+  const std::string tiles = sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers,
+                                                          c.shared_bytes(head_dim));
+  if (!tiles.empty()) return tiles;
+  switch (rule) {
+    case prefix_sm90::kPageSize:
+      return "page size " + std::to_string(batch.page_size) + " with tile_n " +
+             std::to_string(c.tile_n) +
+             ": a TMA box (a page, or the tile's part of one) must hold a multiple of 8 keys and "
+             "tile both the key tile and the page (prefix_prefill.mma takes any page size)";
+    case prefix_sm90::kGroup:
+      return "the GQA group " + std::to_string(batch.spec.group_size()) + " exceeds tile_m " +
+             std::to_string(c.tile_m) + " (a CTA holds whole groups)";
+    default:
+      return "invalid config";
+  }
+}
+
+int dtype_code(DType dtype) {
+  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+}
+
+CUtensorMapDataType tensor_map_type(DType dtype) {
+  return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
+class Sm90Launcher : public Launcher {
+ public:
+  Sm90Launcher(const ExecContext& context, CUfunction attention, LaunchShape shape,
+               const PrefixPrefillSm90Params& params, std::vector<DeviceBuffer> buffers)
+      : context_(context),
+        attention_(attention),
+        shape_(shape),
+        params_(params),
+        buffers_(std::move(buffers)) {}
+
+  void launch() override {
+    attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
+  }
+
+ private:
+  ExecContext context_;
+  CUfunction attention_;
+  LaunchShape shape_;
+  PrefixPrefillSm90Params params_;
+  // What params_ points at besides the problem: K_new, V_new (the tensor maps point into them),
+  // the per-sequence table, the schedule, the sinks. Owned while the launcher lives.
+  std::vector<DeviceBuffer> buffers_;
+};
+
+class Sm90WgmmaVariant : public Variant {
+ public:
+  std::string name() const override { return "prefix_prefill.sm90_wgmma"; }
+  Family family() const override { return Family::prefix_prefill; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "FlashAttention-3 style prefix-prefill (sm_90a): TMA page boxes + mbarriers, wgmma, "
+           "producer/consumer warpgroups, GQA rows packed";
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return {
+        {"tile_m", {64, 128}, "rows (new tokens x GQA group) per CTA: 64 per consumer warpgroup"},
+        {"tile_n", {64, 128}, "keys per pipeline stage (128 only where registers allow)"},
+        {"stages", {2, 3}, "TMA buffers of K and of V in flight"},
+        {"consumers", {1, 2}, "consumer warpgroups (tile_m / 64), beside one producer"},
+    };
+  }
+
+  // Not measured yet (written without a GPU): flash_fwd.sm90_wgmma's defaults (two consumer
+  // warpgroups, 128 keys per stage where the registers allow), one consumer when the longest
+  // sequence fills at most 64 rows (decode-like batches), and 64 keys per stage where the page
+  // size does not tile 128.
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    const int head_dim = batch.spec.model.head_dim;
+    std::vector<KernelConfig> candidates;
+    if (batch.max_query_len() * batch.spec.group_size() <= 64) {
+      candidates.push_back(make_config(64, head_dim == 256 ? 64 : 128, 2, 1));
+    }
+    if (head_dim == 64) {
+      candidates.push_back(make_config(128, 128, 3, 2));
+    } else if (head_dim == 128) {
+      candidates.push_back(make_config(128, 128, 2, 2));
+    }
+    for (const KernelConfig& c : {make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)})
+      candidates.push_back(c);
+    for (const KernelConfig& config : candidates) {
+      const Sm90Config c(config);
+      if (c.check(batch) == sm90_attn::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+        return config;
+      }
+    }
+    return candidates.back();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+    if (target.arch != "sm_90a") {
+      return Support::no("needs sm_90a (Hopper: TMA, wgmma, setmaxnreg); this device is " +
+                         target.arch);
+    }
+    if (Support s = prefix_prefill_supports_batch(batch); !s) return s;
+    if (batch.explicit_mask) {
+      return Support::no("the batch has an explicit mask: prefix_prefill.masked reads it");
+    }
+    if (batch.kv_dtype != batch.dtype) {
+      return Support::no("KV dtype " + to_string(batch.kv_dtype) +
+                         ": TMA boxes and wgmma here are 16-bit (fp8_e4m3 caches: "
+                         "prefix_prefill.mma)");
+    }
+    if (batch.spec.kv_cache.layout == KvLayout::vllm) {
+      return Support::no(
+          "the vllm layout (x-packed K, dims-major V) has no TMA page box here "
+          "(prefix_prefill.mma reads it)");
+    }
+    if (effective_sliding_window(batch) > 0) {
+      return Support::no("sliding window: not implemented here (prefix_prefill.mma has it)");
+    }
+    if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
+      return s;
+    const Sm90Config c(config);
+    const int rule = c.check(batch);
+    if (rule != sm90_attn::kOk) return Support::no(describe_rule(rule, c, batch));
+    const int head_dim = batch.spec.model.head_dim;
+    if (target.max_shared_per_block > 0 && c.shared_bytes(head_dim) > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(c.shared_bytes(head_dim)) +
+                         " bytes of shared memory; this device allows " +
+                         std::to_string(target.max_shared_per_block) + " per block");
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const Sm90Config c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + ".box" +
+                   std::to_string(prefix_sm90::box_tokens(int(batch.page_size), c.tile_n));
+    program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, name() + " needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const Sm90Config c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    CUfunction gather = context.loader->function(program, "attn::prefix_prefill_gather");
+    const int smem = c.shared_bytes(m.head_dim);
+    allow_dynamic_shared_memory(context, attention, smem);
+
+    const int group = batch.spec.group_size();
+    const int tile_tokens = c.tile_m / group;
+    std::vector<DeviceBuffer> buffers;
+    auto upload = [&](const void* data, size_t bytes) {
+      buffers.emplace_back(*context.cuda, std::max<size_t>(bytes, 16));
+      if (bytes > 0) buffers.back().upload(data, bytes);
+      return buffers.back().address();
+    };
+    // The new tokens' K/V from their cache slots, once, here (not timed).
+    const PrefixPrefillNewTokens fresh = gather_new_tokens(problem, context, gather, buffers);
+    const std::vector<int> tiles =
+        prefix_prefill_tile_schedule(batch, tile_tokens, c.tile_n, false);
+
+    const DriverApi& api = context.cuda->api();
+    const CUtensorMapDataType type = tensor_map_type(m.dtype);
+    PrefixPrefillSm90Params p{};
+    {
+      // Q as (64, head_dim / 64, q heads, tokens): a box is the group's heads of tile_tokens
+      // consecutive tokens, one 64-dim column block, rows token-major.
+      const uint64_t dims[4] = {64, uint64_t(m.head_dim / 64), uint64_t(m.num_q_heads),
+                                uint64_t(batch.total_q)};
+      const uint64_t strides[3] = {128, uint64_t(m.head_dim) * 2,
+                                   uint64_t(m.num_q_heads) * uint64_t(m.head_dim) * 2};
+      const uint32_t box[4] = {64, 1, uint32_t(group), uint32_t(tile_tokens)};
+      p.q_map = encode_tensor_map(api, type, problem.q(), 4, dims, strides, box);
+    }
+    const int box_tokens = prefix_sm90::box_tokens(int(batch.page_size), c.tile_n);
+    const PagedPoolTensorMap k_pool =
+        paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens);
+    p.k_map = k_pool.map;
+    p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens).map;
+    p.token_coordinate = k_pool.token_coordinate;
+    const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
+    p.k_new_map = encode_tensor_map_2d(api, type, fresh.k_new, kv_columns, uint64_t(fresh.new_rows),
+                                       kv_columns * 2, uint32_t(c.tile_n));
+    p.v_new_map = encode_tensor_map_2d(api, type, fresh.v_new, kv_columns, uint64_t(fresh.new_rows),
+                                       kv_columns * 2, uint32_t(c.tile_n));
+    p.out = problem.out();
+    p.block_table = problem.block_table();
+    p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));
+    p.seqs = fresh.seqs;
+    if (!batch.sink_logits.empty()) {
+      const std::vector<float> sink_log2 = sink_logits_log2(batch);
+      p.sink_log2 = reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
+    }
+    p.num_q_heads = m.num_q_heads;
+    p.group = group;
+    p.tile_tokens = tile_tokens;
+    p.page_size = int(batch.page_size);
+    p.max_pages_per_seq = batch.max_pages_per_seq;
+    p.causal = batch.causal ? 1 : 0;
+    const LogitTransform logits = log2_logit_transform(batch);
+    p.score_scale = logits.score_scale;
+    p.cap_log2 = logits.cap_log2;
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(tiles.size() / 2);
+    shape.grid_y = unsigned(m.num_kv_heads);
+    shape.block_x = unsigned(sm90_attn::threads(c.consumers));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<Sm90Launcher>(context, attention, shape, p, std::move(buffers));
+  }
+
+  Work work(const Batch& batch) const override { return prefix_prefill_work(batch, false); }
+
+ private:
+  static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
+    return "attn::prefix_prefill_sm90_wgmma<" + std::to_string(dtype_code(batch.spec.model.dtype)) +
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
+           ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
+           std::to_string(c.consumers) + ", " +
+           std::to_string(prefix_sm90::box_tokens(int(batch.page_size), c.tile_n)) + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_prefix_prefill_sm90_wgmma() {
+  return std::make_unique<Sm90WgmmaVariant>();
+}
+
+}  // namespace attn

@@ -1,0 +1,361 @@
+// prefix_prefill.sm90_wgmma on a Hopper GPU (skipped elsewhere, with the reason): one tile first,
+// then random batches (contexts including 0 and page-boundary lengths, query lengths including 1,
+// GQA non powers of two, page sizes 8..256, NHD and HND, both dtypes, soft-cap, sinks,
+// non-causal), every accepted config, every page size and layout, decode-like tiles that are
+// mostly padding, and the acceptance shapes. Each case is verified against the CPU
+// reference on a poisoned output (the Evaluator NaN-fills the output, runs once and checks every
+// row within the dtype's tolerance, and counts non-finite values) before anything is timed. The
+// programs of a test are compiled in parallel first. The random draws change with the time unless
+// ATTN_TEST_SEED is set; a failure prints the seed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <random>
+#include <sstream>
+
+#include "kernels/registry.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/test_support.hpp"
+#include "tuner/evaluator.hpp"
+
+namespace attn {
+namespace {
+
+using Lengths = std::vector<std::pair<int64_t, int64_t>>;
+
+#define ATTN_REQUIRE_HOPPER()                                                \
+  do {                                                                       \
+    ATTN_REQUIRE_GPU();                                                      \
+    if (testing::gpu().device().arch() != "sm_90a")                          \
+      GTEST_SKIP() << "prefix_prefill.sm90_wgmma needs sm_90a; this GPU is " \
+                   << testing::gpu().device().arch();                        \
+  } while (0)
+
+template <typename T>
+const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+bool chance(std::mt19937_64& rng, double p) {
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
+}
+
+uint64_t test_seed() {
+  const char* fixed = std::getenv("ATTN_TEST_SEED");
+  return fixed ? std::strtoull(fixed, nullptr, 10)
+               : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+const Variant& sm90_variant(const Registry& registry) {
+  const Variant* variant = registry.find("prefix_prefill.sm90_wgmma");
+  EXPECT_NE(variant, nullptr);
+  return *variant;
+}
+
+Target device_target() {
+  return Target::cuda(testing::gpu().device());
+}
+
+KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
+  return KernelConfig{
+      {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
+}
+
+std::string describe(const Batch& batch, const KernelConfig& config) {
+  const WorkloadSpec& spec = batch.spec;
+  std::ostringstream out;
+  out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
+      << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
+      << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " "
+      << to_string(spec.kv_cache.allocation) << " seed " << spec.seed;
+  if (batch.logits_soft_cap > 0) out << " soft-cap " << batch.logits_soft_cap;
+  if (!batch.sink_logits.empty()) out << " sinks";
+  if (!batch.causal) out << " non-causal";
+  out << " (context, query) [";
+  for (int s = 0; s < batch.num_seqs; ++s)
+    out << "(" << batch.context_lens[size_t(s)] << "," << batch.query_lens[size_t(s)] << ") ";
+  out << "] config " << config.key();
+  return out.str();
+}
+
+Measurement evaluate_once(const Batch& batch, const Variant& variant, const KernelConfig& config) {
+  Evaluator::Options options;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 1;
+  options.policy.warmup_min = 0;
+  options.policy.warmup_max_seconds = 0;
+  options.policy.timer = TimerMode::events;
+  auto& env = testing::gpu();
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  return evaluator->evaluate(variant, config);
+}
+
+struct Case {
+  Batch batch;
+  KernelConfig config;
+};
+
+// Compiles the programs of `cases` in parallel (reporting compile errors), then runs each once on
+// a poisoned output and checks it against the CPU reference.
+void expect_all_pass(const std::vector<Case>& cases) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  auto& env = testing::gpu();
+  const Target target = device_target();
+  std::vector<std::future<CompiledProgram>> compiles;
+  for (const Case& c : cases) {
+    const Support support = variant.supports(c.batch, c.config, target);
+    ASSERT_TRUE(support.ok) << describe(c.batch, c.config) << ": " << support.reason;
+    compiles.push_back(env.jit->compile_async(variant.programs(c.batch, c.config, target).front()));
+  }
+  for (auto& compiled : compiles) {
+    try {
+      compiled.get();
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << error.what() << "\n" << error.log();
+    }
+  }
+  for (const Case& c : cases) {
+    const Measurement m = evaluate_once(c.batch, variant, c.config);
+    EXPECT_EQ(m.disposition, Disposition::passed)
+        << describe(c.batch, c.config) << ": " << m.reason;
+    EXPECT_EQ(m.verification.nonfinite, 0) << describe(c.batch, c.config);
+  }
+}
+
+testing::SpecShape shape_of(int q_heads, int kv_heads, int head_dim, int page_size,
+                            DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd) {
+  testing::SpecShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = head_dim;
+  shape.page_size = page_size;
+  shape.dtype = dtype;
+  shape.layout = layout;
+  return shape;
+}
+
+// The smallest cases first, so that a broken layout shows on a batch that is easy to read: one
+// head, one sequence, the simplest config (one consumer, 64 keys per stage, one page box per
+// tile). No context and 64 new tokens (one key tile), non-causal then causal; one whole context
+// tile before them; then a partial context tile (40 keys: the mask and the zeroed V rows past the
+// context) before 24 new tokens.
+TEST(PrefixPrefillSm90Gpu, OneTileMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  std::vector<Case> cases;
+  for (int head_dim : {64, 128, 256}) {
+    for (const auto& [lengths, causal] : std::vector<std::pair<Lengths, bool>>{
+             {{{0, 64}}, false}, {{{0, 64}}, true}, {{{64, 64}}, true}, {{{40, 24}}, true}}) {
+      WorkloadSpec spec = testing::make_spec(shape_of(1, 1, head_dim, 64), lengths, "one-tile");
+      spec.mask.causal = causal;
+      cases.push_back({generate_batch(spec), make_config(64, 64, 2, 1)});
+    }
+  }
+  expect_all_pass(cases);
+}
+
+// Random shapes (GQA 1..16 with non powers of two, head dims 64/128/256, bf16/fp16, page sizes
+// 8..256, NHD/HND, sequential or shuffled pages), 1 to 5 sequences with contexts 0, around pages
+// and tiles, and long, query lengths from 1, soft-cap, sinks and non-causal at random, and a
+// random accepted config.
+TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<Case> cases;
+  for (int trial = 0; trial < 40; ++trial) {
+    testing::SpecShape shape;
+    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
+    shape.q_heads =
+        shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16});
+    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+    shape.page_size = pick(rng, std::vector<int>{8, 16, 32, 64, 128, 256});
+    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+    shape.allocation = pick(
+        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
+    shape.seed = rng();
+    Lengths lengths;
+    const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
+    for (int s = 0; s < seqs; ++s) {
+      lengths.push_back(
+          {pick(rng, std::vector<int64_t>{0, 0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047}),
+           pick(rng, std::vector<int64_t>{1, 1, 2, 7, 16, 17, 63, 64, 65, 129, 300})});
+    }
+    WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-random");
+    if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
+    if (chance(rng, 0.3)) spec.model.attention_sinks = true;
+    if (chance(rng, 0.2)) spec.mask.causal = false;
+    Batch batch = generate_batch(spec);
+    KernelConfig config = variant.default_config(batch, target);
+    for (int attempt = 0; attempt < 40; ++attempt) {
+      KernelConfig candidate;
+      for (const ConfigAxis& axis : variant.space(batch, target))
+        candidate.set(axis.name, pick(rng, axis.values));
+      if (variant.supports(batch, candidate, target)) {
+        config = candidate;
+        break;
+      }
+    }
+    cases.push_back({std::move(batch), config});
+  }
+  expect_all_pass(cases);
+}
+
+// Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head dim
+// and dtype (bf16 with pages of 16 keys, NHD; fp16 with pages of 256, HND, soft-cap and sinks), on
+// a batch of uneven lengths: a long context with few new tokens, no context, a decode row, a
+// context that ends mid-page.
+TEST(PrefixPrefillSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  std::vector<Case> cases;
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      const bool bf16 = dtype == DType::bf16;
+      testing::SpecShape shape = shape_of(6, 2, head_dim, bf16 ? 16 : 256, dtype,
+                                          bf16 ? KvLayout::nhd : KvLayout::hnd);  // GQA 3
+      shape.seed = uint64_t(head_dim) * 2 + (bf16 ? 0 : 1);
+      WorkloadSpec spec = testing::make_spec(
+          shape, {{1000, 17}, {0, 300}, {45, 1}, {3, 129}, {200, 70}}, "prefill-sm90-configs");
+      if (!bf16) {
+        spec.model.logits_soft_cap = 30.0;
+        spec.model.attention_sinks = true;
+      }
+      const Batch batch = generate_batch(spec);
+      const auto space = variant.space(batch, target);
+      int accepted = 0;
+      for (int64_t m : space[0].values)
+        for (int64_t n : space[1].values)
+          for (int64_t s : space[2].values)
+            for (int64_t c : space[3].values) {
+              const KernelConfig config = make_config(int(m), int(n), int(s), int(c));
+              if (!variant.supports(batch, config, target)) continue;
+              ++accepted;
+              cases.push_back({batch, config});
+            }
+      EXPECT_EQ(accepted, head_dim == 256 ? 3 : 8) << head_dim;
+    }
+  }
+  expect_all_pass(cases);
+}
+
+// Every page size the variant takes, in both layouts, with the default config and with the
+// smallest tiles: contexts that end on a page, a tile and mid-page, one shorter than a page.
+TEST(PrefixPrefillSm90Gpu, EveryPageSizeAndLayoutMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  std::vector<Case> cases;
+  uint64_t seed = 7;
+  for (int page : {8, 16, 32, 64, 128, 256}) {
+    for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+      testing::SpecShape shape = shape_of(8, 2, 128, page, DType::bf16, layout);
+      shape.seed = ++seed;
+      const Batch batch = generate_batch(testing::make_spec(
+          shape, {{0, 33}, {13, 1}, {250, 70}, {1000, 17}, {256, 64}, {512, 130}},
+          "prefill-sm90-pages"));
+      cases.push_back({batch, variant.default_config(batch, target)});
+      cases.push_back({batch, make_config(64, 64, 3, 1)});
+    }
+  }
+  expect_all_pass(cases);
+}
+
+// Each feature alone and all together on GQA 6 (a 64-row warpgroup holds 10 tokens and 4
+// padding rows; a 128-row tile 21 tokens and 2), with both tile shapes.
+TEST(PrefixPrefillSm90Gpu, EachFeatureAloneAndTogetherMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  testing::SpecShape shape = shape_of(12, 2, 128, 16);
+  shape.seed = seed;
+  const Lengths lengths = {{0, 1}, {0, 77}, {3, 1}, {31, 40}, {700, 129}, {2500, 5}};
+  using Edit = std::function<void(WorkloadSpec&)>;
+  const std::vector<std::pair<std::string, Edit>> features = {
+      {"plain", [](WorkloadSpec&) {}},
+      {"soft-cap", [](WorkloadSpec& s) { s.model.logits_soft_cap = 5.0; }},
+      {"sinks", [](WorkloadSpec& s) { s.model.attention_sinks = true; }},
+      {"non-causal", [](WorkloadSpec& s) { s.mask.causal = false; }},
+      {"hnd fp16",
+       [](WorkloadSpec& s) {
+         s.kv_cache.layout = KvLayout::hnd;
+         s.model.dtype = DType::fp16;
+       }},
+      {"all",
+       [](WorkloadSpec& s) {
+         s.kv_cache.layout = KvLayout::hnd;
+         s.model.logits_soft_cap = 10.0;
+         s.model.attention_sinks = true;
+         s.mask.causal = false;
+       }},
+  };
+  std::vector<Case> cases;
+  for (const auto& [name, edit] : features) {
+    WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-" + name);
+    edit(spec);
+    const Batch batch = generate_batch(spec);
+    for (const KernelConfig& config : {make_config(128, 128, 2, 2), make_config(64, 64, 3, 1)})
+      cases.push_back({batch, config});
+  }
+  expect_all_pass(cases);
+}
+
+// Tiles that are mostly padding: query_len 1 everywhere (a decode batch), no context with one new
+// token (a single key), GQA 16 and GQA 1, pages of 16 and 256 keys, sinks on one of them.
+TEST(PrefixPrefillSm90Gpu, SingleTokenAndEmptyContextSequencesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::vector<Case> cases;
+  for (int group : {1, 16}) {
+    for (int page : {16, 256}) {
+      testing::SpecShape shape = shape_of(group * 2, 2, 128, page);
+      shape.seed = seed + uint64_t(page);
+      for (const Lengths& lengths : {Lengths{{0, 1}}, Lengths{{0, 1}, {1, 1}, {0, 2}},
+                                     Lengths{{0, 1}, {3000, 1}, {0, 300}}}) {
+        WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-edges");
+        spec.model.attention_sinks = page == 16;
+        const Batch batch = generate_batch(spec);
+        for (const KernelConfig& config : {make_config(64, 64, 2, 1), make_config(128, 128, 2, 2)})
+          cases.push_back({batch, config});
+      }
+    }
+  }
+  expect_all_pass(cases);
+}
+
+// The performance case (8 x (2048 cached + 512 new), 32/8 heads, d128, bf16, page 16)
+// and the mixed chunked-prefill shape, with the default config.
+TEST(PrefixPrefillSm90Gpu, AcceptanceShapesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  testing::SpecShape shape = shape_of(32, 8, 128, 16);
+  shape.seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(shape.seed));
+  Lengths mixed(40, {1500, 1});
+  mixed.push_back({2048, 512});
+  mixed.push_back({0, 512});
+  std::vector<Case> cases;
+  for (const Lengths& lengths : {Lengths(8, {2048, 512}), mixed}) {
+    const Batch batch =
+        generate_batch(testing::make_spec(shape, lengths, "prefill-sm90-acceptance"));
+    cases.push_back({batch, variant.default_config(batch, target)});
+  }
+  expect_all_pass(cases);
+}
+
+}  // namespace
+}  // namespace attn

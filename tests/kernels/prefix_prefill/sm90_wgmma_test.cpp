@@ -1,0 +1,320 @@
+// prefix_prefill.sm90_wgmma on the CPU: the traits reject invalid configs (tiles, page sizes, GQA
+// groups) with a reason before any compile; supports() refuses every arch but sm_90a and the
+// features this variant leaves to prefix_prefill.mma, with reasons; and every config of the space
+// the traits accept compiles through NVRTC for sm_90a, for every head dim, both dtypes and page
+// boxes smaller than and equal to the key tile, without spills, stack frames or serialised wgmma.
+// (The index maps the kernel shares with flash_fwd.sm90_wgmma are checked against the PTX ISA's
+// layouts in tests/kernels/flash_fwd/sm90_wgmma_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <regex>
+
+#include "kernels/device/device_info.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
+#include "kernels/registry.hpp"
+#include "tests/target_fixtures.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+Target hopper() {
+  return testing::hopper_target();
+}
+
+Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
+                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd) {
+  testing::SpecShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = head_dim;
+  shape.page_size = page_size;
+  shape.dtype = dtype;
+  shape.layout = layout;
+  return generate_batch(testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test"));
+}
+
+KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
+  return KernelConfig{
+      {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
+}
+
+const Variant& sm90_variant(const Registry& registry) {
+  const Variant* variant = registry.find("prefix_prefill.sm90_wgmma");
+  EXPECT_NE(variant, nullptr);
+  return *variant;
+}
+
+std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch) {
+  const auto space = variant.space(batch, hopper());
+  EXPECT_EQ(space.size(), 4u);
+  std::vector<KernelConfig> out;
+  for (int64_t m : space[0].values)
+    for (int64_t n : space[1].values)
+      for (int64_t s : space[2].values)
+        for (int64_t c : space[3].values)
+          out.push_back(make_config(int(m), int(n), int(s), int(c)));
+  return out;
+}
+
+TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
+  using namespace prefix_sm90;
+  // The tile rules are flash_fwd.sm90_wgmma's.
+  EXPECT_EQ(check(128, 128, 128, 2, 2), sm90_attn::kOk);
+  EXPECT_EQ(check(96, 128, 64, 2, 2), sm90_attn::kHeadDim);
+  EXPECT_EQ(check(128, 192, 64, 2, 3), sm90_attn::kConsumers);
+  EXPECT_EQ(check(128, 128, 64, 2, 1), sm90_attn::kTileM);
+  EXPECT_EQ(check(128, 128, 96, 2, 2), sm90_attn::kTileN);
+  EXPECT_EQ(check(128, 128, 64, 1, 2), sm90_attn::kStages);
+  EXPECT_EQ(check(256, 128, 64, 3, 2), sm90_attn::kSharedMemory);
+  EXPECT_EQ(check(256, 64, 128, 2, 1), sm90_attn::kSharedMemory);
+  // Page boxes: a page of 8 keys or more that tiles the key tile, or a multiple of the key tile.
+  for (int page : {8, 16, 32, 64, 128, 256, 512}) EXPECT_EQ(check(128, 128, 64, 2, 2, page), kOk);
+  EXPECT_EQ(check(128, 128, 128, 2, 2, 8), kOk);  // 16 boxes of 8 keys
+  for (int page : {1, 2, 4, 5, 24, 31, 48, 96}) {
+    EXPECT_EQ(check(128, 128, 64, 2, 2, page), kPageSize) << page;
+  }
+  EXPECT_EQ(check(128, 128, 128, 2, 2, 192), kPageSize);  // 192 keys hold 1.5 tiles of 128
+  EXPECT_EQ(check(128, 128, 64, 2, 2, 192), kOk);         // ... and 3 of 64
+  EXPECT_EQ(box_tokens(16, 128), 16);
+  EXPECT_EQ(box_tokens(256, 128), 128);
+  // A CTA holds whole GQA groups: one token of the group at least.
+  EXPECT_EQ(check(128, 64, 64, 2, 1, 16, 64), kOk);
+  EXPECT_EQ(check(128, 64, 64, 2, 1, 16, 65), kGroup);
+  EXPECT_EQ(check(128, 128, 64, 2, 2, 16, 128), kOk);
+  // Shared memory: flash_fwd's layout and one more barrier (v_zeroed).
+  EXPECT_EQ(shared_bytes(128, 128, 128, 2), 1024 + 128 * 128 * 2 + 4 * 128 * 128 * 2 + 10 * 8);
+  // The register split fits the register file at one CTA per SM.
+  EXPECT_LE(128 * producer_registers(2) + 2 * 128 * sm90_attn::kConsumerRegisters, 384 * 168);
+  EXPECT_LE(128 * producer_registers(1) + 128 * sm90_attn::kConsumerRegisters, 65536);
+  EXPECT_EQ(producer_registers(1) % 8, 0);
+}
+
+// Every point of the space is accepted exactly when the traits (and the device's shared memory)
+// accept it, and every refusal carries a reason that names what to change.
+TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  int accepted = 0;
+  for (int head_dim : {64, 128, 256}) {
+    for (int page : {16, 24, 192}) {
+      const Batch batch = prefill_batch(12, 4, head_dim, page);
+      for (const KernelConfig& config : space_configs(variant, batch)) {
+        const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
+                  s = int(config.get("stages")), c = int(config.get("consumers"));
+        const Support support = variant.supports(batch, config, hopper());
+        const int rule = prefix_sm90::check(head_dim, m, n, s, c, page, 3);
+        EXPECT_EQ(support.ok, rule == sm90_attn::kOk)
+            << config.key() << " d" << head_dim << " page " << page << ": " << support.reason;
+        if (support.ok) {
+          ++accepted;
+          continue;
+        }
+        const std::string& why = support.reason;
+        switch (rule) {
+          case sm90_attn::kTileM:
+            EXPECT_NE(why.find("tile_m must be"), std::string::npos) << why;
+            break;
+          case sm90_attn::kSharedMemory:
+            EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
+            break;
+          case sm90_attn::kRegisters:
+            EXPECT_NE(why.find("registers"), std::string::npos) << why;
+            break;
+          case prefix_sm90::kPageSize:
+            EXPECT_NE(why.find("page size " + std::to_string(page)), std::string::npos) << why;
+            break;
+          default:
+            ADD_FAILURE() << "unexpected rule " << rule << " for " << config.key();
+        }
+      }
+    }
+  }
+  // Page 16: flash_fwd.sm90_wgmma's 8 + 8 + 3; page 24: none; page 192: tile_n 64 only.
+  EXPECT_EQ(accepted, (8 + 8 + 3) + 0 + (4 + 4 + 3));
+  const Batch batch = prefill_batch(12, 4, 128);
+  KernelConfig extra = make_config(128, 64, 2, 2);
+  extra.set("warps", 4);
+  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  KernelConfig missing{{"tile_m", 128}, {"tile_n", 64}, {"stages", 2}};
+  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("consumers"), std::string::npos);
+  DeviceInfo small;
+  small.cc_major = 9;
+  small.max_shared_per_block_optin = 100 * 1024;
+  const Support big = variant.supports(batch, make_config(128, 128, 2, 2), Target::cuda(small));
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
+  // GQA groups beyond tile_m.
+  const Batch wide = prefill_batch(80, 1, 64);
+  const Support group = variant.supports(wide, make_config(64, 64, 2, 1), hopper());
+  EXPECT_FALSE(group.ok);
+  EXPECT_NE(group.reason.find("GQA group 80"), std::string::npos) << group.reason;
+  EXPECT_TRUE(variant.supports(wide, make_config(128, 64, 2, 2), hopper()).ok);
+}
+
+TEST(PrefixPrefillSm90Gating, OnlySm90aAndTheDefaultIsSupportedForEveryShape) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (int page : {8, 16, 32, 64, 128, 256}) {
+        for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+          const Batch batch = prefill_batch(8, 2, head_dim, page, dtype, layout);
+          const KernelConfig config = variant.default_config(batch, hopper());
+          const Support support = variant.supports(batch, config, hopper());
+          EXPECT_TRUE(support.ok) << head_dim << " page " << page << ": " << support.reason;
+          const Support ampere = variant.supports(batch, config, testing::ampere_target());
+          EXPECT_FALSE(ampere.ok);
+          EXPECT_NE(ampere.reason.find("sm_90a"), std::string::npos) << ampere.reason;
+          EXPECT_FALSE(variant.supports(batch, config, Target::cpu()).ok);
+        }
+      }
+    }
+  }
+  // GQA of any ratio up to the rows of a CTA.
+  for (int group : {1, 3, 5, 7, 16, 40, 128}) {
+    const Batch batch = prefill_batch(2 * group, 2, 64);
+    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+        << group;
+  }
+  // Decode-like batches (query_len x group <= 64 rows) start from one consumer warpgroup.
+  testing::SpecShape shape;
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {5, 300}));
+  EXPECT_EQ(variant.full_name(variant.default_config(decode, hopper())),
+            "prefix_prefill.sm90_wgmma.c1.st2.tm64.tn128");
+  const Batch batch = prefill_batch(32, 8, 128);
+  EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
+            "prefix_prefill.sm90_wgmma.c2.st2.tm128.tn128");
+}
+
+struct Feature {
+  std::string name;
+  std::string reason_mentions;  // empty: supported
+  std::function<void(Batch&)> apply;
+};
+
+TEST(PrefixPrefillSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
+  const Batch plain = prefill_batch(12, 4, 128);
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const std::vector<Feature> features = {
+      {"plain", "", [](Batch&) {}},
+      {"non-causal", "", [](Batch& b) { b.causal = false; }},
+      {"hnd", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::hnd; }},
+      {"fp16", "", [](Batch& b) { b.dtype = b.kv_dtype = b.spec.model.dtype = DType::fp16; }},
+      {"soft-cap", "", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
+      {"sinks", "", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
+      {"window longer than every sequence", "", [](Batch& b) { b.sliding_window = 100000; }},
+      {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
+      {"fp8 KV", "fp8_e4m3",
+       [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.k_scales = {0.01f};
+         b.v_scales = {0.02f};
+       }},
+      {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
+      {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
+      {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
+      {"page size 5", "page size 5", [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 5; }},
+      {"page size 1", "page size 1", [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 1; }},
+  };
+  for (const Feature& feature : features) {
+    Batch batch = plain;
+    feature.apply(batch);
+    const Support s = variant.supports(batch, variant.default_config(batch, hopper()), hopper());
+    if (feature.reason_mentions.empty()) {
+      EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
+    } else {
+      EXPECT_FALSE(s.ok) << feature.name << " was accepted";
+      EXPECT_NE(s.reason.find(feature.reason_mentions), std::string::npos)
+          << feature.name << ": " << s.reason;
+    }
+  }
+}
+
+TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Batch small_pages = prefill_batch(8, 2, 128, 16, DType::fp16);
+  const Batch large_pages = prefill_batch(8, 2, 64, 256, DType::bf16, KvLayout::hnd);
+  const KernelConfig config = make_config(64, 128, 3, 1);
+  const JitProgram a = variant.programs(small_pages, config, hopper()).front();
+  const JitProgram b = variant.programs(large_pages, config, hopper()).front();
+  ASSERT_EQ(a.kernels.size(), 2u);
+  EXPECT_EQ(a.kernels[0], "attn::prefix_prefill_sm90_wgmma<1, 128, 64, 128, 3, 1, 16>");
+  EXPECT_EQ(b.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 64, 64, 128, 3, 1, 128>");
+  EXPECT_EQ(a.kernels[1], "attn::prefix_prefill_gather");
+  EXPECT_NE(a.name, b.name);
+  EXPECT_EQ(a.arch, "sm_90a");
+}
+
+// NVRTC compiles every config the traits accept for every head dim, with page boxes of 16 keys
+// (bf16) and of a whole key tile (fp16, page 256); ATTN_TEST_EXHAUSTIVE=1 adds boxes of 8 and 32
+// keys for both dtypes. ptxas reports no spills, no stack frame and no wgmma serialisation.
+// ATTN_TEST_VERBOSE=1 prints ptxas' report.
+TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("attn-prefix-sm90-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::remove_all(dir);
+  JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const bool exhaustive = std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr;
+  const Target target = hopper();
+
+  struct Job {
+    std::string what;
+    std::future<CompiledProgram> compiled;
+  };
+  std::vector<Job> jobs;
+  std::vector<Batch> batches;  // programs() reads the batch; keep them alive
+  batches.reserve(24);
+  for (int head_dim : {64, 128, 256}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (int page : {8, 16, 32, 256}) {
+        const bool sampled =
+            (dtype == DType::bf16 && page == 16) || (dtype == DType::fp16 && page == 256);
+        if (!exhaustive && !sampled) continue;
+        batches.push_back(prefill_batch(12, 4, head_dim, page, dtype));
+        const Batch& batch = batches.back();
+        int accepted = 0;
+        for (const KernelConfig& config : space_configs(variant, batch)) {
+          if (!variant.supports(batch, config, target)) continue;
+          ++accepted;
+          JitProgram program = variant.programs(batch, config, target).front();
+          program.options.push_back("--ptxas-options=-v");
+          jobs.push_back({program.name, jit.compile_async(program)});
+        }
+        EXPECT_GT(accepted, 0);
+      }
+    }
+  }
+  const std::regex spills("([1-9][0-9]*) bytes (spill stores|spill loads|stack frame)");
+  for (Job& job : jobs) {
+    try {
+      const CompiledProgram compiled = job.compiled.get();
+      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
+      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
+      EXPECT_EQ(compiled.log.find("Performance Loss"), std::string::npos)
+          << job.what << ": ptxas serialises wgmma:\n"
+          << compiled.log;
+      if (std::getenv("ATTN_TEST_VERBOSE")) std::cout << job.what << "\n" << compiled.log << "\n";
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attn
