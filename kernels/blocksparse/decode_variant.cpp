@@ -8,6 +8,7 @@
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
 
 namespace attn {
 
@@ -56,29 +57,6 @@ std::string describe_rule(int rule, const DecodeConfig& c, int head_dim, int blo
       return "invalid config";
   }
 }
-
-class DecodeLauncher : public Launcher {
- public:
-  DecodeLauncher(const ExecContext& context, CUfunction attention, LaunchShape shape,
-                 BlockSparseDecodeParams params, std::vector<DeviceBuffer> buffers)
-      : context_(context),
-        attention_(attention),
-        shape_(shape),
-        params_(params),
-        buffers_(std::move(buffers)) {}
-
-  void launch() override {
-    if (shape_.grid_x > 0)
-      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
-  }
-
- private:
-  ExecContext context_;
-  CUfunction attention_;
-  LaunchShape shape_;
-  BlockSparseDecodeParams params_;
-  std::vector<DeviceBuffer> buffers_;  // params_ points into them
-};
 
 class DecodeVariant : public Variant {
  public:
@@ -221,7 +199,8 @@ class DecodeVariant : public Variant {
     shape.grid_x = unsigned(plan.ctas.size() / 2);
     shape.block_x = unsigned(blocksparse_decode::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<DecodeLauncher>(context, attention, shape, p, std::move(buffers));
+    return std::make_unique<ParamsLauncher<BlockSparseDecodeParams>>(context, attention, shape, p,
+                                                                     std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return blocksparse_work(batch); }

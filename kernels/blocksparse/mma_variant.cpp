@@ -9,6 +9,7 @@
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
 
 namespace attn {
 
@@ -64,31 +65,6 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int block_
       return "invalid config";
   }
 }
-
-// Owns what the attention kernel reads besides the problem: the gathered K and V,
-// cu_seqlens_kv, the tile schedule and the layout. launch() runs the attention only.
-class MmaLauncher : public Launcher {
- public:
-  MmaLauncher(const ExecContext& context, CUfunction attention, LaunchShape shape,
-              BlockSparseMmaParams params, std::vector<DeviceBuffer> buffers)
-      : context_(context),
-        attention_(attention),
-        shape_(shape),
-        params_(params),
-        buffers_(std::move(buffers)) {}
-
-  void launch() override {
-    if (shape_.grid_x > 0)
-      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
-  }
-
- private:
-  ExecContext context_;
-  CUfunction attention_;
-  LaunchShape shape_;
-  BlockSparseMmaParams params_;
-  std::vector<DeviceBuffer> buffers_;  // params_ points into them
-};
 
 class MmaVariant : public Variant {
  public:
@@ -219,7 +195,8 @@ class MmaVariant : public Variant {
     shape.grid_y = unsigned(m.num_q_heads);
     shape.block_x = unsigned(flash_sm80::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<MmaLauncher>(context, attention, shape, p, std::move(buffers));
+    return std::make_unique<ParamsLauncher<BlockSparseMmaParams>>(context, attention, shape, p,
+                                                                  std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return blocksparse_work(batch); }

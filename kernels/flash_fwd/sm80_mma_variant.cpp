@@ -9,6 +9,7 @@
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
 
 namespace attn {
 
@@ -64,31 +65,6 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
 int dtype_code(DType dtype) {
   return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
-
-// Owns what the attention kernel reads besides the problem: the gathered K and V, cu_seqlens_kv
-// and the tile schedule. launch() runs the attention only; the gather ran once in prepare().
-class Sm80Launcher : public Launcher {
- public:
-  Sm80Launcher(const ExecContext& context, CUfunction attention, LaunchShape shape,
-               FlashFwdParams params, std::vector<DeviceBuffer> buffers)
-      : context_(context),
-        attention_(attention),
-        shape_(shape),
-        params_(params),
-        buffers_(std::move(buffers)) {}
-
-  void launch() override {
-    if (shape_.grid_x > 0)
-      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
-  }
-
- private:
-  ExecContext context_;
-  CUfunction attention_;
-  LaunchShape shape_;
-  FlashFwdParams params_;
-  std::vector<DeviceBuffer> buffers_;  // k, v, cu_seqlens_kv, tiles: params_ points into them
-};
 
 class Sm80MmaVariant : public FlashFwdVariant {
  public:
@@ -209,7 +185,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
     shape.grid_y = unsigned(m.num_q_heads);
     shape.block_x = unsigned(flash_sm80::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<Sm80Launcher>(context, attention, shape, p, std::move(buffers));
+    return std::make_unique<ParamsLauncher<FlashFwdParams>>(context, attention, shape, p,
+                                                            std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return flash_fwd_work(batch); }

@@ -9,6 +9,7 @@
 #include "kernels/flash_fwd/sm90_wgmma_params.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
 
 namespace attn {
 
@@ -47,31 +48,6 @@ int dtype_code(DType dtype) {
 CUtensorMapDataType tensor_map_type(DType dtype) {
   return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
-
-// Owns what the attention kernel reads besides the problem: the gathered K and V (the tensor maps
-// point into them), cu_seqlens_kv and the tile schedule.
-class Sm90Launcher : public Launcher {
- public:
-  Sm90Launcher(const ExecContext& context, CUfunction attention, LaunchShape shape,
-               const FlashFwdSm90Params& params, std::vector<DeviceBuffer> buffers)
-      : context_(context),
-        attention_(attention),
-        shape_(shape),
-        params_(params),
-        buffers_(std::move(buffers)) {}
-
-  void launch() override {
-    if (shape_.grid_x > 0)
-      attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
-  }
-
- private:
-  ExecContext context_;
-  CUfunction attention_;
-  LaunchShape shape_;
-  FlashFwdSm90Params params_;
-  std::vector<DeviceBuffer> buffers_;  // k, v, cu_seqlens_kv, tiles
-};
 
 class Sm90WgmmaVariant : public FlashFwdVariant {
  public:
@@ -200,7 +176,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     shape.grid_y = unsigned(m.num_q_heads);
     shape.block_x = unsigned(flash_sm90::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<Sm90Launcher>(context, attention, shape, p, std::move(buffers));
+    return std::make_unique<ParamsLauncher<FlashFwdSm90Params>>(context, attention, shape, p,
+                                                                std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return flash_fwd_work(batch); }

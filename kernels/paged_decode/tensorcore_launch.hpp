@@ -8,6 +8,7 @@
 
 #include "kernels/exec_context.hpp"
 #include "kernels/paged_decode/tensorcore_params.hpp"
+#include "kernels/params_launcher.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/variant.hpp"
 
@@ -31,26 +32,5 @@ struct TensorCoreLaunch {
 TensorCoreLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context,
                                            CUfunction kernel, int block_tokens, int num_splits,
                                            int shared_bytes, int threads);
-
-// Launches one kernel with a by-value parameter struct, keeping alive what the parameters point to.
-template <typename Params>
-class ParamsLauncher : public Launcher {
- public:
-  ParamsLauncher(const ExecContext& context, CUfunction kernel, LaunchShape shape, Params params,
-                 std::vector<DeviceBuffer> owned)
-      : context_(context),
-        kernel_(kernel),
-        shape_(shape),
-        params_(params),
-        owned_(std::move(owned)) {}
-  void launch() override { attn::launch(*context_.cuda, kernel_, shape_, *context_.stream, params_); }
-
- private:
-  ExecContext context_;
-  CUfunction kernel_;
-  LaunchShape shape_;
-  Params params_;
-  std::vector<DeviceBuffer> owned_;
-};
 
 }  // namespace attn

@@ -8,6 +8,7 @@
 
 #include "kernels/common/dtype_code.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/mma_params.hpp"
 #include "kernels/prefix_prefill/mma_traits.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
@@ -87,30 +88,6 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
 int dtype_code(DType dtype) {
   return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
-
-class MmaLauncher : public Launcher {
- public:
-  MmaLauncher(const ExecContext& context, CUfunction attention, LaunchShape shape,
-              PrefixPrefillParams params, std::vector<DeviceBuffer> buffers)
-      : context_(context),
-        attention_(attention),
-        shape_(shape),
-        params_(params),
-        buffers_(std::move(buffers)) {}
-
-  void launch() override {
-    attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
-  }
-
- private:
-  ExecContext context_;
-  CUfunction attention_;
-  LaunchShape shape_;
-  PrefixPrefillParams params_;
-  // What params_ points at besides the problem: K_new, V_new, the schedule, per-sequence info,
-  // sinks, scales, the mask. Owned while the launcher lives.
-  std::vector<DeviceBuffer> buffers_;
-};
 
 class MmaVariant : public Variant {
  public:
@@ -295,7 +272,8 @@ class MmaVariant : public Variant {
     shape.grid_x = unsigned(tile_table.size() / 2 * size_t(m.num_kv_heads));
     shape.block_x = unsigned(prefix_prefill::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<MmaLauncher>(context, attention, shape, p, std::move(buffers));
+    return std::make_unique<ParamsLauncher<PrefixPrefillParams>>(context, attention, shape, p,
+                                                                 std::move(buffers));
   }
 
   Work work(const Batch& batch) const override {

@@ -7,6 +7,7 @@
 #include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
@@ -64,30 +65,6 @@ int dtype_code(DType dtype) {
 CUtensorMapDataType tensor_map_type(DType dtype) {
   return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
-
-class Sm90Launcher : public Launcher {
- public:
-  Sm90Launcher(const ExecContext& context, CUfunction attention, LaunchShape shape,
-               const PrefixPrefillSm90Params& params, std::vector<DeviceBuffer> buffers)
-      : context_(context),
-        attention_(attention),
-        shape_(shape),
-        params_(params),
-        buffers_(std::move(buffers)) {}
-
-  void launch() override {
-    attn::launch(*context_.cuda, attention_, shape_, *context_.stream, params_);
-  }
-
- private:
-  ExecContext context_;
-  CUfunction attention_;
-  LaunchShape shape_;
-  PrefixPrefillSm90Params params_;
-  // What params_ points at besides the problem: K_new, V_new (the tensor maps point into them),
-  // the per-sequence table, the schedule, the sinks. Owned while the launcher lives.
-  std::vector<DeviceBuffer> buffers_;
-};
 
 class Sm90WgmmaVariant : public Variant {
  public:
@@ -261,7 +238,8 @@ class Sm90WgmmaVariant : public Variant {
     shape.grid_y = unsigned(m.num_kv_heads);
     shape.block_x = unsigned(sm90_attn::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<Sm90Launcher>(context, attention, shape, p, std::move(buffers));
+    return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,
+                                                                     std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return prefix_prefill_work(batch, false); }
