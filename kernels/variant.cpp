@@ -32,6 +32,15 @@ Support supports_sm90_target(const Target& target, const std::string& needs) {
   return Support::yes();
 }
 
+Support supports_shared_bytes(long long shared_bytes, const Target& target) {
+  if (target.max_shared_per_block > 0 && shared_bytes > target.max_shared_per_block) {
+    return Support::no("needs " + std::to_string(shared_bytes) +
+                       " bytes of shared memory; this device allows " +
+                       std::to_string(target.max_shared_per_block) + " per block");
+  }
+  return Support::yes();
+}
+
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
                            const std::string& variant) {
   for (const std::string& axis : axes) {

@@ -37,6 +37,9 @@ Support supports_sm80_target(const Target& target, const std::string& needs);
 // or newer.
 Support supports_sm90_target(const Target& target, const std::string& needs);
 
+// A CTA's dynamic shared memory fits the target's opt-in per-block limit (when it is known).
+Support supports_shared_bytes(long long shared_bytes, const Target& target);
+
 // The config names exactly `axes` (a partial config, or one of another variant, is refused).
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
                            const std::string& variant);

@@ -137,13 +137,7 @@ class DecodeVariant : public Variant {
     if (rule != blocksparse_decode::kOk) {
       return Support::no(describe_rule(rule, c, m.head_dim, block));
     }
-    if (target.max_shared_per_block > 0 &&
-        c.shared_bytes(m.head_dim) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(c.shared_bytes(m.head_dim)) +
-                         " bytes of shared memory; this device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    return Support::yes();
+    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -126,13 +126,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     const Sm80Config c(config);
     const int rule = c.check(m.head_dim);
     if (rule != flash_sm80::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
-    if (target.max_shared_per_block > 0 &&
-        c.shared_bytes(m.head_dim) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(c.shared_bytes(m.head_dim)) +
-                         " bytes of shared memory; this device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    return Support::yes();
+    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -108,13 +108,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     const Sm90Config c(config);
     const int rule = c.check(m.head_dim);
     if (rule != flash_sm90::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
-    if (target.max_shared_per_block > 0 &&
-        c.shared_bytes(m.head_dim) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(c.shared_bytes(m.head_dim)) +
-                         " bytes of shared memory; this device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    return Support::yes();
+    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -38,11 +38,7 @@ Support paged_decode_supports_layout_and_masks(const Batch& batch) {
 
 Support paged_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
                                      const Target& target) {
-  if (target.max_shared_per_block > 0 && shared_bytes > target.max_shared_per_block) {
-    return Support::no("needs " + std::to_string(shared_bytes) +
-                       " bytes of shared memory; this device allows " +
-                       std::to_string(target.max_shared_per_block) + " per block");
-  }
+  if (Support s = supports_shared_bytes(shared_bytes, target); !s) return s;
   if (num_splits < 0 || num_splits > max_splits) {
     return Support::no("num_splits must be 0 (auto) to " + std::to_string(max_splits));
   }

@@ -174,12 +174,7 @@ class MmaVariant : public Variant {
                          " is smaller than the GQA group " + std::to_string(group) +
                          " (a CTA holds whole groups)");
     }
-    if (target.max_shared_per_block > 0 && shared_bytes(batch, c) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(shared_bytes(batch, c)) +
-                         " bytes of shared memory; this device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    return Support::yes();
+    return supports_shared_bytes(shared_bytes(batch, c), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

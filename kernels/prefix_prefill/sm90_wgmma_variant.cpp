@@ -143,12 +143,7 @@ class Sm90WgmmaVariant : public Variant {
     const int rule = c.check(batch);
     if (rule != sm90_attn::kOk) return Support::no(describe_rule(rule, c, batch));
     const int head_dim = batch.spec.model.head_dim;
-    if (target.max_shared_per_block > 0 && c.shared_bytes(head_dim) > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(c.shared_bytes(head_dim)) +
-                         " bytes of shared memory; this device allows " +
-                         std::to_string(target.max_shared_per_block) + " per block");
-    }
-    return Support::yes();
+    return supports_shared_bytes(c.shared_bytes(head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
