@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/errors.hpp"
-#include "kernels/common/dtype_code.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "workloads/batch_data.hpp"
 
 namespace attn {
@@ -13,19 +13,10 @@ static_assert(sizeof(int) == sizeof(int32_t), "int32 host arrays are read as int
 
 namespace {
 
+// The kernel reads bf16, fp16 (Q and K/V) and fp8 e4m3 (K/V).
 int reference_dtype_code(DType dtype) {
-  switch (dtype) {
-    case DType::bf16:
-      return kDTypeBf16;
-    case DType::fp16:
-      return kDTypeFp16;
-    case DType::fp8_e4m3:
-      return kDTypeFp8E4m3;
-    case DType::fp32:
-      break;
-  }
-  ATTN_ASSERT(false, "the GPU reference reads bf16, fp16 or fp8 e4m3, not " + to_string(dtype));
-  return kDTypeFp32;
+  ATTN_ASSERT(dtype != DType::fp32, "the GPU reference reads bf16, fp16 or fp8 e4m3, not fp32");
+  return dtype_code_of(dtype);
 }
 
 std::string kernel_name(const Batch& batch) {
