@@ -37,6 +37,7 @@ struct RunArgs {
   int device = 0;
   bool cpu = false;
   size_t threads = 0;
+  std::string reference = "auto";
 };
 
 std::string database_path(const std::string& flag) {
@@ -70,6 +71,9 @@ void print_device(const BenchSession& session, std::ostream& out) {
     out << "device    " << d.name << " (" << d.sm_count << " threads)\n";
   }
   if (!session.backend_note().empty()) out << "note      " << session.backend_note() << "\n";
+  out << "reference " << session.reference_name();
+  if (session.backend() == "cuda") out << " (" << session.reference_choice() << ")";
+  out << "\n";
   if (session.backend() == "cuda" && !session.clock_note().empty()) {
     out << "note      " << session.clock_note() << "\n";
   }
@@ -185,6 +189,15 @@ MeasurePolicy policy_from(const RunArgs& args) {
   return apply_overrides(*named, o);
 }
 
+ReferenceOracle reference_oracle_from(const RunArgs& args) {
+  std::optional<ReferenceOracle> oracle = reference_oracle_from_string(args.reference);
+  if (!oracle) throw UsageError("--reference '" + args.reference + "': use cpu, gpu or auto");
+  if (*oracle == ReferenceOracle::gpu && args.cpu) {
+    throw UsageError("--reference gpu needs the CUDA backend; --cpu verifies against naive_dense");
+  }
+  return *oracle;
+}
+
 int run(const RunArgs& args, const Invocation& invocation) {
   // Everything the user gave is checked before any GPU work.
   const WorkloadSpec spec = args.workload.empty()
@@ -197,6 +210,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   options.device = args.device;
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
+  options.reference = reference_oracle_from(args);
   GbenchOptions gbench{invocation.benchmark_args};
 
   const Batch batch = generate_batch(spec);
@@ -332,6 +346,9 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
   cmd->add_flag("--cpu", args->cpu, "run the CPU backend even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  cmd->add_option("--reference", args->reference,
+                  "oracle that verifies GPU variants: cpu (double precision), gpu (naive fp32 "
+                  "kernel) or auto (gpu above a work threshold; default)");
   cmd->callback([args, &invocation] { invocation.exit_code = run(*args, invocation); });
 }
 

@@ -43,7 +43,8 @@ BenchSession::~BenchSession() = default;
 
 BenchSession BenchSession::open(const Batch& batch, const BenchOptions& options) {
   BenchSession session(batch, options);
-  const Evaluator::Options evaluator_options{options.policy, options.cpu_threads};
+  Evaluator::Options evaluator_options{options.policy, options.cpu_threads};
+  evaluator_options.reference = options.reference;
   DeviceDiscovery discovery;
   if (!options.force_cpu) discovery = discover_devices();
   if (!options.force_cpu && !discovery.devices.empty()) {
@@ -70,6 +71,14 @@ BenchSession BenchSession::open(const Batch& batch, const BenchOptions& options)
 
 const std::string& BenchSession::clock_note() const {
   return state_->evaluator->clock_note();
+}
+
+const std::string& BenchSession::reference_name() const {
+  return state_->evaluator->reference_name();
+}
+
+std::string BenchSession::reference_choice() const {
+  return state_->evaluator->reference_choice();
 }
 
 std::vector<BenchCase> BenchSession::cases(const Registry& registry) const {

@@ -12,6 +12,7 @@
 #include "kernels/registry.hpp"
 #include "results/records.hpp"
 #include "results/store.hpp"
+#include "tuner/reference_oracle.hpp"
 #include "tuner/sample_statistics.hpp"
 #include "tuner/timing_policy.hpp"
 #include "workloads/batch.hpp"
@@ -25,7 +26,8 @@ struct BenchOptions {
   int device = 0;          // GPU ordinal
   bool force_cpu = false;  // run the CPU backend even when a GPU exists
   size_t cpu_threads = 0;
-  std::string jit_cache_dir;  // empty: the JIT's default
+  std::string jit_cache_dir;                               // empty: the JIT's default
+  ReferenceOracle reference = ReferenceOracle::automatic;  // the oracle of CUDA evaluations
 };
 
 struct BenchCase {
@@ -68,6 +70,10 @@ class BenchSession {
   const std::string& clock_note() const;
   const DeviceRecord& device() const { return device_; }
   const MeasurePolicy& policy() const { return options_.policy; }
+  // The oracle that verifies every case ("cpu_reference", "gpu_naive_fp32", "naive_dense").
+  const std::string& reference_name() const;
+  // Why: "--reference gpu" or "auto: visible pairs x head_dim 6.9e+10 >= 3.2e+09".
+  std::string reference_choice() const;
 
   // The matching cases of this backend, each at its default config (with the override applied).
   std::vector<BenchCase> cases(const Registry& registry) const;

@@ -5,6 +5,7 @@
 
 #include "base/errors.hpp"
 #include "kernels/device/sticky_errors.hpp"
+#include "kernels/reference/gpu_reference.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "tuner/verify.hpp"
 
@@ -76,8 +77,10 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
     e->clock_note_ += (e->clock_note_.empty() ? "" : "; ") + why_no_nvml + " (no temperature)";
   }
   // Large batches are generated on the GPU (same bytes as the host fill, no PCIe copy); the
-  // reference still reads the host problem, so every such run also checks CPU/GPU determinism.
-  e->device_.emplace(Problem::prefers_device_fill(batch)
+  // reference still reads the host problem (the GPU reference an upload of it), so every such run
+  // also checks CPU/GPU determinism.
+  e->device_generated_ = Problem::prefers_device_fill(batch);
+  e->device_.emplace(e->device_generated_
                          ? Problem::generated_on_device(batch, *e->cuda_, *e->loader_, *e->stream_)
                          : Problem::on_device(e->host_, *e->cuda_));
   e->context_.target = Target::cuda(device);
@@ -85,14 +88,33 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   e->context_.stream = e->stream_.get();
   e->context_.loader = e->loader_.get();
   e->context_.workspace = e->workspace_.get();
-  e->reference_name_ = "cpu_reference";
+  e->reference_name_ =
+      use_gpu_reference(batch, e->options_.reference, e->options_.gpu_reference_min_work)
+          ? kGpuReferenceName
+          : "cpu_reference";
   return e;
 }
 
+std::string Evaluator::reference_choice() const {
+  if (!cuda_) return "the CPU backend";
+  return describe_reference_choice(batch_, options_.reference, options_.gpu_reference_min_work);
+}
+
 const std::vector<float>& Evaluator::reference() {
-  if (!reference_) {
-    reference_ = cuda_ ? paged_attention_reference(host_, options_.cpu_threads)
-                       : naive_dense_attention(batch_, options_.cpu_threads);
+  if (reference_) return *reference_;
+  if (!cuda_) {
+    reference_ = naive_dense_attention(batch_, options_.cpu_threads);
+  } else if (reference_name_ == kGpuReferenceName) {
+    // Computed before the first variant launch, so device_ holds the inputs as uploaded. A device
+    // problem generated on the GPU would share its fill with the variants' inputs; the oracle reads
+    // an upload of the host problem instead (freed once it has run), which keeps the check that the
+    // two fills agree.
+    std::optional<Problem> upload;
+    if (device_generated_) upload.emplace(Problem::on_device(host_, *cuda_));
+    reference_ =
+        gpu_paged_attention_reference(upload ? *upload : *device_, *cuda_, *loader_, *stream_);
+  } else {
+    reference_ = paged_attention_reference(host_, options_.cpu_threads);
   }
   return *reference_;
 }
@@ -137,8 +159,16 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
     return m;
   }
 
-  // Verify on a poisoned output before any timing.
+  // Verify on a poisoned output before any timing. The oracle runs first (once per evaluator), so
+  // that the GPU reference reads the device inputs before any variant's first launch.
   phase(EvalPhase::verify);
+  const std::vector<float>* expected = nullptr;
+  try {
+    expected = &reference();
+  } catch (const CallError& e) {  // the oracle's failure is not the variant's: no disposition
+    if (is_sticky_cuda_error(e)) context_lost_ = std::string("the GPU reference: ") + e.what();
+    throw;
+  }
   std::vector<uint8_t> output;
   try {
     problem.poison_output(context_.stream);
@@ -149,7 +179,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
     record_call_failure(m, e, "", context_lost_);
     return m;
   }
-  m.verification = verify_output(output.data(), batch_.spec.model.dtype, reference(),
+  m.verification = verify_output(output.data(), batch_.spec.model.dtype, *expected,
                                  batch_.spec.model.head_dim, reference_name_);
   if (!verification_passed(m.verification)) {
     m.disposition = Disposition::incorrect;

@@ -2,8 +2,10 @@
 // failure becomes the measurement's disposition and the caller goes on to the next case.
 //
 // Verification runs before any timing: the output is poisoned, the variant launched once, and the
-// result compared with an oracle that shares no code with the variant: the CPU reference for GPU
-// variants, the dense naive attention for the CPU reference variant.
+// result compared with an oracle that shares no code with the variant: for GPU variants the CPU
+// reference, or the naive GPU reference for a large problem (Options::reference, and
+// tuner/reference_oracle.hpp for the threshold of `auto`); the dense naive attention for the CPU
+// reference variant. The measurement's verification.reference names the oracle used.
 //
 // A sticky CUDA error (kernels/device/sticky_errors.hpp: an illegal address and its kin) makes the
 // case `crashed` and loses the context: context_lost() says why, and a later evaluate() throws
@@ -20,6 +22,7 @@
 #include "kernels/variant.hpp"
 #include "results/measurement.hpp"
 #include "tuner/phase_deadlines.hpp"
+#include "tuner/reference_oracle.hpp"
 #include "tuner/timing_core.hpp"
 
 namespace attn {
@@ -34,6 +37,10 @@ class Evaluator {
   struct Options {
     MeasurePolicy policy = confirm_policy();
     size_t cpu_threads = 0;  // 0: all hardware threads
+    // The oracle of a CUDA evaluation; `automatic` takes the GPU reference when reference_work()
+    // is at least gpu_reference_min_work. Ignored on the CPU backend.
+    ReferenceOracle reference = ReferenceOracle::automatic;
+    double gpu_reference_min_work = kDefaultGpuReferenceMinWork;
   };
 
   // CPU backend: the batch's data in host memory.
@@ -47,6 +54,12 @@ class Evaluator {
 
   const Target& target() const { return context_.target; }
   const MeasurePolicy& policy() const { return options_.policy; }
+  // The oracle verification compares with ("cpu_reference", "gpu_naive_fp32", "naive_dense"),
+  // chosen when the evaluator is made; computed once, on the first verification.
+  const std::string& reference_name() const { return reference_name_; }
+  // Why it was chosen: "--reference gpu", "auto: visible pairs x head_dim 6.9e+10 >= 3.2e+09", or
+  // "the CPU backend" for a CPU evaluator.
+  std::string reference_choice() const;
   // Why the SM clock is not read beside samples (empty when it is), and NVML's absence.
   const std::string& clock_note() const { return clock_note_; }
   Measurement evaluate(const Variant& variant, const KernelConfig& config) {
@@ -80,6 +93,7 @@ class Evaluator {
   std::string clock_note_;
   std::vector<Problem> rotation_problems_;
   std::optional<Problem> device_;
+  bool device_generated_ = false;  // device_ was generated on the GPU, not uploaded from host_
   ExecContext context_;
   std::optional<std::vector<float>> reference_;
   std::string reference_name_;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "base/errors.hpp"
-#include "kernels/common/dtype_code.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "workloads/counter_rng.hpp"
 
 namespace attn {
@@ -13,25 +13,11 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-int dtype_code(DType dtype) {
-  switch (dtype) {
-    case DType::bf16:
-      return kDTypeBf16;
-    case DType::fp16:
-      return kDTypeFp16;
-    case DType::fp8_e4m3:
-      return kDTypeFp8E4m3;
-    case DType::fp32:
-      return kDTypeFp32;
-  }
-  return kDTypeFp32;
-}
-
 std::string query_kernel(const Batch& batch) {
-  return "attn::fill_query<" + std::to_string(dtype_code(batch.dtype)) + ">";
+  return "attn::fill_query<" + std::to_string(dtype_code_of(batch.dtype)) + ">";
 }
 std::string pool_kernel(const Batch& batch) {
-  return "attn::fill_kv_pool<" + std::to_string(dtype_code(batch.kv_dtype)) + ">";
+  return "attn::fill_kv_pool<" + std::to_string(dtype_code_of(batch.kv_dtype)) + ">";
 }
 
 // Enough blocks to fill every SM several times over; the kernels loop over the rest.

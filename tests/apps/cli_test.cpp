@@ -40,6 +40,12 @@ TEST_F(Cli, UsageErrorsExitWithTwo) {
   r = run({"run", "--cpu", "--variant", "nothing.*"});
   EXPECT_EQ(r.exit_code, kUsage);
   EXPECT_NE(r.err.find("nothing.*"), std::string::npos) << r.err;
+  r = run({"run", "--cpu", "--reference", "double"});
+  EXPECT_EQ(r.exit_code, kUsage);
+  EXPECT_NE(r.err.find("--reference 'double': use cpu, gpu or auto"), std::string::npos) << r.err;
+  r = run({"run", "--cpu", "--reference", "gpu"});
+  EXPECT_EQ(r.exit_code, kUsage);
+  EXPECT_NE(r.err.find("needs the CUDA backend"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, SyntaxErrorNamesLineAndColumnAndStartsNoWork) {
@@ -94,6 +100,7 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   const CliResult r = run({"run", "--cpu", "--samples", "2", "--warmup", "0", "--noise", "0.9"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference naive_dense\n"), std::string::npos) << r.out;
   // The other families' CPU variants decline the decode batch, with their reasons, and are
   // recorded so.
   EXPECT_NE(r.out.find("prefix_prefill.cpu_reference: decode-only batch"), std::string::npos)

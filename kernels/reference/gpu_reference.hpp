@@ -1,0 +1,53 @@
+// The naive GPU reference (device code: gpu_reference.cuh): the oracle for problems too large for
+// the CPU reference to verify in seconds. Same semantics and interface as paged_attention_reference
+// (paged_attention_reference.hpp), in fp32 instead of double, on a device problem. Shares no code
+// with the optimised variants; its per-element rules (visibility, pool addressing, element
+// decoding, fp8 scales) are in gpu_reference_params.hpp, checked against the host's on the CPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/device/cuda_context.hpp"
+#include "kernels/exec_context.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/problem.hpp"
+#include "kernels/reference/gpu_reference_params.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+// The name verification records for this oracle (Verification::reference).
+inline constexpr const char* kGpuReferenceName = "gpu_naive_fp32";
+
+// The host arrays the kernel reads besides the problem's tensors and the batch's masks, built
+// from the batch with the host's own definitions (pool_offset, the CPU reference's row order).
+// The block-sparse layout and the explicit mask are read (and uploaded) from the batch as they are.
+struct GpuReferenceTables {
+  std::vector<long long> context_lens;                // [num_seqs]
+  std::vector<long long> kv_lens;                     // [num_seqs]
+  std::vector<long long> cu_seqlens_q;                // [num_seqs + 1]
+  std::vector<int> seq_of_token;                      // [total_q]
+  std::vector<long long> k_dim_offset, v_dim_offset;  // [head_dim]
+  GpuReferencePool k_strides{}, v_strides{};  // strides only (data and dim_offset left null)
+};
+
+// Throws an internal error when a layout's pool_offset is not of the affine-plus-dim-table form
+// GpuReferencePool describes (checked at every page, slot and head corner for every dim).
+GpuReferenceTables gpu_reference_tables(const Batch& batch);
+
+// The mask view of `tables` and the batch's masks with host pointers, to evaluate
+// gpu_reference_key_visible on the host.
+GpuReferenceMask gpu_reference_host_mask(const Batch& batch, const GpuReferenceTables& tables);
+
+// One program with the kernel for the batch's dtypes.
+JitProgram gpu_reference_program(const Batch& batch, const std::string& arch);
+
+// Runs the oracle on a device problem and returns the output, [total_q, num_q_heads, head_dim]
+// floats, and *lse ([total_q, num_q_heads], natural log, -inf for a row that sees no key) when
+// given. Synchronises `stream`; every buffer it allocates is freed before it returns.
+std::vector<float> gpu_paged_attention_reference(const Problem& device, const CudaContext& cuda,
+                                                 KernelLoader& loader, const Stream& stream,
+                                                 std::vector<float>* lse = nullptr);
+
+}  // namespace attn

@@ -1,0 +1,219 @@
+// The naive GPU reference against the CPU reference on small batches with every feature (within
+// 1e-4 relative per output row, and in LSE), and the Evaluator's choice of oracle: the GPU one for
+// a large problem in `auto` mode, where it verifies a real variant in seconds.
+#include "kernels/reference/gpu_reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <random>
+
+#include "kernels/reference/paged_attention_reference.hpp"
+#include "kernels/registry.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/kernels/reference/reference_feature_batches.hpp"
+#include "tests/test_support.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/reference_oracle.hpp"
+
+namespace attn {
+namespace {
+
+constexpr double kRelativeTolerance = 1e-4;
+
+struct Oracles {
+  std::vector<float> cpu, cpu_lse, gpu, gpu_lse;
+};
+
+Oracles run_both(const Batch& batch) {
+  auto& env = testing::gpu();
+  Oracles o;
+  const Problem host = Problem::on_host(batch);
+  o.cpu = paged_attention_reference(host, 0, &o.cpu_lse);
+  const Problem device = Problem::on_device(host, *env.context);
+  Stream stream(*env.context);
+  KernelLoader loader(*env.context, *env.jit);
+  o.gpu = gpu_paged_attention_reference(device, *env.context, loader, stream, &o.gpu_lse);
+  return o;
+}
+
+// Rows (one query token and head) whose relative L2 error is above the tolerance; a row the CPU
+// reference leaves at exactly zero (it sees no key) must be exactly zero too.
+int64_t bad_rows(const Batch& batch, const Oracles& o, const std::string& what, int report = 3) {
+  const size_t D = size_t(batch.spec.model.head_dim);
+  EXPECT_EQ(o.gpu.size(), o.cpu.size()) << what;
+  EXPECT_EQ(o.gpu_lse.size(), o.cpu_lse.size()) << what;
+  int64_t bad = 0;
+  for (size_t r = 0; r * D < o.cpu.size(); ++r) {
+    double diff = 0, norm = 0;
+    for (size_t d = 0; d < D; ++d) {
+      const double e = o.cpu[r * D + d], g = o.gpu[r * D + d];
+      diff += (g - e) * (g - e);
+      norm += e * e;
+    }
+    const double c = o.cpu_lse[r], g = o.gpu_lse[r];
+    const bool lse_ok = std::isinf(c)
+                            ? (std::isinf(g) && g < 0)
+                            : std::fabs(g - c) <= kRelativeTolerance * std::max(1.0, std::fabs(c));
+    const bool row_ok = norm == 0 ? diff == 0 : std::sqrt(diff / norm) <= kRelativeTolerance;
+    if (!(row_ok && lse_ok)) {
+      if (bad++ < report) {
+        ADD_FAILURE() << what << ": row " << r << " (token " << r / batch.spec.model.num_q_heads
+                      << ", head " << r % batch.spec.model.num_q_heads << ") rel L2 "
+                      << (norm == 0 ? diff : std::sqrt(diff / norm)) << ", LSE " << g << " vs "
+                      << c;
+      }
+    }
+  }
+  return bad;
+}
+
+TEST(GpuReference, MatchesTheCpuReferenceOnEveryFeatureBatch) {
+  ATTN_REQUIRE_GPU();
+  for (uint64_t seed : {1u, 2u}) {
+    for (const testing::FeatureBatch& b : testing::reference_feature_batches(seed)) {
+      const std::string what = b.what + " seed " + std::to_string(seed);
+      const Oracles o = run_both(b.batch);
+      EXPECT_EQ(bad_rows(b.batch, o, what), 0) << what;
+    }
+  }
+}
+
+// Head dims 64..256 (lanes holding 2 to 8 dims, and 80/96/192 with idle lanes), both dtypes,
+// decode and prefill on random lengths.
+TEST(GpuReference, MatchesTheCpuReferenceOnRandomShapes) {
+  ATTN_REQUIRE_GPU();
+  std::mt19937_64 rng(77);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
+  };
+  for (int trial = 0; trial < 12; ++trial) {
+    testing::SpecShape shape;
+    shape.kv_heads = int(pick({1, 2, 4}));
+    shape.q_heads = shape.kv_heads * int(pick({1, 3, 8}));
+    shape.head_dim = int(pick({64, 80, 96, 128, 192, 256}));
+    shape.dtype = pick({0, 1}) == 0 ? DType::bf16 : DType::fp16;
+    shape.page_size = int(pick({1, 16, 32}));
+    shape.layout = pick({0, 1}) == 0 ? KvLayout::nhd : KvLayout::hnd;
+    shape.seed = rng();
+    std::vector<std::pair<int64_t, int64_t>> seqs;
+    for (int n = int(pick({1, 3})); n > 0; --n) {
+      seqs.push_back({pick({0, 31, 200, 513}), pick({1, 1, 17, 130})});
+    }
+    WorkloadSpec spec = testing::make_spec(shape, seqs);
+    spec.mask.causal = pick({0, 1}) == 1;
+    const Batch batch = generate_batch(spec);
+    const std::string what = "trial " + std::to_string(trial) + " " + canonical_json(spec);
+    const Oracles o = run_both(batch);
+    EXPECT_EQ(bad_rows(batch, o, what), 0) << what;
+  }
+}
+
+// The comparison has teeth: a 1% change of the softmax scale moves nearly every row past 1e-4.
+TEST(GpuReference, DisagreesWhenTheSemanticsDiffer) {
+  ATTN_REQUIRE_GPU();
+  testing::SpecShape shape;
+  const Batch batch = generate_batch(testing::make_spec(shape, {{40, 20}, {0, 33}}));
+  Batch scaled = batch;
+  scaled.softmax_scale *= 1.01f;
+  auto& env = testing::gpu();
+  Oracles o;
+  o.cpu = paged_attention_reference(Problem::on_host(batch), 0, &o.cpu_lse);
+  const Problem device = Problem::on_device(Problem::on_host(scaled), *env.context);
+  Stream stream(*env.context);
+  KernelLoader loader(*env.context, *env.jit);
+  o.gpu = gpu_paged_attention_reference(device, *env.context, loader, stream, &o.gpu_lse);
+  const int64_t rows = batch.total_q * batch.spec.model.num_q_heads;
+  EXPECT_GT(bad_rows(batch, o, "scaled", 0), rows * 9 / 10);
+}
+
+// A problem generated on the device holds the bytes of the host fill: the oracle reads both alike.
+TEST(GpuReference, DeviceGeneratedProblemGivesTheSameBits) {
+  ATTN_REQUIRE_GPU();
+  auto& env = testing::gpu();
+  testing::SpecShape shape;
+  shape.layout = KvLayout::vllm;
+  WorkloadSpec spec = testing::make_spec(shape, {{100, 9}, {3, 1}});
+  spec.model.kv_dtype = DType::fp8_e4m3;
+  spec.model.kv_scale = KvScaleGranularity::per_head;
+  const Batch batch = generate_batch(spec);
+  Stream stream(*env.context);
+  KernelLoader loader(*env.context, *env.jit);
+  const Problem uploaded = Problem::on_device(Problem::on_host(batch), *env.context);
+  const Problem generated = Problem::generated_on_device(batch, *env.context, loader, stream);
+  EXPECT_EQ(gpu_paged_attention_reference(uploaded, *env.context, loader, stream),
+            gpu_paged_attention_reference(generated, *env.context, loader, stream));
+}
+
+Evaluator::Options quick_options(ReferenceOracle reference) {
+  Evaluator::Options options;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 3;
+  options.policy.warmup_min = 0;
+  options.policy.warmup_max_seconds = 0;
+  options.policy.timer = TimerMode::events;
+  options.reference = reference;
+  return options;
+}
+
+// `auto` on a 2 x 4096-token causal prefill (32 q heads, 8 kv heads, head dim 128: work 6.9e10,
+// twenty times the default threshold; the CPU reference would need about 40 s of 16 cores): the
+// GPU oracle verifies flash_fwd.sm80_mma, and the whole evaluation takes seconds.
+TEST(GpuReferenceEvaluator, AutoVerifiesALargePrefillWithTheGpuOracle) {
+  ATTN_REQUIRE_GPU();
+  auto& env = testing::gpu();
+  testing::SpecShape shape;
+  shape.q_heads = 32;
+  shape.kv_heads = 8;
+  shape.head_dim = 128;
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 4096}, {0, 4096}}, "large-causal-prefill");
+  const Batch batch = generate_batch(spec);
+  ASSERT_GE(reference_work(batch), kDefaultGpuReferenceMinWork);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
+                                      quick_options(ReferenceOracle::automatic));
+  EXPECT_EQ(evaluator->reference_name(), kGpuReferenceName);
+  EXPECT_NE(evaluator->reference_choice().find("auto: "), std::string::npos);
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("flash_fwd.sm80_mma");
+  const Measurement m =
+      evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(m.disposition, Disposition::passed) << m.reason;
+  EXPECT_TRUE(m.verification.checked);
+  EXPECT_EQ(m.verification.reference, kGpuReferenceName);
+  EXPECT_EQ(m.verification.nonfinite, 0);
+  EXPECT_LT(seconds, 60.0) << "the GPU oracle should take seconds, not minutes";
+  std::cout << "[ info ] 2 x 4096 causal prefill verified against " << m.verification.reference
+            << " (rel_l2 " << m.verification.rel_l2_error << ") in " << seconds
+            << " s, compile and host fill included\n";
+}
+
+// Below the threshold `auto` keeps the CPU reference; `gpu` forces the GPU one, and both pass
+// the same variant on the same batch.
+TEST(GpuReferenceEvaluator, AutoKeepsTheCpuOracleForSmallProblemsAndGpuForcesIt) {
+  ATTN_REQUIRE_GPU();
+  auto& env = testing::gpu();
+  testing::SpecShape shape;
+  const Batch batch = generate_batch(testing::make_decode_spec(shape, {0, 5, 40, 129, 1000}));
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("paged_decode.splitkv");
+  for (ReferenceOracle oracle :
+       {ReferenceOracle::automatic, ReferenceOracle::cpu, ReferenceOracle::gpu}) {
+    auto evaluator =
+        Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, quick_options(oracle));
+    const Measurement m =
+        evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
+    EXPECT_EQ(m.disposition, Disposition::passed) << to_string(oracle) << ": " << m.reason;
+    EXPECT_EQ(m.verification.reference,
+              oracle == ReferenceOracle::gpu ? kGpuReferenceName : "cpu_reference")
+        << to_string(oracle);
+  }
+}
+
+}  // namespace
+}  // namespace attn
