@@ -70,7 +70,7 @@ std::unique_ptr<Strategy> make_random_strategy(const SpacePoints& space, uint64_
 // rung, up to twice the quota.
 struct HalvingOptions {
   int rungs = 2;
-  double eta = 8;
+  double eta = 12;
   size_t min_keep = 3;
 };
 std::unique_ptr<Strategy> make_halving_strategy(const SpacePoints& space, HalvingOptions options);

@@ -28,12 +28,12 @@ std::optional<TimerMode> timer_mode_from_string(const std::string& text) {
 MeasurePolicy screen_policy() {
   MeasurePolicy p;
   p.name = "screen";
-  p.min_samples = 5;
+  p.min_samples = 3;
   p.max_samples = 100;
   p.noise = 0.03;
   p.max_seconds = 1;
-  p.warmup_min = 2;
-  p.warmup_window = 3;
+  p.warmup_min = 1;
+  p.warmup_window = 2;
   p.warmup_tolerance = 0.05;
   p.warmup_max_seconds = 0.1;
   p.graph_sample_us = 500;
