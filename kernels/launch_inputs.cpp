@@ -56,10 +56,8 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch
   const uint32_t box[5] = {64, 1, hnd ? uint32_t(box_tokens) : 1u, hnd ? 1u : uint32_t(box_tokens),
                            1};
   PagedPoolTensorMap out;
-  out.map = encode_tensor_map(
-      context.cuda->api(),
-      m.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      pool, 5, dims, strides, box);
+  out.map =
+      encode_tensor_map(context.cuda->api(), tensor_map_type(m.dtype), pool, 5, dims, strides, box);
   out.token_coordinate = hnd ? 2 : 3;
   return out;
 }

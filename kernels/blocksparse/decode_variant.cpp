@@ -5,9 +5,9 @@
 #include "kernels/blocksparse/blocksparse_params.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/decode_traits.hpp"
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 
 namespace attn {
@@ -201,7 +201,7 @@ class DecodeVariant : public Variant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const DecodeConfig& c) {
-    const int dtype = batch.spec.model.dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
+    const int dtype = dtype_code_of(batch.spec.model.dtype);
     return "attn::blocksparse_decode_attention<" + std::to_string(dtype) + ", " +
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.warps) + ", " + std::to_string(c.stages) + ">";

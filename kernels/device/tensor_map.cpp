@@ -4,6 +4,10 @@
 
 namespace attn {
 
+CUtensorMapDataType tensor_map_type(DType dtype) {
+  return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
 TensorMapBytes encode_tensor_map(const DriverApi& api, CUtensorMapDataType type, const void* base,
                                  int rank, const uint64_t* dims, const uint64_t* strides_bytes,
                                  const uint32_t* box) {

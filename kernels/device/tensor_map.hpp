@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "base/dtype.hpp"
 #include "kernels/common/tensor_map_bytes.hpp"
 #include "kernels/device/driver_api.hpp"
 
@@ -21,6 +22,9 @@ namespace attn {
 TensorMapBytes encode_tensor_map(const DriverApi& api, CUtensorMapDataType type, const void* base,
                                  int rank, const uint64_t* dims, const uint64_t* strides_bytes,
                                  const uint32_t* box);
+
+// The tensor-map element type of a 16-bit dtype: bf16, else fp16.
+CUtensorMapDataType tensor_map_type(DType dtype);
 
 TensorMapBytes encode_tensor_map_2d(const DriverApi& api, CUtensorMapDataType type,
                                     const void* base, uint64_t cols, uint64_t rows,

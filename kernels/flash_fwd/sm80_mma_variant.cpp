@@ -3,12 +3,12 @@
 #include <climits>
 #include <numeric>
 
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 
 namespace attn {
@@ -60,10 +60,6 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
     default:
       return "invalid config";
   }
-}
-
-int dtype_code(DType dtype) {
-  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
 
 class Sm80MmaVariant : public FlashFwdVariant {
@@ -187,7 +183,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm80Config& c) {
-    return "attn::flash_fwd_sm80_mma<" + std::to_string(dtype_code(batch.spec.model.dtype)) + ", " +
+    return "attn::flash_fwd_sm80_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
            std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
            std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") + ">";

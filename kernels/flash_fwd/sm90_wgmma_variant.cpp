@@ -1,9 +1,9 @@
 // Host side of flash_fwd.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp).
 #include <algorithm>
 
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_params.hpp"
@@ -41,14 +41,6 @@ std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
   return reason.empty() ? "invalid config" : reason;
 }
 
-int dtype_code(DType dtype) {
-  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
-}
-
-CUtensorMapDataType tensor_map_type(DType dtype) {
-  return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-}
-
 class Sm90WgmmaVariant : public FlashFwdVariant {
  public:
   std::string name() const override { return "flash_fwd.sm90_wgmma"; }
@@ -68,7 +60,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     };
   }
 
-  // Not measured yet (written without a GPU): FlashAttention-3's shapes within our tiles. Two
+  // FlashAttention-3's shapes within our tiles (measured at head dim 128 on an H200, BENCHMARKS.md,
+  // flash_fwd; no config sweep yet, so other configs may be faster). Two
   // consumer warpgroups (128 query rows) everywhere; 128 keys per stage where the registers allow
   // (head_dim 64 and 128), 64 at head_dim 256; three stages where they fit.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
@@ -178,7 +171,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
-    return "attn::flash_fwd_sm90_wgmma<" + std::to_string(dtype_code(batch.spec.model.dtype)) +
+    return "attn::flash_fwd_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
            ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.consumers) + ", " + (batch.causal ? "true" : "false") + ">";

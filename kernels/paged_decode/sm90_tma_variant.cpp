@@ -160,7 +160,7 @@ class Sm90TmaVariant : public Variant {
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90TmaConfig& c) {
     return "attn::paged_decode_sm90_tma<" +
-           std::to_string(tensorcore_dtype_code(batch.spec.model.dtype)) + ", " +
+           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) + ", " +
            std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) + ">";

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "kernels/common/dtype_code.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_params.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
@@ -94,10 +94,6 @@ Support splitkv_supports_features(const Batch& batch, const Target& target) {
   if (batch.sliding_window > 0x7fffffff) return Support::no("sliding window over 2^31 keys");
   (void)target;
   return Support::yes();
-}
-
-int dtype_code(DType dtype) {
-  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
 
 int head_chunks(const Batch& batch, int heads_per_cta) {
@@ -228,7 +224,7 @@ class SplitKvVariant : public Variant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     const SplitKvConfig c(config);
-    const int code = dtype_code(batch.spec.model.dtype);
+    const int code = dtype_code_of(batch.spec.model.dtype);
     const int head_dim = batch.spec.model.head_dim;
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
@@ -249,7 +245,7 @@ class SplitKvVariant : public Variant {
     const SplitKvConfig c(config);
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
-    const int code = dtype_code(m.dtype);
+    const int code = dtype_code_of(m.dtype);
     CUfunction attention =
         context.loader->function(program, attention_kernel(code, fp8(batch), m.head_dim, c));
     CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim, c));

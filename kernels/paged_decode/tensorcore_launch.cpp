@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/paged_decode/tensorcore_split_plan.hpp"
@@ -76,10 +75,6 @@ Support tensorcore_supports_features(const Batch& batch) {
     return Support::no("sink logits must have one value per q head");
   }
   return Support::yes();
-}
-
-int tensorcore_dtype_code(DType dtype) {
-  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
 
 TensorCoreLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context,

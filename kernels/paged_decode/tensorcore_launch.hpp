@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/exec_context.hpp"
 #include "kernels/paged_decode/tensorcore_params.hpp"
 #include "kernels/params_launcher.hpp"
@@ -17,8 +18,6 @@ namespace attn {
 // bf16/fp16 Q; K/V of Q's dtype or fp8 e4m3 with per-tensor or per-KV-head scales; GQA groups up
 // to 16 (one mma tile of q heads); sinks one per q head; NHD or HND pools, no masks.
 Support tensorcore_supports_features(const Batch& batch);
-
-int tensorcore_dtype_code(DType dtype);
 
 // The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
 // pools and logits, sinks and fp8 scales, and the split plan for block_tokens keys per block

@@ -116,7 +116,7 @@ class TensorCoreVariant : public Variant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     const TensorCoreConfig c(config);
-    const int code = tensorcore_dtype_code(batch.spec.model.dtype);
+    const int code = dtype_code_of(batch.spec.model.dtype);
     const int head_dim = batch.spec.model.head_dim;
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
@@ -136,7 +136,7 @@ class TensorCoreVariant : public Variant {
     const TensorCoreConfig c(config);
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
-    const int code = tensorcore_dtype_code(m.dtype);
+    const int code = dtype_code_of(m.dtype);
     CUfunction attention =
         context.loader->function(program, attention_kernel(code, kv_fp8(batch), m.head_dim, c));
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/mma_params.hpp"
 #include "kernels/prefix_prefill/mma_traits.hpp"
@@ -83,10 +83,6 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
     default:
       return "invalid config";
   }
-}
-
-int dtype_code(DType dtype) {
-  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
 }
 
 class MmaVariant : public Variant {
@@ -278,7 +274,7 @@ class MmaVariant : public Variant {
  private:
   std::string attention_kernel(const Batch& batch, const MmaConfig& c) const {
     auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
-    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code(batch.spec.model.dtype)) + ", " +
+    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
            flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
            flag(explicit_mask_) + ", " + std::to_string(batch.spec.model.head_dim) + ", " +
            std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +

@@ -3,10 +3,10 @@
 // plus the TMA descriptors of Q, the paged pools and the gathered new tokens.
 #include <algorithm>
 
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/launch_inputs.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
@@ -56,14 +56,6 @@ std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
     default:
       return "invalid config";
   }
-}
-
-int dtype_code(DType dtype) {
-  return dtype == DType::bf16 ? kDTypeBf16 : kDTypeFp16;
-}
-
-CUtensorMapDataType tensor_map_type(DType dtype) {
-  return dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
 class Sm90WgmmaVariant : public Variant {
@@ -241,7 +233,7 @@ class Sm90WgmmaVariant : public Variant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
-    return "attn::prefix_prefill_sm90_wgmma<" + std::to_string(dtype_code(batch.spec.model.dtype)) +
+    return "attn::prefix_prefill_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
            ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.consumers) + ", " +
