@@ -53,13 +53,7 @@ int space(const SpaceArgs& args) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
   const Batch batch = generate_batch(spec);
-  for (const AxisOverride& o : overrides) {
-    bool found = false;
-    for (const Variant* v : variants) {
-      for (const ConfigAxis& axis : v->space(batch, Target::cpu())) found |= axis.name == o.axis;
-    }
-    if (!found) throw UsageError("-a " + o.axis + ": no matching variant has this axis");
-  }
+  require_known_axes(variants, batch, overrides);
   bool any_cuda = false;
   for (const Variant* v : variants) any_cuda |= v->backend() == Backend::cuda;
   std::optional<TargetChoice> cuda;

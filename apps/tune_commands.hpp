@@ -13,6 +13,7 @@
 namespace attn {
 
 void add_tune_space_command(CLI::App& app, Invocation& invocation);
+void add_tune_compile_command(CLI::App& app, Invocation& invocation);
 void add_tune_tune_command(CLI::App& app, Invocation& invocation);
 void add_tune_merge_command(CLI::App& app, Invocation& invocation);
 void add_tune_worker_command(CLI::App& app, Invocation& invocation);  // hidden

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "attn-tune " + tool_version() + " (" + git_commit() + ")");
   app.require_subcommand(1);
   add_tune_space_command(app, invocation);
+  add_tune_compile_command(app, invocation);
   add_tune_tune_command(app, invocation);
   add_tune_merge_command(app, invocation);
   add_tune_worker_command(app, invocation);

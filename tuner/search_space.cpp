@@ -105,4 +105,15 @@ Target described_cuda_target(const TargetDescription& d) {
   return t;
 }
 
+void require_known_axes(const std::vector<const Variant*>& variants, const Batch& batch,
+                        const std::vector<AxisOverride>& overrides) {
+  for (const AxisOverride& o : overrides) {
+    bool found = false;
+    for (const Variant* v : variants) {
+      for (const ConfigAxis& axis : v->space(batch, Target::cpu())) found |= axis.name == o.axis;
+    }
+    if (!found) throw UsageError("-a " + o.axis + ": no matching variant has this axis");
+  }
+}
+
 }  // namespace attn

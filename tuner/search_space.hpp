@@ -42,6 +42,10 @@ constexpr size_t kMaxSpaceConfigs = 1000000;
 // ignored here (the caller checks that each override matched some variant).
 SearchSpace build_space(const Variant& variant, const Batch& batch, const Target& target,
                         const std::vector<AxisOverride>& overrides);
+// That check: throws UsageError ("-a bogus: no matching variant has this axis") for an override
+// whose axis none of `variants` has.
+void require_known_axes(const std::vector<const Variant*>& variants, const Batch& batch,
+                        const std::vector<AxisOverride>& overrides);
 
 // The target to describe a GPU that is not present ("--arch sm_90a --sm-count 132 --smem 232448").
 // An H100 SXM when nothing is given.

@@ -2,6 +2,8 @@
 // described target, and usage errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "base/exit_codes.hpp"
 #include "tests/apps/cli_runner.hpp"
 
@@ -52,6 +54,43 @@ TEST_F(TuneCli, SpaceUsageErrors) {
   EXPECT_EQ(run({"space", "default", "--arch", "gfx90a"}).exit_code, usage);
   EXPECT_EQ(run({"space", "no-such-preset"}).exit_code, int(ExitCode::invalid_input));
   EXPECT_EQ(run({}).exit_code, usage);
+}
+
+// attn-tune compile fills the JIT cache without a GPU: every program of the narrowed space is
+// compiled once (num_splits is a launch parameter: both values share one program), a second run
+// finds them all cached, and the files are there for a sweep to load.
+TEST_F(TuneCli, CompileFillsTheJitCacheAheadOfASweep) {
+  const std::vector<std::string> args = {
+      "compile", "default", "--variant", "paged_decode.splitkv", "--arch", "sm_90a", "-a",
+      "warps=4", "-a", "tile_tokens=32,64", "-a", "stages=2", "-a", "heads_per_cta=4", "-a",
+      "num_splits=0,1"};
+  CliResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("paged_decode.splitkv: 4 configs in shard 0/1, 2 programs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("compiled  2 programs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 already cached, 0 rejected"), std::string::npos) << r.out;
+  size_t cubins = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ / "jit")) {
+    cubins += e.path().extension() == ".cubin";
+  }
+  EXPECT_EQ(cubins, 2u);
+  r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("compiled  0 programs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 already cached"), std::string::npos) << r.out;
+}
+
+TEST_F(TuneCli, CompileUsageErrors) {
+  const int usage = int(ExitCode::usage);
+  CliResult r = run({"compile", "default", "--variant", "paged_decode.*", "-a", "bogus=1"});
+  EXPECT_EQ(r.exit_code, usage);
+  EXPECT_NE(r.err.find("bogus"), std::string::npos) << r.err;
+  r = run({"compile", "default", "--variant", "paged_decode.cpu_reference"});
+  EXPECT_EQ(r.exit_code, usage);
+  EXPECT_NE(r.err.find("no CUDA variant"), std::string::npos) << r.err;
+  EXPECT_EQ(run({"compile", "default", "--shard", "3/2"}).exit_code, usage);
 }
 
 }  // namespace

@@ -1,0 +1,136 @@
+// attn-tune compile WORKLOAD --variant GLOB [-a axis=v1,v2 ...] [--shard i/n] [--jobs N]
+// [--arch sm_90a ...]: compiles the JIT programs of every config that survives pruning into the
+// on-disk cache (kernels/jit), in parallel, and exits. Needs NVRTC but no GPU, so a sweep's
+// compiles can be done ahead of time on a machine without one (a login node, a CPU build box)
+// for the GPU that will run the sweep: `attn-tune tune` with the same cache folder
+// ($ATTN_JIT_CACHE_DIR) then finds a cubin for each config instead of compiling it. A program
+// NVRTC rejects is counted and named; the config is still tried (and recorded compile_failed) by
+// the sweep.
+#include <chrono>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include <unistd.h>
+
+#include "apps/tune_commands.hpp"
+#include "base/errors.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "kernels/registry.hpp"
+#include "results/table.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/shard.hpp"
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+namespace {
+
+struct CompileArgs {
+  std::string workload;
+  std::string variant;
+  std::vector<std::string> axes;
+  std::string shard = "0/1";
+  size_t jobs = 0;
+  TargetArgs target;
+};
+
+int compile(const CompileArgs& args) {
+  const WorkloadSpec spec = load_workload_argument(args.workload);
+  std::vector<AxisOverride> overrides;
+  for (const std::string& text : args.axes) overrides.push_back(parse_axis_override(text));
+  const Shard shard = parse_shard(args.shard);
+  const Registry registry = make_registry();
+  std::vector<const Variant*> variants;
+  for (const Variant* v : registry.matching(args.variant)) {
+    if (v->backend() == Backend::cuda) variants.push_back(v);
+  }
+  if (variants.empty()) {
+    throw UsageError("--variant '" + args.variant +
+                     "' matches no CUDA variant (see `attn-bench list`): only CUDA variants "
+                     "have programs to compile");
+  }
+  const Batch batch = generate_batch(spec);
+  require_known_axes(variants, batch, overrides);
+  const TargetChoice target = choose_cuda_target(args.target);
+  JitOptions jit_options;
+  jit_options.threads = args.jobs;
+  JitCompiler jit(jit_options);  // throws EnvironmentError without NVRTC or a usable cache
+
+  std::ostream& out = std::cout;
+  out << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << ")\n";
+  out << "target    " << describe(target.cuda) << " [" << target.from << "]\n";
+  out << "cache     " << jit.cache_dir() << " (NVRTC " << jit.nvrtc_version() << ")\n";
+
+  // Every program once (configs of different variants or axes may share one).
+  std::set<std::string> keys;
+  std::vector<std::future<CompiledProgram>> pending;
+  std::vector<std::string> names;
+  for (const Variant* v : variants) {
+    const SearchSpace s = build_space(*v, batch, target.cuda, overrides);
+    size_t configs = 0, programs = 0;
+    for (const KernelConfig& config : s.configs) {
+      if (!shard.owns(v->name(), config.key())) continue;
+      ++configs;
+      for (JitProgram& program : v->programs(batch, config, target.cuda)) {
+        if (!keys.insert(jit.cache_key(program)).second) continue;
+        ++programs;
+        names.push_back(program.name);
+        pending.push_back(jit.compile_async(std::move(program)));
+      }
+    }
+    out << format("%s: %zu configs in shard %s, %zu programs\n", v->name().c_str(), configs,
+                  shard.label().c_str(), programs);
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const bool live = isatty(STDERR_FILENO);  // a progress line on a terminal only
+  size_t compiled = 0, cached = 0, rejected = 0;
+  double compile_seconds = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    try {
+      const CompiledProgram p = pending[i].get();
+      if (p.cache_hit) {
+        ++cached;
+      } else {
+        ++compiled;
+        compile_seconds += p.compile_seconds;
+      }
+    } catch (const CompileError& e) {
+      ++rejected;
+      std::cerr << "attn-tune: NVRTC rejected " << names[i] << " (log: " << e.log_path()
+                << "); a sweep records its config compile_failed\n";
+    }
+    if (live) std::cerr << format("\rcompile   %zu/%zu programs", i + 1, pending.size()) << std::flush;
+  }
+  if (live && !pending.empty()) std::cerr << "\n";
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << format(
+      "compiled  %zu programs (%.1f s of NVRTC time in %.1f s), %zu already cached, %zu "
+      "rejected\n",
+      compiled, compile_seconds, wall, cached, rejected);
+  return rejected > 0 ? to_int(ExitCode::failed_cases) : to_int(ExitCode::ok);
+}
+
+}  // namespace
+
+void add_tune_compile_command(CLI::App& app, Invocation& invocation) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compile",
+      "Compile every config's JIT programs into the cache ahead of a sweep (no GPU needed)");
+  cmd->add_option("workload", args->workload, "workload.json or a preset name")->required();
+  cmd->add_option("--variant", args->variant,
+                  "variants whose name matches this glob (default all CUDA variants)");
+  cmd->add_option("-a,--axis", args->axes,
+                  "try these values of an axis instead of the variant's own: -a tile_tokens=32,64 "
+                  "(repeatable; the same as the sweep's)");
+  cmd->add_option("--shard", args->shard, "compile shard i of n of every space (default 0/1)");
+  cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: one per hardware thread)");
+  args->target.add_to(*cmd);
+  cmd->callback([args, &invocation] { invocation.exit_code = compile(*args); });
+}
+
+}  // namespace attn
