@@ -20,6 +20,7 @@
 #include "kernels/registry.hpp"
 #include "results/store.hpp"
 #include "tuner/compile_ahead.hpp"
+#include "tuner/phase_seconds.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/strategy.hpp"
@@ -39,6 +40,7 @@ struct CaseResult {
   size_t tag = 0;
   size_t slot = 0;  // the slot (worker, GPU) that evaluated it
   Measurement measurement;
+  PhaseSeconds phase_seconds;  // all zero from an evaluator that does not see the phases
 };
 
 class CaseEvaluator {
