@@ -203,6 +203,12 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
                        "the database, 1 failed"),
             std::string::npos)
       << r.out;
+  // The workers report the phases: the summary breaks the evaluation time down, per variant and
+  // over all of them.
+  EXPECT_NE(r.out.find("s evaluating (compile "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nphases    compile "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" over all variants ("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("measuring"), std::string::npos) << r.out;
   ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
 
   // In process (the CPU default) the same database resumes: the crashed config is tried again
@@ -218,6 +224,17 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
   EXPECT_NE(r.out.find("flash_fwd.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 from"),
             std::string::npos)
       << r.out;
+  // In process the phases are timed too; a variant answered from the database has none to show.
+  const size_t flash = r.out.find("flash_fwd.cpu_reference: ");
+  ASSERT_NE(flash, std::string::npos) << r.out;
+  const std::string flash_line = r.out.substr(flash, r.out.find('\n', flash) - flash);
+  EXPECT_NE(flash_line.find("s evaluating (compile "), std::string::npos) << flash_line;
+  EXPECT_NE(flash_line.find(", verify "), std::string::npos) << flash_line;
+  EXPECT_NE(flash_line.find(", measure "), std::string::npos) << flash_line;
+  EXPECT_NE(r.out.find("0 quarantined, 0.0s evaluating\n"), std::string::npos)
+      << "prefix_prefill, all from the database: no breakdown\n"
+      << r.out;
+  EXPECT_NE(r.out.find("\nphases    compile "), std::string::npos) << r.out;
 
   const int usage = int(ExitCode::usage);
   EXPECT_EQ(run({"tune", workload, "--cpu", "--isolate", "threads"}).exit_code, usage);
