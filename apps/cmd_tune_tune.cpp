@@ -23,6 +23,7 @@
 #include "tuner/device_list.hpp"
 #include "tuner/device_records.hpp"
 #include "tuner/evaluator.hpp"
+#include "tuner/phase_seconds.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
@@ -237,17 +238,30 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
     out << "compile   " << ahead->compiled() << " programs compiled ahead into the JIT cache ("
         << ahead->failed() << " rejected, left to the worker)\n";
   }
+  // "evaluating" is the wall time of the evaluations (compile, verify, measure and the sweep's own
+  // work around each); the phases are broken out where the evaluator reports them (workers and
+  // in process do), so that a cold JIT cache's compiles can be told from measurement.
+  PhaseSeconds all_phases;
+  double all_seconds = 0;
   for (const VariantSummary& s : report.variants) {
+    const std::string phases =
+        s.phase_seconds.known() ? " (" + s.phase_seconds.describe() + ")" : std::string();
     out << format(
         "%s: %zu configs (%zu in shard %s): %zu measured, %zu from the database, %zu "
-        "failed, %zu quarantined, %.1fs measuring%s\n",
+        "failed, %zu quarantined, %.1fs evaluating%s%s\n",
         s.variant.c_str(), s.space, s.shard_configs, options.shard.label().c_str(), s.evaluated,
-        s.resumed, s.failed, s.quarantined, s.measure_seconds,
+        s.resumed, s.failed, s.quarantined, s.measure_seconds, phases.c_str(),
         s.budget_exhausted ? " (budget spent)" : "");
     if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
+    all_phases.add(s.phase_seconds);
+    all_seconds += s.measure_seconds;
   }
   if (report.overall && report.variants.size() > 1) {
     out << "overall     " << describe_choice(*report.overall) << "\n";
+  }
+  if (all_phases.known()) {
+    out << "phases    " << all_phases.describe()
+        << format(" over all variants (%.1fs evaluating)\n", all_seconds);
   }
   out << "\nrecorded  run " << report.run_id << " in " << db << "\n";
   if (report.interrupted) {

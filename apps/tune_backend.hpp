@@ -13,6 +13,7 @@
 #include "kernels/target.hpp"
 #include "results/records.hpp"
 #include "tuner/evaluator.hpp"
+#include "tuner/phase_seconds.hpp"
 #include "tuner/tune_sweep.hpp"
 
 namespace attn {
@@ -36,12 +37,22 @@ std::unique_ptr<Evaluator> open_evaluator(TuneBackend& backend, const Batch& bat
 std::vector<DeviceRecord> slot_device_records(const TuneBackend& backend,
                                               const std::vector<int>& devices);
 
+// The sweep's CaseEvaluator in this process (--isolate none): one slot, and each case's phases
+// timed from the evaluator's own phase reports (the ones a worker forwards).
 class InProcessEvaluator : public CaseEvaluator {
  public:
   explicit InProcessEvaluator(Evaluator& evaluator) : evaluator_(evaluator) {}
   Measurement evaluate(const Variant& variant, const KernelConfig& config,
                        const MeasurePolicy& policy) override {
     return evaluator_.evaluate(variant, config, policy);
+  }
+
+ protected:
+  CaseResult evaluate_case(const CaseRequest& request) override {
+    PhaseClock clock;
+    Measurement m = evaluator_.evaluate(*request.variant, request.config, request.policy,
+                                        [&](EvalPhase phase) { clock.start(phase); });
+    return {request.tag, 0, std::move(m), clock.stop()};
   }
 
  private:

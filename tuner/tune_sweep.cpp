@@ -39,8 +39,12 @@ Outcome outcome_of(const Trial& trial, const Measurement& m) {
 
 CaseResult CaseEvaluator::wait() {
   ATTN_ASSERT(pending_.has_value(), "CaseEvaluator::wait with no case begun");
-  CaseRequest request = std::move(*pending_);
+  const CaseRequest request = std::move(*pending_);
   pending_.reset();
+  return evaluate_case(request);
+}
+
+CaseResult CaseEvaluator::evaluate_case(const CaseRequest& request) {
   return {request.tag, 0, evaluate(*request.variant, request.config, request.policy)};
 }
 
@@ -281,6 +285,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     out.cost_seconds = seconds;
     elapsed_ += seconds;
     summary.measure_seconds += seconds;
+    summary.phase_seconds.add(result.phase_seconds);
     ++summary.evaluated;
     ++done_;
     if (!out.ok) {

@@ -20,6 +20,7 @@
 #include "kernels/registry.hpp"
 #include "results/store.hpp"
 #include "tuner/compile_ahead.hpp"
+#include "tuner/phase_seconds.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/strategy.hpp"
@@ -39,6 +40,7 @@ struct CaseResult {
   size_t tag = 0;
   size_t slot = 0;  // the slot (worker, GPU) that evaluated it
   Measurement measurement;
+  PhaseSeconds phase_seconds;  // all zero from an evaluator that does not see the phases
 };
 
 class CaseEvaluator {
@@ -63,6 +65,11 @@ class CaseEvaluator {
   // Blocks until one case handed over is done.
   virtual CaseResult wait();
 
+ protected:
+  // The default wait()'s evaluation of the case begun: evaluate(), with no phase seconds. An
+  // evaluator that sees the phases overrides it to time them.
+  virtual CaseResult evaluate_case(const CaseRequest& request);
+
  private:
   std::optional<CaseRequest> pending_;
 };
@@ -83,6 +90,10 @@ struct VariantSummary {
   size_t space = 0, shard_configs = 0;
   size_t evaluated = 0, resumed = 0, failed = 0, quarantined = 0;
   double measure_seconds = 0;  // wall time of the evaluations this run made
+  // The same evaluations' seconds in each phase, as far as the evaluator reports them (all zero
+  // when it does not: PhaseSeconds::known()). Their total is at most measure_seconds; the rest is
+  // the sweep's own work around each case (the attempt rows, the result's way back).
+  PhaseSeconds phase_seconds;
   bool budget_exhausted = false;
   std::optional<WinnerChoice> winner;
 };

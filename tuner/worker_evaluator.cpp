@@ -14,14 +14,6 @@
 
 namespace attn {
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 WorkerEvaluator::WorkerEvaluator(WorkerOptions options) : options_(std::move(options)) {
   if (options_.devices.empty()) {
     slots_.push_back({options_.argv, ""});
@@ -128,8 +120,8 @@ void WorkerEvaluator::begin(size_t index, CaseRequest request) {
     }
   }
   slot.request = std::move(request);
-  slot.phase = EvalPhase::compile;  // until the worker says otherwise
-  slot.phase_start = Clock::now();
+  slot.clock = PhaseClock();
+  slot.clock.start(EvalPhase::compile);  // until the worker says otherwise
   slot.phases_done.clear();
 }
 
@@ -142,7 +134,8 @@ Measurement WorkerEvaluator::evaluate(const Variant& variant, const KernelConfig
 }
 
 CaseResult WorkerEvaluator::finish(Slot& slot, Measurement m) {
-  CaseResult result{slot.request->tag, size_t(&slot - slots_.data()), std::move(m)};
+  CaseResult result{slot.request->tag, size_t(&slot - slots_.data()), std::move(m),
+                    slot.clock.stop()};
   slot.request.reset();
   ++slot.cases;
   return result;
@@ -165,18 +158,19 @@ std::optional<CaseResult> WorkerEvaluator::collect(Slot& slot) {
     if (r == WorkerProcess::Read::closed) {
       const std::string how = slot.worker->reap();
       slot.worker.reset();
-      return failed(slot, Disposition::crashed,
-                    "worker" + where + " " + how + " during " + to_string(slot.phase) + progress);
+      return failed(
+          slot, Disposition::crashed,
+          "worker" + where + " " + how + " during " + to_string(slot.clock.phase()) + progress);
     }
     if (r == WorkerProcess::Read::timed_out) {
-      const double deadline = options_.deadlines.of(slot.phase);
-      if (seconds_since(slot.phase_start) < deadline) return std::nullopt;
+      const double deadline = options_.deadlines.of(slot.clock.phase());
+      if (slot.clock.seconds_in_phase() < deadline) return std::nullopt;
       const std::string how = slot.worker->kill_and_reap();
       slot.worker.reset();
-      return failed(
-          slot, Disposition::timed_out,
-          format("the %s phase passed its %g s deadline", to_string(slot.phase).c_str(), deadline) +
-              progress + "; worker" + where + " " + how);
+      return failed(slot, Disposition::timed_out,
+                    format("the %s phase passed its %g s deadline",
+                           to_string(slot.clock.phase()).c_str(), deadline) +
+                        progress + "; worker" + where + " " + how);
     }
     nlohmann::json j;
     try {
@@ -187,11 +181,11 @@ std::optional<CaseResult> WorkerEvaluator::collect(Slot& slot) {
     if (const std::optional<EvalPhase> phase = decode_phase(j)) {
       // The first report repeats the phase assumed since the request was sent (compile): its
       // clock keeps running from the request.
-      if (*phase == slot.phase) continue;
-      slot.phases_done += format("%s%s %.1f s", slot.phases_done.empty() ? "" : ", ",
-                                 to_string(slot.phase).c_str(), seconds_since(slot.phase_start));
-      slot.phase = *phase;
-      slot.phase_start = Clock::now();
+      if (*phase == slot.clock.phase()) continue;
+      slot.phases_done +=
+          format("%s%s %.1f s", slot.phases_done.empty() ? "" : ", ",
+                 to_string(slot.clock.phase()).c_str(), slot.clock.seconds_in_phase());
+      slot.clock.start(*phase);
       continue;
     }
     if (j.contains("error")) {
@@ -221,8 +215,8 @@ CaseResult WorkerEvaluator::wait() {
       if (!slot.request) continue;
       if (std::optional<CaseResult> result = collect(slot)) return std::move(*result);
       fds.push_back({slot.worker->fd(), POLLIN, 0});
-      wait_seconds = std::min(wait_seconds,
-                              options_.deadlines.of(slot.phase) - seconds_since(slot.phase_start));
+      wait_seconds = std::min(
+          wait_seconds, options_.deadlines.of(slot.clock.phase()) - slot.clock.seconds_in_phase());
     }
     ATTN_ASSERT(!fds.empty(), "WorkerEvaluator::wait with no case in flight");
     const int ms = int(std::clamp(wait_seconds * 1000 + 1, 1.0, 3600e3));

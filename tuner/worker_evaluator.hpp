@@ -7,19 +7,22 @@
 //     how and in which phase;
 //   - the worker answers with a sticky CUDA error (its context is lost) -> the case `crashed`,
 //     the worker stopped;
-// and each time the slot's next case gets a freshly spawned worker. A worker that cannot start, or
-// that answers with an error instead of a measurement, is an infrastructure failure: it throws
-// EnvironmentError, which stops the sweep once with that message.
+// and each time the slot's next case gets a freshly spawned worker. Each result carries the seconds
+// its case spent in each phase, as the orchestrator saw them (compile counts from the request, so
+// it includes the request's way to the worker; the last phase ends with the answer, the crash or
+// the kill), whether the case passed or not. A worker that cannot start, or that answers with an
+// error instead of a measurement, is an infrastructure failure: it throws EnvironmentError, which
+// stops the sweep once with that message.
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tuner/phase_deadlines.hpp"
+#include "tuner/phase_seconds.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_process.hpp"
 
@@ -62,14 +65,14 @@ class WorkerEvaluator : public CaseEvaluator {
   void stop();
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Slot {
     std::vector<std::string> argv;
     std::string label;  // "device 1", or "" with one worker
     std::unique_ptr<WorkerProcess> worker;
     std::optional<CaseRequest> request;  // in flight
-    EvalPhase phase = EvalPhase::compile;
-    Clock::time_point phase_start;
+    // The phases of the case in flight as the worker reports them (compile from the request until
+    // the worker says otherwise); a case that crashes or times out keeps the time of its phases.
+    PhaseClock clock;
     std::string phases_done;  // "compile 1.2 s, verify 0.3 s" of the case in flight
     size_t cases = 0;
   };

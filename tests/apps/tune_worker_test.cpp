@@ -26,6 +26,7 @@
 #include "results/store.hpp"
 #include "tests/apps/cli_runner.hpp"
 #include "tuner/device_records.hpp"
+#include "tuner/timing_policy.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
@@ -202,6 +203,12 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
                        "the database, 1 failed"),
             std::string::npos)
       << r.out;
+  // The workers report the phases: the summary breaks the evaluation time down, per variant and
+  // over all of them.
+  EXPECT_NE(r.out.find("s evaluating (compile "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nphases    compile "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" over all variants ("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("measuring"), std::string::npos) << r.out;
   ::unsetenv("ATTN_TUNE_WORKER_FAULTS");
 
   // In process (the CPU default) the same database resumes: the crashed config is tried again
@@ -217,6 +224,17 @@ TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
   EXPECT_NE(r.out.find("flash_fwd.cpu_reference: 1 configs (1 in shard 0/1): 1 measured, 0 from"),
             std::string::npos)
       << r.out;
+  // In process the phases are timed too; a variant answered from the database has none to show.
+  const size_t flash = r.out.find("flash_fwd.cpu_reference: ");
+  ASSERT_NE(flash, std::string::npos) << r.out;
+  const std::string flash_line = r.out.substr(flash, r.out.find('\n', flash) - flash);
+  EXPECT_NE(flash_line.find("s evaluating (compile "), std::string::npos) << flash_line;
+  EXPECT_NE(flash_line.find(", verify "), std::string::npos) << flash_line;
+  EXPECT_NE(flash_line.find(", measure "), std::string::npos) << flash_line;
+  EXPECT_NE(r.out.find("0 quarantined, 0.0s evaluating\n"), std::string::npos)
+      << "prefix_prefill, all from the database: no breakdown\n"
+      << r.out;
+  EXPECT_NE(r.out.find("\nphases    compile "), std::string::npos) << r.out;
 
   const int usage = int(ExitCode::usage);
   EXPECT_EQ(run({"tune", workload, "--cpu", "--isolate", "threads"}).exit_code, usage);
@@ -253,6 +271,61 @@ TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
   // Each finished phase is named once (the worker's first report repeats the assumed compile).
   EXPECT_EQ(hung.reason.find("compile", hung.reason.find("compile") + 1), std::string::npos)
       << hung.reason;
+}
+
+// Each case's result carries the seconds it spent in each phase, as the worker reported them:
+// 1.2 s slept at the start of compile and of verify land in those phases, not in measure; a case
+// that crashes in measure, and one killed at its verify deadline, keep the time of the phases they
+// passed through, and the killed one none in the measure it never reached.
+TEST_F(TuneWorkers, EachCaseReportsTheSecondsOfThePhasesItPassedThrough) {
+  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const Batch batch = generate_batch(load_workload_file(workload));
+  const Registry registry = make_registry();
+  WorkerOptions worker;
+  worker.argv = {ATTN_TUNE_BINARY, "worker", workload, "--cpu", "--threads", "1"};
+  worker.deadlines = {30, 2, 30};
+  ::setenv("ATTN_TUNE_WORKER_FAULTS",
+           "sleep@compile:prefix_prefill;sleep@verify:prefix_prefill;"
+           "abort@measure:prefix_prefill.cpu_reference confirm;hang@verify:flash_fwd",
+           1);
+  WorkerEvaluator evaluator(worker);
+  evaluator.start();
+  double wall = 0;
+  auto evaluate = [&](const char* name, const MeasurePolicy& policy) {
+    const Variant* variant = registry.find(name);
+    EXPECT_NE(variant, nullptr) << name;
+    const auto start = std::chrono::steady_clock::now();
+    evaluator.begin(0, {7, variant, variant->default_config(batch, Target::cpu()), policy});
+    CaseResult result = evaluator.wait();
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+
+  const CaseResult slow = evaluate("prefix_prefill.cpu_reference", screen_policy());
+  EXPECT_EQ(slow.tag, 7u);
+  ASSERT_EQ(slow.measurement.disposition, Disposition::passed) << slow.measurement.reason;
+  EXPECT_GE(slow.phase_seconds.compile, 1.2);
+  EXPECT_GE(slow.phase_seconds.verify, 1.2);
+  EXPECT_GT(slow.phase_seconds.measure, 0);
+  EXPECT_LT(slow.phase_seconds.measure, 1.0) << "a sleep was counted as measurement";
+  EXPECT_LE(slow.phase_seconds.total(), wall);
+  EXPECT_GT(slow.phase_seconds.total(), 0.9 * wall);
+
+  const CaseResult crashed = evaluate("prefix_prefill.cpu_reference", confirm_policy());
+  EXPECT_EQ(crashed.measurement.disposition, Disposition::crashed) << crashed.measurement.reason;
+  EXPECT_NE(crashed.measurement.reason.find("during measure"), std::string::npos)
+      << crashed.measurement.reason;
+  EXPECT_GE(crashed.phase_seconds.compile, 1.2);
+  EXPECT_GE(crashed.phase_seconds.verify, 1.2);
+
+  const CaseResult hung = evaluate("flash_fwd.cpu_reference", screen_policy());
+  EXPECT_EQ(hung.measurement.disposition, Disposition::timed_out) << hung.measurement.reason;
+  EXPECT_GT(hung.phase_seconds.compile, 0);
+  EXPECT_LT(hung.phase_seconds.compile, 1.0);
+  EXPECT_GE(hung.phase_seconds.verify, 2.0) << "killed at its 2 s verify deadline";
+  EXPECT_LT(hung.phase_seconds.verify, 10.0);
+  EXPECT_EQ(hung.phase_seconds.measure, 0);
+  EXPECT_LE(hung.phase_seconds.total(), wall);
 }
 
 // A worker that reports a sticky CUDA error (injected: the CPU has none) gets its case recorded

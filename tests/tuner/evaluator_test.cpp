@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <vector>
+
 #include "kernels/registry.hpp"
 #include "tests/test_support.hpp"
+#include "tuner/phase_seconds.hpp"
 
 namespace attn {
 namespace {
@@ -34,6 +38,40 @@ TEST(Evaluator, CpuReferenceVariantPassesAndIsTimed) {
   EXPECT_TRUE(m.unstable);
   EXPECT_NE(m.unstable_reason.find("max_samples"), std::string::npos) << m.unstable_reason;
   EXPECT_GE(m.timing.warmup_samples, 1);
+}
+
+// The phases are reported in order, once each, so that a PhaseClock fed by them (what the
+// in-process sweep and a worker do) gives each phase its own time; an unsupported case reports
+// none.
+TEST(Evaluator, ReportsTheStartOfEachPhaseForItsClock) {
+  testing::SpecShape shape;
+  const Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 40, 129}));
+  auto evaluator = Evaluator::on_cpu(batch, {});
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("paged_decode.cpu_reference");
+  std::vector<EvalPhase> phases;
+  PhaseClock clock;
+  const auto start = PhaseClock::Clock::now();
+  const Measurement m =
+      evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()),
+                          screen_policy(), [&](EvalPhase phase) {
+                            phases.push_back(phase);
+                            clock.start(phase);
+                          });
+  const PhaseSeconds seconds = clock.stop();
+  const double wall = std::chrono::duration<double>(PhaseClock::Clock::now() - start).count();
+  EXPECT_EQ(m.disposition, Disposition::passed) << m.reason;
+  EXPECT_EQ(phases,
+            (std::vector<EvalPhase>{EvalPhase::compile, EvalPhase::verify, EvalPhase::measure}));
+  EXPECT_GT(seconds.verify, 0);
+  EXPECT_GT(seconds.measure, 0);
+  EXPECT_LE(seconds.total(), wall);
+
+  phases.clear();
+  const Variant& splitkv = *registry.find("paged_decode.splitkv");
+  evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()), screen_policy(),
+                      [&](EvalPhase phase) { phases.push_back(phase); });
+  EXPECT_TRUE(phases.empty()) << "an unsupported case has no phase";
 }
 
 TEST(Evaluator, GpuVariantOnCpuIsUnsupportedWithAReason) {

@@ -83,6 +83,33 @@ class FakeEvaluator : public CaseEvaluator {
   }
 };
 
+// Reports phase seconds with each result, as a worker would: a different split for each variant and
+// policy, a crash that ends in verify, and it keeps the sums it reported per variant.
+class PhasedEvaluator : public FakeEvaluator {
+ public:
+  std::map<std::string, PhaseSeconds> reported;  // by variant
+
+ protected:
+  CaseResult evaluate_case(const CaseRequest& r) override {
+    CaseResult result = FakeEvaluator::evaluate_case(r);
+    const bool second = r.variant->name() != "paged_decode.test_axes";
+    PhaseSeconds& s = result.phase_seconds;
+    s.compile = second ? 0.5 : 0.125;
+    s.verify = 0.25;
+    if (result.measurement.disposition == Disposition::passed) {
+      s.measure = r.policy.name == "screen" ? 1 : second ? 8 : 4;
+    }
+    reported[r.variant->name()].add(s);
+    return result;
+  }
+};
+
+// The same space under another name, for a sweep of two variants.
+class SecondAxesVariant : public AxesVariant {
+ public:
+  std::string name() const override { return "paged_decode.test_axes_second"; }
+};
+
 // Two slots (two GPUs' workers) that finish their cases out of the order they began (mostly the
 // newest first), as GPUs of different speed would.
 class TwoSlotEvaluator : public FakeEvaluator {
@@ -197,6 +224,45 @@ TEST_F(TuneSweepTest, ExhaustiveWritesAnAttemptPerEvaluationAndResumesWithoutDup
   ASSERT_TRUE(second.variants[0].winner);
   EXPECT_EQ(second.variants[0].winner->winner.config_key,
             first.variants[0].winner->winner.config_key);
+}
+
+// Each variant's summary sums the phase seconds of the evaluations it made, crashed ones included,
+// and of no other variant's; answers from the database add none, so a resumed sweep's phases are
+// unknown rather than zero-cost measurements.
+TEST_F(TuneSweepTest, PhaseSecondsAreSummedPerVariant) {
+  registry_.add(std::make_unique<SecondAxesVariant>());
+  const std::string db = (dir_ / "phases.db").string();
+  TuneOptions options;
+  options.strategy = "halving";
+  PhasedEvaluator evaluator;
+  evaluator.crash_key = "num_splits=0,tile_tokens=16,warps=1";
+  const TuneReport report = sweep(db, options, evaluator);
+  ASSERT_EQ(report.variants.size(), 2u);
+  ASSERT_EQ(evaluator.reported.size(), 2u);
+  for (const VariantSummary& v : report.variants) {
+    SCOPED_TRACE(v.variant);
+    const PhaseSeconds& want = evaluator.reported.at(v.variant);
+    EXPECT_GT(v.evaluated, size_t(kSpace)) << "screened every config, then confirmed some";
+    EXPECT_EQ(v.failed, 1u) << "the crash";
+    EXPECT_TRUE(v.phase_seconds.known());
+    EXPECT_DOUBLE_EQ(v.phase_seconds.compile, want.compile);
+    EXPECT_DOUBLE_EQ(v.phase_seconds.verify, want.verify);
+    EXPECT_DOUBLE_EQ(v.phase_seconds.measure, want.measure);
+    // Each case's compile is the variant's own: none of the other variant's cases is in the sum.
+    const bool second = v.variant != "paged_decode.test_axes";
+    EXPECT_DOUBLE_EQ(v.phase_seconds.compile, (second ? 0.5 : 0.125) * double(v.evaluated));
+    EXPECT_DOUBLE_EQ(v.phase_seconds.verify, 0.25 * double(v.evaluated));
+  }
+  EXPECT_GT(report.variants[1].phase_seconds.measure, report.variants[0].phase_seconds.measure);
+
+  PhasedEvaluator again;
+  again.crash_key = evaluator.crash_key;
+  options.quarantine_after = 1;
+  const TuneReport resumed = sweep(db, options, again);
+  for (const VariantSummary& v : resumed.variants) {
+    EXPECT_EQ(v.evaluated, 0u) << v.variant;
+    EXPECT_FALSE(v.phase_seconds.known()) << v.variant;
+  }
 }
 
 // With two slots both are kept busy, each config is evaluated and recorded once, with its slot's
