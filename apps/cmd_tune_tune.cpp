@@ -97,6 +97,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
   const Batch batch = generate_batch(spec);
+  require_known_axes(registry.matching(args.variant), batch, options.overrides);
   const std::string db = results_database_path(args.db);
   Store store(db);
 

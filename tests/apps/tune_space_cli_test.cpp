@@ -93,6 +93,16 @@ TEST_F(TuneCli, CompileUsageErrors) {
   EXPECT_EQ(run({"compile", "default", "--shard", "3/2"}).exit_code, usage);
 }
 
+// A sweep with an axis no variant has would search the variants' own spaces instead of the one
+// asked for: refused before any work, nothing recorded.
+TEST_F(TuneCli, TuneRefusesAnUnknownAxis) {
+  const CliResult r = run({"tune", "default", "--variant", "paged_decode.*", "--cpu", "-a",
+                           "bogus=1", "--db", "t.db"});
+  EXPECT_EQ(r.exit_code, int(ExitCode::usage)) << r.out;
+  EXPECT_NE(r.err.find("-a bogus: no matching variant has this axis"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "t.db"));
+}
+
 }  // namespace
 }  // namespace attn
 
