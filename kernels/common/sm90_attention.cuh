@@ -58,6 +58,35 @@ __device__ __forceinline__ void mask_scores(float (&s)[TILE_N / 2], int tid, int
   }
 }
 
+// Ping-pong of two consumer warpgroups (FA3's inter-warpgroup overlap): their tensor-core issue
+// slots alternate, so that one warpgroup's softmax runs while the other's matrix products occupy
+// the tensor cores. Slot k of a warpgroup is the issue of S_k = Q K_k^T together with
+// O += P_{k-1} V_{k-1} (slot 0: S_0 only; slot my_tiles: the last P V only). Named barrier 1 + w
+// means "warpgroup w may issue" and counts 256 threads: w syncs on it, the other warpgroup arrives
+// on it once it has issued. Only the first `slots` slots alternate (the fewer tile count of the two
+// warpgroups, plus one), and warpgroup 1 skips its last hand-over, so each barrier sees as many
+// arrivals as syncs whatever the two tile counts are. slots = 0: no ping-pong (one consumer).
+struct IssueTurns {
+  int me = 0;     // consumer warpgroup 0 or 1
+  int slots = 0;  // slots that alternate
+  __device__ __forceinline__ static void sync(int id) {
+    asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
+  }
+  __device__ __forceinline__ static void arrive(int id) {
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
+  }
+  // Warpgroup 0 issues first.
+  __device__ __forceinline__ void start() const {
+    if (slots > 0 && me == 1) arrive(1);
+  }
+  __device__ __forceinline__ void take(int k) const {
+    if (k < slots) sync(1 + me);
+  }
+  __device__ __forceinline__ void pass(int k) const {
+    if (k < slots && !(me == 1 && k == slots - 1)) arrive(2 - me);
+  }
+};
+
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES>
 struct Consumer {
   static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
@@ -171,15 +200,19 @@ struct Consumer {
   // The whole key loop: tiles 0 .. my_tiles - 1 for this warpgroup's rows (after Q landed on
   // q_full), then the barriers of the tiles up to n_tiles that the CTA loads for another
   // warpgroup's rows. mask(n, s) hides keys of tile n; before_values(n) runs once V_n has landed
-  // and before the P V that reads it.
+  // and before the P V that reads it. turns: the ping-pong with the other consumer warpgroup.
   template <class Mask, class BeforeValues>
   __device__ __forceinline__ void run(const KvPipeline& kv, const unsigned char* q_rows,
                                       unsigned long long* q_full, int my_tiles, int n_tiles,
-                                      Mask&& mask, BeforeValues&& before_values) {
+                                      const IssueTurns& turns, Mask&& mask,
+                                      BeforeValues&& before_values) {
     if (my_tiles > 0) {
+      turns.start();
       sm90::mbarrier_wait(q_full, 0);
       sm90::mbarrier_wait(&kv.k_full[0], 0);
+      turns.take(0);
       issue_scores(q_rows, kv.k_tiles);
+      turns.pass(0);
       sm90::wgmma_wait<0>();
       release(&kv.k_empty[0]);
       softmax(0, mask);
@@ -187,10 +220,12 @@ struct Consumer {
       for (int n = 1; n < my_tiles; ++n) {
         const int s_now = n % STAGES, s_prev = (n - 1) % STAGES;
         sm90::mbarrier_wait(&kv.k_full[s_now], (n / STAGES) & 1);
-        issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
         sm90::mbarrier_wait(&kv.v_full[s_prev], ((n - 1) / STAGES) & 1);
         before_values(n - 1);
+        turns.take(n);
+        issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
         issue_values(kv.v_tiles + s_prev * KV_BYTES);
+        turns.pass(n);
         sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
         release(&kv.k_empty[s_now]);
         softmax(n, mask);
@@ -201,7 +236,9 @@ struct Consumer {
       const int last = my_tiles - 1;
       sm90::mbarrier_wait(&kv.v_full[last % STAGES], (last / STAGES) & 1);
       before_values(last);
+      turns.take(my_tiles);
       issue_values(kv.v_tiles + (last % STAGES) * KV_BYTES);
+      turns.pass(my_tiles);
       sm90::wgmma_wait<0>();
       release(&kv.v_empty[last % STAGES]);
     }

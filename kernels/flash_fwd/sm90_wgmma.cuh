@@ -167,9 +167,17 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, lane = tid % 32;
   const int wg_row0 = m0 + consumer * ROWS;  // the warpgroup's first row in the sequence
-  const int my_tiles = wg_row0 < q_len ? flash_sm90::key_tiles(min(wg_row0 + ROWS, q_len), q_len,
-                                                               kv_len, TILE_N, CAUSAL)
-                                       : 0;
+  // The key tiles consumer warpgroup w needs (rows past the sequence need none).
+  auto tiles_of = [&](int w) {
+    const int row0 = m0 + w * ROWS;
+    return row0 < q_len
+               ? flash_sm90::key_tiles(min(row0 + ROWS, q_len), q_len, kv_len, TILE_N, CAUSAL)
+               : 0;
+  };
+  const int my_tiles = tiles_of(consumer);
+  const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
+  const sm90_attn::IssueTurns turns{
+      consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
   // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past the
   // sequence's end): tiles reaching it are masked element by element, the others not at all.
   const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;
@@ -183,7 +191,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   c.init(tid, p.scale_log2, 0.0f);
   c.run(
       sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
-      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles,
+      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles, turns,
       [&](int n, float(&s)[TILE_N / 2]) {
         if (n * TILE_N + TILE_N > mask_from)
           sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);

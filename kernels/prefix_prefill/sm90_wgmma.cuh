@@ -181,8 +181,16 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
-  const int my_tiles =
-      wg_row0 < rows ? n_ctx + new_tiles(t0 + (min(rows, wg_row0 + ROWS) - 1) / p.group) : 0;
+  // The key tiles consumer warpgroup w needs: the context, then new-token tiles up to its last
+  // row's token (padding rows need none).
+  auto tiles_of = [&](int w) {
+    const int row0 = w * ROWS;
+    return row0 < rows ? n_ctx + new_tiles(t0 + (min(rows, row0 + ROWS) - 1) / p.group) : 0;
+  };
+  const int my_tiles = tiles_of(consumer);
+  const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
+  const sm90_attn::IssueTurns turns{
+      consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
   // This thread's two rows (r0 and r0 + 8) and their tokens; padding rows borrow a valid token.
   const int r0 = wg_row0 + sm90_attn::accumulator_row(tid, 0);
   const int token0 = t0 + min(r0, rows - 1) / p.group;
@@ -198,7 +206,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   c.init(tid, p.score_scale, p.cap_log2);
   c.run(
       sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
-      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles,
+      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles, turns,
       [&](int n, float(&s)[TILE_N / 2]) {
         if (n < n_ctx) {
           if (n == n_ctx - 1 && ctx_rows < TILE_N)
