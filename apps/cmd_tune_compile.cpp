@@ -6,10 +6,12 @@
 // ($ATTN_JIT_CACHE_DIR) then finds a cubin for each config instead of compiling it. A program
 // NVRTC rejects is counted and named; the config is still tried (and recorded compile_failed) by
 // the sweep.
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <set>
 
 #include <unistd.h>
@@ -33,8 +35,25 @@ struct CompileArgs {
   std::vector<std::string> axes;
   std::string shard = "0/1";
   size_t jobs = 0;
+  bool resources = false;  // ptxas -v: registers and spills per program
   TargetArgs target;
 };
+
+// "128 registers, 0 bytes spilled" from ptxas -v's report (the largest figures of any kernel of
+// the program), or the report's absence.
+std::string ptxas_summary(const std::string& log) {
+  static const std::regex registers("Used ([0-9]+) registers");
+  static const std::regex spills("([0-9]+) bytes spill (stores|loads)");
+  int most_registers = -1, most_spilled = 0;
+  for (std::sregex_iterator i(log.begin(), log.end(), registers), end; i != end; ++i) {
+    most_registers = std::max(most_registers, std::stoi((*i)[1]));
+  }
+  for (std::sregex_iterator i(log.begin(), log.end(), spills), end; i != end; ++i) {
+    most_spilled = std::max(most_spilled, std::stoi((*i)[1]));
+  }
+  if (most_registers < 0) return "no ptxas report";
+  return format("%d registers, %d bytes spilled", most_registers, most_spilled);
+}
 
 int compile(const CompileArgs& args) {
   const WorkloadSpec spec = load_workload_argument(args.workload);
@@ -74,6 +93,7 @@ int compile(const CompileArgs& args) {
       if (!shard.owns(v->name(), config.key())) continue;
       ++configs;
       for (JitProgram& program : v->programs(batch, config, target.cuda)) {
+        if (args.resources) program.options.push_back("--ptxas-options=-v");
         if (!keys.insert(jit.cache_key(program)).second) continue;
         ++programs;
         names.push_back(program.name);
@@ -96,6 +116,11 @@ int compile(const CompileArgs& args) {
       } else {
         ++compiled;
         compile_seconds += p.compile_seconds;
+      }
+      if (args.resources) {
+        if (live) std::cerr << "\r";
+        out << names[i] << ": " << (p.cache_hit ? "cached (no ptxas report)" : ptxas_summary(p.log))
+            << "\n";
       }
     } catch (const CompileError& e) {
       ++rejected;
@@ -129,6 +154,9 @@ void add_tune_compile_command(CLI::App& app, Invocation& invocation) {
                   "(repeatable; the same as the sweep's)");
   cmd->add_option("--shard", args->shard, "compile shard i of n of every space (default 0/1)");
   cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: one per hardware thread)");
+  cmd->add_flag("--resources", args->resources,
+                "ask ptxas for its report (-v) and print each program's registers and spilled "
+                "bytes (the most of any of its kernels)");
   args->target.add_to(*cmd);
   cmd->callback([args, &invocation] { invocation.exit_code = compile(*args); });
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 
 #include "base/exit_codes.hpp"
 #include "tests/apps/cli_runner.hpp"
@@ -80,6 +81,18 @@ TEST_F(TuneCli, CompileFillsTheJitCacheAheadOfASweep) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("compiled  0 programs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 already cached"), std::string::npos) << r.out;
+}
+
+// --resources prints ptxas's register and spill figures for each program compiled.
+TEST_F(TuneCli, CompileResourcesReportsRegistersAndSpills) {
+  const CliResult r =
+      run({"compile", "default", "--variant", "paged_decode.splitkv", "--arch", "sm_90a", "-a",
+           "warps=4", "-a", "tile_tokens=64", "-a", "stages=2", "-a", "heads_per_cta=4", "-a",
+           "num_splits=0", "--resources"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("paged_decode\\.splitkv\\.[^:]+: [0-9]+ registers, [0-9]+ bytes spilled")))
+      << r.out;
 }
 
 TEST_F(TuneCli, CompileUsageErrors) {
