@@ -82,7 +82,7 @@ struct ModelOptions {
   uint64_t seed = 1;
   size_t initial = 0;  // configs in the initial design; 0: max(2 * axes + 2, 3% of the space)
   size_t batch = 4;
-  size_t patience = 4;
+  size_t patience = 6;
   double min_gain = 0.005;
   std::vector<PriorObservation> priors;
   double prior_weight = 0.3;  // of one prior observation relative to one outcome

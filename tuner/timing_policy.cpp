@@ -33,7 +33,7 @@ MeasurePolicy screen_policy() {
   p.noise = 0.03;
   p.max_seconds = 1;
   p.warmup_min = 1;
-  p.warmup_window = 2;
+  p.warmup_window = 1;
   p.warmup_tolerance = 0.05;
   p.warmup_max_seconds = 0.1;
   p.graph_sample_us = 500;
