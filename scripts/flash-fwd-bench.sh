@@ -9,8 +9,8 @@
 # VARIANT (a --variant glob, default flash_fwd.sm*: both CUDA variants side by side; EXTRA configs
 # name one variant's axes, so set VARIANT to that variant for them),
 # PRESETS (default: the six head_dim 128 cases; HEAD_DIMS="64 128 256" for all eighteen).
-# Each case is verified against the CPU reference first (an estimated minute per 16384-token case on
-# 16 cores), so the eighteen cases take several minutes of the call.
+# Each case is verified before it is timed, against the CPU reference or, for the large ones, the
+# naive GPU reference (attn-bench run --reference auto, docs/measurement.md).
 set -uo pipefail
 source "$(dirname "$0")/gpu-env.sh"
 db="$out/a.db"
