@@ -146,12 +146,7 @@ void add_tune_compile_command(CLI::App& app, Invocation& invocation) {
   CLI::App* cmd = app.add_subcommand(
       "compile",
       "Compile every config's JIT programs into the cache ahead of a sweep (no GPU needed)");
-  cmd->add_option("workload", args->workload, "workload.json or a preset name")->required();
-  cmd->add_option("--variant", args->variant,
-                  "variants whose name matches this glob (default all CUDA variants)");
-  cmd->add_option("-a,--axis", args->axes,
-                  "try these values of an axis instead of the variant's own: -a tile_tokens=32,64 "
-                  "(repeatable; the same as the sweep's)");
+  add_space_selection(*cmd, args->workload, args->variant, args->axes);
   cmd->add_option("--shard", args->shard, "compile shard i of n of every space (default 0/1)");
   cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: one per hardware thread)");
   cmd->add_flag("--resources", args->resources,

@@ -94,12 +94,7 @@ void add_tune_space_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<SpaceArgs>();
   CLI::App* cmd = app.add_subcommand(
       "space", "Print each variant's tunable axes and how many configs survive pruning");
-  cmd->add_option("workload", args->workload, "workload.json or a preset name")->required();
-  cmd->add_option("--variant", args->variant,
-                  "variants whose name matches this glob (default all)");
-  cmd->add_option("-a,--axis", args->axes,
-                  "try these values of an axis instead of the variant's own: -a tile_tokens=32,64 "
-                  "(repeatable)");
+  add_space_selection(*cmd, args->workload, args->variant, args->axes);
   cmd->add_option("--reasons", args->reasons, "refusal reasons listed per variant (default 8)");
   args->target.add_to(*cmd);
   cmd->callback([args, &invocation] { invocation.exit_code = space(*args); });

@@ -279,10 +279,7 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "Search each variant's configs for a workload; store attempts, results, winners");
-  cmd->add_option("workload", args->workload, "workload.json or a preset name")->required();
-  cmd->add_option("--variant", args->variant,
-                  "variants whose name matches this glob (default all)");
-  cmd->add_option("-a,--axis", args->axes, "values of an axis to try instead of the variant's own");
+  add_space_selection(*cmd, args->workload, args->variant, args->axes);
   cmd->add_option("--strategy", args->strategy, "exhaustive, random, halving (default) or model");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--budget-trials", args->budget_trials, "evaluations per variant at most");

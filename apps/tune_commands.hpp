@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apps/commands.hpp"
 #include "kernels/target.hpp"
@@ -33,6 +34,11 @@ struct TargetChoice {
 // Finds the device only when no flag describes the target.
 TargetChoice choose_cuda_target(const TargetArgs& args);
 std::string describe(const Target& target);
+
+// The arguments that name a space, the same in space, compile and tune: the workload (positional),
+// --variant GLOB and the repeatable -a axis=v1,v2 overrides.
+void add_space_selection(CLI::App& cmd, std::string& workload, std::string& variant,
+                         std::vector<std::string>& axes);
 
 // --db, else $ATTN_DB, else ./attn-bench.db.
 std::string results_database_path(const std::string& flag);

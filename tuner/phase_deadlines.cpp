@@ -29,15 +29,7 @@ std::optional<EvalPhase> eval_phase_from_string(const std::string& text) {
 }
 
 double PhaseDeadlines::of(EvalPhase phase) const {
-  switch (phase) {
-    case EvalPhase::compile:
-      return compile;
-    case EvalPhase::verify:
-      return verify;
-    case EvalPhase::measure:
-      return measure;
-  }
-  return measure;
+  return phase_member(*this, phase);
 }
 
 std::string PhaseDeadlines::describe() const {

@@ -17,6 +17,21 @@ enum class EvalPhase { compile, verify, measure };
 std::string to_string(EvalPhase phase);
 std::optional<EvalPhase> eval_phase_from_string(const std::string& text);
 
+// The member of a {compile, verify, measure} triple (PhaseDeadlines, PhaseSeconds) that belongs to
+// `phase`.
+template <class Triple>
+auto& phase_member(Triple& triple, EvalPhase phase) {
+  switch (phase) {
+    case EvalPhase::compile:
+      return triple.compile;
+    case EvalPhase::verify:
+      return triple.verify;
+    case EvalPhase::measure:
+      break;
+  }
+  return triple.measure;
+}
+
 // Called when a phase starts (in the process that evaluates).
 using PhaseObserver = std::function<void(EvalPhase)>;
 

@@ -5,29 +5,11 @@
 namespace attn {
 
 double PhaseSeconds::of(EvalPhase phase) const {
-  switch (phase) {
-    case EvalPhase::compile:
-      return compile;
-    case EvalPhase::verify:
-      return verify;
-    case EvalPhase::measure:
-      return measure;
-  }
-  return 0;
+  return phase_member(*this, phase);
 }
 
 void PhaseSeconds::add(EvalPhase phase, double seconds) {
-  switch (phase) {
-    case EvalPhase::compile:
-      compile += seconds;
-      return;
-    case EvalPhase::verify:
-      verify += seconds;
-      return;
-    case EvalPhase::measure:
-      measure += seconds;
-      return;
-  }
+  phase_member(*this, phase) += seconds;
 }
 
 void PhaseSeconds::add(const PhaseSeconds& other) {
