@@ -76,9 +76,16 @@ class Sm90WgmmaVariant : public Variant {
            "SM";
   }
 
-  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+  // Key tiles that divide the layout's block (the others are refused anyway).
+  std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
+    const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
+    std::vector<int64_t> tiles;
+    for (int t : {64, 128}) {
+      if (block % t == 0) tiles.push_back(t);
+    }
+    if (tiles.empty()) tiles.push_back(64);
     return {
-        {"tile_n", {64, 128}, "keys per pipeline stage, dividing the layout's block"},
+        {"tile_n", tiles, "keys per pipeline stage, dividing the layout's block"},
         {"stages", {2, 3, 4}, "TMA buffers of K and of V in flight"},
         {"ctas_per_sm",
          {1, 2},
