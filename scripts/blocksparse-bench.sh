@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The blocksparse family on a GPU machine, in one call (build carried from the CPU machine):
 # calibration, the blocksparse GPU tests, issue 7's benchmark cases (4 x 8192 and 2 x 16384
-# tokens, 32/8 heads, d128, bf16, blocks of 64, local 16, vertical stride 8) with blocksparse.mma,
-# their dense causal counterparts with flash_fwd.sm80_mma, the block-sparse decode preset, and
-# seed 003's Triton kernel and dense causal torch SDPA (seed_peers.py blocksparse) in the same call.
+# tokens, 32/8 heads, d128, bf16, blocks of 64, local 16, vertical stride 8) with every blocksparse
+# variant side by side (blocksparse.mma, and on Hopper blocksparse.sm90_wgmma at its default of two
+# CTAs per SM and at one), their dense causal counterparts with flash_fwd.sm80_mma, the
+# block-sparse decode preset, and seed 003's Triton kernel and dense causal torch SDPA
+# (seed_peers.py blocksparse) in the same call.
 #
-#   OUT=$OUT PEERS=1 scripts/blocksparse-bench.sh   (EXTRA="preset:config ..." adds config runs)
+#   OUT=$OUT PEERS=1 scripts/blocksparse-bench.sh
+#   (EXTRA="preset:variant:config ..." adds config runs, e.g.
+#    EXTRA="prefill-phi3-small-block-sparse:blocksparse.sm90_wgmma:tile_n=64,stages=4,ctas_per_sm=1")
 # Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1, POLICY (default confirm).
 # Each case is verified against the CPU reference before it is timed.
 set -uo pipefail
@@ -30,14 +34,19 @@ run() {  # preset variant [config]
   [ -n "${3:-}" ] && args+=(--config "$3")
   echo "== $1 $2 ${3:-default}"
   "$bench" "${args[@]}" >> "$out/runs.txt" 2>&1
-  tail -n 12 "$out/runs.txt" | grep -E "$2|rejected|failed|error" | tail -3
+  tail -n 12 "$out/runs.txt" | grep -E "$2|rejected|failed|error" | tail -4
 }
-run prefill-phi3-small-block-sparse blocksparse.mma
-run prefill-phi3-small-block-sparse-2x16384 blocksparse.mma
+for preset in prefill-phi3-small-block-sparse prefill-phi3-small-block-sparse-2x16384; do
+  run "$preset" 'blocksparse.*'
+  run "$preset" blocksparse.sm90_wgmma tile_n=64,stages=3,ctas_per_sm=1
+done
 run prefill-phi3-small-dense-causal-4x8192 flash_fwd.sm80_mma
 run prefill-phi3-small-dense-causal-2x16384 flash_fwd.sm80_mma
 run decode-phi3-small-block-sparse 'blocksparse.*'
-for e in ${EXTRA:-}; do run "${e%%:*}" blocksparse.mma "${e#*:}"; done
+for e in ${EXTRA:-}; do
+  IFS=: read -r preset variant config <<< "$e"
+  run "$preset" "$variant" "$config"
+done
 if [ -n "${PEERS:-}" ] && [ -f .carry/seed_peers.py ]; then
   PYTHONUNBUFFERED=1 timeout 300 python3 .carry/seed_peers.py blocksparse > "$out/peers.txt" 2>&1
   tail -n 40 "$out/peers.txt"

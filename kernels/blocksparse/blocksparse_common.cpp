@@ -10,11 +10,13 @@
 namespace attn {
 
 std::unique_ptr<Variant> make_blocksparse_mma();
+std::unique_ptr<Variant> make_blocksparse_sm90_wgmma();
 std::unique_ptr<Variant> make_blocksparse_decode();
 std::unique_ptr<Variant> make_blocksparse_cpu_reference();
 
 void add_blocksparse_variants(Registry& registry) {
   registry.add(make_blocksparse_mma());
+  registry.add(make_blocksparse_sm90_wgmma());
   registry.add(make_blocksparse_decode());
   registry.add(make_blocksparse_cpu_reference());
 }

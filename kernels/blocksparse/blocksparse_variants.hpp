@@ -13,7 +13,8 @@ namespace attn {
 
 class Registry;
 
-// Registers blocksparse.mma, blocksparse.decode (CUDA) and blocksparse.cpu_reference.
+// Registers blocksparse.mma, blocksparse.sm90_wgmma, blocksparse.decode (CUDA) and
+// blocksparse.cpu_reference.
 void add_blocksparse_variants(Registry& registry);
 
 // Checks shared by every blocksparse variant: a batch with a block-sparse layout, and none of the
@@ -27,9 +28,10 @@ Support blocksparse_supports_batch(const Batch& batch);
 // and P.V over the pairs key_visible admits (visible_pairs).
 Work blocksparse_work(const Batch& batch);
 
-// blocksparse.mma's CTA list: (sequence, position tile t) pairs, tile t holding positions
-// [t * tile_m, (t + 1) * tile_m), for every tile with a new token, heaviest first (the key tiles
-// the kernel's walk visits, summed over q heads; ties keep sequence order). Flattened [n][2].
+// blocksparse.mma's CTA list (and blocksparse.sm90_wgmma's, with tile_m 64): (sequence, position
+// tile t) pairs, tile t holding positions [t * tile_m, (t + 1) * tile_m), for every tile with a new
+// token, heaviest first (the key tiles the kernel's walk visits, summed over q heads; ties keep
+// sequence order). Flattened [n][2].
 std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n);
 
 // blocksparse.decode's work: one CTA per (sequence, kv head), heaviest first, each with the union

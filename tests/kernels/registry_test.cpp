@@ -31,7 +31,8 @@ TEST(Registry, HoldsThePagedDecodeVariants) {
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
   EXPECT_EQ(registry.matching("paged_decode.*").size(), 4u);
   EXPECT_EQ(registry.matching("*cpu*").size(), 4u);  // one per family
-  EXPECT_EQ(registry.matching("blocksparse.*").size(), 3u);  // mma, decode, cpu_reference
+  // mma, sm90_wgmma, decode, cpu_reference
+  EXPECT_EQ(registry.matching("blocksparse.*").size(), 4u);
   EXPECT_TRUE(registry.matching("nothing.*").empty());
   for (const auto& v : registry.variants()) {
     EXPECT_EQ(v->name().rfind(to_string(v->family()) + ".", 0), 0u) << v->name();

@@ -1,0 +1,231 @@
+// Host side of blocksparse.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp).
+#include <algorithm>
+
+#include "kernels/blocksparse/blocksparse_variants.hpp"
+#include "kernels/blocksparse/sm90_wgmma_params.hpp"
+#include "kernels/blocksparse/sm90_wgmma_traits.hpp"
+#include "kernels/common/sm90_attention_rules.hpp"
+#include "kernels/device/tensor_map.hpp"
+#include "kernels/dtype_code_of.hpp"
+#include "kernels/flash_fwd/flash_fwd_variants.hpp"  // gathered_kv_supports
+#include "kernels/flash_fwd/gathered_kv.hpp"
+#include "kernels/launch_inputs.hpp"
+#include "kernels/params_launcher.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr int64_t kMaxGridY = 65535;
+
+struct Sm90Config {
+  int tile_n, stages, ctas_per_sm;
+  explicit Sm90Config(const KernelConfig& c)
+      : tile_n(int(c.get("tile_n"))),
+        stages(int(c.get("stages"))),
+        ctas_per_sm(int(c.get("ctas_per_sm"))) {}
+  int shared_bytes(int head_dim) const {
+    return blocksparse_sm90::shared_bytes(head_dim, tile_n, stages);
+  }
+  int check(int head_dim, int block_size = 0) const {
+    return blocksparse_sm90::check(head_dim, tile_n, stages, ctas_per_sm, block_size);
+  }
+};
+
+KernelConfig make_config(int tile_n, int stages, int ctas_per_sm) {
+  return KernelConfig{{"tile_n", tile_n}, {"stages", stages}, {"ctas_per_sm", ctas_per_sm}};
+}
+
+std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block_size) {
+  using namespace blocksparse_sm90;
+  const int smem = c.shared_bytes(head_dim);
+  switch (rule) {
+    case sm90_attn::kHeadDim:
+      return "head_dim " + std::to_string(head_dim) + " is not 64 or 128";
+    case kCtasPerSm:
+      return "ctas_per_sm must be 1 or 2";
+    case kTwoCtaShared:
+      return "two CTAs per SM need 2 x " + std::to_string(smem + kReservedSharedPerCta) +
+             " bytes of shared memory (the SM has " + std::to_string(kSharedPerSm) +
+             "): lower stages or tile_n, or run one CTA per SM";
+    case kTwoCtaRegisters:
+      return "too many registers per consumer thread for two CTAs per SM (estimate " +
+             std::to_string(sm90_attn::register_estimate(head_dim, c.tile_n)) + ", setmaxnreg " +
+             std::to_string(consumer_registers(2)) + "): lower tile_n or run one CTA per SM";
+    case kBlockSize:
+      return "64 (the query rows of a CTA) and tile_n " + std::to_string(c.tile_n) +
+             " must divide the layout's block size " + std::to_string(block_size) +
+             " (a query tile in one block row, a key tile in one block column)";
+    default: {
+      const std::string reason =
+          sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, kConsumers, smem);
+      return reason.empty() ? "invalid config" : reason;
+    }
+  }
+}
+
+class Sm90WgmmaVariant : public Variant {
+ public:
+  std::string name() const override { return "blocksparse.sm90_wgmma"; }
+  Family family() const override { return Family::blocksparse; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "block-sparse FlashAttention-3 style (sm_90a): 64 query rows of one layout block row "
+           "per CTA, its kept blocks' key tiles by TMA + mbarriers, wgmma with softmax "
+           "overlapped with P.V, producer/consumer warpgroups with setmaxnreg, 1 or 2 CTAs per "
+           "SM";
+  }
+
+  // Key tiles that divide the layout's block (the others are refused anyway).
+  std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
+    const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
+    std::vector<int64_t> tiles;
+    for (int t : {64, 128}) {
+      if (block % t == 0) tiles.push_back(t);
+    }
+    if (tiles.empty()) tiles.push_back(64);
+    return {
+        {"tile_n", tiles, "keys per pipeline stage, dividing the layout's block"},
+        {"stages", {2, 3, 4}, "TMA buffers of K and of V in flight"},
+        {"ctas_per_sm",
+         {1, 2},
+         "resident CTAs per SM (launch bounds, setmaxnreg split): two overlap each other's "
+         "softmax with their wgmma, one has room for more stages and larger tiles"},
+    };
+  }
+
+  // Not measured yet (written without a GPU). Two CTAs per SM where they fit (each one's softmax
+  // under the other's matrix products, the overlap a second consumer would give), 64 keys per
+  // stage (the benchmark's blocks of 64 allow no more), as many stages as two CTAs leave room for.
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    const int head_dim = batch.spec.model.head_dim;
+    const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
+    const std::vector<KernelConfig> candidates = {make_config(64, 4, 2), make_config(64, 3, 2),
+                                                  make_config(64, 2, 2), make_config(64, 2, 1)};
+    for (const KernelConfig& config : candidates) {
+      const Sm90Config c(config);
+      if (c.check(head_dim, block) == blocksparse_sm90::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+        return config;
+      }
+    }
+    return candidates.back();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
+    if (target.arch != "sm_90a") {
+      return Support::no("needs sm_90a (Hopper: TMA, wgmma, setmaxnreg); this device is " +
+                         target.arch);
+    }
+    if (Support s = blocksparse_supports_batch(batch); !s) return s;
+    if (Support s = gathered_kv_supports(batch); !s) return s;
+    if (Support s = config_has_exactly(config, {"tile_n", "stages", "ctas_per_sm"}, name()); !s)
+      return s;
+    const ModelShape& m = batch.spec.model;
+    // The position tiles are the grid's y (at most 65535): at most q_len / 64 + 2 per sequence.
+    if (batch.total_q / 64 + 2 * int64_t(batch.num_seqs) > kMaxGridY) {
+      return Support::no("more than " + std::to_string(kMaxGridY) +
+                         " query tiles of 64 (the grid's y dimension)");
+    }
+    const Sm90Config c(config);
+    const int block = batch.block_sparse->block_size;
+    const int rule = c.check(m.head_dim, block);
+    if (rule != blocksparse_sm90::kOk)
+      return Support::no(describe_rule(rule, c, m.head_dim, block));
+    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const Sm90Config c(config);
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + (batch.causal ? ".causal" : "");
+    program.source = "#include \"kernels/blocksparse/sm90_wgmma.cuh\"\n";
+    program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda,
+                "blocksparse.sm90_wgmma needs a device problem");
+    const Support support = supports(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const Sm90Config c(config);
+    const ModelShape& m = batch.spec.model;
+    const BlockSparseLayout& layout = *batch.block_sparse;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
+    CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
+    const int smem = c.shared_bytes(m.head_dim);
+    allow_dynamic_shared_memory(context, attention, smem);
+
+    // Contiguous K and V [total_kv, kv_heads, head_dim] and cu_seqlens_kv, gathered once.
+    std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
+    const std::vector<int32_t> tiles =
+        blocksparse_mma_schedule(batch, blocksparse_sm90::kTileM, c.tile_n);
+    buffers.push_back(upload_int32(*context.cuda, tiles));
+    buffers.push_back(upload_int32(*context.cuda, layout.crow));
+    buffers.push_back(upload_int32(*context.cuda, layout.col));
+
+    // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
+    // without keys (never the case with query tokens) nothing would read it.
+    const DriverApi& api = context.cuda->api();
+    const CUtensorMapDataType type = tensor_map_type(m.dtype);
+    const uint64_t q_columns = uint64_t(m.num_q_heads) * uint64_t(m.head_dim);
+    const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
+    const uint64_t q_rows = uint64_t(std::max<int64_t>(1, batch.total_q));
+    const uint64_t kv_rows = uint64_t(std::max<int64_t>(1, batch.total_kv));
+    BlockSparseSm90Params p{};
+    p.q_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, q_rows, q_columns * 2,
+                                   uint32_t(blocksparse_sm90::kTileM));
+    p.k_map = encode_tensor_map_2d(api, type, buffers[0].pointer(), kv_columns, kv_rows,
+                                   kv_columns * 2, uint32_t(c.tile_n));
+    p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
+                                   kv_columns * 2, uint32_t(c.tile_n));
+    p.out = problem.out();
+    p.cu_seqlens_q = problem.cu_seqlens_q();
+    p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
+    p.tiles = static_cast<const int*>(buffers[3].pointer());
+    p.crow = static_cast<const int*>(buffers[4].pointer());
+    p.col = static_cast<const int*>(buffers[5].pointer());
+    p.num_blocks = layout.num_blocks;
+    p.max_nnz = layout.max_nnz;
+    p.block_size = layout.block_size;
+    p.num_q_heads = m.num_q_heads;
+    p.group = batch.spec.group_size();
+    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(m.num_q_heads);  // fast: a tile's heads together (L2 reuse of K/V)
+    shape.grid_y = unsigned(tiles.size() / 2);
+    shape.block_x = unsigned(blocksparse_sm90::threads());
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<ParamsLauncher<BlockSparseSm90Params>>(context, attention, shape, p,
+                                                                   std::move(buffers));
+  }
+
+  Work work(const Batch& batch) const override { return blocksparse_work(batch); }
+
+ private:
+  static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
+    return "attn::blocksparse_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) +
+           ", " + std::to_string(c.stages) + ", " + std::to_string(c.ctas_per_sm) + ", " +
+           (batch.causal ? "true" : "false") + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_blocksparse_sm90_wgmma() {
+  return std::make_unique<Sm90WgmmaVariant>();
+}
+
+}  // namespace attn

@@ -1,0 +1,192 @@
+// Helpers of the blocksparse GPU tests (blocksparse_gpu_test.cpp, sm90_wgmma_gpu_test.cpp): random
+// layouts (the Phi-3 parameter family, and random lower-triangular ones with empty rows and dropped
+// diagonals), random batches and configs, and the check of one run against the CPU reference on a
+// poisoned output (0xFF: NaN in bf16 and fp16), or of the Evaluator's path against a chosen oracle.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include "kernels/blocksparse/blocksparse_variants.hpp"
+#include "kernels/reference/paged_attention_reference.hpp"
+#include "kernels/registry.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/test_support.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/verify.hpp"
+
+namespace attn {
+namespace blocksparse_testing {
+
+template <typename T>
+inline const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+inline BlockSparseSpec phi3_layout(int block_size, int local, int stride, int sliding = 1,
+                                   bool homo = false) {
+  BlockSparseSpec b;
+  b.block_size = block_size;
+  b.local_blocks = local;
+  b.vertical_stride = stride;
+  b.head_sliding_step = sliding;
+  b.homo_head = homo;
+  return b;
+}
+
+// A random lower-triangular layout replacing the batch's (same block size and block count): each
+// block kept with probability `density`, so rows may be empty and diagonals dropped.
+inline void randomise_layout(Batch& batch, std::mt19937_64& rng, double density) {
+  BlockSparseLayout& layout = *batch.block_sparse;
+  std::bernoulli_distribution keep(density);
+  std::vector<std::vector<int32_t>> cols(size_t(layout.num_heads));
+  layout.crow.assign(size_t(layout.num_heads) * size_t(layout.num_blocks + 1), 0);
+  layout.max_nnz = 0;
+  for (int h = 0; h < layout.num_heads; ++h) {
+    for (int i = 0; i < layout.num_blocks; ++i) {
+      for (int j = 0; j <= i; ++j) {
+        if (keep(rng)) cols[size_t(h)].push_back(j);
+      }
+      layout.crow[size_t(h) * size_t(layout.num_blocks + 1) + size_t(i) + 1] =
+          int32_t(cols[size_t(h)].size());
+    }
+    layout.max_nnz = std::max(layout.max_nnz, int(cols[size_t(h)].size()));
+  }
+  layout.col.assign(size_t(layout.num_heads) * size_t(std::max(1, layout.max_nnz)), -1);
+  for (int h = 0; h < layout.num_heads; ++h) {
+    std::copy(cols[size_t(h)].begin(), cols[size_t(h)].end(),
+              layout.col.begin() + ptrdiff_t(h) * layout.max_nnz);
+  }
+}
+
+inline std::string describe(const Batch& batch, const KernelConfig& config) {
+  const WorkloadSpec& spec = batch.spec;
+  const BlockSparseLayout& layout = *batch.block_sparse;
+  std::ostringstream out;
+  out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
+      << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
+      << spec.kv_cache.page_size << " seed " << spec.seed
+      << (batch.causal ? " causal" : " non-causal") << " block " << layout.block_size << " density "
+      << layout.density() << " (context, query) [";
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
+  }
+  out << "] config " << config.key();
+  return out.str();
+}
+
+inline void expect_matches_reference(const Variant& variant, const Batch& batch,
+                                     const KernelConfig& config) {
+  auto& env = testing::gpu();
+  const std::string what = variant.name() + " " + describe(batch, config);
+  const Target target = Target::cuda(env.device());
+  const Support support = variant.supports(batch, config, target);
+  ASSERT_TRUE(support.ok) << what << ": " << support.reason;
+
+  const Problem host = Problem::on_host(batch);
+  Problem device = Problem::on_device(host, *env.context);
+  Stream stream(*env.context);
+  KernelLoader loader(*env.context, *env.jit);
+  Workspace workspace(*env.context);
+  ExecContext context;
+  context.target = target;
+  context.cuda = env.context.get();
+  context.stream = &stream;
+  context.loader = &loader;
+  context.workspace = &workspace;
+
+  device.poison_output(&stream);
+  std::unique_ptr<Launcher> launcher;
+  try {
+    launcher = variant.prepare(device, config, context);
+  } catch (const CompileError& error) {
+    FAIL() << what << ": " << error.what() << "\n" << error.log();
+  }
+  launcher->launch();
+  stream.synchronize();
+
+  const std::vector<float> reference = paged_attention_reference(host, 0);
+  const std::vector<uint8_t> output = device.read_output();
+  const Verification v = verify_output(output.data(), batch.spec.model.dtype, reference,
+                                       batch.spec.model.head_dim, "cpu_reference");
+  EXPECT_EQ(v.nonfinite, 0) << what;
+  EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
+}
+
+inline KernelConfig random_config(const Variant& variant, const Batch& batch, const Target& target,
+                                  std::mt19937_64& rng) {
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    KernelConfig candidate;
+    for (const ConfigAxis& axis : variant.space(batch, target))
+      candidate.set(axis.name, pick(rng, axis.values));
+    if (variant.supports(batch, candidate, target)) return candidate;
+  }
+  return variant.default_config(batch, target);
+}
+
+// A random shape, layout (block size from block_sizes) and data seed; sequences as given.
+inline Batch random_batch(std::mt19937_64& rng,
+                          const std::vector<std::pair<int64_t, int64_t>>& sequences, bool causal,
+                          int max_group, const std::vector<int>& block_sizes = {16, 32, 64, 128}) {
+  testing::SpecShape shape;
+  shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
+  std::vector<int> groups;
+  for (int g : {1, 2, 3, 4, 5, 7, 8, 16, 20}) {
+    if (g <= max_group) groups.push_back(g);
+  }
+  shape.q_heads = shape.kv_heads * pick(rng, groups);
+  shape.head_dim = pick(rng, std::vector<int>{64, 128});
+  shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+  shape.page_size = pick(rng, std::vector<int>{1, 5, 16, 64});
+  shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+  shape.seed = rng();
+  WorkloadSpec spec = testing::make_spec(shape, sequences, "blocksparse-gpu-test");
+  spec.mask.block_sparse =
+      phi3_layout(pick(rng, block_sizes), std::uniform_int_distribution<int>(1, 4)(rng),
+                  std::uniform_int_distribution<int>(1, 8)(rng),
+                  std::uniform_int_distribution<int>(0, 3)(rng), rng() % 5 == 0);
+  Batch batch = generate_batch(spec);
+  // Workloads with a layout are causal (validation); the kernels also run non-causal batches.
+  batch.causal = causal;
+  if (rng() % 3 == 0) randomise_layout(batch, rng, pick(rng, std::vector<double>{0.05, 0.3, 0.7}));
+  return batch;
+}
+
+inline std::vector<std::pair<int64_t, int64_t>> random_prefill_sequences(std::mt19937_64& rng) {
+  std::vector<std::pair<int64_t, int64_t>> sequences;
+  const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
+  for (int s = 0; s < seqs; ++s) {
+    const int64_t context =
+        rng() % 2 == 0 ? pick(rng, std::vector<int64_t>{1, 7, 31, 64, 100, 257, 1000}) : 0;
+    const int64_t query = pick(
+        rng, std::vector<int64_t>{1, 2, 15, 16, 17, 63, 65, 100, 127, 129, 255, 333, 513, 1100});
+    sequences.push_back({context, query});
+  }
+  if (std::all_of(sequences.begin(), sequences.end(), [](auto& s) { return s.second == 1; }))
+    sequences.front().second = 77;
+  return sequences;
+}
+
+// The path `attn-bench run` takes (Evaluator: poison, verify against `oracle`, time once).
+inline void expect_evaluator_passes(const Variant& variant, const Batch& batch,
+                                    const KernelConfig& config, ReferenceOracle oracle) {
+  auto& env = testing::gpu();
+  Evaluator::Options options;
+  options.policy = screen_policy();
+  options.policy.min_samples = options.policy.max_samples = 1;
+  options.policy.warmup_min = 0;
+  options.policy.warmup_max_seconds = 0;
+  options.policy.timer = TimerMode::events;
+  options.reference = oracle;
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  const Measurement m = evaluator->evaluate(variant, config);
+  EXPECT_EQ(m.disposition, Disposition::passed)
+      << variant.name() << " " << describe(batch, config) << ": " << m.reason;
+  EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch, config);
+}
+
+}  // namespace blocksparse_testing
+}  // namespace attn

@@ -1,0 +1,213 @@
+// blocksparse.sm90_wgmma on a Hopper GPU (skipped elsewhere, with the reason): one tile first;
+// random variable-length prefill batches (contexts that put the first new token anywhere in a
+// block, so the first tile's Q box starts inside the context or before the tensor; lengths off
+// every tile; several sequences so key tiles cross into the next sequence's rows), GQA ratios
+// including non powers of two, head dims 64/128, bf16 and fp16, causal and not, over random Phi-3
+// layouts and random lower-triangular ones (empty rows, dropped diagonals) of blocks 64 and 128,
+// with random configs and every accepted config. Every run writes into a poisoned output (0xFF:
+// NaN in bf16 and fp16) and is compared with the CPU reference (no NaN, every row within the
+// dtype's tolerance). Then issue 7's two benchmark shapes through the Evaluator against the naive
+// GPU reference, at both CTA occupancies.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "tests/kernels/blocksparse/blocksparse_gpu_check.hpp"
+#include "workloads/presets.hpp"
+
+namespace attn {
+namespace {
+
+using namespace blocksparse_testing;
+
+#define ATTN_REQUIRE_HOPPER()                                             \
+  do {                                                                    \
+    ATTN_REQUIRE_GPU();                                                   \
+    if (testing::gpu().device().arch() != "sm_90a")                       \
+      GTEST_SKIP() << "blocksparse.sm90_wgmma needs sm_90a; this GPU is " \
+                   << testing::gpu().device().arch();                     \
+  } while (0)
+
+const Variant& sm90_variant(const Registry& registry) {
+  return *registry.find("blocksparse.sm90_wgmma");
+}
+
+KernelConfig make_config(int tile_n, int stages, int ctas_per_sm) {
+  return KernelConfig{{"tile_n", tile_n}, {"stages", stages}, {"ctas_per_sm", ctas_per_sm}};
+}
+
+Batch sparse_batch(const testing::SpecShape& shape,
+                   const std::vector<std::pair<int64_t, int64_t>>& sequences,
+                   const BlockSparseSpec& layout, bool causal) {
+  WorkloadSpec spec = testing::make_spec(shape, sequences, "bs-sm90-gpu");
+  spec.mask.block_sparse = layout;
+  Batch batch = generate_batch(spec);
+  batch.causal = causal;  // workloads with a layout are causal; the kernel also runs non-causal
+  return batch;
+}
+
+// Compiles the programs of `cases` in parallel, then checks each against the CPU reference.
+void expect_all_match_reference(const Variant& variant,
+                                const std::vector<std::pair<Batch, KernelConfig>>& cases) {
+  auto& env = testing::gpu();
+  const Target target = Target::cuda(env.device());
+  std::vector<std::future<CompiledProgram>> compiles;
+  for (const auto& [batch, config] : cases)
+    compiles.push_back(env.jit->compile_async(variant.programs(batch, config, target).front()));
+  for (auto& compiled : compiles) {
+    try {
+      compiled.get();
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << error.what() << "\n" << error.log();
+    }
+  }
+  for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
+}
+
+// The smallest cases first, so a broken layout or pipeline shows on a batch that is easy to read:
+// one head, one sequence of 64 tokens, one block of 64 (a single key tile, the diagonal one),
+// head dims 64 and 128, non-causal then causal, at one and two CTAs per SM; then 128 tokens with
+// two blocks of 64 (one kept block before the diagonal: a tile seen whole, then a masked one).
+TEST(BlockSparseSm90Gpu, OneTileMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (int head_dim : {64, 128}) {
+    for (bool causal : {false, true}) {
+      for (int ctas : {1, 2}) {
+        testing::SpecShape shape;
+        shape.q_heads = 1;
+        shape.kv_heads = 1;
+        shape.head_dim = head_dim;
+        for (int64_t tokens : {64, 128}) {
+          cases.push_back({sparse_batch(shape, {{0, tokens}}, phi3_layout(64, 2, 1), causal),
+                           make_config(64, 2, ctas)});
+        }
+      }
+    }
+  }
+  expect_all_match_reference(variant, cases);
+}
+
+// Random shapes, lengths and layouts of blocks 64 and 128 (random_batch) with a random accepted
+// config.
+TEST(BlockSparseSm90Gpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::mt19937_64 rng(20261301);
+  for (int trial = 0; trial < 48; ++trial) {
+    const bool causal = rng() % 4 != 0;
+    const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20, {64, 128});
+    expect_matches_reference(variant, batch, random_config(variant, batch, target, rng));
+  }
+}
+
+// Every accepted config (tile_n, stages, ctas_per_sm), for each head dim and dtype, causal and
+// not, over a Phi-3 layout of 64-token blocks and a random one of 128-token blocks (where 128-key
+// tiles are accepted), on lengths that are multiples of no tile, a one-token sequence and a
+// context ending mid-block.
+TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::mt19937_64 rng(6);
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (int head_dim : {64, 128}) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      for (bool causal : {true, false}) {
+        for (int block : {64, 128}) {
+          testing::SpecShape shape;
+          shape.q_heads = 6;
+          shape.kv_heads = 2;  // GQA 3
+          shape.head_dim = head_dim;
+          shape.dtype = dtype;
+          shape.seed =
+              uint64_t(head_dim) * 8 + 4 * (dtype == DType::fp16) + 2 * causal + (block == 128);
+          Batch batch = sparse_batch(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}},
+                                     phi3_layout(block, 2, 3), causal);
+          if (block == 128) randomise_layout(batch, rng, 0.4);
+          const auto space = variant.space(batch, target);
+          for (int64_t n : space[0].values) {
+            for (int64_t s : space[1].values) {
+              for (int64_t c : space[2].values) {
+                const KernelConfig config = make_config(int(n), int(s), int(c));
+                if (variant.supports(batch, config, target)) cases.push_back({batch, config});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Per head dim, dtype and causality: 6 (block 64) + 11 (block 128) at d64, 4 + 6 at d128.
+  EXPECT_EQ(cases.size(), size_t(4 * (6 + 11) + 4 * (4 + 6)));
+  expect_all_match_reference(variant, cases);
+}
+
+// Queries after a context (q shorter than k, causal aligned to the bottom right): contexts that end
+// mid-block and mid-tile, a first sequence with a context (its first tile's Q box starts before
+// the tensor: TMA's zero fill), decode rows, GQA 5, both occupancies.
+TEST(BlockSparseSm90Gpu, QueriesAfterAContextMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  testing::SpecShape shape;
+  shape.q_heads = 10;
+  shape.kv_heads = 2;
+  shape.head_dim = 128;
+  shape.page_size = 16;
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (const KernelConfig& config : {make_config(64, 2, 2), make_config(64, 4, 1)}) {
+    cases.push_back({sparse_batch(shape, {{300, 129}, {5, 1}, {1000, 700}, {1, 64}, {63, 65}},
+                                  phi3_layout(64, 4, 3), true),
+                     config});
+    cases.push_back(
+        {sparse_batch(shape, {{37, 100}, {2000, 1}, {130, 257}}, phi3_layout(128, 2, 2, 2), true),
+         config});
+  }
+  expect_all_match_reference(variant, cases);
+}
+
+// Large: one 8192-token prompt with seed 003's layout (128 query tiles per head, rows with up to
+// 16 local + 15 vertical blocks) and a 1000-token chunk after a 3000-token context, against the
+// CPU reference.
+TEST(BlockSparseSm90Gpu, LargeBatchesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::SpecShape shape;
+  shape.q_heads = 8;
+  shape.kv_heads = 2;
+  shape.head_dim = 128;
+  const Batch batch = sparse_batch(shape, {{0, 8192}, {3000, 1000}}, phi3_layout(64, 16, 8), true);
+  expect_matches_reference(variant, batch, variant.default_config(batch, target));
+}
+
+// Issue 7's benchmark cases as `attn-bench run` runs them (the presets: 4 x 8192 and 2 x 16384
+// tokens, 32/8 heads, d128, bf16, blocks of 64, local 16, vertical stride 8): the Evaluator's
+// path against the naive GPU reference, with the default config (two CTAs per SM) and with one
+// CTA per SM.
+TEST(BlockSparseSm90Gpu, BenchmarkShapesMatchTheGpuReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  for (const char* preset :
+       {"prefill-phi3-small-block-sparse", "prefill-phi3-small-block-sparse-2x16384"}) {
+    const Batch batch = generate_batch(load_preset(preset));
+    for (const KernelConfig& config :
+         {variant.default_config(batch, target), make_config(64, 3, 1)}) {
+      SCOPED_TRACE(std::string(preset) + " " + config.key());
+      ASSERT_TRUE(variant.supports(batch, config, target).ok);
+      expect_evaluator_passes(variant, batch, config, ReferenceOracle::gpu);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attn
