@@ -1,5 +1,5 @@
 // The consumer side of the FlashAttention-3 style Hopper kernels (flash_fwd.sm90_wgmma,
-// prefix_prefill.sm90_wgmma): one consumer warpgroup's 64 query rows against a stream of key tiles
+// prefix_prefill.sm90_wgmma, blocksparse.sm90_wgmma): one consumer warpgroup's 64 query rows against a stream of key tiles
 // that a producer warpgroup loads into STAGES shared-memory buffers with TMA. What differs between
 // the kernels (where the keys come from, which keys a row sees, where the output goes) stays in
 // the kernels; this is the part that is the same math.
@@ -8,7 +8,8 @@
 // O += P_{n-1} V_{n-1} (wgmma RS: P from registers as the A operand, V from shared memory through
 // a transposed descriptor), waits for S_n only, and runs the masking and online softmax of S_n
 // while P V runs on the tensor cores (FA3's intra-warpgroup overlap); then waits for P V, rescales
-// O and converts S_n into the next P.
+// O and converts S_n into the next P. Two consumer warpgroups of one CTA also alternate their
+// issue slots (IssueTurns, below: FA3's inter-warpgroup ping-pong).
 //
 // Layouts (kernels/common/sm90_attention_traits.hpp): Q [HEAD_DIM / 64][TILE_M][64] and each K or V
 // stage [HEAD_DIM / 64][TILE_N][64], as TMA writes them with the 128-byte swizzle. Q and K are
