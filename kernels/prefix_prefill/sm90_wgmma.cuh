@@ -69,19 +69,20 @@ namespace prefix_sm90 {
 // A key row is HEAD_DIM / 8 16-byte chunks: consecutive threads take consecutive chunks of one key
 // (its dims are contiguous in the pool, whatever the layout), 128 / (HEAD_DIM / 8) keys a pass.
 // Keys at or past `ctx` are zero-filled without a read, so the V rows of the last partial tile are
-// zero for P V (a page slot past a sequence's end may hold NaN). `pool` points at the thread's
-// chunk of the kv head in page 0.
+// zero for P V (a page slot past a sequence's end may hold NaN). `head` is the kv head's offset
+// in a page (computed here, not held across the producer loop: registers are scarce).
 template <int HEAD_DIM, int TILE_N, int PAGE_SIZE>
 __device__ __forceinline__ void copy_context_tile(unsigned char* tile, const unsigned short* pool,
-                                                  const int* pages, int key0, int ctx, int tid,
-                                                  long long page_stride, int token_stride) {
+                                                  int head, const int* pages, int key0, int ctx,
+                                                  int tid, int page_stride, int token_stride) {
   constexpr int CHUNKS = HEAD_DIM / 8;  // 16-byte chunks per key
   constexpr int KEYS = 128 / CHUNKS;    // keys per pass of the warpgroup
   static_assert(TILE_N % KEYS == 0, "whole passes over the tile");
   const int chunk = tid % CHUNKS;
+  pool += head + chunk * 8;
   unsigned char* block = tile + (chunk / 8) * TILE_N * sm90_attn::kBlockRowBytes;
-  // Not unrolled: the producer has 24 registers with two consumers (unrolled by 4, or with the
-  // pages looked up once per warp and shuffled, it spilled).
+  // Not unrolled: tried at 24 producer registers (unrolled by 4, or with the pages looked up once
+  // per warp and shuffled), it spilled; not retried at 40.
 #pragma unroll 1
   for (int row = tid / CHUNKS; row < TILE_N; row += KEYS) {
     const int key = key0 + row;
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     // tiles. Stage s = n % STAGES is refilled for tile n once every consumer warp released tile
     // n - STAGES (a fresh empty barrier passes parity 1); every producer thread that writes or
     // arrives waits for that first.
-    sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS)>();
+    sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS, COPY)>();
     if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (threadIdx.x == 0) {
@@ -188,10 +189,6 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     }
     const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
     const bool hnd = p.token_coordinate == 2;
-    // The copying threads' chunk of this kv head in page 0 (thread t: dims 8 (t % (HEAD_DIM / 8))
-    // on).
-    const long long column =
-        (long long)kv_head * p.head_stride + (threadIdx.x % (HEAD_DIM / 8)) * 8;
     for (int n = 0; n < n_tiles; ++n) {
       const int s = n % STAGES;
       const unsigned int parity = ((n / STAGES) & 1) ^ 1;
@@ -202,11 +199,11 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
         // thread's copies of it have landed (cp.async groups complete in commit order: K_{n-1},
         // V_{n-1}, K_n, V_n), so two tiles of copies are in flight. The last context tile is
         // published at once (the tiles after it are TMA's).
-        const int prev = (n + STAGES - 1) % STAGES;
+        const int prev = s == 0 ? STAGES - 1 : s - 1;  // tile n - 1's stage
         sm90::mbarrier_wait(&k_empty[s], parity);
         prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-            k_dst, p.k_pool + column, pages, n * TILE_N, ctx, threadIdx.x, p.page_stride,
-            p.token_stride);
+            k_dst, p.k_pool, kv_head * p.head_stride, pages, n * TILE_N, ctx, threadIdx.x,
+            p.page_stride, p.token_stride);
         cp_async_commit();
         if (n > 0) {
           cp_async_wait<2>();  // K_{n-1} landed; V_{n-1} and K_n may not have
@@ -214,8 +211,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
         }
         sm90::mbarrier_wait(&v_empty[s], parity);
         prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-            v_dst, p.v_pool + column, pages, n * TILE_N, ctx, threadIdx.x, p.page_stride,
-            p.token_stride);
+            v_dst, p.v_pool, kv_head * p.head_stride, pages, n * TILE_N, ctx, threadIdx.x,
+            p.page_stride, p.token_stride);
         cp_async_commit();
         if (n > 0) {
           cp_async_wait<2>();  // V_{n-1} landed
@@ -286,7 +283,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<sm90_attn::kConsumerRegisters>();
+  sm90::setmaxnreg_inc<prefix_sm90::consumer_registers(CONSUMERS, COPY)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile

@@ -28,7 +28,7 @@ struct PrefixPrefillSm90Params {
   // page * page_stride + slot * token_stride + kv_head * head_stride + dim.
   const unsigned short* k_pool;  // [pages, page_size, kv_heads, head_dim] (NHD) or
   const unsigned short* v_pool;  // [pages, kv_heads, page_size, head_dim] (HND)
-  long long page_stride;
+  int page_stride;
   int token_stride;
   int head_stride;
   int num_q_heads;

@@ -23,11 +23,25 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
   return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) + barrier_bytes(stages);
 }
 
-// setmaxnreg of the producer warpgroup. With two consumers the register file allows it 24
-// (sm90_attn::kProducerRegisters); with one there is room to spare (128 x 56 + 128 x 240 < 65536),
-// and the page lookups of the producer warp spill at 24 in some configs.
-ATTN_HOST_DEVICE constexpr int producer_registers(int consumers) {
-  return consumers == 1 ? 56 : sm90_attn::kProducerRegisters;
+// setmaxnreg of the producer and consumer warpgroups. With two consumers the launch gives the CTA
+// 384 x 168 registers: TMA-only, the producer keeps 24 and the consumers take 240
+// (sm90_attn::kProducerRegisters / kConsumerRegisters). The cp.async copy of small pages needs
+// more in the producer (at 24 it spilled 4 to 16 bytes in some head dims and stage counts, and
+// which ones moved with every small edit), so there the consumers give 8 each: 128 x 40 + 256 x
+// 232 = 384 x 168; their arrays need at most 216 (register_estimate) and ptxas reports no spill.
+// With one consumer there is room to spare (128 x 56 + 128 x 240 < 65536), and the page lookups of
+// the producer warp spill at 24 in some configs.
+ATTN_HOST_DEVICE constexpr bool narrow_consumers(int consumers, bool copies) {
+  return copies && consumers == 2;
+}
+ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false) {
+  return consumers == 1                        ? 56
+         : narrow_consumers(consumers, copies) ? 40
+                                               : sm90_attn::kProducerRegisters;
+}
+ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
+  return narrow_consumers(consumers, copies) ? sm90_attn::kConsumerRegisters - 8
+                                             : sm90_attn::kConsumerRegisters;
 }
 
 // Keys one TMA box of the paged context carries: a whole page, or the tile's part of a page larger

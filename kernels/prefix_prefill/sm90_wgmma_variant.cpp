@@ -205,7 +205,7 @@ class Sm90WgmmaVariant : public Variant {
     // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp).
     p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
     p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
-    p.page_stride = int64_t(batch.page_size) * m.num_kv_heads * m.head_dim;
+    p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
     p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
     const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);

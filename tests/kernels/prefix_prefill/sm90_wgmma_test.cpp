@@ -104,6 +104,16 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_LE(128 * producer_registers(2) + 2 * 128 * sm90_attn::kConsumerRegisters, 384 * 168);
   EXPECT_LE(128 * producer_registers(1) + 128 * sm90_attn::kConsumerRegisters, 65536);
   EXPECT_EQ(producer_registers(1) % 8, 0);
+  // The copying producer takes 16 registers from the two consumers, which still hold their
+  // arrays in every head dim (its largest tile_n).
+  for (bool copies : {false, true}) {
+    EXPECT_LE(128 * producer_registers(2, copies) + 256 * consumer_registers(2, copies), 384 * 168);
+    EXPECT_EQ(producer_registers(2, copies) % 8, 0);
+    EXPECT_EQ(consumer_registers(2, copies) % 8, 0);
+  }
+  EXPECT_EQ(consumer_registers(2, false), sm90_attn::kConsumerRegisters);
+  for (auto [head_dim, tile_n] : {std::pair{64, 128}, {128, 128}, {256, 64}})
+    EXPECT_GE(consumer_registers(2, true), sm90_attn::register_estimate(head_dim, tile_n));
 }
 
 // The cp.async path writes chunk c of row r where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts it: the
