@@ -1,6 +1,7 @@
 // prefix_prefill.sm90_wgmma: prefix prefill on Hopper (sm_90a), FlashAttention-3 style: TMA loads
-// completing on mbarriers, wgmma from shared memory, a producer warpgroup and one or two consumer
-// warpgroups, each tile's softmax overlapped with the tensor cores. The consumers are those of
+// (or, for small pages, cp.async copies) completing on mbarriers, wgmma from shared memory, a
+// producer warpgroup and one or two consumer warpgroups, each tile's softmax overlapped with the
+// tensor cores. The consumers are those of
 // flash_fwd.sm90_wgmma (kernels/common/sm90_attention.cuh, read that first); what differs is where
 // the keys come from and which keys a row sees.
 //
@@ -26,10 +27,22 @@
 //   the tile), placed at multiples of 8 rows, which keeps the 128-byte-swizzle canonical layout
 //   the wgmma descriptors read. Lanes of the producer warp look up a tile's pages in parallel,
 //   one box each. New-token tiles are 2-D boxes of K_new / V_new.
+// - Two ways to load a context tile, fixed at compile time by the page size
+//   (prefix_sm90::copies_context): TMA page boxes as above for pages of 64 keys or more; for
+//   smaller pages the whole producer warpgroup copies the tile with 16-byte cp.async into the same
+//   swizzled bytes (prefix_sm90::swizzled_chunk_offset), looking the page up per key, so any page
+//   size works. Why: with boxes only, the TMA unit's cost per box made the one producer warp the
+//   bottleneck at 16-key pages (32 boxes of 2 KB per 128-key tile; H200, issue-6 case: 356 us
+//   against 318 us at 64-key pages and 313 us at 128; tensor pipes ~47% busy, DRAM 8%). The copy
+//   pipeline is FlashAttention-3's paged-KV one: a thread copies tile n, commits, waits for its
+//   group of tile n - 1, fences the generic-proxy writes for wgmma (async proxy), and each warp's
+//   lane 0 arrives on that tile's full barrier; full barriers then count one arrival per producer
+//   warp (warp 0's lane 0 with expect_tx on the TMA-loaded new-token tiles, the others plainly).
 // - Keys of the last context tile past the context's end: their K rows are stale or unloaded
 //   (their scores are masked to -inf, whatever they hold), and their V rows, which P = 0
-//   multiplies, are zeroed by the first consumer warpgroup before any P V reads the tile (a page
-//   slot past a sequence's end holds NaN, and 0 x NaN = NaN). New-token tiles need no such care:
+//   multiplies, must be zero (a page slot past a sequence's end holds NaN, and 0 x NaN = NaN):
+//   cp.async zero-fills them; after TMA the first consumer warpgroup zeroes them before any P V
+//   reads the tile (the v_zeroed barrier). New-token tiles need no such care:
 //   their rows past the sequence are the next sequence's gathered keys, zero padding, or TMA's
 //   zero fill past K_new's end.
 // - Masks, on the tiles a rule cuts only: the last context tile (keys past the context), and with
@@ -38,15 +51,61 @@
 //
 // Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
 // stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
-// warpgroups). BOX_TOKENS follows from the page size (sm90_wgmma_traits.hpp).
+// warpgroups). BOX_TOKENS follows from the page size (sm90_wgmma_traits.hpp): the page size itself
+// on the cp.async path (pages are smaller than the tile there).
 #pragma once
 
+#include "kernels/common/cp_async.cuh"
 #include "kernels/common/sm90_attention.cuh"
 #include "kernels/prefix_prefill/gather.cuh"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 
 namespace attn {
+namespace prefix_sm90 {
+
+// One pool's (K's or V's) part of context tile keys key0 .. key0 + TILE_N - 1, copied by producer
+// thread `tid` (0..127) with cp.async into `tile` ([HEAD_DIM / 64][TILE_N][64], 128-byte swizzled).
+// A key row is HEAD_DIM / 8 16-byte chunks: consecutive threads take consecutive chunks of one key
+// (its dims are contiguous in the pool, whatever the layout), 128 / (HEAD_DIM / 8) keys a pass.
+// Keys at or past `ctx` are zero-filled without a read, so the V rows of the last partial tile are
+// zero for P V (a page slot past a sequence's end may hold NaN). `head` is the kv head's offset
+// in a page (computed here, not held across the producer loop: registers are scarce).
+template <int HEAD_DIM, int TILE_N, int PAGE_SIZE>
+__device__ __forceinline__ void copy_context_tile(unsigned char* tile, const unsigned short* pool,
+                                                  int head, const int* pages, int key0, int ctx,
+                                                  int tid, int page_stride, int token_stride) {
+  constexpr int CHUNKS = HEAD_DIM / 8;  // 16-byte chunks per key
+  constexpr int KEYS = 128 / CHUNKS;    // keys per pass of the warpgroup
+  static_assert(TILE_N % KEYS == 0, "whole passes over the tile");
+  const int chunk = tid % CHUNKS;
+  pool += head + chunk * 8;
+  unsigned char* block = tile + (chunk / 8) * TILE_N * sm90_attn::kBlockRowBytes;
+  // Not unrolled: tried at 24 producer registers (unrolled by 4, or with the pages looked up once
+  // per warp and shuffled), it spilled; not retried at 40.
+#pragma unroll 1
+  for (int row = tid / CHUNKS; row < TILE_N; row += KEYS) {
+    const int key = key0 + row;
+    const bool valid = key < ctx;
+    long long offset = 0;
+    if (valid) {
+      offset = (long long)__ldg(pages + key / PAGE_SIZE) * page_stride +
+               (key % PAGE_SIZE) * token_stride;
+    }
+    cp_async_16(block + swizzled_chunk_offset(row, chunk % 8), pool + offset, valid);
+  }
+}
+
+// Makes this warp's finished cp.async writes visible to wgmma (the async proxy) and has lane 0
+// arrive on `full` for the warp: the full barriers of a copying kernel count one arrival per
+// producer warp.
+__device__ __forceinline__ void publish_copies(unsigned long long* full, int lane) {
+  sm90::fence_proxy_async_shared();
+  __syncwarp();
+  if (lane == 0) sm90::mbarrier_arrive(full);
+}
+
+}  // namespace prefix_sm90
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS,
           int BOX_TOKENS>
@@ -61,10 +120,15 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
   constexpr int KV_BLOCK = TILE_N * ROW_BYTES;          // one column block of K or V, bytes
-  constexpr int BOXES = TILE_N / BOX_TOKENS;            // page boxes per context tile, <= 16
+  constexpr int BOXES = TILE_N / BOX_TOKENS;            // page boxes per context tile (TMA)
   constexpr int BOX_BYTES = BOX_TOKENS * ROW_BYTES;     // one box of one column block
   constexpr int ROWS = sm90_attn::kConsumerRows;        // 64 rows per consumer warpgroup
-  static_assert(BOXES <= 32, "one producer lane per box");
+  // Context tiles by cp.async from the whole producer warpgroup, or by TMA boxes from one warp.
+  // Copied pages are smaller than kCopiedPageTokens <= TILE_N keys, so BOX_TOKENS is the page size.
+  constexpr bool COPY = prefix_sm90::copies_context(BOX_TOKENS);
+  static_assert(COPY || BOXES <= 2, "TMA boxes hold 64 keys or more: at most 2 per key tile");
+  static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
+  constexpr int PRODUCER_WARPS = COPY ? 4 : 1;  // arrivals on each full barrier
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
@@ -95,8 +159,9 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   if (threadIdx.x == 0) {
     sm90::mbarrier_init(q_full, 1);
     for (int s = 0; s < STAGES; ++s) {
-      sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
-      sm90::mbarrier_init(&v_full[s], 1);
+      // One arrival per producer warp: lane 0 of warp 0 with expect_tx for TMA tiles.
+      sm90::mbarrier_init(&k_full[s], PRODUCER_WARPS);
+      sm90::mbarrier_init(&v_full[s], PRODUCER_WARPS);
       sm90::mbarrier_init(&k_empty[s], CONSUMERS * 4);  // one arrival per consumer warp
       sm90::mbarrier_init(&v_empty[s], CONSUMERS * 4);
     }
@@ -107,12 +172,14 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
-    // Producer: the first warp issues every load. Stage s = n % STAGES is refilled for tile n once
-    // every consumer warp released tile n - STAGES (a fresh empty barrier passes parity 1).
-    sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS)>();
-    if (threadIdx.x >= 32) return;
-    const int lane = threadIdx.x;
-    if (lane == 0) {
+    // Producer: the first warp issues every TMA load; with COPY all four warps copy context
+    // tiles. Stage s = n % STAGES is refilled for tile n once every consumer warp released tile
+    // n - STAGES (a fresh empty barrier passes parity 1); every producer thread that writes or
+    // arrives waits for that first.
+    sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS, COPY)>();
+    if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (threadIdx.x == 0) {
       sm90::mbarrier_expect_bytes(q_full, BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
 #pragma unroll
       for (int c = 0; c < BLOCKS; ++c) {
@@ -127,7 +194,37 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
       const unsigned int parity = ((n / STAGES) & 1) ^ 1;
       unsigned char* k_dst = k_tiles + s * KV_BYTES;
       unsigned char* v_dst = v_tiles + s * KV_BYTES;
-      if (n < n_ctx) {
+      if (COPY && n < n_ctx) {
+        // FlashAttention-3's paged-KV pipeline: copy tile n, then publish tile n - 1 once this
+        // thread's copies of it have landed (cp.async groups complete in commit order: K_{n-1},
+        // V_{n-1}, K_n, V_n), so two tiles of copies are in flight. The last context tile is
+        // published at once (the tiles after it are TMA's).
+        const int prev = s == 0 ? STAGES - 1 : s - 1;  // tile n - 1's stage
+        sm90::mbarrier_wait(&k_empty[s], parity);
+        prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
+            k_dst, p.k_pool, kv_head * p.head_stride, pages, n * TILE_N, ctx, threadIdx.x,
+            p.page_stride, p.token_stride);
+        cp_async_commit();
+        if (n > 0) {
+          cp_async_wait<2>();  // K_{n-1} landed; V_{n-1} and K_n may not have
+          prefix_sm90::publish_copies(&k_full[prev], lane);
+        }
+        sm90::mbarrier_wait(&v_empty[s], parity);
+        prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
+            v_dst, p.v_pool, kv_head * p.head_stride, pages, n * TILE_N, ctx, threadIdx.x,
+            p.page_stride, p.token_stride);
+        cp_async_commit();
+        if (n > 0) {
+          cp_async_wait<2>();  // V_{n-1} landed
+          prefix_sm90::publish_copies(&v_full[prev], lane);
+        }
+        if (n == n_ctx - 1) {
+          cp_async_wait<1>();
+          prefix_sm90::publish_copies(&k_full[s], lane);
+          cp_async_wait<0>();
+          prefix_sm90::publish_copies(&v_full[s], lane);
+        }
+      } else if (!COPY && n < n_ctx) {
         // Lane b loads box b (keys key0 + b * BOX_TOKENS ..) when it holds a context key.
         const int key = n * TILE_N + lane * BOX_TOKENS;
         const bool load = lane < BOXES && key < ctx;
@@ -156,20 +253,29 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
           }
         }
       } else if (lane == 0) {
+        // A new-token tile: warp 0 loads it; the other producer warps (COPY) arrive for theirs.
         const int row = info.new_start + (n - n_ctx) * TILE_N;
         sm90::mbarrier_wait(&k_empty[s], parity);
-        sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
+        if (warp == 0) {
+          sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
 #pragma unroll
-        for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(k_dst + c * KV_BLOCK, &p.k_new_map, kv_head * HEAD_DIM + c * 64, row,
-                            &k_full[s]);
+          for (int c = 0; c < BLOCKS; ++c) {
+            sm90::tma_load_2d(k_dst + c * KV_BLOCK, &p.k_new_map, kv_head * HEAD_DIM + c * 64, row,
+                              &k_full[s]);
+          }
+        } else {
+          sm90::mbarrier_arrive(&k_full[s]);
         }
         sm90::mbarrier_wait(&v_empty[s], parity);
-        sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
+        if (warp == 0) {
+          sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
 #pragma unroll
-        for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(v_dst + c * KV_BLOCK, &p.v_new_map, kv_head * HEAD_DIM + c * 64, row,
-                            &v_full[s]);
+          for (int c = 0; c < BLOCKS; ++c) {
+            sm90::tma_load_2d(v_dst + c * KV_BLOCK, &p.v_new_map, kv_head * HEAD_DIM + c * 64, row,
+                              &v_full[s]);
+          }
+        } else {
+          sm90::mbarrier_arrive(&v_full[s]);
         }
       }
     }
@@ -177,7 +283,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<sm90_attn::kConsumerRegisters>();
+  sm90::setmaxnreg_inc<prefix_sm90::consumer_registers(CONSUMERS, COPY)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
@@ -219,7 +325,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
         }
       },
       [&](int n) {
-        if (n != n_ctx - 1 || ctx_rows == TILE_N) return;
+        // Copied tiles are zero-filled past the context already.
+        if (COPY || n != n_ctx - 1 || ctx_rows == TILE_N) return;
         if (consumer == 0) {
           unsigned char* v = v_tiles + (n % STAGES) * KV_BYTES;
           const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows

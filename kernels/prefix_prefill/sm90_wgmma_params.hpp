@@ -12,7 +12,8 @@ struct PrefixPrefillSm90Params {
   // q [total_q, num_q_heads, head_dim] as the 4-D tensor (64, head_dim / 64, num_q_heads,
   // total_q); a box is 64 dims x 1 x group heads x tile_tokens tokens: the CTA's rows, token-major.
   TensorMapBytes q_map;
-  // The K and V pools as 5-D tensors of page boxes (launch_inputs.hpp, paged_pool_tensor_map).
+  // The K and V pools as 5-D tensors of page boxes (launch_inputs.hpp, paged_pool_tensor_map);
+  // encoded only where the context comes as TMA boxes (prefix_sm90::copies_context false).
   TensorMapBytes k_map;
   TensorMapBytes v_map;
   // K_new and V_new [new_rows, num_kv_heads * head_dim]; boxes of tile_n rows x 64 columns.
@@ -23,6 +24,13 @@ struct PrefixPrefillSm90Params {
   const int* tiles;              // [num_tiles, 2]: (sequence, first new token), heaviest first
   const PrefixPrefillSeq* seqs;  // [num_seqs]
   const float* sink_log2;        // [num_q_heads] sink logit * log2(e); null without sinks
+  // The pools themselves, for the cp.async path: element (page, slot, kv head, dim) lies at
+  // page * page_stride + slot * token_stride + kv_head * head_stride + dim.
+  const unsigned short* k_pool;  // [pages, page_size, kv_heads, head_dim] (NHD) or
+  const unsigned short* v_pool;  // [pages, kv_heads, page_size, head_dim] (HND)
+  int page_stride;
+  int token_stride;
+  int head_stride;
   int num_q_heads;
   int group;        // num_q_heads / num_kv_heads
   int tile_tokens;  // new tokens per CTA: tile_m / group (rows = tokens x group, token-major)

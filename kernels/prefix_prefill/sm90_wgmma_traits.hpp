@@ -23,11 +23,25 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
   return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) + barrier_bytes(stages);
 }
 
-// setmaxnreg of the producer warpgroup. With two consumers the register file allows it 24
-// (sm90_attn::kProducerRegisters); with one there is room to spare (128 x 56 + 128 x 240 < 65536),
-// and the page lookups of the producer warp spill at 24 in some configs.
-ATTN_HOST_DEVICE constexpr int producer_registers(int consumers) {
-  return consumers == 1 ? 56 : sm90_attn::kProducerRegisters;
+// setmaxnreg of the producer and consumer warpgroups. With two consumers the launch gives the CTA
+// 384 x 168 registers: TMA-only, the producer keeps 24 and the consumers take 240
+// (sm90_attn::kProducerRegisters / kConsumerRegisters). The cp.async copy of small pages needs
+// more in the producer (at 24 it spilled 4 to 16 bytes in some head dims and stage counts, and
+// which ones moved with every small edit), so there the consumers give 8 each: 128 x 40 + 256 x
+// 232 = 384 x 168; their arrays need at most 216 (register_estimate) and ptxas reports no spill.
+// With one consumer there is room to spare (128 x 56 + 128 x 240 < 65536), and the page lookups of
+// the producer warp spill at 24 in some configs.
+ATTN_HOST_DEVICE constexpr bool narrow_consumers(int consumers, bool copies) {
+  return copies && consumers == 2;
+}
+ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false) {
+  return consumers == 1                        ? 56
+         : narrow_consumers(consumers, copies) ? 40
+                                               : sm90_attn::kProducerRegisters;
+}
+ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
+  return narrow_consumers(consumers, copies) ? sm90_attn::kConsumerRegisters - 8
+                                             : sm90_attn::kConsumerRegisters;
 }
 
 // Keys one TMA box of the paged context carries: a whole page, or the tile's part of a page larger
@@ -36,10 +50,31 @@ ATTN_HOST_DEVICE constexpr int box_tokens(int page_size, int tile_n) {
   return page_size < tile_n ? page_size : tile_n;
 }
 
+// How the producer loads a context tile. Pages of fewer than kCopiedPageTokens keys are copied by
+// the whole producer warpgroup with cp.async (16 bytes a thread at a time, page looked up per key);
+// larger pages come as TMA boxes. Measured on an H200 (issue-6 case, 8 x (2048 + 512), d128, NHD,
+// tile_n 128, all-TMA): 356 us with 16-key pages (16 boxes per 64-column block of a tile: the TMA
+// unit's cost per box made the one producer warp the bottleneck, tensor pipes ~47% busy), 318 us
+// with 64-key pages (2 boxes), 313 us with 128 or 256. So boxes of 64 keys or more stay TMA; 32 is
+// unmeasured and goes with 16 (8 boxes per block).
+constexpr int kCopiedPageTokens = 64;
+ATTN_HOST_DEVICE constexpr bool copies_context(int box_tokens) {
+  return box_tokens < kCopiedPageTokens;
+}
+
+// Where cp.async writes the 16-byte chunk `chunk` (0..7) of row `row` of a [rows][64] column block
+// (rows of 128 bytes, the block 1024-byte aligned): the bytes TMA writes with
+// CU_TENSOR_MAP_SWIZZLE_128B, whose address bits 4..6 are XORed with bits 7..9, i.e. the row within
+// the 8-row, 1024-byte period. Checked against that bit formula in
+// tests/kernels/prefix_prefill/sm90_wgmma_test.cpp.
+ATTN_HOST_DEVICE constexpr int swizzled_chunk_offset(int row, int chunk) {
+  return row * sm90_attn::kBlockRowBytes + ((chunk ^ (row % 8)) << 4);
+}
+
 enum Rule : int {
   // sm90_attn::Rule's kOk .. kRegisters, then:
-  kPageSize = sm90_attn::kRuleCount,  // a box must hold a multiple of 8 keys, tile the page and
-                                      // the key tile
+  kPageSize = sm90_attn::kRuleCount,  // a TMA box (pages of 64 keys or more) must hold a
+                                      // multiple of 8 keys, tile the page and the key tile
   kGroup,                             // the GQA group must fit in tile_m rows (one token at least)
 };
 
@@ -50,10 +85,12 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int s
                                            shared_bytes(head_dim, tile_m, tile_n, stages));
   if (tiles != sm90_attn::kOk) return tiles;
   if (page_size != 0) {
-    // A box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses a
-    // page: keys of one box are contiguous in the pool.
+    // A TMA box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses
+    // a page: keys of one box are contiguous in the pool. Copied pages (fewer keys than
+    // kCopiedPageTokens) are looked up key by key: any size.
     const int box = box_tokens(page_size, tile_n);
-    if (box % 8 != 0 || tile_n % box != 0 || page_size % box != 0) return kPageSize;
+    if (!copies_context(box) && (box % 8 != 0 || tile_n % box != 0 || page_size % box != 0))
+      return kPageSize;
   }
   if (group > tile_m) return kGroup;
   return sm90_attn::kOk;

@@ -1,12 +1,13 @@
 // Host side of prefix_prefill.sm90_wgmma (device code: sm90_wgmma.cuh, rules:
 // sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.mma,
-// plus the TMA descriptors of Q, the paged pools and the gathered new tokens.
+// plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
+// tokens, and the pools' strides for the cp.async path (smaller pages).
 #include <algorithm>
 
 #include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
-#include "kernels/launch_inputs.hpp"
 #include "kernels/dtype_code_of.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
@@ -48,8 +49,9 @@ std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
     case prefix_sm90::kPageSize:
       return "page size " + std::to_string(batch.page_size) + " with tile_n " +
              std::to_string(c.tile_n) +
-             ": a TMA box (a page, or the tile's part of one) must hold a multiple of 8 keys and "
-             "tile both the key tile and the page (prefix_prefill.mma takes any page size)";
+             ": a TMA box (a page of 64 keys or more, or the tile's part of one) must hold a "
+             "multiple of 8 keys and tile both the key tile and the page; smaller pages are "
+             "copied and take any size (prefix_prefill.mma takes any page size)";
     case prefix_sm90::kGroup:
       return "the GQA group " + std::to_string(batch.spec.group_size()) + " exceeds tile_m " +
              std::to_string(c.tile_m) + " (a CTA holds whole groups)";
@@ -64,8 +66,8 @@ class Sm90WgmmaVariant : public Variant {
   Family family() const override { return Family::prefix_prefill; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "FlashAttention-3 style prefix-prefill (sm_90a): TMA page boxes + mbarriers, wgmma, "
-           "producer/consumer warpgroups, GQA rows packed";
+    return "FlashAttention-3 style prefix-prefill (sm_90a): TMA page boxes (cp.async for pages "
+           "under 64 keys) + mbarriers, wgmma, producer/consumer warpgroups, GQA rows packed";
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -192,11 +194,20 @@ class Sm90WgmmaVariant : public Variant {
       p.q_map = encode_tensor_map(api, type, problem.q(), 4, dims, strides, box);
     }
     const int box_tokens = prefix_sm90::box_tokens(int(batch.page_size), c.tile_n);
-    const PagedPoolTensorMap k_pool =
-        paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens);
-    p.k_map = k_pool.map;
-    p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens).map;
-    p.token_coordinate = k_pool.token_coordinate;
+    const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
+    if (!prefix_sm90::copies_context(box_tokens)) {
+      const PagedPoolTensorMap k_pool =
+          paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens);
+      p.k_map = k_pool.map;
+      p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens).map;
+      p.token_coordinate = k_pool.token_coordinate;
+    }
+    // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp).
+    p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
+    p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
+    p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
+    p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
+    p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
     const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
     p.k_new_map = encode_tensor_map_2d(api, type, fresh.k_new, kv_columns, uint64_t(fresh.new_rows),
                                        kv_columns * 2, uint32_t(c.tile_n));
@@ -233,9 +244,10 @@ class Sm90WgmmaVariant : public Variant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
-    return "attn::prefix_prefill_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
-           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
-           ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
+    return "attn::prefix_prefill_sm90_wgmma<" +
+           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
+           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
+           std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.consumers) + ", " +
            std::to_string(prefix_sm90::box_tokens(int(batch.page_size), c.tile_n)) + ">";
   }

@@ -1,12 +1,12 @@
 // prefix_prefill.sm90_wgmma on a Hopper GPU (skipped elsewhere, with the reason): one tile first,
 // then random batches (contexts including 0 and page-boundary lengths, query lengths including 1,
-// GQA non powers of two, page sizes 8..256, NHD and HND, both dtypes, soft-cap, sinks,
-// non-causal), every accepted config, every page size and layout, decode-like tiles that are
-// mostly padding, and the acceptance shapes. Each case is verified against the CPU
-// reference on a poisoned output (the Evaluator NaN-fills the output, runs once and checks every
-// row within the dtype's tolerance, and counts non-finite values) before anything is timed. The
-// programs of a test are compiled in parallel first. The random draws change with the time unless
-// ATTN_TEST_SEED is set; a failure prints the seed.
+// GQA non powers of two, page sizes 1..256 (cp.async under 64 keys, TMA boxes from 64), NHD and
+// HND, both dtypes, soft-cap, sinks, non-causal), every accepted config, every page size and
+// layout, decode-like tiles that are mostly padding, and the acceptance shapes. Each case
+// is verified against the CPU reference on a poisoned output (the Evaluator NaN-fills the output,
+// runs once and checks every row within the dtype's tolerance, and counts non-finite values) before
+// anything is timed. The programs of a test are compiled in parallel first. The random draws change
+// with the time unless ATTN_TEST_SEED is set; a failure prints the seed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -142,25 +142,28 @@ testing::SpecShape shape_of(int q_heads, int kv_heads, int head_dim, int page_si
 // head, one sequence, the simplest config (one consumer, 64 keys per stage, one page box per
 // tile). No context and 64 new tokens (one key tile), non-causal then causal; one whole context
 // tile before them; then a partial context tile (40 keys: the mask and the zeroed V rows past the
-// context) before 24 new tokens.
+// context) before 24 new tokens. Pages of 64 keys (one TMA box per tile), then of 16 (the
+// cp.async path: copied tiles, zero-filled past the context).
 TEST(PrefixPrefillSm90Gpu, OneTileMatchesTheReference) {
   ATTN_REQUIRE_HOPPER();
   std::vector<Case> cases;
-  for (int head_dim : {64, 128, 256}) {
-    for (const auto& [lengths, causal] : std::vector<std::pair<Lengths, bool>>{
-             {{{0, 64}}, false}, {{{0, 64}}, true}, {{{64, 64}}, true}, {{{40, 24}}, true}}) {
-      WorkloadSpec spec = testing::make_spec(shape_of(1, 1, head_dim, 64), lengths, "one-tile");
-      spec.mask.causal = causal;
-      cases.push_back({generate_batch(spec), make_config(64, 64, 2, 1)});
+  for (int page : {64, 16}) {
+    for (int head_dim : {64, 128, 256}) {
+      for (const auto& [lengths, causal] : std::vector<std::pair<Lengths, bool>>{
+               {{{0, 64}}, false}, {{{0, 64}}, true}, {{{64, 64}}, true}, {{{40, 24}}, true}}) {
+        WorkloadSpec spec = testing::make_spec(shape_of(1, 1, head_dim, page), lengths, "one-tile");
+        spec.mask.causal = causal;
+        cases.push_back({generate_batch(spec), make_config(64, 64, 2, 1)});
+      }
     }
   }
   expect_all_pass(cases);
 }
 
 // Random shapes (GQA 1..16 with non powers of two, head dims 64/128/256, bf16/fp16, page sizes
-// 8..256, NHD/HND, sequential or shuffled pages), 1 to 5 sequences with contexts 0, around pages
-// and tiles, and long, query lengths from 1, soft-cap, sinks and non-causal at random, and a
-// random accepted config.
+// 1..256, copied and TMA-boxed, NHD/HND, sequential or shuffled pages), 1 to 5 sequences with
+// contexts 0, around pages and tiles, and long, query lengths from 1, soft-cap, sinks and
+// non-causal at random, and a random accepted config.
 TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -177,7 +180,7 @@ TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
         shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16});
     shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
     shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
-    shape.page_size = pick(rng, std::vector<int>{8, 16, 32, 64, 128, 256});
+    shape.page_size = pick(rng, std::vector<int>{1, 5, 8, 16, 24, 32, 48, 64, 128, 256});
     shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
     shape.allocation = pick(
         rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
@@ -251,6 +254,7 @@ TEST(PrefixPrefillSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
 
 // Every page size the variant takes, in both layouts, with the default config and with the
 // smallest tiles: contexts that end on a page, a tile and mid-page, one shorter than a page.
+// Pages under 64 keys take the cp.async path (any size: 1, 5, 31, 48, 63 too), larger ones TMA.
 TEST(PrefixPrefillSm90Gpu, EveryPageSizeAndLayoutMatchesTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -258,7 +262,7 @@ TEST(PrefixPrefillSm90Gpu, EveryPageSizeAndLayoutMatchesTheReference) {
   const Target target = device_target();
   std::vector<Case> cases;
   uint64_t seed = 7;
-  for (int page : {8, 16, 32, 64, 128, 256}) {
+  for (int page : {1, 5, 8, 16, 31, 32, 48, 63, 64, 128, 256}) {
     for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
       testing::SpecShape shape = shape_of(8, 2, 128, page, DType::bf16, layout);
       shape.seed = ++seed;

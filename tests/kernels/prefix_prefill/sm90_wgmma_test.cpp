@@ -76,12 +76,20 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 128, 64, 1, 2), sm90_attn::kStages);
   EXPECT_EQ(check(256, 128, 64, 3, 2), sm90_attn::kSharedMemory);
   EXPECT_EQ(check(256, 64, 128, 2, 1), sm90_attn::kSharedMemory);
-  // Page boxes: a page of 8 keys or more that tiles the key tile, or a multiple of the key tile.
-  for (int page : {8, 16, 32, 64, 128, 256, 512}) EXPECT_EQ(check(128, 128, 64, 2, 2, page), kOk);
-  EXPECT_EQ(check(128, 128, 128, 2, 2, 8), kOk);  // 16 boxes of 8 keys
-  for (int page : {1, 2, 4, 5, 24, 31, 48, 96}) {
-    EXPECT_EQ(check(128, 128, 64, 2, 2, page), kPageSize) << page;
+  // Pages under 64 keys are copied with cp.async, key by key: any size. Larger pages are TMA
+  // boxes: a page that tiles the key tile, or a multiple of the key tile.
+  for (int page : {1, 2, 4, 5, 8, 16, 24, 31, 32, 48, 63}) {
+    EXPECT_TRUE(copies_context(box_tokens(page, 64))) << page;
+    EXPECT_TRUE(copies_context(box_tokens(page, 128))) << page;
+    EXPECT_EQ(check(128, 128, 64, 2, 2, page), kOk) << page;
+    EXPECT_EQ(check(128, 128, 128, 2, 2, page), kOk) << page;
   }
+  for (int page : {64, 128, 256, 512}) {
+    EXPECT_FALSE(copies_context(box_tokens(page, 64))) << page;
+    EXPECT_EQ(check(128, 128, 64, 2, 2, page), kOk) << page;
+  }
+  EXPECT_EQ(check(128, 128, 64, 2, 2, 96), kPageSize);    // a box of 64 does not tile 96
+  EXPECT_EQ(check(128, 128, 128, 2, 2, 96), kPageSize);   // a box of 96 does not tile 128
   EXPECT_EQ(check(128, 128, 128, 2, 2, 192), kPageSize);  // 192 keys hold 1.5 tiles of 128
   EXPECT_EQ(check(128, 128, 64, 2, 2, 192), kOk);         // ... and 3 of 64
   EXPECT_EQ(box_tokens(16, 128), 16);
@@ -96,6 +104,35 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_LE(128 * producer_registers(2) + 2 * 128 * sm90_attn::kConsumerRegisters, 384 * 168);
   EXPECT_LE(128 * producer_registers(1) + 128 * sm90_attn::kConsumerRegisters, 65536);
   EXPECT_EQ(producer_registers(1) % 8, 0);
+  // The copying producer takes 16 registers from the two consumers, which still hold their
+  // arrays in every head dim (its largest tile_n).
+  for (bool copies : {false, true}) {
+    EXPECT_LE(128 * producer_registers(2, copies) + 256 * consumer_registers(2, copies), 384 * 168);
+    EXPECT_EQ(producer_registers(2, copies) % 8, 0);
+    EXPECT_EQ(consumer_registers(2, copies) % 8, 0);
+  }
+  EXPECT_EQ(consumer_registers(2, false), sm90_attn::kConsumerRegisters);
+  for (auto [head_dim, tile_n] : {std::pair{64, 128}, {128, 128}, {256, 64}})
+    EXPECT_GE(consumer_registers(2, true), sm90_attn::register_estimate(head_dim, tile_n));
+}
+
+// The cp.async path writes chunk c of row r where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts it: the
+// byte address within a 1024-byte aligned block has bits 4..6 XORed with bits 7..9.
+TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
+  for (int row = 0; row < 256; ++row) {
+    for (int chunk = 0; chunk < 8; ++chunk) {
+      const int linear = row * 128 + chunk * 16;
+      const int tma = linear ^ (((linear >> 7) & 7) << 4);
+      EXPECT_EQ(prefix_sm90::swizzled_chunk_offset(row, chunk), tma) << row << " " << chunk;
+    }
+  }
+  // A row's 8 chunks fill its 128 bytes exactly once (conflict-free 16-byte stores).
+  for (int row = 0; row < 8; ++row) {
+    int seen = 0;
+    for (int chunk = 0; chunk < 8; ++chunk)
+      seen |= 1 << ((prefix_sm90::swizzled_chunk_offset(row, chunk) - row * 128) / 16);
+    EXPECT_EQ(seen, 0xff) << row;
+  }
 }
 
 // Every point of the space is accepted exactly when the traits (and the device's shared memory)
@@ -138,8 +175,8 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       }
     }
   }
-  // Page 16: flash_fwd.sm90_wgmma's 8 + 8 + 3; page 24: none; page 192: tile_n 64 only.
-  EXPECT_EQ(accepted, (8 + 8 + 3) + 0 + (4 + 4 + 3));
+  // Pages 16 and 24 (copied): flash_fwd.sm90_wgmma's 8 + 8 + 3; page 192: tile_n 64 only.
+  EXPECT_EQ(accepted, 2 * (8 + 8 + 3) + (4 + 4 + 3));
   const Batch batch = prefill_batch(12, 4, 128);
   KernelConfig extra = make_config(128, 64, 2, 2);
   extra.set("warps", 4);
@@ -223,8 +260,10 @@ TEST(PrefixPrefillSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
       {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
-      {"page size 5", "page size 5", [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 5; }},
-      {"page size 1", "page size 1", [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 1; }},
+      {"page size 5 (copied)", "", [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 5; }},
+      {"page size 1 (copied)", "", [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 1; }},
+      {"page size 96", "page size 96",
+       [](Batch& b) { b.page_size = b.spec.kv_cache.page_size = 96; }},
   };
   for (const Feature& feature : features) {
     Batch batch = plain;
@@ -256,10 +295,10 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   EXPECT_EQ(a.arch, "sm_90a");
 }
 
-// NVRTC compiles every config the traits accept for every head dim, with page boxes of 16 keys
-// (bf16) and of a whole key tile (fp16, page 256); ATTN_TEST_EXHAUSTIVE=1 adds boxes of 8 and 32
-// keys for both dtypes. ptxas reports no spills, no stack frame and no wgmma serialisation.
-// ATTN_TEST_VERBOSE=1 prints ptxas' report.
+// NVRTC compiles every config the traits accept for every head dim, with pages of 16 keys (bf16,
+// the cp.async path) and boxes of a whole key tile (fp16, page 256, the TMA path);
+// ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys for both dtypes. ptxas reports no spills,
+// no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const fs::path dir =
       fs::temp_directory_path() /
@@ -277,10 +316,10 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(24);
+  batches.reserve(30);
   for (int head_dim : {64, 128, 256}) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
-      for (int page : {8, 16, 32, 256}) {
+      for (int page : {5, 8, 16, 32, 256}) {
         const bool sampled =
             (dtype == DType::bf16 && page == 16) || (dtype == DType::fp16 && page == 256);
         if (!exhaustive && !sampled) continue;
