@@ -28,12 +28,13 @@
 //   the wgmma descriptors read. Lanes of the producer warp look up a tile's pages in parallel,
 //   one box each. New-token tiles are 2-D boxes of K_new / V_new.
 // - Two ways to load a context tile, fixed at compile time by the page size
-//   (prefix_sm90::copies_context): TMA page boxes as above for pages of 64 keys or more; for
-//   smaller pages the whole producer warpgroup copies the tile with 16-byte cp.async into the same
-//   swizzled bytes (prefix_sm90::swizzled_chunk_offset), looking the page up per key, so any page
-//   size works. Why: with boxes only, the TMA unit's cost per box made the one producer warp the
-//   bottleneck at 16-key pages (32 boxes of 2 KB per 128-key tile; H200, issue-6 case: 356 us
-//   against 318 us at 64-key pages and 313 us at 128; tensor pipes ~47% busy, DRAM 8%). The copy
+//   (prefix_sm90::copies_context): TMA page boxes as above wherever a box tiles the page and the
+//   key tile; for the pages under 64 keys that no box tiles (1, 2, 4, 5, 24, 31, 48, 63 ...) the
+//   whole producer warpgroup copies the tile with 16-byte cp.async into the same swizzled bytes
+//   (prefix_sm90::swizzled_chunk_offset), looking the page up per key, so any page size works.
+//   The copy path only widens the accepted page sizes: at 16-key pages it took twice the time of
+//   the TMA boxes (713 us against 356 us, H200, issue-6 case), although those boxes are themselves
+//   slow (313 us with 128-key pages: the TMA unit's cost per 2 KB box). The copy
 //   pipeline is FlashAttention-3's paged-KV one: a thread copies tile n, commits, waits for its
 //   group of tile n - 1, fences the generic-proxy writes for wgmma (async proxy), and each warp's
 //   lane 0 arrives on that tile's full barrier; full barriers then count one arrival per producer
@@ -125,8 +126,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   constexpr int ROWS = sm90_attn::kConsumerRows;        // 64 rows per consumer warpgroup
   // Context tiles by cp.async from the whole producer warpgroup, or by TMA boxes from one warp.
   // Copied pages are smaller than kCopiedPageTokens <= TILE_N keys, so BOX_TOKENS is the page size.
-  constexpr bool COPY = prefix_sm90::copies_context(BOX_TOKENS);
-  static_assert(COPY || BOXES <= 2, "TMA boxes hold 64 keys or more: at most 2 per key tile");
+  constexpr bool COPY = prefix_sm90::copies_context(BOX_TOKENS, TILE_N);
+  static_assert(COPY || BOXES <= 32, "one producer lane per TMA box");
   static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
   constexpr int PRODUCER_WARPS = COPY ? 4 : 1;  // arrivals on each full barrier
 

@@ -50,16 +50,21 @@ ATTN_HOST_DEVICE constexpr int box_tokens(int page_size, int tile_n) {
   return page_size < tile_n ? page_size : tile_n;
 }
 
-// How the producer loads a context tile. Pages of fewer than kCopiedPageTokens keys are copied by
-// the whole producer warpgroup with cp.async (16 bytes a thread at a time, page looked up per key);
-// larger pages come as TMA boxes. Measured on an H200 (issue-6 case, 8 x (2048 + 512), d128, NHD,
-// tile_n 128, all-TMA): 356 us with 16-key pages (16 boxes per 64-column block of a tile: the TMA
-// unit's cost per box made the one producer warp the bottleneck, tensor pipes ~47% busy), 318 us
-// with 64-key pages (2 boxes), 313 us with 128 or 256. So boxes of 64 keys or more stay TMA; 32 is
-// unmeasured and goes with 16 (8 boxes per block).
+// How the producer loads a context tile: as TMA boxes (one per page, or per the tile's part of a
+// larger page) wherever a box can tile the page and the key tile (a multiple of 8 keys that divides
+// the tile), else, for pages of fewer than kCopiedPageTokens keys that a box cannot tile (1, 2, 4,
+// 5, 24, 31, 48, 63 ...), copied by the whole producer warpgroup with cp.async (16 bytes a thread
+// at a time, the page looked up per key). Measured on an H200 (issue-6 case, 8 x (2048 + 512),
+// d128, NHD, tile_n 128): TMA boxes took 356 us with 16-key pages, 318 us with 64 and 313 us with
+// 128 or 256 (the TMA unit's cost per 2 KB box at page 16); the cp.async path took 713 us at page
+// 16 (commit 01f6be1, same call as 317 / 316 us at pages 64 / 128 through TMA). So cp.async only
+// serves the page sizes TMA cannot.
 constexpr int kCopiedPageTokens = 64;
-ATTN_HOST_DEVICE constexpr bool copies_context(int box_tokens) {
-  return box_tokens < kCopiedPageTokens;
+ATTN_HOST_DEVICE constexpr bool tma_tiles_page(int box_tokens, int tile_n) {
+  return box_tokens % 8 == 0 && tile_n % box_tokens == 0;
+}
+ATTN_HOST_DEVICE constexpr bool copies_context(int box_tokens, int tile_n) {
+  return box_tokens < kCopiedPageTokens && !tma_tiles_page(box_tokens, tile_n);
 }
 
 // Where cp.async writes the 16-byte chunk `chunk` (0..7) of row `row` of a [rows][64] column block
@@ -87,9 +92,9 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int s
   if (page_size != 0) {
     // A TMA box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses
     // a page: keys of one box are contiguous in the pool. Copied pages (fewer keys than
-    // kCopiedPageTokens) are looked up key by key: any size.
+    // kCopiedPageTokens that no box tiles) are looked up key by key: any size.
     const int box = box_tokens(page_size, tile_n);
-    if (!copies_context(box) && (box % 8 != 0 || tile_n % box != 0 || page_size % box != 0))
+    if (!copies_context(box, tile_n) && (!tma_tiles_page(box, tile_n) || page_size % box != 0))
       return kPageSize;
   }
   if (group > tile_m) return kGroup;

@@ -195,7 +195,7 @@ class Sm90WgmmaVariant : public Variant {
     }
     const int box_tokens = prefix_sm90::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-    if (!prefix_sm90::copies_context(box_tokens)) {
+    if (!prefix_sm90::copies_context(box_tokens, c.tile_n)) {
       const PagedPoolTensorMap k_pool =
           paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens);
       p.k_map = k_pool.map;

@@ -76,16 +76,21 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 128, 64, 1, 2), sm90_attn::kStages);
   EXPECT_EQ(check(256, 128, 64, 3, 2), sm90_attn::kSharedMemory);
   EXPECT_EQ(check(256, 64, 128, 2, 1), sm90_attn::kSharedMemory);
-  // Pages under 64 keys are copied with cp.async, key by key: any size. Larger pages are TMA
-  // boxes: a page that tiles the key tile, or a multiple of the key tile.
-  for (int page : {1, 2, 4, 5, 8, 16, 24, 31, 32, 48, 63}) {
-    EXPECT_TRUE(copies_context(box_tokens(page, 64))) << page;
-    EXPECT_TRUE(copies_context(box_tokens(page, 128))) << page;
+  // Pages under 64 keys that no TMA box tiles are copied with cp.async, key by key: any size.
+  // Pages a box tiles (multiples of 8 that divide the key tile) and larger pages are TMA boxes.
+  for (int page : {1, 2, 4, 5, 24, 31, 48, 63}) {
+    EXPECT_TRUE(copies_context(box_tokens(page, 64), 64)) << page;
+    EXPECT_TRUE(copies_context(box_tokens(page, 128), 128)) << page;
     EXPECT_EQ(check(128, 128, 64, 2, 2, page), kOk) << page;
     EXPECT_EQ(check(128, 128, 128, 2, 2, page), kOk) << page;
   }
+  for (int page : {8, 16, 32}) {
+    EXPECT_FALSE(copies_context(box_tokens(page, 64), 64)) << page;
+    EXPECT_FALSE(copies_context(box_tokens(page, 128), 128)) << page;
+    EXPECT_EQ(check(128, 128, 128, 2, 2, page), kOk) << page;
+  }
   for (int page : {64, 128, 256, 512}) {
-    EXPECT_FALSE(copies_context(box_tokens(page, 64))) << page;
+    EXPECT_FALSE(copies_context(box_tokens(page, 64), 64)) << page;
     EXPECT_EQ(check(128, 128, 64, 2, 2, page), kOk) << page;
   }
   EXPECT_EQ(check(128, 128, 64, 2, 2, 96), kPageSize);    // a box of 64 does not tile 96
@@ -175,7 +180,8 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       }
     }
   }
-  // Pages 16 and 24 (copied): flash_fwd.sm90_wgmma's 8 + 8 + 3; page 192: tile_n 64 only.
+  // Pages 16 (TMA boxes) and 24 (copied): flash_fwd.sm90_wgmma's 8 + 8 + 3; page 192: tile_n 64
+  // only.
   EXPECT_EQ(accepted, 2 * (8 + 8 + 3) + (4 + 4 + 3));
   const Batch batch = prefill_batch(12, 4, 128);
   KernelConfig extra = make_config(128, 64, 2, 2);
@@ -296,8 +302,9 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
 }
 
 // NVRTC compiles every config the traits accept for every head dim, with pages of 16 keys (bf16,
-// the cp.async path) and boxes of a whole key tile (fp16, page 256, the TMA path);
-// ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys for both dtypes. ptxas reports no spills,
+// TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles them) and boxes of a
+// whole key tile (fp16, page 256); ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every
+// page for both dtypes. ptxas reports no spills,
 // no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const fs::path dir =
@@ -316,12 +323,12 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(30);
+  batches.reserve(36);
   for (int head_dim : {64, 128, 256}) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
-      for (int page : {5, 8, 16, 32, 256}) {
-        const bool sampled =
-            (dtype == DType::bf16 && page == 16) || (dtype == DType::fp16 && page == 256);
+      for (int page : {5, 8, 16, 24, 32, 256}) {
+        const bool sampled = (dtype == DType::bf16 && (page == 16 || page == 24)) ||
+                             (dtype == DType::fp16 && page == 256);
         if (!exhaustive && !sampled) continue;
         batches.push_back(prefill_batch(12, 4, head_dim, page, dtype));
         const Batch& batch = batches.back();
