@@ -75,7 +75,6 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(), CTAS_PER_SM)
   constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);
   constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
-  constexpr int KV_BLOCK = TILE_N * ROW_BYTES;          // one column block of K or V, bytes
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
@@ -129,24 +128,11 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(), CTAS_PER_SM)
         sm90::tma_load_2d(q_tile + c * Q_BLOCK, &p.q_map, q_head * HEAD_DIM + c * 64, q_begin + m0,
                           q_full);
       }
+      const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
       for (int n = 0; n < n_tiles; ++n) {
-        const int s = n % STAGES;
-        const unsigned int parity = ((n / STAGES) & 1) ^ 1;
-        const int row = kv_begin + blocksparse_mma::tile_key0(walk, n, TILE_N);
-        sm90::mbarrier_wait(&k_empty[s], parity);
-        sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
-#pragma unroll
-        for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(k_tiles + s * KV_BYTES + c * KV_BLOCK, &p.k_map,
-                            kv_head * HEAD_DIM + c * 64, row, &k_full[s]);
-        }
-        sm90::mbarrier_wait(&v_empty[s], parity);
-        sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
-#pragma unroll
-        for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(v_tiles + s * KV_BYTES + c * KV_BLOCK, &p.v_map,
-                            kv_head * HEAD_DIM + c * 64, row, &v_full[s]);
-        }
+        sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
+            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, n, kv_head * HEAD_DIM,
+            kv_begin + blocksparse_mma::tile_key0(walk, n, TILE_N));
       }
     }
     return;

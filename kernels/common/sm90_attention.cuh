@@ -45,6 +45,35 @@ struct KvPipeline {
   unsigned long long* v_empty;
 };
 
+// The producer side for contiguous K and V (2-D tensor maps [rows][heads x head_dim]): key tile n
+// (rows row .. row + TILE_N - 1, columns col0 .. col0 + HEAD_DIM - 1, as HEAD_DIM / 64 boxes) into
+// stage n % STAGES, each of K and V once every consumer warp released the tile the stage held
+// before (a fresh empty barrier passes parity 1). One thread calls it.
+template <int HEAD_DIM, int TILE_N, int STAGES>
+__device__ __forceinline__ void load_kv_tile_2d(unsigned char* k_tiles, unsigned char* v_tiles,
+                                                const KvPipeline& kv, const TensorMapBytes* k_map,
+                                                const TensorMapBytes* v_map, int n, int col0,
+                                                int row) {
+  constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int KV_BLOCK = TILE_N * kBlockRowBytes;  // one 64-column block of a tile, bytes
+  const int s = n % STAGES;
+  const unsigned int parity = ((n / STAGES) & 1) ^ 1;
+  sm90::mbarrier_wait(&kv.k_empty[s], parity);
+  sm90::mbarrier_expect_bytes(&kv.k_full[s], KV_BYTES);
+#pragma unroll
+  for (int c = 0; c < HEAD_DIM / 64; ++c) {
+    sm90::tma_load_2d(k_tiles + s * KV_BYTES + c * KV_BLOCK, k_map, col0 + c * 64, row,
+                      &kv.k_full[s]);
+  }
+  sm90::mbarrier_wait(&kv.v_empty[s], parity);
+  sm90::mbarrier_expect_bytes(&kv.v_full[s], KV_BYTES);
+#pragma unroll
+  for (int c = 0; c < HEAD_DIM / 64; ++c) {
+    sm90::tma_load_2d(v_tiles + s * KV_BYTES + c * KV_BLOCK, v_map, col0 + c * 64, row,
+                      &kv.v_full[s]);
+  }
+}
+
 // Hides the scores of keys key0 + column with key >= key_end or key > the row's limit (limit0 for
 // the thread's first row, limit1 for its second, 8 rows below).
 template <int TILE_N>

@@ -88,7 +88,6 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   constexpr int BLOCKS = flash_sm90::column_blocks(HEAD_DIM);
   constexpr int ROW_BYTES = flash_sm90::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;            // one column block of Q, bytes
-  constexpr int KV_BLOCK = TILE_N * ROW_BYTES;           // one column block of K or V, bytes
   static_assert(
       flash_sm90::accumulator_row(0, 2) == 8 && flash_sm90::accumulator_column(1, 5) == 11,
       "accumulator layout");
@@ -139,24 +138,11 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
         sm90::tma_load_2d(q_tile + c * Q_BLOCK, &p.q_map, q_head * HEAD_DIM + c * 64, q_begin + m0,
                           q_full);
       }
+      const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
       for (int n = 0; n < n_tiles; ++n) {
-        const int s = n % STAGES;
-        const unsigned int parity = ((n / STAGES) & 1) ^ 1;
-        const int row = kv_begin + n * TILE_N;
-        sm90::mbarrier_wait(&k_empty[s], parity);
-        sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
-#pragma unroll
-        for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(k_tiles + s * KV_BYTES + c * KV_BLOCK, &p.k_map,
-                            kv_head * HEAD_DIM + c * 64, row, &k_full[s]);
-        }
-        sm90::mbarrier_wait(&v_empty[s], parity);
-        sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
-#pragma unroll
-        for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(v_tiles + s * KV_BYTES + c * KV_BLOCK, &p.v_map,
-                            kv_head * HEAD_DIM + c * 64, row, &v_full[s]);
-        }
+        sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
+            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, n, kv_head * HEAD_DIM,
+            kv_begin + n * TILE_N);
       }
     }
     return;
