@@ -150,7 +150,7 @@ class DecodeVariant : public Variant {
     program.source =
         "#include \"kernels/blocksparse/decode.cuh\"\n#include "
         "\"kernels/flash_fwd/gather_kv.cuh\"\n";
-    program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
+    program.kernels = {attention_kernel(batch, c), kGatherKvKernel};
     program.arch = target.arch;
     return {program};
   }
@@ -165,7 +165,7 @@ class DecodeVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
-    CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
+    CUfunction gather = context.loader->function(program, kGatherKvKernel);
     const int smem = c.shared_bytes(m.head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 

@@ -53,4 +53,16 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
   return buffers;
 }
 
+JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
+                               const KernelConfig& config, const Target& target,
+                               const std::string& header, std::string attention) {
+  JitProgram program;
+  program.name = variant.full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) +
+                 "." + to_string(batch.spec.model.dtype) + (batch.causal ? ".causal" : "");
+  program.source = "#include \"" + header + "\"\n";
+  program.kernels = {std::move(attention), kGatherKvKernel};
+  program.arch = target.arch;
+  return program;
+}
+
 }  // namespace attn

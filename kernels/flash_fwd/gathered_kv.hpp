@@ -18,4 +18,14 @@ DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& v
 std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
                                                CUfunction gather);
 
+// The gather's name expression in a program.
+inline constexpr const char* kGatherKvKernel = "attn::flash_fwd_gather_kv";
+
+// The one JIT program of a prefill variant over gathered K/V: `header` (which includes
+// gather_kv.cuh), its attention kernel's name expression `attention` and the gather, named
+// <variant>.<config>.d<head_dim>.<dtype>[.causal].
+JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
+                               const KernelConfig& config, const Target& target,
+                               const std::string& header, std::string attention);
+
 }  // namespace attn

@@ -127,14 +127,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
-    const Sm80Config c(config);
-    JitProgram program;
-    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + (batch.causal ? ".causal" : "");
-    program.source = "#include \"kernels/flash_fwd/sm80_mma.cuh\"\n";
-    program.kernels = {attention_kernel(batch, c), "attn::flash_fwd_gather_kv"};
-    program.arch = target.arch;
-    return {program};
+    return {gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm80_mma.cuh",
+                                attention_kernel(batch, Sm80Config(config)))};
   }
 
   std::unique_ptr<Launcher> prepare_with_lse(Problem& problem, const KernelConfig& config,
@@ -147,7 +141,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
-    CUfunction gather = context.loader->function(program, "attn::flash_fwd_gather_kv");
+    CUfunction gather = context.loader->function(program, kGatherKvKernel);
     const int smem = c.shared_bytes(m.head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
