@@ -94,9 +94,11 @@ class Sm90WgmmaVariant : public Variant {
     };
   }
 
-  // Not measured yet (written without a GPU). Two CTAs per SM where they fit (each one's softmax
-  // under the other's matrix products, the overlap a second consumer would give), 64 keys per
-  // stage (the benchmark's blocks of 64 allow no more), as many stages as two CTAs leave room for.
+  // Measured on an H200 (4 x 8192, BENCHMARKS.md: an exhaustive sweep of the 4 configs kept
+  // ctas_per_sm2.st2.tn64, 30.9% ahead of the best one-CTA config). Two CTAs per SM where they fit
+  // (each one's softmax under the other's matrix products, the overlap a second consumer would
+  // give), 64 keys per stage (the benchmark's blocks of 64 allow no more), as many stages as two
+  // CTAs leave room for.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;

@@ -31,5 +31,14 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
   }
 }
 
+std::vector<ConfigAxis> tile_axes(const std::string& rows_help) {
+  return {
+      {"tile_m", {64, 128}, rows_help + " per CTA: 64 per consumer warpgroup"},
+      {"tile_n", {64, 128}, "keys per pipeline stage (128 only where registers allow)"},
+      {"stages", {2, 3}, "TMA buffers of K and of V in flight"},
+      {"consumers", {1, 2}, "consumer warpgroups (tile_m / 64), beside one producer"},
+  };
+}
+
 }  // namespace sm90_attn
 }  // namespace attn

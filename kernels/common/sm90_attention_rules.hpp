@@ -4,6 +4,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "kernels/kernel_config.hpp"
 
 namespace attn {
 namespace sm90_attn {
@@ -11,6 +14,10 @@ namespace sm90_attn {
 // The reason for `rule` (kHeadDim .. kRegisters); `shared_bytes` is the kernel's footprint for
 // this config. Empty for kOk and for a kernel's own rules.
 std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes);
+
+// The tunable axes of a kernel with this consumer and 1 or 2 consumer warpgroups: tile_m (what a
+// row is: `rows_help`), tile_n, stages, consumers.
+std::vector<ConfigAxis> tile_axes(const std::string& rows_help);
 
 }  // namespace sm90_attn
 }  // namespace attn

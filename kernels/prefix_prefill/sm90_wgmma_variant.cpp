@@ -71,15 +71,11 @@ class Sm90WgmmaVariant : public Variant {
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return {
-        {"tile_m", {64, 128}, "rows (new tokens x GQA group) per CTA: 64 per consumer warpgroup"},
-        {"tile_n", {64, 128}, "keys per pipeline stage (128 only where registers allow)"},
-        {"stages", {2, 3}, "TMA buffers of K and of V in flight"},
-        {"consumers", {1, 2}, "consumer warpgroups (tile_m / 64), beside one producer"},
-    };
+    return sm90_attn::tile_axes("rows (new tokens x GQA group)");
   }
 
-  // Not measured yet (written without a GPU): flash_fwd.sm90_wgmma's defaults (two consumer
+  // Measured on an H200 (issue-6 case, BENCHMARKS.md: an exhaustive sweep of the 8 configs kept
+  // c2.st2.tm128.tn128, 2.6% ahead of st3): flash_fwd.sm90_wgmma's defaults (two consumer
   // warpgroups, 128 keys per stage where the registers allow), one consumer when the longest
   // sequence fills at most 64 rows (decode-like batches), and 64 keys per stage where the page
   // size does not tile 128.
@@ -129,7 +125,9 @@ class Sm90WgmmaVariant : public Variant {
           "(prefix_prefill.mma reads it)");
     }
     if (effective_sliding_window(batch) > 0) {
-      return Support::no("sliding window: not implemented here (prefix_prefill.mma has it)");
+      return Support::no(
+          "sliding window: this variant masks causally and at the context's end "
+          "only; prefix_prefill.mma runs windows");
     }
     if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
       return s;
