@@ -1,8 +1,8 @@
 // The consumer side of the FlashAttention-3 style Hopper kernels (flash_fwd.sm90_wgmma,
-// prefix_prefill.sm90_wgmma, blocksparse.sm90_wgmma): one consumer warpgroup's 64 query rows
-// against a stream of key tiles that a producer warpgroup loads into STAGES shared-memory buffers
-// with TMA. What differs between the kernels (where the keys come from, which keys a row sees,
-// where the output goes) stays in the kernels; this is the part that is the same math.
+// prefix_prefill.sm90_wgmma, blocksparse.sm90_wgmma): one consumer warpgroup's 64 query rows against a stream of key tiles
+// that a producer warpgroup loads into STAGES shared-memory buffers with TMA. What differs between
+// the kernels (where the keys come from, which keys a row sees, where the output goes) stays in
+// the kernels; this is the part that is the same math.
 //
 // Per key tile n a consumer issues S_n = Q K_n^T (wgmma SS, both operands in shared memory), then
 // O += P_{n-1} V_{n-1} (wgmma RS: P from registers as the A operand, V from shared memory through
@@ -117,11 +117,6 @@ struct IssueTurns {
   }
 };
 
-// Both consumer warpgroups (256 threads) meet: named barrier 3 (1 and 2 are IssueTurns').
-__device__ __forceinline__ void consumers_sync() {
-  asm volatile("bar.sync 3, 256;\n" ::: "memory");
-}
-
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES>
 struct Consumer {
   static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
@@ -137,11 +132,12 @@ struct Consumer {
   float alpha[2];
   float score_scale, cap_log2;
   float exp_scale;  // what multiplies a score in the exponent: scale_log2, or 1 after a soft-cap
-  int tid;          // 0 .. 127 in the warpgroup
+  int tid, lane;
 
   __device__ __forceinline__ void init(int thread, float scale, float cap) {
     const float kNegInf = -__int_as_float(0x7f800000);
     tid = thread;
+    lane = thread % 32;
     score_scale = scale;
     cap_log2 = cap;
     exp_scale = cap > 0.0f ? 1.0f : scale;
@@ -228,73 +224,7 @@ struct Consumer {
   }
 
   __device__ __forceinline__ void release(unsigned long long* bar) const {
-    if (tid % 32 == 0) sm90::mbarrier_arrive(bar);  // lane 0 of each warp
-  }
-
-  // One step each of the key loop (run and run_every below are made of these).
-  // The first tile this warpgroup computes, tile n (after Q landed on q_full): S_n, its softmax,
-  // P_n. slot: this issue's place in the ping-pong.
-  template <class Mask>
-  __device__ __forceinline__ void first_tile(const KvPipeline& kv, const unsigned char* q_rows,
-                                             unsigned long long* q_full, int n,
-                                             const IssueTurns& turns, Mask& mask) {
-    const int st = n % STAGES;
-    turns.start();
-    sm90::mbarrier_wait(q_full, 0);
-    sm90::mbarrier_wait(&kv.k_full[st], (n / STAGES) & 1);
-    turns.take(0);
-    issue_scores(q_rows, kv.k_tiles + st * KV_BYTES);
-    turns.pass(0);
-    sm90::wgmma_wait<0>();
-    release(&kv.k_empty[st]);
-    softmax(n, mask);
-    rescale_and_pack();
-  }
-  // Tile n after this warpgroup's previous tile `prev`: S_n issued with O += P_prev V_prev, the
-  // softmax of S_n under that P V, then P_n.
-  template <class Mask, class BeforeValues>
-  __device__ __forceinline__ void next_tile(const KvPipeline& kv, const unsigned char* q_rows,
-                                            int n, int prev, int slot, const IssueTurns& turns,
-                                            Mask& mask, BeforeValues& before_values) {
-    const int s_now = n % STAGES, s_prev = prev % STAGES;
-    sm90::mbarrier_wait(&kv.k_full[s_now], (n / STAGES) & 1);
-    sm90::mbarrier_wait(&kv.v_full[s_prev], (prev / STAGES) & 1);
-    before_values(prev);
-    turns.take(slot);
-    issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
-    issue_values(kv.v_tiles + s_prev * KV_BYTES);
-    turns.pass(slot);
-    sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
-    release(&kv.k_empty[s_now]);
-    softmax(n, mask);
-    sm90::wgmma_wait<0>();  // O += P_prev V_prev done: O and P may be rewritten
-    release(&kv.v_empty[s_prev]);
-    rescale_and_pack();
-  }
-  // O += P_last V_last, the warpgroup's last product.
-  template <class BeforeValues>
-  __device__ __forceinline__ void last_values(const KvPipeline& kv, int last, int slot,
-                                              const IssueTurns& turns,
-                                              BeforeValues& before_values) {
-    const int st = last % STAGES;
-    sm90::mbarrier_wait(&kv.v_full[st], (last / STAGES) & 1);
-    before_values(last);
-    turns.take(slot);
-    issue_values(kv.v_tiles + st * KV_BYTES);
-    turns.pass(slot);
-    sm90::wgmma_wait<0>();
-    release(&kv.v_empty[st]);
-  }
-  // A tile the CTA loads for another warpgroup: pass its barriers, so that the producer's
-  // accounting (every consumer warp releases every tile) holds. Waiting for `full` first keeps a
-  // release from counting towards a later load of the stage.
-  __device__ __forceinline__ void pass_tile(const KvPipeline& kv, int n) const {
-    const int st = n % STAGES;
-    const unsigned int parity = (n / STAGES) & 1;
-    sm90::mbarrier_wait(&kv.k_full[st], parity);
-    release(&kv.k_empty[st]);
-    sm90::mbarrier_wait(&kv.v_full[st], parity);
-    release(&kv.v_empty[st]);
+    if (lane == 0) sm90::mbarrier_arrive(bar);
   }
 
   // The whole key loop: tiles 0 .. my_tiles - 1 for this warpgroup's rows (after Q landed on
@@ -306,67 +236,54 @@ struct Consumer {
                                       unsigned long long* q_full, int my_tiles, int n_tiles,
                                       const IssueTurns& turns, Mask&& mask,
                                       BeforeValues&& before_values) {
-    run_every(kv, q_rows, q_full, 0, 1, my_tiles, n_tiles, turns, mask, before_values);
+    if (my_tiles > 0) {
+      turns.start();
+      sm90::mbarrier_wait(q_full, 0);
+      sm90::mbarrier_wait(&kv.k_full[0], 0);
+      turns.take(0);
+      issue_scores(q_rows, kv.k_tiles);
+      turns.pass(0);
+      sm90::wgmma_wait<0>();
+      release(&kv.k_empty[0]);
+      softmax(0, mask);
+      rescale_and_pack();
+      for (int n = 1; n < my_tiles; ++n) {
+        const int s_now = n % STAGES, s_prev = (n - 1) % STAGES;
+        sm90::mbarrier_wait(&kv.k_full[s_now], (n / STAGES) & 1);
+        sm90::mbarrier_wait(&kv.v_full[s_prev], ((n - 1) / STAGES) & 1);
+        before_values(n - 1);
+        turns.take(n);
+        issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
+        issue_values(kv.v_tiles + s_prev * KV_BYTES);
+        turns.pass(n);
+        sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
+        release(&kv.k_empty[s_now]);
+        softmax(n, mask);
+        sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
+        release(&kv.v_empty[s_prev]);
+        rescale_and_pack();
+      }
+      const int last = my_tiles - 1;
+      sm90::mbarrier_wait(&kv.v_full[last % STAGES], (last / STAGES) & 1);
+      before_values(last);
+      turns.take(my_tiles);
+      issue_values(kv.v_tiles + (last % STAGES) * KV_BYTES);
+      turns.pass(my_tiles);
+      sm90::wgmma_wait<0>();
+      release(&kv.v_empty[last % STAGES]);
+    }
+    // Tiles the CTA loads for another warpgroup's rows: pass their barriers so the producer's
+    // accounting (every consumer warp releases every tile) holds.
+    for (int n = my_tiles; n < n_tiles; ++n) {
+      const int st = n % STAGES;
+      const unsigned int parity = (n / STAGES) & 1;
+      sm90::mbarrier_wait(&kv.k_full[st], parity);
+      release(&kv.k_empty[st]);
+      sm90::mbarrier_wait(&kv.v_full[st], parity);
+      release(&kv.v_empty[st]);
+    }
   }
 
-  // run() over every step-th tile of 0 .. my_tiles - 1 from `first` on (step 1 or 2): with step
-  // 2, two consumer warpgroups over the same rows (a CTA whose rows fit one warpgroup, such as a
-  // decode sequence's) each compute every other key tile (first 0 and 1) with their own softmax
-  // state, both at once and without the ping-pong (turns with no slots); save_partial /
-  // merge_partial combine the two states afterwards. The barriers of every tile this warpgroup
-  // does not compute are passed in order, so every consumer warp releases every tile.
-  template <class Mask, class BeforeValues>
-  __device__ __forceinline__ void run_every(const KvPipeline& kv, const unsigned char* q_rows,
-                                            unsigned long long* q_full, int first, int step,
-                                            int my_tiles, int n_tiles, const IssueTurns& turns,
-                                            Mask& mask, BeforeValues& before_values) {
-    if (first >= my_tiles) {
-      for (int n = 0; n < n_tiles; ++n) pass_tile(kv, n);
-      return;
-    }
-    if (first == 1) pass_tile(kv, 0);
-    first_tile(kv, q_rows, q_full, first, turns, mask);
-    const int last = first + (my_tiles - 1 - first) / step * step;  // this warpgroup's last tile
-    int slot = 1;
-    for (int n = first + step; n <= last; n += step, ++slot) {
-      if (step == 2) pass_tile(kv, n - 1);
-      next_tile(kv, q_rows, n, n - step, slot, turns, mask, before_values);
-    }
-    last_values(kv, last, slot, turns, before_values);
-    for (int n = last + 1; n < n_tiles; ++n) pass_tile(kv, n);
-  }
-  // Floats of shared memory save_partial writes: O, row maxima and (per-lane) sums, per thread.
-  static constexpr int kPartialFloats = (HEAD_DIM / 2 + 4) * 128;
-  // Writes this warpgroup's state to `partial` (kPartialFloats, thread-interleaved: no bank
-  // conflicts), before reduce_row_sums.
-  __device__ __forceinline__ void save_partial(float* partial) const {
-#pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i) partial[i * 128 + tid] = o[i];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      partial[(HEAD_DIM / 2 + h) * 128 + tid] = row_max[h];
-      partial[(HEAD_DIM / 2 + 2 + h) * 128 + tid] = row_sum[h];
-    }
-  }
-  // Folds the other warpgroup's saved state for the same rows into this one: both rescaled to
-  // the larger row maximum (a row that saw no key in one half contributes 0 from it).
-  __device__ __forceinline__ void merge_partial(const float* partial) {
-    const float kNegInf = -__int_as_float(0x7f800000);
-    float mine[2], theirs[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float other_max = partial[(HEAD_DIM / 2 + h) * 128 + tid];
-      const float new_max = fmaxf(row_max[h], other_max);
-      const float base = new_max == kNegInf ? 0.0f : new_max * exp_scale;
-      mine[h] = exp2_ftz(row_max[h] * exp_scale - base);
-      theirs[h] = exp2_ftz(other_max * exp_scale - base);
-      row_max[h] = new_max;
-      row_sum[h] = row_sum[h] * mine[h] + partial[(HEAD_DIM / 2 + 2 + h) * 128 + tid] * theirs[h];
-    }
-#pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i)
-      o[i] = o[i] * mine[(i / 2) % 2] + partial[i * 128 + tid] * theirs[(i / 2) % 2];
-  }
   // Each lane summed its own columns; after this every lane of a quad holds its rows' totals.
   __device__ __forceinline__ void reduce_row_sums() {
 #pragma unroll

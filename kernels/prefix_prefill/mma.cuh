@@ -170,34 +170,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
   auto page_of = [&](int key) {
     return p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size;
   };
-  // Each copy's address depends on its page number, a load from the block table. With PREFETCH
-  // (a few copies of K per thread and tile), the page numbers of tile j + STAGES - 1 are loaded
-  // while tile j - 1 is computed (lookup_pages in step), so the table's latency is hidden behind
-  // the tensor cores instead of paid before every tile's copies; the copies of a tile are then
-  // issued back to back. Otherwise copies go out in batches of up to 4 per thread, each batch's
-  // page numbers read first (the latency paid once per batch): larger batches, or batches unrolled
-  // into each other, cost registers that the output accumulators need.
+  // Copies are issued in batches of up to 4 per thread: the batch's page numbers are read from
+  // the block table first, then its cp.async copies go out, so the table's latency is paid once
+  // per batch instead of once per copy (each copy's address depends on its page). Larger batches,
+  // or batches unrolled into each other, cost registers that the output accumulators need.
   constexpr int K_TOTAL = BLOCK_N * K_CHUNKS, K_ITERS = (K_TOTAL + THREADS - 1) / THREADS;
   constexpr int V_TOTAL = HEAD_DIM * V_CHUNKS, V_ITERS = (V_TOTAL + THREADS - 1) / THREADS;
-  // Only where registers are left for it: 16-bit NHD/HND K and V, head dim up to 128, no unroll
-  // (measured: d256 and unrolled fp8 configs spilled with it).
-  constexpr bool PREFETCH = K_ITERS <= 4 && HEAD_DIM <= 128 && !KV_FP8 && !V_DIM_MAJOR &&
-                            UNROLL_CACHE == 1 && UNROLL_NEW == 1;
-  constexpr int PREFETCHED = PREFETCH ? K_ITERS : 1;
-  constexpr int K_BATCH = PREFETCH ? K_ITERS : K_ITERS < 4 ? K_ITERS : 4;
-  constexpr int V_BATCH = V_ITERS < 4 ? V_ITERS : 4;
-  // Page numbers of tile j's K rows for this thread's copies (0 for new-token tiles and keys past
-  // the end, which read no page).
-  auto lookup_pages = [&](int j, int(&page)[PREFETCHED]) {
-    const bool cached = j < n_ctx;
-    const int key0 = (cached ? c_first + j : n_first + j - n_ctx) * BLOCK_N;
-#pragma unroll
-    for (int b = 0; b < PREFETCHED; ++b) {
-      const int c = tid + b * THREADS, key = key0 + c / K_CHUNKS;
-      page[b] = cached && j < n_tiles && c < K_TOTAL && key < ctx ? pages[page_of(key)] : 0;
-    }
-  };
-  int next_pages[PREFETCHED];  // PREFETCH: the pages of the next tile load_tile copies
+  constexpr int K_BATCH = K_ITERS < 4 ? K_ITERS : 4, V_BATCH = V_ITERS < 4 ? V_ITERS : 4;
   auto load_tile = [&](int j, int stage) {
     unsigned char* k_dst = stages + stage * STAGE;
     unsigned char* v_dst = k_dst + BLOCK_N * KEY_ROW;
@@ -211,12 +190,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
 #pragma unroll
       for (int b = 0; b < K_BATCH; ++b) {
         const int c = tid + (i0 + b) * THREADS, key = key0 + c / K_CHUNKS;
-        if constexpr (PREFETCH) {
-          page[b] = next_pages[b];
-        } else {
-          page[b] =
-              cached && i0 + b < K_ITERS && c < K_TOTAL && key < end ? pages[page_of(key)] : 0;
-        }
+        page[b] = cached && i0 + b < K_ITERS && c < K_TOTAL && key < end ? pages[page_of(key)] : 0;
       }
 #pragma unroll
       for (int b = 0; b < K_BATCH; ++b) {
@@ -298,13 +272,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
   // wait count in the loop stays exact.
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < n_tiles) {
-      if constexpr (PREFETCH) lookup_pages(s, next_pages);
-      load_tile(s, s);
-    }
+    if (s < n_tiles) load_tile(s, s);
     cp_async_commit();
   }
-  if constexpr (PREFETCH) lookup_pages(STAGES - 1, next_pages);
 
   // This lane's rows: r = warp * WARP_ROWS + mf * 16 + lane / 4 + 8 * h; their positions and,
   // for the explicit mask, where their grid rows start.
@@ -348,8 +318,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     __syncthreads();  // tile j landed for every thread; tile j - 1 consumed by every warp
     if (j + STAGES - 1 < n_tiles) load_tile(j + STAGES - 1, (j + STAGES - 1) % STAGES);
     cp_async_commit();
-    // The next tile's page numbers: the loads' latency runs under this tile's products.
-    if constexpr (PREFETCH) lookup_pages(j + STAGES, next_pages);
 
     const unsigned char* tile_base = stages + (j % STAGES) * STAGE;
     if (KV_FP8) {

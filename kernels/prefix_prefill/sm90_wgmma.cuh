@@ -287,20 +287,17 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   sm90::setmaxnreg_inc<prefix_sm90::consumer_registers(CONSUMERS, COPY)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
-  // Split keys: when the tile's rows fit the first warpgroup (a decode sequence's group, the
-  // short last tile of a sequence), both warpgroups take those rows, each every other key tile,
-  // and merge at the end, instead of the second one idling while the first walks every tile.
-  // Not at head dim 256, whose output accumulators leave no registers for the merge.
-  const bool split = CONSUMERS == 2 && HEAD_DIM <= 128 && rows <= ROWS && n_tiles > 1;
-  const int row_block = split ? 0 : consumer;  // whose 64 rows this warpgroup computes
-  const int wg_row0 = row_block * ROWS;        // the warpgroup's first row in the tile
+  const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
   // The key tiles consumer warpgroup w needs: the context, then new-token tiles up to its last
   // row's token (padding rows need none).
   auto tiles_of = [&](int w) {
     const int row0 = w * ROWS;
     return row0 < rows ? n_ctx + new_tiles(t0 + (min(rows, row0 + ROWS) - 1) / p.group) : 0;
   };
-  const int my_tiles = tiles_of(row_block);
+  const int my_tiles = tiles_of(consumer);
+  const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
+  const sm90_attn::IssueTurns turns{
+      consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
   // This thread's two rows (r0 and r0 + 8) and their tokens; padding rows borrow a valid token.
   const int r0 = wg_row0 + sm90_attn::accumulator_row(tid, 0);
   const int token0 = t0 + min(r0, rows - 1) / p.group;
@@ -312,58 +309,38 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   // The last context tile's rows from ctx_rows on lie past the context: zeroed in V.
   const int ctx_rows = ctx - (n_ctx - 1) * TILE_N;
 
-  using Consumer = sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES>;
-  Consumer c;
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
   c.init(tid, p.score_scale, p.cap_log2);
-  const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
-  const unsigned char* q_rows = q_tile + row_block * ROWS * ROW_BYTES;
-  auto mask = [&](int n, float(&s)[TILE_N / 2]) {
-    if (n < n_ctx) {
-      if (n == n_ctx - 1 && ctx_rows < TILE_N)
-        sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attn::kNoLimit,
-                                       sm90_attn::kNoLimit);
-    } else {
-      const int j0 = (n - n_ctx) * TILE_N;
-      if (j0 + TILE_N > new_mask_from)
-        sm90_attn::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
-    }
-  };
-  // Before P V reads the last context tile: its V rows past the context zeroed, by the first
-  // warpgroup (split: by the one computing the tile; the other never reads it).
-  auto before_values = [&](int n) {
-    // Copied tiles are zero-filled past the context already.
-    if (COPY || n != n_ctx - 1 || ctx_rows == TILE_N) return;
-    if (consumer == (split ? n % 2 : 0)) {
-      unsigned char* v = v_tiles + (n % STAGES) * KV_BYTES;
-      const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
-      for (int i = tid; i < chunks; i += 128) {
-        const int row = ctx_rows + i / (BLOCKS * 8), block = (i / 8) % BLOCKS;
-        *reinterpret_cast<uint4*>(v + block * KV_BLOCK + row * ROW_BYTES + (i % 8) * 16) =
-            make_uint4(0, 0, 0, 0);
-      }
-      sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
-      sm90::mbarrier_arrive(v_zeroed);
-    }
-    sm90::mbarrier_wait(v_zeroed, 0);
-  };
-  // Split: no ping-pong (both warpgroups compute at once, on different tiles).
-  const int other_tiles = CONSUMERS == 2 && !split ? tiles_of(1 - consumer) : 0;
-  const sm90_attn::IssueTurns turns{
-      consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
-  c.run_every(kv, q_rows, q_full, split ? consumer : 0, split ? 2 : 1, my_tiles, n_tiles, turns,
-              mask, before_values);
-  if (split) {
-    // Once both are past their last tile (every load landed and was read), the second
-    // warpgroup's state goes through the K and V buffers to the first, which stores the rows.
-    static_assert(Consumer::kPartialFloats * 4 <= 2 * STAGES * KV_BYTES,
-                  "the partial state fits the K and V stages");
-    float* partial = reinterpret_cast<float*>(k_tiles);
-    sm90_attn::consumers_sync();
-    if (consumer == 1) c.save_partial(partial);
-    sm90_attn::consumers_sync();
-    if (consumer == 1) return;
-    c.merge_partial(partial);
-  }
+  c.run(
+      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
+      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles, turns,
+      [&](int n, float(&s)[TILE_N / 2]) {
+        if (n < n_ctx) {
+          if (n == n_ctx - 1 && ctx_rows < TILE_N)
+            sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attn::kNoLimit,
+                                           sm90_attn::kNoLimit);
+        } else {
+          const int j0 = (n - n_ctx) * TILE_N;
+          if (j0 + TILE_N > new_mask_from)
+            sm90_attn::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
+        }
+      },
+      [&](int n) {
+        // Copied tiles are zero-filled past the context already.
+        if (COPY || n != n_ctx - 1 || ctx_rows == TILE_N) return;
+        if (consumer == 0) {
+          unsigned char* v = v_tiles + (n % STAGES) * KV_BYTES;
+          const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
+          for (int i = tid; i < chunks; i += 128) {
+            const int row = ctx_rows + i / (BLOCKS * 8), block = (i / 8) % BLOCKS;
+            *reinterpret_cast<uint4*>(v + block * KV_BLOCK + row * ROW_BYTES + (i % 8) * 16) =
+                make_uint4(0, 0, 0, 0);
+          }
+          sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
+          sm90::mbarrier_arrive(v_zeroed);
+        }
+        sm90::mbarrier_wait(v_zeroed, 0);
+      });
 
   // Normalise (the sink joins the denominator) and store this thread's two rows straight from
   // registers.
