@@ -1,6 +1,6 @@
-// attn-tune compare as a user runs it, on a fixture database written through the Store API
-// (tests/results/comparison_fixture.hpp): output formats, --fail-on-regression's exit code and
-// ambiguous devices.
+// attn-tune compare and report as a user runs them, on a fixture database written through the
+// Store API (tests/results/comparison_fixture.hpp): output formats, --fail-on-regression's exit
+// code, ambiguous devices, and the report's files with and without gnuplot.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +26,13 @@ class CompareCli : public testing::Cli {
     db_ = (dir_ / "results.db").string();
     Store store(db_);
     fixture_ = testing::fill_comparison_fixture(store);
+  }
+  static bool has_gnuplot() { return std::system("gnuplot --version >/dev/null 2>&1") == 0; }
+  // The report without its one line that holds the time.
+  static std::string without_generated_at(std::string text) {
+    const size_t at = text.find("Generated at ");
+    if (at != std::string::npos) text.erase(at, text.find('\n', at) - at);
+    return text;
   }
   std::string db_;
   testing::ComparisonFixture fixture_;
@@ -108,6 +115,79 @@ TEST_F(CompareCli, UsageErrors) {
                  "paged_decode.tensorcore", "--device", fixture_.h100_fingerprint.substr(0, 10)})
                 .exit_code,
             0);
+}
+
+TEST_F(CompareCli, ReportWithPlots) {
+  const CliResult r =
+      run({"report", "--db", db_, "--compare-devices", "H100,H200", "-o", "report"});
+  const fs::path out = dir_ / "report";
+  // Markdown and scripts are written either way.
+  ASSERT_TRUE(fs::exists(out / "report.md")) << r.err;
+  const std::string md = testing::slurp(out / "report.md");
+  for (const char* text : {"## Devices", "## Ceilings", "### Roofline", "### Sweeps",
+                           "## Comparison:", "## Provenance", "![Roofline of NVIDIA H100"}) {
+    EXPECT_NE(md.find(text), std::string::npos) << text;
+  }
+  std::vector<fs::path> scripts;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (entry.path().extension() == ".gp") scripts.push_back(entry.path());
+  }
+  EXPECT_EQ(scripts.size(), 8u);  // 2 rooflines, 5 heatmaps, 1 bar chart
+  if (!has_gnuplot()) {
+    EXPECT_EQ(r.exit_code, int(ExitCode::environment));
+    GTEST_SKIP() << "gnuplot is not installed: the SVGs were not rendered (scripts/install-deps.sh "
+                    "installs gnuplot-nox)";
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(md.find("not rendered"), std::string::npos);
+  for (const fs::path& script : scripts) {
+    fs::path svg = script;
+    svg.replace_extension(".svg");
+    ASSERT_TRUE(fs::exists(svg)) << svg;
+    const std::string text = testing::slurp(svg);
+    EXPECT_EQ(text.rfind("<?xml", 0), 0u) << svg;
+    EXPECT_NE(text.find("<svg"), std::string::npos) << svg;
+    EXPECT_NE(text.find("</svg>"), std::string::npos) << svg;
+    EXPECT_NE(md.find("](" + svg.filename().string() + ")"), std::string::npos) << svg;
+  }
+  // The bar chart names the workloads it compares.
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (entry.path().filename().string().rfind("compare-", 0) == 0 &&
+        entry.path().extension() == ".svg") {
+      EXPECT_NE(testing::slurp(entry.path()).find("decode-regress"), std::string::npos);
+    }
+  }
+}
+
+TEST_F(CompareCli, ReportWithoutGnuplotSaysSoAndHow) {
+  const CliResult r =
+      run({"report", "--db", db_, "-o", "r", "--gnuplot", (dir_ / "no-gnuplot").string()});
+  EXPECT_EQ(r.exit_code, int(ExitCode::environment)) << r.err;
+  EXPECT_NE(r.err.find("plots not rendered"), std::string::npos) << r.err;
+  const std::string md = testing::slurp(dir_ / "r" / "report.md");
+  EXPECT_NE(md.find("**Plots were not rendered**: gnuplot was not found"), std::string::npos);
+  EXPECT_NE(md.find("gnuplot *.gp"), std::string::npos);
+  EXPECT_TRUE(
+      fs::exists(dir_ / "r" / ("roofline-" + fixture_.h100_fingerprint.substr(0, 8) + ".gp")));
+  for (const auto& entry : fs::directory_iterator(dir_ / "r")) {
+    EXPECT_NE(entry.path().extension(), ".svg") << entry.path();
+  }
+}
+
+TEST_F(CompareCli, ReportIsDeterministicAndNoPlotsExitsZero) {
+  const CliResult first = run({"report", "--db", db_, "-o", "r", "--no-plots"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string a = testing::slurp(dir_ / "r" / "report.md");
+  EXPECT_NE(a.find("(`--no-plots`)"), std::string::npos);
+  const CliResult second = run({"report", "--db", db_, "-o", "r", "--no-plots"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const std::string b = testing::slurp(dir_ / "r" / "report.md");
+  // Apart from the one line that holds the time, the two reports are the same.
+  EXPECT_EQ(without_generated_at(a), without_generated_at(b));
+  EXPECT_NE(without_generated_at(a), a);
+  EXPECT_EQ(run({"report", "--db", db_, "-o", "c", "--axes", "warps,bogus"}).exit_code,
+            int(ExitCode::usage));
+  EXPECT_EQ(run({"report", "--db", db_}).exit_code, int(ExitCode::usage));  // no -o
 }
 
 }  // namespace
