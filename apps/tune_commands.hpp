@@ -18,6 +18,8 @@ void add_tune_compile_command(CLI::App& app, Invocation& invocation);
 void add_tune_tune_command(CLI::App& app, Invocation& invocation);
 void add_tune_merge_command(CLI::App& app, Invocation& invocation);
 void add_tune_worker_command(CLI::App& app, Invocation& invocation);  // hidden
+void add_tune_compare_command(CLI::App& app, Invocation& invocation);
+void add_tune_report_command(CLI::App& app, Invocation& invocation);
 
 // --arch/--sm-count/--smem describe a GPU; without them the GPU present (--device) is used, and
 // without one an H100-like target (sm_90a, 132 SMs, 232448 B of shared memory per block).
@@ -42,5 +44,8 @@ void add_space_selection(CLI::App& cmd, std::string& workload, std::string& vari
 
 // --db, else $ATTN_DB, else ./attn-bench.db.
 std::string results_database_path(const std::string& flag);
+// The same path for commands that only read (compare, report): a file that does not exist is a
+// usage error instead of a new, empty database.
+std::string existing_database_path(const std::string& flag);
 
 }  // namespace attn

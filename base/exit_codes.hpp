@@ -11,6 +11,7 @@ enum class ExitCode : int {
   invalid_input = 3,  // an input file is malformed or inconsistent; nothing ran
   environment = 4,    // the machine cannot do it: no GPU/driver, no NVRTC, newer database
   failed_cases = 5,   // the run completed, but some case was incorrect or failed
+  regression = 6,     // attn-tune compare --fail-on-regression: B is slower than A somewhere
   interrupted = 130,  // Ctrl-C (128 + SIGINT): attn-tune tune stopped between trials, resumable
 };
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ namespace attn {
 
 enum class Family { paged_decode, prefix_prefill, blocksparse, flash_fwd };
 std::string to_string(Family family);
+// The family whose to_string is `text` ("paged_decode"); nullopt for any other text.
+std::optional<Family> family_from_string(const std::string& text);
 
 // Yes, or no with a reason a user can act on.
 struct Support {

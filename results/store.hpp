@@ -24,6 +24,14 @@ struct StoredMeasurement {
   Measurement measurement;
 };
 
+// A device row: its identity, what it is, and when it was first and last upserted.
+struct StoredDevice {
+  int64_t id = 0;
+  std::string fingerprint;
+  DeviceRecord record;
+  std::string first_seen_at, last_seen_at;
+};
+
 struct StoredRun {
   int64_t id = 0;
   RunRecord record;
@@ -150,6 +158,10 @@ class Store {
   std::optional<StoredRun> run(int64_t run_id) const;
   std::optional<DeviceRecord> device(int64_t device_id) const;
   std::optional<WorkloadRecord> workload(int64_t workload_id) const;
+
+  // Read-only listings for attn-tune compare and report (store_queries.cpp), ordered by id.
+  std::vector<StoredDevice> devices() const;
+  std::vector<StoredRun> runs() const;
 
  private:
   std::unique_ptr<Database> db_;

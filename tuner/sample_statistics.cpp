@@ -111,4 +111,34 @@ Comparison compare_samples(const std::vector<double>& a, const std::vector<doubl
   return c;
 }
 
+RatioInterval median_ratio_interval(const std::vector<double>& a, const std::vector<double>& b,
+                                    double confidence, int resamples, uint64_t seed) {
+  RatioInterval out;
+  const double median_a = median_of(a), median_b = median_of(b);
+  if (a.empty() || b.empty() || !(median_a > 0) || !(median_b > 0)) return out;
+  out.estimate = median_a / median_b;
+  out.interval = {out.estimate, out.estimate};
+  if (resamples < 2 || (a.size() < 2 && b.size() < 2)) return out;
+  SplitMix64 rng{seed};
+  std::vector<double> resample_a(a.size()), resample_b(b.size()), ratios;
+  ratios.reserve(size_t(resamples));
+  for (int r = 0; r < resamples; ++r) {
+    for (double& x : resample_a) x = a[rng.next() % a.size()];
+    for (double& x : resample_b) x = b[rng.next() % b.size()];
+    const double denominator = median_in_place(resample_b);
+    if (denominator > 0) ratios.push_back(median_in_place(resample_a) / denominator);
+  }
+  if (ratios.empty()) return out;
+  std::sort(ratios.begin(), ratios.end());
+  // Linear interpolation between order statistics, as summarize() does for p10 and p90.
+  const auto quantile = [&](double p) {
+    const double position = std::clamp(p, 0.0, 1.0) * double(ratios.size() - 1);
+    const size_t below = size_t(std::floor(position));
+    const size_t above = std::min(below + 1, ratios.size() - 1);
+    return ratios[below] + (position - double(below)) * (ratios[above] - ratios[below]);
+  };
+  out.interval = {quantile((1 - confidence) / 2), quantile((1 + confidence) / 2)};
+  return out;
+}
+
 }  // namespace attn

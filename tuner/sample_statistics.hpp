@@ -49,4 +49,19 @@ Comparison compare_samples(const std::vector<double>& a, const std::vector<doubl
 
 double median_of(std::vector<double> samples);
 
+// The ratio median(a) / median(b) and its percentile bootstrap interval. With a and b the times of
+// two cases, it is the speed-up of b over a (above 1: b is faster). a and b are resampled
+// independently with replacement, `resamples` times from a seeded generator (the same samples
+// give the same interval on every run); the bounds are the (1 - confidence) / 2 and
+// (1 + confidence) / 2 quantiles of the resampled ratios. Both sets need samples with a positive
+// median, else the estimate and bounds are 0; with one sample on a side that side is not
+// resampled.
+struct RatioInterval {
+  double estimate = 0;
+  Interval interval;
+};
+RatioInterval median_ratio_interval(const std::vector<double>& a, const std::vector<double>& b,
+                                    double confidence = 0.95, int resamples = 2000,
+                                    uint64_t seed = 0x5eed);
+
 }  // namespace attn
