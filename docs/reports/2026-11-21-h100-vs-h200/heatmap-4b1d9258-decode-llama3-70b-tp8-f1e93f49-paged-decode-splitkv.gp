@@ -1,0 +1,28 @@
+# Written by attn-tune report: `gnuplot THIS_FILE` in its folder writes heatmap-4b1d9258-decode-llama3-70b-tp8-f1e93f49-paged-decode-splitkv.svg
+reset
+set terminal svg size 520,360 dynamic noenhanced font 'sans,11' background '#ffffff'
+set output 'heatmap-4b1d9258-decode-llama3-70b-tp8-f1e93f49-paged-decode-splitkv.svg'
+set title "decode-llama3-70b-tp8 / paged_decode.splitkv\non NVIDIA H100 80GB HBM3 (4b1d9258)"
+set xlabel 'num_splits'
+set ylabel 'stages'
+set cblabel 'best median (us) over the other axes'
+set palette defined (0 '#ffffcc', 1 '#fd8d3c', 2 '#bd0026')
+set xrange [-0.5:2.5]
+set yrange [-0.5:2.5]
+set xtics ('0' 0, '1' 1, '8' 2)
+set ytics ('2' 0, '3' 1, '4' 2)
+unset key
+set style fill solid 1.0 noborder
+$cells << EOD
+0 0 105.84
+1 0 123.376
+2 0 108.016
+0 1 104.56
+1 1 122.304
+2 1 106.144
+0 2 103.616
+1 2 122.832
+2 2 106.384
+EOD
+plot $cells using 1:2:(0.5):(0.5):3 with boxxyerror fc palette, \
+     $cells using 1:2:(sprintf('%.1f', $3)) with labels font 'sans,9'

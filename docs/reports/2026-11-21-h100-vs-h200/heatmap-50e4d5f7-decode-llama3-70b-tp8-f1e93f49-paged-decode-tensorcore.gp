@@ -1,0 +1,28 @@
+# Written by attn-tune report: `gnuplot THIS_FILE` in its folder writes heatmap-50e4d5f7-decode-llama3-70b-tp8-f1e93f49-paged-decode-tensorcore.svg
+reset
+set terminal svg size 520,360 dynamic noenhanced font 'sans,11' background '#ffffff'
+set output 'heatmap-50e4d5f7-decode-llama3-70b-tp8-f1e93f49-paged-decode-tensorcore.svg'
+set title "decode-llama3-70b-tp8 / paged_decode.tensorcore\non NVIDIA H200 (50e4d5f7)"
+set xlabel 'num_splits'
+set ylabel 'stages'
+set cblabel 'best median (us) over the other axes'
+set palette defined (0 '#ffffcc', 1 '#fd8d3c', 2 '#bd0026')
+set xrange [-0.5:2.5]
+set yrange [-0.5:2.5]
+set xtics ('0' 0, '1' 1, '8' 2)
+set ytics ('2' 0, '3' 1, '4' 2)
+unset key
+set style fill solid 1.0 noborder
+$cells << EOD
+0 0 55.632
+1 0 100.144
+2 0 55.824
+0 1 66.56
+1 1 98.16
+2 1 57.184
+0 2 79.856
+1 2 98.624
+2 2 77.2
+EOD
+plot $cells using 1:2:(0.5):(0.5):3 with boxxyerror fc palette, \
+     $cells using 1:2:(sprintf('%.1f', $3)) with labels font 'sans,9'
