@@ -1,4 +1,5 @@
-// attn-tune: sweeps the tunable configs of kernel variants for a workload (space, tune, merge).
+// attn-tune: sweeps the tunable configs of kernel variants for a workload (space, compile, tune,
+// merge) and reads the results back (export, db info).
 // Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
 #include "apps/cli_main.hpp"
 #include "apps/tune_commands.hpp"
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   add_tune_compile_command(app, invocation);
   add_tune_tune_command(app, invocation);
   add_tune_merge_command(app, invocation);
+  add_tune_export_command(app, invocation);
+  add_tune_db_command(app, invocation);
   add_tune_worker_command(app, invocation);
   return run_cli(app, args, "attn-tune", invocation);
 }
