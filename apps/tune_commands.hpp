@@ -17,6 +17,8 @@ void add_tune_space_command(CLI::App& app, Invocation& invocation);
 void add_tune_compile_command(CLI::App& app, Invocation& invocation);
 void add_tune_tune_command(CLI::App& app, Invocation& invocation);
 void add_tune_merge_command(CLI::App& app, Invocation& invocation);
+void add_tune_export_command(CLI::App& app, Invocation& invocation);
+void add_tune_db_command(CLI::App& app, Invocation& invocation);      // db info
 void add_tune_worker_command(CLI::App& app, Invocation& invocation);  // hidden
 void add_tune_compare_command(CLI::App& app, Invocation& invocation);
 void add_tune_report_command(CLI::App& app, Invocation& invocation);

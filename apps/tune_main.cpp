@@ -1,5 +1,5 @@
 // attn-tune: sweeps the tunable configs of kernel variants for a workload (space, compile, tune,
-// merge), and compares and reports what the results database holds (compare, report).
+// merge), and reads the results back (export, db info, compare, report).
 // Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
 #include "apps/cli_main.hpp"
 #include "apps/tune_commands.hpp"
@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   add_tune_merge_command(app, invocation);
   add_tune_compare_command(app, invocation);
   add_tune_report_command(app, invocation);
+  add_tune_export_command(app, invocation);
+  add_tune_db_command(app, invocation);
   add_tune_worker_command(app, invocation);
   return run_cli(app, args, "attn-tune", invocation);
 }

@@ -355,4 +355,23 @@ void Transaction::commit() {
   committed_ = true;
 }
 
+// ------------------------------------------------------------------------------------ backup
+
+void copy_database(Database& from, Database& to) {
+  sqlite3_backup* backup = sqlite3_backup_init(to.handle(), "main", from.handle(), "main");
+  if (backup == nullptr) {
+    // The error is on the destination connection.
+    throw_sqlite_error(to.handle(), sqlite3_errcode(to.handle()),
+                       "sqlite3_backup_init(to, \"main\", from, \"main\")", __FILE__, __LINE__,
+                       "copying '" + from.path() + "' into '" + to.path() + "'");
+  }
+  const int rc = sqlite3_backup_step(backup, -1);  // every page in one step
+  const int finish = sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) {
+    throw_sqlite_error(to.handle(), rc, "sqlite3_backup_step(backup, -1)", __FILE__, __LINE__,
+                       "copying '" + from.path() + "' into '" + to.path() + "'");
+  }
+  ATTN_SQLITE_CHECK(to.handle(), finish);
+}
+
 }  // namespace attn

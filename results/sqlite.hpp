@@ -161,4 +161,9 @@ class Transaction {
   bool committed_ = false;
 };
 
+// Copies every page of `from` (schema and rows, user_version and application_id included) over
+// `to`, with SQLite's online backup API, so that `to` becomes a copy of `from`: e.g. a file into a
+// ":memory:" database, to migrate the copy without writing the file. Only reads `from`.
+void copy_database(Database& from, Database& to);
+
 }  // namespace attn

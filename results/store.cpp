@@ -377,11 +377,17 @@ std::vector<StoredMeasurement> read_measurements(Database& db, Statement& s) {
 }
 
 
-Store::Store(const std::string& path) {
+Store::Store(const std::string& path) : Store(path, StoreAccess::read_write) {}
+
+Store::Store(const std::string& path, StoreAccess access) {
   if (path.empty()) throw UsageError("the results database path is empty");
   const bool in_memory = path == ":memory:";
+  const bool read_only = access == StoreAccess::read_only;
+  opening_.path = path;
+  opening_.access = access;
   try {
-    db_ = std::make_unique<Database>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    db_ = std::make_unique<Database>(
+        path, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   } catch (const CallError& e) {
     throw EnvironmentError("cannot open the results database '" + path + "': " + e.what());
   }
@@ -420,16 +426,40 @@ Store::Store(const std::string& path) {
   if (application_id == 0 && (version != 0 || schema_objects != 0)) {
     throw EnvironmentError(not_ours);
   }
+  opening_.file_schema_version = version;
+  opening_.application_id = application_id;
+
+  if (read_only) {
+    {
+      Statement s(*db_, "PRAGMA journal_mode");
+      if (s.step()) opening_.journal_mode = s.column_text(0);
+    }
+    if (version < kSchemaVersion) {
+      // Migrate a copy: the file keeps its version and bytes.
+      auto copy = std::make_unique<Database>(":memory:", SQLITE_OPEN_READWRITE);
+      copy_database(*db_, *copy);
+      db_ = std::move(copy);
+    }
+    db_->exec("PRAGMA foreign_keys = ON");
+    migrate();
+    db_->exec("PRAGMA query_only = ON");  // what a caller does with database() cannot write
+    return;
+  }
 
   if (!in_memory) {
     // WAL: readers (compare, report) never block the one writer. The mode is persistent in the
     // file. A file system without shared memory keeps the rollback journal, which still works.
     Statement s(*db_, "PRAGMA journal_mode = WAL");
-    s.step();
+    if (s.step()) opening_.journal_mode = s.column_text(0);
+  } else {
+    opening_.journal_mode = "memory";
   }
   db_->exec("PRAGMA foreign_keys = ON");
   db_->exec("PRAGMA synchronous = NORMAL");
+  migrate();
+}
 
+void Store::migrate() {
   for (const Migration& migration : kMigrations) {
     if (read_user_version(*db_) >= migration.version) continue;
     Transaction transaction(*db_);
@@ -449,6 +479,7 @@ Store::Store(const std::string& path) {
     // PRAGMA takes no bound parameters; the number comes from kMigrations, never from input.
     db_->exec(("PRAGMA user_version = " + std::to_string(migration.version)).c_str());
     transaction.commit();
+    opening_.migrated = true;
   }
 }
 
@@ -751,13 +782,14 @@ std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const 
 std::optional<StoredRun> Store::run(int64_t run_id) const {
   Statement s(*db_, R"sql(
     SELECT tool, tool_version, git_commit, build_type, command_line, host, started_at,
-           finished_at, status
+           finished_at, status, uid
     FROM runs WHERE id = ?)sql");
   s.bind(1, run_id);
   if (!s.step()) return std::nullopt;
   StoredRun run;
   run.id = run_id;
   int c = 0;
+  run.uid = s.column_optional_text(9).value_or("");
   run.record.tool = s.column_text(c++);
   run.record.tool_version = s.column_text(c++);
   run.record.git_commit = s.column_text(c++);

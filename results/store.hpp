@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "results/ceilings.hpp"
@@ -25,15 +26,9 @@ struct StoredMeasurement {
 };
 
 // A device row: its identity, what it is, and when it was first and last upserted.
-struct StoredDevice {
-  int64_t id = 0;
-  std::string fingerprint;
-  DeviceRecord record;
-  std::string first_seen_at, last_seen_at;
-};
-
 struct StoredRun {
   int64_t id = 0;
+  std::string uid;  // random, 32 hex digits (schema v3); what merge recognises a run by
   RunRecord record;
   std::optional<std::string> finished_at;  // empty while running, or when the run was interrupted
   std::string status;                      // "running" until finish_run
@@ -93,6 +88,83 @@ struct StoreCounts {
   int64_t runs = 0, devices = 0, workloads = 0, measurements = 0;
 };
 
+// How a store is opened. read_only: the file must exist and is never written (opened with
+// SQLITE_OPEN_READONLY); one at an older schema is copied into memory and the copy migrated, so
+// reads see the current schema while the file keeps its version. The identity checks (not an
+// SQLite file, another program's, a newer schema) are the same either way.
+enum class StoreAccess { read_write, read_only };
+
+// What Store found when it opened the file, before any migration.
+struct StoreOpening {
+  std::string path;
+  StoreAccess access = StoreAccess::read_write;
+  int file_schema_version = 0;  // PRAGMA user_version as found (0: a new or empty file)
+  int64_t application_id = 0;   // as found (0 for a new file; attn-bench's is 0x6174746e)
+  std::string journal_mode;     // of the file: "wal", "delete", ... ("memory" for ":memory:")
+  bool migrated = false;        // some step was applied (read_only: to the in-memory copy only)
+};
+
+// One row of schema_migrations.
+struct MigrationRecord {
+  int version = 0;
+  std::string description, tool_version, applied_at;
+};
+
+// A devices row with its identity and history, its calibrated ceilings and how many measurements
+// point at it.
+struct StoredDevice {
+  int64_t id = 0;
+  std::string fingerprint;  // as stored
+  DeviceRecord record;
+  std::string first_seen_at, last_seen_at;
+  DeviceCeilings ceilings;  // latest record of each metric; empty when never calibrated
+  int64_t measurements = 0, passed = 0;
+};
+
+struct StoredWorkload {
+  int64_t id = 0;
+  WorkloadRecord record;
+  std::string created_at;
+  int64_t measurements = 0;
+  std::vector<std::string> families;  // of its measurements, sorted
+};
+
+struct FamilyCounts {
+  std::string family;
+  int64_t variants = 0, configs = 0;  // distinct variant names and (variant, config) pairs
+  int64_t workloads = 0, devices = 0;
+  int64_t measurements = 0, passed = 0;
+};
+
+// What `attn-tune db info` prints: every count and every device, run and workload.
+struct StoreSummary {
+  std::vector<MigrationRecord> migrations;
+  StoreCounts counts;
+  std::vector<std::pair<std::string, int64_t>> measurements_by_disposition;  // most first
+  int64_t unstable = 0;  // passed measurements flagged unstable
+  int64_t samples = 0;
+  std::vector<std::pair<std::string, int64_t>> measurements_by_policy;  // most first
+  int64_t attempts = 0, attempts_started = 0;                           // started: never finished
+  int64_t winners = 0, ceilings = 0, repeat_checks = 0;
+  std::vector<StoredDevice> devices;
+  std::vector<std::pair<StoredRun, int64_t>> runs;  // with the measurements each wrote
+  std::vector<StoredWorkload> workloads;
+  std::vector<FamilyCounts> families;
+};
+
+// A measurement without its samples and details: what export ranks configs by.
+struct MeasurementBrief {
+  int64_t id = 0;
+  std::string uid;
+  int64_t run_id = 0, device_id = 0, workload_id = 0;
+  std::string family, variant, config_key, config_json, policy;
+  Disposition disposition = Disposition::passed;
+  bool unstable = false;
+  int64_t sample_count = 0;
+  std::optional<double> median_us, p10_us, p90_us;  // NULL when not timed
+  std::string created_at;
+};
+
 class Store {
  public:
   static constexpr int kSchemaVersion = 3;
@@ -101,11 +173,15 @@ class Store {
   // Throws EnvironmentError if the file's schema is newer than kSchemaVersion or it is not a
   // database; the file is not modified in that case.
   explicit Store(const std::string& path);
+  // As above with read_write; read_only never writes the file (StoreAccess) and throws
+  // EnvironmentError when it does not exist.
+  Store(const std::string& path, StoreAccess access);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   int schema_version() const;
+  const StoreOpening& opening() const { return opening_; }
   // The connection, for pragmas a caller needs (tests: max_page_count, query_only).
   Database& database() { return *db_; }
 
@@ -153,18 +229,23 @@ class Store {
   MergeCounts merge_from(const std::string& path);
 
   StoreCounts counts() const;
+  // Read-side listings (store_reads.cpp): db info, export, compare and report.
+  StoreSummary summary() const;
+  std::vector<StoredDevice> devices() const;  // by id
+  std::vector<StoredRun> runs() const;        // by id
+  std::vector<MigrationRecord> migrations() const;
+  std::vector<MeasurementBrief> measurement_briefs(const MeasurementFilter& filter) const;
   std::vector<StoredMeasurement> measurements_of_run(int64_t run_id) const;
   // Single rows by id; nullopt when there is none.
   std::optional<StoredRun> run(int64_t run_id) const;
   std::optional<DeviceRecord> device(int64_t device_id) const;
   std::optional<WorkloadRecord> workload(int64_t workload_id) const;
 
-  // Read-only listings for attn-tune compare and report (store_queries.cpp), ordered by id.
-  std::vector<StoredDevice> devices() const;
-  std::vector<StoredRun> runs() const;
-
  private:
+  void migrate();
+
   std::unique_ptr<Database> db_;
+  StoreOpening opening_;
 };
 
 }  // namespace attn

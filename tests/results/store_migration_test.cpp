@@ -1,11 +1,14 @@
-// Migration from schema v1 (a database attn-bench 0.1.0 wrote,
-// tests/results/fixtures/schema_v1.sql) to the current schema, and the v2 tables and columns.
+// Migration from every earlier schema (tests/results/fixtures/schema_vN.sql: v1 as attn-bench
+// 0.1.0 wrote it, v2 as the results library before schema v3 wrote it) to the current one, the v2
+// tables and columns, and read-only opening, which migrates a copy in memory and leaves the file
+// as it was.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "results/sqlite.hpp"
@@ -25,18 +28,31 @@ class StoreMigration : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    path_ = (dir_ / "v1.db").string();
-    std::ifstream in(std::string(ATTN_RESULTS_FIXTURES) + "/schema_v1.sql");
-    ASSERT_TRUE(in) << "fixture missing";
-    std::stringstream sql;
-    sql << in.rdbuf();
-    Database db(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    db.exec(sql.str().c_str());
+    path_ = load(1);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  int64_t scalar(const std::string& sql) {
-    Database db(path_, SQLITE_OPEN_READONLY);
+  // A fresh database file made from tests/results/fixtures/schema_v<version>.sql (replacing the
+  // one an earlier load made); "" when the fixture is missing.
+  std::string load(int version) {
+    const std::string path = (dir_ / ("v" + std::to_string(version) + ".db")).string();
+    fs::remove(path);
+    std::ifstream in(std::string(ATTN_RESULTS_FIXTURES) + "/schema_v" + std::to_string(version) +
+                     ".sql");
+    if (!in) {
+      ADD_FAILURE() << "fixture schema_v" << version << ".sql missing";
+      return "";
+    }
+    std::stringstream sql;
+    sql << in.rdbuf();
+    Database db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    db.exec(sql.str().c_str());
+    return path;
+  }
+
+  int64_t scalar(const std::string& sql) { return scalar_of(path_, sql); }
+  static int64_t scalar_of(const std::string& path, const std::string& sql) {
+    Database db(path, SQLITE_OPEN_READONLY);
     Statement s(db, sql);
     EXPECT_TRUE(s.step());
     return s.column_int64(0);
@@ -80,6 +96,145 @@ TEST_F(StoreMigration, V1MigratesToV2KeepingItsRows) {
   // Migrating is done once: a second open changes nothing.
   { Store again(path_); }
   EXPECT_EQ(scalar("SELECT count(*) FROM schema_migrations"), Store::kSchemaVersion);
+}
+
+TEST_F(StoreMigration, FixtureIsAVersion2Database) {
+  const std::string v2 = load(2);
+  EXPECT_EQ(scalar_of(v2, "PRAGMA user_version"), 2);
+  EXPECT_EQ(scalar_of(v2, "PRAGMA application_id"), 0x6174746e);
+  EXPECT_EQ(scalar_of(v2, "SELECT count(*) FROM measurements"), 3);
+  EXPECT_EQ(scalar_of(v2, "SELECT count(*) FROM ceilings"), 2);
+  EXPECT_EQ(scalar_of(v2, "SELECT count(*) FROM repeat_checks"), 1);
+  EXPECT_EQ(scalar_of(v2, "SELECT count(*) FROM sqlite_master WHERE name = 'attempts'"), 0);
+  EXPECT_EQ(scalar_of(v2, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'uid'"), 0);
+}
+
+TEST_F(StoreMigration, V2MigratesToTheCurrentSchemaKeepingItsRows) {
+  const std::string v2 = load(2);
+  const std::string fingerprint = [&] {
+    Database db(v2, SQLITE_OPEN_READONLY);
+    Statement s(db, "SELECT fingerprint FROM devices");
+    EXPECT_TRUE(s.step());
+    return s.column_text(0);
+  }();
+  {
+    Store store(v2);
+    EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
+    EXPECT_EQ(store.opening().file_schema_version, 2);
+    EXPECT_TRUE(store.opening().migrated);
+    const StoreCounts c = store.counts();
+    EXPECT_EQ(c.runs, 1);
+    EXPECT_EQ(c.devices, 1);
+    EXPECT_EQ(c.workloads, 1);
+    EXPECT_EQ(c.measurements, 3);
+    const auto rows = store.measurements_of_run(1);
+    ASSERT_EQ(rows.size(), 3u);
+    // The v2 details of the first measurement read back as written.
+    const Measurement& m = rows[0].measurement;
+    EXPECT_EQ(m.variant, "paged_decode.splitkv");
+    EXPECT_EQ(m.disposition, Disposition::passed);
+    EXPECT_EQ(m.timing.timer, "graph");
+    EXPECT_EQ(m.timing.launches_per_sample, 217);
+    EXPECT_EQ(m.timing.stop_reason, "noise");
+    EXPECT_EQ(m.samples_us.size(), 21u);
+    ASSERT_EQ(m.sample_discarded.size(), 21u);
+    EXPECT_TRUE(m.sample_discarded[6]);
+    EXPECT_EQ(m.sample_clock_mhz[6], 1410);
+    EXPECT_EQ(m.stats.count, 20u);  // the discarded sample is not in the statistics
+    EXPECT_DOUBLE_EQ(m.stats.median, 9.21);
+    EXPECT_EQ(m.clocks.temperature_end_c, 41.0);
+    EXPECT_EQ(m.ceiling, "read_bw");
+    ASSERT_TRUE(m.ceiling_fraction.has_value());
+    EXPECT_GT(*m.ceiling_fraction, 0.8);
+    EXPECT_EQ(rows[2].measurement.disposition, Disposition::unsupported);
+    EXPECT_NE(rows[2].measurement.reason.find("tile_tokens"), std::string::npos);
+    // Ceilings and the repeat check survive.
+    const DeviceCeilings ceilings = store.ceilings(fingerprint);
+    EXPECT_EQ(ceilings.value(kReadGbps), 3021.5);
+    EXPECT_EQ(ceilings.value(kBf16Tflops), 712.4);
+    const auto checks = store.repeat_checks_of_run(1);
+    ASSERT_EQ(checks.size(), 1u);
+    EXPECT_EQ(checks[0].verdict, "SAME");
+    EXPECT_EQ(checks[0].second_measurement_id, rows[1].id);
+    // v3: the migrated rows got distinct uids.
+    const std::optional<StoredRun> run = store.run(1);
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->uid.size(), 32u);
+    EXPECT_EQ(run->status, "completed");
+    const auto briefs = store.measurement_briefs({});
+    ASSERT_EQ(briefs.size(), 3u);
+    EXPECT_EQ(briefs[0].uid.size(), 32u);
+    EXPECT_NE(briefs[0].uid, briefs[1].uid);
+    // And the v3 tables take rows.
+    const int64_t attempt = store.begin_attempt(
+        {1, 1, 1, "paged_decode.splitkv", "k", "screen", "exhaustive", 0, "0/1", std::nullopt});
+    store.finish_attempt(attempt, Disposition::passed, rows[0].id);
+    EXPECT_EQ(store.attempts_of_run(1, "finished"), 1);
+  }
+  EXPECT_EQ(scalar_of(v2, "PRAGMA user_version"), Store::kSchemaVersion);
+  // The file's own history is kept and the new steps are appended.
+  EXPECT_EQ(scalar_of(v2, "SELECT count(*) FROM schema_migrations"), Store::kSchemaVersion);
+  EXPECT_EQ(scalar_of(v2,
+                      "SELECT count(*) FROM schema_migrations WHERE version <= 2 AND "
+                      "applied_at LIKE '2026-11-21T21:03:25%'"),
+            2);
+}
+
+// Every version before this build's has a fixture, and each migrates with its rows intact: a new
+// schema step needs a fixture of the version before it.
+TEST_F(StoreMigration, EveryEarlierSchemaMigratesToTheCurrentOne) {
+  const char* tables[] = {"runs", "devices", "workloads", "measurements", "samples"};
+  for (int version = 1; version < Store::kSchemaVersion; ++version) {
+    SCOPED_TRACE("schema v" + std::to_string(version));
+    const std::string path = load(version);
+    ASSERT_FALSE(path.empty());
+    ASSERT_EQ(scalar_of(path, "PRAGMA user_version"), version);
+    std::vector<int64_t> before;
+    for (const char* t : tables) {
+      before.push_back(scalar_of(path, std::string("SELECT count(*) FROM ") + t));
+    }
+    EXPECT_GT(before[3], 0) << "a fixture without measurements tests little";
+    { Store store(path); }
+    EXPECT_EQ(scalar_of(path, "PRAGMA user_version"), Store::kSchemaVersion);
+    for (size_t i = 0; i < before.size(); ++i) {
+      EXPECT_EQ(scalar_of(path, std::string("SELECT count(*) FROM ") + tables[i]), before[i])
+          << tables[i];
+    }
+    EXPECT_EQ(scalar_of(path, "SELECT count(*) FROM schema_migrations"), Store::kSchemaVersion);
+    // Every row reads back through the current code.
+    Store store(path);
+    EXPECT_EQ(int64_t(store.measurement_briefs({}).size()), before[3]);
+    EXPECT_EQ(int64_t(store.summary().devices.size()), before[1]);
+  }
+}
+
+TEST_F(StoreMigration, ReadOnlyOpeningMigratesACopyAndLeavesTheFileAlone) {
+  for (int version = 1; version < Store::kSchemaVersion; ++version) {
+    SCOPED_TRACE("schema v" + std::to_string(version));
+    const std::string path = load(version);
+    ASSERT_FALSE(path.empty());
+    auto bytes = [&] {
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream b;
+      b << in.rdbuf();
+      return b.str();
+    };
+    const std::string before = bytes();
+    {
+      Store store(path, StoreAccess::read_only);
+      EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
+      EXPECT_EQ(store.opening().file_schema_version, version);
+      EXPECT_TRUE(store.opening().migrated);
+      EXPECT_EQ(store.opening().access, StoreAccess::read_only);
+      const StoreSummary summary = store.summary();
+      EXPECT_GT(summary.counts.measurements, 0);
+      EXPECT_EQ(int(summary.migrations.size()), Store::kSchemaVersion);
+      // Nothing can be written through it, not even to the copy.
+      EXPECT_THROW(store.begin_run({"t", "v", "c", "b", "l", "h", ""}), CallError);
+    }
+    EXPECT_EQ(bytes(), before);
+    EXPECT_EQ(scalar_of(path, "PRAGMA user_version"), version);
+  }
 }
 
 TEST_F(StoreMigration, MigratedDatabaseTakesV2Rows) {

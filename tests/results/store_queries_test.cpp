@@ -1,4 +1,4 @@
-// The store's read-only listings for compare and report (results/store_queries.cpp).
+// The store's read-only listings that compare and report use (results/store_reads.cpp).
 #include <gtest/gtest.h>
 
 #include "results/store.hpp"

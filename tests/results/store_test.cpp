@@ -552,5 +552,100 @@ TEST_F(StoreFile, MissingDirectoryIsAnEnvironmentError) {
   }
 }
 
+// ---------------------------------------------------------------------- read-only and reads
+
+TEST_F(StoreFile, ReadOnlyOpeningOfACurrentFileWritesNothing) {
+  int64_t run = 0;
+  {
+    Store store(path_);
+    run = store.begin_run(sample_run());
+    const int64_t device = store.upsert_device(sample_device());
+    const int64_t workload = store.upsert_workload(sample_workload());
+    store.add_measurement(run, device, workload, sample_measurement());
+    store.add_ceiling(sample_device().fingerprint(),
+                      {kReadGbps, 3000, "read16", 30, 0.001, false, "0.3.0", "abc", ""});
+    store.finish_run(run, "completed");
+  }
+  const std::string before = read_bytes(path_);
+  {
+    Store store(path_, StoreAccess::read_only);
+    EXPECT_EQ(store.opening().file_schema_version, Store::kSchemaVersion);
+    EXPECT_FALSE(store.opening().migrated);
+    EXPECT_EQ(store.opening().journal_mode, "wal");
+    EXPECT_EQ(store.opening().application_id, 0x6174746e);
+    const StoreSummary s = store.summary();
+    EXPECT_EQ(s.counts.runs, 1);
+    EXPECT_EQ(s.counts.measurements, 1);
+    ASSERT_EQ(s.devices.size(), 1u);
+    EXPECT_EQ(s.devices[0].fingerprint, sample_device().fingerprint());
+    EXPECT_EQ(s.devices[0].record.uuid, sample_device().uuid);
+    EXPECT_EQ(s.devices[0].ceilings.value(kReadGbps), 3000.0);
+    EXPECT_EQ(s.devices[0].measurements, 1);
+    ASSERT_EQ(s.runs.size(), 1u);
+    EXPECT_EQ(s.runs[0].first.id, run);
+    EXPECT_EQ(s.runs[0].first.uid.size(), 32u);
+    EXPECT_EQ(s.runs[0].second, 1);
+    ASSERT_EQ(s.workloads.size(), 1u);
+    EXPECT_EQ(s.workloads[0].families, std::vector<std::string>{sample_measurement().family});
+    EXPECT_EQ(int(s.migrations.size()), Store::kSchemaVersion);
+    EXPECT_EQ(s.ceilings, 1);
+    EXPECT_THROW(store.begin_run(sample_run()), CallError);
+  }
+  EXPECT_EQ(read_bytes(path_), before);
+}
+
+TEST_F(StoreFile, ReadOnlyOpeningRefusesNewerAndMissingFiles) {
+  { Store store(path_); }
+  raw_exec("PRAGMA user_version = 99");
+  const std::string before = read_bytes(path_);
+  try {
+    Store store(path_, StoreAccess::read_only);
+    FAIL() << "a database of schema 99 was opened";
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer attn-bench"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_bytes(path_), before);
+
+  const std::string missing = (dir_ / "missing.db").string();
+  EXPECT_THROW(Store(missing, StoreAccess::read_only), EnvironmentError);
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+TEST_F(StoreFile, SummaryCountsDispositionsPoliciesAndFamilies) {
+  Store store(path_);
+  const int64_t run = store.begin_run(sample_run());
+  const int64_t device = store.upsert_device(sample_device());
+  const int64_t workload = store.upsert_workload(sample_workload());
+  Measurement passed = sample_measurement();
+  store.add_measurement(run, device, workload, passed);
+  passed.unstable = true;
+  passed.policy = "screen";
+  store.add_measurement(run, device, workload, passed);
+  Measurement declined = sample_measurement();
+  declined.disposition = Disposition::unsupported;
+  declined.variant = declined.family + ".other";
+  declined.samples_us.clear();
+  declined.stats = {};
+  store.add_measurement(run, device, workload, declined);
+  const StoreSummary s = store.summary();
+  ASSERT_EQ(s.measurements_by_disposition.size(), 2u);
+  EXPECT_EQ(s.measurements_by_disposition[0], (std::pair<std::string, int64_t>{"passed", 2}));
+  EXPECT_EQ(s.measurements_by_disposition[1], (std::pair<std::string, int64_t>{"unsupported", 1}));
+  EXPECT_EQ(s.unstable, 1);
+  ASSERT_EQ(s.families.size(), 1u);
+  EXPECT_EQ(s.families[0].variants, 2);
+  EXPECT_EQ(s.families[0].measurements, 3);
+  EXPECT_EQ(s.families[0].passed, 2);
+  EXPECT_EQ(s.devices[0].passed, 2);
+  const auto briefs = store.measurement_briefs({});
+  ASSERT_EQ(briefs.size(), 3u);
+  EXPECT_EQ(briefs[1].policy, "screen");
+  EXPECT_TRUE(briefs[1].unstable);
+  EXPECT_FALSE(briefs[2].median_us.has_value());
+  MeasurementFilter only_passed;
+  only_passed.passed_only = true;
+  EXPECT_EQ(store.measurement_briefs(only_passed).size(), 2u);
+}
+
 }  // namespace
 }  // namespace attn
