@@ -8,6 +8,7 @@
 
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
+#include "results/device_json.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
 
@@ -68,21 +69,6 @@ std::string application_id_text(int64_t id) {
   return format("0x%08llx", (long long)id);
 }
 
-json ceilings_json(const DeviceCeilings& c) {
-  json out = json::object();
-  for (const auto& [metric, r] : c.by_metric) {
-    out[metric] = {{"value", r.value},
-                   {"method", r.method},
-                   {"measured_at", r.measured_at},
-                   {"sample_count", r.sample_count},
-                   {"noise", r.noise},
-                   {"unstable", r.unstable},
-                   {"tool_version", r.tool_version},
-                   {"git_commit", r.git_commit}};
-  }
-  return out;
-}
-
 json counted_json(const std::vector<std::pair<std::string, int64_t>>& counts) {
   json out = json::object();
   for (const auto& [name, n] : counts) out[name] = n;
@@ -100,28 +86,10 @@ json summary_json(const Store& store, const StoreSummary& s) {
   }
   json devices = json::array();
   for (const StoredDevice& d : s.devices) {
-    const DeviceRecord& r = d.record;
-    devices.push_back(
-        {{"id", d.id},
-         {"fingerprint", d.fingerprint},
-         {"kind", r.kind},
-         {"name", r.name},
-         {"uuid", r.uuid},
-         {"compute_capability", std::to_string(r.cc_major) + "." + std::to_string(r.cc_minor)},
-         {"sm_count", r.sm_count},
-         {"memory_bytes", r.memory_bytes},
-         {"l2_bytes", r.l2_bytes},
-         {"sm_clock_khz", r.sm_clock_khz},
-         {"memory_clock_khz", r.memory_clock_khz},
-         {"memory_bus_bits", r.memory_bus_bits},
-         {"driver_version", r.driver_version},
-         {"cuda_version", r.cuda_version},
-         {"nvrtc_version", r.nvrtc_version},
-         {"first_seen_at", d.first_seen_at},
-         {"last_seen_at", d.last_seen_at},
-         {"ceilings", ceilings_json(d.ceilings)},
-         {"measurements", d.measurements},
-         {"passed", d.passed}});
+    json device = device_json(d);
+    device["measurements"] = d.measurements;
+    device["passed"] = d.passed;
+    devices.push_back(std::move(device));
   }
   json runs = json::array();
   for (const auto& [r, measurements] : s.runs) {

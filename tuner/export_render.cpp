@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "results/device_json.hpp"
 
 namespace attn {
 
@@ -73,32 +74,6 @@ json case_json(const CaseTime& c) {
           {"measurement_id", c.measurement_id},
           {"measurement_uid", c.measurement_uid},
           {"run_id", c.run_id}};
-}
-
-json device_json(const StoredDevice& d) {
-  const DeviceRecord& r = d.record;
-  json ceilings = json::object();
-  for (const auto& [metric, c] : d.ceilings.by_metric) {
-    ceilings[metric] = {{"value", c.value}, {"method", c.method}, {"measured_at", c.measured_at}};
-  }
-  return {{"id", d.id},
-          {"fingerprint", d.fingerprint},
-          {"kind", r.kind},
-          {"name", r.name},
-          {"uuid", r.uuid},
-          {"compute_capability", std::to_string(r.cc_major) + "." + std::to_string(r.cc_minor)},
-          {"sm_count", r.sm_count},
-          {"memory_bytes", r.memory_bytes},
-          {"l2_bytes", r.l2_bytes},
-          {"sm_clock_khz", r.sm_clock_khz},
-          {"memory_clock_khz", r.memory_clock_khz},
-          {"memory_bus_bits", r.memory_bus_bits},
-          {"driver_version", r.driver_version},
-          {"cuda_version", r.cuda_version},
-          {"nvrtc_version", r.nvrtc_version},
-          {"first_seen_at", d.first_seen_at},
-          {"last_seen_at", d.last_seen_at},
-          {"ceilings", ceilings}};
 }
 
 json coverage_json(const FamilyCoverage& c) {
