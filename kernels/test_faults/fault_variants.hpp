@@ -1,6 +1,8 @@
 // Test-only variants that fail on purpose, for the GPU acceptance of the tuner's isolation:
 //   test.fault_oob_write  writes far out of bounds  -> crashed (sticky illegal address; the
 //                                                     worker is replaced)
+//   test.fault_bad_page   reads the K pool through a page number far outside it -> crashed
+//                                                     (sticky illegal address; worker replaced)
 //   test.fault_hang       never terminates          -> timed_out (the verify deadline)
 //   test.fault_smem       asks for 1 MiB of dynamic shared memory -> launch_failed
 //   test.fault_nan        writes NaN                -> incorrect
