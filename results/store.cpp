@@ -283,8 +283,7 @@ double error_value(const Statement& s, int column) {
 // new file at once race here: the switch needs an exclusive lock, and SQLite answers SQLITE_BUSY
 // at once instead of calling the busy handler, so retry for as long as the busy timeout.
 void enable_wal(Database& db) {
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
   for (;;) {
     try {
       Statement s(db, "PRAGMA journal_mode = WAL");

@@ -18,5 +18,9 @@ class Registry;
 // True when $ATTN_BENCH_TEST_VARIANTS is "1".
 bool test_variants_enabled();
 void add_test_fault_variants(Registry& registry);
+// test.cpu_reference_copies (kernels/test_faults/cpu_copies_variant.cpp): the CPU reference under
+// an axis `copy` of 24 values that change nothing, a space for CPU sweep tests (kill -9 and resume,
+// concurrent writers).
+void add_test_cpu_variants(Registry& registry);
 
 }  // namespace attn

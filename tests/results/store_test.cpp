@@ -349,8 +349,8 @@ TEST(StoreMemory, FinishAttemptWithWritesTheMeasurementAndTheAttemptTogether) {
   const int64_t device = store.upsert_device(sample_device());
   const int64_t workload = store.upsert_workload(sample_workload());
   const Measurement good = sample_measurement();
-  AttemptRecord attempt{run, device, workload, good.variant, good.config_key, "confirm",
-                        "exhaustive", 0, "0/1", std::nullopt};
+  AttemptRecord attempt{run,       device,       workload, good.variant, good.config_key,
+                        "confirm", "exhaustive", 0,        "0/1",        std::nullopt};
   const int64_t first = store.begin_attempt(attempt);
   const int64_t id = store.finish_attempt_with(first, run, device, workload, good);
   EXPECT_EQ(store.attempts_of_run(run, "finished"), 1);
@@ -469,9 +469,9 @@ TEST_F(StoreFile, CreatesAWalDatabase) {
 }
 
 // Processes (here: threads with their own connections) that open one new file at the same moment
-// all succeed: they race to switch it to WAL, which SQLite refuses with SQLITE_BUSY without waiting,
-// and to migrate it, which one of them does while the others must not mistake the half-made file
-// for another program's.
+// all succeed: they race to switch it to WAL, which SQLite refuses with SQLITE_BUSY without
+// waiting, and to migrate it, which one of them does while the others must not mistake the
+// half-made file for another program's.
 TEST_F(StoreFile, ManyOpenersOfANewFileAtOnceAllSucceed) {
   constexpr int kOpeners = 6;
   for (int round = 0; round < 15; ++round) {

@@ -35,9 +35,9 @@ TEST_F(FaultVariants, RegisteredOnlyWhenTheEnvironmentAsks) {
   const Registry registry = make_registry();
   std::vector<std::string> names;
   for (const Variant* v : registry.matching("test.fault_*")) names.push_back(v->name());
-  EXPECT_EQ(names, std::vector<std::string>({"test.fault_oob_write", "test.fault_bad_page",
-                                             "test.fault_hang", "test.fault_smem",
-                                             "test.fault_nan"}));
+  EXPECT_EQ(names,
+            std::vector<std::string>({"test.fault_oob_write", "test.fault_bad_page",
+                                      "test.fault_hang", "test.fault_smem", "test.fault_nan"}));
 }
 
 TEST_F(FaultVariants, TakeDecodeBatchesWithAFaultAxisAndCompile) {
@@ -100,7 +100,8 @@ TEST_F(FaultVariants, BadPageReadsFarOutsideThePoolAndDeclinesAnFp8Pool) {
   ASSERT_EQ(programs.size(), 1u);
   EXPECT_EQ(programs[0].kernels, std::vector<std::string>({"attn::test_faults::fault_kernel<4>"}));
   EXPECT_EQ(programs[0].arch, "sm_90a");
-  const fs::path dir = fs::temp_directory_path() / ("attn-badpage-jit-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("attn-badpage-jit-" + std::to_string(::getpid()));
   JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
   const CompiledProgram compiled = jit.compile(programs[0]);
   EXPECT_FALSE(compiled.cubin.empty());
@@ -113,6 +114,39 @@ TEST_F(FaultVariants, BadPageReadsFarOutsideThePoolAndDeclinesAnFp8Pool) {
   // The smallest page the bad-page fault reads is 128 bytes (page_size 1, one kv head, head_dim 64,
   // bf16): the read lands at least ~256 GiB past the pool.
   EXPECT_GT(int64_t(test_faults::kBadPageNumber) * 128, int64_t(255) << 30);
+}
+
+// test.cpu_reference_copies gives CPU sweep tests a space: 24 configs that all run
+// prefix_prefill.cpu_reference (same batches taken and declined, same work), only with the flag.
+TEST_F(FaultVariants, CpuReferenceCopiesIsACpuSpaceOverTheReference) {
+  ::unsetenv("ATTN_BENCH_TEST_VARIANTS");
+  EXPECT_EQ(make_registry().find("test.cpu_reference_copies"), nullptr);
+  ::setenv("ATTN_BENCH_TEST_VARIANTS", "1", 1);
+  const Registry registry = make_registry();
+  const Variant* v = registry.find("test.cpu_reference_copies");
+  ASSERT_NE(v, nullptr);
+  const Variant* reference = registry.find("prefix_prefill.cpu_reference");
+  ASSERT_NE(reference, nullptr);
+  EXPECT_EQ(v->backend(), Backend::cpu);
+  EXPECT_EQ(v->family(), Family::prefix_prefill);
+  testing::SpecShape shape;
+  const Batch prefill = generate_batch(testing::make_spec(shape, {{40, 8}, {0, 5}}, "prefill"));
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
+  const Target cpu = Target::cpu();
+  const std::vector<ConfigAxis> axes = v->space(prefill, cpu);
+  ASSERT_EQ(axes.size(), 1u);
+  EXPECT_EQ(axes[0].name, "copy");
+  EXPECT_EQ(axes[0].values.size(), 24u);
+  for (int64_t copy : axes[0].values) {
+    EXPECT_TRUE(v->supports(prefill, KernelConfig{{"copy", copy}}, cpu).ok) << copy;
+  }
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 24}}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{}, cpu).ok) << "the axis is required";
+  EXPECT_EQ(v->supports(decode, KernelConfig{{"copy", 0}}, cpu).ok,
+            reference->supports(decode, KernelConfig{}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}}, testing::hopper_target()).ok);
+  EXPECT_EQ(v->work(prefill).flops, reference->work(prefill).flops);
+  EXPECT_EQ(v->work(prefill).bytes, reference->work(prefill).bytes);
 }
 
 }  // namespace
