@@ -7,9 +7,7 @@
 //
 // The sweeps are of test.cpu_reference_copies (ATTN_BENCH_TEST_VARIANTS=1): the CPU reference
 // under an axis of 24 values, 30 evaluations of a few tens of milliseconds each under halving.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +23,6 @@
 #include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "tests/apps/cli_runner.hpp"
-
-extern char** environ;
 
 namespace attn {
 namespace {
@@ -47,40 +43,6 @@ std::string workload_json(int seed) {
   "seed": )" +
          std::to_string(seed) + "\n}\n";
 }
-
-// A child process of the test with its own environment; stdout and stderr go to files.
-class Child {
- public:
-  Child(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
-        const fs::path& out, const fs::path& err) {
-    std::vector<std::string> storage = args;
-    std::vector<char*> argv;
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_storage = extra_env;
-    for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
-    std::vector<char*> envp;
-    for (std::string& e : env_storage) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) pid_ = -1;
-  }
-  pid_t pid() const { return pid_; }
-  int wait() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 int64_t scalar(Database& db, const std::string& sql) {
   Statement s(db, sql);
@@ -106,7 +68,9 @@ void expect_consistent(const fs::path& path, int kills) {
   const int64_t version = scalar(db, "PRAGMA user_version");
   EXPECT_LE(version, Store::kSchemaVersion);
   if (version < Store::kSchemaVersion) {
-    if (version >= 1) EXPECT_EQ(scalar(db, "SELECT count(*) FROM runs"), 0);
+    if (version >= 1) {
+      EXPECT_EQ(scalar(db, "SELECT count(*) FROM runs"), 0);
+    }
     return;
   }
   // No half-written measurement: each has all the samples its statistics were computed from.
@@ -200,8 +164,8 @@ TEST_F(CrashSafety, KillNineAtRandomPointsLosesNothingAndResumesWithoutDuplicate
     // Kill this sweep until one of its runs ends by itself (or, to bound the time, after 8 kills;
     // the resume below finishes it).
     while (kills < kKills && round.kills < 8) {
-      Child child(tune_args(round.workload, round.db, round.workers), env(), dir_ / "out",
-                  dir_ / "err");
+      testing::Child child(tune_args(round.workload, round.db, round.workers), env(), dir_ / "out",
+                           dir_ / "err");
       ASSERT_GT(child.pid(), 0);
       const double delay = pick_early(rng) ? early(rng) : anywhere(rng);
       ::usleep(useconds_t(delay * 1e6));
@@ -244,8 +208,8 @@ TEST_F(CrashSafety, KillNineAtRandomPointsLosesNothingAndResumesWithoutDuplicate
       killed_runs += scalar(db, "SELECT count(*) FROM runs WHERE status = 'running'");
     }
     // The same command resumes and completes the sweep.
-    Child resume(tune_args(round.workload, round.db, round.workers), env(), dir_ / "out",
-                 dir_ / "err");
+    testing::Child resume(tune_args(round.workload, round.db, round.workers), env(), dir_ / "out",
+                          dir_ / "err");
     const int status = resume.wait();
     const std::string out = testing::slurp(dir_ / "out");
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -275,7 +239,8 @@ TEST_F(CrashSafety, KillNineAtRandomPointsLosesNothingAndResumesWithoutDuplicate
   // Once more on each database: nothing is left to measure.
   for (const Round& round : rounds) {
     SCOPED_TRACE(round.db.string());
-    Child again(tune_args(round.workload, round.db, false), env(), dir_ / "out", dir_ / "err");
+    testing::Child again(tune_args(round.workload, round.db, false), env(), dir_ / "out",
+                         dir_ / "err");
     ASSERT_EQ(again.wait(), 0) << testing::slurp(dir_ / "err");
     const std::string out = testing::slurp(dir_ / "out");
     EXPECT_NE(out.find(": 0 measured, "), std::string::npos) << out;
@@ -318,8 +283,8 @@ TEST_F(CrashSafety, TwoTunersWritingOneDatabaseAtOnceBothFinish) {
   }
   for (const Pair& pair : pairs) {
     SCOPED_TRACE(pair.db.string());
-    Child first(pair.first, env(), dir_ / "out1", dir_ / "err1");
-    Child second(pair.second, env(), dir_ / "out2", dir_ / "err2");
+    testing::Child first(pair.first, env(), dir_ / "out1", dir_ / "err1");
+    testing::Child second(pair.second, env(), dir_ / "out2", dir_ / "err2");
     const int status1 = first.wait(), status2 = second.wait();
     const std::string err1 = testing::slurp(dir_ / "err1"), err2 = testing::slurp(dir_ / "err2");
     EXPECT_EQ(status1, 0) << testing::slurp(dir_ / "out1") << err1;
