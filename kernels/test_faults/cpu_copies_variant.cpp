@@ -1,8 +1,8 @@
-// test.cpu_reference_copies: prefix_prefill.cpu_reference under a config axis whose values change
-// nothing, so that a CPU sweep has a space to search. The crash-safety tests kill `attn-tune tune`
-// over and over in the middle of such sweeps and resume them (tests/apps/crash_safety_test.cpp);
-// the CPU reference variants alone have one config each. Registered only with
-// ATTN_BENCH_TEST_VARIANTS=1.
+// test.cpu_reference_copies: prefix_prefill.cpu_reference under two config axes whose values
+// change nothing (24 configs), so that a CPU sweep has a space to search. The crash-safety tests
+// kill `attn-tune tune` over and over in the middle of such sweeps and resume them
+// (tests/apps/crash_safety_test.cpp); the CPU reference variants alone have one config each.
+// Registered only with ATTN_BENCH_TEST_VARIANTS=1.
 #include <memory>
 
 #include "base/errors.hpp"
@@ -16,7 +16,7 @@ namespace {
 
 class CpuCopiesVariant : public Variant {
  public:
-  static constexpr int kCopies = 24;
+  static constexpr int kCopies = 6, kRepeats = 4;  // two axes, so that a report draws heatmaps
 
   CpuCopiesVariant() : own_(std::make_shared<Registry>()) {
     add_prefix_prefill_variants(*own_);
@@ -27,22 +27,26 @@ class CpuCopiesVariant : public Variant {
   Family family() const override { return Family::prefix_prefill; }
   Backend backend() const override { return Backend::cpu; }
   std::string summary() const override {
-    return "TEST ONLY: prefix_prefill.cpu_reference with an axis `copy` that changes nothing";
+    return "TEST ONLY: prefix_prefill.cpu_reference with axes `copy` and `repeat` that change "
+           "nothing";
   }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    std::vector<int64_t> copies;
+    std::vector<int64_t> copies, repeats;
     for (int i = 0; i < kCopies; ++i) copies.push_back(i);
-    return {{"copy", copies, "the same computation each time: a space for CPU sweep tests"}};
+    for (int i = 0; i < kRepeats; ++i) repeats.push_back(i);
+    return {{"copy", copies, "the same computation each time: a space for CPU sweep tests"},
+            {"repeat", repeats, "the same computation each time"}};
   }
   KernelConfig default_config(const Batch&, const Target&) const override {
-    return KernelConfig{{"copy", 0}};
+    return KernelConfig{{"copy", 0}, {"repeat", 0}};
   }
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (Support s = config_has_exactly(config, {"copy"}, name()); !s) return s;
-    const int64_t copy = config.get("copy");
-    if (copy < 0 || copy >= kCopies) {
-      return Support::no("copy must be in 0.." + std::to_string(kCopies - 1));
+    if (Support s = config_has_exactly(config, {"copy", "repeat"}, name()); !s) return s;
+    const int64_t copy = config.get("copy"), repeat = config.get("repeat");
+    if (copy < 0 || copy >= kCopies || repeat < 0 || repeat >= kRepeats) {
+      return Support::no("copy must be in 0.." + std::to_string(kCopies - 1) +
+                         " and repeat in 0.." + std::to_string(kRepeats - 1));
     }
     return reference_->supports(batch, KernelConfig{}, target);
   }

@@ -19,8 +19,8 @@ class Registry;
 bool test_variants_enabled();
 void add_test_fault_variants(Registry& registry);
 // test.cpu_reference_copies (kernels/test_faults/cpu_copies_variant.cpp): the CPU reference under
-// an axis `copy` of 24 values that change nothing, a space for CPU sweep tests (kill -9 and resume,
-// concurrent writers).
+// axes `copy` (6 values) and `repeat` (4) that change nothing, a space of 24 configs for CPU sweep
+// tests (kill -9 and resume, concurrent writers, Ctrl-C, a report's heatmap).
 void add_test_cpu_variants(Registry& registry);
 
 }  // namespace attn

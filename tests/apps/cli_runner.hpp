@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,10 +90,10 @@ class Child {
     }
   }
   pid_t pid() const { return pid_; }
-  // The wait status.
-  int wait() {
+  // The wait status; with `usage`, what the child used (ru_maxrss: its peak resident set, KiB).
+  int wait(struct rusage* usage = nullptr) {
     int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    while (::wait4(pid_, &status, 0, usage) < 0 && errno == EINTR) {
     }
     exited_ = true;
     return status;

@@ -6,7 +6,10 @@
 // locked".
 //
 // The sweeps are of test.cpu_reference_copies (ATTN_BENCH_TEST_VARIANTS=1): the CPU reference
-// under an axis of 24 values, 30 evaluations of a few tens of milliseconds each under halving.
+// under two axes of 24 configs, about 30 evaluations under halving. The workload is small (under a
+// millisecond a launch), so that a confirm measurement that never meets its noise target on a
+// busy machine still ends at its 2000 samples within about a second: a sweep takes half a second
+// alone and a few seconds at worst.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,9 +40,9 @@ std::string workload_json(int seed) {
   "schema_version": 1,
   "name": "crash-safety-)" +
          std::to_string(seed) + R"(",
-  "model": {"num_q_heads": 4, "num_kv_heads": 2, "head_dim": 64, "dtype": "bf16"},
+  "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
   "kv_cache": {"page_size": 16},
-  "sequences": [{"context_len": 40, "query_len": 8, "count": 2}],
+  "sequences": [{"context_len": 56, "query_len": 8}],
   "seed": )" +
          std::to_string(seed) + "\n}\n";
 }
@@ -144,7 +147,7 @@ TEST_F(CrashSafety, KillNineAtRandomPointsLosesNothingAndResumesWithoutDuplicate
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("random seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> early(0.0, 0.012), anywhere(0.0, 0.7);
+  std::uniform_real_distribution<double> early(0.0, 0.012), anywhere(0.0, 0.5);
   std::bernoulli_distribution pick_early(0.2);
 
   struct Round {

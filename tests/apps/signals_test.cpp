@@ -26,6 +26,17 @@ using testing::Child;
 
 constexpr int kInterrupted = int(ExitCode::interrupted);
 
+// Under a millisecond per CPU reference launch: a case that never meets its noise target on a busy
+// machine still ends at its 2000 samples within about a second.
+constexpr const char* kTunePrefill = R"({
+  "schema_version": 1,
+  "name": "signals-tune",
+  "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16},
+  "sequences": [{"context_len": 56, "query_len": 8}],
+  "seed": 7
+})";
+
 // About 1.5 ms per CPU reference launch.
 constexpr const char* kSmallPrefill = R"({
   "schema_version": 1,
@@ -93,8 +104,9 @@ class Signals : public testing::Cli {
  protected:
   // attn-tune's sweeps are of test.cpu_reference_copies; attn-bench runs the normal registry.
   std::vector<std::string> env(bool test_variants = true) const {
-    return {std::string("ATTN_BENCH_TEST_VARIANTS=") + (test_variants ? "1" : ""), "ATTN_DB=",
-            "ATTN_SIGNALS_MARKER=" + marker_, "ATTN_JIT_CACHE_DIR=" + (dir_ / "jit").string()};
+    return {std::string("ATTN_BENCH_TEST_VARIANTS=") + (test_variants ? "1" : ""),
+            "ATTN_DB=", "ATTN_SIGNALS_MARKER=" + marker_,
+            "ATTN_JIT_CACHE_DIR=" + (dir_ / "jit").string()};
   }
   int exit_code(int status) const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
   const std::string marker_ = "signals-" + std::to_string(::getpid());
@@ -177,7 +189,7 @@ TEST_F(Signals, BenchRunSecondCtrlCExitsAtOnce) {
 // attn-tune tune, in process: Ctrl-C stops between trials with the summary; the database holds
 // what was measured (no attempt left 'started'), and the same command finishes the sweep from it.
 TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
-  const fs::path workload = write("small.json", kSmallPrefill);
+  const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";
   const std::vector<std::string> args = {ATTN_TUNE_BINARY,
                                          "tune",
@@ -232,7 +244,7 @@ TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
 // its deadline), a second one exits at once; the worker does not outlive it, the attempt in flight
 // is left 'started' in a run left 'running' (as after a kill), and the sweep resumes.
 TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
-  const fs::path workload = write("small.json", kSmallPrefill);
+  const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";
   std::vector<std::string> args = {ATTN_TUNE_BINARY,
                                    "tune",
@@ -253,14 +265,14 @@ TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
                                    "--quarantine-after",
                                    "5"};
   std::vector<std::string> hanging = env();
-  hanging.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=5");
+  hanging.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=1,repeat=1");
   Child tune(args, hanging, dir_ / "out", dir_ / "err");
   ASSERT_GT(tune.pid(), 0);
   ASSERT_TRUE(eventually(
       [&] {
         return query(db,
-                     "SELECT count(*) FROM attempts WHERE config_key = 'copy=5' AND status = "
-                     "'started'") == 1;
+                     "SELECT count(*) FROM attempts WHERE config_key = 'copy=1,repeat=1' AND "
+                     "status = 'started'") == 1;
       },
       60))
       << testing::slurp(dir_ / "err");
@@ -280,7 +292,10 @@ TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
       << "the hung worker outlived the orchestrator";
   EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "running");
   EXPECT_EQ(query(db, "SELECT count(*) FROM attempts WHERE status = 'started'"), 1);
-  EXPECT_EQ(query(db, "SELECT count(*) FROM measurements"), 5) << "copy=0..4 were recorded";
+  // What came before the hang was recorded, each with its finished attempt.
+  EXPECT_GE(query(db, "SELECT count(*) FROM measurements"), 1);
+  EXPECT_EQ(query(db, "SELECT count(*) FROM measurements"),
+            query(db, "SELECT count(*) FROM attempts WHERE status = 'finished'"));
   expect_consistent(db);
 
   // Without the fault the same command finishes the sweep.

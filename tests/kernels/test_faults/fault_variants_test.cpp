@@ -116,7 +116,7 @@ TEST_F(FaultVariants, BadPageReadsFarOutsideThePoolAndDeclinesAnFp8Pool) {
   EXPECT_GT(int64_t(test_faults::kBadPageNumber) * 128, int64_t(255) << 30);
 }
 
-// test.cpu_reference_copies gives CPU sweep tests a space: 24 configs that all run
+// test.cpu_reference_copies gives CPU sweep tests a space: 6 x 4 configs that all run
 // prefix_prefill.cpu_reference (same batches taken and declined, same work), only with the flag.
 TEST_F(FaultVariants, CpuReferenceCopiesIsACpuSpaceOverTheReference) {
   ::unsetenv("ATTN_BENCH_TEST_VARIANTS");
@@ -134,17 +134,23 @@ TEST_F(FaultVariants, CpuReferenceCopiesIsACpuSpaceOverTheReference) {
   const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
   const Target cpu = Target::cpu();
   const std::vector<ConfigAxis> axes = v->space(prefill, cpu);
-  ASSERT_EQ(axes.size(), 1u);
+  ASSERT_EQ(axes.size(), 2u);
   EXPECT_EQ(axes[0].name, "copy");
-  EXPECT_EQ(axes[0].values.size(), 24u);
+  EXPECT_EQ(axes[1].name, "repeat");
+  EXPECT_EQ(axes[0].values.size() * axes[1].values.size(), 24u);
   for (int64_t copy : axes[0].values) {
-    EXPECT_TRUE(v->supports(prefill, KernelConfig{{"copy", copy}}, cpu).ok) << copy;
+    for (int64_t repeat : axes[1].values) {
+      EXPECT_TRUE(v->supports(prefill, KernelConfig{{"copy", copy}, {"repeat", repeat}}, cpu).ok)
+          << copy << " " << repeat;
+    }
   }
-  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 24}}, cpu).ok);
-  EXPECT_FALSE(v->supports(prefill, KernelConfig{}, cpu).ok) << "the axis is required";
-  EXPECT_EQ(v->supports(decode, KernelConfig{{"copy", 0}}, cpu).ok,
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 6}, {"repeat", 0}}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}, {"repeat", -1}}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}}, cpu).ok) << "both axes are required";
+  const KernelConfig first{{"copy", 0}, {"repeat", 0}};
+  EXPECT_EQ(v->supports(decode, first, cpu).ok,
             reference->supports(decode, KernelConfig{}, cpu).ok);
-  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}}, testing::hopper_target()).ok);
+  EXPECT_FALSE(v->supports(prefill, first, testing::hopper_target()).ok);
   EXPECT_EQ(v->work(prefill).flops, reference->work(prefill).flops);
   EXPECT_EQ(v->work(prefill).bytes, reference->work(prefill).bytes);
 }
