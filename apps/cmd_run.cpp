@@ -8,6 +8,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/gbench_driver.hpp"
+#include "apps/interrupt.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
@@ -272,7 +273,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
 
   if (gbench.lists_only()) {
     run_gbench(invocation.argv.front(), gbench, context, named_cases,
-               [](const BenchCase&) -> const BenchRow& {
+               [](const BenchCase&) -> const BenchRow* {
                  throw std::logic_error("--benchmark_list_tests runs nothing");
                });
     return to_int(ExitCode::ok);
@@ -287,16 +288,32 @@ int run(const RunArgs& args, const Invocation& invocation) {
                    utc_timestamp_now()};
   session.begin(store, record);
   Progress progress(std::cerr, total, stderr_is_terminal());
+  // Ctrl-C: the case in progress finishes and is recorded, the rest are not run, the run is marked
+  // interrupted and what ran is printed; a second Ctrl-C exits at once (apps/interrupt.hpp).
+  std::optional<InterruptHandler> interrupt;
+  interrupt.emplace("attn-bench");
+  size_t ran = 0;
   run_gbench(invocation.argv.front(), gbench, context, named_cases,
-             [&](const BenchCase& c) -> const BenchRow& {
+             [&](const BenchCase& c) -> const BenchRow* {
+               if (interrupt->requested()) return nullptr;
                progress.begin(c.full_name);
                const BenchRow& row =
                    args.repeat_check ? session.repeat_check(c).first : session.measure(c);
                progress.finish_step();
-               return row;
+               ++ran;
+               return &row;
              });
-  const BenchReport& report = session.finish();
+  const bool interrupted = interrupt->requested();
+  interrupt.reset();
+  const BenchReport& report = session.finish(interrupted);
   print_report(report, db, out);
+
+  if (interrupted) {
+    std::cerr << "attn-bench: interrupted: " << ran << " of " << total
+              << " cases ran and are recorded in run " << report.run_id << " (status "
+              << "'interrupted'); the database is consistent; the rest were not run\n";
+    return to_int(ExitCode::interrupted);
+  }
 
   if (report.rows.empty()) {
     std::cerr << "attn-bench: --benchmark_filter '" << gbench.filter() << "' matched no case\n";

@@ -6,10 +6,10 @@
 // GPU) each evaluation runs in an `attn-tune worker` process (tuner/worker_evaluator.hpp): one that
 // hangs is killed at its phase's deadline, one that dies or loses its CUDA context to a sticky
 // error is recorded as crashed, and the sweep goes on with a fresh worker.
-#include <csignal>
 #include <iostream>
 #include <memory>
 
+#include "apps/interrupt.hpp"
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
@@ -31,12 +31,6 @@
 namespace attn {
 
 namespace {
-
-// Set by SIGINT; the sweep polls it between trials. (A signal handler can only reach a global.)
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void on_sigint(int) {
-  g_interrupted = 1;
-}
 
 struct TuneArgs {
   std::string workload;
@@ -198,9 +192,11 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
     ahead = std::make_unique<CompileAhead>(*backend.jit, 2);
     sweep.set_compile_ahead(ahead.get(), 2 * case_evaluator->slots());
   }
-  g_interrupted = 0;
-  auto previous = std::signal(SIGINT, on_sigint);
-  sweep.set_stop_request([] { return g_interrupted != 0; });
+  // Ctrl-C: stop between trials, finish the one in flight, choose winners from what was measured
+  // and exit 130; a second Ctrl-C exits at once (apps/interrupt.hpp).
+  std::optional<InterruptHandler> interrupt;
+  interrupt.emplace("attn-tune");
+  sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
   RunRecord record{"attn-tune tune",
                    tool_version(),
                    git_commit(),
@@ -219,8 +215,8 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
                            "\n  the sweep stopped; what was recorded is kept: fix this and rerun "
                            "the same command to resume");
   }
-  std::signal(SIGINT, previous);
   if (worker_evaluator) worker_evaluator->stop();
+  interrupt.reset();
 
   out << "\n";
   if (worker_evaluator && !devices.empty()) {

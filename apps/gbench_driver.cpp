@@ -92,7 +92,7 @@ std::map<std::string, double> gbench_counters(const BenchRow& row) {
 void run_gbench(const std::string& argv0, const GbenchOptions& options,
                 const std::map<std::string, std::string>& context,
                 const std::vector<std::pair<std::string, BenchCase>>& named_cases,
-                const std::function<const BenchRow&(const BenchCase&)>& measure) {
+                const std::function<const BenchRow*(const BenchCase&)>& measure) {
   std::vector<std::string> storage{argv0};
   storage.insert(storage.end(), options.args.begin(), options.args.end());
   std::vector<char*> argv;
@@ -108,7 +108,12 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
     benchmark::RegisterBenchmark(name.c_str(),
                                  [bench_case = bench_case, &measure](benchmark::State& state) {
                                    for (auto _ : state) {
-                                     const BenchRow& row = measure(bench_case);
+                                     const BenchRow* measured = measure(bench_case);
+                                     if (measured == nullptr) {
+                                       state.SkipWithError("not run: interrupted");
+                                       break;
+                                     }
+                                     const BenchRow& row = *measured;
                                      const Measurement& m = row.measurement;
                                      if (m.disposition != Disposition::passed) {
                                        const std::string why =

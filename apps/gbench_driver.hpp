@@ -34,11 +34,12 @@ bool gbench_filter_matches(const std::string& filter, const std::string& name);
 std::map<std::string, double> gbench_counters(const BenchRow& row);
 
 // Registers the cases, runs Google Benchmark and clears its registry. `measure` is called once per
-// case and repetition and returns the row to report. Throws UsageError for an unknown
-// --benchmark_ flag.
+// case and repetition and returns the row to report, or nullptr for a case it did not run (after
+// Ctrl-C: Google Benchmark reports it skipped, "not run: interrupted"). Throws UsageError for an
+// unknown --benchmark_ flag.
 void run_gbench(const std::string& argv0, const GbenchOptions& options,
                 const std::map<std::string, std::string>& context,
                 const std::vector<std::pair<std::string, BenchCase>>& named_cases,
-                const std::function<const BenchRow&(const BenchCase&)>& measure);
+                const std::function<const BenchRow*(const BenchCase&)>& measure);
 
 }  // namespace attn

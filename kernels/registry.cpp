@@ -56,7 +56,10 @@ Registry make_registry() {
   add_prefix_prefill_variants(registry);
   add_flash_fwd_variants(registry);
   add_blocksparse_variants(registry);
-  if (test_variants_enabled()) add_test_fault_variants(registry);  // test only, never by default
+  if (test_variants_enabled()) {  // test only, never by default
+    add_test_fault_variants(registry);
+    add_test_cpu_variants(registry);
+  }
   return registry;
 }
 

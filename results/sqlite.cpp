@@ -337,21 +337,26 @@ std::string Statement::sql() const {
 
 // ------------------------------------------------------------------------------- Transaction
 
-Transaction::Transaction(Database& db) : db_(db) {
-  db_.exec("BEGIN IMMEDIATE");
+Transaction::Transaction(Database& db) : db_(db), nested_(db.in_transaction()) {
+  db_.exec(nested_ ? "SAVEPOINT attn_nested" : "BEGIN IMMEDIATE");
 }
 
 Transaction::~Transaction() {
   // Some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM, ...) make SQLite roll back by itself;
   // then there is nothing left to roll back.
   if (!committed_ && db_.in_transaction()) {
-    sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    if (nested_) {
+      sqlite3_exec(db_.handle(), "ROLLBACK TO attn_nested; RELEASE attn_nested", nullptr, nullptr,
+                   nullptr);
+    } else {
+      sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
   }
 }
 
 void Transaction::commit() {
   ATTN_ASSERT(!committed_, "Transaction::commit() called twice");
-  db_.exec("COMMIT");
+  db_.exec(nested_ ? "RELEASE attn_nested" : "COMMIT");
   committed_ = true;
 }
 

@@ -146,7 +146,9 @@ class Statement {
 
 // BEGIN IMMEDIATE on construction (takes the write lock now, waiting up to busy_timeout, so the
 // transaction cannot fail later for lack of it). commit() makes the changes durable; if it is not
-// called, or it threw, the destructor rolls back. The destructor never throws. Not nestable.
+// called, or it threw, the destructor rolls back. The destructor never throws. Inside another
+// Transaction it is a savepoint: commit() keeps its changes as part of the outer transaction (which
+// decides), and the destructor without commit() undoes only its own changes.
 class Transaction {
  public:
   explicit Transaction(Database& db);
@@ -158,6 +160,7 @@ class Transaction {
 
  private:
   Database& db_;
+  bool nested_ = false;
   bool committed_ = false;
 };
 

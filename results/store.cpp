@@ -1,7 +1,9 @@
 #include "results/store.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
@@ -277,6 +279,22 @@ double error_value(const Statement& s, int column) {
   return s.column_optional_double(column).value_or(std::numeric_limits<double>::quiet_NaN());
 }
 
+// Switches the file to WAL (persistent in the file; a no-op once it is). Two processes opening a
+// new file at once race here: the switch needs an exclusive lock, and SQLite answers SQLITE_BUSY
+// at once instead of calling the busy handler, so retry for as long as the busy timeout.
+std::string enable_wal(Database& db) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    try {
+      Statement s(db, "PRAGMA journal_mode = WAL");
+      return s.step() ? s.column_text(0) : std::string();
+    } catch (const CallError& e) {
+      if ((e.status() & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= until) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 const char* const kMeasurementSelect = R"sql(
@@ -398,12 +416,19 @@ Store::Store(const std::string& path, StoreAccess access) {
   int version = 0;
   int64_t application_id = 0, schema_objects = 0;
   try {
+    // One read transaction, so that the three agree: another process may be creating this file
+    // right now, and between separate reads it could commit its first migration (tables,
+    // application_id and user_version at once), which would look like another program's file.
+    db_->exec("BEGIN");
     version = read_user_version(*db_);
     application_id = read_pragma_int(*db_, "application_id");
     Statement s(*db_, "SELECT count(*) FROM sqlite_master");
     ATTN_ASSERT(s.step(), "count(*) returned no row");
     schema_objects = s.column_int64(0);
+    s.reset();
+    db_->exec("COMMIT");
   } catch (const CallError& e) {
+    if (db_->in_transaction()) sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
     if ((e.status() & 0xff) == SQLITE_NOTADB) {
       throw EnvironmentError("'" + path +
                              "' is not an attn-bench database: it is not an SQLite file. It was "
@@ -449,8 +474,7 @@ Store::Store(const std::string& path, StoreAccess access) {
   if (!in_memory) {
     // WAL: readers (compare, report) never block the one writer. The mode is persistent in the
     // file. A file system without shared memory keeps the rollback journal, which still works.
-    Statement s(*db_, "PRAGMA journal_mode = WAL");
-    if (s.step()) opening_.journal_mode = s.column_text(0);
+    opening_.journal_mode = enable_wal(*db_);
   } else {
     opening_.journal_mode = "memory";
   }

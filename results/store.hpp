@@ -206,6 +206,10 @@ class Store {
   int64_t begin_attempt(const AttemptRecord& attempt);
   void finish_attempt(int64_t attempt_id, Disposition disposition,
                       std::optional<int64_t> measurement_id, const std::string& note = {});
+  // The measurement an attempt produced (with its samples) and the attempt finished with it, in
+  // one transaction: a kill at any point leaves both or neither. Returns the measurement's id.
+  int64_t finish_attempt_with(int64_t attempt_id, int64_t run_id, int64_t device_id,
+                              int64_t workload_id, const Measurement& measurement);
   // Removes an attempt still 'started' that an infrastructure failure (not the config) stopped,
   // so that it does not count towards the config's quarantine.
   void discard_attempt(int64_t attempt_id);

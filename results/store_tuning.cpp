@@ -43,6 +43,15 @@ void Store::finish_attempt(int64_t attempt_id, Disposition disposition,
               "finish_attempt: no started attempt " + std::to_string(attempt_id));
 }
 
+int64_t Store::finish_attempt_with(int64_t attempt_id, int64_t run_id, int64_t device_id,
+                                   int64_t workload_id, const Measurement& m) {
+  Transaction transaction(*db_);
+  const int64_t measurement_id = add_measurement(run_id, device_id, workload_id, m);
+  finish_attempt(attempt_id, m.disposition, measurement_id, m.reason);
+  transaction.commit();
+  return measurement_id;
+}
+
 void Store::discard_attempt(int64_t attempt_id) {
   Statement s(*db_, "DELETE FROM attempts WHERE id = ? AND status = 'started'");
   s.bind(1, attempt_id);

@@ -144,9 +144,11 @@ const RepeatCheck& BenchSession::repeat_check(const BenchCase& bench_case) {
   return report_.repeat_checks.back();
 }
 
-const BenchReport& BenchSession::finish() {
+const BenchReport& BenchSession::finish(bool interrupted) {
   ATTN_ASSERT(store_, "BenchSession::begin() must come before finish()");
-  store_->finish_run(report_.run_id, report_.any_failed() ? "failed_cases" : "completed");
+  store_->finish_run(report_.run_id, interrupted            ? "interrupted"
+                                     : report_.any_failed() ? "failed_cases"
+                                                            : "completed");
   return report_;
 }
 

@@ -88,8 +88,9 @@ class BenchSession {
   const BenchRow& measure(const BenchCase& bench_case);
   // Measures one case twice and records both and their comparison.
   const RepeatCheck& repeat_check(const BenchCase& bench_case);
-  // Closes the run ("completed" or "failed_cases") and returns everything measured.
-  const BenchReport& finish();
+  // Closes the run ("completed" or "failed_cases"; "interrupted" when the caller stopped early)
+  // and returns everything measured.
+  const BenchReport& finish(bool interrupted = false);
 
  private:
   BenchSession(const Batch& batch, const BenchOptions& options);

@@ -18,17 +18,18 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
-// A gnuplot double-quoted string of lines (a title over two lines): backslash escapes inside.
+// A string of lines (a title over two lines): single-quoted parts joined by "\n". Never text
+// inside double quotes: gnuplot runs a `backquoted command` found in a double-quoted string, and
+// titles hold workload and device names.
 std::string lines(const std::vector<std::string>& parts) {
-  std::string out = "\"";
+  std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += "\\n";
-    for (char c : parts[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c == '\n' ? ' ' : c;
-    }
+    if (i) out += ".\"\\n\".";
+    std::string part = parts[i];
+    std::replace(part.begin(), part.end(), '\n', ' ');
+    out += quoted(part);
   }
-  return out + "\"";
+  return out.empty() ? "''" : out;
 }
 
 // A string field of a datablock row: double-quoted, with no double quote inside.

@@ -275,9 +275,9 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   auto finish_evaluation = [&](const Trial& trial, const CaseResult& result) -> Outcome {
     const Started started = in_flight.at(result.tag);
     const Measurement& m = result.measurement;
-    const int64_t measurement_id = store_.add_measurement(
-        run_id, device_ids_[result.slot % device_ids_.size()], workload_id_, m);
-    store_.finish_attempt(started.attempt_id, m.disposition, measurement_id, m.reason);
+    // One transaction: a kill -9 here leaves the attempt 'started' and no measurement, or both.
+    store_.finish_attempt_with(started.attempt_id, run_id,
+                               device_ids_[result.slot % device_ids_.size()], workload_id_, m);
     in_flight.erase(result.tag);  // only now: a failed write above leaves it to be discarded
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started.start).count();

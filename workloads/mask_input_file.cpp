@@ -37,6 +37,8 @@ nlohmann::json read_mask_json_file(const std::string& path, const std::string& e
 
   StrictJsonLimits limits;
   limits.max_bytes = kMaxMaskFileBytes;
+  // Mask files are grids and index lists: their size limit alone bounds them (no value count).
+  limits.max_values = kMaxMaskFileBytes;
   StrictJsonResult parsed = parse_strict_json(text, limits);
   if (!parsed.problems.empty()) throw InputError(path, parsed.problems);
   if (!parsed.value.is_object()) {

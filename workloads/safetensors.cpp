@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,16 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 int64_t element_count(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t dim : shape) n *= dim;
+  return n;
+}
+
+// The byte count a shape and element size claim, or nullopt when it does not fit 64 bits (a file
+// could otherwise claim a shape whose product wraps around to its few bytes).
+std::optional<uint64_t> claimed_bytes(const std::vector<int64_t>& shape, size_t element) {
+  uint64_t n = element;
+  for (int64_t dim : shape) {
+    if (dim < 0 || __builtin_mul_overflow(n, uint64_t(dim), &n)) return std::nullopt;
+  }
   return n;
 }
 
@@ -145,7 +157,8 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
     t.dtype = entry["dtype"].get<std::string>();
     bool shape_ok = true;
     for (const auto& dim : entry["shape"]) {
-      if (!dim.is_number_unsigned())
+      if (!dim.is_number_unsigned() ||
+          dim.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
         shape_ok = false;
       else
         t.shape.push_back(dim.get<int64_t>());
@@ -167,7 +180,12 @@ SafetensorsFile parse_safetensors(const std::vector<uint8_t>& bytes, const std::
                          " data bytes");
       continue;
     }
-    if (end - begin != uint64_t(element_count(t.shape)) * element) {
+    const std::optional<uint64_t> claimed = claimed_bytes(t.shape, element);
+    if (!claimed) {
+      problems.push_back(where + ": the shape's element count does not fit 64 bits");
+      continue;
+    }
+    if (end - begin != *claimed) {
       problems.push_back(where + ": " + std::to_string(end - begin) +
                          " bytes do not match dtype and shape");
       continue;

@@ -110,12 +110,24 @@ class DomBuilder {
   }
 
   bool put(json value) {
+    if (!count_value()) return false;
     place(std::move(value));
     advance();
     return true;
   }
 
+  // Counts one more value; false (with the problem) past the limit.
+  bool count_value() {
+    if (++values_ <= limits_.max_values) return true;
+    std::string where = pointer();
+    result_.problems.push_back((where.empty() ? std::string("(top level)") : where) +
+                               ": the document holds more than " +
+                               std::to_string(limits_.max_values) + " values");
+    return false;
+  }
+
   bool open(json container, bool is_array) {
+    if (!count_value()) return false;
     if (int(frames_.size()) + 1 > limits_.max_depth) {
       std::string where = pointer();
       result_.problems.push_back((where.empty() ? std::string("(top level)") : where) +
@@ -166,6 +178,7 @@ class DomBuilder {
   const StrictJsonLimits& limits_;
   StrictJsonResult& result_;
   std::vector<Frame> frames_;
+  size_t values_ = 0;
 };
 
 }  // namespace

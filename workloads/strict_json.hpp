@@ -17,6 +17,9 @@ namespace attn {
 struct StrictJsonLimits {
   size_t max_bytes = size_t(16) << 20;  // larger inputs are refused before parsing
   int max_depth = 64;                   // the top-level value is depth 1
+  // Values (scalars and containers) in the document: bounds the DOM, which costs ~20 bytes of
+  // memory per byte of input for an array of small numbers (16 MiB of "0," was 280 MB).
+  size_t max_values = size_t(1) << 21;
 };
 
 struct StrictJsonResult {
@@ -24,7 +27,8 @@ struct StrictJsonResult {
   std::vector<std::string> problems;  // "line L, column C: ..." or "<pointer>: ..."
   bool complete = false;              // parsed to the end of the input (problems may still list
                                       // duplicate keys); false after a syntax error, an input
-                                      // that is too large or nested too deeply
+                                      // that is too large, nested too deeply or holds too many
+                                      // values
 };
 
 // Never throws on bad input; every problem found is in the result.

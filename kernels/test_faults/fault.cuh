@@ -18,6 +18,13 @@ __global__ void fault_kernel(FaultParams p) {
   } else if constexpr (kKind == kHang) {
     // Never returns; the volatile sleep keeps the compiler from proving the loop empty.
     for (;;) asm volatile("nanosleep.u32 1000000;");
+  } else if constexpr (kKind == kBadPage) {
+    // What a kernel reading a corrupt block table does: it takes sequence 0's first page from the
+    // table, but the entry has its high bits set, so the page number is kBadPageNumber or above,
+    // far outside the pool. The load faults; its value is stored so that it cannot be dropped.
+    const int page = p.block_table[0] | kBadPageNumber;
+    const unsigned short key = p.k_pool[(long long)page * p.page_elements + threadIdx.x];
+    out[threadIdx.x % p.elements] = key;
   } else if constexpr (kKind == kSmem) {
     // Only reached if a GPU ever allowed the request; the launch is expected to be refused.
     extern __shared__ unsigned short smem[];

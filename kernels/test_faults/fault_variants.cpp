@@ -64,6 +64,9 @@ class FaultVariant : public Variant {
     if (dtype != DType::bf16 && dtype != DType::fp16) {
       return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
     }
+    if (kind_ == test_faults::kBadPage && batch.spec.model.effective_kv_dtype() != dtype) {
+      return Support::no("the K pool is not " + to_string(dtype));  // it reads 2-byte elements
+    }
     return Support::yes();
   }
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -99,6 +102,10 @@ class FaultVariant : public Variant {
     p.out = problem.out();
     p.elements = (long long)batch.num_seqs * m.num_q_heads * m.head_dim;
     p.nan_bits = m.dtype == DType::bf16 ? 0x7fc0 : 0x7e00;
+    p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
+    p.block_table = problem.block_table();
+    // Every layout holds a page as its outermost dimension.
+    p.page_elements = (long long)batch.page_size * m.num_kv_heads * m.head_dim;
     return std::make_unique<FaultLauncher>(context, kernel, shape, p);
   }
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
@@ -124,6 +131,9 @@ bool test_variants_enabled() {
 void add_test_fault_variants(Registry& registry) {
   registry.add(std::make_unique<FaultVariant>("test.fault_oob_write", test_faults::kOobWrite,
                                               "writes 1 TiB past the output (illegal address)"));
+  registry.add(std::make_unique<FaultVariant>(
+      "test.fault_bad_page", test_faults::kBadPage,
+      "reads the K pool through a page number far outside it (illegal address)"));
   registry.add(
       std::make_unique<FaultVariant>("test.fault_hang", test_faults::kHang, "never terminates"));
   registry.add(std::make_unique<FaultVariant>(

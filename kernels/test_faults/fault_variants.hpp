@@ -1,6 +1,8 @@
 // Test-only variants that fail on purpose, for the GPU acceptance of the tuner's isolation:
 //   test.fault_oob_write  writes far out of bounds  -> crashed (sticky illegal address; the
 //                                                     worker is replaced)
+//   test.fault_bad_page   reads the K pool through a page number far outside it -> crashed
+//                                                     (sticky illegal address; worker replaced)
 //   test.fault_hang       never terminates          -> timed_out (the verify deadline)
 //   test.fault_smem       asks for 1 MiB of dynamic shared memory -> launch_failed
 //   test.fault_nan        writes NaN                -> incorrect
@@ -16,5 +18,9 @@ class Registry;
 // True when $ATTN_BENCH_TEST_VARIANTS is "1".
 bool test_variants_enabled();
 void add_test_fault_variants(Registry& registry);
+// test.cpu_reference_copies (kernels/test_faults/cpu_copies_variant.cpp): the CPU reference under
+// axes `copy` (6 values) and `repeat` (4) that change nothing, a space of 24 configs for CPU sweep
+// tests (kill -9 and resume, concurrent writers, Ctrl-C, a report's heatmap).
+void add_test_cpu_variants(Registry& registry);
 
 }  // namespace attn

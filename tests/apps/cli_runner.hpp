@@ -2,17 +2,24 @@
 // code, standard output and standard error. Shared by the CLI test files.
 #pragma once
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+extern char** environ;
 
 namespace attn::testing {
 
@@ -48,6 +55,60 @@ inline int processes_with(const std::string& marker, const char* file = "environ
   }
   return n;
 }
+
+// A child process started with posix_spawn, its environment that of the test plus `extra_env`
+// ("NAME=value" entries, which win over the inherited ones), stdout and stderr going to files. For
+// tests that signal a running binary or run two at once.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+        const std::filesystem::path& out, const std::filesystem::path& err) {
+    std::vector<std::string> storage = args;
+    std::vector<char*> argv;
+    for (std::string& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_storage = extra_env;
+    for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+    std::vector<char*> envp;
+    for (std::string& e : env_storage) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) pid_ = -1;
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  // A child the test did not wait for (a failed assertion) is killed and reaped.
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // The wait status; with `usage`, what the child used (ru_maxrss: its peak resident set, KiB).
+  int wait(struct rusage* usage = nullptr) {
+    int status = 0;
+    while (::wait4(pid_, &status, 0, usage) < 0 && errno == EINTR) {
+    }
+    exited_ = true;
+    return status;
+  }
+  // True (with the wait status) once the child has exited.
+  bool exited(int& status) {
+    if (exited_) return true;
+    exited_ = ::waitpid(pid_, &status, WNOHANG) == pid_;
+    return exited_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
 
 class Cli : public ::testing::Test {
  protected:

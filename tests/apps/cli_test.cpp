@@ -166,6 +166,33 @@ TEST_F(Cli, NewerDatabaseIsRefusedWithEnvironmentCode) {
   EXPECT_NE(r.err.find("newer"), std::string::npos) << r.err;
 }
 
+// Exit 5: the run completed but nothing passed; here no variant asked for takes the batch.
+TEST_F(Cli, ARunWhereNoVariantCanRunExitsWithFive) {
+  const CliResult r = run({"run", "--cpu", "--variant", "blocksparse.*", "--samples", "1"});
+  EXPECT_EQ(r.exit_code, int(ExitCode::failed_cases)) << r.out << r.err;
+  EXPECT_NE(r.err.find("no variant could run this workload (all unsupported)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("unsupported"), std::string::npos) << r.out;
+}
+
+// Exit 1 is for a broken invariant. With no bug known to reach one, a database edited by hand to
+// break one stands in: the workload's row keeps its hash but not its canonical JSON, which the
+// store refuses to pair with the spec that hashes to it.
+TEST_F(Cli, ABrokenInvariantExitsWithOne) {
+  CliResult r = run({"run", "--cpu", "--samples", "1", "--warmup", "0", "--noise", "0.9"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  {
+    Database db((dir_ / "attn-bench.db").string(), SQLITE_OPEN_READWRITE);
+    db.exec("UPDATE workloads SET canonical_json = '{}'");
+  }
+  r = run({"run", "--cpu", "--samples", "1", "--warmup", "0", "--noise", "0.9"});
+  EXPECT_EQ(r.exit_code, int(ExitCode::internal)) << r.out << r.err;
+  EXPECT_NE(r.err.find("attn-bench: error: internal error: workload hash "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("is already stored with another canonical JSON"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, DevicesSaysPlainlyWhenThereIsNoGpu) {
   const CliResult r = run({"devices"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -272,11 +272,40 @@ TEST(SqliteTransaction, CommitKeepsChanges) {
   EXPECT_EQ(count_rows(db, "SELECT count(*) FROM t"), 2);
 }
 
-TEST(SqliteTransaction, DoesNotNest) {
+// Inside another transaction a Transaction is a savepoint: committing it leaves the decision to
+// the outer one, dropping it undoes only its own changes.
+TEST(SqliteTransaction, NestsAsASavepointTheOuterOneDecides) {
   Database db = memory_db();
-  Transaction outer(db);
-  EXPECT_THROW(Transaction inner(db), CallError);
-  EXPECT_TRUE(db.in_transaction());  // the failed inner BEGIN left the outer one alone
+  db.exec("CREATE TABLE t (x INTEGER)");
+  {
+    Transaction outer(db);
+    Statement(db, "INSERT INTO t (x) VALUES (1)").run();
+    {
+      Transaction inner(db);
+      Statement(db, "INSERT INTO t (x) VALUES (2)").run();
+    }  // no commit: only 2 is undone
+    EXPECT_TRUE(db.in_transaction());
+    {
+      Transaction inner(db);
+      Statement(db, "INSERT INTO t (x) VALUES (3)").run();
+      inner.commit();
+    }
+    EXPECT_TRUE(db.in_transaction()) << "an inner commit must not end the outer transaction";
+    EXPECT_EQ(count_rows(db, "SELECT count(*) FROM t"), 2);
+    outer.commit();
+  }
+  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM t WHERE x IN (1, 3)"), 2);
+  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM t"), 2);
+  {
+    Transaction outer(db);
+    {
+      Transaction inner(db);
+      Statement(db, "INSERT INTO t (x) VALUES (4)").run();
+      inner.commit();
+    }
+  }  // the outer one rolls back what the inner one committed
+  EXPECT_FALSE(db.in_transaction());
+  EXPECT_EQ(count_rows(db, "SELECT count(*) FROM t WHERE x = 4"), 0);
 }
 
 TEST(SqliteDatabase, MovesOwnership) {

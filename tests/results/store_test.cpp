@@ -11,6 +11,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "base/errors.hpp"
 #include "results/sqlite.hpp"
@@ -339,6 +341,51 @@ TEST(StoreMemory, FailedMeasurementWritesNothing) {
   EXPECT_EQ(store.counts().measurements, 1);
 }
 
+// An attempt's measurement and the attempt's finish are one transaction: both land, or (when either
+// fails) neither, and the attempt stays 'started' for the quarantine to count.
+TEST(StoreMemory, FinishAttemptWithWritesTheMeasurementAndTheAttemptTogether) {
+  Store store(":memory:");
+  const int64_t run = store.begin_run(sample_run());
+  const int64_t device = store.upsert_device(sample_device());
+  const int64_t workload = store.upsert_workload(sample_workload());
+  const Measurement good = sample_measurement();
+  AttemptRecord attempt{run,       device,       workload, good.variant, good.config_key,
+                        "confirm", "exhaustive", 0,        "0/1",        std::nullopt};
+  const int64_t first = store.begin_attempt(attempt);
+  const int64_t id = store.finish_attempt_with(first, run, device, workload, good);
+  EXPECT_EQ(store.attempts_of_run(run, "finished"), 1);
+  EXPECT_EQ(store.attempts_of_run(run, "started"), 0);
+  {
+    Statement s(store.database(), "SELECT measurement_id, disposition FROM attempts WHERE id = ?");
+    s.bind(1, first);
+    ASSERT_TRUE(s.step());
+    EXPECT_EQ(s.column_int64(0), id);
+    EXPECT_EQ(s.column_text(1), "passed");
+  }
+
+  // A bad sample fails the measurement: the attempt is not finished either.
+  const int64_t second = store.begin_attempt(attempt);
+  Measurement bad = sample_measurement();
+  bad.samples_us.push_back(std::numeric_limits<double>::quiet_NaN());  // time_us is NOT NULL
+  EXPECT_THROW(store.finish_attempt_with(second, run, device, workload, bad), CallError);
+  EXPECT_EQ(store.counts().measurements, 1);
+  EXPECT_EQ(store.attempts_of_run(run, "started"), 1);
+  EXPECT_FALSE(store.database().in_transaction());
+
+  // An attempt that is not 'started' (finished already): the measurement is taken back out.
+  EXPECT_THROW(store.finish_attempt_with(first, run, device, workload, good), Error);
+  EXPECT_EQ(store.counts().measurements, 1);
+  {
+    Statement s(store.database(), "SELECT count(*) FROM samples");
+    ASSERT_TRUE(s.step());
+    EXPECT_EQ(s.column_int64(0), int64_t(good.samples_us.size()));
+  }
+  EXPECT_FALSE(store.database().in_transaction());
+  // The started one can still be finished.
+  EXPECT_GT(store.finish_attempt_with(second, run, device, workload, good), id);
+  EXPECT_EQ(store.attempts_of_run(run, "started"), 0);
+}
+
 TEST(StoreMemory, HostileTextIsStoredVerbatim) {
   Store store(":memory:");
   RunRecord record = sample_run();
@@ -419,6 +466,38 @@ TEST_F(StoreFile, CreatesAWalDatabase) {
   EXPECT_EQ(mode.column_text(0), "wal");
   EXPECT_EQ(raw_int("PRAGMA user_version"), Store::kSchemaVersion);
   EXPECT_EQ(raw_int("PRAGMA application_id"), 0x6174746e);
+}
+
+// Processes (here: threads with their own connections) that open one new file at the same moment
+// all succeed: they race to switch it to WAL, which SQLite refuses with SQLITE_BUSY without
+// waiting, and to migrate it, which one of them does while the others must not mistake the
+// half-made file for another program's.
+TEST_F(StoreFile, ManyOpenersOfANewFileAtOnceAllSucceed) {
+  constexpr int kOpeners = 6;
+  for (int round = 0; round < 15; ++round) {
+    const std::string path = (dir_ / ("race" + std::to_string(round) + ".db")).string();
+    std::atomic<int> ready{0};
+    std::vector<std::string> errors(kOpeners);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kOpeners; ++i) {
+      threads.emplace_back([&, i] {
+        ++ready;
+        while (ready.load() < kOpeners) {
+        }
+        try {
+          Store store(path);
+          store.begin_run(sample_run());
+        } catch (const std::exception& e) {
+          errors[size_t(i)] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (const std::string& e : errors) EXPECT_EQ(e, "") << "round " << round;
+    Store store(path);
+    EXPECT_EQ(store.counts().runs, kOpeners);
+    EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
+  }
 }
 
 TEST_F(StoreFile, ReopenKeepsDataAndDoesNotMigrateAgain) {

@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "base/errors.hpp"
 #include "tests/results/comparison_fixture.hpp"
@@ -84,7 +89,7 @@ TEST(Report, GnuplotScripts) {
   const std::string s = roofline_script(plot, "roofline-x.svg");
   for (const char* text :
        {"reset\n", "set terminal svg", "noenhanced", "set output 'roofline-x.svg'",
-        "set title \"Roofline of it's \\\"H100\\\"\\nsecond line\"", "set logscale xy",
+        "set title 'Roofline of it''s \"H100\"'.\"\\n\".'second line'\n", "set logscale xy",
         "bandwidth = 3000", "tensor = 600", "title 'roofline'", "title 'paged_decode'",
         "title 'flash_fwd'", "4 9.6\n4 8\n", "2000 400\n"}) {
     EXPECT_NE(s.find(text), std::string::npos) << text << "\n" << s;
@@ -109,6 +114,41 @@ TEST(Report, GnuplotScripts) {
   EXPECT_NE(bars.find("1 with lines"), std::string::npos);
   EXPECT_EQ(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
   EXPECT_EQ(slug("--paged_decode.splitkv--"), "paged-decode-splitkv");
+}
+
+// Titles carry workload and device names: a name written to run a command (gnuplot runs a
+// `backquoted command` inside a double-quoted string) or to close the quotes stays inert text in a
+// single-quoted string, and gnuplot, when installed, renders it without running anything.
+TEST(Report, HostileNamesInTitlesRunNothing) {
+  const std::string name = "x`touch PWNED`\" @t '; system('touch PWNED2') $(touch PWNED3) ../../e";
+  RooflinePlot plot;
+  plot.title = {"Roofline of " + name, "line two"};
+  plot.points = {{"paged_decode", 4, 9.6}};
+  const std::string s = roofline_script(plot, "r.svg");
+  const size_t at = s.find("set title ");
+  ASSERT_NE(at, std::string::npos) << s;
+  const std::string title = s.substr(at, s.find('\n', at) - at);
+  EXPECT_EQ(title,
+            "set title 'Roofline of x`touch PWNED`\" @t ''; system(''touch PWNED2'') $(touch "
+            "PWNED3) ../../e'.\"\\n\".'line two'");
+  // The only double-quoted string in the script is the line break.
+  size_t quotes = 0;
+  for (size_t i = s.find('"'); i != std::string::npos; i = s.find('"', i + 1)) ++quotes;
+  EXPECT_EQ(quotes, 3u) << s;  // "\n" and the name's own '"' inside single quotes
+
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("attn-report-hostile-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "r.gp") << s; }
+  const std::string command = "cd '" + dir.string() + "' && gnuplot r.gp >/dev/null 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "r.svg"));
+  for (const char* pwned : {"PWNED", "PWNED2", "PWNED3"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir / pwned)) << pwned << ": gnuplot ran a command";
+  }
+  std::filesystem::remove_all(dir);
 }
 
 class ReportStore : public ::testing::Test {

@@ -110,6 +110,10 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
            R"({"a":{"dtype":"F32","shape":[1]}})",                       // no offsets
            R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
            R"([1,2])",
+           // Shapes whose element count wraps around 64 bits to the 4 bytes there are.
+           R"({"a":{"dtype":"U8","shape":[4,4611686018427387905],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,4],"data_offsets":[0,4]}})",
+           R"({"a":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,4]}})",
        }) {
     EXPECT_THROW(parse_safetensors(with_header(bad), "bad"), InputError) << bad;
   }

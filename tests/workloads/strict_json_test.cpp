@@ -111,6 +111,24 @@ TEST(WorkloadStrictJson, InputOverTheSizeLimitIsRefused) {
   EXPECT_TRUE(parse_strict_json("{\"a\": 12}", limits).complete);
 }
 
+TEST(WorkloadStrictJson, ValueCountIsLimited) {
+  StrictJsonLimits limits;
+  limits.max_values = 5;  // the object and four numbers
+  EXPECT_TRUE(parse_strict_json(R"({"a": [1, 2], "b": 3})", limits).complete);
+  StrictJsonResult r = parse_strict_json(R"({"a": [1, 2], "b": 3, "c": 4})", limits);
+  EXPECT_FALSE(r.complete);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0], "/c: the document holds more than 5 values");
+  // Containers count too.
+  EXPECT_FALSE(parse_strict_json("[[], [], [], [], []]", limits).complete);
+  // The default: 2^21 values, so that 16 MiB of small numbers cannot grow a 300 MB DOM.
+  std::string many = "[0";
+  for (size_t i = 1; i < (size_t(1) << 21); ++i) many += ",0";
+  EXPECT_FALSE(parse_strict_json(many + "]").complete);  // the array and 2^21 numbers
+  many.erase(many.size() - 2);
+  EXPECT_TRUE(parse_strict_json(many + "]").complete);
+}
+
 TEST(WorkloadStrictJson, PointerTokensAreEscaped) {
   EXPECT_EQ(json_pointer_token("a/b~c"), "a~1b~0c");
   EXPECT_EQ(json_pointer_token("plain"), "plain");

@@ -12,6 +12,7 @@
 
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
+#include "kernels/test_faults/fault_params.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
 
@@ -34,8 +35,9 @@ TEST_F(FaultVariants, RegisteredOnlyWhenTheEnvironmentAsks) {
   const Registry registry = make_registry();
   std::vector<std::string> names;
   for (const Variant* v : registry.matching("test.fault_*")) names.push_back(v->name());
-  EXPECT_EQ(names, std::vector<std::string>({"test.fault_oob_write", "test.fault_hang",
-                                             "test.fault_smem", "test.fault_nan"}));
+  EXPECT_EQ(names,
+            std::vector<std::string>({"test.fault_oob_write", "test.fault_bad_page",
+                                      "test.fault_hang", "test.fault_smem", "test.fault_nan"}));
 }
 
 TEST_F(FaultVariants, TakeDecodeBatchesWithAFaultAxisAndCompile) {
@@ -71,6 +73,86 @@ TEST_F(FaultVariants, TakeDecodeBatchesWithAFaultAxisAndCompile) {
         << "fault=0 runs paged_decode.splitkv";
   }
   fs::remove_all(dir);
+}
+
+// The bad-page fault reads 2-byte elements of the K pool through a page number far outside any
+// pool: it declines an fp8 pool, compiles its own kernel (not splitkv's), and the page it reads is
+// beyond the largest pool the workload limits allow, at least ~256 GiB past the pool's start.
+TEST_F(FaultVariants, BadPageReadsFarOutsideThePoolAndDeclinesAnFp8Pool) {
+  ::setenv("ATTN_BENCH_TEST_VARIANTS", "1", 1);
+  const Registry registry = make_registry();
+  const Variant* v = registry.find("test.fault_bad_page");
+  ASSERT_NE(v, nullptr);
+  EXPECT_NE(v->summary().find("TEST ONLY"), std::string::npos);
+  testing::SpecShape shape;
+  const Target target = testing::hopper_target();
+  const KernelConfig faulting{{"fault", 1}};
+  WorkloadSpec fp8 = testing::make_decode_spec(shape, {100, 200});
+  fp8.model.kv_dtype = DType::fp8_e4m3;
+  const Batch fp8_batch = generate_batch(fp8);
+  const Support declined = v->supports(fp8_batch, faulting, target);
+  EXPECT_FALSE(declined.ok);
+  EXPECT_NE(declined.reason.find("K pool"), std::string::npos) << declined.reason;
+
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
+  ASSERT_TRUE(v->supports(decode, faulting, target).ok);
+  const std::vector<JitProgram> programs = v->programs(decode, faulting, target);
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0].kernels, std::vector<std::string>({"attn::test_faults::fault_kernel<4>"}));
+  EXPECT_EQ(programs[0].arch, "sm_90a");
+  const fs::path dir =
+      fs::temp_directory_path() / ("attn-badpage-jit-" + std::to_string(::getpid()));
+  JitCompiler jit(JitOptions{dir.string(), /*use_cache=*/false});
+  const CompiledProgram compiled = jit.compile(programs[0]);
+  EXPECT_FALSE(compiled.cubin.empty());
+  EXPECT_EQ(compiled.lowered_names.count("attn::test_faults::fault_kernel<4>"), 1u);
+  fs::remove_all(dir);
+
+  EXPECT_EQ(test_faults::kBadPage, 4);
+  // Above any pool: the limits keep num_pages + 1 below 2^31, so a pool's last page is below this.
+  EXPECT_GT(int64_t(test_faults::kBadPageNumber), (int64_t(1) << 31) - 32);
+  // The smallest page the bad-page fault reads is 128 bytes (page_size 1, one kv head, head_dim 64,
+  // bf16): the read lands at least ~256 GiB past the pool.
+  EXPECT_GT(int64_t(test_faults::kBadPageNumber) * 128, int64_t(255) << 30);
+}
+
+// test.cpu_reference_copies gives CPU sweep tests a space: 6 x 4 configs that all run
+// prefix_prefill.cpu_reference (same batches taken and declined, same work), only with the flag.
+TEST_F(FaultVariants, CpuReferenceCopiesIsACpuSpaceOverTheReference) {
+  ::unsetenv("ATTN_BENCH_TEST_VARIANTS");
+  EXPECT_EQ(make_registry().find("test.cpu_reference_copies"), nullptr);
+  ::setenv("ATTN_BENCH_TEST_VARIANTS", "1", 1);
+  const Registry registry = make_registry();
+  const Variant* v = registry.find("test.cpu_reference_copies");
+  ASSERT_NE(v, nullptr);
+  const Variant* reference = registry.find("prefix_prefill.cpu_reference");
+  ASSERT_NE(reference, nullptr);
+  EXPECT_EQ(v->backend(), Backend::cpu);
+  EXPECT_EQ(v->family(), Family::prefix_prefill);
+  testing::SpecShape shape;
+  const Batch prefill = generate_batch(testing::make_spec(shape, {{40, 8}, {0, 5}}, "prefill"));
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
+  const Target cpu = Target::cpu();
+  const std::vector<ConfigAxis> axes = v->space(prefill, cpu);
+  ASSERT_EQ(axes.size(), 2u);
+  EXPECT_EQ(axes[0].name, "copy");
+  EXPECT_EQ(axes[1].name, "repeat");
+  EXPECT_EQ(axes[0].values.size() * axes[1].values.size(), 24u);
+  for (int64_t copy : axes[0].values) {
+    for (int64_t repeat : axes[1].values) {
+      EXPECT_TRUE(v->supports(prefill, KernelConfig{{"copy", copy}, {"repeat", repeat}}, cpu).ok)
+          << copy << " " << repeat;
+    }
+  }
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 6}, {"repeat", 0}}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}, {"repeat", -1}}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}}, cpu).ok) << "both axes are required";
+  const KernelConfig first{{"copy", 0}, {"repeat", 0}};
+  EXPECT_EQ(v->supports(decode, first, cpu).ok,
+            reference->supports(decode, KernelConfig{}, cpu).ok);
+  EXPECT_FALSE(v->supports(prefill, first, testing::hopper_target()).ok);
+  EXPECT_EQ(v->work(prefill).flops, reference->work(prefill).flops);
+  EXPECT_EQ(v->work(prefill).bytes, reference->work(prefill).bytes);
 }
 
 }  // namespace
