@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attn-bench builds and tests with, when any is missing (gnuplot-nox
-# draws the SVG plots of `attn-tune report`), and checks that the CUDA toolkit's headers are
-# present. Safe to run repeatedly: it does nothing when all is there.
+# draws the SVG plots of `attn-tune report`; clang and libclang-rt-dev, which holds libFuzzer and
+# clang's sanitizer runtimes, build `make fuzz`; g++'s ASan/UBSan runtimes come with g++), and
+# checks that the CUDA toolkit's headers are present. Safe to run repeatedly: it does nothing when
+# all is there.
 set -euo pipefail
 
 packages=(g++ cmake ninja-build make git libcli11-dev nlohmann-json3-dev libsqlite3-dev
           libbenchmark-dev libgtest-dev libbenchmark-tools python3-scipy
-          gnuplot-nox)
+          gnuplot-nox clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

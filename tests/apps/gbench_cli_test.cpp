@@ -50,9 +50,11 @@ class GbenchCli : public ::testing::Test {
   }
   // One case: the default (decode) preset has one supporting CPU variant, and the filter keeps
   // the other families' CPU variants (which decline decode batches) from adding "unsupported" rows.
+  // --max-time lifts the screen policy's 1 s cap, which a sanitized build (make test-asan) can
+  // reach after one sample.
   std::vector<std::string> fast_cpu_run() {
-    return {"run",      "--cpu", "--policy", "screen", "--samples", "2",
-            "--warmup", "0",     "--noise",  "0.9",    "--variant", "paged_decode.*"};
+    return {"run",      "--cpu", "--policy", "screen", "--samples", "2",     "--warmup",
+            "0",        "--noise", "0.9",    "--max-time", "30",   "--variant", "paged_decode.*"};
   }
 
   fs::path dir_;
