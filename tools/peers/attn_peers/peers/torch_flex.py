@@ -126,9 +126,10 @@ class FlexPeer(_FlexPeer):
     def prepare(self, batch, env):
         torch = env.torch
         BlockMask, create_block_mask, flex_attention = _flex_api(torch)
-        q = torch_batch.q(batch, env).permute(1, 0, 2).unsqueeze(0)  # [1, Hq, total_q, D]
-        k = torch_batch.gathered(batch, env, "k").permute(1, 0, 2).unsqueeze(0)
-        v = torch_batch.gathered(batch, env, "v").permute(1, 0, 2).unsqueeze(0)
+        # [1, heads, tokens, head_dim], contiguous
+        q = torch_batch.q(batch, env).permute(1, 0, 2).unsqueeze(0).contiguous()
+        k = torch_batch.gathered(batch, env, "k").permute(1, 0, 2).unsqueeze(0).contiguous()
+        v = torch_batch.gathered(batch, env, "v").permute(1, 0, 2).unsqueeze(0).contiguous()
         seq_of_q = torch.from_numpy(np.repeat(np.arange(batch.num_seqs), batch.query_lens)).cuda()
         seq_of_kv = torch.from_numpy(np.repeat(np.arange(batch.num_seqs), batch.kv_lens)).cuda()
         cu_q = torch.from_numpy(batch.cu_seqlens_q).cuda()
@@ -180,17 +181,18 @@ class FlexPagedPeer(_FlexPeer):
             n = int(batch.query_lens[s])
             start = int(batch.cu_seqlens_q[s])
             q[s, :n] = q_flat[start:start + n]
-        q = q.transpose(1, 2)
-        layout_note = "the pool in place (NHD)"
-        kv = []
-        for stream in ("k", "v"):
-            pool = torch_batch.pool_nhd(batch, env, stream)  # [P, S, Hkv, D]
-            if not pool.is_contiguous():
-                pool = pool.contiguous()
-                layout_note = f"the pool converted from {batch.layout} to NHD once, outside the timing"
-            kv.append(pool.view(batch.num_pages * S, batch.num_kv_heads, batch.head_dim)
-                      .permute(1, 0, 2).unsqueeze(0))  # [1, Hkv, P*S, D]
-        k, v = kv
+        q = q.transpose(1, 2).contiguous()
+        # K/V as [1, kv_heads, num_pages * page_size, head_dim]: a strided view of an NHD pool
+        # (no copy), or, if flex_attention refuses that view, a contiguous copy made once.
+        pools = [torch_batch.pool_nhd(batch, env, stream) for stream in ("k", "v")]
+        converted = any(not p.is_contiguous() for p in pools)
+        pools = [p.contiguous() for p in pools]
+        slots = batch.num_pages * S
+
+        def kv_view(p):
+            return p.view(slots, batch.num_kv_heads, batch.head_dim).permute(1, 0, 2).unsqueeze(0)
+
+        kv_forms = [("view", [kv_view(p) for p in pools]), ("copy", None)]  # copy: made if needed
         block_table = torch.from_numpy(batch.array("block_table").astype(np.int64)).cuda()
         p2l = np.full((B, batch.num_pages), -1, dtype=np.int64)
         for s in range(B):
@@ -208,9 +210,15 @@ class FlexPagedPeer(_FlexPeer):
                                     _compile=True)
 
         def physical(indices):
+            # Logical page j of row b -> our page id. The result is as wide as the pool (as
+            # PagedAttention's conversion makes it): BlockMask lays the indices out densely by
+            # value when it transposes them, so every page id must be a valid column.
             shape = indices.shape
             flat = indices.reshape(shape[0], -1).to(torch.int64)
-            return torch.gather(block_table, 1, flat).view(shape).to(torch.int32)
+            pages = torch.gather(block_table, 1, flat).view(shape).to(torch.int32)
+            wide = torch.zeros(shape[:-1] + (batch.num_pages,), dtype=torch.int32, device="cuda")
+            wide[..., :shape[-1]] = pages
+            return wide
 
         def physical_mask(b, h, q_idx, kv_idx):
             logical_page = physical_to_logical[b, kv_idx // S]
@@ -228,37 +236,52 @@ class FlexPagedPeer(_FlexPeer):
         compiled = torch.compile(flex_attention, dynamic=False)
         gqa = batch.num_q_heads != batch.num_kv_heads
         result = []
-        attempts = [None] if S >= 128 else [{"BLOCK_N": S}, None]
+        options_tried = [None] if S >= 128 else [{"BLOCK_N": S}, None]
         errors = []
-        for options in attempts:
-            def call(options=options):
+        attempts = [(form, options) for form, _ in kv_forms for options in options_tried]
+        chosen = None
+        for form, options in attempts:
+            if form == "view":
+                k, v = kv_forms[0][1]
+            else:
+                k, v = [kv_view(p).contiguous() for p in pools]
+
+            def call(options=options, k=k, v=v):
                 result[:] = [compiled(q, k, v, score_mod=score_mod, block_mask=block_mask,
                                       scale=batch.softmax_scale, enable_gqa=gqa,
                                       kernel_options=options)]
             try:
                 call()
                 torch.cuda.synchronize()
-            except Exception as e:  # a kernel option this torch refuses: try the next
-                errors.append(f"kernel_options {options}: {str(e).splitlines()[0][:200]}")
+            except Exception as e:  # a form or kernel option this torch refuses: try the next
+                errors.append(f"{form}, kernel_options {options}: {str(e).splitlines()[0][:200]}")
                 continue
+            chosen = (form, options, call)
+            break
+        if chosen is None:
+            raise RuntimeError("flex_attention ran no form of the paged batch: " + "; ".join(errors))
+        form, options, call = chosen
+        layout_note = (f"the pool converted from {batch.layout} to NHD once, outside the timing"
+                       if converted else "the NHD pool")
+        layout_note += (", read in place (a strided view)" if form == "view" else
+                        ", copied to [1, kv_heads, slots, head_dim] once (the view was refused)")
 
-            def output():
-                out = torch_batch.poisoned_output(batch, env)
-                o = result[0]  # [B, Hq, max_q, D]
-                for s in range(B):
-                    n = int(batch.query_lens[s])
-                    start = int(batch.cu_seqlens_q[s])
-                    out[start:start + n] = o[s, :, :n].transpose(0, 1)
-                return torch_batch.to_numpy(out)
+        def output():
+            out = torch_batch.poisoned_output(batch, env)
+            o = result[0]  # [B, Hq, max_q, D]
+            for s in range(B):
+                n = int(batch.query_lens[s])
+                start = int(batch.cu_seqlens_q[s])
+                out[start:start + n] = o[s, :, :n].transpose(0, 1)
+            return torch_batch.to_numpy(out)
 
-            config = {"library": f"torch {torch.__version__}",
-                      "compiled": "torch.compile(dynamic=False)", "calls_per_sample": 1,
-                      "batching": f"{B} rows of {max_q} queries (padded)",
-                      "block_size": [q_block, S], "kernel_options": options or {},
-                      "score_mod": score_name, "block_mask_density": _density(block_mask),
-                      "kv": f"paged: {layout_note}, pages through the dump's block_table"}
-            return Case(call, output, config)
-        raise RuntimeError("flex_attention ran no form of the paged batch: " + "; ".join(errors))
+        config = {"library": f"torch {torch.__version__}",
+                  "compiled": "torch.compile(dynamic=False)", "calls_per_sample": 1,
+                  "batching": f"{B} rows of {max_q} queries (padded)",
+                  "block_size": [q_block, S], "kernel_options": options or {},
+                  "score_mod": score_name, "block_mask_density": _density(block_mask),
+                  "kv": f"paged: {layout_note}, pages through the dump's block_table"}
+        return Case(call, output, config)
 
 
 def _density(block_mask):

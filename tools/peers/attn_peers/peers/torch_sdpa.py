@@ -122,7 +122,7 @@ class SdpaPeer(Peer):
             try:
                 call()
                 torch.cuda.synchronize()
-            except RuntimeError as e:
+            except Exception as e:  # this form refused (no kernel for it): try the next
                 errors.append(f"gqa {gqa}, mask {mask_kind}: {str(e).splitlines()[0][:200]}")
                 continue
 
