@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -278,6 +279,17 @@ void print_side_by_side(const std::vector<TableRow>& rows, std::ostream& out) {
          "their 95% intervals (FASTER: the row is faster than ours)\n";
 }
 
+// A GPU UUID as hex digits only ("GPU-5f1c2a3b-..." and torch's "5f1c2a3b-..." alike).
+std::string uuid_digits(const std::string& uuid) {
+  std::string out;
+  for (char c : uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid) {
+    if (std::isxdigit(static_cast<unsigned char>(c))) {
+      out += char(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
 RunRecord run_record(const std::string& tool, const Invocation& invocation) {
   return {tool,          tool_version(), git_commit(), build_type(), quote_command_line(invocation.argv),
           host_name(), utc_timestamp_now()};
@@ -369,7 +381,8 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
       throw std::logic_error("the peer runner measured another batch (" + h.spec_hash + ")");
     }
     const bool on_gpu = session.backend() == "cuda";
-    if (on_gpu && h.device_kind() == "gpu" && h.device_uuid() != session.device().uuid) {
+    if (on_gpu && h.device_kind() == "gpu" && !h.device_uuid().empty() &&
+        uuid_digits(h.device_uuid()) != uuid_digits(session.device().uuid)) {
       throw EnvironmentError("the peers ran on GPU " + h.device_uuid() + ", ours on " +
                              session.device().uuid + " (check CUDA_VISIBLE_DEVICES and --device)");
     }
@@ -423,12 +436,17 @@ DeviceRecord import_device(const PeerResultsHeader& header, const Store& store) 
   const std::string uuid = header.device_uuid();
   const DeviceDiscovery discovery = discover_devices();
   for (const DeviceInfo& d : discovery.devices) {
-    if (d.uuid == uuid) return device_record(d, JitCompiler().nvrtc_version());
+    if (uuid_digits(d.uuid) == uuid_digits(uuid)) {
+      return device_record(d, JitCompiler().nvrtc_version());
+    }
   }
   const std::vector<StoredDevice> known = store.devices();
   const StoredDevice* latest = nullptr;
   for (const StoredDevice& d : known) {
-    if (d.record.uuid == uuid && (!latest || d.last_seen_at > latest->last_seen_at)) latest = &d;
+    if (uuid_digits(d.record.uuid) == uuid_digits(uuid) &&
+        (!latest || d.last_seen_at > latest->last_seen_at)) {
+      latest = &d;
+    }
   }
   if (latest) return latest->record;
   throw EnvironmentError("the peers ran on " + header.device.value("name", std::string("a GPU")) +
