@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attn-bench builds and tests with, when any is missing (gnuplot-nox
-# draws the SVG plots of `attn-tune report`), and checks that the CUDA toolkit's headers are
+# draws the SVG plots of `attn-tune report`; python3-numpy is what the peer runner's tests,
+# tools/peers/tests, run with under /usr/bin/python3), and checks that the CUDA toolkit's headers are
 # present. Safe to run repeatedly: it does nothing when all is there.
 set -euo pipefail
 
 packages=(g++ cmake ninja-build make git libcli11-dev nlohmann-json3-dev libsqlite3-dev
-          libbenchmark-dev libgtest-dev libbenchmark-tools python3-scipy
+          libbenchmark-dev libgtest-dev libbenchmark-tools python3-scipy python3-numpy
           gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
