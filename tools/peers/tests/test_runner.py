@@ -232,7 +232,8 @@ class RunnerTest(unittest.TestCase):
                          "--policy", "screen", "--peers", "peer.test.reference",
                          "--python", PYTHON], check=False, env=TEST_PEERS)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertRegex(r.stdout, r"peer\.test\.reference +peer +passed")
+        # (status "unstable" when the loaded machine made the CPU timing noisy: still passed)
+        self.assertRegex(r.stdout, r"peer\.test\.reference +peer +(passed|unstable)")
 
 
 if __name__ == "__main__":
