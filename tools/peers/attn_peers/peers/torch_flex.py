@@ -147,15 +147,30 @@ class FlexPeer(_FlexPeer):
         compiled = torch.compile(flex_attention, dynamic=False)
         gqa = batch.num_q_heads != batch.num_kv_heads
         result = []
-
-        def call():
-            result[:] = [compiled(q, k, v, score_mod=score_mod, block_mask=block_mask,
-                                  scale=batch.softmax_scale, enable_gqa=gqa)]
+        # Under 128 packed queries (decode) torch picks its flex-decoding kernel, which some torch
+        # versions cannot lower for a document mask ("NoValidChoicesError"): then the flex
+        # attention kernel is forced.
+        errors = []
+        for options in (None, {"FORCE_USE_FLEX_ATTENTION": True}):
+            def call(options=options):
+                result[:] = [compiled(q, k, v, score_mod=score_mod, block_mask=block_mask,
+                                      scale=batch.softmax_scale, enable_gqa=gqa,
+                                      kernel_options=options)]
+            try:
+                call()
+                torch.cuda.synchronize()
+            except Exception as e:  # this kernel choice fails here: try the next
+                errors.append(f"kernel_options {options}: {str(e).splitlines()[0][:200]}")
+                continue
+            break
+        else:
+            raise RuntimeError("flex_attention ran no kernel for the batch: " + "; ".join(errors))
 
         def output():
             return torch_batch.to_numpy(result[0][0].permute(1, 0, 2))
 
         config = {"library": f"torch {torch.__version__}", "compiled": "torch.compile(dynamic=False)",
+                  "kernel_options": options or {},
                   "calls_per_sample": 1, "packing": "one row of total_q queries, document mask",
                   "block_size": list(block_mask.BLOCK_SIZE), "score_mod": score_name,
                   "block_mask_density": _density(block_mask),
