@@ -9,6 +9,7 @@
 #include "apps/commands.hpp"
 #include "apps/gbench_driver.hpp"
 #include "apps/interrupt.hpp"
+#include "apps/policy_flags.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
@@ -29,11 +30,7 @@ struct RunArgs {
   std::string db;
   std::string variant;
   std::string config;
-  std::string policy = "confirm";
-  std::optional<size_t> samples, min_samples, max_samples, warmup;
-  std::optional<double> noise, max_time;
-  std::string timer;
-  bool no_flush_l2 = false;
+  PolicyFlags policy;
   bool repeat_check = false;
   int device = 0;
   bool cpu = false;
@@ -169,27 +166,6 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
       << (report.rows.empty() ? "-" : report.rows.front().measurement.policy) << ")\n";
 }
 
-MeasurePolicy policy_from(const RunArgs& args) {
-  std::optional<MeasurePolicy> named = named_policy(args.policy);
-  if (!named) throw UsageError("--policy '" + args.policy + "': use screen or confirm");
-  PolicyOverrides o;
-  if (args.samples) {
-    if (*args.samples < 1) throw UsageError("--samples must be at least 1");
-    o.min_samples = o.max_samples = args.samples;
-  }
-  if (args.min_samples) o.min_samples = args.min_samples;
-  if (args.max_samples) o.max_samples = args.max_samples;
-  if (args.noise) o.noise = args.noise;
-  if (args.max_time) o.max_seconds = args.max_time;
-  if (args.warmup) o.warmup_min = args.warmup;
-  if (!args.timer.empty()) {
-    o.timer = timer_mode_from_string(args.timer);
-    if (!o.timer) throw UsageError("--timer '" + args.timer + "': use events, graph or auto");
-  }
-  if (args.no_flush_l2) o.flush_l2 = false;
-  return apply_overrides(*named, o);
-}
-
 ReferenceOracle reference_oracle_from(const RunArgs& args) {
   std::optional<ReferenceOracle> oracle = reference_oracle_from_string(args.reference);
   if (!oracle) throw UsageError("--reference '" + args.reference + "': use cpu, gpu or auto");
@@ -207,7 +183,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   BenchOptions options;
   options.variant_filter = args.variant;
   if (!args.config.empty()) options.config_override = KernelConfig::from_key(args.config);
-  options.policy = policy_from(args);
+  options.policy = policy_from(args.policy);
   options.device = args.device;
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
@@ -342,22 +318,7 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
   cmd->add_option("--config", args->config,
                   "override config axes of the default config, e.g. tile_tokens=64,warps=4");
-  cmd->add_option("--policy", args->policy,
-                  "measurement policy: confirm (default; 0.5% noise target) or screen (cheap)");
-  cmd->add_option("--min-samples", args->min_samples,
-                  "kept samples before the noise rule may stop");
-  cmd->add_option("--max-samples", args->max_samples, "samples after which sampling stops anyway");
-  cmd->add_option("--samples", args->samples,
-                  "exactly N samples (sets --min-samples and --max-samples)");
-  cmd->add_option("--noise", args->noise,
-                  "target relative noise of the median, e.g. 0.005 for 0.5%");
-  cmd->add_option("--max-time", args->max_time,
-                  "seconds of sampling per case before it stops anyway");
-  cmd->add_option("--warmup", args->warmup, "least warm-up launches before the settle test");
-  cmd->add_option("--timer", args->timer,
-                  "events (one launch between CUDA events), graph (a CUDA graph of many launches) "
-                  "or auto (graph for short launches; default)");
-  cmd->add_flag("--no-flush-l2", args->no_flush_l2, "do not flush the L2 cache between samples");
+  add_policy_flags(cmd, args->policy);
   cmd->add_flag("--repeat-check", args->repeat_check,
                 "measure each case twice and report the difference of the medians (A/A noise)");
   cmd->add_option("--device", args->device, "GPU ordinal (default 0)");

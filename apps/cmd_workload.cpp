@@ -6,6 +6,7 @@
 #include "apps/commands.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
+#include "tuner/verify.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/batch_dump.hpp"
 #include "workloads/batch_summary.hpp"
@@ -36,16 +37,18 @@ void show(const WorkloadArgs& args) {
 void dump(const WorkloadArgs& args) {
   const Batch batch = generate_batch(load_workload_argument(args.workload));
   std::vector<DumpTensor> tensors = batch_tensors(batch);
+  nlohmann::json extra = nullptr;
   if (!args.no_reference) {
     std::cerr << "attn-bench: computing the CPU reference output (--no-reference skips it)\n";
     const Problem host = Problem::on_host(batch);
     tensors.push_back(
         reference_output_tensor(batch, paged_attention_reference(host, args.threads)));
+    extra = dump_verification_fields(batch, "cpu_reference");
   }
   size_t bytes = 0;
   for (const DumpTensor& t : tensors) bytes += t.tensor.data.size();
   const size_t count = tensors.size();
-  write_batch_dump(batch, std::move(tensors), args.out_dir);
+  write_batch_dump(batch, std::move(tensors), args.out_dir, extra);
   std::cout << "wrote " << args.out_dir << "/" << kDumpTensorsFile << " (" << count << " tensors, "
             << bytes << " bytes) and " << args.out_dir << "/" << kDumpIndexFile << " for "
             << batch.spec.name << " (" << batch.spec_hash << ")\n";
@@ -60,6 +63,16 @@ CLI::App* add_action(CLI::App* parent, const std::string& name, const std::strin
 }
 
 }  // namespace
+
+nlohmann::json dump_verification_fields(const Batch& batch, const std::string& oracle) {
+  return {{"reference_oracle", oracle},
+          {"verification",
+           {{"rule",
+             "every element finite, and the relative L2 error of every output row (one query "
+             "token and q head) at most the tolerance (tuner/verify.cpp)"},
+            {"output_dtype", to_string(batch.dtype)},
+            {"tolerance", tolerance_for(batch.dtype)}}}};
+}
 
 void add_workload_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<WorkloadArgs>();

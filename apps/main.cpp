@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add_devices_command(app, invocation);
   add_calibrate_command(app, invocation);
   add_workload_command(app, invocation);
+  add_peers_command(app, invocation);
 
   // Checked before parsing: a subcommand's callback runs inside parse().
   if (!invocation.benchmark_args.empty() && (cli_args.empty() || cli_args.front() != "run")) {

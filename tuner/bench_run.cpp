@@ -125,6 +125,21 @@ const BenchRow& BenchSession::measure(const BenchCase& bench_case) {
   return report_.rows.back();
 }
 
+const std::vector<float>& BenchSession::reference_output() {
+  return state_->evaluator->reference();
+}
+
+const BenchRow& BenchSession::record(const std::string& full_name, Family family,
+                                     Measurement measurement) {
+  ATTN_ASSERT(store_, "BenchSession::begin() must come before record()");
+  BenchRow row{full_name, 0, std::move(measurement)};
+  apply_ceiling(family, ceilings_, row.measurement);
+  row.measurement_id =
+      store_->add_measurement(report_.run_id, device_id_, workload_id_, row.measurement);
+  report_.rows.push_back(std::move(row));
+  return report_.rows.back();
+}
+
 const RepeatCheck& BenchSession::repeat_check(const BenchCase& bench_case) {
   RepeatCheck check;
   check.first = measure_and_store(bench_case);

@@ -88,6 +88,13 @@ class BenchSession {
   const BenchRow& measure(const BenchCase& bench_case);
   // Measures one case twice and records both and their comparison.
   const RepeatCheck& repeat_check(const BenchCase& bench_case);
+  // The oracle's output for the batch ([total_q, num_q_heads, head_dim] floats, by
+  // reference_name()'s oracle), computed once: what verifies every case. `attn-bench peers` writes
+  // it into the dump the peers are verified against.
+  const std::vector<float>& reference_output();
+  // Records a measurement made outside this session (a peer, tuner/peer_results.hpp) in this run,
+  // on this device and workload, set against the ceiling of `family`; it joins the report's rows.
+  const BenchRow& record(const std::string& full_name, Family family, Measurement measurement);
   // Closes the run ("completed" or "failed_cases"; "interrupted" when the caller stopped early)
   // and returns everything measured.
   const BenchReport& finish(bool interrupted = false);

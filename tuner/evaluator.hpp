@@ -71,10 +71,12 @@ class Evaluator {
                        const MeasurePolicy& policy, const PhaseObserver& on_phase = {});
   // Why the CUDA context is unusable (a sticky error in an earlier case); empty while it is fine.
   const std::string& context_lost() const { return context_lost_; }
+  // The oracle's output for the batch, [total_q, num_q_heads, head_dim] floats: computed on first
+  // use (by reference_name()'s oracle) and kept; every evaluation is verified against it.
+  const std::vector<float>& reference();
 
  private:
   Evaluator(const Batch& batch, Options options);
-  const std::vector<float>& reference();
   // Copies of the device problem whose inputs together are at least twice the L2 (for the graph
   // timer), each with a launcher of `variant` at `config`; made on first use, kept for later cases.
   std::vector<Launcher*> rotation(const Variant& variant, const KernelConfig& config,

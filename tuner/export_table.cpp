@@ -8,6 +8,7 @@
 #include "base/errors.hpp"
 #include "kernels/kernel_config.hpp"
 #include "kernels/registry.hpp"
+#include "tuner/peer_results.hpp"
 
 namespace attn {
 
@@ -271,8 +272,13 @@ ExportResult build_export(const Store& store, const ExportOptions& options) {
   result.database_path = store.opening().path;
   result.schema_version = store.schema_version();
 
-  // Every measurement of the families and variants asked for, passed or not.
-  const std::vector<MeasurementBrief> all = store.measurement_briefs({});
+  // Every measurement of the families and variants asked for, passed or not. Peers
+  // (`peer.<library>.<kernel>`, docs/peers.md) are other libraries' code measured for comparison:
+  // no dispatch table can select them, so export never sees them.
+  std::vector<MeasurementBrief> all = store.measurement_briefs({});
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [](const MeasurementBrief& m) { return is_peer_variant(m.variant); }),
+            all.end());
   std::set<std::string> families_present, variants_present;
   for (const MeasurementBrief& m : all) {
     families_present.insert(m.family);

@@ -230,12 +230,16 @@ nlohmann::json dump_index(const Batch& batch, const std::vector<DumpTensor>& ten
   return index;
 }
 
-void write_batch_dump(const Batch& batch, std::vector<DumpTensor> tensors, const std::string& dir) {
+void write_batch_dump(const Batch& batch, std::vector<DumpTensor> tensors, const std::string& dir,
+                      const nlohmann::json& extra_index) {
   namespace fs = std::filesystem;
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw EnvironmentError("cannot create " + dir + ": " + error.message());
-  const nlohmann::json index = dump_index(batch, tensors);
+  nlohmann::json index = dump_index(batch, tensors);
+  if (extra_index.is_object()) {
+    for (const auto& [key, value] : extra_index.items()) index[key] = value;
+  }
   SafetensorsWriter writer;
   writer.add_metadata("format", "attn-bench batch dump");
   writer.add_metadata("spec_hash", batch.spec_hash);

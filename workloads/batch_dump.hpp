@@ -33,8 +33,11 @@ DumpTensor reference_output_tensor(const Batch& batch, const std::vector<float>&
 // The index describing `tensors` (order kept) and the batch's scalar parameters.
 nlohmann::json dump_index(const Batch& batch, const std::vector<DumpTensor>& tensors);
 
-// Writes kDumpTensorsFile and kDumpIndexFile into `dir` (created if missing).
-void write_batch_dump(const Batch& batch, std::vector<DumpTensor> tensors, const std::string& dir);
+// Writes kDumpTensorsFile and kDumpIndexFile into `dir` (created if missing). `extra_index`, an
+// object or null, adds its keys to the index (the caller's: which oracle made reference_out and
+// the tolerance outputs are verified with, which this module does not know).
+void write_batch_dump(const Batch& batch, std::vector<DumpTensor> tensors, const std::string& dir,
+                      const nlohmann::json& extra_index = nullptr);
 
 // SHA-256 of a tensor's bytes, hex.
 std::string tensor_sha256(const SafetensorsTensor& tensor);

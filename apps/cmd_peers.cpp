@@ -1,0 +1,547 @@
+// attn-bench peers WORKLOAD: our variants and other libraries' attention (torch SDPA,
+// FlexAttention, FlashInfer: the peer runner in tools/peers) on exactly the same batch, verified
+// against the same oracle, timed under the same policy, recorded in one run, printed side by side.
+// attn-bench peers import RESULTS: records a results file the peer runner wrote on its own.
+// docs/peers.md.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "apps/commands.hpp"
+#include "apps/policy_flags.hpp"
+#include "base/build_info.hpp"
+#include "base/embedded_file.hpp"
+#include "base/errors.hpp"
+#include "base/progress.hpp"
+#include "kernels/device/cuda_context.hpp"
+#include "kernels/jit/jit_compiler.hpp"
+#include "results/store.hpp"
+#include "results/table.hpp"
+#include "tuner/bench_run.hpp"
+#include "tuner/device_records.hpp"
+#include "tuner/peer_results.hpp"
+#include "tuner/roofline.hpp"
+#include "tuner/sample_statistics.hpp"
+#include "workloads/batch_dump.hpp"
+#include "workloads/presets.hpp"
+
+extern char** environ;
+
+namespace attn {
+
+extern const EmbeddedFile kPeerRunnerFiles[];
+extern const size_t kPeerRunnerFiles_count;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRunnerScript = "tools/peers/run_peers.py";
+
+struct PeersArgs {
+  std::string workload;
+  std::string db;
+  std::string peers;
+  std::string python;
+  std::string runner;
+  std::string keep_dump;
+  std::string variant;
+  PolicyFlags policy;
+  int device = 0;
+  bool cpu = false;
+  size_t threads = 0;
+  std::string reference = "auto";
+  // import
+  std::string results;
+  std::string import_workload;
+};
+
+std::string database_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
+  return "attn-bench.db";
+}
+
+std::string python_of(const PeersArgs& args) {
+  if (!args.python.empty()) return args.python;
+  if (const char* env = std::getenv("ATTN_PEERS_PYTHON"); env && *env) return env;
+  return "python3";
+}
+
+// A child process with argv only (no shell), found on $PATH; its output goes to `out_path` (or
+// ours when empty). Returns the exit code; a process that cannot start is an EnvironmentError.
+int run_child(const std::vector<std::string>& argv, const std::string& out_path = {}) {
+  std::vector<std::string> storage = argv;
+  std::vector<char*> pointers;
+  for (std::string& a : storage) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!out_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
+  std::cout << std::flush;
+  std::cerr << std::flush;
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, pointers[0], &actions, nullptr, pointers.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    throw EnvironmentError("cannot start '" + argv[0] + "': " + std::strerror(rc) +
+                           " (--python names the interpreter; $ATTN_PEERS_PYTHON too)");
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A folder of our own for the dump and the runner: --keep-dump DIR (kept), else a fresh temporary
+// one removed at the end.
+class WorkFolder {
+ public:
+  explicit WorkFolder(const std::string& keep) {
+    if (!keep.empty()) {
+      path_ = keep;
+      keep_ = true;
+      std::error_code error;
+      fs::create_directories(path_, error);
+      if (error) throw EnvironmentError("cannot create " + keep + ": " + error.message());
+      return;
+    }
+    std::string pattern = (fs::temp_directory_path() / "attn-bench-peers-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw EnvironmentError("cannot create a temporary folder: " +
+                             std::string(std::strerror(errno)));
+    }
+    path_ = pattern;
+  }
+  ~WorkFolder() {
+    if (keep_) return;
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  WorkFolder(const WorkFolder&) = delete;
+  WorkFolder& operator=(const WorkFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  bool keep_ = false;
+};
+
+// The runner script: --runner DIR's run_peers.py, else the copy embedded in this binary written
+// under `folder`.
+fs::path runner_script(const PeersArgs& args, const fs::path& folder) {
+  if (!args.runner.empty()) {
+    fs::path script = fs::path(args.runner) / "run_peers.py";
+    if (!fs::exists(script)) {
+      throw UsageError("--runner '" + args.runner +
+                       "': no run_peers.py there (name the tools/peers folder of a checkout)");
+    }
+    return script;
+  }
+  for (size_t i = 0; i < kPeerRunnerFiles_count; ++i) {
+    const fs::path target = folder / "runner" / kPeerRunnerFiles[i].name;
+    std::error_code error;
+    fs::create_directories(target.parent_path(), error);
+    std::ofstream out(target, std::ios::binary);
+    out.write(kPeerRunnerFiles[i].data, std::streamsize(kPeerRunnerFiles[i].size));
+    out.close();
+    if (error || !out) throw EnvironmentError("cannot write " + target.string());
+  }
+  return folder / "runner" / kRunnerScript;
+}
+
+// The peers the runner knows here (`run_peers.py --list`): proves the interpreter starts the
+// runner (numpy imports) before any GPU work, and lets --peers be checked.
+std::vector<std::string> runner_peer_names(const std::string& python, const fs::path& script,
+                                           const fs::path& folder) {
+  const fs::path listing = folder / "peers-list.txt";
+  const int code = run_child({python, script.string(), "--list"}, listing.string());
+  const std::string text = slurp(listing);
+  if (code != 0) {
+    throw EnvironmentError("the peer runner does not start with '" + python + "' (exit " +
+                           std::to_string(code) + "): " + text.substr(text.size() > 600 ? text.size() - 600 : 0) +
+                           "\n(it needs Python 3 with numpy; --python picks the interpreter)");
+  }
+  std::vector<std::string> names;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string name = line.substr(0, line.find(' '));
+    if (is_peer_variant(name)) names.push_back(name);
+  }
+  return names;
+}
+
+void check_peer_globs(const std::string& globs, const std::vector<std::string>& names) {
+  std::stringstream list(globs);
+  for (std::string glob; std::getline(list, glob, ',');) {
+    if (glob.empty()) continue;
+    if (std::none_of(names.begin(), names.end(),
+                     [&](const std::string& n) { return glob_match(glob, n); })) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw UsageError("--peers '" + glob + "' matches no peer (peers: " + known + ")");
+    }
+  }
+}
+
+nlohmann::json policy_json(const MeasurePolicy& p) {
+  return {{"name", p.name},
+          {"min_samples", p.min_samples},
+          {"max_samples", p.max_samples},
+          {"noise", p.noise},
+          {"max_seconds", p.max_seconds},
+          {"warmup_min", p.warmup_min},
+          {"warmup_window", p.warmup_window},
+          {"warmup_tolerance", p.warmup_tolerance},
+          {"warmup_max_seconds", p.warmup_max_seconds},
+          {"flush_l2", p.flush_l2}};
+}
+
+struct TableRow {
+  std::string name, origin;  // origin: "ours" or "peer"
+  const Measurement* m;
+};
+
+void print_side_by_side(const std::vector<TableRow>& rows, std::ostream& out) {
+  const Measurement* best = nullptr;
+  for (const TableRow& r : rows) {
+    if (r.origin == "ours" && r.m->disposition == Disposition::passed &&
+        (!best || r.m->stats.median < best->stats.median)) {
+      best = r.m;
+    }
+  }
+  TextTable table;
+  using A = TextTable::Align;
+  table.add_column("variant", A::left);
+  table.add_column("of", A::left);
+  table.add_column("status", A::left);
+  table.add_column("median_us", A::right);
+  table.add_column("p10..p90_us", A::right);
+  table.add_column("n", A::right);
+  table.add_column("timer", A::left);
+  table.add_column("GB/s", A::right);
+  table.add_column("TFLOP/s", A::right);
+  table.add_column("rel_err", A::right);
+  table.add_column("vs our best", A::right);
+  std::vector<std::string> notes;
+  for (const TableRow& r : rows) {
+    const Measurement& m = *r.m;
+    const bool timed = m.disposition == Disposition::passed;
+    std::string versus = "-";
+    if (timed && best && best != &m) {
+      const Comparison c = compare_samples(best->kept_samples(), m.kept_samples());
+      versus = format("%.3gx %s", m.stats.median / best->stats.median,
+                      to_string(c.verdict).c_str());
+    } else if (timed && best == &m) {
+      versus = "best";
+    }
+    const std::string timer = m.timing.timer == "graph"
+                                  ? format("graph x%d", m.timing.launches_per_sample)
+                                  : (m.timing.timer.empty() ? "-" : m.timing.timer);
+    table.add_row({r.name, r.origin, timed && m.unstable ? "unstable" : to_string(m.disposition),
+                   timed ? format("%.2f", m.stats.median) : "-",
+                   timed ? format("%.2f..%.2f", m.stats.p10, m.stats.p90) : "-",
+                   timed ? std::to_string(m.stats.count) : "-", timed ? timer : "-",
+                   timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
+                   m.verification.checked ? format("%.1e", m.verification.rel_l2_error) : "-",
+                   versus});
+    if (!m.reason.empty()) notes.push_back(r.name + ": " + m.reason);
+    if (timed && m.unstable) notes.push_back(r.name + ": unstable: " + m.unstable_reason);
+  }
+  table.print(out);
+  for (const auto& note : notes) out << "\n" << note << "\n";
+  out << "\n'vs our best': median / the median of our fastest passed variant, and the verdict of "
+         "their 95% intervals (FASTER: the row is faster than ours)\n";
+}
+
+// A GPU UUID as hex digits only ("GPU-5f1c2a3b-..." and torch's "5f1c2a3b-..." alike).
+std::string uuid_digits(const std::string& uuid) {
+  std::string out;
+  for (char c : uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid) {
+    if (std::isxdigit(static_cast<unsigned char>(c))) {
+      out += char(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+RunRecord run_record(const std::string& tool, const Invocation& invocation) {
+  return {tool,          tool_version(), git_commit(), build_type(), quote_command_line(invocation.argv),
+          host_name(), utc_timestamp_now()};
+}
+
+ReferenceOracle reference_oracle_from(const PeersArgs& args) {
+  std::optional<ReferenceOracle> oracle = reference_oracle_from_string(args.reference);
+  if (!oracle) throw UsageError("--reference '" + args.reference + "': use cpu, gpu or auto");
+  if (*oracle == ReferenceOracle::gpu && args.cpu) {
+    throw UsageError("--reference gpu needs the CUDA backend");
+  }
+  return *oracle;
+}
+
+int peers(const PeersArgs& args, const Invocation& invocation) {
+  // Everything the user gave is checked before any GPU work.
+  const WorkloadSpec spec = load_workload_argument(args.workload);
+  BenchOptions options;
+  options.variant_filter = args.variant;
+  options.policy = policy_from(args.policy);
+  options.device = args.device;
+  options.force_cpu = args.cpu;
+  options.cpu_threads = args.threads;
+  options.reference = reference_oracle_from(args);
+  const Registry registry = make_registry();
+  if (!args.variant.empty() && registry.matching(args.variant).empty()) {
+    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
+  }
+  if (!args.runner.empty() && !fs::exists(fs::path(args.runner) / "run_peers.py")) {
+    throw UsageError("--runner '" + args.runner +
+                     "': no run_peers.py there (name the tools/peers folder of a checkout)");
+  }
+  const Batch batch = generate_batch(spec);
+  if (!args.cpu) {
+    const DeviceDiscovery discovery = discover_devices();
+    if (discovery.devices.empty()) {
+      throw EnvironmentError("attn-bench peers needs a GPU: " + discovery.why_none +
+                             " (--cpu runs the CPU reference variant and the CPU test peers only)");
+    }
+  }
+  // The runner starts (Python with numpy) and knows the peers asked for, before any GPU work.
+  const std::string python = python_of(args);
+  WorkFolder folder(args.keep_dump);
+  const fs::path script = runner_script(args, folder.path());
+  check_peer_globs(args.peers, runner_peer_names(python, script, folder.path()));
+  const std::string db = database_path(args.db);
+  Store store(db);
+  BenchSession session = BenchSession::open(batch, options);
+  std::cout << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << "), "
+            << batch.num_seqs << " sequences, " << batch.total_q << " query tokens, "
+            << batch.total_kv << " keys\n";
+  std::cout << "device    " << session.device().name << " (" << session.backend() << ")\n";
+  std::cout << "policy    " << options.policy.name << " (peers: events timer; docs/peers.md)\n";
+  std::cout << "reference " << session.reference_name() << "\n" << std::flush;
+
+  // The dump the peers read: the batch, and the oracle's output that verifies ours as well.
+  std::cerr << "attn-bench: computing the reference output (" << session.reference_name()
+            << ")\n";
+  std::vector<DumpTensor> tensors = batch_tensors(batch);
+  tensors.push_back(reference_output_tensor(batch, session.reference_output()));
+  const fs::path dump_dir = folder.path() / "dump";
+  write_batch_dump(batch, std::move(tensors), dump_dir.string(),
+                   dump_verification_fields(batch, session.reference_name()));
+  const fs::path results_path = folder.path() / "peers.jsonl";
+
+  session.begin(store, run_record("attn-bench peers", invocation));
+  std::vector<std::string> runner_argv = {python,
+                                          script.string(),
+                                          dump_dir.string(),
+                                          "--out",
+                                          results_path.string(),
+                                          "--policy-json",
+                                          policy_json(options.policy).dump(),
+                                          "--device",
+                                          args.cpu ? "cpu" : std::to_string(args.device)};
+  if (!args.peers.empty()) {
+    runner_argv.push_back("--peers");
+    runner_argv.push_back(args.peers);
+  }
+  std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
+            << std::flush;
+  const int runner_code = run_child(runner_argv);
+  std::string runner_failure;
+  std::vector<PeerRow> peer_rows;
+  if (fs::exists(results_path)) {
+    PeerResults results = read_peer_results(results_path.string());
+    const PeerResultsHeader& h = results.header;
+    if (h.spec_hash != batch.spec_hash) {
+      throw std::logic_error("the peer runner measured another batch (" + h.spec_hash + ")");
+    }
+    const bool on_gpu = session.backend() == "cuda";
+    if (on_gpu && h.device_kind() == "gpu" && !h.device_uuid().empty() &&
+        uuid_digits(h.device_uuid()) != uuid_digits(session.device().uuid)) {
+      throw EnvironmentError("the peers ran on GPU " + h.device_uuid() + ", ours on " +
+                             session.device().uuid + " (check CUDA_VISIBLE_DEVICES and --device)");
+    }
+    peer_rows = std::move(results.rows);
+  }
+  if (runner_code != 0) {
+    runner_failure = "the peer runner exited with " + std::to_string(runner_code) +
+                     (peer_rows.empty() ? " and recorded no peer" : "");
+  }
+
+  // Our variants, as `attn-bench run` runs them.
+  std::cout << "\n" << std::flush;
+  const std::vector<BenchCase> cases = session.cases(registry);
+  {
+    Progress progress(std::cerr, cases.size(), stderr_is_terminal());
+    for (const BenchCase& c : cases) {
+      progress.begin(c.full_name);
+      session.measure(c);
+      progress.finish_step();
+    }
+  }
+  // The peers join the same run (session.record writes each at once).
+  for (PeerRow& row : peer_rows) {
+    apply_peer_work(batch, registry, row.measurement);
+    const Family family = *family_from_string(row.measurement.family);
+    session.record(row.measurement.variant, family, row.measurement);
+  }
+  const BenchReport& report = session.finish(false);
+
+  std::vector<TableRow> rows;
+  for (const BenchRow& r : report.rows) {
+    rows.push_back({r.full_name, is_peer_variant(r.full_name) ? "peer" : "ours", &r.measurement});
+  }
+  std::cout << "\n";
+  print_side_by_side(rows, std::cout);
+  std::cout << "\nrecorded  run " << report.run_id << " in " << db << "; compare with: attn-tune "
+            << "compare --db " << db << " --variant '" << to_string(peer_family(batch, registry))
+            << ".*' --variant 'peer.*'\n";
+  if (!runner_failure.empty()) {
+    std::cerr << "attn-bench: environment: " << runner_failure << " (its output is above)\n";
+    return to_int(ExitCode::environment);
+  }
+  if (report.any_failed()) return to_int(ExitCode::failed_cases);
+  return to_int(ExitCode::ok);
+}
+
+// The device a results file was measured on: this host's CPU; the GPU with its UUID on this
+// machine; or the device of that UUID the database already knows (results imported elsewhere).
+DeviceRecord import_device(const PeerResultsHeader& header, const Store& store) {
+  if (header.device_kind() == "cpu") return host_cpu_record();
+  const std::string uuid = header.device_uuid();
+  const DeviceDiscovery discovery = discover_devices();
+  for (const DeviceInfo& d : discovery.devices) {
+    if (uuid_digits(d.uuid) == uuid_digits(uuid)) {
+      return device_record(d, JitCompiler().nvrtc_version());
+    }
+  }
+  const std::vector<StoredDevice> known = store.devices();
+  const StoredDevice* latest = nullptr;
+  for (const StoredDevice& d : known) {
+    if (uuid_digits(d.record.uuid) == uuid_digits(uuid) &&
+        (!latest || d.last_seen_at > latest->last_seen_at)) {
+      latest = &d;
+    }
+  }
+  if (latest) return latest->record;
+  throw EnvironmentError("the peers ran on " + header.device.value("name", std::string("a GPU")) +
+                         " " + uuid +
+                         ", which is neither on this machine nor in the database: import on the "
+                         "machine that ran them, or into a database of its `attn-bench run`");
+}
+
+int import_results(const PeersArgs& args, const Invocation& invocation) {
+  PeerResults results = read_peer_results(args.results);
+  const WorkloadRecord workload = peer_workload_record(results.header, args.results);
+  WorkloadSpec spec;
+  if (!args.import_workload.empty()) {
+    spec = load_workload_argument(args.import_workload);
+    if (content_hash(spec) != workload.hash) {
+      throw InputError(args.import_workload,
+                       {"hashes to " + content_hash(spec).substr(0, 12) + ", the results' spec to " +
+                        workload.hash.substr(0, 12) + ": not the workload the peers ran"});
+    }
+  } else {
+    spec = parse_workload(workload.canonical_json, args.results + " (its spec)");
+  }
+  const Batch batch = generate_batch(spec);
+  const Registry registry = make_registry();
+  const std::string db = database_path(args.db);
+  Store store(db);
+  const DeviceRecord device = import_device(results.header, store);
+
+  const int64_t run_id = store.begin_run(run_record("attn-bench peers import", invocation));
+  const int64_t device_id = store.upsert_device(device);
+  const int64_t workload_id = store.upsert_workload(workload);
+  const DeviceCeilings ceilings = store.ceilings(device.fingerprint());
+  bool failed = false;
+  std::vector<TableRow> rows;
+  for (PeerRow& row : results.rows) {
+    Measurement& m = row.measurement;
+    apply_peer_work(batch, registry, m);
+    apply_ceiling(*family_from_string(m.family), ceilings, m);
+    store.add_measurement(run_id, device_id, workload_id, m);
+    failed |= m.disposition != Disposition::passed && m.disposition != Disposition::unsupported;
+    rows.push_back({m.variant, "peer", &m});
+  }
+  store.finish_run(run_id, failed ? "failed_cases" : "completed");
+  std::cout << "workload  " << workload.name << " (" << workload.hash.substr(0, 12) << ")\n"
+            << "device    " << device.name << "\n\n";
+  print_side_by_side(rows, std::cout);
+  std::cout << "\nrecorded  run " << run_id << " in " << db << " (" << rows.size() << " peers)\n";
+  return to_int(failed ? ExitCode::failed_cases : ExitCode::ok);
+}
+
+}  // namespace
+
+void add_peers_command(CLI::App& app, Invocation& invocation) {
+  auto args = std::make_shared<PeersArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "peers",
+      "Run other libraries' attention (torch SDPA, FlexAttention, FlashInfer) and our variants on "
+      "the same batch, verified and timed alike, into one run (docs/peers.md)");
+  cmd->add_option("workload", args->workload, "workload.json or a preset name (a file wins)");
+  cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
+  cmd->add_option("--peers", args->peers,
+                  "comma-separated globs over peer names, e.g. 'peer.torch.*' (default: all)");
+  cmd->add_option("--python", args->python,
+                  "Python 3 with numpy (and torch for the GPU peers) that runs the peer runner "
+                  "(default: $ATTN_PEERS_PYTHON or python3 on $PATH)");
+  cmd->add_option("--runner", args->runner,
+                  "run the peer runner of this tools/peers folder instead of the copy built in");
+  cmd->add_option("--keep-dump", args->keep_dump,
+                  "write the dump, the runner and its results file here and keep them (default: "
+                  "a temporary folder, removed)");
+  cmd->add_option("--variant", args->variant, "only our variants whose name matches this glob");
+  add_policy_flags(cmd, args->policy);
+  cmd->add_option("--device", args->device, "GPU ordinal (default 0), for ours and the peers");
+  cmd->add_flag("--cpu", args->cpu,
+                "the CPU backend: our CPU reference variant and the CPU test peers only");
+  cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  cmd->add_option("--reference", args->reference,
+                  "the oracle of ours and the peers: cpu, gpu or auto (default; as attn-bench run)");
+
+  CLI::App* import = cmd->add_subcommand(
+      "import", "Record a results file the peer runner wrote (tools/peers/run_peers.py --out)");
+  import->add_option("results", args->results, "the runner's results file (JSON lines)")
+      ->required();
+  import->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
+  import->add_option("--workload", args->import_workload,
+                     "the workload file, when its spec refers to files (traces, layouts, masks) "
+                     "that are not where the spec says");
+  import->callback([args, &invocation] { invocation.exit_code = import_results(*args, invocation); });
+  cmd->callback([args, import, &invocation] {
+    if (import->parsed()) return;
+    if (args->workload.empty()) {
+      throw UsageError("attn-bench peers: name a workload (file or preset), or `peers import FILE`");
+    }
+    invocation.exit_code = peers(*args, invocation);
+  });
+}
+
+}  // namespace attn
