@@ -35,6 +35,7 @@
 #include "tuner/peer_results.hpp"
 #include "tuner/roofline.hpp"
 #include "tuner/sample_statistics.hpp"
+#include "tuner/worker_protocol.hpp"
 #include "workloads/batch_dump.hpp"
 #include "workloads/presets.hpp"
 
@@ -209,19 +210,6 @@ void check_peer_globs(const std::string& globs, const std::vector<std::string>& 
   }
 }
 
-nlohmann::json policy_json(const MeasurePolicy& p) {
-  return {{"name", p.name},
-          {"min_samples", p.min_samples},
-          {"max_samples", p.max_samples},
-          {"noise", p.noise},
-          {"max_seconds", p.max_seconds},
-          {"warmup_min", p.warmup_min},
-          {"warmup_window", p.warmup_window},
-          {"warmup_tolerance", p.warmup_tolerance},
-          {"warmup_max_seconds", p.warmup_max_seconds},
-          {"flush_l2", p.flush_l2}};
-}
-
 struct TableRow {
   std::string name, origin;  // origin: "ours" or "peer"
   const Measurement* m;
@@ -362,7 +350,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
                                           "--out",
                                           results_path.string(),
                                           "--policy-json",
-                                          policy_json(options.policy).dump(),
+                                          policy_to_json(options.policy).dump(),
                                           "--device",
                                           args.cpu ? "cpu" : std::to_string(args.device)};
   if (!args.peers.empty()) {
