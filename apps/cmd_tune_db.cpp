@@ -93,18 +93,9 @@ json summary_json(const Store& store, const StoreSummary& s) {
   }
   json runs = json::array();
   for (const auto& [r, measurements] : s.runs) {
-    runs.push_back({{"id", r.id},
-                    {"uid", r.uid},
-                    {"tool", r.record.tool},
-                    {"tool_version", r.record.tool_version},
-                    {"git_commit", r.record.git_commit},
-                    {"build_type", r.record.build_type},
-                    {"command_line", r.record.command_line},
-                    {"host", r.record.host},
-                    {"started_at", r.record.started_at},
-                    {"finished_at", r.finished_at ? json(*r.finished_at) : json(nullptr)},
-                    {"status", r.status},
-                    {"measurements", measurements}});
+    json run = run_json(r);
+    run["measurements"] = measurements;
+    runs.push_back(std::move(run));
   }
   json workloads = json::array();
   for (const StoredWorkload& w : s.workloads) {

@@ -43,4 +43,18 @@ json device_json(const StoredDevice& d) {
           {"ceilings", ceilings_json(d.ceilings)}};
 }
 
+json run_json(const StoredRun& r) {
+  return {{"id", r.id},
+          {"uid", r.uid},
+          {"tool", r.record.tool},
+          {"tool_version", r.record.tool_version},
+          {"git_commit", r.record.git_commit},
+          {"build_type", r.record.build_type},
+          {"command_line", r.record.command_line},
+          {"host", r.record.host},
+          {"started_at", r.record.started_at},
+          {"finished_at", r.finished_at ? json(*r.finished_at) : json(nullptr)},
+          {"status", r.status}};
+}
+
 }  // namespace attn

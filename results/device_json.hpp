@@ -1,5 +1,5 @@
-// A stored device as JSON: what `attn-tune db info --json` and `attn-tune export` (JSON) print
-// for each device, field for field, so the two never describe a device differently.
+// A stored device and a stored run as JSON: what `attn-tune db info --json` and `attn-tune export`
+// (JSON) print for each, field for field, so the two never describe one differently.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,5 +14,9 @@ nlohmann::ordered_json ceilings_json(const DeviceCeilings& ceilings);
 
 // Identity (fingerprint), hardware, clocks, software versions, first and last seen, ceilings.
 nlohmann::ordered_json device_json(const StoredDevice& device);
+
+// Id, uid, provenance (tool, version, commit, build type, command line, host), start, finish
+// (null while running or after an interruption) and status.
+nlohmann::ordered_json run_json(const StoredRun& run);
 
 }  // namespace attn

@@ -297,6 +297,22 @@ std::string enable_wal(Database& db) {
 
 }  // namespace
 
+const char* const kMeasurementFilterWhere = R"sql(
+    WHERE (:workload IS NULL OR workload_id = :workload)
+      AND (:device IS NULL OR device_id = :device)
+      AND (:variant IS NULL OR variant = :variant)
+      AND (:policy IS NULL OR policy = :policy)
+      AND (:passed = 0 OR disposition = 'passed')
+    ORDER BY id)sql";
+
+void bind_measurement_filter(Statement& s, const MeasurementFilter& f) {
+  s.bind(":workload", f.workload_id)
+      .bind(":device", f.device_id)
+      .bind(":variant", f.variant)
+      .bind(":policy", f.policy)
+      .bind(":passed", int64_t(f.passed_only ? 1 : 0));
+}
+
 const char* const kMeasurementSelect = R"sql(
     SELECT id, run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
            disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us,

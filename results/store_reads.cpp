@@ -1,10 +1,12 @@
 // The read side of the store that `attn-tune db info` and `attn-tune export` use: listings of
 // devices, runs and migrations, a summary with every count, and measurements without samples.
 #include <map>
+#include <string>
 
 #include "base/errors.hpp"
 #include "results/sqlite.hpp"
 #include "results/store.hpp"
+#include "results/store_rows.hpp"
 
 namespace attn {
 
@@ -83,18 +85,8 @@ std::vector<MeasurementBrief> Store::measurement_briefs(const MeasurementFilter&
   Statement s(*db_, R"sql(
     SELECT id, uid, run_id, device_id, workload_id, family, variant, config_key, config_json,
            policy, disposition, unstable, sample_count, median_us, p10_us, p90_us, created_at
-    FROM measurements
-    WHERE (:workload IS NULL OR workload_id = :workload)
-      AND (:device IS NULL OR device_id = :device)
-      AND (:variant IS NULL OR variant = :variant)
-      AND (:policy IS NULL OR policy = :policy)
-      AND (:passed = 0 OR disposition = 'passed')
-    ORDER BY id)sql");
-  s.bind(":workload", f.workload_id)
-      .bind(":device", f.device_id)
-      .bind(":variant", f.variant)
-      .bind(":policy", f.policy)
-      .bind(":passed", int64_t(f.passed_only ? 1 : 0));
+    FROM measurements)sql" + std::string(kMeasurementFilterWhere));
+  bind_measurement_filter(s, f);
   std::vector<MeasurementBrief> out;
   while (s.step()) {
     MeasurementBrief m;

@@ -1,5 +1,6 @@
 // Internal to results/: the one SELECT list of a measurement row and its reader, shared by the
-// store's query functions (store.cpp, store_tuning.cpp).
+// store's query functions (store.cpp, store_tuning.cpp, store_reads.cpp), and the WHERE clause of a
+// MeasurementFilter.
 #pragma once
 
 #include <vector>
@@ -13,5 +14,10 @@ namespace attn {
 extern const char* const kMeasurementSelect;
 // Steps `select` (prepared from kMeasurementSelect) to the end, reading each row and its samples.
 std::vector<StoredMeasurement> read_measurements(Database& db, Statement& select);
+
+// " WHERE ... ORDER BY id" selecting the rows a MeasurementFilter keeps, with the parameters
+// :workload, :device, :variant, :policy and :passed that bind_measurement_filter binds.
+extern const char* const kMeasurementFilterWhere;
+void bind_measurement_filter(Statement& statement, const MeasurementFilter& filter);
 
 }  // namespace attn

@@ -128,18 +128,8 @@ std::vector<WinnerRecord> Store::winners_of_run(int64_t run_id) const {
 }
 
 std::vector<StoredMeasurement> Store::find_measurements(const MeasurementFilter& f) const {
-  Statement s(*db_, std::string(kMeasurementSelect) + R"sql(
-    WHERE (:workload IS NULL OR workload_id = :workload)
-      AND (:device IS NULL OR device_id = :device)
-      AND (:variant IS NULL OR variant = :variant)
-      AND (:policy IS NULL OR policy = :policy)
-      AND (:passed = 0 OR disposition = 'passed')
-    ORDER BY id)sql");
-  s.bind(":workload", f.workload_id)
-      .bind(":device", f.device_id)
-      .bind(":variant", f.variant)
-      .bind(":policy", f.policy)
-      .bind(":passed", int64_t(f.passed_only ? 1 : 0));
+  Statement s(*db_, std::string(kMeasurementSelect) + kMeasurementFilterWhere);
+  bind_measurement_filter(s, f);
   return read_measurements(*db_, s);
 }
 

@@ -426,19 +426,7 @@ nlohmann::ordered_json export_json(const ExportResult& result, const ExportProve
                        {"coverage", coverage}});
   }
   json runs = json::array();
-  for (const auto& [id, r] : result.runs) {
-    runs.push_back({{"id", id},
-                    {"uid", r.uid},
-                    {"tool", r.record.tool},
-                    {"tool_version", r.record.tool_version},
-                    {"git_commit", r.record.git_commit},
-                    {"build_type", r.record.build_type},
-                    {"command_line", r.record.command_line},
-                    {"host", r.record.host},
-                    {"started_at", r.record.started_at},
-                    {"finished_at", r.finished_at ? json(*r.finished_at) : json(nullptr)},
-                    {"status", r.status}});
-  }
+  for (const auto& entry : result.runs) runs.push_back(run_json(entry.second));
   json skipped = json::array();
   for (const SkippedWorkload& w : result.skipped) {
     skipped.push_back({{"workload", w.name}, {"hash", w.hash}, {"reason", w.reason}});
