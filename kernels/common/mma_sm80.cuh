@@ -24,6 +24,19 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned int (&r)[4], const vo
                : "r"(shared_address(shared)));
 }
 
+// The same from a 32-bit shared-memory address (kernels that keep their fragment addresses as
+// such hold one register per address instead of a 64-bit generic pointer).
+__device__ __forceinline__ void ldmatrix_x4(unsigned int (&r)[4], unsigned shared) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned int (&r)[4], unsigned shared) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared));
+}
+
 // d += a (16 x 16, row-major) * b (16 x 8, column-major), fp32 accumulation.
 template <int DTYPE>
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned int (&a)[4],

@@ -24,8 +24,13 @@
 //   block table), then the new tokens up to the tile's last causal position. Tiles outside the
 //   window or past the diagonal are never loaded; masks are evaluated only on tiles that a rule
 //   cuts (the explicit mask on every tile).
-// - Tiles stream through STAGES shared-memory buffers with cp.async (16 bytes per copy, zero-fill
-//   past a sequence's end, since 0 * NaN from a pool's unused slot would poison P.V). An fp8
+// - Each key row's source (its byte offset through the block table) is written into shared
+//   memory by one thread, STAGES tiles ahead, so the copies do no page arithmetic.
+// - Tiles stream through STAGES shared-memory buffers with cp.async (16 bytes per copy; the last
+//   tile of the context or of the new tokens zero-fills past the sequence's end, since 0 * NaN
+//   from a pool's unused slot would poison P.V; whole tiles use the plain form).
+// - The online softmax keeps raw scores until the exponent and rescales the output accumulators
+//   only when a row of the warp has a new maximum. An fp8
 //   stage is dequantised into one 16-bit tile before the tensor cores read it. vLLM's V (dims
 //   major, keys contiguous per page) is kept dims-major in shared memory and read with ldmatrix
 //   without .trans; a page size that is not a multiple of one 16-byte chunk of keys falls back to
@@ -45,6 +50,7 @@
 
 #include "kernels/common/convert.cuh"
 #include "kernels/common/cp_async.cuh"
+#include "kernels/common/fast_math.cuh"
 #include "kernels/common/mma_sm80.cuh"
 #include "kernels/prefix_prefill/gather.cuh"
 #include "kernels/prefix_prefill/mma_params.hpp"
@@ -71,15 +77,10 @@ __device__ __forceinline__ void dequantise_tile(const unsigned char* src, int sr
   }
 }
 
-template <bool B>
-struct Flag {
-  static constexpr bool value = B;
-};
-
 }  // namespace pp
 
-template <int DTYPE, bool KV_FP8, bool V_DIM_MAJOR, bool EXPLICIT_MASK, int HEAD_DIM, int BLOCK_M,
-          int BLOCK_N, int WARPS, int STAGES, int UNROLL_CACHE, int UNROLL_NEW>
+template <int DTYPE, bool KV_FP8, bool V_DIM_MAJOR, bool EXPLICIT_MASK, bool SOFT_CAP, int HEAD_DIM,
+          int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int UNROLL_CACHE, int UNROLL_NEW>
 // One block per SM as the launch bound: without it ptxas capped a 256-thread config at 128
 // registers and spilled; the traits' register estimate is what keeps a config in registers.
 __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const PrefixPrefillParams p) {
@@ -112,6 +113,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
   unsigned short* q_tile = reinterpret_cast<unsigned short*>(smem);
   unsigned char* stages = smem + q_tile_bytes(HEAD_DIM, BLOCK_M);
   unsigned char* dequantised = stages + STAGES * STAGE;
+  long long* row_source = reinterpret_cast<long long*>(
+      dequantised + (KV_FP8 ? prefix_prefill::kv_tile_bytes(HEAD_DIM, BLOCK_N, 2, V_DIM_MAJOR) : 0));
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int tile = blockIdx.x / p.num_kv_heads, kv_head = blockIdx.x % p.num_kv_heads;
@@ -170,13 +173,40 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
   auto page_of = [&](int key) {
     return p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size;
   };
-  // Copies are issued in batches of up to 4 per thread: the batch's page numbers are read from
-  // the block table first, then its cp.async copies go out, so the table's latency is paid once
-  // per batch instead of once per copy (each copy's address depends on its page). Larger batches,
-  // or batches unrolled into each other, cost registers that the output accumulators need.
+  // Where each key row of a tile comes from: a byte offset from the tile's base (the pool's, plus
+  // this thread's kv head and dims chunk, for a context tile; K_new's for a new-token tile), or -1
+  // past the sequence's end (zero-filled). One thread per row writes it into row_source, one tile
+  // ahead of the copies, so a copy costs a shared-memory read and an add instead of a block-table
+  // read and the page arithmetic, and the table's latency is paid by few threads, under the
+  // products. K and a key-major V share the offsets (NHD and HND pools have the same page and token
+  // strides; the host checks).
+  auto page_number = [&](int j, int row) {
+    const bool cached = j < n_ctx;
+    const int key = (c_first + j) * BLOCK_N + row;
+    return cached && row < BLOCK_N && key < ctx ? __ldg(pages + page_of(key)) : 0;
+  };
+  auto write_row_source = [&](int j, int row, int page) {
+    if (row >= BLOCK_N) return;
+    const bool cached = j < n_ctx;
+    const int key = (cached ? c_first + j : n_first + j - n_ctx) * BLOCK_N + row;
+    long long offset = -1;
+    if (key < (cached ? ctx : q_len)) {
+      offset = cached ? (long long)page * p.k_strides.page +
+                            int((key - page_of(key) * p.page_size) * p.k_strides.token)
+                      : key * new_row_bytes;
+    }
+    row_source[(j % STAGES) * BLOCK_N + row] = offset;
+  };
+  constexpr int SOURCE_ROWS = (BLOCK_N + THREADS - 1) / THREADS;  // rows of the table per thread
   constexpr int K_TOTAL = BLOCK_N * K_CHUNKS, K_ITERS = (K_TOTAL + THREADS - 1) / THREADS;
   constexpr int V_TOTAL = HEAD_DIM * V_CHUNKS, V_ITERS = (V_TOTAL + THREADS - 1) / THREADS;
-  constexpr int K_BATCH = K_ITERS < 4 ? K_ITERS : 4, V_BATCH = V_ITERS < 4 ? V_ITERS : 4;
+  constexpr int V_BATCH = V_ITERS < 4 ? V_ITERS : 4;
+  static_assert(THREADS % K_CHUNKS == 0, "a thread copies one dims chunk of its key rows");
+  const int copy_chunk = tid % K_CHUNKS;
+  const int k_head_chunk =
+      int(kv_head * p.k_strides.head + copy_chunk * p.k_strides.chunk);  // within a page
+  const int v_head_chunk = V_DIM_MAJOR ? 0 : int(kv_head * p.v_strides.head +
+                                                  copy_chunk * p.v_strides.chunk);
   auto load_tile = [&](int j, int stage) {
     unsigned char* k_dst = stages + stage * STAGE;
     unsigned char* v_dst = k_dst + BLOCK_N * KEY_ROW;
@@ -184,33 +214,36 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     const int key0 = (cached ? c_first + j : n_first + j - n_ctx) * BLOCK_N;
     const int end = cached ? ctx : q_len;
     // K, and key-major V: row = key, 16-byte chunks of its dims.
-#pragma unroll 1
-    for (int i0 = 0; i0 < K_ITERS; i0 += K_BATCH) {
-      int page[K_BATCH];
-#pragma unroll
-      for (int b = 0; b < K_BATCH; ++b) {
-        const int c = tid + (i0 + b) * THREADS, key = key0 + c / K_CHUNKS;
-        page[b] = cached && i0 + b < K_ITERS && c < K_TOTAL && key < end ? pages[page_of(key)] : 0;
-      }
-#pragma unroll
-      for (int b = 0; b < K_BATCH; ++b) {
-        const int c = tid + (i0 + b) * THREADS;
-        if (i0 + b >= K_ITERS || c >= K_TOTAL) continue;
-        const int row = c / K_CHUNKS, chunk = c % K_CHUNKS, key = key0 + row;
-        const bool valid = key < end;
-        const char* k_src = k_pool;
-        const char* v_src = v_pool;
-        if (valid && cached) {
-          const int slot = key - page_of(key) * p.page_size;
-          k_src += pp::paged_offset(p.k_strides, page[b], slot, kv_head, chunk);
-          if (!V_DIM_MAJOR) v_src += pp::paged_offset(p.v_strides, page[b], slot, kv_head, chunk);
-        } else if (valid) {
-          k_src = k_new + key * new_row_bytes + chunk * 16;
-          v_src = v_new + key * new_row_bytes + chunk * 16;
+    const char* k_base = cached ? k_pool + k_head_chunk : k_new + copy_chunk * 16;
+    const char* v_base = cached ? v_pool + v_head_chunk : v_new + copy_chunk * 16;
+    const long long* sources = row_source + stage * BLOCK_N;
+    // A tile whose keys all exist (every context tile but the last) copies without the zero-fill
+    // form, whose per-copy arithmetic cost a fifth of the loop's instructions.
+    auto copy_rows = [&](bool zero_fill) {  // inlined at both calls, zero_fill folded
+      // Unrolled by up to 8 copies: a 1- or 2-warp CTA copies 32 to 64 rows per thread and tile,
+      // whose fully unrolled loop holds every row's offset at once and spills.
+#pragma unroll 8
+      for (int i = 0; i < K_ITERS; ++i) {
+        const int c = tid + i * THREADS;
+        if (K_TOTAL % THREADS != 0 && c >= K_TOTAL) break;
+        const int row = c / K_CHUNKS;
+        const long long offset = sources[row];
+        unsigned char* k_row = k_dst + row * KEY_ROW + copy_chunk * 16;
+        unsigned char* v_row = v_dst + row * KEY_ROW + copy_chunk * 16;
+        if (zero_fill) {
+          const bool valid = offset >= 0;
+          cp_async_16(k_row, valid ? k_base + offset : k_pool, valid);
+          if (!V_DIM_MAJOR) cp_async_16(v_row, valid ? v_base + offset : v_pool, valid);
+        } else {
+          cp_async_16(k_row, k_base + offset);
+          if (!V_DIM_MAJOR) cp_async_16(v_row, v_base + offset);
         }
-        cp_async_16(k_dst + row * KEY_ROW + chunk * 16, k_src, valid);
-        if (!V_DIM_MAJOR) cp_async_16(v_dst + row * KEY_ROW + chunk * 16, v_src, valid);
       }
+    };
+    if (key0 + BLOCK_N <= end) {
+      copy_rows(false);
+    } else {
+      copy_rows(true);
     }
     if (V_DIM_MAJOR) {
       // Row = dim, 16-byte chunks of CHUNK_KEYS keys. A cached chunk is one copy when it lies in
@@ -268,8 +301,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     }
   };
 
-  // Prologue: Q and STAGES - 1 tiles in flight, one commit group each (possibly empty), so the
-  // wait count in the loop stays exact.
+  // Prologue: the row sources of tiles 0 .. STAGES - 1, then Q and STAGES - 1 tiles in flight, one
+  // commit group each (possibly empty), so the wait count in the loop stays exact.
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+#pragma unroll
+    for (int r = 0; r < SOURCE_ROWS; ++r) {
+      if (s < n_tiles) write_row_source(s, tid + r * THREADS, page_number(s, tid + r * THREADS));
+    }
+  }
+  __syncthreads();
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < n_tiles) load_tile(s, s);
@@ -291,14 +332,22 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
     }
   }
   const bool warp_active = warp * WARP_ROWS < rows;
+  // With causal visibility, keys past the warp's last position are hidden from all its rows.
+  const int warp_last_key = !EXPLICIT_MASK && p.causal
+                                ? ctx + t0 + (min(rows, (warp + 1) * WARP_ROWS) - 1) / p.group
+                                : kv_len - 1;
+  // Scores stay raw until the exponent, as in flash_fwd.sm80_mma: logit2 = scale * s, and the
+  // row maxima are taken on s (scale > 0 keeps the order). With soft-cap the scores are turned
+  // into log2 logits first and scale is 1.
   const float score_scale = p.score_scale * (KV_FP8 ? p.k_scale[kv_head] : 1.0f);
+  const float scale = SOFT_CAP ? 1.0f : score_scale;
 
   float o[MF][D_TILES][4];
 #pragma unroll
   for (int mf = 0; mf < MF; ++mf)
 #pragma unroll
     for (int n = 0; n < D_TILES; ++n) o[mf][n][0] = o[mf][n][1] = o[mf][n][2] = o[mf][n][3] = 0.0f;
-  float row_max[MF][2], row_sum[MF][2];  // log2 domain; sums over this lane's columns only
+  float row_max[MF][2], row_sum[MF][2];  // maxima of s; sums over this lane's columns only
 #pragma unroll
   for (int mf = 0; mf < MF; ++mf) {
     row_max[mf][0] = row_max[mf][1] = kNegInf;
@@ -306,19 +355,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
   }
 
   // ldmatrix row addresses (lane l names a row of matrix l / 8), in 16-bit elements.
-  const unsigned short* q_frag = q_tile + (warp * WARP_ROWS + lane % 16) * ROW + (lane / 16) * 8;
-  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8;
-  const int v_frag = V_DIM_MAJOR ? ((lane / 16) * 8 + lane % 8) * VT_ROW + ((lane / 8) % 2) * 8
-                                 : (lane % 16) * ROW + (lane / 16) * 8;
+  // As 32-bit shared-memory byte addresses (one register each).
+  const unsigned q_frag =
+      shared_address(q_tile + (warp * WARP_ROWS + lane % 16) * ROW + (lane / 16) * 8);
+  const int k_frag = (((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8) * 2;
+  const int v_frag = (V_DIM_MAJOR ? ((lane / 16) * 8 + lane % 8) * VT_ROW + ((lane / 8) % 2) * 8
+                                  : (lane % 16) * ROW + (lane / 16) * 8) *
+                     2;
 
-  // One KV tile: wait for it, refill the freed stage, (dequantise,) S = Q K^T, mask, online
-  // softmax, O += P V.
-  auto step = [&](int j) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();  // tile j landed for every thread; tile j - 1 consumed by every warp
-    if (j + STAGES - 1 < n_tiles) load_tile(j + STAGES - 1, (j + STAGES - 1) % STAGES);
-    cp_async_commit();
-
+  // Tile j's products, once it is in shared memory: (dequantise,) S = Q K^T, masks, online softmax,
+  // O += P V.
+  auto compute = [&](int j) {
     const unsigned char* tile_base = stages + (j % STAGES) * STAGE;
     if (KV_FP8) {
       pp::dequantise_tile<DTYPE, THREADS>(tile_base, KEY_ROW, dequantised, ROW * 2, BLOCK_N,
@@ -335,27 +382,32 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
       __syncthreads();
       tile_base = dequantised;
     }
-    // A warp whose rows are all padding (a short sequence's tile: decode rows) only copies.
-    if (!warp_active) return;
-    const unsigned short* k_tile = reinterpret_cast<const unsigned short*>(tile_base);
-    const unsigned short* v_tile = k_tile + BLOCK_N * ROW;
+    const bool cached = j < n_ctx;
+    const int key0 = cached ? (c_first + j) * BLOCK_N : ctx + (n_first + j - n_ctx) * BLOCK_N;
+    // A warp whose rows are all padding (a short sequence's tile: decode rows), or none of whose
+    // rows sees this tile (past the diagonal), only copies.
+    if (!warp_active || key0 > warp_last_key) return;
+    const unsigned k_tile = shared_address(tile_base);  // bytes from here on
+    const unsigned v_tile = k_tile + BLOCK_N * ROW * 2;
 
-    // S = Q K^T: [WARP_ROWS rows x BLOCK_N keys].
+    // S = Q K^T: [WARP_ROWS rows x BLOCK_N keys]; each K fragment serves every row tile. Q's
+    // fragments come from shared memory, at most two k16 steps unrolled (unrolling all of them
+    // hoists every step's fragments at once and spills).
     float s[MF][S_TILES][4];
 #pragma unroll
     for (int mf = 0; mf < MF; ++mf)
 #pragma unroll
       for (int n = 0; n < S_TILES; ++n)
         s[mf][n][0] = s[mf][n][1] = s[mf][n][2] = s[mf][n][3] = 0.0f;
-#pragma unroll
+#pragma unroll 2
     for (int ks = 0; ks < K_STEPS; ++ks) {
       unsigned int a[MF][4];
 #pragma unroll
-      for (int mf = 0; mf < MF; ++mf) ldmatrix_x4(a[mf], q_frag + mf * 16 * ROW + ks * 16);
+      for (int mf = 0; mf < MF; ++mf) ldmatrix_x4(a[mf], q_frag + (mf * 16 * ROW + ks * 16) * 2);
 #pragma unroll
       for (int pair = 0; pair < S_TILES / 2; ++pair) {
         unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-        ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
+        ldmatrix_x4(b, k_tile + (pair * 16 * ROW + ks * 16) * 2 + k_frag);
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) {
           mma_m16n8k16<DTYPE>(s[mf][2 * pair], a[mf], b[0], b[1]);
@@ -364,23 +416,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
       }
     }
 
-    // Logits (log2 domain), masks where a rule cuts the tile, this tile's row maxima.
-    const bool cached = j < n_ctx;
-    const int key0 = cached ? (c_first + j) * BLOCK_N : ctx + (n_first + j - n_ctx) * BLOCK_N;
+    // Soft-cap (log2 logits from here on), then the masks where a rule cuts the tile.
+    if (SOFT_CAP) {
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf)
+#pragma unroll
+        for (int n = 0; n < S_TILES; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mf][n][e] = p.cap_log2 * tanhf(s[mf][n][e] * score_scale);
+    }
     const int key_end = cached ? ctx : kv_len;
-    const bool masked =
-        EXPLICIT_MASK || key0 < all_lo || key0 + BLOCK_N - 1 > all_hi || key0 + BLOCK_N > key_end;
-    float tile_max[MF][2];
+    if (EXPLICIT_MASK || key0 < all_lo || key0 + BLOCK_N - 1 > all_hi ||
+        key0 + BLOCK_N > key_end) {
 #pragma unroll
-    for (int mf = 0; mf < MF; ++mf) {
-      tile_max[mf][0] = tile_max[mf][1] = kNegInf;
+      for (int mf = 0; mf < MF; ++mf) {
 #pragma unroll
-      for (int n = 0; n < S_TILES; ++n) {
+        for (int n = 0; n < S_TILES; ++n) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[mf][n][e] * score_scale;
-          if (p.cap_log2 > 0.0f) x = p.cap_log2 * tanhf(x);
-          if (masked) {
+          for (int e = 0; e < 4; ++e) {
             const int key = key0 + n * 8 + 2 * (lane % 4) + (e & 1);
             const int pos = position[mf][e / 2];
             bool visible = key < key_end;
@@ -390,62 +443,78 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
               if (p.causal) visible = visible && key <= pos;
               if (p.sliding_window > 0) visible = visible && pos - key < p.sliding_window;
             }
-            if (!visible) x = kNegInf;
+            if (!visible) s[mf][n][e] = kNegInf;
           }
-          s[mf][n][e] = x;
-          tile_max[mf][e / 2] = fmaxf(tile_max[mf][e / 2], x);
-        }
-      }
-    }
-    float base[MF][2];
-#pragma unroll
-    for (int mf = 0; mf < MF; ++mf) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        // The 4 lanes of a quad hold one row.
-        float m = tile_max[mf][h];
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        const float new_max = fmaxf(row_max[mf][h], m);
-        base[mf][h] = new_max == kNegInf ? 0.0f : new_max;        // no key yet: avoid -inf - -inf
-        const float alpha = exp2f(row_max[mf][h] - base[mf][h]);  // 0 while the row had no key
-        row_max[mf][h] = new_max;
-        row_sum[mf][h] *= alpha;
-#pragma unroll
-        for (int n = 0; n < D_TILES; ++n) {
-          o[mf][n][2 * h] *= alpha;
-          o[mf][n][2 * h + 1] *= alpha;
         }
       }
     }
 
-    // P = 2^(S - max), then O += P V; two n8 tiles of S's accumulators make one k16 A fragment.
+    // Online softmax: new row maxima, P = 2^(scale * s - max), rescale the running state. The
+    // output accumulators are rescaled only when some row of the warp has a new maximum (alpha 1
+    // leaves them unchanged): after the first tiles a row's maximum seldom moves, and the rescale
+    // is as many multiplies per tile as the products have mma instructions.
+    float alpha[MF][2];
+    bool moved = false;
+#pragma unroll
+    for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float m = kNegInf;
+#pragma unroll
+        for (int n = 0; n < S_TILES; ++n) m = fmaxf(m, fmaxf(s[mf][n][2 * h], s[mf][n][2 * h + 1]));
+        // The 4 lanes of a quad hold one row.
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        const float new_max = fmaxf(row_max[mf][h], m);
+        // No visible key yet: a finite base, so that -inf - -inf never happens.
+        const float base = new_max == kNegInf ? 0.0f : new_max * scale;
+        // 1 exactly while the maximum stays (the sum and the accumulators then agree without a
+        // rescale); 0 while the row had no key.
+        const bool row_moved = new_max != row_max[mf][h];
+        alpha[mf][h] = row_moved ? exp2_ftz(row_max[mf][h] * scale - base) : 1.0f;
+        moved = moved || row_moved;
+        row_max[mf][h] = new_max;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < S_TILES; ++n) {
+          s[mf][n][2 * h] = exp2_ftz(fmaf(s[mf][n][2 * h], scale, -base));
+          s[mf][n][2 * h + 1] = exp2_ftz(fmaf(s[mf][n][2 * h + 1], scale, -base));
+          sum += s[mf][n][2 * h] + s[mf][n][2 * h + 1];
+        }
+        row_sum[mf][h] = fmaf(row_sum[mf][h], alpha[mf][h], sum);
+      }
+    }
+    if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+      for (int mf = 0; mf < MF; ++mf) {
+#pragma unroll
+        for (int n = 0; n < D_TILES; ++n) {
+          o[mf][n][0] *= alpha[mf][0];
+          o[mf][n][1] *= alpha[mf][0];
+          o[mf][n][2] *= alpha[mf][1];
+          o[mf][n][3] *= alpha[mf][1];
+        }
+      }
+    }
+
+    // O += P V; two n8 tiles of P make one k16 A fragment.
 #pragma unroll
     for (int kc = 0; kc < S_TILES / 2; ++kc) {
       unsigned int a[MF][4];
 #pragma unroll
       for (int mf = 0; mf < MF; ++mf) {
-        float prob[2][4];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            prob[h][e] = exp2f(s[mf][2 * kc + h][e] - base[mf][e / 2]);
-            row_sum[mf][e / 2] += prob[h][e];
-          }
-        }
-        a[mf][0] = pack2<DTYPE>(prob[0][0], prob[0][1]);
-        a[mf][1] = pack2<DTYPE>(prob[0][2], prob[0][3]);
-        a[mf][2] = pack2<DTYPE>(prob[1][0], prob[1][1]);
-        a[mf][3] = pack2<DTYPE>(prob[1][2], prob[1][3]);
+        a[mf][0] = pack2<DTYPE>(s[mf][2 * kc][0], s[mf][2 * kc][1]);
+        a[mf][1] = pack2<DTYPE>(s[mf][2 * kc][2], s[mf][2 * kc][3]);
+        a[mf][2] = pack2<DTYPE>(s[mf][2 * kc + 1][0], s[mf][2 * kc + 1][1]);
+        a[mf][3] = pack2<DTYPE>(s[mf][2 * kc + 1][2], s[mf][2 * kc + 1][3]);
       }
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
         if (V_DIM_MAJOR) {
-          ldmatrix_x4(b, v_tile + dp * 16 * VT_ROW + v_frag + kc * 16);
+          ldmatrix_x4(b, v_tile + (dp * 16 * VT_ROW + kc * 16) * 2 + v_frag);
         } else {
-          ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
+          ldmatrix_x4_trans(b, v_tile + (kc * 16 * ROW + dp * 16) * 2 + v_frag);
         }
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) {
@@ -453,6 +522,27 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
           mma_m16n8k16<DTYPE>(o[mf][2 * dp + 1], a[mf], b[2], b[3]);
         }
       }
+    }
+  };
+
+  // One KV tile: wait for it, refill the freed stage, (dequantise,) S = Q K^T, mask, online
+  // softmax, O += P V.
+  auto step = [&](int j) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile j landed for every thread; tile j - 1 consumed by every warp
+    if (j + STAGES - 1 < n_tiles) load_tile(j + STAGES - 1, (j + STAGES - 1) % STAGES);
+    cp_async_commit();
+    // Tile j + STAGES's page numbers: read now, written into its row sources after the products.
+    const bool ahead = j + STAGES < n_tiles;
+    int ahead_page[SOURCE_ROWS];
+#pragma unroll
+    for (int r = 0; r < SOURCE_ROWS; ++r)
+      ahead_page[r] = ahead ? page_number(j + STAGES, tid + r * THREADS) : 0;
+    compute(j);
+    if (ahead) {
+#pragma unroll
+      for (int r = 0; r < SOURCE_ROWS; ++r)
+        write_row_source(j + STAGES, tid + r * THREADS, ahead_page[r]);
     }
   };
 
@@ -479,7 +569,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) prefix_prefill_mma(const Prefix
       if (sum > 0.0f) {
         if (p.sink_log2 != nullptr) {
           const float sink = p.sink_log2[kv_head * p.group + r % p.group];
-          const float top = row_max[mf][h];
+          const float top = row_max[mf][h] * scale;
           const float both = fmaxf(top, sink);
           const float keep = exp2f(top - both);
           inv = keep / (sum * keep + exp2f(sink - both));

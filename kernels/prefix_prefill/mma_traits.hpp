@@ -41,15 +41,21 @@ ATTN_HOST_DEVICE constexpr int kv_tile_bytes(int head_dim, int block_n, int elem
 ATTN_HOST_DEVICE constexpr int q_tile_bytes(int head_dim, int block_m) {
   return block_m * row_bytes(head_dim, 2);
 }
+// Where each key row of a tile is read from: one 8-byte offset per key and stage.
+ATTN_HOST_DEVICE constexpr int row_source_bytes(int block_n, int stages) {
+  return stages * block_n * 8;
+}
 // Q, then STAGES tiles of K/V as stored (the cp.async pipeline). An fp8 cache adds one 16-bit
-// K/V tile that each stage is dequantised into before the tensor cores read it.
+// K/V tile that each stage is dequantised into before the tensor cores read it. Then the key
+// rows' sources.
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int block_m, int block_n, int stages,
                                             bool kv_fp8, bool v_dim_major) {
   return q_tile_bytes(head_dim, block_m) +
          stages * kv_tile_bytes(head_dim, block_n, kv_element_bytes(kv_fp8), v_dim_major) +
-         (kv_fp8 ? kv_tile_bytes(head_dim, block_n, 2, v_dim_major) : 0);
+         (kv_fp8 ? kv_tile_bytes(head_dim, block_n, 2, v_dim_major) : 0) +
+         row_source_bytes(block_n, stages);
 }
-// Rough per-thread register need: the fp32 output accumulators (m-frags x head_dim / 2), the
+// 16 rows per warp (one mma row tile). Rough per-thread register need: the fp32 output accumulators (m-frags x head_dim / 2), the
 // scores and their 16-bit copies (m-frags x 3/4 block_n), addresses, row state and fragments
 // (72); a second row tile per warp costs fragments and addresses besides its accumulators; an
 // unrolled second tile keeps part of its scores live (twice as much with the explicit mask's
@@ -66,6 +72,28 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int block_m, int 
                            (explicit_mask ? 2 : 1)
                      : 0) +
          (kv_fp8 || v_dim_major ? 24 : 0);
+}
+
+// 32 rows per warp (two row tiles) keep twice the accumulators: at head_dim 128 they alone take 128
+// registers, and whether the rest fits in the other 127 turns on details an estimate does not see
+// (the stage count, the dequantisation, vLLM's V addressing, the explicit mask's loads, the
+// soft-cap's tanh). So these shapes were measured, not estimated: ptxas -v (CUDA 13.0, sm_90a,
+// 2026-11-22) over every flavour (bf16 and fp16, NHD, HND fp8, vLLM 16-bit and fp8, soft-cap,
+// explicit mask), block_m 32 / 64 / 128 over 1 / 2 / 4 warps, block_n 16 to 64, 2 to 4 stages:
+// - head_dim 64: no spill up to block_n 64 (unrolled tiles up to 32; not measured with the mask);
+// - head_dim 128: no spill at block_n 16; at 32 and 64 only for block_m 128 over 4 warps with 2
+//   stages and no unroll over 16-bit key-major K/V without mask or soft-cap (the issue-6 shape);
+//   every other flavour or shape there spilled (4 to 220 bytes);
+// - head_dim 256: the accumulators alone are 256 registers.
+ATTN_HOST_DEVICE constexpr bool wide_warp_fits(int head_dim, int block_m, int block_n, int warps,
+                                               int stages, int unroll, bool kv_fp8,
+                                               bool v_dim_major, bool explicit_mask,
+                                               bool soft_cap) {
+  if (head_dim == 64) return unroll == 1 ? block_n <= 64 : block_n <= 32 && !explicit_mask;
+  if (head_dim != 128 || unroll > 1) return false;
+  if (block_n == 16) return true;
+  return block_n <= 64 && block_m == 128 && warps == 4 && stages == 2 && !kv_fp8 &&
+         !v_dim_major && !explicit_mask && !soft_cap;
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
@@ -86,7 +114,8 @@ enum Rule : int {
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int block_m, int block_n, int warps, int stages,
                                      int unroll_cache, int unroll_new, bool kv_fp8,
-                                     bool v_dim_major, bool explicit_mask) {
+                                     bool v_dim_major, bool explicit_mask,
+                                     bool soft_cap = false) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
@@ -98,8 +127,11 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int block_m, int block_n, int
   if (shared_bytes(head_dim, block_m, block_n, stages, kv_fp8, v_dim_major) > kMaxSharedBytes)
     return kSharedMemory;
   const int unroll = unroll_cache > unroll_new ? unroll_cache : unroll_new;
-  if (register_estimate(head_dim, block_m, block_n, warps, unroll, kv_fp8, v_dim_major,
-                        explicit_mask) > kMaxRegisterEstimate)
+  if (warp_rows(block_m, warps) == kMmaRows
+          ? register_estimate(head_dim, block_m, block_n, warps, unroll, kv_fp8, v_dim_major,
+                              explicit_mask) > kMaxRegisterEstimate
+          : !wide_warp_fits(head_dim, block_m, block_n, warps, stages, unroll, kv_fp8,
+                            v_dim_major, explicit_mask, soft_cap))
     return kRegisters;
   return kOk;
 }

@@ -39,6 +39,11 @@ bool kv_fp8(const Batch& batch) {
   return batch.kv_dtype == DType::fp8_e4m3;
 }
 
+// Soft-capped logits are a compile-time flavour: the tanh stays out of the common kernel.
+bool soft_cap(const Batch& batch) {
+  return log2_logit_transform(batch).cap_log2 > 0.0f;
+}
+
 int shared_bytes(const Batch& batch, const MmaConfig& c) {
   return prefix_prefill::shared_bytes(batch.spec.model.head_dim, c.block_m, c.block_n, c.stages,
                                       kv_fp8(batch), prefix_prefill_v_dim_major(batch));
@@ -47,7 +52,7 @@ int shared_bytes(const Batch& batch, const MmaConfig& c) {
 int check_rule(const Batch& batch, const MmaConfig& c, bool explicit_mask) {
   return prefix_prefill::check(batch.spec.model.head_dim, c.block_m, c.block_n, c.warps, c.stages,
                                c.unroll_cache, c.unroll_new, kv_fp8(batch),
-                               prefix_prefill_v_dim_major(batch), explicit_mask);
+                               prefix_prefill_v_dim_major(batch), explicit_mask, soft_cap(batch));
 }
 
 std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool explicit_mask) {
@@ -73,6 +78,15 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
              std::to_string(kMaxSharedBytes) + "): lower stages, block_n or block_m";
     case kRegisters: {
       const int unroll = std::max(c.unroll_cache, c.unroll_new);
+      if (warp_rows(c.block_m, c.warps) != kMmaRows) {
+        return "too many registers per thread: 32 rows per warp (block_m " +
+               std::to_string(c.block_m) + " over " + std::to_string(c.warps) +
+               " warps) spill at head_dim " + std::to_string(head_dim) +
+               " except at head_dim 64 (block_n up to 64, unrolled up to 32) and head_dim 128 "
+               "with block_n 16, or block_n 32/64 with block_m 128 over 4 warps, 2 stages, no "
+               "unroll, 16-bit key-major K/V, no explicit mask or soft-cap; raise warps for 16 "
+               "rows per warp";
+      }
       return "too many registers per thread (estimate " +
              std::to_string(register_estimate(head_dim, c.block_m, c.block_n, c.warps, unroll,
                                               kv_fp8(batch), prefix_prefill_v_dim_major(batch),
@@ -113,11 +127,14 @@ class MmaVariant : public Variant {
   }
 
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
-    // Seed 002's own launch is BLOCK_M 128, BLOCK_N 64; 8 warps keep one mma row tile per warp
-    // (the output accumulators of 32 rows x head_dim 128 do not fit with the scores). A batch
-    // whose longest sequence fills fewer rows (decode: query_len x group) starts from a tile of
-    // its size instead of leaving most warps idle. Smaller tiles where shared memory or the
-    // register estimate is short (head_dim 256, fp8, vLLM's V, sm_86). Not tuned on a GPU yet.
+    // Seed 002's own launch is BLOCK_M 128, BLOCK_N 64. 4 warps of 32 rows each (each K/V
+    // fragment read from shared memory serves two row tiles) where that fits in registers (head
+    // dims 64 and 128, 16-bit key-major K/V; traits: wide_warp_fits): on the issue-6 case (H200,
+    // 2026-11-22) m128.n64.w4 took 526 us against 715 us for m128.n64.w8 and 598 us for
+    // m128.n32.w4. Elsewhere 8 warps of 16 rows. A batch whose longest sequence fills fewer rows
+    // (decode: query_len x group) starts from a tile of its size instead of leaving most warps
+    // idle. Smaller tiles where shared memory or registers are short (head_dim 256, fp8, vLLM's
+    // V, sm_86).
     auto make = [](int block_m, int block_n, int warps) {
       return MmaConfig(KernelConfig{{"block_m", block_m},
                                     {"block_n", block_n},
@@ -131,7 +148,7 @@ class MmaVariant : public Variant {
     if (rows <= 16) candidates.push_back(make(16, 64, 1));
     if (rows <= 32) candidates.push_back(make(32, 64, 2));
     if (rows <= 64) candidates.push_back(make(64, 64, 4));
-    for (const MmaConfig& c : {make(128, 64, 8), make(64, 64, 4), make(64, 32, 4), make(32, 32, 2),
+    for (const MmaConfig& c : {make(128, 64, 4), make(128, 64, 8), make(64, 64, 4), make(64, 32, 4), make(32, 32, 2),
                                make(32, 16, 2), make(16, 16, 1)}) {
       candidates.push_back(c);
     }
@@ -179,7 +196,8 @@ class MmaVariant : public Variant {
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
                    to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
-                   (prefix_prefill_v_dim_major(batch) ? ".vllm" : "");
+                   (prefix_prefill_v_dim_major(batch) ? ".vllm" : "") +
+                   (soft_cap(batch) ? ".cap" : "");
     program.source = "#include \"kernels/prefix_prefill/mma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
     program.arch = target.arch;
@@ -225,6 +243,10 @@ class MmaVariant : public Variant {
     p.v_new = fresh.v_new;
     p.k_strides = prefix_prefill_pool_strides(batch, false);
     p.v_strides = prefix_prefill_pool_strides(batch, true);
+    // A key-major V reuses K's row offsets (page and token terms): the two pools must agree.
+    ATTN_ASSERT(prefix_prefill_v_dim_major(batch) || (p.k_strides.page == p.v_strides.page &&
+                                                      p.k_strides.token == p.v_strides.token),
+                "prefix_prefill.mma: K and key-major V pools with different page or token strides");
     p.new_rows = fresh.new_rows;
     p.num_q_heads = m.num_q_heads;
     p.num_kv_heads = m.num_kv_heads;
@@ -276,7 +298,8 @@ class MmaVariant : public Variant {
     auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
     return "attn::prefix_prefill_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
            flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
-           flag(explicit_mask_) + ", " + std::to_string(batch.spec.model.head_dim) + ", " +
+           flag(explicit_mask_) + ", " + flag(soft_cap(batch)) + ", " +
+           std::to_string(batch.spec.model.head_dim) + ", " +
            std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
            std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.unroll_cache) + ", " + std::to_string(c.unroll_new) + ">";

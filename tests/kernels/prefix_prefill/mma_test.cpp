@@ -103,12 +103,33 @@ TEST(PrefixPrefillTraits, RulesNameTheFirstBrokenConstraint) {
   // An unrolled tile with the explicit mask's loads and fp8/vLLM addressing needs more registers.
   EXPECT_EQ(check(128, 16, 64, 1, 2, 1, 2, true, true, false), kOk);
   EXPECT_EQ(check(128, 16, 64, 1, 2, 1, 2, true, true, true), kRegisters);
-  // Shared memory: Q, stages x (K + V) rows padded by 16 bytes; fp8 adds one 16-bit K/V tile.
-  EXPECT_EQ(shared_bytes(128, 128, 64, 2, false, false), 128 * 272 + 2 * (64 * 272 + 64 * 272));
+  // 32 rows per warp: measured shapes only (wide_warp_fits). Head dim 128 takes them at block_n
+  // 16, and at 32 or 64 only in the issue-6 shape (block_m 128, 4 warps, 2 stages, no unroll,
+  // 16-bit key-major K/V, no explicit mask, no soft-cap); head dim 64 up to block_n 64.
+  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(128, 128, 32, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(128, 64, 16, 2, 3, 1, 1, true, true, true), kOk);
+  EXPECT_EQ(check(128, 128, 64, 4, 3, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 4, 2, 2, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 64, 64, 2, 2, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, true, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, true, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, false, true), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, false, false, /*soft_cap=*/true), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 8, 2, 1, 1, false, false, false, /*soft_cap=*/true), kOk);
+  EXPECT_EQ(check(64, 128, 64, 4, 3, 1, 1, true, true, true), kOk);
+  EXPECT_EQ(check(64, 128, 64, 4, 2, 2, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(64, 128, 32, 4, 2, 2, 1, false, false, true), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 4, 2, 1, 1, false, false, false), kRegisters);
+  // Shared memory: Q, stages x (K + V) rows padded by 16 bytes; fp8 adds one 16-bit K/V tile;
+  // then an 8-byte source offset per key row and stage.
+  EXPECT_EQ(shared_bytes(128, 128, 64, 2, false, false),
+            128 * 272 + 2 * (64 * 272 + 64 * 272) + 2 * 64 * 8);
   EXPECT_EQ(shared_bytes(128, 64, 32, 3, true, false),
-            64 * 272 + 3 * (32 * 144 + 32 * 144) + (32 * 272 + 32 * 272));
+            64 * 272 + 3 * (32 * 144 + 32 * 144) + (32 * 272 + 32 * 272) + 3 * 32 * 8);
   // vLLM's V is kept dims-major: head_dim rows of block_n keys.
-  EXPECT_EQ(shared_bytes(64, 64, 32, 2, false, true), 64 * 144 + 2 * (32 * 144 + 64 * 80));
+  EXPECT_EQ(shared_bytes(64, 64, 32, 2, false, true),
+            64 * 144 + 2 * (32 * 144 + 64 * 80) + 2 * 32 * 8);
 }
 
 // Every point of the space is accepted exactly when the traits (and the device's shared memory)
@@ -221,8 +242,24 @@ TEST(PrefixPrefillGating, FeaturesAreSupportedOrRefusedWithAReason) {
   const Registry registry = make_registry();
   const Variant& mma = variant_named(registry, "prefix_prefill.mma");
   const Variant& masked = variant_named(registry, "prefix_prefill.masked");
-  const KernelConfig config = mma.default_config(plain, gpu);
+  // 16 rows per warp: a config every flavour fits in registers (the default for this batch, 32
+  // rows per warp, takes only 16-bit key-major K/V without soft-cap or mask: checked below).
+  const KernelConfig config = make_config(128, 64, 8, 2);
   ASSERT_TRUE(mma.supports(plain, config, gpu)) << mma.supports(plain, config, gpu).reason;
+  const KernelConfig wide = mma.default_config(plain, gpu);
+  EXPECT_EQ(wide.get("warps"), 4);
+  EXPECT_TRUE(mma.supports(plain, wide, gpu));
+  for (const auto& [name, apply] : std::vector<std::pair<std::string, std::function<void(Batch&)>>>{
+           {"soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
+           {"vllm layout", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
+           {"fp8 KV", [](Batch& b) { b = with_fp8(b, false); }}}) {
+    Batch batch = plain;
+    apply(batch);
+    const Support s = mma.supports(batch, wide, gpu);
+    EXPECT_FALSE(s.ok) << name;
+    EXPECT_NE(s.reason.find("32 rows per warp"), std::string::npos) << name << ": " << s.reason;
+    EXPECT_TRUE(mma.supports(batch, mma.default_config(batch, gpu), gpu)) << name;
+  }
 
   const std::vector<Feature> features = {
       {"soft-cap", "", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
@@ -357,11 +394,13 @@ TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
     const char* variant;
     KvLayout layout;
     bool fp8;
+    bool soft_cap = false;  // its own kernel flavour (the tanh costs registers)
   };
   const Flavour flavours[] = {{"prefix_prefill.mma", KvLayout::nhd, false},
                               {"prefix_prefill.mma", KvLayout::vllm, false},
                               {"prefix_prefill.mma", KvLayout::hnd, true},
-                              {"prefix_prefill.masked", KvLayout::vllm, true}};
+                              {"prefix_prefill.masked", KvLayout::vllm, true},
+                              {"prefix_prefill.mma", KvLayout::nhd, false, true}};
   struct Job {
     std::string what;
     std::future<CompiledProgram> compiled;
@@ -375,6 +414,7 @@ TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
       const Target target = (head_dim / 64 + f) % 2 ? ampere() : hopper();
       Batch batch = prefill_batch(shape_of(8, 2, head_dim, dtype, flavour.layout));
       if (flavour.fp8) batch = with_fp8(batch, f % 2 == 0);
+      if (flavour.soft_cap) batch.logits_soft_cap = 30.0f;
       if (std::string(flavour.variant) == "prefix_prefill.masked") batch = with_causal_mask(batch);
       const Variant& variant = variant_named(registry, flavour.variant);
       std::vector<KernelConfig> accepted;
