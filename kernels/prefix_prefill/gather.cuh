@@ -15,13 +15,6 @@ __device__ __forceinline__ long long paged_offset(const PoolStrides& s, int page
          index * s.chunk;
 }
 
-// The same for the kernels' hot loops: only the page term needs 64 bits (a page's own bytes
-// stay far below 2^31), which saves registers and multiplies.
-__device__ __forceinline__ long long page_offset(const PoolStrides& s, int page, int slot,
-                                                 int head, int index) {
-  return (long long)page * s.page + int(head * s.head + slot * s.token + index * s.chunk);
-}
-
 }  // namespace pp
 
 // prepare()'s one-off gather of the new tokens' K and V (see PrefixPrefillGatherParams).
