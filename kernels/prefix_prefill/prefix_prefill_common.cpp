@@ -149,27 +149,127 @@ int64_t kv_tiles_of(const Batch& batch, int seq, int64_t t0, int64_t tokens, int
   return n_ctx + n_new;
 }
 
+// A sequence's q tiles of tile_tokens new tokens as (first new token, cost in KV tiles), heaviest
+// first (stable: ties keep the tokens' order).
+struct QTile {
+  int t0;
+  int64_t cost;
+};
+std::vector<QTile> q_tiles_of(const Batch& batch, int seq, int tile_tokens, int block_n,
+                              bool explicit_mask) {
+  std::vector<QTile> tiles;
+  const int64_t query_len = batch.query_lens[size_t(seq)];
+  for (int64_t t0 = 0; t0 < query_len; t0 += tile_tokens) {
+    const int64_t tokens = std::min<int64_t>(tile_tokens, query_len - t0);
+    tiles.push_back({int(t0), kv_tiles_of(batch, seq, t0, tokens, block_n, explicit_mask)});
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const QTile& a, const QTile& b) { return a.cost > b.cost; });
+  return tiles;
+}
+
+}  // namespace
+
+namespace {
+
+struct ScheduledTile {
+  int seq;
+  QTile q;
+};
+
+// The q tiles of the given sequences, heaviest first; ties keep the sequences' order, then the
+// tokens'.
+std::vector<ScheduledTile> heaviest_first(const Batch& batch, const std::vector<int>& seqs,
+                                          int tile_tokens, int block_n, bool explicit_mask) {
+  std::vector<ScheduledTile> tiles;
+  for (int s : seqs) {
+    for (const QTile& q : q_tiles_of(batch, s, tile_tokens, block_n, explicit_mask)) {
+      tiles.push_back({s, q});
+    }
+  }
+  std::stable_sort(tiles.begin(), tiles.end(), [](const ScheduledTile& a, const ScheduledTile& b) {
+    return a.q.cost > b.q.cost;
+  });
+  return tiles;
+}
+
 }  // namespace
 
 std::vector<int> prefix_prefill_tile_schedule(const Batch& batch, int tile_tokens, int block_n,
                                               bool explicit_mask) {
-  struct Tile {
-    int seq, t0;
+  std::vector<int> seqs(size_t(batch.num_seqs));
+  for (int s = 0; s < batch.num_seqs; ++s) seqs[size_t(s)] = s;
+  std::vector<int> table;
+  for (const ScheduledTile& t : heaviest_first(batch, seqs, tile_tokens, block_n, explicit_mask)) {
+    table.push_back(t.seq);
+    table.push_back(t.q.t0);
+  }
+  return table;
+}
+
+std::vector<int> prefix_prefill_cta_schedule(const Batch& batch, int tile_tokens, int block_n,
+                                             int thin_rows) {
+  struct Cta {
+    int seq, t0, kv_head;
     int64_t cost;
   };
-  std::vector<Tile> tiles;
+  const int kv_heads = batch.spec.model.num_kv_heads;
+  const int group = batch.spec.model.num_q_heads / kv_heads;
+  std::vector<int> full_seqs, thin_seqs;
   for (int s = 0; s < batch.num_seqs; ++s) {
-    for (int64_t t0 = 0; t0 < batch.query_lens[size_t(s)]; t0 += tile_tokens) {
-      const int64_t tokens = std::min<int64_t>(tile_tokens, batch.query_lens[size_t(s)] - t0);
-      tiles.push_back({s, int(t0), kv_tiles_of(batch, s, t0, tokens, block_n, explicit_mask)});
+    (batch.query_lens[size_t(s)] * group <= thin_rows ? thin_seqs : full_seqs).push_back(s);
+  }
+  // Full sequences: heaviest first by cost class (a power of two), and within a class kv head by
+  // kv head, each head's tiles heaviest first.
+  std::vector<Cta> full, thin;
+  const std::vector<ScheduledTile> full_tiles =
+      heaviest_first(batch, full_seqs, tile_tokens, block_n, false);
+  for (int h = 0; h < kv_heads; ++h) {
+    for (const ScheduledTile& t : full_tiles) full.push_back({t.seq, t.q.t0, h, t.q.cost});
+  }
+  const auto cost_class = [](int64_t cost) {
+    int c = 0;
+    while (cost > 1) cost >>= 1, ++c;
+    return c;
+  };
+  std::stable_sort(full.begin(), full.end(), [&](const Cta& a, const Cta& b) {
+    return cost_class(a.cost) > cost_class(b.cost);
+  });
+  // Thin sequences: (sequence, kv head) units heaviest first over all heads, a unit's tiles
+  // together.
+  struct Unit {
+    int seq, kv_head;
+    int64_t cost;
+  };
+  std::vector<Unit> units;
+  for (int s : thin_seqs) {
+    int64_t cost = 0;
+    for (const QTile& q : q_tiles_of(batch, s, tile_tokens, block_n, false)) cost += q.cost;
+    for (int h = 0; h < kv_heads; ++h) units.push_back({s, h, cost});
+  }
+  std::stable_sort(units.begin(), units.end(),
+                   [](const Unit& a, const Unit& b) { return a.cost > b.cost; });
+  for (const Unit& u : units) {
+    for (const QTile& q : q_tiles_of(batch, u.seq, tile_tokens, block_n, false)) {
+      thin.push_back({u.seq, q.t0, u.kv_head, q.cost});
     }
   }
-  std::stable_sort(tiles.begin(), tiles.end(),
-                   [](const Tile& a, const Tile& b) { return a.cost > b.cost; });
+  // Merge the two lists so that each has handed out the same fraction of its cost at every point:
+  // take from the list that is behind (done / total, cross-multiplied; ties to the thin list).
+  int64_t full_total = 0, thin_total = 0;
+  for (const Cta& c : full) full_total += c.cost;
+  for (const Cta& c : thin) thin_total += c.cost;
   std::vector<int> table;
-  for (const Tile& t : tiles) {
-    table.push_back(t.seq);
-    table.push_back(t.t0);
+  size_t f = 0, t = 0;
+  int64_t full_done = 0, thin_done = 0;
+  while (f < full.size() || t < thin.size()) {
+    const bool take_thin =
+        f == full.size() || (t < thin.size() && thin_done * full_total <= full_done * thin_total);
+    const Cta& cta = take_thin ? thin[t++] : full[f++];
+    (take_thin ? thin_done : full_done) += cta.cost;
+    table.push_back(cta.seq);
+    table.push_back(cta.t0);
+    table.push_back(cta.kv_head);
   }
   return table;
 }

@@ -48,9 +48,25 @@ PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context,
 // The q tiles of tile_tokens new tokens of every sequence as [num_tiles][2] (sequence, first new
 // token), heaviest first: the most KV tiles of block_n keys (context tiles from key 0, then
 // new-token tiles from new token 0) under the batch's causal and window rules (none with an
-// explicit mask), so that the last wave holds the short ones.
+// explicit mask), so that the last wave holds the short ones. prefix_prefill.mma launches each
+// tile for every kv head, the heads fastest (its kv head comes from blockIdx: a loaded one costs it
+// registers it does not have).
 std::vector<int> prefix_prefill_tile_schedule(const Batch& batch, int tile_tokens, int block_n,
                                               bool explicit_mask);
+
+// prefix_prefill.sm90_wgmma's CTAs in launch order, as [num_ctas][3] (sequence, first new token,
+// kv head). Heaviest first by cost class (KV tiles, rounded down to a power of two: the last wave
+// holds the short tiles), and within a class kv head by kv head, each head's tiles in
+// prefix_prefill_tile_schedule's order: the CTAs running at once then read few key streams (on
+// the issue-6 case, H200: 355 us; with the heads fastest 368, with each sequence's tiles under
+// one head together, heaviest first within, 366). With thin_rows > 0, the sequences of at most
+// thin_rows rows (query_len x GQA group: the decodes of a mixed batch) are taken apart as
+// (sequence, kv head) units, heaviest first over all heads, and interleaved with the others in
+// proportion to their cost: memory-bound decodes then run beside compute-bound prefill tiles from
+// the first wave to the last, rather than the last head's long decodes last (mixed batch: 428
+// us against 482 in kv-head rows).
+std::vector<int> prefix_prefill_cta_schedule(const Batch& batch, int tile_tokens, int block_n,
+                                             int thin_rows);
 
 // Minimum traffic: Q and the output, each sequence's K and V rows once per kv head (in the KV
 // dtype: context and new tokens), the used block-table entries, and the explicit mask's bytes when

@@ -13,7 +13,8 @@
 // denominator with no value. Not here: fp8 KV, vLLM's layout, sliding windows, explicit masks
 // (prefix_prefill.mma and .masked have them).
 //
-// Work decomposition (grid = q tiles heaviest first, kv heads; block = 128 x (1 + CONSUMERS)):
+// Work decomposition (grid = the (q tile, kv head) pairs in prefix_prefill_tile_schedule's order;
+// block = 128 x (1 + CONSUMERS)):
 // - A CTA owns TILE_M = 64 x CONSUMERS rows of one kv head: tile_tokens = TILE_M / group
 //   consecutive new tokens of one sequence times the group's q heads, token-major (row r: token
 //   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.mma packs them; K and V
@@ -144,8 +145,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   unsigned long long* v_empty = v_full + STAGES;
   unsigned long long* v_zeroed = v_empty + STAGES;
 
-  const int seq = p.tiles[2 * blockIdx.x], t0 = p.tiles[2 * blockIdx.x + 1];
-  const int kv_head = blockIdx.y;
+  const int seq = p.tiles[3 * blockIdx.x], t0 = p.tiles[3 * blockIdx.x + 1];
+  const int kv_head = p.tiles[3 * blockIdx.x + 2];
   const PrefixPrefillSeq info = p.seqs[seq];
   const int ctx = info.context_len, q_len = info.query_len;
   const int tokens = min(p.tile_tokens, q_len - t0);  // valid tokens of this tile (>= 1)

@@ -21,7 +21,7 @@ struct PrefixPrefillSm90Params {
   TensorMapBytes v_new_map;
   void* out;                     // [total_q, num_q_heads, head_dim]
   const int* block_table;        // [num_seqs, max_pages_per_seq]
-  const int* tiles;              // [num_tiles, 2]: (sequence, first new token), heaviest first
+  const int* tiles;              // [grid_x, 3]: (sequence, first token, kv head); see the schedule
   const PrefixPrefillSeq* seqs;  // [num_seqs]
   const float* sink_log2;        // [num_q_heads] sink logit * log2(e); null without sinks
   // The pools themselves, for the cp.async path: element (page, slot, kv head, dim) lies at

@@ -175,8 +175,8 @@ class Sm90WgmmaVariant : public Variant {
     };
     // The new tokens' K/V from their cache slots, once, here (not timed).
     const PrefixPrefillNewTokens fresh = gather_new_tokens(problem, context, gather, buffers);
-    const std::vector<int> tiles =
-        prefix_prefill_tile_schedule(batch, tile_tokens, c.tile_n, false);
+    const std::vector<int> tiles = prefix_prefill_cta_schedule(
+        batch, tile_tokens, c.tile_n, c.consumers == 2 ? sm90_attn::kConsumerRows : 0);
 
     const DriverApi& api = context.cuda->api();
     const CUtensorMapDataType type = tensor_map_type(m.dtype);
@@ -230,8 +230,7 @@ class Sm90WgmmaVariant : public Variant {
     p.cap_log2 = logits.cap_log2;
 
     LaunchShape shape;
-    shape.grid_x = unsigned(tiles.size() / 2);
-    shape.grid_y = unsigned(m.num_kv_heads);
+    shape.grid_x = unsigned(tiles.size() / 3);
     shape.block_x = unsigned(sm90_attn::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,
