@@ -62,4 +62,19 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch
   return out;
 }
 
+TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
+                                                 const void* pool, int box_tokens) {
+  const ModelShape& m = batch.spec.model;
+  const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
+  const uint64_t bytes = 2, H = uint64_t(m.num_kv_heads), P = uint64_t(batch.page_size),
+                 D = uint64_t(m.head_dim);
+  const uint64_t token_stride = (hnd ? D : H * D) * bytes;
+  const uint64_t dims[5] = {64, 8, hnd ? D / 64 : H * D / 64, hnd ? H * P / 8 : P / 8,
+                            uint64_t(batch.num_pages)};
+  const uint64_t strides[4] = {token_stride, 64 * bytes, 8 * token_stride, P * H * D * bytes};
+  const uint32_t box[5] = {64, 8, uint32_t(D / 64), uint32_t(box_tokens / 8), 1};
+  return encode_tensor_map(context.cuda->api(), tensor_map_type(m.dtype), pool, 5, dims, strides,
+                           box);
+}
+
 }  // namespace attn

@@ -50,4 +50,16 @@ struct PagedPoolTensorMap {
 PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
                                          const void* pool, int box_tokens);
 
+// The same pool as a 5-D tensor whose boxes land interleaved (sm90_attn::interleaved_offset:
+// [keys / 8][head_dim / 64][8][64]), so that one box brings every column block of box_tokens keys
+// of one kv head and page (paged_pool_tensor_map needs a box per column block):
+//   NHD: (64, 8 tokens, kv_heads x head_dim / 64 blocks, page_size / 8, pages)
+//   HND: (64, 8 tokens, head_dim / 64 blocks, kv_heads x page_size / 8, pages)
+// (dims and column blocks of one kv head, and 8-token groups of one head, are evenly strided in
+// the respective layout). A box is (64, 8, head_dim / 64, box_tokens / 8, 1) at coordinates
+// NHD (0, 0, kv_head x head_dim / 64, slot / 8, page), HND (0, 0, 0, kv_head x page_size / 8 +
+// slot / 8, page). page_size and box_tokens must be multiples of 8, box_tokens at most 2048.
+TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
+                                                 const void* pool, int box_tokens);
+
 }  // namespace attn

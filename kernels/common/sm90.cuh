@@ -81,7 +81,8 @@ __device__ __forceinline__ void tma_load_2d(void* destination, const TensorMapBy
 }
 
 // TMA: a box of a 4-D tensor at coordinates c0 (innermost) .. c3 into shared memory, completing
-// on `bar` (prefix_prefill.sm90_wgmma's Q: the GQA group's heads of consecutive tokens).
+// on `bar` (prefix_prefill.sm90_wgmma's Q, the GQA group's heads of consecutive tokens, and its
+// new-token K/V tiles).
 __device__ __forceinline__ void tma_load_4d(void* destination, const TensorMapBytes* map, int c0,
                                             int c1, int c2, int c3, unsigned long long* bar) {
   asm volatile(

@@ -117,7 +117,21 @@ struct IssueTurns {
   }
 };
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES>
+// Where a consumer stands in a persistent CTA's stream of work items (prefix_prefill.sm90_wgmma):
+// item k of the CTA waits for its Q on phase k & 1 of q_full (q_parity); its key tile n is tile
+// first_tile + n of the CTA's pipeline (stage and phase follow from that number, so the producer
+// can fill the stages with the next item's tiles while this one ends); and each consumer warp
+// arrives on q_empty once the last S = Q K^T of its rows is done (or at once when it has no rows),
+// so the producer may load the next item's Q. The default is a CTA with one item.
+struct ItemCursor {
+  unsigned int q_parity = 0;
+  int first_tile = 0;
+  unsigned long long* q_empty = nullptr;
+};
+
+// INTERLEAVED: K and V tiles in the interleaved layout (sm90_attention_traits.hpp,
+// interleaved_offset), else column-block-major.
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, bool INTERLEAVED = false>
 struct Consumer {
   static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
 
@@ -153,9 +167,12 @@ struct Consumer {
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+      const unsigned long long k_desc =
+          INTERLEAVED ? sm90::descriptor(k + interleaved_k_step_offset(kk), 16,
+                                         interleaved_group_bytes(HEAD_DIM))
+                      : sm90::descriptor(k + k_major_step_offset(kk, TILE_N));
       sm90::wgmma_ss<DTYPE, TILE_N>(s, sm90::descriptor(q_rows + k_major_step_offset(kk, TILE_M)),
-                                    sm90::descriptor(k + k_major_step_offset(kk, TILE_N)),
-                                    kk > 0 ? 1 : 0);
+                                    k_desc, kk > 0 ? 1 : 0);
     }
     sm90::wgmma_commit();
   }
@@ -167,8 +184,10 @@ struct Consumer {
     for (int kk = 0; kk < TILE_N / 16; ++kk) {
       sm90::wgmma_rs<DTYPE, HEAD_DIM, 1>(
           o, pa[kk],
-          sm90::descriptor(v + mn_major_step_offset(kk), v_leading_bytes(TILE_N),
-                           kSwizzleAtomBytes));
+          INTERLEAVED ? sm90::descriptor(v + interleaved_v_step_offset(kk, HEAD_DIM),
+                                         kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
+                      : sm90::descriptor(v + mn_major_step_offset(kk), v_leading_bytes(TILE_N),
+                                         kSwizzleAtomBytes));
     }
     sm90::wgmma_commit();
   }
@@ -230,27 +249,33 @@ struct Consumer {
   // The whole key loop: tiles 0 .. my_tiles - 1 for this warpgroup's rows (after Q landed on
   // q_full), then the barriers of the tiles up to n_tiles that the CTA loads for another
   // warpgroup's rows. mask(n, s) hides keys of tile n; before_values(n) runs once V_n has landed
-  // and before the P V that reads it. turns: the ping-pong with the other consumer warpgroup.
+  // and before the P V that reads it. turns: the ping-pong with the other consumer warpgroup; at:
+  // the item's place in a persistent CTA (ItemCursor).
   template <class Mask, class BeforeValues>
   __device__ __forceinline__ void run(const KvPipeline& kv, const unsigned char* q_rows,
                                       unsigned long long* q_full, int my_tiles, int n_tiles,
                                       const IssueTurns& turns, Mask&& mask,
-                                      BeforeValues&& before_values) {
+                                      BeforeValues&& before_values,
+                                      const ItemCursor& at = ItemCursor{}) {
+    auto stage = [&](int n) { return (at.first_tile + n) % STAGES; };
+    auto phase = [&](int n) { return unsigned((at.first_tile + n) / STAGES) & 1u; };
+    if (my_tiles == 0 && at.q_empty != nullptr) release(at.q_empty);
     if (my_tiles > 0) {
       turns.start();
-      sm90::mbarrier_wait(q_full, 0);
-      sm90::mbarrier_wait(&kv.k_full[0], 0);
+      sm90::mbarrier_wait(q_full, at.q_parity);
+      sm90::mbarrier_wait(&kv.k_full[stage(0)], phase(0));
       turns.take(0);
-      issue_scores(q_rows, kv.k_tiles);
+      issue_scores(q_rows, kv.k_tiles + stage(0) * KV_BYTES);
       turns.pass(0);
       sm90::wgmma_wait<0>();
-      release(&kv.k_empty[0]);
+      release(&kv.k_empty[stage(0)]);
+      if (my_tiles == 1 && at.q_empty != nullptr) release(at.q_empty);
       softmax(0, mask);
       rescale_and_pack();
       for (int n = 1; n < my_tiles; ++n) {
-        const int s_now = n % STAGES, s_prev = (n - 1) % STAGES;
-        sm90::mbarrier_wait(&kv.k_full[s_now], (n / STAGES) & 1);
-        sm90::mbarrier_wait(&kv.v_full[s_prev], ((n - 1) / STAGES) & 1);
+        const int s_now = stage(n), s_prev = stage(n - 1);
+        sm90::mbarrier_wait(&kv.k_full[s_now], phase(n));
+        sm90::mbarrier_wait(&kv.v_full[s_prev], phase(n - 1));
         before_values(n - 1);
         turns.take(n);
         issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
@@ -258,25 +283,26 @@ struct Consumer {
         turns.pass(n);
         sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
         release(&kv.k_empty[s_now]);
+        if (n == my_tiles - 1 && at.q_empty != nullptr) release(at.q_empty);
         softmax(n, mask);
         sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
         release(&kv.v_empty[s_prev]);
         rescale_and_pack();
       }
       const int last = my_tiles - 1;
-      sm90::mbarrier_wait(&kv.v_full[last % STAGES], (last / STAGES) & 1);
+      sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));
       before_values(last);
       turns.take(my_tiles);
-      issue_values(kv.v_tiles + (last % STAGES) * KV_BYTES);
+      issue_values(kv.v_tiles + stage(last) * KV_BYTES);
       turns.pass(my_tiles);
       sm90::wgmma_wait<0>();
-      release(&kv.v_empty[last % STAGES]);
+      release(&kv.v_empty[stage(last)]);
     }
     // Tiles the CTA loads for another warpgroup's rows: pass their barriers so the producer's
     // accounting (every consumer warp releases every tile) holds.
     for (int n = my_tiles; n < n_tiles; ++n) {
-      const int st = n % STAGES;
-      const unsigned int parity = (n / STAGES) & 1;
+      const int st = stage(n);
+      const unsigned int parity = phase(n);
       sm90::mbarrier_wait(&kv.k_full[st], parity);
       release(&kv.k_empty[st]);
       sm90::mbarrier_wait(&kv.v_full[st], parity);

@@ -70,6 +70,28 @@ ATTN_HOST_DEVICE constexpr int v_leading_bytes(int tile_n) {
   return tile_n * kBlockRowBytes;
 }
 
+// K and V tiles may also be stored interleaved: [tile_n / 8][head_dim / 64][8][64], each 8-key
+// group's column blocks side by side (one 1024-byte swizzle atom each). A TMA box of a page lands
+// so with every column block in one box (prefix_prefill's paged context: one box per page, where
+// the column-block-major layout needs one per page and column block). Both operands then step
+// over 8-key groups by interleaved_group_bytes (SBO); K's k16 step kk reads column block kk / 4,
+// one atom per block further; V's step kk reads groups 2 kk and 2 kk + 1, its column blocks one
+// atom apart (LBO).
+ATTN_HOST_DEVICE constexpr int interleaved_group_bytes(int head_dim) {
+  return column_blocks(head_dim) * kSwizzleAtomBytes;
+}
+ATTN_HOST_DEVICE constexpr int interleaved_k_step_offset(int kk) {
+  return (kk / 4) * kSwizzleAtomBytes + (kk % 4) * 32;
+}
+ATTN_HOST_DEVICE constexpr int interleaved_v_step_offset(int kk, int head_dim) {
+  return 2 * kk * interleaved_group_bytes(head_dim);
+}
+// Where key `key`, dim `dim` of an interleaved tile lies, before the swizzle.
+ATTN_HOST_DEVICE constexpr int interleaved_offset(int key, int dim, int head_dim) {
+  return (key / 8) * interleaved_group_bytes(head_dim) + (dim / kBlockColumns) * kSwizzleAtomBytes +
+         (key % 8) * kBlockRowBytes + (dim % kBlockColumns) * 2;
+}
+
 // setmaxnreg budgets: with 2 consumers the CTA has 384 threads and 168 registers each at launch
 // (65536 / 384, rounded down to a multiple of 8); the producer gives back to 24 so the consumers
 // can take 240 (128 x 24 + 256 x 240 = 384 x 168). With one consumer the same 24 / 240 split

@@ -82,7 +82,6 @@ __device__ __forceinline__ void copy_context_tile(unsigned char* tile, const uns
   static_assert(TILE_N % KEYS == 0, "whole passes over the tile");
   const int chunk = tid % CHUNKS;
   pool += head + chunk * 8;
-  unsigned char* block = tile + (chunk / 8) * TILE_N * sm90_attn::kBlockRowBytes;
   // Not unrolled: tried at 24 producer registers (unrolled by 4, or with the pages looked up once
   // per warp and shuffled), it spilled; not retried at 40.
 #pragma unroll 1
@@ -94,7 +93,7 @@ __device__ __forceinline__ void copy_context_tile(unsigned char* tile, const uns
       offset = (long long)__ldg(pages + key / PAGE_SIZE) * page_stride +
                (key % PAGE_SIZE) * token_stride;
     }
-    cp_async_16(block + swizzled_chunk_offset(row, chunk % 8), pool + offset, valid);
+    cp_async_16(tile + interleaved_chunk_offset(row, chunk, HEAD_DIM), pool + offset, valid);
   }
 }
 
@@ -105,6 +104,49 @@ __device__ __forceinline__ void publish_copies(unsigned long long* full, int lan
   sm90::fence_proxy_async_shared();
   __syncwarp();
   if (lane == 0) sm90::mbarrier_arrive(full);
+}
+
+// One work item of the persistent grid: tile_tokens new tokens of one sequence (from t0) and one
+// kv head, entry `index` of p.tiles (prefix_prefill_cta_schedule's order), and the key tiles it
+// walks: n_ctx over the context, then the new-token tiles up to its last token.
+template <int TILE_N>
+struct Item {
+  int t0, kv_head;
+  PrefixPrefillSeq info;
+  const int* pages;  // the sequence's row of the block table
+  int rows;          // valid rows: tokens x group
+  int n_ctx, n_tiles;
+
+  __device__ __forceinline__ Item(const PrefixPrefillSm90Params& p, int index) {
+    const int seq = p.tiles[3 * index];
+    t0 = p.tiles[3 * index + 1];
+    kv_head = p.tiles[3 * index + 2];
+    info = p.seqs[seq];
+    pages = p.block_table + (long long)seq * p.max_pages_per_seq;
+    const int tokens = min(p.tile_tokens, info.query_len - t0);  // >= 1
+    rows = tokens * p.group;
+    n_ctx = (info.context_len + TILE_N - 1) / TILE_N;
+    n_tiles = n_ctx + new_tiles(p, t0 + tokens - 1);
+  }
+  // The new-token tiles that rows up to token `last_token` need.
+  __device__ __forceinline__ int new_tiles(const PrefixPrefillSm90Params& p,
+                                           int last_token) const {
+    return ((p.causal ? last_token + 1 : info.query_len) + TILE_N - 1) / TILE_N;
+  }
+};
+
+// The work item after this CTA's current one. Each CTA starts with item blockIdx.x; later items go
+// to whichever CTA asks first (p.schedule[0] counts them), in the schedule's order, as the
+// hardware hands out the CTAs of a non-persistent grid. p.schedule[1] counts the CTAs that have
+// drawn past the end; the last of them zeroes both counters for the next launch (no CTA of this
+// one draws again).
+__device__ __forceinline__ int next_item(const PrefixPrefillSm90Params& p) {
+  const int next = gridDim.x + atomicAdd(&p.schedule[0], 1);
+  if (next >= p.items && atomicAdd(&p.schedule[1], 1) == int(gridDim.x) - 1) {
+    atomicExch(&p.schedule[0], 0);
+    atomicExch(&p.schedule[1], 0);
+  }
+  return next;
 }
 
 }  // namespace prefix_sm90
@@ -121,9 +163,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);
   constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
-  constexpr int KV_BLOCK = TILE_N * ROW_BYTES;          // one column block of K or V, bytes
   constexpr int BOXES = TILE_N / BOX_TOKENS;            // page boxes per context tile (TMA)
-  constexpr int BOX_BYTES = BOX_TOKENS * ROW_BYTES;     // one box of one column block
   constexpr int ROWS = sm90_attn::kConsumerRows;        // 64 rows per consumer warpgroup
   // Context tiles by cp.async from the whole producer warpgroup, or by TMA boxes from one warp.
   // Copied pages are smaller than kCopiedPageTokens <= TILE_N keys, so BOX_TOKENS is the page size.
@@ -131,35 +171,35 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   static_assert(COPY || BOXES <= 32, "one producer lane per TMA box");
   static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
   constexpr int PRODUCER_WARPS = COPY ? 4 : 1;  // arrivals on each full barrier
+  // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64], sm90_attn::interleaved_offset),
+  // so that one TMA box brings every column block of a page.
+  constexpr int BOX_BYTES = BLOCKS * BOX_TOKENS * ROW_BYTES;  // one page box, every column block
+  // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
+  constexpr int Q_BUFFERS = prefix_sm90::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
+  using Item = prefix_sm90::Item<TILE_N>;
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned char* q_tile = shared;                        // [BLOCKS][TILE_M][64]
-  unsigned char* k_tiles = shared + Q_BYTES;             // [STAGES][BLOCKS][TILE_N][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* q_tiles = shared;                          // [Q_BUFFERS][BLOCKS][TILE_M][64]
+  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;    // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;     // [STAGES][BLOCKS][TILE_N][64]
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
-  unsigned long long* k_full = q_full + 1;
+  unsigned long long* q_empty = q_full + Q_BUFFERS;
+  unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
   unsigned long long* v_zeroed = v_empty + STAGES;
-
-  const int seq = p.tiles[3 * blockIdx.x], t0 = p.tiles[3 * blockIdx.x + 1];
-  const int kv_head = p.tiles[3 * blockIdx.x + 2];
-  const PrefixPrefillSeq info = p.seqs[seq];
-  const int ctx = info.context_len, q_len = info.query_len;
-  const int tokens = min(p.tile_tokens, q_len - t0);  // valid tokens of this tile (>= 1)
-  const int rows = tokens * p.group;                  // valid rows
-  // Key tiles: n_ctx over the context, then the new-token tiles the rows up to `last_token` need.
-  const int n_ctx = (ctx + TILE_N - 1) / TILE_N;
-  auto new_tiles = [&](int last_token) {
-    return ((p.causal ? last_token + 1 : q_len) + TILE_N - 1) / TILE_N;
-  };
-  const int n_tiles = n_ctx + new_tiles(t0 + tokens - 1);
+  // The item whose Q q_full[b] announces (-1: no more), written by producer thread 0 before it
+  // arrives on q_full[b], read after a wait on it.
+  volatile int* item_slots = reinterpret_cast<volatile int*>(v_zeroed + 1);  // [Q_BUFFERS]
 
   if (threadIdx.x == 0) {
-    sm90::mbarrier_init(q_full, 1);
+    for (int b = 0; b < Q_BUFFERS; ++b) {
+      sm90::mbarrier_init(&q_full[b], 1);
+      sm90::mbarrier_init(&q_empty[b], CONSUMERS * 4);  // one arrival per consumer warp
+    }
     for (int s = 0; s < STAGES; ++s) {
       // One arrival per producer warp: lane 0 of warp 0 with expect_tx for TMA tiles.
       sm90::mbarrier_init(&k_full[s], PRODUCER_WARPS);
@@ -175,113 +215,134 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     // Producer: the first warp issues every TMA load; with COPY all four warps copy context
-    // tiles. Stage s = n % STAGES is refilled for tile n once every consumer warp released tile
-    // n - STAGES (a fresh empty barrier passes parity 1); every producer thread that writes or
-    // arrives waits for that first.
+    // tiles. Key tiles are numbered across the CTA's items: tile g goes to stage g % STAGES once
+    // every consumer warp released tile g - STAGES (a fresh empty barrier passes parity 1), so
+    // the next item's first tiles load while the consumers finish the current one. Every producer
+    // thread that writes or arrives waits for that first.
     sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS, COPY)>();
     if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    if (threadIdx.x == 0) {
-      sm90::mbarrier_expect_bytes(q_full, BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
-#pragma unroll
-      for (int c = 0; c < BLOCKS; ++c) {
-        sm90::tma_load_4d(q_tile + c * Q_BLOCK, &p.q_map, 0, c, kv_head * p.group,
-                          info.q_start + t0, q_full);
-      }
-    }
-    const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
-    const bool hnd = p.token_coordinate == 2;
-    for (int n = 0; n < n_tiles; ++n) {
-      const int s = n % STAGES;
-      const unsigned int parity = ((n / STAGES) & 1) ^ 1;
-      unsigned char* k_dst = k_tiles + s * KV_BYTES;
-      unsigned char* v_dst = v_tiles + s * KV_BYTES;
-      if (COPY && n < n_ctx) {
-        // FlashAttention-3's paged-KV pipeline: copy tile n, then publish tile n - 1 once this
-        // thread's copies of it have landed (cp.async groups complete in commit order: K_{n-1},
-        // V_{n-1}, K_n, V_n), so two tiles of copies are in flight. The last context tile is
-        // published at once (the tiles after it are TMA's).
-        const int prev = s == 0 ? STAGES - 1 : s - 1;  // tile n - 1's stage
-        sm90::mbarrier_wait(&k_empty[s], parity);
-        prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-            k_dst, p.k_pool, kv_head * p.head_stride, pages, n * TILE_N, ctx, threadIdx.x,
-            p.page_stride, p.token_stride);
-        cp_async_commit();
-        if (n > 0) {
-          cp_async_wait<2>();  // K_{n-1} landed; V_{n-1} and K_n may not have
-          prefix_sm90::publish_copies(&k_full[prev], lane);
-        }
-        sm90::mbarrier_wait(&v_empty[s], parity);
-        prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-            v_dst, p.v_pool, kv_head * p.head_stride, pages, n * TILE_N, ctx, threadIdx.x,
-            p.page_stride, p.token_stride);
-        cp_async_commit();
-        if (n > 0) {
-          cp_async_wait<2>();  // V_{n-1} landed
-          prefix_sm90::publish_copies(&v_full[prev], lane);
-        }
-        if (n == n_ctx - 1) {
-          cp_async_wait<1>();
-          prefix_sm90::publish_copies(&k_full[s], lane);
-          cp_async_wait<0>();
-          prefix_sm90::publish_copies(&v_full[s], lane);
-        }
-      } else if (!COPY && n < n_ctx) {
-        // Lane b loads box b (keys key0 + b * BOX_TOKENS ..) when it holds a context key.
-        const int key = n * TILE_N + lane * BOX_TOKENS;
-        const bool load = lane < BOXES && key < ctx;
-        const int page = load ? __ldg(pages + key / p.page_size) : 0;
-        const int slot = load ? key % p.page_size : 0;
-        const int c2 = hnd ? slot : kv_head, c3 = hnd ? kv_head : slot;
-        const int bytes = __popc(__ballot_sync(0xffffffffu, load)) * BLOCKS * BOX_BYTES;
-        sm90::mbarrier_wait(&k_empty[s], parity);
-        if (lane == 0) sm90::mbarrier_expect_bytes(&k_full[s], bytes);
-        __syncwarp();
-        if (load) {
+    int next = blockIdx.x;  // thread 0: the item it announces next
+    int g = 0;              // key tiles loaded so far
+    for (int k = 0;; ++k) {
+      // Item k: thread 0 loads its Q into buffer b once every consumer warp is done with the
+      // buffer's previous item, and announces it; warp 0 hears it from thread 0, the copying
+      // warps from the slot.
+      const int b = k % Q_BUFFERS;
+      const unsigned int q_parity = (k / Q_BUFFERS) & 1;
+      int index = -1;
+      if (threadIdx.x == 0) {
+        sm90::mbarrier_wait(&q_empty[b], q_parity ^ 1);
+        index = next < p.items ? next : -1;
+        item_slots[b] = index;
+        if (index >= 0) {
+          const int q_row = p.seqs[p.tiles[3 * index]].q_start + p.tiles[3 * index + 1];
+          const int q_head = p.tiles[3 * index + 2] * p.group;
+          sm90::mbarrier_expect_bytes(&q_full[b], BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
 #pragma unroll
           for (int c = 0; c < BLOCKS; ++c) {
-            sm90::tma_load_5d(k_dst + c * KV_BLOCK + lane * BOX_BYTES, &p.k_map, 0, c, c2, c3, page,
-                              &k_full[s]);
-          }
-        }
-        sm90::mbarrier_wait(&v_empty[s], parity);
-        if (lane == 0) sm90::mbarrier_expect_bytes(&v_full[s], bytes);
-        __syncwarp();
-        if (load) {
-#pragma unroll
-          for (int c = 0; c < BLOCKS; ++c) {
-            sm90::tma_load_5d(v_dst + c * KV_BLOCK + lane * BOX_BYTES, &p.v_map, 0, c, c2, c3, page,
-                              &v_full[s]);
-          }
-        }
-      } else if (lane == 0) {
-        // A new-token tile: warp 0 loads it; the other producer warps (COPY) arrive for theirs.
-        const int row = info.new_start + (n - n_ctx) * TILE_N;
-        sm90::mbarrier_wait(&k_empty[s], parity);
-        if (warp == 0) {
-          sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
-#pragma unroll
-          for (int c = 0; c < BLOCKS; ++c) {
-            sm90::tma_load_2d(k_dst + c * KV_BLOCK, &p.k_new_map, kv_head * HEAD_DIM + c * 64, row,
-                              &k_full[s]);
+            sm90::tma_load_4d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, 0, c, q_head, q_row,
+                              &q_full[b]);
           }
         } else {
-          sm90::mbarrier_arrive(&k_full[s]);
-        }
-        sm90::mbarrier_wait(&v_empty[s], parity);
-        if (warp == 0) {
-          sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
-#pragma unroll
-          for (int c = 0; c < BLOCKS; ++c) {
-            sm90::tma_load_2d(v_dst + c * KV_BLOCK, &p.v_new_map, kv_head * HEAD_DIM + c * 64, row,
-                              &v_full[s]);
-          }
-        } else {
-          sm90::mbarrier_arrive(&v_full[s]);
+          sm90::mbarrier_arrive(&q_full[b]);
         }
       }
+      if (warp == 0) {
+        index = __shfl_sync(0xffffffffu, index, 0);
+      } else {
+        sm90::mbarrier_wait(&q_full[b], q_parity);
+        index = item_slots[b];
+      }
+      if (index < 0) return;
+      const Item item(p, index);
+      const int ctx = item.info.context_len, n_ctx = item.n_ctx;
+      for (int n = 0; n < item.n_tiles; ++n, ++g) {
+        const int s = g % STAGES;
+        const unsigned int parity = ((g / STAGES) & 1) ^ 1;
+        unsigned char* k_dst = k_tiles + s * KV_BYTES;
+        unsigned char* v_dst = v_tiles + s * KV_BYTES;
+        if (COPY && n < n_ctx) {
+          // FlashAttention-3's paged-KV pipeline: copy tile n, then publish tile n - 1 once this
+          // thread's copies of it have landed (cp.async groups complete in commit order:
+          // K_{n-1}, V_{n-1}, K_n, V_n), so two tiles of copies are in flight. The last context
+          // tile is published at once (the tiles after it are TMA's).
+          const int prev = (g + STAGES - 1) % STAGES;  // tile n - 1's stage
+          sm90::mbarrier_wait(&k_empty[s], parity);
+          prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
+              k_dst, p.k_pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx,
+              threadIdx.x, p.page_stride, p.token_stride);
+          cp_async_commit();
+          if (n > 0) {
+            cp_async_wait<2>();  // K_{n-1} landed; V_{n-1} and K_n may not have
+            prefix_sm90::publish_copies(&k_full[prev], lane);
+          }
+          sm90::mbarrier_wait(&v_empty[s], parity);
+          prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
+              v_dst, p.v_pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx,
+              threadIdx.x, p.page_stride, p.token_stride);
+          cp_async_commit();
+          if (n > 0) {
+            cp_async_wait<2>();  // V_{n-1} landed
+            prefix_sm90::publish_copies(&v_full[prev], lane);
+          }
+          if (n == n_ctx - 1) {
+            cp_async_wait<1>();
+            prefix_sm90::publish_copies(&k_full[s], lane);
+            cp_async_wait<0>();
+            prefix_sm90::publish_copies(&v_full[s], lane);
+          }
+        } else if (!COPY && n < n_ctx) {
+          // Lane b loads box b (keys key0 + b * BOX_TOKENS ..) when it holds a context key.
+          const int key = n * TILE_N + lane * BOX_TOKENS;
+          const bool load = lane < BOXES && key < ctx;
+          const int page = load ? __ldg(item.pages + key / p.page_size) : 0;
+          const int slot = load ? key % p.page_size : 0;
+          // The pool maps' coordinates (paged_pool_interleaved_tensor_map): NHD (0, 0, kv head x
+          // blocks, slot / 8, page), HND (0, 0, 0, kv head x page_size / 8 + slot / 8, page).
+          const int x = p.hnd ? 0 : item.kv_head * BLOCKS;
+          const int y = (p.hnd ? item.kv_head * (p.page_size / 8) : 0) + slot / 8;
+          const int bytes = __popc(__ballot_sync(0xffffffffu, load)) * BOX_BYTES;
+          sm90::mbarrier_wait(&k_empty[s], parity);
+          if (lane == 0) sm90::mbarrier_expect_bytes(&k_full[s], bytes);
+          __syncwarp();
+          if (load) {
+            sm90::tma_load_5d(k_dst + lane * BOX_BYTES, &p.k_map, 0, 0, x, y, page,
+                              &k_full[s]);
+          }
+          sm90::mbarrier_wait(&v_empty[s], parity);
+          if (lane == 0) sm90::mbarrier_expect_bytes(&v_full[s], bytes);
+          __syncwarp();
+          if (load) {
+            sm90::tma_load_5d(v_dst + lane * BOX_BYTES, &p.v_map, 0, 0, x, y, page,
+                              &v_full[s]);
+          }
+        } else if (lane == 0) {
+          // A new-token tile, one box of K_new and one of V_new: warp 0 loads it; the other
+          // producer warps (COPY) arrive for theirs.
+          const int group = (item.info.new_start + (n - n_ctx) * TILE_N) / 8;  // rows start at 16k
+          sm90::mbarrier_wait(&k_empty[s], parity);
+          if (warp == 0) {
+            sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
+            sm90::tma_load_4d(k_dst, &p.k_new_map, 0, 0, item.kv_head * BLOCKS, group,
+                              &k_full[s]);
+          } else {
+            sm90::mbarrier_arrive(&k_full[s]);
+          }
+          sm90::mbarrier_wait(&v_empty[s], parity);
+          if (warp == 0) {
+            sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
+            sm90::tma_load_4d(v_dst, &p.v_new_map, 0, 0, item.kv_head * BLOCKS, group,
+                              &v_full[s]);
+          } else {
+            sm90::mbarrier_arrive(&v_full[s]);
+          }
+        }
+      }
+      // The next item is drawn once this one's loads are issued (a few tiles before the
+      // consumers finish it), as a non-persistent grid would start a CTA where one ends.
+      if (threadIdx.x == 0) next = prefix_sm90::next_item(p);
     }
-    return;
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
@@ -289,83 +350,102 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
-  // The key tiles consumer warpgroup w needs: the context, then new-token tiles up to its last
-  // row's token (padding rows need none).
-  auto tiles_of = [&](int w) {
-    const int row0 = w * ROWS;
-    return row0 < rows ? n_ctx + new_tiles(t0 + (min(rows, row0 + ROWS) - 1) / p.group) : 0;
-  };
-  const int my_tiles = tiles_of(consumer);
-  const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
-  const sm90_attn::IssueTurns turns{
-      consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
-  // This thread's two rows (r0 and r0 + 8) and their tokens; padding rows borrow a valid token.
+  // This thread's two rows: r0 and r0 + 8.
   const int r0 = wg_row0 + sm90_attn::accumulator_row(tid, 0);
-  const int token0 = t0 + min(r0, rows - 1) / p.group;
-  const int token1 = t0 + min(r0 + 8, rows - 1) / p.group;
-  const int limit0 = p.causal ? token0 : sm90_attn::kNoLimit;
-  const int limit1 = p.causal ? token1 : sm90_attn::kNoLimit;
-  // New-token keys from new_mask_from on are hidden from at least one row of the warpgroup.
-  const int new_mask_from = p.causal ? min(q_len, t0 + wg_row0 / p.group + 1) : q_len;
-  // The last context tile's rows from ctx_rows on lie past the context: zeroed in V.
-  const int ctx_rows = ctx - (n_ctx - 1) * TILE_N;
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, true> c;
+  int g = 0;                        // key tiles of the CTA's earlier items
+  unsigned int zeroed_parity = 0;   // of v_zeroed's next phase
+  for (int k = 0;; ++k) {
+    const int b = k % Q_BUFFERS;
+    const unsigned int q_parity = (k / Q_BUFFERS) & 1;
+    sm90::mbarrier_wait(&q_full[b], q_parity);
+    const int index = item_slots[b];
+    if (index < 0) return;
+    const Item item(p, index);
+    const int t0 = item.t0, rows = item.rows, n_ctx = item.n_ctx;
+    const int ctx = item.info.context_len, q_len = item.info.query_len;
+    // The key tiles consumer warpgroup w needs: the context, then new-token tiles up to its last
+    // row's token (padding rows need none).
+    auto tiles_of = [&](int w) {
+      const int row0 = w * ROWS;
+      return row0 < rows ? n_ctx + item.new_tiles(p, t0 + (min(rows, row0 + ROWS) - 1) / p.group)
+                         : 0;
+    };
+    const int my_tiles = tiles_of(consumer);
+    const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
+    const sm90_attn::IssueTurns turns{
+        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
+    // Padding rows borrow a valid token.
+    const int token0 = t0 + min(r0, rows - 1) / p.group;
+    const int token1 = t0 + min(r0 + 8, rows - 1) / p.group;
+    const int limit0 = p.causal ? token0 : sm90_attn::kNoLimit;
+    const int limit1 = p.causal ? token1 : sm90_attn::kNoLimit;
+    // New-token keys from new_mask_from on are hidden from at least one row of the warpgroup.
+    const int new_mask_from = p.causal ? min(q_len, t0 + wg_row0 / p.group + 1) : q_len;
+    // The last context tile's rows from ctx_rows on lie past the context: zeroed in V (TMA
+    // tiles; copied tiles are zero-filled already). The first consumer warpgroup zeroes them.
+    const int ctx_rows = ctx - (n_ctx - 1) * TILE_N;
+    const bool zeroes = !COPY && n_ctx > 0 && ctx_rows < TILE_N;
 
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  c.init(tid, p.score_scale, p.cap_log2);
-  c.run(
-      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
-      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles, turns,
-      [&](int n, float(&s)[TILE_N / 2]) {
-        if (n < n_ctx) {
-          if (n == n_ctx - 1 && ctx_rows < TILE_N)
-            sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attn::kNoLimit,
-                                           sm90_attn::kNoLimit);
-        } else {
-          const int j0 = (n - n_ctx) * TILE_N;
-          if (j0 + TILE_N > new_mask_from)
-            sm90_attn::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
-        }
-      },
-      [&](int n) {
-        // Copied tiles are zero-filled past the context already.
-        if (COPY || n != n_ctx - 1 || ctx_rows == TILE_N) return;
-        if (consumer == 0) {
-          unsigned char* v = v_tiles + (n % STAGES) * KV_BYTES;
-          const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
-          for (int i = tid; i < chunks; i += 128) {
-            const int row = ctx_rows + i / (BLOCKS * 8), block = (i / 8) % BLOCKS;
-            *reinterpret_cast<uint4*>(v + block * KV_BLOCK + row * ROW_BYTES + (i % 8) * 16) =
-                make_uint4(0, 0, 0, 0);
+    c.init(tid, p.score_scale, p.cap_log2);
+    c.run(
+        sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
+        q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &q_full[b], my_tiles, item.n_tiles,
+        turns,
+        [&](int n, float(&s)[TILE_N / 2]) {
+          if (n < n_ctx) {
+            if (n == n_ctx - 1 && ctx_rows < TILE_N)
+              sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attn::kNoLimit,
+                                             sm90_attn::kNoLimit);
+          } else {
+            const int j0 = (n - n_ctx) * TILE_N;
+            if (j0 + TILE_N > new_mask_from)
+              sm90_attn::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
           }
-          sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
-          sm90::mbarrier_arrive(v_zeroed);
-        }
-        sm90::mbarrier_wait(v_zeroed, 0);
-      });
+        },
+        [&](int n) {
+          if (!zeroes || n != n_ctx - 1) return;
+          if (consumer == 0) {
+            unsigned char* v = v_tiles + ((g + n) % STAGES) * KV_BYTES;
+            const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
+            for (int i = tid; i < chunks; i += 128) {
+              const int row = ctx_rows + i / (BLOCKS * 8), dim = (i % (BLOCKS * 8)) * 8;
+              *reinterpret_cast<uint4*>(v + sm90_attn::interleaved_offset(row, dim, HEAD_DIM)) =
+                  make_uint4(0, 0, 0, 0);
+            }
+            sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
+            sm90::mbarrier_arrive(v_zeroed);
+          }
+          sm90::mbarrier_wait(v_zeroed, zeroed_parity);
+        },
+        sm90_attn::ItemCursor{q_parity, g, &q_empty[b]});
+    g += item.n_tiles;
+    if (zeroes) zeroed_parity ^= 1;
 
-  // Normalise (the sink joins the denominator) and store this thread's two rows straight from
-  // registers.
-  c.reduce_row_sums();
+    // Normalise (the sink joins the denominator) and store this thread's two rows straight from
+    // registers, while the producer loads the next item's first tiles.
+    c.reduce_row_sums();
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = r0 + 8 * h;
-    if (r >= rows) continue;
-    const int token = t0 + r / p.group, q_head = kv_head * p.group + r % p.group;
-    const float sum = c.row_sum[h];
-    float inv = 0.0f;  // no visible key: zeros, even with a sink
-    if (sum > 0.0f) {
-      if (p.sink_log2 != nullptr) {
-        const float top = c.max_log2(h), sink = p.sink_log2[q_head];
-        const float both = fmaxf(top, sink);
-        const float keep = exp2f(top - both);
-        inv = keep / (sum * keep + exp2f(sink - both));
-      } else {
-        inv = 1.0f / sum;
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= rows) continue;
+      const int token = t0 + r / p.group, q_head = item.kv_head * p.group + r % p.group;
+      const float sum = c.row_sum[h];
+      float inv = 0.0f;  // no visible key: zeros, even with a sink
+      if (sum > 0.0f) {
+        if (p.sink_log2 != nullptr) {
+          const float top = c.max_log2(h), sink = p.sink_log2[q_head];
+          const float both = fmaxf(top, sink);
+          const float keep = exp2f(top - both);
+          inv = keep / (sum * keep + exp2f(sink - both));
+        } else {
+          inv = 1.0f / sum;
+        }
       }
+      c.store_row(static_cast<unsigned short*>(p.out) +
+                      ((long long)(item.info.q_start + token) * p.num_q_heads + q_head) * HEAD_DIM,
+                  h, inv);
     }
-    c.store_row(static_cast<unsigned short*>(p.out) +
-                    ((long long)(info.q_start + token) * p.num_q_heads + q_head) * HEAD_DIM,
-                h, inv);
   }
 }
 

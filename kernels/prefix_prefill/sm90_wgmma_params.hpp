@@ -12,16 +12,20 @@ struct PrefixPrefillSm90Params {
   // q [total_q, num_q_heads, head_dim] as the 4-D tensor (64, head_dim / 64, num_q_heads,
   // total_q); a box is 64 dims x 1 x group heads x tile_tokens tokens: the CTA's rows, token-major.
   TensorMapBytes q_map;
-  // The K and V pools as 5-D tensors of page boxes (launch_inputs.hpp, paged_pool_tensor_map);
-  // encoded only where the context comes as TMA boxes (prefix_sm90::copies_context false).
+  // The K and V pools as 5-D tensors of page boxes landing interleaved (launch_inputs.hpp,
+  // paged_pool_interleaved_tensor_map); encoded only where the context comes as TMA boxes
+  // (prefix_sm90::copies_context false).
   TensorMapBytes k_map;
   TensorMapBytes v_map;
-  // K_new and V_new [new_rows, num_kv_heads * head_dim]; boxes of tile_n rows x 64 columns.
+  // K_new and V_new [new_rows, num_kv_heads * head_dim] as (64, 8 rows, kv heads x column blocks,
+  // new_rows / 8): a box is tile_n rows of one kv head, interleaved.
   TensorMapBytes k_new_map;
   TensorMapBytes v_new_map;
   void* out;                     // [total_q, num_q_heads, head_dim]
   const int* block_table;        // [num_seqs, max_pages_per_seq]
-  const int* tiles;              // [grid_x, 3]: (sequence, first token, kv head); see the schedule
+  const int* tiles;              // [items, 3]: (sequence, first token, kv head); see the schedule
+  int* schedule;                 // [2], zero between launches: items handed out, CTAs done
+  int items;                     // work items (rows of tiles); the grid is at most one per SM
   const PrefixPrefillSeq* seqs;  // [num_seqs]
   const float* sink_log2;        // [num_q_heads] sink logit * log2(e); null without sinks
   // The pools themselves, for the cp.async path: element (page, slot, kv head, dim) lies at
@@ -37,7 +41,7 @@ struct PrefixPrefillSm90Params {
   int page_size;
   int max_pages_per_seq;
   int causal;            // 0: a new token sees every new token of its sequence
-  int token_coordinate;  // of the pool maps: 2 (HND) or 3 (NHD); the kv head is the other
+  int hnd;               // 1: HND pools (the pool maps' coordinates differ from NHD's)
   // Logits as in PrefixPrefillParams: score_scale * q.k in the log2 domain, or with a soft-cap
   // (cap_log2 > 0) cap_log2 * tanh(score_scale * q.k).
   float score_scale;

@@ -13,35 +13,42 @@ namespace prefix_sm90 {
 
 using sm90_attn::kOk;
 
-// mbarriers: Q's; full + empty for K and for V in every stage; and `v_zeroed`, which the first
-// consumer warpgroup arrives on once it has zeroed the V rows of the last context tile past the
-// context's end.
-ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages) {
-  return (2 + 4 * stages) * 8;
+// Q buffers: the CTA is persistent (a work item after another), and with two buffers the next
+// item's Q loads while the current item runs; two wherever they fit in shared memory, else one.
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
+  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
+                     sm90_attn::q_bytes(head_dim, tile_m) + (6 + 4 * stages) * 8 <=
+                 sm90_attn::kMaxSharedBytes
+             ? 2
+             : 1;
+}
+// mbarriers: full and empty for each Q buffer; full + empty for K and for V in every stage;
+// `v_zeroed`, which the first consumer warpgroup arrives on once it has zeroed the V rows of the
+// last context tile past the context's end; then 8 bytes for the indices of the items whose Q
+// the buffers hold.
+ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
+  return (2 * q_buffers + 4 * stages + 1) * 8 + 8;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) + barrier_bytes(stages);
+  const int buffers = q_buffers(head_dim, tile_m, tile_n, stages);
+  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
+         (buffers - 1) * sm90_attn::q_bytes(head_dim, tile_m) + barrier_bytes(stages, buffers);
 }
 
 // setmaxnreg of the producer and consumer warpgroups. With two consumers the launch gives the CTA
-// 384 x 168 registers: TMA-only, the producer keeps 24 and the consumers take 240
-// (sm90_attn::kProducerRegisters / kConsumerRegisters). The cp.async copy of small pages needs
-// more in the producer (at 24 it spilled 4 to 16 bytes in some head dims and stage counts, and
-// which ones moved with every small edit), so there the consumers give 8 each: 128 x 40 + 256 x
-// 232 = 384 x 168; their arrays need at most 216 (register_estimate) and ptxas reports no spill.
-// With one consumer there is room to spare (128 x 56 + 128 x 240 < 65536), and the page lookups of
-// the producer warp spill at 24 in some configs.
-ATTN_HOST_DEVICE constexpr bool narrow_consumers(int consumers, bool copies) {
-  return copies && consumers == 2;
-}
+// 384 x 168 registers. flash_fwd's split (the producer keeps 24, the consumers take 240:
+// sm90_attn::kProducerRegisters / kConsumerRegisters) spills in this producer, which walks work
+// items and looks pages up (36 to 56 bytes in ptxas's report), so here the consumers give 8 each:
+// 128 x 40 + 256 x 232 = 384 x 168; the cp.async copy of small pages needs 8 more (at 40 it
+// spilled 8 bytes): 128 x 48 + 256 x 224. The consumers' arrays need at most 216
+// (register_estimate) and ptxas reports no spill. With one consumer there is room to spare
+// (128 x 56 + 128 x 240 < 65536).
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false) {
-  return consumers == 1                        ? 56
-         : narrow_consumers(consumers, copies) ? 40
-                                               : sm90_attn::kProducerRegisters;
+  return consumers == 1 ? 56 : copies ? 48 : 40;
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
-  return narrow_consumers(consumers, copies) ? sm90_attn::kConsumerRegisters - 8
-                                             : sm90_attn::kConsumerRegisters;
+  return consumers == 1 ? sm90_attn::kConsumerRegisters
+                        : sm90_attn::kConsumerRegisters - (copies ? 16 : 8);
 }
 
 // Keys one TMA box of the paged context carries: a whole page, or the tile's part of a page larger
@@ -74,6 +81,12 @@ ATTN_HOST_DEVICE constexpr bool copies_context(int box_tokens, int tile_n) {
 // tests/kernels/prefix_prefill/sm90_wgmma_test.cpp.
 ATTN_HOST_DEVICE constexpr int swizzled_chunk_offset(int row, int chunk) {
   return row * sm90_attn::kBlockRowBytes + ((chunk ^ (row % 8)) << 4);
+}
+// The same for chunk `chunk` (0 .. head_dim / 8 - 1) of key `row` of an interleaved K or V tile
+// (sm90_attn::interleaved_offset): its 8-key group, its column block's atom, then the swizzle.
+ATTN_HOST_DEVICE constexpr int interleaved_chunk_offset(int row, int chunk, int head_dim) {
+  return (row / 8) * sm90_attn::interleaved_group_bytes(head_dim) +
+         (chunk / 8) * sm90_attn::kSwizzleAtomBytes + swizzled_chunk_offset(row % 8, chunk % 8);
 }
 
 enum Rule : int {

@@ -194,12 +194,10 @@ class Sm90WgmmaVariant : public Variant {
     const int box_tokens = prefix_sm90::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
     if (!prefix_sm90::copies_context(box_tokens, c.tile_n)) {
-      const PagedPoolTensorMap k_pool =
-          paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens);
-      p.k_map = k_pool.map;
-      p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens).map;
-      p.token_coordinate = k_pool.token_coordinate;
+      p.k_map = paged_pool_interleaved_tensor_map(context, batch, problem.k_pool(), box_tokens);
+      p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens);
     }
+    p.hnd = hnd ? 1 : 0;
     // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp).
     p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
     p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
@@ -207,13 +205,21 @@ class Sm90WgmmaVariant : public Variant {
     p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
     const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
-    p.k_new_map = encode_tensor_map_2d(api, type, fresh.k_new, kv_columns, uint64_t(fresh.new_rows),
-                                       kv_columns * 2, uint32_t(c.tile_n));
-    p.v_new_map = encode_tensor_map_2d(api, type, fresh.v_new, kv_columns, uint64_t(fresh.new_rows),
-                                       kv_columns * 2, uint32_t(c.tile_n));
+    {
+      // K_new and V_new as (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n
+      // rows of one kv head's every column block, landing interleaved as the context's tiles.
+      const uint64_t dims[4] = {64, 8, kv_columns / 64, uint64_t(fresh.new_rows) / 8};
+      const uint64_t strides[3] = {kv_columns * 2, 128, 8 * kv_columns * 2};
+      const uint32_t box[4] = {64, 8, uint32_t(m.head_dim / 64), uint32_t(c.tile_n / 8)};
+      p.k_new_map = encode_tensor_map(api, type, fresh.k_new, 4, dims, strides, box);
+      p.v_new_map = encode_tensor_map(api, type, fresh.v_new, 4, dims, strides, box);
+    }
     p.out = problem.out();
     p.block_table = problem.block_table();
     p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));
+    p.items = int(tiles.size() / 3);
+    const int zeros[2] = {0, 0};
+    p.schedule = reinterpret_cast<int*>(upload(zeros, sizeof zeros));
     p.seqs = fresh.seqs;
     if (!batch.sink_logits.empty()) {
       const std::vector<float> sink_log2 = sink_logits_log2(batch);
@@ -230,7 +236,9 @@ class Sm90WgmmaVariant : public Variant {
     p.cap_log2 = logits.cap_log2;
 
     LaunchShape shape;
-    shape.grid_x = unsigned(tiles.size() / 3);
+    // Persistent: one CTA per SM (the shared memory allows no second), each drawing work items
+    // in the schedule's order until none is left.
+    shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
     shape.block_x = unsigned(sm90_attn::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,

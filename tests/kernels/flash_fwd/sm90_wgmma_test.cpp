@@ -228,6 +228,49 @@ TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
   }
 }
 
+// Interleaved K and V tiles (prefix_prefill.sm90_wgmma's paged context: one TMA box per page
+// brings [keys / 8][blocks][8][64], every column block of each 8-key group side by side) are read
+// by the descriptors of interleaved_k_step_offset / interleaved_v_step_offset with SBO
+// interleaved_group_bytes (and LBO one atom for V) exactly where the boxes put each key and dim.
+TEST(FlashFwdSm90Layout, InterleavedDescriptorsReadWhatPageBoxesWrote) {
+  using namespace sm90_attn;
+  for (int head_dim : {64, 128, 256}) {
+    for (int tile_n : {64, 128}) {
+      const int blocks = column_blocks(head_dim);
+      // Element (key, dim) as a box of 8-key groups wrote it: group, column block, then the
+      // swizzled [8][64] atom.
+      auto written = [&](int key, int dim) {
+        return (key / 8) * blocks * kSwizzleAtomBytes + (dim / 64) * kSwizzleAtomBytes +
+               tma_swizzled_offset(key % 8, dim % 64);
+      };
+      for (int kk = 0; kk < head_dim / 16; ++kk) {
+        const int start = interleaved_k_step_offset(kk);
+        for (int key = 0; key < tile_n; ++key) {
+          for (int k = 0; k < 16; ++k) {
+            ASSERT_EQ(k_major_read(start, interleaved_group_bytes(head_dim), key, k),
+                      written(key, 16 * kk + k))
+                << "K d" << head_dim << " n" << tile_n << " kk " << kk << " key " << key;
+          }
+        }
+      }
+      for (int kk = 0; kk < tile_n / 16; ++kk) {
+        const int start = interleaved_v_step_offset(kk, head_dim);
+        EXPECT_EQ(start % 1024, 0);
+        for (int k = 0; k < 16; ++k) {
+          for (int dim = 0; dim < head_dim; ++dim) {
+            ASSERT_EQ(mn_major_read(start, kSwizzleAtomBytes, interleaved_group_bytes(head_dim), k,
+                                    dim),
+                      written(16 * kk + k, dim))
+                << "V d" << head_dim << " n" << tile_n << " kk " << kk << " key " << k;
+            ASSERT_EQ(swizzle(interleaved_offset(16 * kk + k, dim, head_dim)),
+                      written(16 * kk + k, dim));
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every point of the space is accepted exactly when the traits (and the device's shared memory)
 // accept it, and every refusal carries a reason that names what to change.
 TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {

@@ -103,22 +103,29 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 64, 64, 2, 1, 16, 64), kOk);
   EXPECT_EQ(check(128, 64, 64, 2, 1, 16, 65), kGroup);
   EXPECT_EQ(check(128, 128, 64, 2, 2, 16, 128), kOk);
-  // Shared memory: flash_fwd's layout and one more barrier (v_zeroed).
-  EXPECT_EQ(shared_bytes(128, 128, 128, 2), 1024 + 128 * 128 * 2 + 4 * 128 * 128 * 2 + 10 * 8);
-  // The register split fits the register file at one CTA per SM.
-  EXPECT_LE(128 * producer_registers(2) + 2 * 128 * sm90_attn::kConsumerRegisters, 384 * 168);
-  EXPECT_LE(128 * producer_registers(1) + 128 * sm90_attn::kConsumerRegisters, 65536);
-  EXPECT_EQ(producer_registers(1) % 8, 0);
-  // The copying producer takes 16 registers from the two consumers, which still hold their
-  // arrays in every head dim (its largest tile_n).
-  for (bool copies : {false, true}) {
-    EXPECT_LE(128 * producer_registers(2, copies) + 256 * consumer_registers(2, copies), 384 * 168);
-    EXPECT_EQ(producer_registers(2, copies) % 8, 0);
-    EXPECT_EQ(consumer_registers(2, copies) % 8, 0);
+  // Shared memory: flash_fwd's layout with a second Q buffer where it fits, each buffer's full and
+  // empty barrier, v_zeroed and the items' indices.
+  EXPECT_EQ(q_buffers(128, 128, 128, 2), 2);
+  EXPECT_EQ(shared_bytes(128, 128, 128, 2), 1024 + 2 * 128 * 128 * 2 + 4 * 128 * 128 * 2 + 14 * 8);
+  EXPECT_EQ(q_buffers(128, 128, 128, 3), 1);
+  EXPECT_EQ(shared_bytes(128, 128, 128, 3), 1024 + 128 * 128 * 2 + 6 * 128 * 128 * 2 + 16 * 8);
+  EXPECT_LE(shared_bytes(128, 128, 128, 3), sm90_attn::kMaxSharedBytes);
+  // The register split fits the register file at one CTA per SM, in multiples of 8; with two
+  // consumers the producer takes 16 registers from them (32 when it copies pages), which still
+  // hold their arrays in every head dim (its largest tile_n).
+  for (int consumers : {1, 2}) {
+    for (bool copies : {false, true}) {
+      EXPECT_LE(128 * producer_registers(consumers, copies) +
+                    consumers * 128 * consumer_registers(consumers, copies),
+                128 * (1 + consumers) * (consumers == 2 ? 168 : 256));
+      EXPECT_EQ(producer_registers(consumers, copies) % 8, 0);
+      EXPECT_EQ(consumer_registers(consumers, copies) % 8, 0);
+      for (auto [head_dim, tile_n] : {std::pair{64, 128}, {128, 128}, {256, 64}})
+        EXPECT_GE(consumer_registers(consumers, copies),
+                  sm90_attn::register_estimate(head_dim, tile_n));
+    }
   }
-  EXPECT_EQ(consumer_registers(2, false), sm90_attn::kConsumerRegisters);
-  for (auto [head_dim, tile_n] : {std::pair{64, 128}, {128, 128}, {256, 64}})
-    EXPECT_GE(consumer_registers(2, true), sm90_attn::register_estimate(head_dim, tile_n));
+  EXPECT_EQ(consumer_registers(1), sm90_attn::kConsumerRegisters);
 }
 
 // The cp.async path writes chunk c of row r where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts it: the
@@ -129,6 +136,18 @@ TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
       const int linear = row * 128 + chunk * 16;
       const int tma = linear ^ (((linear >> 7) & 7) << 4);
       EXPECT_EQ(prefix_sm90::swizzled_chunk_offset(row, chunk), tma) << row << " " << chunk;
+    }
+  }
+  // In the interleaved tiles (the layout the page boxes write) chunk c of key r lands where TMA's
+  // swizzle puts dims 8c .. 8c + 7 of that key.
+  for (int head_dim : {64, 128, 256}) {
+    for (int row = 0; row < 128; ++row) {
+      for (int chunk = 0; chunk < head_dim / 8; ++chunk) {
+        const int linear = sm90_attn::interleaved_offset(row, chunk * 8, head_dim);
+        const int tma = linear ^ (((linear >> 7) & 7) << 4);
+        EXPECT_EQ(prefix_sm90::interleaved_chunk_offset(row, chunk, head_dim), tma)
+            << head_dim << " " << row << " " << chunk;
+      }
     }
   }
   // A row's 8 chunks fill its 128 bytes exactly once (conflict-free 16-byte stores).
