@@ -74,20 +74,20 @@ class Sm90WgmmaVariant : public Variant {
     return sm90_attn::tile_axes("rows (new tokens x GQA group)");
   }
 
-  // Measured on an H200 (issue-6 case, BENCHMARKS.md: an exhaustive sweep of the 8 configs kept
-  // c2.st2.tm128.tn128, 2.6% ahead of st3): flash_fwd.sm90_wgmma's defaults (two consumer
-  // warpgroups, 128 keys per stage where the registers allow), one consumer when the longest
-  // sequence fills at most 64 rows (decode-like batches), and 64 keys per stage where the page
-  // size does not tile 128.
+  // Measured on an H200 (issue-6 case, BENCHMARKS.md, af2f81a: c2.st3.tm128.tn128 319.65 us,
+  // st2 328.86, tn64 st2 / st3 432.90 / 418.10): two consumer warpgroups, 128 keys per stage where
+  // the registers allow, three stages where the shared memory holds them (st2 where a device has
+  // less; the persistent kernel's second Q buffer fits with st2 only, and st3 still won), one
+  // consumer when the longest sequence fills at most 64 rows (decode-like batches), and 64 keys
+  // per stage where the page size does not tile 128.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     std::vector<KernelConfig> candidates;
     if (batch.max_query_len() * batch.spec.group_size() <= 64) {
       candidates.push_back(make_config(64, head_dim == 256 ? 64 : 128, 2, 1));
     }
-    if (head_dim == 64) {
+    if (head_dim == 64 || head_dim == 128) {
       candidates.push_back(make_config(128, 128, 3, 2));
-    } else if (head_dim == 128) {
       candidates.push_back(make_config(128, 128, 2, 2));
     }
     for (const KernelConfig& c : {make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)})

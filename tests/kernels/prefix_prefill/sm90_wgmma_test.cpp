@@ -254,7 +254,7 @@ TEST(PrefixPrefillSm90Gating, OnlySm90aAndTheDefaultIsSupportedForEveryShape) {
             "prefix_prefill.sm90_wgmma.c1.st2.tm64.tn128");
   const Batch batch = prefill_batch(32, 8, 128);
   EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
-            "prefix_prefill.sm90_wgmma.c2.st2.tm128.tn128");
+            "prefix_prefill.sm90_wgmma.c2.st3.tm128.tn128");
 }
 
 struct Feature {
