@@ -13,7 +13,9 @@
 //
 // Layouts (kernels/common/sm90_attention_traits.hpp): Q [HEAD_DIM / 64][TILE_M][64] and each K or V
 // stage [HEAD_DIM / 64][TILE_N][64], as TMA writes them with the 128-byte swizzle. Q and K are
-// K-major operands (SBO 1024); V is the MN-major B of P V (LBO TILE_N x 128, SBO 1024).
+// K-major operands (SBO 1024); V is the MN-major B of P V (LBO TILE_N x 128, SBO 1024). With
+// INTERLEAVED (prefix_prefill's page boxes) K and V stages are [TILE_N / 8][HEAD_DIM / 64][8][64]
+// instead: SBO is one 8-key group of every column block, V's LBO one swizzle atom.
 //
 // Barriers: K and V of each stage have a full barrier (the producer's TMA bytes) and an empty one
 // (one arrival per consumer warp once its wgmmas reading the buffer are done). A consumer releases
@@ -259,7 +261,14 @@ struct Consumer {
                                       const ItemCursor& at = ItemCursor{}) {
     auto stage = [&](int n) { return (at.first_tile + n) % STAGES; };
     auto phase = [&](int n) { return unsigned((at.first_tile + n) / STAGES) & 1u; };
-    if (my_tiles == 0 && at.q_empty != nullptr) release(at.q_empty);
+    // Q's buffer is released by each warp's lane 0 once the whole warp is done with it (and with
+    // the item's index, which every thread read from shared memory): __syncwarp orders the
+    // lanes' reads before lane 0's arrival.
+    auto release_q = [&] {
+      __syncwarp();
+      release(at.q_empty);
+    };
+    if (my_tiles == 0 && at.q_empty != nullptr) release_q();
     if (my_tiles > 0) {
       turns.start();
       sm90::mbarrier_wait(q_full, at.q_parity);
@@ -269,7 +278,7 @@ struct Consumer {
       turns.pass(0);
       sm90::wgmma_wait<0>();
       release(&kv.k_empty[stage(0)]);
-      if (my_tiles == 1 && at.q_empty != nullptr) release(at.q_empty);
+      if (my_tiles == 1 && at.q_empty != nullptr) release_q();
       softmax(0, mask);
       rescale_and_pack();
       for (int n = 1; n < my_tiles; ++n) {
@@ -283,7 +292,7 @@ struct Consumer {
         turns.pass(n);
         sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
         release(&kv.k_empty[s_now]);
-        if (n == my_tiles - 1 && at.q_empty != nullptr) release(at.q_empty);
+        if (n == my_tiles - 1 && at.q_empty != nullptr) release_q();
         softmax(n, mask);
         sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
         release(&kv.v_empty[s_prev]);

@@ -13,9 +13,17 @@
 // denominator with no value. Not here: fp8 KV, vLLM's layout, sliding windows, explicit masks
 // (prefix_prefill.mma and .masked have them).
 //
-// Work decomposition (grid = the (q tile, kv head) pairs in prefix_prefill_tile_schedule's order;
-// block = 128 x (1 + CONSUMERS)):
-// - A CTA owns TILE_M = 64 x CONSUMERS rows of one kv head: tile_tokens = TILE_M / group
+// Work decomposition (block = 128 x (1 + CONSUMERS)):
+// - Work items are the (q tile, kv head) pairs of prefix_prefill_cta_schedule, in its order. The
+//   grid is persistent: at most one CTA per SM (the shared memory allows no second), CTA b starts
+//   with item b and then draws the next undone item from a counter in global memory once its
+//   producer has issued the current item's loads, as a non-persistent grid would start a CTA where
+//   one ends (prefix_sm90::next_item; the last CTA to draw past the end zeroes the counters for
+//   the next launch). Producer and consumers number key tiles across the CTA's items, so the
+//   producer fills the stages with the next item's first tiles while the consumers finish the
+//   current one; with two Q buffers (where they fit) the next item's Q loads then too, and each
+//   consumer warp releases a Q buffer once its last S = Q K^T of the item is done.
+// - An item is TILE_M = 64 x CONSUMERS rows of one kv head: tile_tokens = TILE_M / group
 //   consecutive new tokens of one sequence times the group's q heads, token-major (row r: token
 //   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.mma packs them; K and V
 //   are loaded once for the whole group, and a decode row (query_len 1) fills group rows. One 4-D
@@ -23,19 +31,24 @@
 //   are never written nor stored (each row's scores, softmax and output stay in its own row).
 // - Keys are walked in tiles of TILE_N: first the cached context, tiles aligned to key 0 (the last
 //   one may be partial), then the new tokens, tiles aligned to new token 0 of K_new, so no tile
-//   straddles the two. Context tiles are assembled from TMA page boxes (one box = BOX_TOKENS keys
-//   x 64 dims of one kv head and page: the whole page, or the tile's part of a page larger than
-//   the tile), placed at multiples of 8 rows, which keeps the 128-byte-swizzle canonical layout
-//   the wgmma descriptors read. Lanes of the producer warp look up a tile's pages in parallel,
-//   one box each. New-token tiles are 2-D boxes of K_new / V_new.
+//   straddles the two. K and V tiles are stored interleaved ([TILE_N / 8][HEAD_DIM / 64][8][64]:
+//   every column block of an 8-key group side by side, sm90_attn::interleaved_offset), which the
+//   wgmma descriptors read as they read contiguous tiles (8-key groups one group stride apart), so
+//   that one TMA box brings a page's every column block: a context tile is TILE_N / BOX_TOKENS
+//   page boxes for K and as many for V (BOX_TOKENS keys of one kv head and page: the whole page,
+//   or the tile's part of a page larger than the tile), one per lane of the producer warp, which
+//   look the tile's pages up in parallel. Each box costs the TMA unit about the same whatever its
+//   size, and at 16-key pages their number set the time: on the issue-6 case (H200) one box per
+//   page and 64-dim block took 357 us, one per page for V 337 us, and one per page for K and V 329
+//   us (st2). A new-token tile is one 4-D box of K_new and one of V_new.
 // - Two ways to load a context tile, fixed at compile time by the page size
 //   (prefix_sm90::copies_context): TMA page boxes as above wherever a box tiles the page and the
 //   key tile; for the pages under 64 keys that no box tiles (1, 2, 4, 5, 24, 31, 48, 63 ...) the
 //   whole producer warpgroup copies the tile with 16-byte cp.async into the same swizzled bytes
-//   (prefix_sm90::swizzled_chunk_offset), looking the page up per key, so any page size works.
+//   (prefix_sm90::interleaved_chunk_offset), looking the page up per key, so any page size works.
 //   The copy path only widens the accepted page sizes: at 16-key pages it took twice the time of
-//   the TMA boxes (713 us against 356 us, H200, issue-6 case), although those boxes are themselves
-//   slow (313 us with 128-key pages: the TMA unit's cost per 2 KB box). The copy
+//   the TMA boxes (713 us against 356 us, H200, issue-6 case, before the boxes covered whole
+//   pages). The copy
 //   pipeline is FlashAttention-3's paged-KV one: a thread copies tile n, commits, waits for its
 //   group of tile n - 1, fences the generic-proxy writes for wgmma (async proxy), and each warp's
 //   lane 0 arrives on that tile's full barrier; full barriers then count one arrival per producer
@@ -67,7 +80,8 @@ namespace attn {
 namespace prefix_sm90 {
 
 // One pool's (K's or V's) part of context tile keys key0 .. key0 + TILE_N - 1, copied by producer
-// thread `tid` (0..127) with cp.async into `tile` ([HEAD_DIM / 64][TILE_N][64], 128-byte swizzled).
+// thread `tid` (0..127) with cp.async into `tile` (interleaved, [TILE_N / 8][HEAD_DIM / 64][8][64],
+// 128-byte swizzled).
 // A key row is HEAD_DIM / 8 16-byte chunks: consecutive threads take consecutive chunks of one key
 // (its dims are contiguous in the pool, whatever the layout), 128 / (HEAD_DIM / 8) keys a pass.
 // Keys at or past `ctx` are zero-filled without a read, so the V rows of the last partial tile are
@@ -182,8 +196,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   unsigned char* shared = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned char* q_tiles = shared;                          // [Q_BUFFERS][BLOCKS][TILE_M][64]
-  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;    // [STAGES][BLOCKS][TILE_N][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;     // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;    // [STAGES][TILE_N / 8][BLOCKS][8][64]
+  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;     // [STAGES][TILE_N / 8][BLOCKS][8][64]
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
@@ -192,8 +206,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   unsigned long long* v_empty = v_full + STAGES;
   unsigned long long* v_zeroed = v_empty + STAGES;
   // The item whose Q q_full[b] announces (-1: no more), written by producer thread 0 before it
-  // arrives on q_full[b], read after a wait on it.
-  volatile int* item_slots = reinterpret_cast<volatile int*>(v_zeroed + 1);  // [Q_BUFFERS]
+  // arrives on q_full[b], read after a wait on it; 16 bytes apart.
+  volatile int* item_slots = reinterpret_cast<volatile int*>(v_zeroed + 1);  // [Q_BUFFERS][4]
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < Q_BUFFERS; ++b) {
@@ -234,7 +248,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
       if (threadIdx.x == 0) {
         sm90::mbarrier_wait(&q_empty[b], q_parity ^ 1);
         index = next < p.items ? next : -1;
-        item_slots[b] = index;
+        item_slots[4 * b] = index;
         if (index >= 0) {
           const int q_row = p.seqs[p.tiles[3 * index]].q_start + p.tiles[3 * index + 1];
           const int q_head = p.tiles[3 * index + 2] * p.group;
@@ -252,7 +266,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
         index = __shfl_sync(0xffffffffu, index, 0);
       } else {
         sm90::mbarrier_wait(&q_full[b], q_parity);
-        index = item_slots[b];
+        index = item_slots[4 * b];
       }
       if (index < 0) return;
       const Item item(p, index);
@@ -359,7 +373,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     const int b = k % Q_BUFFERS;
     const unsigned int q_parity = (k / Q_BUFFERS) & 1;
     sm90::mbarrier_wait(&q_full[b], q_parity);
-    const int index = item_slots[b];
+    const int index = item_slots[4 * b];
     if (index < 0) return;
     const Item item(p, index);
     const int t0 = item.t0, rows = item.rows, n_ctx = item.n_ctx;

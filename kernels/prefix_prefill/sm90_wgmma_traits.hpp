@@ -13,21 +13,21 @@ namespace prefix_sm90 {
 
 using sm90_attn::kOk;
 
+// mbarriers: full and empty for each Q buffer; full + empty for K and for V in every stage;
+// `v_zeroed`, which the first consumer warpgroup arrives on once it has zeroed the V rows of the
+// last context tile past the context's end; then, 16 bytes apart, the index of the item whose Q
+// each buffer holds.
+ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
+  return (2 * q_buffers + 4 * stages + 1) * 8 + 16 * q_buffers;
+}
 // Q buffers: the CTA is persistent (a work item after another), and with two buffers the next
 // item's Q loads while the current item runs; two wherever they fit in shared memory, else one.
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
   return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
-                     sm90_attn::q_bytes(head_dim, tile_m) + (6 + 4 * stages) * 8 <=
+                     sm90_attn::q_bytes(head_dim, tile_m) + barrier_bytes(stages, 2) <=
                  sm90_attn::kMaxSharedBytes
              ? 2
              : 1;
-}
-// mbarriers: full and empty for each Q buffer; full + empty for K and for V in every stage;
-// `v_zeroed`, which the first consumer warpgroup arrives on once it has zeroed the V rows of the
-// last context tile past the context's end; then 8 bytes for the indices of the items whose Q
-// the buffers hold.
-ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
-  return (2 * q_buffers + 4 * stages + 1) * 8 + 8;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
   const int buffers = q_buffers(head_dim, tile_m, tile_n, stages);
@@ -62,10 +62,10 @@ ATTN_HOST_DEVICE constexpr int box_tokens(int page_size, int tile_n) {
 // the tile), else, for pages of fewer than kCopiedPageTokens keys that a box cannot tile (1, 2, 4,
 // 5, 24, 31, 48, 63 ...), copied by the whole producer warpgroup with cp.async (16 bytes a thread
 // at a time, the page looked up per key). Measured on an H200 (issue-6 case, 8 x (2048 + 512),
-// d128, NHD, tile_n 128): TMA boxes took 356 us with 16-key pages, 318 us with 64 and 313 us with
-// 128 or 256 (the TMA unit's cost per 2 KB box at page 16); the cp.async path took 713 us at page
-// 16 (commit 01f6be1, same call as 317 / 316 us at pages 64 / 128 through TMA). So cp.async only
-// serves the page sizes TMA cannot.
+// d128, NHD, tile_n 128, commit 01f6be1, when a box carried one 64-dim block): TMA boxes took
+// 356 us with 16-key pages, 317 / 316 us with 64 / 128, the cp.async path 713 us at page 16. So
+// cp.async only serves the page sizes TMA cannot. (Boxes now carry every column block of a page:
+// 316 us at page 16 with st3, 314 at page 64, 9ed89cf.)
 constexpr int kCopiedPageTokens = 64;
 ATTN_HOST_DEVICE constexpr bool tma_tiles_page(int box_tokens, int tile_n) {
   return box_tokens % 8 == 0 && tile_n % box_tokens == 0;

@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 
+#include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/registry.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
@@ -335,6 +336,32 @@ TEST(PrefixPrefillSm90Gpu, SingleTokenAndEmptyContextSequencesMatchTheReference)
           cases.push_back({batch, config});
       }
     }
+  }
+  expect_all_pass(cases);
+}
+
+// The persistent grid: more work items than twice the SMs of an H100 or H200 (each CTA runs
+// several), of different key-tile counts (the pipeline's tiles are numbered across items) with
+// partial last context tiles (the V rows zeroed item after item), for configs with two Q buffers
+// (st2) and one (st3), TMA page boxes in both layouts (pages of 16 and 64) and copied pages (24).
+TEST(PrefixPrefillSm90Gpu, ManyItemsPerCtaMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  const int64_t queries[] = {1, 37, 130, 300, 513}, contexts[] = {0, 40, 129, 300, 1000};
+  Lengths lengths;
+  for (int s = 0; s < 24; ++s) lengths.push_back({contexts[(s / 5 + s) % 5], queries[s % 5]});
+  std::vector<Case> cases;
+  for (int page : {16, 24, 64}) {
+    testing::SpecShape shape =
+        shape_of(8, 8, 64, page, DType::bf16, page == 64 ? KvLayout::hnd : KvLayout::nhd);
+    shape.seed = seed + uint64_t(page);
+    const Batch batch = generate_batch(testing::make_spec(shape, lengths, "prefill-sm90-persist"));
+    // Items of the largest tile (128 rows of GQA 1: 128 tokens), in (sequence, token, head) triples.
+    EXPECT_GT(prefix_prefill_cta_schedule(batch, 128, 128, 64).size() / 3, 2u * 132u);
+    for (const KernelConfig& config : {make_config(128, 128, 2, 2), make_config(128, 128, 3, 2),
+                                       make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)})
+      cases.push_back({batch, config});
   }
   expect_all_pass(cases);
 }
