@@ -122,7 +122,7 @@ struct IssueTurns {
 // Where a consumer stands in a persistent CTA's stream of work items (prefix_prefill.sm90_wgmma):
 // item k of the CTA waits for its Q on phase k & 1 of q_full (q_parity); its key tile n is tile
 // first_tile + n of the CTA's pipeline (stage and phase follow from that number, so the producer
-// can fill the stages with the next item's tiles while this one ends); and each consumer warp
+// can fill the stages with the next item's tiles while this one ends); and each consumer thread
 // arrives on q_empty once the last S = Q K^T of its rows is done (or at once when it has no rows),
 // so the producer may load the next item's Q. The default is a CTA with one item.
 struct ItemCursor {
@@ -261,13 +261,10 @@ struct Consumer {
                                       const ItemCursor& at = ItemCursor{}) {
     auto stage = [&](int n) { return (at.first_tile + n) % STAGES; };
     auto phase = [&](int n) { return unsigned((at.first_tile + n) / STAGES) & 1u; };
-    // Q's buffer is released by each warp's lane 0 once the whole warp is done with it (and with
-    // the item's index, which every thread read from shared memory): __syncwarp orders the
-    // lanes' reads before lane 0's arrival.
-    auto release_q = [&] {
-      __syncwarp();
-      release(at.q_empty);
-    };
+    // Every consumer thread arrives on q_empty (its count is the consumer threads): each
+    // thread's arrival releases its own reads of the buffer's item index, which the producer
+    // rewrites for the buffer's next item.
+    auto release_q = [&] { sm90::mbarrier_arrive(at.q_empty); };
     if (my_tiles == 0 && at.q_empty != nullptr) release_q();
     if (my_tiles > 0) {
       turns.start();

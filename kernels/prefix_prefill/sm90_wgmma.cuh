@@ -22,7 +22,7 @@
 //   the next launch). Producer and consumers number key tiles across the CTA's items, so the
 //   producer fills the stages with the next item's first tiles while the consumers finish the
 //   current one; with two Q buffers (where they fit) the next item's Q loads then too, and each
-//   consumer warp releases a Q buffer once its last S = Q K^T of the item is done.
+//   consumer thread releases a Q buffer once its last S = Q K^T of the item is done.
 // - An item is TILE_M = 64 x CONSUMERS rows of one kv head: tile_tokens = TILE_M / group
 //   consecutive new tokens of one sequence times the group's q heads, token-major (row r: token
 //   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.mma packs them; K and V
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   if (threadIdx.x == 0) {
     for (int b = 0; b < Q_BUFFERS; ++b) {
       sm90::mbarrier_init(&q_full[b], 1);
-      sm90::mbarrier_init(&q_empty[b], CONSUMERS * 4);  // one arrival per consumer warp
+      sm90::mbarrier_init(&q_empty[b], CONSUMERS * 128);  // one arrival per consumer thread
     }
     for (int s = 0; s < STAGES; ++s) {
       // One arrival per producer warp: lane 0 of warp 0 with expect_tx for TMA tiles.
