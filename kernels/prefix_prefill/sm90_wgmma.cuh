@@ -249,18 +249,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
         sm90::mbarrier_wait(&q_empty[b], q_parity ^ 1);
         index = next < p.items ? next : -1;
         item_slots[4 * b] = index;
-        if (index >= 0) {
-          const int q_row = p.seqs[p.tiles[3 * index]].q_start + p.tiles[3 * index + 1];
-          const int q_head = p.tiles[3 * index + 2] * p.group;
-          sm90::mbarrier_expect_bytes(&q_full[b], BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
-#pragma unroll
-          for (int c = 0; c < BLOCKS; ++c) {
-            sm90::tma_load_4d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, 0, c, q_head, q_row,
-                              &q_full[b]);
-          }
-        } else {
-          sm90::mbarrier_arrive(&q_full[b]);
-        }
+        if (index < 0) sm90::mbarrier_arrive(&q_full[b]);  // no more items
       }
       if (warp == 0) {
         index = __shfl_sync(0xffffffffu, index, 0);
@@ -270,6 +259,14 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
       }
       if (index < 0) return;
       const Item item(p, index);
+      if (threadIdx.x == 0) {
+        sm90::mbarrier_expect_bytes(&q_full[b], BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
+#pragma unroll
+        for (int c = 0; c < BLOCKS; ++c) {
+          sm90::tma_load_4d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, 0, c,
+                            item.kv_head * p.group, item.info.q_start + item.t0, &q_full[b]);
+        }
+      }
       const int ctx = item.info.context_len, n_ctx = item.n_ctx;
       for (int n = 0; n < item.n_tiles; ++n, ++g) {
         const int s = g % STAGES;
@@ -282,24 +279,22 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
           // K_{n-1}, V_{n-1}, K_n, V_n), so two tiles of copies are in flight. The last context
           // tile is published at once (the tiles after it are TMA's).
           const int prev = (g + STAGES - 1) % STAGES;  // tile n - 1's stage
-          sm90::mbarrier_wait(&k_empty[s], parity);
-          prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-              k_dst, p.k_pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx,
-              threadIdx.x, p.page_stride, p.token_stride);
-          cp_async_commit();
-          if (n > 0) {
-            cp_async_wait<2>();  // K_{n-1} landed; V_{n-1} and K_n may not have
-            prefix_sm90::publish_copies(&k_full[prev], lane);
-          }
-          sm90::mbarrier_wait(&v_empty[s], parity);
-          prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-              v_dst, p.v_pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx,
-              threadIdx.x, p.page_stride, p.token_stride);
-          cp_async_commit();
-          if (n > 0) {
-            cp_async_wait<2>();  // V_{n-1} landed
-            prefix_sm90::publish_copies(&v_full[prev], lane);
-          }
+          // K's, then V's: wait for the stage, copy, and publish tile n - 1's part (when
+          // K_{n-1} or V_{n-1} landed, the two groups committed after it may not have).
+          auto copy_part = [&](unsigned long long* empty, unsigned char* dst,
+                               const unsigned short* pool, unsigned long long* full) {
+            sm90::mbarrier_wait(&empty[s], parity);
+            prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
+                dst, pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx,
+                threadIdx.x, p.page_stride, p.token_stride);
+            cp_async_commit();
+            if (n > 0) {
+              cp_async_wait<2>();
+              prefix_sm90::publish_copies(&full[prev], lane);
+            }
+          };
+          copy_part(k_empty, k_dst, p.k_pool, k_full);
+          copy_part(v_empty, v_dst, p.v_pool, v_full);
           if (n == n_ctx - 1) {
             cp_async_wait<1>();
             prefix_sm90::publish_copies(&k_full[s], lane);
