@@ -4,6 +4,7 @@
 #include "base/errors.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/mma_traits.hpp"
+#include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
 #include "workloads/visibility.hpp"
 
@@ -112,6 +113,90 @@ std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, in
     out.push_back(t.t);
   }
   return out;
+}
+
+int64_t BlockSparseSm90Plan::num_items() const {
+  return int64_t(items.size()) / blocksparse_sm90::kItemInts;
+}
+
+BlockSparseSm90Plan blocksparse_sm90_plan(const Batch& batch, int consumers, int tile_n) {
+  using namespace blocksparse_sm90;
+  ATTN_ASSERT(batch.block_sparse.has_value(), "blocksparse plan without a layout");
+  ATTN_ASSERT(consumers == 1 || consumers == 2, "blocksparse.sm90_wgmma: 1 or 2 consumers");
+  ATTN_ASSERT(tile_n % kEntryKeys == 0, "blocksparse.sm90_wgmma plan: tile_n in whole entries");
+  const BlockSparseLayout& layout = *batch.block_sparse;
+  const int rows = tile_m(consumers), per_tile = entries_per_tile(tile_n);
+  ATTN_ASSERT(layout.block_size % kRowsPerConsumer == 0 && layout.block_size % kEntryKeys == 0,
+              "blocksparse.sm90_wgmma plan: 64 must divide the block size");
+  struct Item {
+    int32_t q_head, consumer_tiles[2];
+    std::vector<int32_t> entries;
+  };
+  struct Tile {
+    int32_t seq, t;
+    int64_t entries;  // summed over the q heads
+    std::vector<Item> items;
+  };
+  std::vector<Tile> tiles;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
+    if (q_len == 0) continue;
+    ATTN_ASSERT(kv_len * kEntryScale < (int64_t(1) << 31),
+                "blocksparse.sm90_wgmma plan: a sequence too long for the entry encoding");
+    const int64_t context = batch.context_lens[size_t(s)];
+    for (int64_t t = context / rows; t * rows < kv_len; ++t) {
+      Tile tile{int32_t(s), int32_t(t), 0, {}};
+      for (int h = 0; h < layout.num_heads; ++h) {
+        const int32_t* crow = layout.crow.data() + size_t(h) * size_t(layout.num_blocks + 1);
+        const int32_t* cols = layout.col.data() + size_t(h) * size_t(layout.max_nnz);
+        std::map<int32_t, int32_t> kept;  // key0 -> consumer bits
+        for (int w = 0; w < consumers; ++w) {
+          const int64_t pos0 = t * rows + int64_t(w) * kRowsPerConsumer;
+          const int64_t last = std::min(pos0 + kRowsPerConsumer, kv_len) - 1;
+          if (last < std::max(pos0, context)) continue;  // no new token in the warpgroup's rows
+          const int q_block = int(pos0 / layout.block_size);
+          const blocksparse_mma::TileWalk walk =
+              blocksparse_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size,
+                                         kEntryKeys, int(batch.causal ? last + 1 : kv_len));
+          for (int n = 0; n < walk.tiles; ++n)
+            kept[blocksparse_mma::tile_key0(walk, n, kEntryKeys)] |= 1 << w;
+        }
+        Item item{int32_t(h), {0, 0}, {}};
+        for (const auto& [key0, bits] : kept) {
+          item.entries.push_back(key0 * kEntryScale + bits);
+          for (int w = 0; w < consumers; ++w) {
+            if (bits & (1 << w))
+              item.consumer_tiles[w] = int32_t((item.entries.size() + per_tile - 1) / per_tile);
+          }
+        }
+        // Whole tiles: the last entry's keys again, kept by no consumer.
+        while (item.entries.size() % size_t(per_tile) != 0)
+          item.entries.push_back(item.entries.back() / kEntryScale * kEntryScale);
+        tile.entries += int64_t(item.entries.size());
+        tile.items.push_back(std::move(item));
+      }
+      tiles.push_back(std::move(tile));
+    }
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const Tile& a, const Tile& b) { return a.entries > b.entries; });
+  BlockSparseSm90Plan plan;
+  for (const Tile& tile : tiles) {
+    for (const Item& item : tile.items) {
+      const int32_t fields[kItemInts] = {tile.seq,
+                                         tile.t,
+                                         item.q_head,
+                                         int32_t(plan.entries.size()),
+                                         int32_t(item.entries.size()) / per_tile,
+                                         item.consumer_tiles[0],
+                                         item.consumer_tiles[1],
+                                         0};
+      plan.items.insert(plan.items.end(), fields, fields + kItemInts);
+      plan.entries.insert(plan.entries.end(), item.entries.begin(), item.entries.end());
+    }
+  }
+  ATTN_ASSERT(plan.entries.size() < size_t(1) << 31, "blocksparse.sm90_wgmma plan: too many tiles");
+  return plan;
 }
 
 BlockSparseDecodePlan blocksparse_decode_plan(const Batch& batch, int tile_n) {

@@ -28,11 +28,26 @@ Support blocksparse_supports_batch(const Batch& batch);
 // and P.V over the pairs key_visible admits (visible_pairs).
 Work blocksparse_work(const Batch& batch);
 
-// blocksparse.mma's CTA list (and blocksparse.sm90_wgmma's, with tile_m 64): (sequence, position
-// tile t) pairs, tile t holding positions [t * tile_m, (t + 1) * tile_m), for every tile with a new
+// blocksparse.mma's CTA list: (sequence, position tile t) pairs, tile t holding positions [t * tile_m, (t + 1) * tile_m), for every tile with a new
 // token, heaviest first (the key tiles the kernel's walk visits, summed over q heads; ties keep
 // sequence order). Flattened [n][2].
 std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n);
+
+// blocksparse.sm90_wgmma's work plan for a config of `consumers` warpgroups (tile_m = 64 x
+// consumers) and tile_n-key tiles: one item per (position tile with a new token, q head), the
+// tiles heaviest first (their entries summed over q heads; ties keep sequence order) and the q
+// heads of a tile adjacent in head order. An item's entries are the union of its consumers' walks
+// (blocksparse_mma::tile_walk of each warpgroup's block row, up to its last position) in runs of
+// 64 keys, in key order, each tagged with the consumers that keep it, padded to whole key tiles
+// of tile_n / 64 entries. Field layout and entry encoding: kernels/blocksparse/sm90_wgmma_traits.hpp
+// (kItem*, kEntry*). A consumer whose 64 rows hold no new token walks nothing; one's tile count
+// ends at the tile of the last entry it keeps.
+struct BlockSparseSm90Plan {
+  std::vector<int32_t> items;    // [num_items][blocksparse_sm90::kItemInts]
+  std::vector<int32_t> entries;  // key0 x kEntryScale + consumer bits
+  int64_t num_items() const;
+};
+BlockSparseSm90Plan blocksparse_sm90_plan(const Batch& batch, int consumers, int tile_n);
 
 // blocksparse.decode's work: one CTA per (sequence, kv head), heaviest first, each with the union
 // of its group's kept blocks in the query's block row cut into tile_n-key tiles (tiles past the

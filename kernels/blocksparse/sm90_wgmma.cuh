@@ -1,8 +1,9 @@
 // blocksparse.sm90_wgmma: block-sparse varlen attention (seed 003's semantics, as blocksparse.mma)
 // on Hopper (sm_90a), FlashAttention-3 style: TMA loads completing on mbarriers, wgmma from shared
-// memory, a producer warpgroup and a consumer warpgroup whose softmax of each key tile overlaps
-// the tensor cores. The consumer is flash_fwd.sm90_wgmma's (kernels/common/sm90_attention.cuh,
-// read that first); what differs is which key tiles a CTA visits and which keys a row sees.
+// memory, a producer warpgroup and one or two consumer warpgroups whose softmax of each key tile
+// overlaps the tensor cores. The consumer is flash_fwd.sm90_wgmma's (kernels/common/
+// sm90_attention.cuh, read that first); the persistent grid is prefix_prefill.sm90_wgmma's; what
+// differs is which key tiles a CTA visits and which keys a row sees.
 //
 // Computes, for every sequence s (cu_seqlens), new token i at position p = context + i
 // (context = kv_len - q_len) and q head h (kv head h / group),
@@ -14,48 +15,59 @@
 // Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
 // head_dim] (flash_fwd_gather_kv, once, outside the timing). The TMA maps view each as a 2-D
 // tensor [tokens, heads * head_dim]; a box of rows x 64 columns at column head * head_dim + 64 c is
-// column block c of one head's rows (flash_fwd.sm90_wgmma's boxes and shared-memory layout). The
-// block layout is CSR per q head: crow [num_q_heads, num_blocks + 1], col [num_q_heads, max_nnz].
+// column block c of one head's rows (flash_fwd.sm90_wgmma's boxes and shared-memory layout).
 //
-// Work decomposition (grid = q heads, position tiles of all sequences heaviest first; block = 256
-// threads: one producer warpgroup, one consumer warpgroup; 1 or 2 CTAs per SM):
-// - The q heads are the fast grid dimension, so the heads of one position tile run together and
-//   the group's heads (adjacent) read the same kv head's tiles of mostly the same kept blocks
-//   while they are in L2 (the benchmark's K/V, 128 MiB, do not fit in it).
-// - A CTA owns 64 positions [pos0, pos0 + 64) of one sequence and one q head: one wgmma M. Tiles
-//   are aligned to absolute positions, as blocksparse.mma's (a chunk after a context reads the
-//   block rows its positions occupy), and 64 divides block_size, so the tile lies in one block
-//   row: its kept key blocks are that row's CSR entries, each walked as block_size / TILE_N key
-//   tiles (blocksparse_mma::tile_walk / tile_key0, the walk blocksparse.mma and its CPU test use),
-//   and of the diagonal block only the tiles up to the last row's position. Q's box starts at the
-//   tile's row 0, which may lie in the context (a negative row of the tensor, or the previous
-//   sequence's rows): TMA fills rows outside the tensor with zeros; rows that are not new tokens
-//   are computed but never stored.
-// - Warpgroup 0 is the producer (setmaxnreg.dec): one thread issues Q's boxes once, then for key
-//   tile n the K and V boxes of rows kv_begin + tile_key0(n) into stage n % STAGES, K and V on
-//   their own full/empty mbarriers. Rows past the sequence's end are the next sequence's keys
-//   (masked) or TMA's zero fill past the tensor; V rows there meet P = 0 (finite data only).
-// - Warpgroup 1 is the consumer (setmaxnreg.inc), sm90_attn::Consumer::run over the walk's tiles:
-//   S_n = Q K_n^T, then O += P_{n-1} V_{n-1} under the softmax of S_n. Only diagonal-block tiles
-//   that reach a hidden key (causal: past the tile's first position; or past the sequence's end)
-//   are masked element by element; the other kept blocks lie wholly before every row.
-// - Why one consumer, and two CTAs per SM: with the benchmark's blocks of 64, two 64-row
-//   warpgroups lie in different block rows, with different tile lists (the layout slides per head
-//   and per row), so they could not share K/V tiles. Two resident CTAs give what a second consumer
-//   would otherwise give, one's softmax under the other's wgmma (without IssueTurns' ordering:
-//   the warp schedulers interleave them), at half the registers and shared memory each.
+// Work decomposition (block = 128 x (1 + CONSUMERS) threads; grid persistent):
+// - A work item is TILE_M = 64 x CONSUMERS positions [pos0, pos0 + TILE_M) of one sequence and one
+//   q head. Tiles are aligned to absolute positions, as blocksparse.mma's (a chunk after a context
+//   reads the block rows its positions occupy), and 64 divides block_size, so each consumer's 64
+//   rows lie in one block row. The host's plan (blocksparse_sm90_plan, built once with the launch)
+//   lists the items heaviest tile first, the q heads of a tile adjacent (the group's heads read the
+//   same kv head's tiles of mostly the same kept blocks while they are in L2; the benchmark's K/V,
+//   128 MiB, do not fit in it), and for each item its entries: the union of its consumers' walks
+//   (blocksparse_mma::tile_walk of each one's block row: the row's kept blocks in runs of 64 keys,
+//   of the diagonal block only those up to the warpgroup's last position), in key order, each
+//   tagged with the consumers that keep it. With blocks of 64 the two consumers' rows are adjacent
+//   block rows, whose kept blocks differ by about one (the local window slides by a block; the
+//   vertical stripes are the same), so one load serves both for nearly every entry.
+// - A key tile of TILE_N keys gathers TILE_N / 64 consecutive entries of the item, whichever
+//   blocks they come from (one TMA box of 64 rows per entry and 64-dim column block, side by side
+//   in the stage): the score tile's columns are keys of different blocks, each run masked on its
+//   own. So a layout of 64-key blocks still runs 128-key tiles, with half the softmax steps,
+//   barriers and O rescales per key of 64-key tiles and a wgmma N of 128 for S = Q K^T. The last
+//   tile of an item is padded with an entry no consumer keeps (its keys hidden).
+// - The grid is persistent (prefix_prefill.sm90_wgmma's scheme): CTA b starts with item b and
+//   then draws the next from a counter (sm90_attn::next_item) once its producer has issued the
+//   current item's loads; key tiles are numbered across a CTA's items, so the producer fills the
+//   stages with the next item's tiles while the consumers finish the current one; with two Q
+//   buffers (where they fit) the next item's Q loads then too.
+// - Warpgroup 0 is the producer (setmaxnreg.dec): one thread announces each item's index in a
+//   shared slot, loads its Q (one box of TILE_M rows per 64-dim column block; the box starts at
+//   the tile's row 0, which may lie in the context, a negative row of the tensor or the previous
+//   sequence's rows: TMA fills rows outside the tensor with zeros; rows that are not new tokens
+//   are computed but never stored), then for each entry the K and V boxes of rows kv_begin + key0
+//   into the next stage, K and V on their own full/empty mbarriers. Rows past the sequence's end
+//   are the next sequence's keys (masked) or TMA's zero fill past the tensor; V rows there meet
+//   P = 0 (finite data only).
+// - Warpgroups 1 .. CONSUMERS are consumers (setmaxnreg.inc), sm90_attn::Consumer::run over the
+//   item's key tiles up to the last one holding an entry the warpgroup keeps (the rest only pass
+//   their barriers); two consumers ping-pong (IssueTurns). A run of 64 keys the warpgroup's block
+//   row does not keep (the other row's, or padding) is hidden whole; a kept run is masked element
+//   by element only where it reaches a key hidden from some row (causal: past the warpgroup's
+//   first position; or past the sequence's end); the other kept runs lie wholly before every row.
+//   A warpgroup with no new token in its rows walks nothing.
 //
 // Tunables and why they exist:
-//   TILE_N       keys per stage (64 or 128, dividing the layout's block): scores in registers vs
-//                barrier and softmax overhead per key; blocks of 64 allow 64 only
+//   TILE_N       keys per stage, 64 or 128 (one or two gathered entries): scores and P in
+//                registers vs softmax, barrier and rescale overhead per key
 //   STAGES       TMA buffers of K and of V in flight (the kept blocks of a row are scattered, so
-//                each tile is a fresh load, never a neighbour of the last)
-//   CTAS_PER_SM  1 or 2 resident CTAs (__launch_bounds__ min blocks, setmaxnreg split, traits):
-//                two hide each other's softmax and barrier waits; one has twice the shared memory
-//                for stages and 128-key tiles at head_dim 128
+//                each entry is a fresh load, never a neighbour of the last)
+//   CONSUMERS    1 or 2 consumer warpgroups: two share each K/V load between two 64-row block rows
+//                (half the loads per row) and hide each other's softmax
+//   CTAS_PER_SM  1 or 2 resident CTAs (one consumer only: __launch_bounds__ min blocks, setmaxnreg
+//                split, traits): two hide each other's softmax and barrier waits without ping-pong
 #pragma once
 
-#include "kernels/blocksparse/mma_traits.hpp"  // blocksparse_mma::tile_walk / tile_key0
 #include "kernels/blocksparse/sm90_wgmma_params.hpp"
 #include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/common/sm90_attention.cuh"
@@ -63,117 +75,175 @@
 
 namespace attn {
 
-template <int DTYPE, int HEAD_DIM, int TILE_N, int STAGES, int CTAS_PER_SM, bool CAUSAL>
-__global__ void __launch_bounds__(blocksparse_sm90::threads(), CTAS_PER_SM)
+template <int DTYPE, int HEAD_DIM, int TILE_N, int STAGES, int CONSUMERS, int CTAS_PER_SM,
+          bool CAUSAL>
+__global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER_SM)
     blocksparse_sm90_wgmma(const __grid_constant__ BlockSparseSm90Params p) {
-  static_assert(blocksparse_sm90::check(HEAD_DIM, TILE_N, STAGES, CTAS_PER_SM) == sm90_attn::kOk,
+  using namespace blocksparse_sm90;
+  static_assert(check(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM) == sm90_attn::kOk,
                 "invalid blocksparse.sm90_wgmma config: see blocksparse_sm90::check");
-  static_assert(blocksparse_sm90::register_split_fits(CTAS_PER_SM), "setmaxnreg split");
-  constexpr int TILE_M = blocksparse_sm90::kTileM;  // 64: the consumer warpgroup's rows
+  static_assert(register_split_fits(CONSUMERS, CTAS_PER_SM), "setmaxnreg split");
+  constexpr int TILE_M = tile_m(CONSUMERS);
+  constexpr int ROWS = kRowsPerConsumer;  // 64 rows per consumer warpgroup
   constexpr int Q_BYTES = sm90_attn::q_bytes(HEAD_DIM, TILE_M);
   constexpr int KV_BYTES = sm90_attn::kv_tile_bytes(HEAD_DIM, TILE_N);
   constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);
   constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
+  // A key tile gathers PIECES entries of 64 keys (any kept blocks).
+  constexpr int PIECES = entries_per_tile(TILE_N);
+  // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
+  constexpr int Q_BUFFERS = q_buffers(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM);
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned char* q_tile = shared;                        // [BLOCKS][64][64]
-  unsigned char* k_tiles = shared + Q_BYTES;             // [STAGES][BLOCKS][TILE_N][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
+  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][BLOCKS][TILE_N][64]
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
-  unsigned long long* k_full = q_full + 1;
+  unsigned long long* q_empty = q_full + Q_BUFFERS;
+  unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
-
-  const int seq = p.tiles[2 * blockIdx.y];
-  const int pos0 = p.tiles[2 * blockIdx.y + 1] * TILE_M;  // position of the tile's row 0
-  const int q_head = blockIdx.x, kv_head = q_head / p.group;
-  const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
-  const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
-  const int context = kv_len - q_len;  // positions [context, kv_len) are the new tokens
-  const int m0 = pos0 - context;       // query index of row 0 (negative: rows in the context)
-
-  // The first key no row of the tile sees, then the kept key tiles of the tile's block row.
-  const int last_pos = min(pos0 + TILE_M, kv_len) - 1;
-  const int key_limit = CAUSAL ? last_pos + 1 : kv_len;
-  const int q_block = pos0 / p.block_size;
-  const blocksparse_mma::TileWalk walk = blocksparse_mma::tile_walk(
-      p.crow + (long long)q_head * (p.num_blocks + 1) + q_block,
-      p.col + (long long)q_head * p.max_nnz, q_block, p.block_size, TILE_N, key_limit);
-  const int n_tiles = walk.tiles;
+  // The item whose Q q_full[b] announces (-1: no more), written by producer thread 0 before it
+  // arrives on q_full[b], read after a wait on it; 16 bytes apart.
+  volatile int* item_slots = reinterpret_cast<volatile int*>(v_empty + STAGES);  // [Q_BUFFERS][4]
 
   if (threadIdx.x == 0) {
-    sm90::mbarrier_init(q_full, 1);
+    for (int b = 0; b < Q_BUFFERS; ++b) {
+      sm90::mbarrier_init(&q_full[b], 1);
+      sm90::mbarrier_init(&q_empty[b], CONSUMERS * 128);  // one arrival per consumer thread
+    }
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
-      sm90::mbarrier_init(&k_empty[s], 4);  // one arrival per consumer warp
-      sm90::mbarrier_init(&v_empty[s], 4);
+      sm90::mbarrier_init(&k_empty[s], CONSUMERS * 4);  // one arrival per consumer warp
+      sm90::mbarrier_init(&v_empty[s], CONSUMERS * 4);
     }
     sm90::fence_barrier_init();
   }
   __syncthreads();
 
-  if (threadIdx.x < 128) {
-    // Producer: one thread issues every load. Stage s = n % STAGES is refilled for tile n once
-    // every consumer warp released tile n - STAGES (a fresh empty barrier passes parity 1).
-    sm90::setmaxnreg_dec<blocksparse_sm90::producer_registers(CTAS_PER_SM)>();
-    if (threadIdx.x == 0 && n_tiles > 0) {
-      sm90::mbarrier_expect_bytes(q_full, Q_BYTES);
+  const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
+  const int warpgroup = threadIdx.x / 128;
+  if (warpgroup == 0) {
+    // Producer: one thread issues every load. Key tiles are numbered across the CTA's items: tile
+    // g goes to stage g % STAGES once every consumer warp released tile g - STAGES (a fresh empty
+    // barrier passes parity 1).
+    sm90::setmaxnreg_dec<producer_registers(CONSUMERS, CTAS_PER_SM)>();
+    if (threadIdx.x != 0) return;
+    int next = blockIdx.x;  // the item announced next
+    int g = 0;              // key tiles loaded so far
+    for (int k = 0;; ++k) {
+      // Item k: its Q goes into buffer b once every consumer thread is done with the buffer's
+      // previous item.
+      const int b = k % Q_BUFFERS;
+      sm90::mbarrier_wait(&q_empty[b], ((k / Q_BUFFERS) & 1) ^ 1);
+      const int index = next < p.num_items ? next : -1;
+      item_slots[4 * b] = index;
+      if (index < 0) {
+        sm90::mbarrier_arrive(&q_full[b]);  // no more items
+        return;
+      }
+      const int* item = p.items + (long long)index * kItemInts;
+      const int seq = item[kItemSeq], q_head = item[kItemQHead];
+      const int first = item[kItemFirstEntry], n_tiles = item[kItemTiles];
+      const int q_begin = p.cu_seqlens_q[seq];
+      const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
+      const int context = kv_len - (p.cu_seqlens_q[seq + 1] - q_begin);
+      const int row0 = q_begin + item[kItemTile] * TILE_M - context;  // Q's row of position pos0
+      sm90::mbarrier_expect_bytes(&q_full[b], Q_BYTES);
 #pragma unroll
       for (int c = 0; c < BLOCKS; ++c) {
-        sm90::tma_load_2d(q_tile + c * Q_BLOCK, &p.q_map, q_head * HEAD_DIM + c * 64, q_begin + m0,
-                          q_full);
+        sm90::tma_load_2d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, q_head * HEAD_DIM + c * 64,
+                          row0, &q_full[b]);
       }
-      const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
-      for (int n = 0; n < n_tiles; ++n) {
-        sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
-            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, n, kv_head * HEAD_DIM,
-            kv_begin + blocksparse_mma::tile_key0(walk, n, TILE_N));
+      const int col0 = (q_head / p.group) * HEAD_DIM;
+      for (int n = 0; n < n_tiles; ++n, ++g) {
+        int rows[PIECES];
+#pragma unroll
+        for (int q = 0; q < PIECES; ++q)
+          rows[q] = kv_begin + entry_key0(__ldg(p.entries + first + n * PIECES + q));
+        sm90_attn::load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, PIECES>(
+            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, col0, rows);
       }
+      // The next item is drawn once this one's loads are issued (a few tiles before the
+      // consumers finish it), as a non-persistent grid would start a CTA where one ends.
+      next = sm90_attn::next_item(p.schedule, p.num_items);
     }
-    return;
   }
 
-  // ---- Consumer (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<blocksparse_sm90::consumer_registers(CTAS_PER_SM)>();
-  const int tid = threadIdx.x - 128;
-  // Keys of diagonal-block tiles from mask_from on are hidden from at least one row (causal, or
-  // past the sequence's end): those tiles are masked element by element, the others not at all.
-  const int diagonal_key0 = q_block * p.block_size;
-  const int mask_from = CAUSAL ? min(kv_len, pos0 + 1) : kv_len;
-  // This thread's two rows (accumulator layout): positions pos_row and pos_row + 8; with CAUSAL
-  // each sees keys up to its position.
-  const int row0 = sm90_attn::accumulator_row(tid, 0);
-  const int limit0 = CAUSAL ? pos0 + row0 : sm90_attn::kNoLimit;
-  const int limit1 = CAUSAL ? pos0 + row0 + 8 : sm90_attn::kNoLimit;
-
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  c.init(tid, p.scale_log2, 0.0f);
-  c.run(
-      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty}, q_tile, q_full,
-      n_tiles, n_tiles, sm90_attn::IssueTurns{},
-      [&](int n, float(&s)[TILE_N / 2]) {
-        const int key0 = blocksparse_mma::tile_key0(walk, n, TILE_N);
-        if (key0 >= diagonal_key0 && key0 + TILE_N > mask_from)
-          sm90_attn::mask_scores<TILE_N>(s, tid, key0, kv_len, limit0, limit1);
-      },
-      [](int) {});
-
-  // Normalise and store this thread's two rows of new tokens straight from registers.
+  // ---- Consumers (kernels/common/sm90_attention.cuh) ----
+  sm90::setmaxnreg_inc<consumer_registers(CONSUMERS, CTAS_PER_SM)>();
+  const int consumer = warpgroup - 1;
+  const int tid = threadIdx.x % 128;
+  // This thread's two rows of the warpgroup's 64 (accumulator layout): row_in and row_in + 8.
+  const int row_in = sm90_attn::accumulator_row(tid, 0);
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
-  unsigned short* out =
-      static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * HEAD_DIM;
-  c.reduce_row_sums();
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
+  int g = 0;  // key tiles of the CTA's earlier items
+  for (int k = 0;; ++k) {
+    const int b = k % Q_BUFFERS;
+    const unsigned int q_parity = (k / Q_BUFFERS) & 1;
+    sm90::mbarrier_wait(&q_full[b], q_parity);
+    const int index = item_slots[4 * b];
+    if (index < 0) return;
+    const int* item = p.items + (long long)index * kItemInts;
+    const int seq = item[kItemSeq], q_head = item[kItemQHead];
+    const int first = item[kItemFirstEntry], n_tiles = item[kItemTiles];
+    const int my_tiles = item[kItemConsumerTiles + consumer];
+    const int other_tiles = CONSUMERS == 2 ? item[kItemConsumerTiles + 1 - consumer] : 0;
+    const sm90_attn::IssueTurns turns{
+        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
+    const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
+    const int kv_len = p.cu_seqlens_kv[seq + 1] - p.cu_seqlens_kv[seq];
+    const int context = kv_len - q_len;  // positions [context, kv_len) are the new tokens
+    const int pos_w = item[kItemTile] * TILE_M + consumer * ROWS;  // the warpgroup's row 0
+    // Kept tiles reaching mask_from hide a key from at least one row (causal, or past the
+    // sequence's end): they are masked element by element, the others not at all. This thread's
+    // rows (positions pos_w + row_in, + 8) see, with CAUSAL, keys up to their position.
+    const int mask_from = CAUSAL ? min(kv_len, pos_w + 1) : kv_len;
+    const int limit0 = CAUSAL ? pos_w + row_in : sm90_attn::kNoLimit;
+    const int limit1 = CAUSAL ? pos_w + row_in + 8 : sm90_attn::kNoLimit;
+    // The entries of the tile being masked; the next tile's are read a tile ahead.
+    int entry[PIECES];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int i = m0 + row0 + 8 * h;  // query index
-    if (i < 0 || i >= q_len) continue;
-    const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
-    c.store_row(out + i * row_stride, h, inv);
+    for (int q = 0; q < PIECES; ++q) entry[q] = my_tiles > 0 ? __ldg(p.entries + first + q) : 0;
+
+    c.init(tid, p.scale_log2, 0.0f);
+    c.run(
+        kv, q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &q_full[b], my_tiles, n_tiles,
+        turns,
+        [&](int n, float(&s)[TILE_N / 2]) {
+#pragma unroll
+          for (int q = 0; q < PIECES; ++q) {
+            const int e = entry[q];
+            if (n + 1 < my_tiles) entry[q] = __ldg(p.entries + first + (n + 1) * PIECES + q);
+            const int key0 = entry_key0(e);
+            if (!entry_kept_by(e, consumer)) {  // the other row's block, or padding
+              sm90_attn::mask_scores<TILE_N, PIECES>(s, tid, key0, 0, -1, -1, q);
+            } else if (key0 + kEntryKeys > mask_from) {
+              sm90_attn::mask_scores<TILE_N, PIECES>(s, tid, key0, kv_len, limit0, limit1, q);
+            }
+          }
+        },
+        [](int) {}, sm90_attn::ItemCursor{q_parity, g, &q_empty[b]});
+    g += n_tiles;
+
+    // Normalise and store this thread's two rows of new tokens straight from registers, while
+    // the producer loads the next item's first tiles.
+    unsigned short* out =
+        static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * HEAD_DIM;
+    c.reduce_row_sums();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = pos_w - context + row_in + 8 * h;  // query index
+      if (i < 0 || i >= q_len) continue;
+      const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
+      c.store_row(out + i * row_stride, h, inv);
+    }
   }
 }
 

@@ -1,9 +1,9 @@
 // Traits of blocksparse.sm90_wgmma: shared-memory layout, register split and validity derived from
-// one config (head_dim, tile_n, stages, ctas_per_sm) and, once a batch is known, its layout's
-// block size. The tile shapes, index maps and tile rules are those of the FA3-style Hopper kernels
-// (kernels/common/sm90_attention_traits.hpp); the walk over a query tile's kept key tiles is
-// blocksparse.mma's (mma_traits.hpp). Included by the host (to refuse a config, with a reason,
-// before compiling it) and by the device template (which static_asserts the same rules).
+// one config (head_dim, tile_n, stages, ctas_per_sm, consumers) and, once a batch is known, its
+// layout's block size; and the encoding of the work plan the host builds (blocksparse_sm90_plan).
+// The tile shapes, index maps and tile rules are those of the FA3-style Hopper kernels
+// (kernels/common/sm90_attention_traits.hpp). Included by the host (to refuse a config, with a
+// reason, before compiling it) and by the device template (which static_asserts the same rules).
 #pragma once
 
 #include "base/host_device.hpp"
@@ -14,21 +14,49 @@ namespace blocksparse_sm90 {
 
 using sm90_attn::kOk;
 
-// One consumer warpgroup per CTA: its 64 query rows (one wgmma M) lie in one block row of the
-// layout whenever 64 divides the block size, so the CTA walks one CSR row.
-constexpr int kTileM = sm90_attn::kConsumerRows;
-constexpr int kConsumers = 1;
-
-ATTN_HOST_DEVICE constexpr int threads() {
-  return sm90_attn::threads(kConsumers);  // 256: the producer warpgroup and the consumer
+// Each consumer warpgroup owns 64 query rows (one wgmma M), which lie in one block row of the
+// layout whenever 64 divides the block size; a CTA's tile is 64 x consumers positions.
+constexpr int kRowsPerConsumer = sm90_attn::kConsumerRows;
+ATTN_HOST_DEVICE constexpr int tile_m(int consumers) {
+  return kRowsPerConsumer * consumers;
+}
+ATTN_HOST_DEVICE constexpr int threads(int consumers) {
+  return sm90_attn::threads(consumers);  // the producer warpgroup and the consumers
 }
 
-// mbarriers: Q's, and full + empty for K and for V in every stage.
-ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages) {
-  return (1 + 4 * stages) * 8;
+// --- The work plan (host: blocksparse_sm90_plan; device: the kernel reads it) ---
+// One work item per (position tile, q head): kItemInts ints, heaviest tiles first, the q heads of
+// a tile adjacent.
+enum ItemField : int {
+  kItemSeq = 0,         // sequence
+  kItemTile,            // position tile t: positions [t x tile_m, (t + 1) x tile_m)
+  kItemQHead,           // q head
+  kItemFirstEntry,      // the item's first entry in the entry list
+  kItemTiles,           // the key tiles the CTA loads (entries_per_tile entries each)
+  kItemConsumerTiles,   // + w: the key tiles consumer w walks (the rest only pass its barriers)
+  kItemInts = 8,        // padded to 32 bytes
+};
+// An entry is one run of kEntryKeys keys of one kept block: its first key (sequence-local) times
+// kEntryScale, plus bit w when consumer w's rows keep the block. A key tile of tile_n keys gathers
+// entries_per_tile consecutive entries of the item (any blocks, not necessarily neighbours); the
+// entries of an item increase by key, and are padded to whole tiles with entries no consumer
+// keeps (the last real entry's keys again: finite data the consumers hide).
+constexpr int kEntryKeys = 64;
+constexpr int kEntryScale = 4;
+ATTN_HOST_DEVICE constexpr int entries_per_tile(int tile_n) {
+  return tile_n / kEntryKeys;
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int stages) {
-  return sm90_attn::tile_bytes(head_dim, kTileM, tile_n, stages) + barrier_bytes(stages);
+ATTN_HOST_DEVICE constexpr int entry_key0(int entry) {
+  return entry / kEntryScale;
+}
+ATTN_HOST_DEVICE constexpr bool entry_kept_by(int entry, int consumer) {
+  return (entry >> consumer) & 1;
+}
+
+// mbarriers: full and empty for each Q buffer and for K and V in every stage; then, 16 bytes
+// apart, the index of the item whose Q each buffer holds.
+ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
+  return (2 * q_buffers + 4 * stages) * 8 + 16 * q_buffers;
 }
 
 // Hopper's shared memory per SM (228 KiB), of which the driver reserves 1 KiB per resident CTA.
@@ -36,52 +64,86 @@ constexpr int kSharedPerSm = 228 * 1024;
 constexpr int kReservedSharedPerCta = 1024;
 constexpr int kRegisterFile = 65536;  // 32-bit registers per SM
 
+// Shared memory one CTA may use: the per-block opt-in limit, and with two CTAs per SM half of the
+// SM's (less the reserve).
+ATTN_HOST_DEVICE constexpr int shared_budget(int ctas_per_sm) {
+  return ctas_per_sm * (sm90_attn::kMaxSharedBytes + kReservedSharedPerCta) <= kSharedPerSm
+             ? sm90_attn::kMaxSharedBytes
+             : kSharedPerSm / ctas_per_sm - kReservedSharedPerCta;
+}
+ATTN_HOST_DEVICE constexpr int shared_bytes_with(int head_dim, int tile_n, int stages,
+                                                 int consumers, int q_buffers) {
+  return sm90_attn::tile_bytes(head_dim, tile_m(consumers), tile_n, stages) +
+         (q_buffers - 1) * sm90_attn::q_bytes(head_dim, tile_m(consumers)) +
+         barrier_bytes(stages, q_buffers);
+}
+// Q buffers: the CTA is persistent (a work item after another); with two the next item's Q loads
+// while the current item runs. Two wherever they fit the CTA's budget, else one.
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_n, int stages, int consumers,
+                                         int ctas_per_sm) {
+  return shared_bytes_with(head_dim, tile_n, stages, consumers, 2) <= shared_budget(ctas_per_sm)
+             ? 2
+             : 1;
+}
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int stages, int consumers,
+                                            int ctas_per_sm) {
+  return shared_bytes_with(head_dim, tile_n, stages, consumers,
+                           q_buffers(head_dim, tile_n, stages, consumers, ctas_per_sm));
+}
+
 // setmaxnreg budgets. The register file is split among the resident CTAs at launch; a CTA's
-// setmaxnreg.inc takes what its own producer gave back with setmaxnreg.dec.
-// - One CTA per SM: prefix_prefill.sm90_wgmma's one-consumer split (56 / 240; 256 threads leave
-//   room to spare).
-// - Two CTAs per SM: __launch_bounds__(256, 2) gives each thread 128 registers at launch
-//   (65536 / 512), i.e. 32768 per CTA; the producer drops to 24 so the consumer can rise to 232
-//   (128 x 24 + 128 x 232 = 32768), CUTLASS's cooperative-GEMM consumer budget.
-ATTN_HOST_DEVICE constexpr int producer_registers(int ctas_per_sm) {
-  return ctas_per_sm == 2 ? 24 : 56;
+// setmaxnreg.inc takes what its own producer gave back with setmaxnreg.dec. The producer walks
+// the work items (persistent grid), which at 24 registers would spill.
+// - Two consumers (one CTA, 384 threads, 168 each at launch): prefix_prefill.sm90_wgmma's split,
+//   128 x 40 + 256 x 232 = 384 x 168.
+// - One consumer, one CTA per SM: 56 / 240 (room to spare).
+// - One consumer, two CTAs per SM: __launch_bounds__(256, 2) gives each thread 128 registers
+//   (65536 / 512); the producer keeps 32 so the consumer can rise to 224 (128 x 32 + 128 x 224 =
+//   256 x 128).
+ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, int ctas_per_sm) {
+  return consumers == 2 ? 40 : ctas_per_sm == 2 ? 32 : 56;
 }
-ATTN_HOST_DEVICE constexpr int consumer_registers(int ctas_per_sm) {
-  return ctas_per_sm == 2 ? 232 : sm90_attn::kConsumerRegisters;
+ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, int ctas_per_sm) {
+  return consumers == 2 ? 232 : ctas_per_sm == 2 ? 224 : sm90_attn::kConsumerRegisters;
 }
-// Registers per thread at launch: the register file split among the resident CTAs (256 or 128,
-// multiples of the allocation granularity of 8). The split above must fit a CTA's share.
-ATTN_HOST_DEVICE constexpr int launch_registers(int ctas_per_sm) {
-  return kRegisterFile / (ctas_per_sm * threads());
+// Registers per thread at launch: the register file split among the resident CTAs' threads,
+// rounded down to the allocation granularity of 8. The split above must fit a CTA's share.
+ATTN_HOST_DEVICE constexpr int launch_registers(int consumers, int ctas_per_sm) {
+  return kRegisterFile / (ctas_per_sm * threads(consumers)) / 8 * 8;
 }
-ATTN_HOST_DEVICE constexpr bool register_split_fits(int ctas_per_sm) {
-  return 128 * (producer_registers(ctas_per_sm) + consumer_registers(ctas_per_sm)) <=
-         threads() * launch_registers(ctas_per_sm);
+ATTN_HOST_DEVICE constexpr bool register_split_fits(int consumers, int ctas_per_sm) {
+  return 128 * (producer_registers(consumers, ctas_per_sm) +
+                consumers * consumer_registers(consumers, ctas_per_sm)) <=
+         threads(consumers) * launch_registers(consumers, ctas_per_sm);
 }
 
 enum Rule : int {
-  // sm90_attn::Rule's kOk .. kRegisters (kConsumers and kTileM never fire: one consumer, 64 rows),
-  // then:
+  // sm90_attn::Rule's kOk .. kRegisters, then:
   kCtasPerSm = sm90_attn::kRuleCount,  // ctas_per_sm must be 1 or 2
   kTwoCtaShared,                       // two CTAs' shared memory exceeds the SM's
   kTwoCtaRegisters,                    // the consumer's registers exceed its two-CTA budget
-  kBlockSize,                          // 64 and tile_n must divide the layout's block size
+  kTwoCtaConsumers,                    // two consumer warpgroups leave room for one CTA only
+  kBlockSize,                          // 64 must divide the layout's block size
 };
 
 // block_size 0: not known yet (the config alone); checked when it is.
-ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int stages, int ctas_per_sm,
-                                     int block_size = 0) {
-  // blocksparse.mma's head dims (the 64 and 128); 256 would fit one CTA per SM only.
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int stages, int consumers,
+                                     int ctas_per_sm, int block_size = 0) {
+  // blocksparse.mma's head dims (the 64 and 128).
   if (head_dim != 64 && head_dim != 128) return sm90_attn::kHeadDim;
-  const int tiles = sm90_attn::check_tiles(head_dim, kTileM, tile_n, stages, kConsumers,
-                                           shared_bytes(head_dim, tile_n, stages));
-  if (tiles != kOk) return tiles;
+  if (consumers != 1 && consumers != 2) return sm90_attn::kConsumers;
   if (ctas_per_sm != 1 && ctas_per_sm != 2) return kCtasPerSm;
-  if (ctas_per_sm * (shared_bytes(head_dim, tile_n, stages) + kReservedSharedPerCta) > kSharedPerSm)
+  const int tiles =
+      sm90_attn::check_tiles(head_dim, tile_m(consumers), tile_n, stages, consumers,
+                             shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm));
+  if (tiles != kOk) return tiles;
+  if (ctas_per_sm == 2 && consumers == 2) return kTwoCtaConsumers;
+  if (shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm) > shared_budget(ctas_per_sm))
     return kTwoCtaShared;
-  if (sm90_attn::register_estimate(head_dim, tile_n) > consumer_registers(ctas_per_sm))
-    return kTwoCtaRegisters;
-  if (block_size != 0 && (block_size % kTileM != 0 || block_size % tile_n != 0)) return kBlockSize;
+  if (sm90_attn::register_estimate(head_dim, tile_n) > consumer_registers(consumers, ctas_per_sm))
+    return ctas_per_sm == 2 ? int(kTwoCtaRegisters) : int(sm90_attn::kRegisters);
+  if (block_size != 0 && (block_size % kRowsPerConsumer != 0 || block_size % kEntryKeys != 0))
+    return kBlockSize;
   return kOk;
 }
 

@@ -1,5 +1,6 @@
 // Host side of blocksparse.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp).
 #include <algorithm>
+#include <limits>
 
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/sm90_wgmma_params.hpp"
@@ -16,24 +17,26 @@ namespace attn {
 
 namespace {
 
-constexpr int64_t kMaxGridY = 65535;
-
 struct Sm90Config {
-  int tile_n, stages, ctas_per_sm;
+  int tile_n, stages, ctas_per_sm, consumers;
   explicit Sm90Config(const KernelConfig& c)
       : tile_n(int(c.get("tile_n"))),
         stages(int(c.get("stages"))),
-        ctas_per_sm(int(c.get("ctas_per_sm"))) {}
+        ctas_per_sm(int(c.get("ctas_per_sm"))),
+        consumers(int(c.get("consumers"))) {}
   int shared_bytes(int head_dim) const {
-    return blocksparse_sm90::shared_bytes(head_dim, tile_n, stages);
+    return blocksparse_sm90::shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm);
   }
   int check(int head_dim, int block_size = 0) const {
-    return blocksparse_sm90::check(head_dim, tile_n, stages, ctas_per_sm, block_size);
+    return blocksparse_sm90::check(head_dim, tile_n, stages, consumers, ctas_per_sm, block_size);
   }
 };
 
-KernelConfig make_config(int tile_n, int stages, int ctas_per_sm) {
-  return KernelConfig{{"tile_n", tile_n}, {"stages", stages}, {"ctas_per_sm", ctas_per_sm}};
+KernelConfig make_config(int tile_n, int stages, int ctas_per_sm, int consumers) {
+  return KernelConfig{{"tile_n", tile_n},
+                      {"stages", stages},
+                      {"ctas_per_sm", ctas_per_sm},
+                      {"consumers", consumers}};
 }
 
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block_size) {
@@ -51,14 +54,18 @@ std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block
     case kTwoCtaRegisters:
       return "too many registers per consumer thread for two CTAs per SM (estimate " +
              std::to_string(sm90_attn::register_estimate(head_dim, c.tile_n)) + ", setmaxnreg " +
-             std::to_string(consumer_registers(2)) + "): lower tile_n or run one CTA per SM";
+             std::to_string(consumer_registers(1, 2)) + "): lower tile_n or run one CTA per SM";
+    case kTwoCtaConsumers:
+      return "two consumer warpgroups (384 threads at up to 232 registers) leave room for one CTA "
+             "per SM: ctas_per_sm must be 1 with consumers 2";
     case kBlockSize:
-      return "64 (the query rows of a CTA) and tile_n " + std::to_string(c.tile_n) +
-             " must divide the layout's block size " + std::to_string(block_size) +
-             " (a query tile in one block row, a key tile in one block column)";
+      return "64 (the query rows of a consumer warpgroup, and the keys of a plan entry) must "
+             "divide the layout's block size " +
+             std::to_string(block_size) +
+             " (a warpgroup's rows in one block row, an entry's keys in one block column)";
     default: {
       const std::string reason =
-          sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, kConsumers, smem);
+          sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers, smem);
       return reason.empty() ? "invalid config" : reason;
     }
   }
@@ -70,40 +77,40 @@ class Sm90WgmmaVariant : public Variant {
   Family family() const override { return Family::blocksparse; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "block-sparse FlashAttention-3 style (sm_90a): 64 query rows of one layout block row "
-           "per CTA, its kept blocks' key tiles by TMA + mbarriers, wgmma with softmax "
-           "overlapped with P.V, producer/consumer warpgroups with setmaxnreg, 1 or 2 CTAs per "
-           "SM";
+    return "block-sparse FlashAttention-3 style (sm_90a): a persistent grid over (64 or 128 "
+           "positions, q head) items, the union of the item's block rows' kept key tiles by TMA + "
+           "mbarriers, wgmma with softmax overlapped with P.V, producer/consumer warpgroups with "
+           "setmaxnreg; two ping-pong consumers over adjacent block rows, or one per CTA at 1 or 2 "
+           "CTAs per SM";
   }
 
-  // Key tiles that divide the layout's block (the others are refused anyway).
-  std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
-    const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
-    std::vector<int64_t> tiles;
-    for (int t : {64, 128}) {
-      if (block % t == 0) tiles.push_back(t);
-    }
-    if (tiles.empty()) tiles.push_back(64);
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
-        {"tile_n", tiles, "keys per pipeline stage, dividing the layout's block"},
+        {"tile_n",
+         {64, 128},
+         "keys per pipeline stage: one or two runs of 64 keys of kept blocks, gathered"},
         {"stages", {2, 3, 4}, "TMA buffers of K and of V in flight"},
         {"ctas_per_sm",
          {1, 2},
          "resident CTAs per SM (launch bounds, setmaxnreg split): two overlap each other's "
          "softmax with their wgmma, one has room for more stages and larger tiles"},
+        {"consumers",
+         {1, 2},
+         "consumer warpgroups of 64 rows: two share each K/V load between adjacent block rows and "
+         "ping-pong their softmax and matrix products (one CTA per SM)"},
     };
   }
 
-  // Measured on an H200 (4 x 8192, BENCHMARKS.md: an exhaustive sweep of the 4 configs kept
-  // ctas_per_sm2.st2.tn64, 30.9% ahead of the best one-CTA config). Two CTAs per SM where they fit
-  // (each one's softmax under the other's matrix products, the overlap a second consumer would
-  // give), 64 keys per stage (the benchmark's blocks of 64 allow no more), as many stages as two
-  // CTAs leave room for.
+  // Measured on an H200 (4 x 8192, BENCHMARKS.md): two consumers over adjacent block rows, one
+  // CTA per SM, 128-key tiles (two gathered entries) with as many stages as fit beside two Q
+  // buffers; then 64-key tiles; then one consumer at two CTAs per SM (the earlier default: each
+  // one's softmax under the other's matrix products).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
-    const std::vector<KernelConfig> candidates = {make_config(64, 4, 2), make_config(64, 3, 2),
-                                                  make_config(64, 2, 2), make_config(64, 2, 1)};
+    const std::vector<KernelConfig> candidates = {
+        make_config(128, 4, 1, 2), make_config(128, 2, 1, 2), make_config(64, 4, 1, 2),
+        make_config(64, 2, 2, 1),  make_config(64, 2, 1, 1)};
     for (const KernelConfig& config : candidates) {
       const Sm90Config c(config);
       if (c.check(head_dim, block) == blocksparse_sm90::kOk &&
@@ -124,14 +131,11 @@ class Sm90WgmmaVariant : public Variant {
     }
     if (Support s = blocksparse_supports_batch(batch); !s) return s;
     if (Support s = gathered_kv_supports(batch); !s) return s;
-    if (Support s = config_has_exactly(config, {"tile_n", "stages", "ctas_per_sm"}, name()); !s)
+    if (Support s = config_has_exactly(config, {"tile_n", "stages", "ctas_per_sm", "consumers"},
+                                       name());
+        !s)
       return s;
     const ModelShape& m = batch.spec.model;
-    // The position tiles are the grid's y (at most 65535): at most q_len / 64 + 2 per sequence.
-    if (batch.total_q / 64 + 2 * int64_t(batch.num_seqs) > kMaxGridY) {
-      return Support::no("more than " + std::to_string(kMaxGridY) +
-                         " query tiles of 64 (the grid's y dimension)");
-    }
     const Sm90Config c(config);
     const int block = batch.block_sparse->block_size;
     const int rule = c.check(m.head_dim, block);
@@ -155,7 +159,6 @@ class Sm90WgmmaVariant : public Variant {
     ATTN_ASSERT(support.ok, support.reason);
     const Sm90Config c(config);
     const ModelShape& m = batch.spec.model;
-    const BlockSparseLayout& layout = *batch.block_sparse;
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, kGatherKvKernel);
@@ -164,11 +167,12 @@ class Sm90WgmmaVariant : public Variant {
 
     // Contiguous K and V [total_kv, kv_heads, head_dim] and cu_seqlens_kv, gathered once.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
-    const std::vector<int32_t> tiles =
-        blocksparse_mma_schedule(batch, blocksparse_sm90::kTileM, c.tile_n);
-    buffers.push_back(upload_int32(*context.cuda, tiles));
-    buffers.push_back(upload_int32(*context.cuda, layout.crow));
-    buffers.push_back(upload_int32(*context.cuda, layout.col));
+    const BlockSparseSm90Plan plan = blocksparse_sm90_plan(batch, c.consumers, c.tile_n);
+    ATTN_ASSERT(plan.num_items() <= std::numeric_limits<int>::max(),
+                "blocksparse.sm90_wgmma: more work items than an int counts");
+    buffers.push_back(upload_int32(*context.cuda, plan.items));
+    buffers.push_back(upload_int32(*context.cuda, plan.entries));
+    buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));
 
     // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
     // without keys (never the case with query tokens) nothing would read it.
@@ -180,28 +184,31 @@ class Sm90WgmmaVariant : public Variant {
     const uint64_t kv_rows = uint64_t(std::max<int64_t>(1, batch.total_kv));
     BlockSparseSm90Params p{};
     p.q_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, q_rows, q_columns * 2,
-                                   uint32_t(blocksparse_sm90::kTileM));
+                                   uint32_t(blocksparse_sm90::tile_m(c.consumers)));
+    // K and V boxes are one plan entry (64 keys): a tile gathers tile_n / 64 of them.
+    const uint32_t entry_rows = uint32_t(blocksparse_sm90::kEntryKeys);
     p.k_map = encode_tensor_map_2d(api, type, buffers[0].pointer(), kv_columns, kv_rows,
-                                   kv_columns * 2, uint32_t(c.tile_n));
+                                   kv_columns * 2, entry_rows);
     p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
-                                   kv_columns * 2, uint32_t(c.tile_n));
+                                   kv_columns * 2, entry_rows);
     p.out = problem.out();
     p.cu_seqlens_q = problem.cu_seqlens_q();
     p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
-    p.tiles = static_cast<const int*>(buffers[3].pointer());
-    p.crow = static_cast<const int*>(buffers[4].pointer());
-    p.col = static_cast<const int*>(buffers[5].pointer());
-    p.num_blocks = layout.num_blocks;
-    p.max_nnz = layout.max_nnz;
-    p.block_size = layout.block_size;
+    p.items = static_cast<const int*>(buffers[3].pointer());
+    p.entries = static_cast<const int*>(buffers[4].pointer());
+    p.schedule = static_cast<int*>(buffers[5].pointer());
+    p.num_items = int(plan.num_items());
     p.num_q_heads = m.num_q_heads;
     p.group = batch.spec.group_size();
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
 
+    // Persistent: ctas_per_sm CTAs per SM, each drawing work items in the plan's order until
+    // none is left.
     LaunchShape shape;
-    shape.grid_x = unsigned(m.num_q_heads);  // fast: a tile's heads together (L2 reuse of K/V)
-    shape.grid_y = unsigned(tiles.size() / 2);
-    shape.block_x = unsigned(blocksparse_sm90::threads());
+    shape.grid_x = unsigned(std::max<int64_t>(
+        1, std::min<int64_t>(plan.num_items(),
+                             int64_t(std::max(context.target.sm_count, 1)) * c.ctas_per_sm)));
+    shape.block_x = unsigned(blocksparse_sm90::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<BlockSparseSm90Params>>(context, attention, shape, p,
                                                                    std::move(buffers));
@@ -213,7 +220,8 @@ class Sm90WgmmaVariant : public Variant {
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
     return "attn::blocksparse_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) +
-           ", " + std::to_string(c.stages) + ", " + std::to_string(c.ctas_per_sm) + ", " +
+           ", " + std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
+           std::to_string(c.ctas_per_sm) + ", " +
            (batch.causal ? "true" : "false") + ">";
   }
 };

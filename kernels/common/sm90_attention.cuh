@@ -48,43 +48,68 @@ struct KvPipeline {
 };
 
 // The producer side for contiguous K and V (2-D tensor maps [rows][heads x head_dim]): key tile n
-// (rows row .. row + TILE_N - 1, columns col0 .. col0 + HEAD_DIM - 1, as HEAD_DIM / 64 boxes) into
-// stage n % STAGES, each of K and V once every consumer warp released the tile the stage held
-// before (a fresh empty barrier passes parity 1). One thread calls it.
-template <int HEAD_DIM, int TILE_N, int STAGES>
-__device__ __forceinline__ void load_kv_tile_2d(unsigned char* k_tiles, unsigned char* v_tiles,
-                                                const KvPipeline& kv, const TensorMapBytes* k_map,
-                                                const TensorMapBytes* v_map, int n, int col0,
-                                                int row) {
+// into stage n % STAGES, each of K and V once every consumer warp released the tile the stage held
+// before (a fresh empty barrier passes parity 1). The tile is PIECES runs of TILE_N / PIECES rows
+// each (the maps' box height), run p from row rows[p] (blocksparse.sm90_wgmma gathers two kept
+// blocks into one tile; the others load TILE_N consecutive rows as one piece), of columns col0 ..
+// col0 + HEAD_DIM - 1 as HEAD_DIM / 64 boxes per run. One thread calls it.
+template <int HEAD_DIM, int TILE_N, int STAGES, int PIECES>
+__device__ __forceinline__ void load_kv_tile_pieces(unsigned char* k_tiles, unsigned char* v_tiles,
+                                                    const KvPipeline& kv,
+                                                    const TensorMapBytes* k_map,
+                                                    const TensorMapBytes* v_map, int n, int col0,
+                                                    const int (&rows)[PIECES]) {
   constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
-  constexpr int KV_BLOCK = TILE_N * kBlockRowBytes;  // one 64-column block of a tile, bytes
+  constexpr int KV_BLOCK = TILE_N * kBlockRowBytes;           // one 64-column block of a tile
+  constexpr int PIECE = (TILE_N / PIECES) * kBlockRowBytes;  // one run of one column block
+  static_assert(TILE_N % (8 * PIECES) == 0, "whole 8-row swizzle atoms per piece");
   const int s = n % STAGES;
   const unsigned int parity = ((n / STAGES) & 1) ^ 1;
   sm90::mbarrier_wait(&kv.k_empty[s], parity);
   sm90::mbarrier_expect_bytes(&kv.k_full[s], KV_BYTES);
 #pragma unroll
   for (int c = 0; c < HEAD_DIM / 64; ++c) {
-    sm90::tma_load_2d(k_tiles + s * KV_BYTES + c * KV_BLOCK, k_map, col0 + c * 64, row,
-                      &kv.k_full[s]);
+#pragma unroll
+    for (int q = 0; q < PIECES; ++q) {
+      sm90::tma_load_2d(k_tiles + s * KV_BYTES + c * KV_BLOCK + q * PIECE, k_map, col0 + c * 64,
+                        rows[q], &kv.k_full[s]);
+    }
   }
   sm90::mbarrier_wait(&kv.v_empty[s], parity);
   sm90::mbarrier_expect_bytes(&kv.v_full[s], KV_BYTES);
 #pragma unroll
   for (int c = 0; c < HEAD_DIM / 64; ++c) {
-    sm90::tma_load_2d(v_tiles + s * KV_BYTES + c * KV_BLOCK, v_map, col0 + c * 64, row,
-                      &kv.v_full[s]);
+#pragma unroll
+    for (int q = 0; q < PIECES; ++q) {
+      sm90::tma_load_2d(v_tiles + s * KV_BYTES + c * KV_BLOCK + q * PIECE, v_map, col0 + c * 64,
+                        rows[q], &kv.v_full[s]);
+    }
   }
 }
 
+// Key tile n of TILE_N consecutive rows from `row` (boxes of TILE_N rows).
+template <int HEAD_DIM, int TILE_N, int STAGES>
+__device__ __forceinline__ void load_kv_tile_2d(unsigned char* k_tiles, unsigned char* v_tiles,
+                                                const KvPipeline& kv, const TensorMapBytes* k_map,
+                                                const TensorMapBytes* v_map, int n, int col0,
+                                                int row) {
+  const int rows[1] = {row};
+  load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, 1>(k_tiles, v_tiles, kv, k_map, v_map, n, col0,
+                                                   rows);
+}
+
 // Hides the scores of keys key0 + column with key >= key_end or key > the row's limit (limit0 for
-// the thread's first row, limit1 for its second, 8 rows below).
-template <int TILE_N>
+// the thread's first row, limit1 for its second, 8 rows below). With PIECES > 1 only the columns
+// of piece `piece` (TILE_N / PIECES consecutive columns, whose first key is key0) are touched.
+template <int TILE_N, int PIECES = 1>
 __device__ __forceinline__ void mask_scores(float (&s)[TILE_N / 2], int tid, int key0, int key_end,
-                                            int limit0, int limit1) {
+                                            int limit0, int limit1, int piece = 0) {
   const float kNegInf = -__int_as_float(0x7f800000);
+  constexpr int REGS = TILE_N / 2 / PIECES;  // a piece's registers: TILE_N / PIECES columns
 #pragma unroll
-  for (int i = 0; i < TILE_N / 2; ++i) {
-    const int key = key0 + accumulator_column(tid, i);
+  for (int j = 0; j < REGS; ++j) {
+    const int i = piece * REGS + j;
+    const int key = key0 + accumulator_column(tid, j);
     const int limit = (i / 2) % 2 == 0 ? limit0 : limit1;
     if (key >= key_end || key > limit) s[i] = kNegInf;
   }
@@ -130,6 +155,20 @@ struct ItemCursor {
   int first_tile = 0;
   unsigned long long* q_empty = nullptr;
 };
+
+// The work item after a persistent CTA's current one (prefix_prefill.sm90_wgmma,
+// blocksparse.sm90_wgmma). CTA b starts with item b; later items go to whichever CTA asks first
+// (counters[0] counts them), in the host's order, as the hardware hands out the CTAs of a
+// non-persistent grid. counters[1] counts the CTAs that have drawn past the end; the last of them
+// zeroes both for the next launch (no CTA of this one draws again). One thread of a CTA calls it.
+__device__ __forceinline__ int next_item(int* counters, int items) {
+  const int next = gridDim.x + atomicAdd(&counters[0], 1);
+  if (next >= items && atomicAdd(&counters[1], 1) == int(gridDim.x) - 1) {
+    atomicExch(&counters[0], 0);
+    atomicExch(&counters[1], 0);
+  }
+  return next;
+}
 
 // INTERLEAVED: K and V tiles in the interleaved layout (sm90_attention_traits.hpp,
 // interleaved_offset), else column-block-major.

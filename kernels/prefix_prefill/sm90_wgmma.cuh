@@ -18,7 +18,7 @@
 //   grid is persistent: at most one CTA per SM (the shared memory allows no second), CTA b starts
 //   with item b and then draws the next undone item from a counter in global memory once its
 //   producer has issued the current item's loads, as a non-persistent grid would start a CTA where
-//   one ends (prefix_sm90::next_item; the last CTA to draw past the end zeroes the counters for
+//   one ends (sm90_attn::next_item; the last CTA to draw past the end zeroes the counters for
 //   the next launch). Producer and consumers number key tiles across the CTA's items, so the
 //   producer fills the stages with the next item's first tiles while the consumers finish the
 //   current one; with two Q buffers (where they fit) the next item's Q loads then too, and each
@@ -148,20 +148,6 @@ struct Item {
     return ((p.causal ? last_token + 1 : info.query_len) + TILE_N - 1) / TILE_N;
   }
 };
-
-// The work item after this CTA's current one. Each CTA starts with item blockIdx.x; later items go
-// to whichever CTA asks first (p.schedule[0] counts them), in the schedule's order, as the
-// hardware hands out the CTAs of a non-persistent grid. p.schedule[1] counts the CTAs that have
-// drawn past the end; the last of them zeroes both counters for the next launch (no CTA of this
-// one draws again).
-__device__ __forceinline__ int next_item(const PrefixPrefillSm90Params& p) {
-  const int next = gridDim.x + atomicAdd(&p.schedule[0], 1);
-  if (next >= p.items && atomicAdd(&p.schedule[1], 1) == int(gridDim.x) - 1) {
-    atomicExch(&p.schedule[0], 0);
-    atomicExch(&p.schedule[1], 0);
-  }
-  return next;
-}
 
 }  // namespace prefix_sm90
 
@@ -350,7 +336,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
-      if (threadIdx.x == 0) next = prefix_sm90::next_item(p);
+      if (threadIdx.x == 0) next = sm90_attn::next_item(p.schedule, p.items);
     }
   }
 

@@ -78,8 +78,10 @@ inline std::string describe(const Batch& batch, const KernelConfig& config) {
   return out.str();
 }
 
+// `launches` > 1 runs the kernel that many times, poisoning the output before each, and checks the
+// last (a persistent kernel's work counter must be ready for the next launch).
 inline void expect_matches_reference(const Variant& variant, const Batch& batch,
-                                     const KernelConfig& config) {
+                                     const KernelConfig& config, int launches = 1) {
   auto& env = testing::gpu();
   const std::string what = variant.name() + " " + describe(batch, config);
   const Target target = Target::cuda(env.device());
@@ -98,14 +100,16 @@ inline void expect_matches_reference(const Variant& variant, const Batch& batch,
   context.loader = &loader;
   context.workspace = &workspace;
 
-  device.poison_output(&stream);
   std::unique_ptr<Launcher> launcher;
   try {
     launcher = variant.prepare(device, config, context);
   } catch (const CompileError& error) {
     FAIL() << what << ": " << error.what() << "\n" << error.log();
   }
-  launcher->launch();
+  for (int i = 0; i < launches; ++i) {
+    device.poison_output(&stream);
+    launcher->launch();
+  }
   stream.synchronize();
 
   const std::vector<float> reference = paged_attention_reference(host, 0);

@@ -4,10 +4,12 @@
 // every tile; several sequences so key tiles cross into the next sequence's rows), GQA ratios
 // including non powers of two, head dims 64/128, bf16 and fp16, causal and not, over random Phi-3
 // layouts and random lower-triangular ones (empty rows, dropped diagonals) of blocks 64 and 128,
-// with random configs and every accepted config. Every run writes into a poisoned output (0xFF:
-// NaN in bf16 and fp16) and is compared with the CPU reference (no NaN, every row within the
-// dtype's tolerance). Then issue 7's two benchmark shapes through the Evaluator against the naive
-// GPU reference, at both CTA occupancies.
+// with random configs and every accepted config (one and two consumers, one and two CTAs per SM);
+// many more work items than CTAs (each persistent CTA runs several, its key tiles numbered across
+// them); and repeated launches (the work counter resets itself). Every run writes into a poisoned
+// output (0xFF: NaN in bf16 and fp16) and is compared with the CPU reference (no NaN, every row
+// within the dtype's tolerance). Then issue 7's two benchmark shapes through the Evaluator
+// against the naive GPU reference, with two consumers and with one at both CTA occupancies.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -32,8 +34,11 @@ const Variant& sm90_variant(const Registry& registry) {
   return *registry.find("blocksparse.sm90_wgmma");
 }
 
-KernelConfig make_config(int tile_n, int stages, int ctas_per_sm) {
-  return KernelConfig{{"tile_n", tile_n}, {"stages", stages}, {"ctas_per_sm", ctas_per_sm}};
+KernelConfig make_config(int tile_n, int stages, int ctas_per_sm, int consumers) {
+  return KernelConfig{{"tile_n", tile_n},
+                      {"stages", stages},
+                      {"ctas_per_sm", ctas_per_sm},
+                      {"consumers", consumers}};
 }
 
 Batch sparse_batch(const testing::SpecShape& shape,
@@ -66,8 +71,11 @@ void expect_all_match_reference(const Variant& variant,
 
 // The smallest cases first, so a broken layout or pipeline shows on a batch that is easy to read:
 // one head, one sequence of 64 tokens, one block of 64 (a single key tile, the diagonal one),
-// head dims 64 and 128, non-causal then causal, at one and two CTAs per SM; then 128 tokens with
-// two blocks of 64 (one kept block before the diagonal: a tile seen whole, then a masked one).
+// head dims 64 and 128, non-causal then causal, with one consumer at one and two CTAs per SM and
+// with two consumers (the second one's rows hold no token), at 64- and 128-key tiles (one
+// padded); then 128 tokens with two blocks of 64 (one kept block before the diagonal: a run seen
+// whole, then a masked one; with two consumers the first one hides the second one's diagonal
+// run; a 128-key tile gathers both).
 TEST(BlockSparseSm90Gpu, OneTileMatchesTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -75,14 +83,15 @@ TEST(BlockSparseSm90Gpu, OneTileMatchesTheReference) {
   std::vector<std::pair<Batch, KernelConfig>> cases;
   for (int head_dim : {64, 128}) {
     for (bool causal : {false, true}) {
-      for (int ctas : {1, 2}) {
+      for (const KernelConfig& config : {make_config(64, 2, 1, 1), make_config(64, 2, 2, 1),
+                                         make_config(64, 2, 1, 2), make_config(128, 2, 1, 2)}) {
         testing::SpecShape shape;
         shape.q_heads = 1;
         shape.kv_heads = 1;
         shape.head_dim = head_dim;
         for (int64_t tokens : {64, 128}) {
-          cases.push_back({sparse_batch(shape, {{0, tokens}}, phi3_layout(64, 2, 1), causal),
-                           make_config(64, 2, ctas)});
+          cases.push_back(
+              {sparse_batch(shape, {{0, tokens}}, phi3_layout(64, 2, 1), causal), config});
         }
       }
     }
@@ -105,10 +114,10 @@ TEST(BlockSparseSm90Gpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   }
 }
 
-// Every accepted config (tile_n, stages, ctas_per_sm), for each head dim and dtype, causal and
-// not, over a Phi-3 layout of 64-token blocks and a random one of 128-token blocks (where 128-key
-// tiles are accepted), on lengths that are multiples of no tile, a one-token sequence and a
-// context ending mid-block.
+// Every accepted config (tile_n, stages, ctas_per_sm, consumers), for each head dim and dtype,
+// causal and not, over a Phi-3 layout of 64-token blocks (128-key tiles gather two blocks) and a
+// random one of 128-token blocks, on lengths that are multiples of no tile, a one-token sequence
+// and a context ending mid-block.
 TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -134,8 +143,10 @@ TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
           for (int64_t n : space[0].values) {
             for (int64_t s : space[1].values) {
               for (int64_t c : space[2].values) {
-                const KernelConfig config = make_config(int(n), int(s), int(c));
-                if (variant.supports(batch, config, target)) cases.push_back({batch, config});
+                for (int64_t w : space[3].values) {
+                  const KernelConfig config = make_config(int(n), int(s), int(c), int(w));
+                  if (variant.supports(batch, config, target)) cases.push_back({batch, config});
+                }
               }
             }
           }
@@ -143,14 +154,14 @@ TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
       }
     }
   }
-  // Per head dim, dtype and causality: 6 (block 64) + 11 (block 128) at d64, 4 + 6 at d128.
-  EXPECT_EQ(cases.size(), size_t(4 * (6 + 11) + 4 * (4 + 6)));
+  // Per dtype and causality and for both blocks: 17 at d64, 11 at d128.
+  EXPECT_EQ(cases.size(), size_t(4 * (17 + 17) + 4 * (11 + 11)));
   expect_all_match_reference(variant, cases);
 }
 
 // Queries after a context (q shorter than k, causal aligned to the bottom right): contexts that end
 // mid-block and mid-tile, a first sequence with a context (its first tile's Q box starts before
-// the tensor: TMA's zero fill), decode rows, GQA 5, both occupancies.
+// the tensor: TMA's zero fill), decode rows, GQA 5; two consumers, and one at both occupancies.
 TEST(BlockSparseSm90Gpu, QueriesAfterAContextMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -161,7 +172,9 @@ TEST(BlockSparseSm90Gpu, QueriesAfterAContextMatchTheReference) {
   shape.head_dim = 128;
   shape.page_size = 16;
   std::vector<std::pair<Batch, KernelConfig>> cases;
-  for (const KernelConfig& config : {make_config(64, 2, 2), make_config(64, 4, 1)}) {
+  for (const KernelConfig& config :
+       {make_config(64, 2, 2, 1), make_config(64, 4, 1, 1), make_config(64, 4, 1, 2),
+        make_config(128, 2, 1, 2)}) {
     cases.push_back({sparse_batch(shape, {{300, 129}, {5, 1}, {1000, 700}, {1, 64}, {63, 65}},
                                   phi3_layout(64, 4, 3), true),
                      config});
@@ -188,10 +201,34 @@ TEST(BlockSparseSm90Gpu, LargeBatchesMatchTheReference) {
   expect_matches_reference(variant, batch, variant.default_config(batch, target));
 }
 
+// Many more work items than CTAs, so every persistent CTA draws several (its key tiles numbered
+// across them, the next item's Q loaded while the last one ends): 40 q heads over 8 kv heads and
+// uneven sequences (a long prompt, chunks after contexts, one-token rows) give thousands of items
+// against 132 or 264 CTAs; each config runs three times on the same output (the work counter must
+// reset itself after every launch), then is checked.
+TEST(BlockSparseSm90Gpu, ManyItemsPerCtaMatchTheReferenceAcrossLaunches) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  testing::SpecShape shape;
+  shape.q_heads = 40;
+  shape.kv_heads = 8;
+  shape.head_dim = 64;
+  for (bool causal : {true, false}) {
+    const Batch batch = sparse_batch(shape, {{0, 2048}, {700, 513}, {3, 1}, {129, 300}, {0, 77}},
+                                     phi3_layout(64, 4, 5), causal);
+    for (const KernelConfig& config :
+         {make_config(128, 4, 1, 2), make_config(64, 3, 1, 2), make_config(64, 4, 2, 1),
+          make_config(64, 2, 1, 1)}) {
+      expect_matches_reference(variant, batch, config, /*launches=*/3);
+    }
+  }
+}
+
 // Issue 7's benchmark cases as `attn-bench run` runs them (the presets: 4 x 8192 and 2 x 16384
 // tokens, 32/8 heads, d128, bf16, blocks of 64, local 16, vertical stride 8): the Evaluator's
-// path against the naive GPU reference, with the default config (two CTAs per SM) and with one
-// CTA per SM.
+// path against the naive GPU reference, with the default config (two consumers) and with one
+// consumer at two and at one CTA per SM.
 TEST(BlockSparseSm90Gpu, BenchmarkShapesMatchTheGpuReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -200,8 +237,8 @@ TEST(BlockSparseSm90Gpu, BenchmarkShapesMatchTheGpuReference) {
   for (const char* preset :
        {"prefill-phi3-small-block-sparse", "prefill-phi3-small-block-sparse-2x16384"}) {
     const Batch batch = generate_batch(load_preset(preset));
-    for (const KernelConfig& config :
-         {variant.default_config(batch, target), make_config(64, 3, 1)}) {
+    for (const KernelConfig& config : {variant.default_config(batch, target),
+                                       make_config(64, 2, 2, 1), make_config(64, 3, 1, 1)}) {
       SCOPED_TRACE(std::string(preset) + " " + config.key());
       ASSERT_TRUE(variant.supports(batch, config, target).ok);
       expect_evaluator_passes(variant, batch, config, ReferenceOracle::gpu);
