@@ -3,13 +3,14 @@
 # calibration, the blocksparse GPU tests, issue 7's benchmark cases (4 x 8192 and 2 x 16384
 # tokens, 32/8 heads, d128, bf16, blocks of 64, local 16, vertical stride 8) with every blocksparse
 # variant side by side (blocksparse.mma, and on Hopper blocksparse.sm90_wgmma at its default of two
-# CTAs per SM and at one), their dense causal counterparts with flash_fwd.sm80_mma, the
+# consumers with 128-key tiles, and with one consumer at two CTAs per SM and 64-key tiles, the
+# earlier default), their dense causal counterparts with flash_fwd.sm80_mma, the
 # block-sparse decode preset, and seed 003's Triton kernel and dense causal torch SDPA
 # (seed_peers.py blocksparse) in the same call.
 #
 #   OUT=$OUT PEERS=1 scripts/blocksparse-bench.sh
 #   (EXTRA="preset:variant:config ..." adds config runs, e.g.
-#    EXTRA="prefill-phi3-small-block-sparse:blocksparse.sm90_wgmma:tile_n=64,stages=4,ctas_per_sm=1")
+#    EXTRA="prefill-phi3-small-block-sparse:blocksparse.sm90_wgmma:tile_n=128,stages=3,ctas_per_sm=1,consumers=2")
 # Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1, POLICY (default confirm).
 # Each case is verified against the CPU reference before it is timed.
 set -uo pipefail
@@ -38,7 +39,7 @@ run() {  # preset variant [config]
 }
 for preset in prefill-phi3-small-block-sparse prefill-phi3-small-block-sparse-2x16384; do
   run "$preset" 'blocksparse.*'
-  run "$preset" blocksparse.sm90_wgmma tile_n=64,stages=3,ctas_per_sm=1
+  run "$preset" blocksparse.sm90_wgmma tile_n=64,stages=2,ctas_per_sm=2,consumers=1
 done
 run prefill-phi3-small-dense-causal-4x8192 flash_fwd.sm80_mma
 run prefill-phi3-small-dense-causal-2x16384 flash_fwd.sm80_mma
