@@ -37,7 +37,7 @@
 //   barriers and O rescales per key of 64-key tiles and a wgmma N of 128 for S = Q K^T. The last
 //   tile of an item is padded with an entry no consumer keeps (its keys hidden).
 // - The grid is persistent (prefix_prefill.sm90_wgmma's scheme): CTA b starts with item b and
-//   then draws the next from a counter (sm90_attn::next_item) once its producer has issued the
+//   then draws the next from a counter (sm90_persistent::next_item) once its producer has issued the
 //   current item's loads; key tiles are numbered across a CTA's items, so the producer fills the
 //   stages with the next item's tiles while the consumers finish the current one; with two Q
 //   buffers (where they fit) the next item's Q loads then too.
@@ -71,6 +71,7 @@
 #include "kernels/blocksparse/sm90_wgmma_params.hpp"
 #include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/common/sm90_attention.cuh"
+#include "kernels/common/sm90_persistent.cuh"
 #include "kernels/flash_fwd/gather_kv.cuh"
 
 namespace attn {
@@ -107,15 +108,12 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
   unsigned long long* k_empty = k_full + STAGES;
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
-  // The item whose Q q_full[b] announces (-1: no more), written by producer thread 0 before it
-  // arrives on q_full[b], read after a wait on it; 16 bytes apart.
-  volatile int* item_slots = reinterpret_cast<volatile int*>(v_empty + STAGES);  // [Q_BUFFERS][4]
+  // The item each Q buffer announces, 16 bytes apart (sm90_persistent::ItemQueue).
+  const sm90_persistent::ItemQueue<Q_BUFFERS> queue{
+      q_full, q_empty, reinterpret_cast<volatile int*>(v_empty + STAGES)};
 
   if (threadIdx.x == 0) {
-    for (int b = 0; b < Q_BUFFERS; ++b) {
-      sm90::mbarrier_init(&q_full[b], 1);
-      sm90::mbarrier_init(&q_empty[b], CONSUMERS * 128);  // one arrival per consumer thread
-    }
+    queue.init(CONSUMERS);  // one arrival per consumer thread on q_empty
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
@@ -139,14 +137,9 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
     for (int k = 0;; ++k) {
       // Item k: its Q goes into buffer b once every consumer thread is done with the buffer's
       // previous item.
-      const int b = k % Q_BUFFERS;
-      sm90::mbarrier_wait(&q_empty[b], ((k / Q_BUFFERS) & 1) ^ 1);
-      const int index = next < p.num_items ? next : -1;
-      item_slots[4 * b] = index;
-      if (index < 0) {
-        sm90::mbarrier_arrive(&q_full[b]);  // no more items
-        return;
-      }
+      const int index = queue.claim(k, next, p.num_items);
+      if (index < 0) return;
+      const int b = queue.buffer(k);
       const int* item = p.items + (long long)index * kItemInts;
       const int seq = item[kItemSeq], q_head = item[kItemQHead];
       const int first = item[kItemFirstEntry], n_tiles = item[kItemTiles];
@@ -171,7 +164,7 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
-      next = sm90_attn::next_item(p.schedule, p.num_items);
+      next = sm90_persistent::next_item(p.schedule, p.num_items);
     }
   }
 
@@ -185,11 +178,9 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
   int g = 0;  // key tiles of the CTA's earlier items
   for (int k = 0;; ++k) {
-    const int b = k % Q_BUFFERS;
-    const unsigned int q_parity = (k / Q_BUFFERS) & 1;
-    sm90::mbarrier_wait(&q_full[b], q_parity);
-    const int index = item_slots[4 * b];
+    const int index = queue.announced(k);
     if (index < 0) return;
+    const int b = queue.buffer(k);
     const int* item = p.items + (long long)index * kItemInts;
     const int seq = item[kItemSeq], q_head = item[kItemQHead];
     const int first = item[kItemFirstEntry], n_tiles = item[kItemTiles];
@@ -229,7 +220,7 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
             }
           }
         },
-        [](int) {}, sm90_attn::ItemCursor{q_parity, g, &q_empty[b]});
+        [](int) {}, sm90_attn::ItemCursor{queue.parity(k), g, &q_empty[b]});
     g += n_tiles;
 
     // Normalise and store this thread's two rows of new tokens straight from registers, while

@@ -8,6 +8,7 @@
 
 #include "base/host_device.hpp"
 #include "kernels/common/sm90_attention_traits.hpp"
+#include "kernels/common/sm90_persistent_traits.hpp"
 
 namespace attn {
 namespace blocksparse_sm90 {
@@ -53,10 +54,10 @@ ATTN_HOST_DEVICE constexpr bool entry_kept_by(int entry, int consumer) {
   return (entry >> consumer) & 1;
 }
 
-// mbarriers: full and empty for each Q buffer and for K and V in every stage; then, 16 bytes
-// apart, the index of the item whose Q each buffer holds.
+// mbarriers and item slots: sm90_persistent's (Q's full and empty per buffer, K's and V's per
+// stage, the slots announcing each buffer's item).
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
-  return (2 * q_buffers + 4 * stages) * 8 + 16 * q_buffers;
+  return sm90_persistent::barrier_bytes(stages, q_buffers);
 }
 
 // Hopper's shared memory per SM (228 KiB), of which the driver reserves 1 KiB per resident CTA.
@@ -94,17 +95,16 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int stages
 // setmaxnreg budgets. The register file is split among the resident CTAs at launch; a CTA's
 // setmaxnreg.inc takes what its own producer gave back with setmaxnreg.dec. The producer walks
 // the work items (persistent grid), which at 24 registers would spill.
-// - Two consumers (one CTA, 384 threads, 168 each at launch): prefix_prefill.sm90_wgmma's split,
-//   128 x 40 + 256 x 232 = 384 x 168.
-// - One consumer, one CTA per SM: 56 / 240 (room to spare).
+// - One CTA per SM: sm90_persistent's split (two consumers: 128 x 40 + 256 x 232 = 384 x 168;
+//   one: 56 / 240, room to spare).
 // - One consumer, two CTAs per SM: __launch_bounds__(256, 2) gives each thread 128 registers
 //   (65536 / 512); the producer keeps 32 so the consumer can rise to 224 (128 x 32 + 128 x 224 =
 //   256 x 128).
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, int ctas_per_sm) {
-  return consumers == 2 ? 40 : ctas_per_sm == 2 ? 32 : 56;
+  return ctas_per_sm == 2 ? 32 : sm90_persistent::producer_registers(consumers);
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, int ctas_per_sm) {
-  return consumers == 2 ? 232 : ctas_per_sm == 2 ? 224 : sm90_attn::kConsumerRegisters;
+  return ctas_per_sm == 2 ? 224 : sm90_persistent::consumer_registers(consumers);
 }
 // Registers per thread at launch: the register file split among the resident CTAs' threads,
 // rounded down to the allocation granularity of 8. The split above must fit a CTA's share.

@@ -144,7 +144,8 @@ struct IssueTurns {
   }
 };
 
-// Where a consumer stands in a persistent CTA's stream of work items (prefix_prefill.sm90_wgmma):
+// Where a consumer stands in a persistent CTA's stream of work items (kernels/common/
+// sm90_persistent.cuh: prefix_prefill.sm90_wgmma, flash_fwd.sm90_wgmma, blocksparse.sm90_wgmma):
 // item k of the CTA waits for its Q on phase k & 1 of q_full (q_parity); its key tile n is tile
 // first_tile + n of the CTA's pipeline (stage and phase follow from that number, so the producer
 // can fill the stages with the next item's tiles while this one ends); and each consumer thread
@@ -155,20 +156,6 @@ struct ItemCursor {
   int first_tile = 0;
   unsigned long long* q_empty = nullptr;
 };
-
-// The work item after a persistent CTA's current one (prefix_prefill.sm90_wgmma,
-// blocksparse.sm90_wgmma). CTA b starts with item b; later items go to whichever CTA asks first
-// (counters[0] counts them), in the host's order, as the hardware hands out the CTAs of a
-// non-persistent grid. counters[1] counts the CTAs that have drawn past the end; the last of them
-// zeroes both for the next launch (no CTA of this one draws again). One thread of a CTA calls it.
-__device__ __forceinline__ int next_item(int* counters, int items) {
-  const int next = gridDim.x + atomicAdd(&counters[0], 1);
-  if (next >= items && atomicAdd(&counters[1], 1) == int(gridDim.x) - 1) {
-    atomicExch(&counters[0], 0);
-    atomicExch(&counters[1], 0);
-  }
-  return next;
-}
 
 // INTERLEAVED: K and V tiles in the interleaved layout (sm90_attention_traits.hpp,
 // interleaved_offset), else column-block-major.

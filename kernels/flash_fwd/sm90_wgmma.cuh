@@ -17,11 +17,24 @@
 // tensor are zero-filled by TMA; rows past the end of a sequence (the next sequence's tokens) are
 // loaded but masked (keys) or never stored (queries).
 //
-// Work decomposition (grid = query tiles of all sequences, q heads; block = 128 x (1 + CONSUMERS)):
-// - A CTA owns TILE_M = 64 x CONSUMERS query rows of one sequence and one q head; the host lists
-//   the (sequence, tile) pairs heaviest first, as for sm80_mma.
-// - Warpgroup 0 is the producer: after setmaxnreg.dec, one thread issues TMA loads of Q (once)
-//   and of K and V for each key tile of TILE_N keys into STAGES buffers each. K and V have their
+// Work decomposition (a persistent grid; block = 128 x (1 + CONSUMERS)):
+// - A work item is TILE_M = 64 x CONSUMERS query rows of one sequence and one q head. The items
+//   are the query tiles of every sequence (flash_fwd_tile_schedule: heaviest first, as for
+//   sm80_mma) times the q heads, head-major (flash_sm90::item_tile / item_head): the order in which
+//   the hardware handed out the CTAs of the earlier grid of one CTA per item.
+// - The grid is at most one CTA per SM (context.target.sm_count): CTA b starts with item b and
+//   then draws the next undone item from a counter in global memory once its producer has
+//   issued the current item's loads (sm90_persistent::next_item; the last CTA to draw past the
+//   end zeroes the counters for the next launch). So one CTA's prologue (Q's load, the pipeline's
+//   fill) and epilogue (the stores) overlap its neighbours' items instead of being exposed: key
+//   tiles are numbered across the CTA's items (tile g in stage g % STAGES), so the producer fills
+//   the stages with the next item's first tiles while the consumers finish the current one and
+//   store it. With two Q buffers (where they fit, flash_sm90::q_buffers) the next item's Q loads
+//   then too; each consumer thread releases a Q buffer once its last S = Q K^T of the item is done
+//   (sm90_attn::ItemCursor). The producer announces each item's index in a shared slot beside the
+//   buffer's barriers, -1 when there are none left (sm90_persistent::ItemQueue).
+// - Warpgroup 0 is the producer: after setmaxnreg.dec, one thread issues TMA loads of each item's
+//   Q and of K and V for each key tile of TILE_N keys into STAGES buffers each. K and V have their
 //   own full barriers (TMA completes its bytes on them) and empty barriers (one arrival per
 //   consumer warp once its wgmmas reading the buffer are done), so S = Q K^T can start before V
 //   has landed.
@@ -32,12 +45,14 @@
 //   waits for S_n only, and runs the masking and softmax of S_n while the P V product runs on the
 //   tensor cores (FA3's intra-warpgroup overlap); then waits for P V, rescales O and converts S_n
 //   into the next P.
-// - Causal: key tiles past the CTA's last visible key are never loaded; a consumer whose rows see
-//   fewer tiles skips the products of the rest (it only passes their barriers). The mask is
-//   applied only on tiles that reach a hidden key of the warpgroup's rows.
+// - Causal: key tiles past the item's last visible key are never loaded (an item whose rows see
+//   no key loads neither those nor its Q); a consumer whose rows see fewer tiles skips the
+//   products of the rest (it only passes their barriers). The mask is applied only on tiles
+//   that reach a hidden key of the warpgroup's rows.
 //
 // Shared memory (from a 1024-byte boundary, the period of the 128-byte swizzle):
-//   Q [HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise, barriers.
+//   Q [Q_BUFFERS][HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise,
+//   barriers, item slots.
 // Every [rows][64] column block is what a TMA box with CU_TENSOR_MAP_SWIZZLE_128B writes: rows of
 // 128 bytes, 16-byte chunks XOR-swizzled by (row % 8), 8-row atoms 1024 bytes apart.
 // - Q (A of S = Q K^T, K-major) and K (B of S, K-major: B is [N = keys, K = dims]): descriptor
@@ -49,7 +64,7 @@
 //   every dim (N <= 256).
 //
 // Tunables and why they exist:
-//   TILE_M     64 x CONSUMERS query rows per CTA: K/V traffic per query row
+//   TILE_M     64 x CONSUMERS query rows per work item: K/V traffic per query row
 //   TILE_N     keys per stage: scores in registers (64 or 128; 128 only where they fit beside the
 //              head_dim accumulators, see the traits) vs barrier and softmax overhead per key
 //   STAGES     TMA buffers of K and of V in flight
@@ -58,6 +73,7 @@
 #pragma once
 
 #include "kernels/common/sm90_attention.cuh"
+#include "kernels/common/sm90_persistent.cuh"
 #include "kernels/flash_fwd/gather_kv.cuh"
 #include "kernels/flash_fwd/sm90_wgmma_params.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
@@ -76,6 +92,26 @@ __device__ __forceinline__ int key_tiles(int row_end, int q_len, int kv_len, int
   return (keys + tile_n - 1) / tile_n;
 }
 
+// One work item of the persistent grid: query rows m0 .. m0 + TILE_M - 1 of one sequence and one
+// q head (item_tile / item_head of its index), and the key tiles they need.
+template <int TILE_M, int TILE_N, bool CAUSAL>
+struct Item {
+  int m0, q_head, q_begin, q_len, kv_begin, kv_len;
+  int n_tiles;  // those its last valid row needs (with CAUSAL the most of any row)
+
+  __device__ __forceinline__ Item(const FlashFwdSm90Params& p, int index) {
+    const int entry = item_tile(index, p.num_tiles);
+    const int seq = p.tiles[2 * entry];
+    m0 = p.tiles[2 * entry + 1] * TILE_M;
+    q_head = item_head(index, p.num_tiles);
+    q_begin = p.cu_seqlens_q[seq];
+    q_len = p.cu_seqlens_q[seq + 1] - q_begin;
+    kv_begin = p.cu_seqlens_kv[seq];
+    kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
+    n_tiles = key_tiles(min(m0 + TILE_M, q_len), q_len, kv_len, TILE_N, CAUSAL);
+  }
+};
+
 }  // namespace flash_sm90
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL>
@@ -92,30 +128,30 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       flash_sm90::accumulator_row(0, 2) == 8 && flash_sm90::accumulator_column(1, 5) == 11,
       "accumulator layout");
   constexpr int ROWS = flash_sm90::kConsumerRows;  // 64 rows per consumer warpgroup
+  // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
+  constexpr int Q_BUFFERS = flash_sm90::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
+  using Item = flash_sm90::Item<TILE_M, TILE_N, CAUSAL>;
   const float kNegInf = -__int_as_float(0x7f800000);
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned char* q_tile = shared;                        // [BLOCKS][TILE_M][64]
-  unsigned char* k_tiles = shared + Q_BYTES;             // [STAGES][BLOCKS][TILE_N][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
+  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][BLOCKS][TILE_N][64]
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
-  unsigned long long* k_full = q_full + 1;
+  unsigned long long* q_empty = q_full + Q_BUFFERS;
+  unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
-
-  const int seq = p.tiles[2 * blockIdx.x], m0 = p.tiles[2 * blockIdx.x + 1] * TILE_M;
-  const int q_head = blockIdx.y, kv_head = q_head / p.group;
-  const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
-  const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
-  const int offset = kv_len - q_len;  // causal: query i sees keys j <= i + offset
-  // Key tiles the CTA loads: those its last valid row needs (with CAUSAL the most of any row).
-  const int n_tiles = flash_sm90::key_tiles(min(m0 + TILE_M, q_len), q_len, kv_len, TILE_N, CAUSAL);
+  // The item each Q buffer announces, 16 bytes apart (sm90_persistent::ItemQueue).
+  const sm90_persistent::ItemQueue<Q_BUFFERS> queue{
+      q_full, q_empty, reinterpret_cast<volatile int*>(v_empty + STAGES)};
+  const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
 
   if (threadIdx.x == 0) {
-    sm90::mbarrier_init(q_full, 1);
+    queue.init(CONSUMERS);
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
@@ -128,77 +164,107 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
-    // Producer: one thread issues every load. Stage s = n % STAGES is refilled for tile n once
-    // every consumer warp released tile n - STAGES (a fresh empty barrier passes parity 1).
-    sm90::setmaxnreg_dec<flash_sm90::kProducerRegisters>();
-    if (threadIdx.x == 0 && n_tiles > 0) {
-      sm90::mbarrier_expect_bytes(q_full, Q_BYTES);
+    // Producer: one thread issues every load. Key tiles are numbered across the CTA's items: tile
+    // g goes to stage g % STAGES once every consumer warp released tile g - STAGES (a fresh empty
+    // barrier passes parity 1), so the next item's first tiles load while the consumers finish
+    // the current one.
+    sm90::setmaxnreg_dec<flash_sm90::producer_registers(CONSUMERS)>();
+    if (threadIdx.x != 0) return;
+    int next = blockIdx.x;  // the item announced next
+    int g = 0;              // key tiles loaded so far
+    for (int k = 0;; ++k) {
+      // Item k: its Q goes to its buffer once every consumer thread is done with the buffer's
+      // previous item. The item is looked up before that wait (with one Q buffer the wait ends
+      // only as the consumers finish the current item). An item whose rows see no key needs no
+      // Q: a plain arrival announces it.
+      const Item item(p, min(next, p.items - 1));
+      const int index = queue.claim(k, next, p.items);
+      if (index < 0) return;
+      unsigned long long* full = &queue.full[queue.buffer(k)];
+      if (item.n_tiles > 0) {
+        sm90::mbarrier_expect_bytes(full, Q_BYTES);
 #pragma unroll
-      for (int c = 0; c < BLOCKS; ++c) {
-        sm90::tma_load_2d(q_tile + c * Q_BLOCK, &p.q_map, q_head * HEAD_DIM + c * 64, q_begin + m0,
-                          q_full);
+        for (int c = 0; c < BLOCKS; ++c) {
+          sm90::tma_load_2d(q_tiles + queue.buffer(k) * Q_BYTES + c * Q_BLOCK, &p.q_map,
+                            item.q_head * HEAD_DIM + c * 64, item.q_begin + item.m0, full);
+        }
+      } else {
+        sm90::mbarrier_arrive(full);
       }
-      const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
-      for (int n = 0; n < n_tiles; ++n) {
-        sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
-            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, n, kv_head * HEAD_DIM,
-            kv_begin + n * TILE_N);
+      const int kv_head = item.q_head / p.group;
+      for (int n = 0; n < item.n_tiles; ++n, ++g) {
+        sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(k_tiles, v_tiles, kv, &p.k_map,
+                                                             &p.v_map, g, kv_head * HEAD_DIM,
+                                                             item.kv_begin + n * TILE_N);
       }
+      // The next item is drawn once this one's loads are issued (a few tiles before the
+      // consumers finish it), as a non-persistent grid would start a CTA where one ends.
+      next = sm90_persistent::next_item(p.schedule, p.items);
     }
-    return;
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<flash_sm90::kConsumerRegisters>();
+  sm90::setmaxnreg_inc<flash_sm90::consumer_registers(CONSUMERS)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, lane = tid % 32;
-  const int wg_row0 = m0 + consumer * ROWS;  // the warpgroup's first row in the sequence
-  // The key tiles consumer warpgroup w needs (rows past the sequence need none).
-  auto tiles_of = [&](int w) {
-    const int row0 = m0 + w * ROWS;
-    return row0 < q_len
-               ? flash_sm90::key_tiles(min(row0 + ROWS, q_len), q_len, kv_len, TILE_N, CAUSAL)
-               : 0;
-  };
-  const int my_tiles = tiles_of(consumer);
-  const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
-  const sm90_attn::IssueTurns turns{
-      consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
-  // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past the
-  // sequence's end): tiles reaching it are masked element by element, the others not at all.
-  const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;
-  // This thread's two rows (accumulator layout, sm90.cuh): row0 and row0 + 8; with CAUSAL each
-  // sees keys up to its row + offset.
-  const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
-  const int limit0 = CAUSAL ? row0 + offset : sm90_attn::kNoLimit;
-  const int limit1 = CAUSAL ? row0 + 8 + offset : sm90_attn::kNoLimit;
-
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  c.init(tid, p.scale_log2, 0.0f);
-  c.run(
-      sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
-      q_tile + consumer * ROWS * ROW_BYTES, q_full, my_tiles, n_tiles, turns,
-      [&](int n, float(&s)[TILE_N / 2]) {
-        if (n * TILE_N + TILE_N > mask_from)
-          sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
-      },
-      [](int) {});
-
-  // Normalise and store this thread's two rows straight from registers (4 bytes per column pair).
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
-  unsigned short* out =
-      static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * HEAD_DIM;
-  c.reduce_row_sums();
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
+  int g = 0;  // key tiles of the CTA's earlier items
+  for (int k = 0;; ++k) {
+    const int index = queue.announced(k);
+    if (index < 0) return;
+    const Item item(p, index);
+    const int m0 = item.m0, q_len = item.q_len, kv_len = item.kv_len;
+    const int offset = kv_len - q_len;         // causal: query i sees keys j <= i + offset
+    const int wg_row0 = m0 + consumer * ROWS;  // the warpgroup's first row in the sequence
+    // The key tiles consumer warpgroup w needs (rows past the sequence need none).
+    auto tiles_of = [&](int w) {
+      const int row0 = m0 + w * ROWS;
+      return row0 < q_len
+                 ? flash_sm90::key_tiles(min(row0 + ROWS, q_len), q_len, kv_len, TILE_N, CAUSAL)
+                 : 0;
+    };
+    const int my_tiles = tiles_of(consumer);
+    const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
+    const sm90_attn::IssueTurns turns{
+        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
+    // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past
+    // the sequence's end): tiles reaching it are masked element by element, the others not at all.
+    const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;
+    // This thread's two rows (accumulator layout, sm90.cuh): row0 and row0 + 8; with CAUSAL each
+    // sees keys up to its row + offset.
+    const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
+    const int limit0 = CAUSAL ? row0 + offset : sm90_attn::kNoLimit;
+    const int limit1 = CAUSAL ? row0 + 8 + offset : sm90_attn::kNoLimit;
+
+    const int b = queue.buffer(k);
+    c.init(tid, p.scale_log2, 0.0f);
+    c.run(
+        kv, q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &queue.full[b], my_tiles,
+        item.n_tiles, turns,
+        [&](int n, float(&s)[TILE_N / 2]) {
+          if (n * TILE_N + TILE_N > mask_from)
+            sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+        },
+        [](int) {}, sm90_attn::ItemCursor{queue.parity(k), g, &queue.empty[b]});
+    g += item.n_tiles;
+
+    // Normalise and store this thread's two rows straight from registers (4 bytes per column
+    // pair), while the producer loads the next item's first tiles.
+    unsigned short* out =
+        static_cast<unsigned short*>(p.out) + item.q_begin * row_stride + item.q_head * HEAD_DIM;
+    c.reduce_row_sums();
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + 8 * h;
-    if (row >= q_len) continue;
-    const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
-    c.store_row(out + row * row_stride, h, inv);
-    if (p.lse != nullptr && lane % 4 == 0) {
-      const float kLn2 = 0.69314718055994531f;
-      p.lse[(long long)(q_begin + row) * p.num_q_heads + q_head] =
-          c.row_sum[h] > 0.0f ? (c.max_log2(h) + log2f(c.row_sum[h])) * kLn2 : kNegInf;
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= q_len) continue;
+      const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
+      c.store_row(out + row * row_stride, h, inv);
+      if (p.lse != nullptr && lane % 4 == 0) {
+        const float kLn2 = 0.69314718055994531f;
+        p.lse[(long long)(item.q_begin + row) * p.num_q_heads + item.q_head] =
+            c.row_sum[h] > 0.0f ? (c.max_log2(h) + log2f(c.row_sum[h])) * kLn2 : kNegInf;
+      }
     }
   }
 }

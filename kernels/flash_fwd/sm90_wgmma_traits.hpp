@@ -1,11 +1,13 @@
-// Traits of flash_fwd.sm90_wgmma: threads, shared-memory layout, register budgets and validity
-// derived from one config (head_dim, tile_m, tile_n, stages, consumers). Included by the host (to
-// refuse a config, with a reason, before compiling it) and by the device template (which
-// static_asserts the same rule), so the two can never disagree.
+// Traits of flash_fwd.sm90_wgmma: threads, shared-memory layout, register budgets, the order of
+// the persistent grid's work items and validity derived from one config (head_dim, tile_m,
+// tile_n, stages, consumers). Included by the host (to refuse a config, with a reason, before
+// compiling it) and by the device template (which static_asserts the same rule), so the two can
+// never disagree.
 #pragma once
 
 #include "base/host_device.hpp"
 #include "kernels/common/sm90_attention_traits.hpp"
+#include "kernels/common/sm90_persistent_traits.hpp"
 
 namespace attn {
 namespace flash_sm90 {
@@ -42,20 +44,42 @@ using sm90_attn::kStages;
 using sm90_attn::kTileM;
 using sm90_attn::kTileN;
 
-// mbarriers: Q's, and full + empty for K and for V in every stage.
-ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages) {
-  return (1 + 4 * stages) * 8;
+// The grid is persistent (sm90_persistent_traits.hpp): Q has two buffers wherever they fit, and
+// the barriers are Q's full and empty per buffer, full + empty for K and for V in every stage, and
+// the item slots. Shared memory: the 1 KiB alignment slack, the Q buffers, STAGES K and V
+// buffers, the barriers.
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages);
 }
-// Q, STAGES K buffers, STAGES V buffers, the barriers, and 1 KiB to align the tiles to the
-// 1024-byte period of the 128-byte swizzle.
+ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
+  return sm90_persistent::barrier_bytes(stages, q_buffers);
+}
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) + barrier_bytes(stages);
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages);
+}
+using sm90_persistent::consumer_registers;
+using sm90_persistent::producer_registers;
+
+// Work item `index` of the persistent grid is query tile item_tile(index, tiles) of the tile
+// schedule (flash_fwd_tile_schedule, `tiles` entries, heaviest first) and q head
+// item_head(index, tiles): head-major, the order in which the hardware handed out the CTAs of the
+// earlier grid (query tiles along x, q heads along y). The CTAs running at once then work on one
+// head or two consecutive heads of a GQA group, whose K/V stay in L2 for the group's next heads.
+ATTN_HOST_DEVICE constexpr int item_tile(int index, int tiles) {
+  return index % tiles;
+}
+ATTN_HOST_DEVICE constexpr int item_head(int index, int tiles) {
+  return index / tiles;
 }
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers) {
-  return sm90_attn::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                                shared_bytes(head_dim, tile_m, tile_n, stages));
+  const int tiles = sm90_attn::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
+                                           shared_bytes(head_dim, tile_m, tile_n, stages));
+  if (tiles != kOk) return tiles;
+  // The persistent split leaves two consumers 8 registers fewer than check_tiles counts on.
+  if (register_estimate(head_dim, tile_n) > consumer_registers(consumers)) return kRegisters;
+  return kOk;
 }
 
 }  // namespace flash_sm90

@@ -1,5 +1,6 @@
 // Host side of flash_fwd.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp).
 #include <algorithm>
+#include <climits>
 
 #include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
@@ -29,6 +30,13 @@ struct Sm90Config {
     return flash_sm90::check(head_dim, tile_m, tile_n, stages, consumers);
   }
 };
+
+// The persistent grid's work items: the query tiles of every sequence times the q heads.
+int64_t flash_sm90_items(const Batch& batch, int tile_m) {
+  int64_t tiles = 0;
+  for (int64_t q_len : batch.query_lens) tiles += (q_len + tile_m - 1) / tile_m;
+  return tiles * batch.spec.model.num_q_heads;
+}
 
 KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
   return KernelConfig{
@@ -97,6 +105,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     const Sm90Config c(config);
     const int rule = c.check(m.head_dim);
     if (rule != flash_sm90::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
+    if (flash_sm90_items(batch, c.tile_m) > INT_MAX) {
+      return Support::no("more than 2^31 work items (query tiles x q heads)");
+    }
     return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
   }
 
@@ -124,6 +135,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const std::vector<int32_t> tiles = flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n);
     buffers.push_back(upload_int32(*context.cuda, tiles));
+    buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 
     // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
     // without keys (never the case with query tokens) nothing would read it.
@@ -144,13 +156,18 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     p.cu_seqlens_q = problem.cu_seqlens_q();
     p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
     p.tiles = static_cast<const int*>(buffers[3].pointer());
+    p.num_tiles = int(tiles.size() / 2);
+    p.items = int(flash_sm90_items(batch, c.tile_m));
+    ATTN_ASSERT(p.items == p.num_tiles * m.num_q_heads, "work items: tiles x q heads");
+    p.schedule = static_cast<int*>(buffers[4].pointer());
     p.num_q_heads = m.num_q_heads;
     p.group = batch.spec.group_size();
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
 
     LaunchShape shape;
-    shape.grid_x = unsigned(tiles.size() / 2);
-    shape.grid_y = unsigned(m.num_q_heads);
+    // Persistent: at most one CTA per SM, each drawing work items in their order until none is
+    // left.
+    shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
     shape.block_x = unsigned(flash_sm90::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<FlashFwdSm90Params>>(context, attention, shape, p,

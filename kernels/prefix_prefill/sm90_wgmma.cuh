@@ -18,7 +18,7 @@
 //   grid is persistent: at most one CTA per SM (the shared memory allows no second), CTA b starts
 //   with item b and then draws the next undone item from a counter in global memory once its
 //   producer has issued the current item's loads, as a non-persistent grid would start a CTA where
-//   one ends (sm90_attn::next_item; the last CTA to draw past the end zeroes the counters for
+//   one ends (sm90_persistent::next_item; the last CTA to draw past the end zeroes the counters for
 //   the next launch). Producer and consumers number key tiles across the CTA's items, so the
 //   producer fills the stages with the next item's first tiles while the consumers finish the
 //   current one; with two Q buffers (where they fit) the next item's Q loads then too, and each
@@ -72,6 +72,7 @@
 
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/sm90_attention.cuh"
+#include "kernels/common/sm90_persistent.cuh"
 #include "kernels/prefix_prefill/gather.cuh"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
@@ -191,15 +192,13 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
   unsigned long long* v_zeroed = v_empty + STAGES;
-  // The item whose Q q_full[b] announces (-1: no more), written by producer thread 0 before it
-  // arrives on q_full[b], read after a wait on it; 16 bytes apart.
-  volatile int* item_slots = reinterpret_cast<volatile int*>(v_zeroed + 1);  // [Q_BUFFERS][4]
+  // The item each Q buffer announces (-1: no more), written by producer thread 0 before it
+  // arrives on q_full[b], read after a wait on it; 16 bytes apart (sm90_persistent::ItemQueue).
+  const sm90_persistent::ItemQueue<Q_BUFFERS> queue{q_full, q_empty,
+                                                    reinterpret_cast<volatile int*>(v_zeroed + 1)};
 
   if (threadIdx.x == 0) {
-    for (int b = 0; b < Q_BUFFERS; ++b) {
-      sm90::mbarrier_init(&q_full[b], 1);
-      sm90::mbarrier_init(&q_empty[b], CONSUMERS * 128);  // one arrival per consumer thread
-    }
+    queue.init(CONSUMERS);  // one arrival per consumer thread on q_empty
     for (int s = 0; s < STAGES; ++s) {
       // One arrival per producer warp: lane 0 of warp 0 with expect_tx for TMA tiles.
       sm90::mbarrier_init(&k_full[s], PRODUCER_WARPS);
@@ -225,23 +224,16 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     int next = blockIdx.x;  // thread 0: the item it announces next
     int g = 0;              // key tiles loaded so far
     for (int k = 0;; ++k) {
-      // Item k: thread 0 loads its Q into buffer b once every consumer warp is done with the
+      // Item k: thread 0 loads its Q into buffer b once every consumer thread is done with the
       // buffer's previous item, and announces it; warp 0 hears it from thread 0, the copying
       // warps from the slot.
       const int b = k % Q_BUFFERS;
-      const unsigned int q_parity = (k / Q_BUFFERS) & 1;
       int index = -1;
-      if (threadIdx.x == 0) {
-        sm90::mbarrier_wait(&q_empty[b], q_parity ^ 1);
-        index = next < p.items ? next : -1;
-        item_slots[4 * b] = index;
-        if (index < 0) sm90::mbarrier_arrive(&q_full[b]);  // no more items
-      }
+      if (threadIdx.x == 0) index = queue.claim(k, next, p.items);
       if (warp == 0) {
         index = __shfl_sync(0xffffffffu, index, 0);
       } else {
-        sm90::mbarrier_wait(&q_full[b], q_parity);
-        index = item_slots[4 * b];
+        index = queue.announced(k);
       }
       if (index < 0) return;
       const Item item(p, index);
@@ -336,7 +328,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
-      if (threadIdx.x == 0) next = sm90_attn::next_item(p.schedule, p.items);
+      if (threadIdx.x == 0) next = sm90_persistent::next_item(p.schedule, p.items);
     }
   }
 
@@ -353,8 +345,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   for (int k = 0;; ++k) {
     const int b = k % Q_BUFFERS;
     const unsigned int q_parity = (k / Q_BUFFERS) & 1;
-    sm90::mbarrier_wait(&q_full[b], q_parity);
-    const int index = item_slots[4 * b];
+    const int index = queue.announced(k);
     if (index < 0) return;
     const Item item(p, index);
     const int t0 = item.t0, rows = item.rows, n_ctx = item.n_ctx;

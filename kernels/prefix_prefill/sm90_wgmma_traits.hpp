@@ -7,48 +7,37 @@
 
 #include "base/host_device.hpp"
 #include "kernels/common/sm90_attention_traits.hpp"
+#include "kernels/common/sm90_persistent_traits.hpp"
 
 namespace attn {
 namespace prefix_sm90 {
 
 using sm90_attn::kOk;
 
-// mbarriers: full and empty for each Q buffer; full + empty for K and for V in every stage;
-// `v_zeroed`, which the first consumer warpgroup arrives on once it has zeroed the V rows of the
-// last context tile past the context's end; then, 16 bytes apart, the index of the item whose Q
-// each buffer holds.
+// The grid is persistent (kernels/common/sm90_persistent_traits.hpp): Q's full and empty barriers
+// per buffer, full + empty for K and for V in every stage, `v_zeroed` (which the first consumer
+// warpgroup arrives on once it has zeroed the V rows of the last context tile past the context's
+// end), and the item slots; two Q buffers wherever they fit in shared memory, else one.
+constexpr int kOwnBarriers = 1;  // v_zeroed
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
-  return (2 * q_buffers + 4 * stages + 1) * 8 + 16 * q_buffers;
+  return sm90_persistent::barrier_bytes(stages, q_buffers, kOwnBarriers);
 }
-// Q buffers: the CTA is persistent (a work item after another), and with two buffers the next
-// item's Q loads while the current item runs; two wherever they fit in shared memory, else one.
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
-                     sm90_attn::q_bytes(head_dim, tile_m) + barrier_bytes(stages, 2) <=
-                 sm90_attn::kMaxSharedBytes
-             ? 2
-             : 1;
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, kOwnBarriers);
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  const int buffers = q_buffers(head_dim, tile_m, tile_n, stages);
-  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
-         (buffers - 1) * sm90_attn::q_bytes(head_dim, tile_m) + barrier_bytes(stages, buffers);
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, kOwnBarriers);
 }
 
-// setmaxnreg of the producer and consumer warpgroups. With two consumers the launch gives the CTA
-// 384 x 168 registers. flash_fwd's split (the producer keeps 24, the consumers take 240:
-// sm90_attn::kProducerRegisters / kConsumerRegisters) spills in this producer, which walks work
-// items and looks pages up (36 to 56 bytes in ptxas's report), so here the consumers give 8 each:
-// 128 x 40 + 256 x 232 = 384 x 168; the cp.async copy of small pages needs 8 more (at 40 it
-// spilled 8 bytes): 128 x 48 + 256 x 224. The consumers' arrays need at most 216
-// (register_estimate) and ptxas reports no spill. With one consumer there is room to spare
-// (128 x 56 + 128 x 240 < 65536).
+// setmaxnreg of the producer and consumer warpgroups: the persistent split
+// (sm90_persistent::producer_registers), and with two consumers the cp.async copy of small pages
+// needs 8 more in the producer (at 40 it spilled 8 bytes): 128 x 48 + 256 x 224. ptxas reports
+// no spill.
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false) {
-  return consumers == 1 ? 56 : copies ? 48 : 40;
+  return sm90_persistent::producer_registers(consumers) + (consumers == 2 && copies ? 8 : 0);
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
-  return consumers == 1 ? sm90_attn::kConsumerRegisters
-                        : sm90_attn::kConsumerRegisters - (copies ? 16 : 8);
+  return sm90_persistent::consumer_registers(consumers) - (consumers == 2 && copies ? 8 : 0);
 }
 
 // Keys one TMA box of the paged context carries: a whole page, or the tile's part of a page larger

@@ -49,12 +49,23 @@ inline std::string describe(const Batch& batch, const KernelConfig& config) {
   return out.str();
 }
 
-// Prepares `variant` on a device copy of the batch, poisons the output and the LSE, launches once
-// and checks both against the CPU reference.
+// How a check runs the kernel: with an LSE output or without (prepare()'s path), and how many
+// times (each launch into a freshly poisoned output and LSE; the last one is checked), so that
+// state a launch leaves behind (a persistent grid's work counters) is exercised.
+struct RunOptions {
+  bool lse = true;
+  int launches = 1;
+};
+
+// Prepares `variant` on a device copy of the batch, poisons the output and the LSE, launches
+// (run.launches times, poisoning before each) and checks the output, and the LSE when asked for,
+// against the CPU reference.
 inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, const Batch& batch,
-                                               const KernelConfig& config) {
+                                               const KernelConfig& config,
+                                               const RunOptions& run = {}) {
   auto& env = testing::gpu();
-  const std::string what = describe(batch, config);
+  const std::string what = describe(batch, config) + (run.lse ? "" : " (no LSE)") +
+                           (run.launches > 1 ? " launch " + std::to_string(run.launches) : "");
   const Target target = Target::cuda(env.device());
   const Support support = variant.supports(batch, config, target);
   ASSERT_TRUE(support.ok) << what << ": " << support.reason;
@@ -74,16 +85,19 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
   const size_t rows = size_t(batch.total_q) * size_t(batch.spec.model.num_q_heads);
   DeviceBuffer lse(*env.context, rows * sizeof(float));
   const std::vector<float> nan_rows(rows, std::numeric_limits<float>::quiet_NaN());
-  lse.upload(nan_rows.data(), rows * sizeof(float));
-  device.poison_output(&stream);
   std::unique_ptr<Launcher> launcher;
   try {
-    launcher =
-        variant.prepare_with_lse(device, config, context, static_cast<float*>(lse.pointer()));
+    launcher = variant.prepare_with_lse(device, config, context,
+                                        run.lse ? static_cast<float*>(lse.pointer()) : nullptr);
   } catch (const CompileError& error) {
     FAIL() << what << ": " << error.what() << "\n" << error.log();
   }
-  launcher->launch();
+  for (int launch = 0; launch < run.launches; ++launch) {
+    stream.synchronize();
+    lse.upload(nan_rows.data(), rows * sizeof(float));
+    device.poison_output(&stream);
+    launcher->launch();
+  }
   stream.synchronize();
 
   std::vector<float> reference_lse;
@@ -94,6 +108,7 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
   EXPECT_EQ(v.nonfinite, 0) << what;
   EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
 
+  if (!run.lse) return;
   std::vector<float> got(rows);
   lse.download(got.data(), rows * sizeof(float));
   int64_t bad = 0;
@@ -176,9 +191,10 @@ inline std::vector<KernelConfig> accepted_configs(const Variant& variant, const 
   return out;
 }
 
-// Compiles the programs of `cases` in parallel (reporting compile errors), then checks each.
-inline void expect_all_match_reference(const FlashFwdVariant& variant,
-                                       const std::vector<std::pair<Batch, KernelConfig>>& cases) {
+// Compiles the programs of `cases` in parallel, reporting compile errors (the checks then find
+// them in the JIT cache).
+inline void compile_all(const FlashFwdVariant& variant,
+                        const std::vector<std::pair<Batch, KernelConfig>>& cases) {
   auto& env = testing::gpu();
   const Target target = Target::cuda(env.device());
   std::vector<std::future<CompiledProgram>> compiles;
@@ -192,6 +208,12 @@ inline void expect_all_match_reference(const FlashFwdVariant& variant,
       ADD_FAILURE() << error.what() << "\n" << error.log();
     }
   }
+}
+
+// Compiles the programs of `cases` in parallel, then checks each.
+inline void expect_all_match_reference(const FlashFwdVariant& variant,
+                                       const std::vector<std::pair<Batch, KernelConfig>>& cases) {
+  compile_all(variant, cases);
   for (const auto& [batch, config] : cases) {
     expect_flash_fwd_matches_reference(variant, batch, config);
   }

@@ -112,6 +112,56 @@ TEST(FlashFwdSm90Gpu, CausalDiagonalAlignedToTheBottomRight) {
   }
 }
 
+// The persistent grid: more work items (query tiles x q heads) than twice the SMs of an H100 or
+// H200, so each CTA runs several, of key-tile counts that differ from item to item (the
+// pipeline's stages and phases are numbered across items): 24 sequences of uneven lengths
+// (queries of 1 to 513 tokens on contexts of 0 to 1000), GQA 4, causal (bf16) and not (fp16);
+// configs with two Q buffers and with one (flash_sm90::q_buffers), one and two consumers, head
+// dims 128 and 256; with and without LSE; each launched twice (the second launch runs on the work
+// counters the first one zeroed).
+TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm90_variant(registry);
+  const int64_t queries[] = {1, 37, 130, 300, 513}, contexts[] = {0, 40, 129, 300, 1000};
+  std::vector<std::pair<int64_t, int64_t>> lengths;
+  for (int s = 0; s < 24; ++s) lengths.push_back({contexts[(s / 5 + s) % 5], queries[s % 5]});
+  const std::vector<std::pair<int, KernelConfig>> configs = {
+      {128, make_config(128, 128, 2, 2)},  // two Q buffers
+      {128, make_config(128, 128, 3, 2)},  // one
+      {128, make_config(64, 64, 2, 1)},    // two
+      {128, make_config(64, 128, 3, 1)},   // two
+      {256, make_config(128, 64, 2, 2)},   // one
+      {256, make_config(64, 64, 2, 1)},    // two
+  };
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  std::vector<RunOptions> runs;
+  for (bool causal : {true, false}) {
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const auto& [head_dim, config] = configs[c];
+      testing::SpecShape shape;
+      shape.q_heads = 8;
+      shape.kv_heads = 2;
+      shape.head_dim = head_dim;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(head_dim) + causal;
+      cases.push_back({generate_batch(prefill_spec(shape, lengths, causal)), config});
+      const size_t tiles = flash_fwd_tile_schedule(cases.back().first, int(config.get("tile_m")),
+                                                   int(config.get("tile_n")))
+                               .size() /
+                           2;
+      EXPECT_GT(tiles * 8, 2u * 132u) << config.key();
+      RunOptions run;
+      run.lse = (c + causal) % 2 == 0;  // each config with LSE once and without once
+      run.launches = 2;
+      runs.push_back(run);
+    }
+  }
+  compile_all(variant, cases);
+  for (size_t i = 0; i < cases.size(); ++i)
+    expect_flash_fwd_matches_reference(variant, cases[i].first, cases[i].second, runs[i]);
+}
+
 // The path `attn-bench run` takes, with the default config.
 TEST(FlashFwdSm90Gpu, EvaluatorVerifiesAndTimesTheDefaultConfig) {
   ATTN_REQUIRE_HOPPER();

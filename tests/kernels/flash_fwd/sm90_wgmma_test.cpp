@@ -90,15 +90,34 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(256, 64, 128, 2, 1), kSharedMemory);
   EXPECT_GT(register_estimate(256, 128), kConsumerRegisters);
   EXPECT_LE(register_estimate(128, 128), kConsumerRegisters);
-  // Shared memory: alignment slack, Q, stages x (K + V), 1 + 4 x stages barriers.
-  EXPECT_EQ(shared_bytes(128, 128, 128, 2), 1024 + 128 * 128 * 2 + 4 * 128 * 128 * 2 + 9 * 8);
+  // Shared memory: alignment slack, two Q buffers, stages x (K + V), full and empty barriers of
+  // each Q buffer, 4 x stages K/V barriers, and a 16-byte item slot per Q buffer.
+  EXPECT_EQ(barrier_bytes(2, 2), (2 * 2 + 4 * 2) * 8 + 2 * 16);
+  EXPECT_EQ(barrier_bytes(3, 1), (2 * 1 + 4 * 3) * 8 + 1 * 16);
+  EXPECT_EQ(shared_bytes(128, 128, 128, 2),
+            1024 + 2 * 128 * 128 * 2 + 4 * 128 * 128 * 2 + barrier_bytes(2, 2));
+  // One Q buffer where a second would not fit: 128 rows x 128 dims with three stages of 128 keys
+  // (225 KiB with one buffer), 128 rows x 256 dims.
+  EXPECT_EQ(q_buffers(128, 128, 128, 2), 2);
+  EXPECT_EQ(q_buffers(128, 128, 128, 3), 1);
+  EXPECT_EQ(shared_bytes(128, 128, 128, 3),
+            1024 + 128 * 128 * 2 + 6 * 128 * 128 * 2 + barrier_bytes(3, 1));
+  EXPECT_EQ(q_buffers(256, 128, 64, 2), 1);
+  EXPECT_EQ(q_buffers(64, 128, 128, 4), 2);
+  EXPECT_EQ(q_buffers(256, 64, 64, 2), 2);
   EXPECT_EQ(threads(1), 256);
   EXPECT_EQ(threads(2), 384);
-  // The register split fits the register file at one CTA per SM: 65536 / 384 rounded down to a
-  // multiple of 8 is 168 per thread at launch.
-  EXPECT_LE(128 * kProducerRegisters + 2 * 128 * kConsumerRegisters, 384 * 168);
-  EXPECT_EQ(kConsumerRegisters % 8, 0);
-  EXPECT_EQ(kProducerRegisters % 8, 0);
+  // The persistent split fits the register file at one CTA per SM: 65536 / 384 rounded down to a
+  // multiple of 8 is 168 per thread at launch with two consumers. The producer walks work items:
+  // it keeps more than the non-persistent 24.
+  EXPECT_EQ(128 * producer_registers(2) + 2 * 128 * consumer_registers(2), 384 * 168);
+  EXPECT_LE(128 * producer_registers(1) + 128 * consumer_registers(1), 65536);
+  EXPECT_LE(consumer_registers(1), kConsumerRegisters);
+  for (int c : {1, 2}) {
+    EXPECT_EQ(producer_registers(c) % 8, 0);
+    EXPECT_EQ(consumer_registers(c) % 8, 0);
+    EXPECT_GT(producer_registers(c), kProducerRegisters);
+  }
   // Every accepted config keeps its tiles 1024-byte aligned (the swizzle period) and fits.
   for (int d : {64, 128, 256}) {
     for (int c : {1, 2}) {
@@ -107,8 +126,37 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
           if (check(d, 64 * c, n, s, c) != kOk) continue;
           EXPECT_EQ(q_bytes(d, 64 * c) % 1024, 0);
           EXPECT_EQ(kv_tile_bytes(d, n) % 1024, 0);
-          EXPECT_LE(register_estimate(d, n), kConsumerRegisters);
+          EXPECT_LE(register_estimate(d, n), consumer_registers(c));
           EXPECT_LE(shared_bytes(d, 64 * c, n, s), kMaxSharedBytes);
+          // Two Q buffers exactly where the second fits; the barriers stay 8-byte aligned after
+          // the 1024-byte aligned tiles.
+          const int buffers = q_buffers(d, 64 * c, n, s);
+          const int one = sm90_attn::tile_bytes(d, 64 * c, n, s) + barrier_bytes(s, 1);
+          const int two = one + q_bytes(d, 64 * c) + barrier_bytes(s, 2) - barrier_bytes(s, 1);
+          EXPECT_EQ(buffers, two <= kMaxSharedBytes ? 2 : 1)
+              << d << " " << c << " " << n << " " << s;
+          EXPECT_EQ(shared_bytes(d, 64 * c, n, s), buffers == 2 ? two : one);
+          EXPECT_EQ((shared_bytes(d, 64 * c, n, s) - barrier_bytes(s, buffers)) % 1024, 0);
+        }
+      }
+    }
+  }
+}
+
+// The persistent grid's work items are every (query tile, q head) pair once, head-major: item i
+// is entry i % tiles of the heaviest-first tile schedule for head i / tiles, the order in which
+// the hardware handed out the CTAs of the earlier grid (tiles along x, heads along y), so the
+// items in flight belong to few consecutive heads and a GQA group's heads follow one another.
+TEST(FlashFwdSm90Traits, WorkItemsAreTheEarlierGridsCtasInLaunchOrder) {
+  using namespace flash_sm90;
+  for (int tiles : {1, 7, 132, 300}) {
+    for (int heads : {1, 3, 16}) {
+      int index = 0;
+      for (int head = 0; head < heads; ++head) {    // blockIdx.y
+        for (int tile = 0; tile < tiles; ++tile) {  // blockIdx.x, fastest
+          ASSERT_EQ(item_tile(index, tiles), tile) << index;
+          ASSERT_EQ(item_head(index, tiles), head) << index;
+          ++index;
         }
       }
     }
