@@ -157,11 +157,24 @@ struct ItemCursor {
   unsigned long long* q_empty = nullptr;
 };
 
+// Lazy rescaling (FlashAttention-4's observation; our own code; Consumer::LAZY_RESCALE says where):
+// a row's reference maximum moves, and O and the row sum are rescaled, only when a tile's maximum
+// exceeds it by more than kRescaleLog2 in the log2 domain, so most tiles skip the HEAD_DIM / 2
+// multiplies of O per thread.
+// The probabilities stay below 2^kRescaleLog2 = 256 (exact in bf16 and fp16 as any P is, and far
+// from the fp32 sums' range); the output and the LSE are the same function of the sums and the
+// reference as they were of the sums and the true maximum.
+constexpr float kRescaleLog2 = 8.0f;
+
 // INTERLEAVED: K and V tiles in the interleaved layout (sm90_attention_traits.hpp,
 // interleaved_offset), else column-block-major.
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, bool INTERLEAVED = false>
 struct Consumer {
   static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+  // Lazy rescaling where O is large: measured on an H200 (BENCHMARKS.md, issue 8) it took d256
+  // 4x4096 from 1002.06 / 1007.55 us to 957.26 / 956.50, and cost 2% to 7% at head dims 64 and
+  // 128 (the vote and the branch outweigh 32 or 64 multiplies).
+  static constexpr bool LAZY_RESCALE = HEAD_DIM >= 256;
 
   // Accumulator register i of a 64 x N wgmma tile: row accumulator_row(tid, i), column
   // accumulator_column(tid, i). Statistics per row h = 0, 1 (rows l / 4 and l / 4 + 8 of the
@@ -169,9 +182,13 @@ struct Consumer {
   float o[HEAD_DIM / 2];
   float s[TILE_N / 2];              // scores of the tile being softmaxed, then its 2^(...)
   unsigned int pa[TILE_N / 16][4];  // P of the previous tile: A fragments of its k16 steps
-  float row_max[2];  // in units of the scores the exponent scales (raw without soft-cap)
+  // The reference each row's exponents are taken against, in units of the scores the exponent
+  // scales (raw without soft-cap): the row's largest score so far, or with LAZY_RESCALE at least
+  // that less kRescaleLog2 / exp_scale, so P = 2^(S * exp_scale - reference) < 2^kRescaleLog2.
+  float row_max[2];
   float row_sum[2];  // this lane's columns only until reduce_row_sums()
   float alpha[2];
+  bool rescale;  // some row of the warp moved its reference on the last tile: O needs alpha
   float score_scale, cap_log2;
   float exp_scale;  // what multiplies a score in the exponent: scale_log2, or 1 after a soft-cap
   int tid, lane;
@@ -186,6 +203,7 @@ struct Consumer {
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.0f;
     row_max[0] = row_max[1] = kNegInf;  // raw scores (exp_scale > 0 keeps the order)
+    rescale = false;
     row_sum[0] = row_sum[1] = 0.0f;
   }
 
@@ -230,6 +248,7 @@ struct Consumer {
       for (int i = 0; i < TILE_N / 2; ++i) s[i] = cap_log2 * tanhf(s[i] * score_scale);
     }
     mask(n, s);
+    bool moved = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float tile_max = kNegInf;
@@ -239,11 +258,17 @@ struct Consumer {
       // The 4 lanes of a quad hold one row.
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[h], tile_max);
+      // With LAZY_RESCALE the reference moves to the tile's maximum only when that exceeds it by
+      // more than kRescaleLog2 (or on the row's first visible key); else on every new maximum.
+      const bool move = !LAZY_RESCALE ||
+                        (row_max[h] == kNegInf ? tile_max != kNegInf
+                                               : (tile_max - row_max[h]) * exp_scale > kRescaleLog2);
+      const float ref = move ? fmaxf(row_max[h], tile_max) : row_max[h];
       // No visible key yet: a finite base, so that -inf - -inf never happens.
-      const float base = new_max == kNegInf ? 0.0f : new_max * exp_scale;
-      alpha[h] = exp2_ftz(row_max[h] * exp_scale - base);  // 0 while no key
-      row_max[h] = new_max;
+      const float base = ref == kNegInf ? 0.0f : ref * exp_scale;
+      alpha[h] = move ? exp2_ftz(row_max[h] * exp_scale - base) : 1.0f;  // 0 on the first key
+      row_max[h] = ref;
+      moved = moved || move;
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < TILE_N / 8; ++j) {
@@ -253,13 +278,16 @@ struct Consumer {
       }
       row_sum[h] = fmaf(row_sum[h], alpha[h], sum);
     }
+    rescale = !LAZY_RESCALE || __any_sync(0xffffffffu, moved);
   }
 
   // Rescale O by alpha and pack S into the A fragments of the next P V: accumulator registers
   // 8 kk .. 8 kk + 7 are keys 16 kk .. 16 kk + 15 in exactly the A-fragment order.
   __device__ __forceinline__ void rescale_and_pack() {
+    if (rescale) {  // warp-uniform: some row of the warp moved its reference
 #pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+      for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+    }
 #pragma unroll
     for (int kk = 0; kk < TILE_N / 16; ++kk) {
 #pragma unroll
