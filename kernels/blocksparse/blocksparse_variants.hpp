@@ -28,9 +28,9 @@ Support blocksparse_supports_batch(const Batch& batch);
 // and P.V over the pairs key_visible admits (visible_pairs).
 Work blocksparse_work(const Batch& batch);
 
-// blocksparse.mma's CTA list: (sequence, position tile t) pairs, tile t holding positions [t * tile_m, (t + 1) * tile_m), for every tile with a new
-// token, heaviest first (the key tiles the kernel's walk visits, summed over q heads; ties keep
-// sequence order). Flattened [n][2].
+// blocksparse.mma's CTA list: (sequence, position tile t) pairs, tile t holding the positions
+// from t * tile_m to (t + 1) * tile_m - 1, for every tile with a new token, heaviest first (the key
+// tiles the kernel's walk visits, summed over q heads; ties keep sequence order). Flattened [n][2].
 std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n);
 
 // blocksparse.sm90_wgmma's work plan for a config of `consumers` warpgroups (tile_m = 64 x
@@ -39,9 +39,9 @@ std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, in
 // heads of a tile adjacent in head order. An item's entries are the union of its consumers' walks
 // (blocksparse_mma::tile_walk of each warpgroup's block row, up to its last position) in runs of
 // 64 keys, in key order, each tagged with the consumers that keep it, padded to whole key tiles
-// of tile_n / 64 entries. Field layout and entry encoding: kernels/blocksparse/sm90_wgmma_traits.hpp
-// (kItem*, kEntry*). A consumer whose 64 rows hold no new token walks nothing; one's tile count
-// ends at the tile of the last entry it keeps.
+// of tile_n / 64 entries. Field layout and entry encoding:
+// kernels/blocksparse/sm90_wgmma_traits.hpp (kItem*, kEntry*). A consumer whose 64 rows hold no new
+// token walks nothing; one's tile count ends at the tile of the last entry it keeps.
 struct BlockSparseSm90Plan {
   std::vector<int32_t> items;    // [num_items][blocksparse_sm90::kItemInts]
   std::vector<int32_t> entries;  // key0 x kEntryScale + consumer bits

@@ -37,9 +37,9 @@
 //   barriers and O rescales per key of 64-key tiles and a wgmma N of 128 for S = Q K^T. The last
 //   tile of an item is padded with an entry no consumer keeps (its keys hidden).
 // - The grid is persistent (prefix_prefill.sm90_wgmma's scheme): CTA b starts with item b and
-//   then draws the next from a counter (sm90_persistent::next_item) once its producer has issued the
-//   current item's loads; key tiles are numbered across a CTA's items, so the producer fills the
-//   stages with the next item's tiles while the consumers finish the current one; with two Q
+//   then draws the next from a counter (sm90_persistent::next_item) once its producer has issued
+//   the current item's loads; key tiles are numbered across a CTA's items, so the producer fills
+//   the stages with the next item's tiles while the consumers finish the current one; with two Q
 //   buffers (where they fit) the next item's Q loads then too.
 // - Warpgroup 0 is the producer (setmaxnreg.dec): one thread announces each item's index in a
 //   shared slot, loads its Q (one box of TILE_M rows per 64-dim column block; the box starts at

@@ -29,13 +29,13 @@ ATTN_HOST_DEVICE constexpr int threads(int consumers) {
 // One work item per (position tile, q head): kItemInts ints, heaviest tiles first, the q heads of
 // a tile adjacent.
 enum ItemField : int {
-  kItemSeq = 0,         // sequence
-  kItemTile,            // position tile t: positions [t x tile_m, (t + 1) x tile_m)
-  kItemQHead,           // q head
-  kItemFirstEntry,      // the item's first entry in the entry list
-  kItemTiles,           // the key tiles the CTA loads (entries_per_tile entries each)
-  kItemConsumerTiles,   // + w: the key tiles consumer w walks (the rest only pass its barriers)
-  kItemInts = 8,        // padded to 32 bytes
+  kItemSeq = 0,        // sequence
+  kItemTile,           // position tile t: positions [t x tile_m, (t + 1) x tile_m)
+  kItemQHead,          // q head
+  kItemFirstEntry,     // the item's first entry in the entry list
+  kItemTiles,          // the key tiles the CTA loads (entries_per_tile entries each)
+  kItemConsumerTiles,  // + w: the key tiles consumer w walks (the rest only pass its barriers)
+  kItemInts = 8,       // padded to 32 bytes
 };
 // An entry is one run of kEntryKeys keys of one kept block: its first key (sequence-local) times
 // kEntryScale, plus bit w when consumer w's rows keep the block. A key tile of tile_n keys gathers

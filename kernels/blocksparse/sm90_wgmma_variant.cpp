@@ -110,7 +110,7 @@ class Sm90WgmmaVariant : public Variant {
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
     const std::vector<KernelConfig> candidates = {
         make_config(128, 4, 1, 2), make_config(128, 2, 1, 2), make_config(64, 4, 1, 2),
-        make_config(64, 2, 2, 1),  make_config(64, 2, 1, 1)};
+        make_config(64, 2, 2, 1), make_config(64, 2, 1, 1)};
     for (const KernelConfig& config : candidates) {
       const Sm90Config c(config);
       if (c.check(head_dim, block) == blocksparse_sm90::kOk &&
@@ -131,8 +131,8 @@ class Sm90WgmmaVariant : public Variant {
     }
     if (Support s = blocksparse_supports_batch(batch); !s) return s;
     if (Support s = gathered_kv_supports(batch); !s) return s;
-    if (Support s = config_has_exactly(config, {"tile_n", "stages", "ctas_per_sm", "consumers"},
-                                       name());
+    if (Support s =
+            config_has_exactly(config, {"tile_n", "stages", "ctas_per_sm", "consumers"}, name());
         !s)
       return s;
     const ModelShape& m = batch.spec.model;
@@ -221,8 +221,7 @@ class Sm90WgmmaVariant : public Variant {
     return "attn::blocksparse_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) +
            ", " + std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
-           std::to_string(c.ctas_per_sm) + ", " +
-           (batch.causal ? "true" : "false") + ">";
+           std::to_string(c.ctas_per_sm) + ", " + (batch.causal ? "true" : "false") + ">";
   }
 };
 

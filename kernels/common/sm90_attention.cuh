@@ -1,8 +1,8 @@
 // The consumer side of the FlashAttention-3 style Hopper kernels (flash_fwd.sm90_wgmma,
-// prefix_prefill.sm90_wgmma, blocksparse.sm90_wgmma): one consumer warpgroup's 64 query rows against a stream of key tiles
-// that a producer warpgroup loads into STAGES shared-memory buffers with TMA. What differs between
-// the kernels (where the keys come from, which keys a row sees, where the output goes) stays in
-// the kernels; this is the part that is the same math.
+// prefix_prefill.sm90_wgmma, blocksparse.sm90_wgmma): one consumer warpgroup's 64 query rows
+// against a stream of key tiles that a producer warpgroup loads into STAGES shared-memory buffers
+// with TMA. What differs between the kernels (where the keys come from, which keys a row sees,
+// where the output goes) stays in the kernels; this is the part that is the same math.
 //
 // Per key tile n a consumer issues S_n = Q K_n^T (wgmma SS, both operands in shared memory), then
 // O += P_{n-1} V_{n-1} (wgmma RS: P from registers as the A operand, V from shared memory through
@@ -60,7 +60,7 @@ __device__ __forceinline__ void load_kv_tile_pieces(unsigned char* k_tiles, unsi
                                                     const TensorMapBytes* v_map, int n, int col0,
                                                     const int (&rows)[PIECES]) {
   constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
-  constexpr int KV_BLOCK = TILE_N * kBlockRowBytes;           // one 64-column block of a tile
+  constexpr int KV_BLOCK = TILE_N * kBlockRowBytes;          // one 64-column block of a tile
   constexpr int PIECE = (TILE_N / PIECES) * kBlockRowBytes;  // one run of one column block
   static_assert(TILE_N % (8 * PIECES) == 0, "whole 8-row swizzle atoms per piece");
   const int s = n % STAGES;
@@ -260,9 +260,9 @@ struct Consumer {
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       // With LAZY_RESCALE the reference moves to the tile's maximum only when that exceeds it by
       // more than kRescaleLog2 (or on the row's first visible key); else on every new maximum.
-      const bool move = !LAZY_RESCALE ||
-                        (row_max[h] == kNegInf ? tile_max != kNegInf
-                                               : (tile_max - row_max[h]) * exp_scale > kRescaleLog2);
+      const bool move = !LAZY_RESCALE || (row_max[h] == kNegInf
+                                              ? tile_max != kNegInf
+                                              : (tile_max - row_max[h]) * exp_scale > kRescaleLog2);
       const float ref = move ? fmaxf(row_max[h], tile_max) : row_max[h];
       // No visible key yet: a finite base, so that -inf - -inf never happens.
       const float base = ref == kNegInf ? 0.0f : ref * exp_scale;

@@ -144,8 +144,7 @@ struct Item {
     n_tiles = n_ctx + new_tiles(p, t0 + tokens - 1);
   }
   // The new-token tiles that rows up to token `last_token` need.
-  __device__ __forceinline__ int new_tiles(const PrefixPrefillSm90Params& p,
-                                           int last_token) const {
+  __device__ __forceinline__ int new_tiles(const PrefixPrefillSm90Params& p, int last_token) const {
     return ((p.causal ? last_token + 1 : info.query_len) + TILE_N - 1) / TILE_N;
   }
 };
@@ -182,9 +181,9 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
-  unsigned char* q_tiles = shared;                          // [Q_BUFFERS][BLOCKS][TILE_M][64]
-  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;    // [STAGES][TILE_N / 8][BLOCKS][8][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;     // [STAGES][TILE_N / 8][BLOCKS][8][64]
+  unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
+  unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][TILE_N / 8][BLOCKS][8][64]
+  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][TILE_N / 8][BLOCKS][8][64]
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
@@ -263,8 +262,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
                                const unsigned short* pool, unsigned long long* full) {
             sm90::mbarrier_wait(&empty[s], parity);
             prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-                dst, pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx,
-                threadIdx.x, p.page_stride, p.token_stride);
+                dst, pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx, threadIdx.x,
+                p.page_stride, p.token_stride);
             cp_async_commit();
             if (n > 0) {
               cp_async_wait<2>();
@@ -294,15 +293,13 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
           if (lane == 0) sm90::mbarrier_expect_bytes(&k_full[s], bytes);
           __syncwarp();
           if (load) {
-            sm90::tma_load_5d(k_dst + lane * BOX_BYTES, &p.k_map, 0, 0, x, y, page,
-                              &k_full[s]);
+            sm90::tma_load_5d(k_dst + lane * BOX_BYTES, &p.k_map, 0, 0, x, y, page, &k_full[s]);
           }
           sm90::mbarrier_wait(&v_empty[s], parity);
           if (lane == 0) sm90::mbarrier_expect_bytes(&v_full[s], bytes);
           __syncwarp();
           if (load) {
-            sm90::tma_load_5d(v_dst + lane * BOX_BYTES, &p.v_map, 0, 0, x, y, page,
-                              &v_full[s]);
+            sm90::tma_load_5d(v_dst + lane * BOX_BYTES, &p.v_map, 0, 0, x, y, page, &v_full[s]);
           }
         } else if (lane == 0) {
           // A new-token tile, one box of K_new and one of V_new: warp 0 loads it; the other
@@ -311,16 +308,14 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
           sm90::mbarrier_wait(&k_empty[s], parity);
           if (warp == 0) {
             sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
-            sm90::tma_load_4d(k_dst, &p.k_new_map, 0, 0, item.kv_head * BLOCKS, group,
-                              &k_full[s]);
+            sm90::tma_load_4d(k_dst, &p.k_new_map, 0, 0, item.kv_head * BLOCKS, group, &k_full[s]);
           } else {
             sm90::mbarrier_arrive(&k_full[s]);
           }
           sm90::mbarrier_wait(&v_empty[s], parity);
           if (warp == 0) {
             sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
-            sm90::tma_load_4d(v_dst, &p.v_new_map, 0, 0, item.kv_head * BLOCKS, group,
-                              &v_full[s]);
+            sm90::tma_load_4d(v_dst, &p.v_new_map, 0, 0, item.kv_head * BLOCKS, group, &v_full[s]);
           } else {
             sm90::mbarrier_arrive(&v_full[s]);
           }
@@ -340,8 +335,8 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   // This thread's two rows: r0 and r0 + 8.
   const int r0 = wg_row0 + sm90_attn::accumulator_row(tid, 0);
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, true> c;
-  int g = 0;                        // key tiles of the CTA's earlier items
-  unsigned int zeroed_parity = 0;   // of v_zeroed's next phase
+  int g = 0;                       // key tiles of the CTA's earlier items
+  unsigned int zeroed_parity = 0;  // of v_zeroed's next phase
   for (int k = 0;; ++k) {
     const int b = k % Q_BUFFERS;
     const unsigned int q_parity = (k / Q_BUFFERS) & 1;

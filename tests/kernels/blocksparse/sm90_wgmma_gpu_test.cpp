@@ -172,9 +172,8 @@ TEST(BlockSparseSm90Gpu, QueriesAfterAContextMatchTheReference) {
   shape.head_dim = 128;
   shape.page_size = 16;
   std::vector<std::pair<Batch, KernelConfig>> cases;
-  for (const KernelConfig& config :
-       {make_config(64, 2, 2, 1), make_config(64, 4, 1, 1), make_config(64, 4, 1, 2),
-        make_config(128, 2, 1, 2)}) {
+  for (const KernelConfig& config : {make_config(64, 2, 2, 1), make_config(64, 4, 1, 1),
+                                     make_config(64, 4, 1, 2), make_config(128, 2, 1, 2)}) {
     cases.push_back({sparse_batch(shape, {{300, 129}, {5, 1}, {1000, 700}, {1, 64}, {63, 65}},
                                   phi3_layout(64, 4, 3), true),
                      config});
@@ -217,9 +216,8 @@ TEST(BlockSparseSm90Gpu, ManyItemsPerCtaMatchTheReferenceAcrossLaunches) {
   for (bool causal : {true, false}) {
     const Batch batch = sparse_batch(shape, {{0, 2048}, {700, 513}, {3, 1}, {129, 300}, {0, 77}},
                                      phi3_layout(64, 4, 5), causal);
-    for (const KernelConfig& config :
-         {make_config(128, 4, 1, 2), make_config(64, 3, 1, 2), make_config(64, 4, 2, 1),
-          make_config(64, 2, 1, 1)}) {
+    for (const KernelConfig& config : {make_config(128, 4, 1, 2), make_config(64, 3, 1, 2),
+                                       make_config(64, 4, 2, 1), make_config(64, 2, 1, 1)}) {
       expect_matches_reference(variant, batch, config, /*launches=*/3);
     }
   }

@@ -13,9 +13,9 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <regex>
-#include <limits>
 #include <set>
 #include <tuple>
 
@@ -113,9 +113,9 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 128, 4, 2, 1), sm90_attn::kSharedMemory);
   EXPECT_EQ(check(128, 64, 2, 1, 2, 64), kOk);
   EXPECT_EQ(check(128, 64, 2, 1, 2, 128), kOk);
-  EXPECT_EQ(check(128, 64, 4, 2, 1, 64), kOk);  // two consumers in adjacent block rows
-  EXPECT_EQ(check(128, 128, 2, 1, 1, 64), kOk);  // a key tile gathers two blocks of 64
-  EXPECT_EQ(check(128, 64, 2, 1, 1, 32), kBlockSize);   // 64 rows over two block rows
+  EXPECT_EQ(check(128, 64, 4, 2, 1, 64), kOk);         // two consumers in adjacent block rows
+  EXPECT_EQ(check(128, 128, 2, 1, 1, 64), kOk);        // a key tile gathers two blocks of 64
+  EXPECT_EQ(check(128, 64, 2, 1, 1, 32), kBlockSize);  // 64 rows over two block rows
   EXPECT_EQ(check(128, 64, 2, 2, 1, 96), kBlockSize);
 
   // Q buffers: two wherever they fit the CTA's budget (half the SM's with two CTAs).
@@ -176,9 +176,9 @@ TEST(BlockSparseSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
     for (int block : {16, 32, 64, 128, 256}) {
       const Batch batch = prefill_batch(head_dim, DType::bf16, block);
       for (const KernelConfig& c : space_configs(variant, batch, target)) {
-        const int rule = blocksparse_sm90::check(head_dim, int(c.get("tile_n")),
-                                                 int(c.get("stages")), int(c.get("consumers")),
-                                                 int(c.get("ctas_per_sm")), block);
+        const int rule =
+            blocksparse_sm90::check(head_dim, int(c.get("tile_n")), int(c.get("stages")),
+                                    int(c.get("consumers")), int(c.get("ctas_per_sm")), block);
         const Support support = variant.supports(batch, c, target);
         EXPECT_EQ(support.ok, rule == blocksparse_sm90::kOk) << c.key() << " block " << block;
         support.ok ? ++accepted : ++refused;
@@ -331,8 +331,8 @@ TEST(BlockSparseSm90Plan, KernelMaskSeesExactlyTheVisibleKeys) {
       const int rows = tile_m(consumers);
       for (int tile_n : {64, 128}) {
         const int per_tile = entries_per_tile(tile_n);
-        SCOPED_TRACE("trial " + std::to_string(trial) + " consumers " +
-                     std::to_string(consumers) + " tile_n " + std::to_string(tile_n));
+        SCOPED_TRACE("trial " + std::to_string(trial) + " consumers " + std::to_string(consumers) +
+                     " tile_n " + std::to_string(tile_n));
         const BlockSparseSm90Plan plan = blocksparse_sm90_plan(batch, consumers, tile_n);
         std::set<std::tuple<int, int, int>> listed;
         int64_t covered_rows = 0, previous_weight = std::numeric_limits<int64_t>::max();
@@ -437,7 +437,8 @@ TEST(BlockSparseSm90Plan, TwoConsumersShareNearlyEveryTileOnThePhi3Layout) {
   EXPECT_EQ(one.num_items(), 2 * two.num_items());
   int64_t kept = 0;  // the tiles the two consumers walk, each one's own
   for (int64_t i = 0; i < two.num_items(); ++i) {
-    const int32_t* entries = two.entries.data() + two.items[size_t(i) * kItemInts + kItemFirstEntry];
+    const int32_t* entries =
+        two.entries.data() + two.items[size_t(i) * kItemInts + kItemFirstEntry];
     for (int n = 0; n < two.items[size_t(i) * kItemInts + kItemTiles]; ++n)  // tile_n 64: 1 each
       kept += entry_kept_by(entries[n], 0) + entry_kept_by(entries[n], 1);
   }

@@ -306,9 +306,9 @@ TEST(FlashFwdSm90Layout, InterleavedDescriptorsReadWhatPageBoxesWrote) {
         EXPECT_EQ(start % 1024, 0);
         for (int k = 0; k < 16; ++k) {
           for (int dim = 0; dim < head_dim; ++dim) {
-            ASSERT_EQ(mn_major_read(start, kSwizzleAtomBytes, interleaved_group_bytes(head_dim), k,
-                                    dim),
-                      written(16 * kk + k, dim))
+            ASSERT_EQ(
+                mn_major_read(start, kSwizzleAtomBytes, interleaved_group_bytes(head_dim), k, dim),
+                written(16 * kk + k, dim))
                 << "V d" << head_dim << " n" << tile_n << " kk " << kk << " key " << k;
             ASSERT_EQ(swizzle(interleaved_offset(16 * kk + k, dim, head_dim)),
                       written(16 * kk + k, dim));
