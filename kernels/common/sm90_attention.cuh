@@ -123,9 +123,17 @@ __device__ __forceinline__ void mask_scores(float (&s)[TILE_N / 2], int tid, int
 // on it once it has issued. Only the first `slots` slots alternate (the fewer tile count of the two
 // warpgroups, plus one), and warpgroup 1 skips its last hand-over, so each barrier sees as many
 // arrivals as syncs whatever the two tile counts are. slots = 0: no ping-pong (one consumer).
+//
+// Across the items of a persistent CTA (streaming): warpgroup 1 also hands over its last slot, so
+// warpgroup 0 may issue the next item's first S while warpgroup 1 still stores the current
+// item's output; that hand-over stands in for the next item's start(). `handed` says one is
+// pending (an earlier item alternated); warpgroup 0 takes the last one with finish() when the
+// CTA runs out of items.
 struct IssueTurns {
-  int me = 0;     // consumer warpgroup 0 or 1
-  int slots = 0;  // slots that alternate
+  int me = 0;              // consumer warpgroup 0 or 1
+  int slots = 0;           // slots that alternate
+  bool streaming = false;  // hand over across items
+  bool handed = false;     // streaming: warpgroup 1 handed over at the end of an earlier item
   __device__ __forceinline__ static void sync(int id) {
     asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
   }
@@ -134,13 +142,19 @@ struct IssueTurns {
   }
   // Warpgroup 0 issues first.
   __device__ __forceinline__ void start() const {
-    if (slots > 0 && me == 1) arrive(1);
+    if (slots > 0 && me == 1 && !handed) arrive(1);
   }
   __device__ __forceinline__ void take(int k) const {
     if (k < slots) sync(1 + me);
   }
   __device__ __forceinline__ void pass(int k) const {
-    if (k < slots && !(me == 1 && k == slots - 1)) arrive(2 - me);
+    if (k < slots && (streaming || !(me == 1 && k == slots - 1))) arrive(2 - me);
+  }
+  // Streaming: whether a hand-over is pending after this item.
+  __device__ __forceinline__ bool handed_after() const { return handed || slots > 0; }
+  // Streaming, no more items: warpgroup 0 takes the pending hand-over.
+  __device__ __forceinline__ static void finish(int me, bool handed) {
+    if (me == 0 && handed) sync(1);
   }
 };
 

@@ -209,10 +209,14 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   const int tid = threadIdx.x % 128, lane = tid % 32;
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  int g = 0;  // key tiles of the CTA's earlier items
+  int g = 0;            // key tiles of the CTA's earlier items
+  bool handed = false;  // IssueTurns across items: a hand-over is pending
   for (int k = 0;; ++k) {
     const int index = queue.announced(k);
-    if (index < 0) return;
+    if (index < 0) {
+      if (CONSUMERS == 2) sm90_attn::IssueTurns::finish(consumer, handed);
+      return;
+    }
     const Item item(p, index);
     const int m0 = item.m0, q_len = item.q_len, kv_len = item.kv_len;
     const int offset = kv_len - q_len;         // causal: query i sees keys j <= i + offset
@@ -227,7 +231,9 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     const int my_tiles = tiles_of(consumer);
     const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
     const sm90_attn::IssueTurns turns{
-        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
+        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0, true,
+        handed};
+    handed = turns.handed_after();
     // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past
     // the sequence's end): tiles reaching it are masked element by element, the others not at all.
     const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;
