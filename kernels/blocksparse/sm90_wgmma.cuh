@@ -177,17 +177,20 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
   int g = 0;  // key tiles of the CTA's earlier items
+  sm90_attn::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
     const int index = queue.announced(k);
-    if (index < 0) return;
+    if (index < 0) {
+      stream.finish();
+      return;
+    }
     const int b = queue.buffer(k);
     const int* item = p.items + (long long)index * kItemInts;
     const int seq = item[kItemSeq], q_head = item[kItemQHead];
     const int first = item[kItemFirstEntry], n_tiles = item[kItemTiles];
     const int my_tiles = item[kItemConsumerTiles + consumer];
     const int other_tiles = CONSUMERS == 2 ? item[kItemConsumerTiles + 1 - consumer] : 0;
-    const sm90_attn::IssueTurns turns{
-        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
+    const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
     const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
     const int kv_len = p.cu_seqlens_kv[seq + 1] - p.cu_seqlens_kv[seq];
     const int context = kv_len - q_len;  // positions [context, kv_len) are the new tokens

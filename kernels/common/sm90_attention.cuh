@@ -158,6 +158,22 @@ struct IssueTurns {
   }
 };
 
+// The turns of a persistent CTA's consumer warpgroup `me`, item after item (streaming). Slots
+// alternate while both warpgroups have key tiles: the fewer tile count plus one; none with one
+// consumer or when either has no tiles.
+struct TurnStream {
+  int me = 0;
+  bool handed = false;  // a hand-over from an earlier item is pending
+  __device__ __forceinline__ IssueTurns next(int my_tiles, int other_tiles) {
+    const IssueTurns turns{me, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0,
+                           true, handed};
+    handed = turns.handed_after();
+    return turns;
+  }
+  // The CTA has no more items.
+  __device__ __forceinline__ void finish() const { IssueTurns::finish(me, handed); }
+};
+
 // Where a consumer stands in a persistent CTA's stream of work items (kernels/common/
 // sm90_persistent.cuh: prefix_prefill.sm90_wgmma, flash_fwd.sm90_wgmma, blocksparse.sm90_wgmma):
 // item k of the CTA waits for its Q on phase k & 1 of q_full (q_parity); its key tile n is tile

@@ -209,12 +209,12 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   const int tid = threadIdx.x % 128, lane = tid % 32;
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  int g = 0;            // key tiles of the CTA's earlier items
-  bool handed = false;  // IssueTurns across items: a hand-over is pending
+  int g = 0;  // key tiles of the CTA's earlier items
+  sm90_attn::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
     const int index = queue.announced(k);
     if (index < 0) {
-      if (CONSUMERS == 2) sm90_attn::IssueTurns::finish(consumer, handed);
+      stream.finish();
       return;
     }
     const Item item(p, index);
@@ -230,10 +230,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     };
     const int my_tiles = tiles_of(consumer);
     const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
-    const sm90_attn::IssueTurns turns{
-        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0, true,
-        handed};
-    handed = turns.handed_after();
+    const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
     // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past
     // the sequence's end): tiles reaching it are masked element by element, the others not at all.
     const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;

@@ -337,11 +337,15 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, true> c;
   int g = 0;                       // key tiles of the CTA's earlier items
   unsigned int zeroed_parity = 0;  // of v_zeroed's next phase
+  sm90_attn::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
     const int b = k % Q_BUFFERS;
     const unsigned int q_parity = (k / Q_BUFFERS) & 1;
     const int index = queue.announced(k);
-    if (index < 0) return;
+    if (index < 0) {
+      stream.finish();
+      return;
+    }
     const Item item(p, index);
     const int t0 = item.t0, rows = item.rows, n_ctx = item.n_ctx;
     const int ctx = item.info.context_len, q_len = item.info.query_len;
@@ -354,8 +358,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     };
     const int my_tiles = tiles_of(consumer);
     const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
-    const sm90_attn::IssueTurns turns{
-        consumer, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0};
+    const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
     // Padding rows borrow a valid token.
     const int token0 = t0 + min(r0, rows - 1) / p.group;
     const int token1 = t0 + min(r0 + 8, rows - 1) / p.group;
