@@ -179,11 +179,8 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
   int g = 0;  // key tiles of the CTA's earlier items
   sm90_attn::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
-    const int index = queue.announced(k);
-    if (index < 0) {
-      stream.finish();
-      return;
-    }
+    const int index = stream.announced(queue, k);
+    if (index < 0) return;
     const int b = queue.buffer(k);
     const int* item = p.items + (long long)index * kItemInts;
     const int seq = item[kItemSeq], q_head = item[kItemQHead];

@@ -170,8 +170,14 @@ struct TurnStream {
     handed = turns.handed_after();
     return turns;
   }
-  // The CTA has no more items.
-  __device__ __forceinline__ void finish() const { IssueTurns::finish(me, handed); }
+  // Item k's index from the CTA's work queue (sm90_persistent::ItemQueue) once announced; -1,
+  // after taking the pending hand-over, when the CTA has no more items.
+  template <class Queue>
+  __device__ __forceinline__ int announced(const Queue& queue, int k) const {
+    const int index = queue.announced(k);
+    if (index < 0) IssueTurns::finish(me, handed);
+    return index;
+  }
 };
 
 // Where a consumer stands in a persistent CTA's stream of work items (kernels/common/

@@ -212,11 +212,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   int g = 0;  // key tiles of the CTA's earlier items
   sm90_attn::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
-    const int index = queue.announced(k);
-    if (index < 0) {
-      stream.finish();
-      return;
-    }
+    const int index = stream.announced(queue, k);
+    if (index < 0) return;
     const Item item(p, index);
     const int m0 = item.m0, q_len = item.q_len, kv_len = item.kv_len;
     const int offset = kv_len - q_len;         // causal: query i sees keys j <= i + offset

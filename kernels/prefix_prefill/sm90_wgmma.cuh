@@ -339,13 +339,9 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   unsigned int zeroed_parity = 0;  // of v_zeroed's next phase
   sm90_attn::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
-    const int b = k % Q_BUFFERS;
-    const unsigned int q_parity = (k / Q_BUFFERS) & 1;
-    const int index = queue.announced(k);
-    if (index < 0) {
-      stream.finish();
-      return;
-    }
+    const int b = queue.buffer(k);
+    const int index = stream.announced(queue, k);
+    if (index < 0) return;
     const Item item(p, index);
     const int t0 = item.t0, rows = item.rows, n_ctx = item.n_ctx;
     const int ctx = item.info.context_len, q_len = item.info.query_len;
@@ -402,7 +398,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
           }
           sm90::mbarrier_wait(v_zeroed, zeroed_parity);
         },
-        sm90_attn::ItemCursor{q_parity, g, &q_empty[b]});
+        sm90_attn::ItemCursor{queue.parity(k), g, &q_empty[b]});
     g += item.n_tiles;
     if (zeroes) zeroed_parity ^= 1;
 
