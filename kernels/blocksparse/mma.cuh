@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       blocksparse_mma::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) == blocksparse_mma::kOk,
       "invalid blocksparse.mma config: see blocksparse_mma::check");
   constexpr int THREADS = flash_sm80::threads(WARPS);
-  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // padded smem row, 16-bit elements
+  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // smem row, chunks swizzled, 16-bit
   constexpr int WARP_ROWS = flash_sm80::warp_rows(TILE_M, WARPS);
   constexpr int M_FRAGS = flash_sm80::m_frags(TILE_M, WARPS);
   constexpr bool Q_IN_REGS = flash_sm80::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
@@ -105,20 +105,28 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
   static_assert(THREADS % CHUNKS == 0, "copy pattern");
   const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
+  // Shared-memory rows as flash_fwd.sm80_mma's (flash_sm80::swizzled_chunk): row copy_row + i *
+  // ROWS_PER_PASS keeps the thread's chunk at copy_address(tile, i).
+  const int copy_dst =
+      copy_row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
+  auto copy_address = [&](unsigned short* tile, int i) {
+    const int swizzle = flash_sm80::swizzled(HEAD_DIM) ? ((i * ROWS_PER_PASS) & 7) * 8 : 0;
+    return flash_sm80::fragment_address<HEAD_DIM>(tile, copy_dst, i * ROWS_PER_PASS * ROW, swizzle);
+  };
   const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
 #pragma unroll
   for (int i = 0; i < (TILE_M + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
     const int r = copy_row + i * ROWS_PER_PASS;
     if (TILE_M % ROWS_PER_PASS != 0 && r >= TILE_M) break;
     const bool valid = m0 + r >= 0 && m0 + r < q_len;
-    cp_async_16(q_tile + r * ROW + copy_col, q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
+    cp_async_16(copy_address(q_tile, i), q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
                 valid);
   }
   cp_async_commit();
   const unsigned short* k_copy = k_src + copy_col;
   const unsigned short* v_copy = v_src + copy_col;
   auto load_kv = [&](int n, int stage) {
-    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE + copy_row * ROW + copy_col;
+    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE;
     unsigned short* v_dst = k_dst + KV_TILE;
     const int key0 = blocksparse_mma::tile_key0(walk, n, TILE_N);
 #pragma unroll
@@ -128,8 +136,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       const int key = key0 + r;
       const bool valid = key < kv_len;
       const int at = valid ? key * kv_stride : 0;
-      cp_async_16(k_dst + i * ROWS_PER_PASS * ROW, k_copy + at, valid);
-      cp_async_16(v_dst + i * ROWS_PER_PASS * ROW, v_copy + at, valid);
+      cp_async_16(copy_address(k_dst, i), k_copy + at, valid);
+      cp_async_16(copy_address(v_dst, i), v_copy + at, valid);
     }
   };
   // Prologue: STAGES - 1 key tiles in flight. Every stage commits a group (possibly empty) so the
@@ -141,9 +149,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   }
 
   // ldmatrix row addresses (lane l names row l % 8 of matrix l / 8).
-  const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW + (lane / 16) * 8;
-  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8;
-  const int v_frag = (lane % 16) * ROW + (lane / 16) * 8;
+  // Each row's index mod 8 is lane % 8; k16 step ks XORs 16 ks elements into the address.
+  const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW +
+                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
+  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW +
+                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, (lane / 8) % 2) * 8;
+  const int v_frag = (lane % 16) * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
 
   cp_async_wait<STAGES - 1>();  // Q landed (the key tiles may still be in flight)
   __syncthreads();
@@ -153,7 +164,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     for (int m = 0; m < M_FRAGS; ++m) {
 #pragma unroll
       for (int ks = 0; ks < K_STEPS; ++ks)
-        ldmatrix_x4(q_regs[m][ks], q_tile + q_frag + m * 16 * ROW + ks * 16);
+        ldmatrix_x4(q_regs[m][ks],
+                    flash_sm80::fragment_address<HEAD_DIM>(q_tile, q_frag, m * 16 * ROW, ks * 16));
     }
   }
 
@@ -199,13 +211,15 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
           for (int x = 0; x < 4; ++x) a[m][x] = q_regs[m][ks][x];
         } else {
-          ldmatrix_x4(a[m], q_tile + q_frag + m * 16 * ROW + ks * 16);
+          ldmatrix_x4(
+              a[m], flash_sm80::fragment_address<HEAD_DIM>(q_tile, q_frag, m * 16 * ROW, ks * 16));
         }
       }
 #pragma unroll
       for (int pair = 0; pair < N_TILES / 2; ++pair) {
         unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-        ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
+        ldmatrix_x4(
+            b, flash_sm80::fragment_address<HEAD_DIM>(k_tile, pair * 16 * ROW, k_frag, ks * 16));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(s[m][2 * pair], a[m], b[0], b[1]);
@@ -279,7 +293,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-        ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
+        ldmatrix_x4_trans(
+            b, flash_sm80::fragment_address<HEAD_DIM>(v_tile, kc * 16 * ROW, v_frag, dp * 16));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
@@ -305,8 +320,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       __syncwarp();  // every lane's last ldmatrix of Q done before the rows are overwritten
 #pragma unroll
       for (int d = 0; d < D_TILES; ++d) {
-        *reinterpret_cast<unsigned int*>(q_tile + row * ROW + d * 8 + 2 * (lane % 4)) =
-            pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
+        *reinterpret_cast<unsigned int*>(
+            q_tile + row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, row, d) * 8 +
+            2 * (lane % 4)) = pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
       }
     }
   }
@@ -318,8 +334,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     const int c = lane + i * 32;
     const int r = warp * WARP_ROWS + c / CHUNKS, col = (c % CHUNKS) * 8;
     if (m0 + r >= 0 && m0 + r < q_len) {
-      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) =
-          *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
+      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) = *reinterpret_cast<const uint4*>(
+          q_tile + r * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, r, c % CHUNKS) * 8);
     }
   }
 }

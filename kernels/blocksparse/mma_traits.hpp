@@ -27,11 +27,18 @@ enum Rule : int {
   kBlockSize,     // tile_m and tile_n must each divide the layout's block size
 };
 
+constexpr int kMaxRegisterEstimate = 255;
+
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
   if (head_dim != 64 && head_dim != 128) return kHeadDim;
-  switch (flash_sm80::check(head_dim, tile_m, tile_n, warps, stages)) {
-    case flash_sm80::kOk:
-      return kOk;
+  const int rule = flash_sm80::check(head_dim, tile_m, tile_n, warps, stages);
+  // No split K / V pipeline here (flash_sm80's stages 1); its rules run warps, then stages.
+  if (rule != flash_sm80::kWarps && stages < 2) return kStages;
+  switch (rule) {
+    case flash_sm80::kOk:  // no spills here (flash_sm80 admits a few bytes where they paid)
+      return flash_sm80::register_estimate(head_dim, tile_m, tile_n, warps) > kMaxRegisterEstimate
+                 ? kRegisters
+                 : kOk;
     case flash_sm80::kWarps:
       return kWarps;
     case flash_sm80::kStages:

@@ -5,10 +5,10 @@
 #include "kernels/blocksparse/blocksparse_params.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/mma_traits.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
-#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 
 namespace attn {
@@ -55,7 +55,7 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int block_
     case blocksparse_mma::kRegisters:
       return "too many registers per thread (estimate " +
              std::to_string(flash_sm80::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
-             ", limit " + std::to_string(flash_sm80::kMaxRegisterEstimate) +
+             ", limit " + std::to_string(blocksparse_mma::kMaxRegisterEstimate) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     case blocksparse_mma::kBlockSize:
       return "tile_m " + std::to_string(c.tile_m) + " and tile_n " + std::to_string(c.tile_n) +

@@ -19,8 +19,14 @@
 //   online-softmax state in registers: the fp32 output accumulator, row max and row sum. Q's A
 //   fragments stay in registers when they fit (traits: q_in_registers).
 // - K and V of one key tile (TILE_N rows) stream into one of STAGES shared-memory buffers with
-//   cp.async while earlier tiles are computed; rows are padded by 16 bytes, so ldmatrix (K) and
-//   ldmatrix.trans (V) are bank-conflict free. One barrier per key tile.
+//   cp.async while earlier tiles are computed. Rows are padded by 16 bytes (head_dim 64) or, at
+//   head_dim 128 and 256, their 16-byte chunks are XOR-swizzled by the row's index mod 8
+//   (flash_sm80::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
+//   bank-conflict free, and with the swizzle every 128-byte line a copy writes is one aligned line
+//   of shared memory. One barrier per key tile.
+// - STAGES = 1 is FlashAttention-2's split pipeline instead: one K buffer and one V buffer; V_n
+//   loads while S_n = Q K_n^T and its softmax are computed and K_{n+1} while P V_n is. Two
+//   barriers per key tile and half the shared memory of two stages.
 // - S = Q K^T per warp (fp32), then P = 2^(S * scale_log2 - max) in registers is the A operand of
 //   O += P V: P never goes through shared memory.
 // - Causal: key tiles past the tile's last visible key are never loaded; the mask is applied only
@@ -32,7 +38,8 @@
 //   TILE_N  keys per pipeline stage: score registers and shared memory vs barriers per key
 //   WARPS   TILE_M / WARPS rows per warp (16 or 32): 32 reuse each K/V fragment for two mma
 //           tiles (half the shared-memory traffic per FLOP) but need twice the accumulators
-//   STAGES  cp.async pipeline depth: key tiles in flight while one is computed
+//   STAGES  cp.async pipeline depth: key tiles in flight while one is computed (1: the split
+//           K / V pipeline above)
 #pragma once
 
 #include "kernels/common/convert.cuh"
@@ -50,7 +57,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   static_assert(flash_sm80::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) == flash_sm80::kOk,
                 "invalid flash_fwd.sm80_mma config: see flash_sm80::check");
   constexpr int THREADS = flash_sm80::threads(WARPS);
-  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // padded smem row, 16-bit elements
+  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // smem row, 16-bit elements
   constexpr int WARP_ROWS = flash_sm80::warp_rows(TILE_M, WARPS);
   constexpr int M_FRAGS = flash_sm80::m_frags(TILE_M, WARPS);
   constexpr bool Q_IN_REGS = flash_sm80::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
@@ -59,9 +66,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   constexpr int K_STEPS = HEAD_DIM / 16;  // k16 steps of Q.K
   constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks of a row
   constexpr int KV_TILE = TILE_N * ROW;   // one K or V buffer, elements
+  constexpr bool SPLIT = STAGES == 1;     // one K and one V buffer, loaded in turn
   const float kNegInf = -__int_as_float(0x7f800000);
 
-  // Q [TILE_M][ROW], then [STAGES][K, V][TILE_N][ROW].
+  // Q [TILE_M][ROW], then [STAGES][K, V][TILE_N][ROW] (SPLIT: one K and one V buffer).
   extern __shared__ __align__(16) unsigned short smem[];
   unsigned short* q_tile = smem;
   unsigned short* kv_tiles = smem + TILE_M * ROW;
@@ -105,20 +113,30 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
   static_assert(THREADS % CHUNKS == 0, "copy pattern");
   const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
+  // Row copy_row + i * ROWS_PER_PASS keeps the thread's chunk at copy_address(tile, i): rows
+  // ROWS_PER_PASS apart differ in their index mod 8 by i * ROWS_PER_PASS mod 8 (a power of two: no
+  // carry).
+  const int copy_dst =
+      copy_row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
+  auto copy_address = [&](unsigned short* tile, int i) {
+    const int swizzle = flash_sm80::swizzled(HEAD_DIM) ? ((i * ROWS_PER_PASS) & 7) * 8 : 0;
+    return flash_sm80::fragment_address<HEAD_DIM>(tile, copy_dst, i * ROWS_PER_PASS * ROW, swizzle);
+  };
   const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
 #pragma unroll
   for (int i = 0; i < (TILE_M + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
     const int r = copy_row + i * ROWS_PER_PASS;
     if (TILE_M % ROWS_PER_PASS != 0 && r >= TILE_M) break;
     const bool valid = m0 + r < q_len;
-    cp_async_16(q_tile + r * ROW + copy_col, q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
+    cp_async_16(copy_address(q_tile, i), q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
                 valid);
   }
   cp_async_commit();
   const unsigned short* k_copy = k_src + copy_col;
   const unsigned short* v_copy = v_src + copy_col;
-  auto load_kv = [&](int n, int stage) {
-    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE + copy_row * ROW + copy_col;
+  // Key tile n's K and/or V rows into stage `stage`'s buffers.
+  auto load_tile = [&](int n, int stage, bool k, bool v) {
+    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE;
     unsigned short* v_dst = k_dst + KV_TILE;
 #pragma unroll
     for (int i = 0; i < (TILE_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
@@ -127,24 +145,33 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
       const int key = n * TILE_N + r;
       const bool valid = key < kv_len;
       const int at = valid ? key * kv_stride : 0;
-      cp_async_16(k_dst + i * ROWS_PER_PASS * ROW, k_copy + at, valid);
-      cp_async_16(v_dst + i * ROWS_PER_PASS * ROW, v_copy + at, valid);
+      if (k) cp_async_16(copy_address(k_dst, i), k_copy + at, valid);
+      if (v) cp_async_16(copy_address(v_dst, i), v_copy + at, valid);
     }
   };
-  // Prologue: STAGES - 1 key tiles in flight. Every stage commits a group (possibly empty) so the
-  // wait counts below stay exact.
+  auto load_kv = [&](int n, int stage) { load_tile(n, stage, true, true); };
+  // Prologue: STAGES - 1 key tiles in flight (SPLIT: K_0). Every stage commits a group (possibly
+  // empty) so the wait counts below stay exact.
+  if constexpr (SPLIT) {
+    if (n_tiles > 0) load_tile(0, 0, true, false);
+    cp_async_commit();
+  }
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < n_tiles) load_kv(s, s);
     cp_async_commit();
   }
 
-  // ldmatrix row addresses (lane l names row l % 8 of matrix l / 8).
-  const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW + (lane / 16) * 8;
-  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8;
-  const int v_frag = (lane % 16) * ROW + (lane / 16) * 8;
+  // ldmatrix row addresses (lane l names row l % 8 of matrix l / 8) for k16 step 0, the chunk
+  // placed by the row's index mod 8 (lane % 8); step ks is 16 ks elements on
+  // (flash_sm80::fragment_address).
+  const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW +
+                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
+  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW +
+                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, (lane / 8) % 2) * 8;
+  const int v_frag = (lane % 16) * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
 
-  cp_async_wait<STAGES - 1>();  // Q landed (the key tiles may still be in flight)
+  cp_async_wait<SPLIT ? 1 : STAGES - 1>();  // Q landed (the key tiles may still be in flight)
   __syncthreads();
   unsigned int q_regs[Q_IN_REGS ? M_FRAGS : 1][Q_IN_REGS ? K_STEPS : 1][4];
   if constexpr (Q_IN_REGS) {
@@ -152,7 +179,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
     for (int m = 0; m < M_FRAGS; ++m) {
 #pragma unroll
       for (int ks = 0; ks < K_STEPS; ++ks)
-        ldmatrix_x4(q_regs[m][ks], q_tile + q_frag + m * 16 * ROW + ks * 16);
+        ldmatrix_x4(q_regs[m][ks],
+                    flash_sm80::fragment_address<HEAD_DIM>(q_tile, q_frag, m * 16 * ROW, ks * 16));
     }
   }
 
@@ -170,15 +198,38 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   for (int r = 0; r < 2 * M_FRAGS; ++r) row_max[r] = kNegInf, row_sum[r] = 0.0f;
 
   for (int n = 0; n < n_tiles; ++n) {
-    cp_async_wait<STAGES - 2>();
-    __syncthreads();  // tile n visible to every warp; tile n - 1's buffer free
-    if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1, (n + STAGES - 1) % STAGES);
-    cp_async_commit();
+    if constexpr (SPLIT) {
+      cp_async_wait<0>();
+      __syncthreads();  // K_n visible to every warp; every warp done with V_{n-1}
+      load_tile(n, 0, false, true);
+      cp_async_commit();
+    } else {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();  // tile n visible to every warp; tile n - 1's buffer free
+      if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1, (n + STAGES - 1) % STAGES);
+      cp_async_commit();
+    }
 
     const int key0 = n * TILE_N;
-    if (!warp_has_rows || key0 >= warp_keys_end) continue;  // no row of this warp sees the tile
-    const unsigned short* k_tile = kv_tiles + (n % STAGES) * 2 * KV_TILE;
+    // No row of this warp sees the tile: skip its products (SPLIT: not the barrier below).
+    const bool sees = warp_has_rows && key0 < warp_keys_end;
+    if (!SPLIT && !sees) continue;
+    const unsigned short* k_tile = kv_tiles + (SPLIT ? 0 : (n % STAGES) * 2 * KV_TILE);
     const unsigned short* v_tile = k_tile + KV_TILE;
+    // SPLIT, after S_n and its softmax: V_n visible to every warp, every warp done with K_n,
+    // K_{n+1} on its way.
+    auto next_keys = [&] {
+      if constexpr (SPLIT) {
+        cp_async_wait<0>();
+        __syncthreads();
+        if (n + 1 < n_tiles) load_tile(n + 1, 0, true, false);
+        cp_async_commit();
+      }
+    };
+    if (SPLIT && !sees) {
+      next_keys();
+      continue;
+    }
 
     // S = Q K^T: [WARP_ROWS x TILE_N] per warp; each K fragment serves every m16 fragment.
     float s[M_FRAGS][N_TILES][4];
@@ -198,13 +249,15 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
 #pragma unroll
           for (int x = 0; x < 4; ++x) a[m][x] = q_regs[m][ks][x];
         } else {
-          ldmatrix_x4(a[m], q_tile + q_frag + m * 16 * ROW + ks * 16);
+          ldmatrix_x4(
+              a[m], flash_sm80::fragment_address<HEAD_DIM>(q_tile, q_frag, m * 16 * ROW, ks * 16));
         }
       }
 #pragma unroll
       for (int pair = 0; pair < N_TILES / 2; ++pair) {
         unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-        ldmatrix_x4(b, k_tile + pair * 16 * ROW + k_frag + ks * 16);
+        ldmatrix_x4(
+            b, flash_sm80::fragment_address<HEAD_DIM>(k_tile, pair * 16 * ROW, k_frag, ks * 16));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(s[m][2 * pair], a[m], b[0], b[1]);
@@ -263,6 +316,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
       }
     }
 
+    // SPLIT: the barrier after the softmax, not before it, so V_n has
+    // the softmax's time to land and no warp waits there with its exponentials undone: 451.46 ->
+    // 423.86 us at head_dim 128, 16 x 1024, 128 x 64 over 4 warps (H200, BENCHMARKS.md).
+    next_keys();
+
     // O += P V: two n8 tiles of P make one k16 A fragment; V's B fragments come transposed.
 #pragma unroll
     for (int kc = 0; kc < TILE_N / 16; ++kc) {
@@ -277,7 +335,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-        ldmatrix_x4_trans(b, v_tile + kc * 16 * ROW + v_frag + dp * 16);
+        ldmatrix_x4_trans(
+            b, flash_sm80::fragment_address<HEAD_DIM>(v_tile, kc * 16 * ROW, v_frag, dp * 16));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
@@ -303,8 +362,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
       __syncwarp();  // every lane's last ldmatrix of Q done before the rows are overwritten
 #pragma unroll
       for (int d = 0; d < D_TILES; ++d) {
-        *reinterpret_cast<unsigned int*>(q_tile + row * ROW + d * 8 + 2 * (lane % 4)) =
-            pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
+        *reinterpret_cast<unsigned int*>(
+            q_tile + row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, row, d) * 8 +
+            2 * (lane % 4)) = pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
       }
       if (p.lse != nullptr && lane % 4 == 0 && m0 + row < q_len) {
         const float kLn2 = 0.69314718055994531f;
@@ -321,8 +381,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
     const int c = lane + i * 32;
     const int r = warp * WARP_ROWS + c / CHUNKS, col = (c % CHUNKS) * 8;
     if (m0 + r < q_len) {
-      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) =
-          *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
+      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) = *reinterpret_cast<const uint4*>(
+          q_tile + r * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, r, c % CHUNKS) * 8);
     }
   }
 }

@@ -22,13 +22,43 @@ ATTN_HOST_DEVICE constexpr int warp_rows(int tile_m, int warps) {
 ATTN_HOST_DEVICE constexpr int m_frags(int tile_m, int warps) {
   return warp_rows(tile_m, warps) / kMmaRows;
 }
-// A shared-memory row of Q, K or V: head_dim 16-bit elements plus 16 bytes of padding, so the 8
-// rows one ldmatrix reads start in 8 different 16-byte bank groups (no conflicts).
-ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
-  return head_dim + 8;
+// Shared-memory rows of Q, K and V, two layouts; either way the 8 rows one ldmatrix reads (the
+// same logical 16-byte chunk) start in 8 different 16-byte bank groups (no conflicts):
+// - head_dim 128 and 256: unpadded rows whose 16-byte chunks are XOR-swizzled within their
+//   128-byte group by the row's index mod 8 (swizzled_chunk), so the chunks a warp copies from one
+//   128-byte line of global memory fill one aligned 128-byte line of shared memory. With padded
+//   rows every copied line straddled two: ncu counted 2.6 times the ideal shared-memory
+//   wavefronts and 1.5 times the L2 sectors for the copies (H200, head_dim 256), and the
+//   swizzle took d256 16x1024 from 522.29 to 477.39 us (BENCHMARKS.md, issue 8).
+// - head_dim 64: rows padded by 16 bytes. There the swizzle's address arithmetic (an XOR per
+//   ldmatrix where the padded layout folds each step into the instruction's offset) cost 1% to 7%.
+ATTN_HOST_DEVICE constexpr bool swizzled(int head_dim) {
+  return head_dim >= 128;
 }
-// Q [tile_m rows] and STAGES buffers of K and V [tile_n rows each]; the output tile is staged
-// through the Q rows of each warp at the end.
+ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
+  return swizzled(head_dim) ? head_dim : head_dim + 8;
+}
+// Where 16-byte chunk `chunk` of row `row` lies in its row.
+ATTN_HOST_DEVICE constexpr int swizzled_chunk(int head_dim, int row, int chunk) {
+  return swizzled(head_dim) ? chunk ^ (row & 7) : chunk;
+}
+// Where ldmatrix reads a fragment of `tile`: `rows` elements (whole rows) past the row offset
+// `frag` whose chunk swizzled_chunk placed, and `step` elements along the row (whole chunk pairs,
+// below the row's length: a k16 step). An XOR in the swizzled layout; in the padded one three
+// pointer steps, which the compiler folds into the instruction's immediate offset (an int sum
+// first cost 16 registers and spilled at head_dim 64).
+template <int HEAD_DIM, class T>
+ATTN_HOST_DEVICE constexpr T* fragment_address(T* tile, int frag, int rows, int step) {
+  if constexpr (swizzled(HEAD_DIM)) {
+    return tile + ((frag + rows) ^ step);
+  } else {
+    return tile + frag + rows + step;
+  }
+}
+
+// Q [tile_m rows] and STAGES buffers of K and V [tile_n rows each] (stages 1, the split
+// pipeline: one K and one V buffer); the output tile is staged through the Q rows of each warp at
+// the end.
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
   return (tile_m + stages * 2 * tile_n) * row_elements(head_dim) * 2;
 }
@@ -41,8 +71,12 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // ptxas (CUDA 13.0, sm_90a) showed: 192 accumulator registers spilled (head_dim 128 x 32 rows x
 // 64 keys; head_dim 64 x 32 rows x 128 keys), 160 did not; 2 warps copying 128 keys of head_dim
 // 128 (32 chunks each) spilled with Q in registers.
+// The limit admits two configs that ptxas spills a little (8 to 176 bytes: a few loop-invariant
+// values reloaded once per key tile): 32 rows x 64 keys at head_dim 128 (estimate 260), the
+// fastest non-causal config measured there (FlashAttention-2's too), and 32 rows x 128 keys at
+// head_dim 64. blocksparse.mma, which shares this estimate, keeps 255 (no spills).
 constexpr int kRegisterOverhead = 64;
-constexpr int kMaxRegisterEstimate = 255;
+constexpr int kMaxRegisterEstimate = 260;
 constexpr int kMaxQInRegisters = 226;
 ATTN_HOST_DEVICE constexpr int accumulator_registers(int head_dim, int tile_m, int tile_n,
                                                      int warps) {
@@ -80,7 +114,7 @@ enum Rule : int {
   kOk = 0,
   kHeadDim,       // head_dim must be 64, 128 or 256
   kWarps,         // warps must be 1, 2, 4 or 8
-  kStages,        // stages must be 2, 3 or 4
+  kStages,        // stages must be 1 (split K / V pipeline), 2, 3 or 4
   kTileM,         // tile_m / warps must be 16 or 32 (one or two m16 fragments per warp)
   kTileN,         // tile_n must be 16, 32, 64 or 128
   kSharedMemory,  // more than kMaxSharedBytes of shared memory
@@ -90,7 +124,7 @@ enum Rule : int {
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
-  if (stages < 2 || stages > 4) return kStages;
+  if (stages < 1 || stages > 4) return kStages;
   if (tile_m != warps * kMmaRows && tile_m != warps * 2 * kMmaRows) return kTileM;
   if (tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return kTileN;
   if (shared_bytes(head_dim, tile_m, tile_n, stages) > kMaxSharedBytes) return kSharedMemory;

@@ -3,12 +3,12 @@
 #include <climits>
 #include <numeric>
 
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 #include "kernels/launch_inputs.hpp"
-#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 
 namespace attn {
@@ -41,7 +41,7 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
     case flash_sm80::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case flash_sm80::kStages:
-      return "stages must be 2, 3 or 4";
+      return "stages must be 1 (split K / V pipeline), 2, 3 or 4";
     case flash_sm80::kTileM:
       return "tile_m must be " + std::to_string(16 * c.warps) + " or " +
              std::to_string(32 * c.warps) + " with " + std::to_string(c.warps) +
@@ -77,27 +77,35 @@ class Sm80MmaVariant : public FlashFwdVariant {
         {"tile_m", {32, 64, 128, 256}, "query rows per CTA (16 or 32 per warp)"},
         {"tile_n", {32, 64, 128}, "keys per pipeline stage"},
         {"warps", {2, 4, 8}, "warps per CTA, each owning tile_m / warps query rows"},
-        {"stages", {2, 3, 4}, "cp.async pipeline depth: key tiles in flight"},
+        {"stages",
+         {1, 2, 3, 4},
+         "cp.async pipeline depth: key tiles in flight (1: one K and one V buffer, V_n loading "
+         "under Q K_n^T and K_n+1 under the softmax and P V_n, as FlashAttention-2)"},
     };
   }
 
-  // Not measured yet (written without a GPU): FlashAttention-2's sm_80-path choices, kept
-  // within the traits' no-spill register rule. 128 query rows per CTA halve the K/V traffic of
-  // 64 (at 16k tokens, head_dim 128, 64-row tiles would read about 5 TB/s from L2 at the target
-  // rate). head_dim 128: 32 rows per warp over 32 keys (FA2's sm8x non-causal choice; its 128 x
-  // 64 over 4 warps spills here), two CTAs per SM. head_dim 64: 32 rows per warp over 64 keys,
-  // Q in registers. head_dim 256: 16 rows per warp over 8 warps (FA2's 128 x 64), smaller tiles
-  // where the device has less shared memory.
+  // Measured on an H200 (BENCHMARKS.md, issue 8: attn-tune sweeps and A/B runs, 2026-11-26),
+  // with smaller fallbacks where the device has less shared memory. head_dim 64: 32 rows per
+  // warp over 64 keys, Q in registers. head_dim 128 and 256 use the split K / V pipeline
+  // (stages 1). head_dim 128: without a mask FlashAttention-2's 128 x 64 over 4 warps (ptxas
+  // spills about 100 bytes there, and it is still the fastest); causal, 64 x 64 over 4 warps,
+  // whose smaller CTAs balance the triangle, up to kLongCausalKeys keys, and 128 x 64 over 8 warps
+  // on longer sequences, where most tiles are whole. head_dim 256: 16 rows per warp over 8 warps.
+  static constexpr int64_t kLongCausalKeys = 8192;
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     std::vector<KernelConfig> candidates;
     if (head_dim == 64) {
       candidates = {make_config(128, 64, 4, 2), make_config(64, 64, 4, 2)};
-    } else if (head_dim == 128) {
-      candidates = {make_config(128, 32, 4, 2), make_config(128, 64, 8, 2),
+    } else if (head_dim == 128 && !batch.causal) {
+      candidates = {make_config(128, 64, 4, 1), make_config(128, 32, 4, 2),
                     make_config(64, 64, 4, 2)};
+    } else if (head_dim == 128) {
+      candidates = {batch.max_kv_len() >= kLongCausalKeys ? make_config(128, 64, 8, 1)
+                                                          : make_config(64, 64, 4, 1),
+                    make_config(64, 32, 4, 2)};
     } else {
-      candidates = {make_config(128, 64, 8, 2), make_config(64, 64, 4, 2),
+      candidates = {make_config(128, 64, 8, 1), make_config(64, 64, 4, 1),
                     make_config(64, 32, 4, 2)};
     }
     for (const KernelConfig& config : candidates) {
@@ -177,9 +185,9 @@ class Sm80MmaVariant : public FlashFwdVariant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm80Config& c) {
-    return "attn::flash_fwd_sm80_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
-           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
-           std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
+    return "attn::flash_fwd_sm80_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
+           ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
            std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") + ">";
   }
 };

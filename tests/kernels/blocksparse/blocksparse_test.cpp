@@ -148,6 +148,8 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(256, 64, 64, 4, 2), kHeadDim);  // flash_fwd runs 256; the issue asks 64/128
   EXPECT_EQ(check(128, 64, 64, 3, 2), kWarps);
   EXPECT_EQ(check(128, 64, 64, 4, 5), kStages);
+  EXPECT_EQ(check(128, 64, 64, 4, 1), kStages);  // flash_fwd.sm80_mma's split pipeline: not here
+  EXPECT_EQ(check(128, 128, 64, 4, 1), kStages);
   EXPECT_EQ(check(128, 64, 64, 8, 2), kTileM);
   EXPECT_EQ(check(128, 64, 48, 4, 2), kTileN);
   EXPECT_EQ(check(128, 128, 64, 4, 2), kRegisters);
@@ -156,7 +158,9 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check_block(64, 128, 64), kBlockSize);  // a query tile over two block rows
   EXPECT_EQ(check_block(64, 64, 128), kBlockSize);  // a key tile over two block columns
   EXPECT_EQ(check_block(48, 16, 16), kOk);
-  EXPECT_EQ(shared_bytes(128, 64, 64, 2), (64 + 2 * 2 * 64) * 136 * 2);
+  // flash_fwd.sm80_mma's rows: swizzled (unpadded) at head_dim 128, padded at 64.
+  EXPECT_EQ(shared_bytes(128, 64, 64, 2), (64 + 2 * 2 * 64) * 128 * 2);
+  EXPECT_EQ(shared_bytes(64, 64, 64, 2), (64 + 2 * 2 * 64) * 72 * 2);
 
   using namespace blocksparse_decode;
   EXPECT_EQ(blocksparse_decode::check(128, 64, 4, 3), blocksparse_decode::kOk);

@@ -1,7 +1,7 @@
 // flash_fwd.sm80_mma on the CPU: the traits reject invalid configs with a reason before any
 // compile, the variant declines the batch features the family does not define, and a seeded
 // sample of the configs the traits accept compiles through NVRTC for sm_80 and sm_90a, causal and
-// not, without spilling (ATTN_TEST_EXHAUSTIVE=1 compiles them all).
+// not, spilling at most a few loop invariants (ATTN_TEST_EXHAUSTIVE=1 compiles them all).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,9 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Target hopper() { return testing::hopper_target(); }
+Target hopper() {
+  return testing::hopper_target();
+}
 
-Target ampere() { return testing::ampere_target(); }
+Target ampere() {
+  return testing::ampere_target();
+}
 
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
                     bool causal = true) {
@@ -73,17 +77,25 @@ TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 128, 32, 4, 2), kOk);
   EXPECT_EQ(check(96, 128, 64, 8, 2), kHeadDim);
   EXPECT_EQ(check(128, 96, 64, 3, 2), kWarps);
-  EXPECT_EQ(check(128, 128, 64, 8, 1), kStages);
+  EXPECT_EQ(check(128, 128, 64, 8, 1), kOk);  // the split K / V pipeline
+  EXPECT_EQ(check(128, 128, 64, 8, 0), kStages);
   EXPECT_EQ(check(128, 128, 64, 8, 5), kStages);
   EXPECT_EQ(check(128, 64, 64, 8, 2), kTileM);    // 8 rows per warp: less than one m16 tile
   EXPECT_EQ(check(128, 256, 64, 4, 2), kTileM);   // 64 rows per warp
   EXPECT_EQ(check(128, 128, 48, 8, 2), kTileN);   // not a whole number of k16 slices of P
   EXPECT_EQ(check(128, 128, 256, 8, 2), kTileN);  // over 128
   EXPECT_EQ(check(256, 256, 128, 8, 4), kSharedMemory);
-  EXPECT_EQ(check(128, 128, 64, 4, 2), kRegisters);  // 32 rows x (128 + 64): spills on sm_90a
+  // 32 rows x (128 + 64): admitted (estimate 260; ptxas spills about 100 bytes, and it is the
+  // fastest non-causal config at head_dim 128); 32 rows x (128 + 128) is not.
+  EXPECT_EQ(check(128, 128, 64, 4, 1), kOk);
+  EXPECT_EQ(register_estimate(128, 128, 64, 4), kMaxRegisterEstimate);
+  EXPECT_EQ(check(128, 128, 128, 4, 2), kRegisters);
   EXPECT_EQ(check(256, 128, 32, 4, 2), kRegisters);  // 32 rows x 256 accumulators
-  // Shared memory: Q plus stages x (K + V) tiles of padded rows.
-  EXPECT_EQ(shared_bytes(128, 128, 64, 2), (128 + 2 * 2 * 64) * 136 * 2);
+  // Shared memory: Q plus stages x (K + V) tiles (stages 1: one K and one V tile), of rows padded
+  // by 16 bytes at head_dim 64 and unpadded (swizzled) at 128 and 256.
+  EXPECT_EQ(shared_bytes(64, 128, 64, 2), (128 + 2 * 2 * 64) * 72 * 2);
+  EXPECT_EQ(shared_bytes(128, 128, 64, 2), (128 + 2 * 2 * 64) * 128 * 2);
+  EXPECT_EQ(shared_bytes(256, 128, 64, 1), (128 + 2 * 64) * 256 * 2);
   // Q stays in registers when it fits beside the accumulators, never past the estimate limit.
   EXPECT_TRUE(q_in_registers(128, 128, 64, 8));
   EXPECT_FALSE(q_in_registers(128, 128, 32, 4));
@@ -147,7 +159,7 @@ TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   // Off-space values and malformed configs are refused too.
   const Batch batch = prefill_batch(16, 4, 128);
   EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 3, 2), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 8, 1), hopper()).ok);
+  EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 8, 0), hopper()).ok);
   EXPECT_FALSE(variant.supports(batch, make_config(128, 48, 8, 2), hopper()).ok);
   KernelConfig extra = make_config(128, 64, 8, 2);
   extra.set("num_splits", 0);
@@ -174,9 +186,14 @@ TEST(FlashFwdSm80Gating, DefaultConfigIsSupportedForEveryHeadDimDtypeAndDevice) 
     }
   }
   // The label names the config, so the full name is the JIT program and database key.
-  const Batch batch = prefill_batch(16, 16, 128);
+  const Batch batch = prefill_batch(16, 16, 128);  // causal, short sequences
   EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
-            "flash_fwd.sm80_mma.st2.tm128.tn32.w4");
+            "flash_fwd.sm80_mma.st1.tm64.tn64.w4");
+  EXPECT_EQ(variant.full_name(variant.default_config(
+                prefill_batch(16, 16, 128, DType::bf16, /*causal=*/false), hopper())),
+            "flash_fwd.sm80_mma.st1.tm128.tn64.w4");
+  EXPECT_EQ(variant.full_name(variant.default_config(prefill_batch(8, 8, 256), hopper())),
+            "flash_fwd.sm80_mma.st1.tm128.tn64.w8");
 }
 
 struct Feature {
@@ -276,9 +293,10 @@ TEST(FlashFwdSm80Gating, ProgramsNameTheInstantiation) {
 }
 
 // NVRTC compiles a seeded sample of the configs the traits accept (always including each default),
-// for both archs, both dtypes and causal or not, and ptxas reports no spills (the register
-// estimate in the traits keeps accepted configs in registers).
-TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
+// for both archs, both dtypes and causal or not, and ptxas spills at most kMaxSpillBytes (the
+// register estimate in the traits keeps accepted configs in registers, but for the few it admits
+// with a small spill).
+TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithBoundedSpills) {
   const fs::path dir =
       fs::temp_directory_path() /
       ("attn-flash-fwd-jit-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
@@ -320,13 +338,20 @@ TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
       }
     }
   }
-  const std::regex spills("([1-9][0-9]*) bytes spill (stores|loads)");
+  // The register rule admits a few configs that spill a little (flash_sm80::kMaxRegisterEstimate:
+  // loop-invariant values reloaded once per key tile, where it measured fastest); nothing spills
+  // more than that.
+  const std::regex spills("([0-9]+) bytes spill (stores|loads)");
+  constexpr int kMaxSpillBytes = 256;
   for (Job& job : jobs) {
     try {
       const CompiledProgram compiled = job.compiled.get();
       EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
       EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
-      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
+      for (auto it = std::sregex_iterator(compiled.log.begin(), compiled.log.end(), spills);
+           it != std::sregex_iterator(); ++it) {
+        EXPECT_LE(std::stoi((*it)[1].str()), kMaxSpillBytes) << job.what << ":\n" << compiled.log;
+      }
       if (std::getenv("ATTN_TEST_VERBOSE")) std::cout << job.what << "\n" << compiled.log;
     } catch (const CompileError& error) {
       ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
