@@ -30,8 +30,9 @@ ATTN_HOST_DEVICE constexpr int m_frags(int tile_m, int warps) {
 //   rows every copied line straddled two: ncu counted 2.6 times the ideal shared-memory
 //   wavefronts and 1.5 times the L2 sectors for the copies (H200, head_dim 256), and the
 //   swizzle took d256 16x1024 from 522.29 to 477.39 us (BENCHMARKS.md, issue 8).
-// - head_dim 64: rows padded by 16 bytes. There the swizzle's address arithmetic (an XOR per
-//   ldmatrix where the padded layout folds each step into the instruction's offset) cost 1% to 7%.
+// - head_dim 64: rows padded by 16 bytes. A build with the swizzle there too (and another change
+//   not separated from it) was 0.1% to 6.6% slower at head_dim 64: the swizzle costs an XOR per
+//   ldmatrix where the padded layout folds each step into the instruction's offset.
 ATTN_HOST_DEVICE constexpr bool swizzled(int head_dim) {
   return head_dim >= 128;
 }
@@ -71,10 +72,12 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // ptxas (CUDA 13.0, sm_90a) showed: 192 accumulator registers spilled (head_dim 128 x 32 rows x
 // 64 keys; head_dim 64 x 32 rows x 128 keys), 160 did not; 2 warps copying 128 keys of head_dim
 // 128 (32 chunks each) spilled with Q in registers.
-// The limit admits two configs that ptxas spills a little (8 to 176 bytes: a few loop-invariant
-// values reloaded once per key tile): 32 rows x 64 keys at head_dim 128 (estimate 260), the
-// fastest non-causal config measured there (FlashAttention-2's too), and 32 rows x 128 keys at
-// head_dim 64. blocksparse.mma, which shares this estimate, keeps 255 (no spills).
+// The limit admits 32 rows x 64 keys at head_dim 128 (estimate 260), the fastest non-causal
+// config measured there (FlashAttention-2's too), and 32 rows x 128 keys at head_dim 64. ptxas
+// spills a little in some accepted configs (at c5ad04e on sm_90a: 32 of 282 programs over the
+// space at 16 x 1024, causal or not, at most 136 bytes, mostly the split pipeline with few warps
+// or 32-row warps; in the d128 default a few local loads per key tile); the compile test bounds
+// it at 256. blocksparse.mma, which shares this estimate, keeps 255 and no spills.
 constexpr int kRegisterOverhead = 64;
 constexpr int kMaxRegisterEstimate = 260;
 constexpr int kMaxQInRegisters = 226;
