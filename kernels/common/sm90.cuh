@@ -135,6 +135,15 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {
   return descriptor(tile, 16, 1024);
 }
 
+// The descriptor `bytes` further into the same buffer: the start address field counts 16-byte
+// units, and shared memory (under 256 KiB) keeps address / 16 below 2^14, so the sum never
+// carries out of the field. One add per wgmma instead of rebuilding the descriptor from a pointer
+// (bytes: a multiple of 16).
+__device__ __forceinline__ unsigned long long descriptor_advance(unsigned long long desc,
+                                                                 unsigned int bytes) {
+  return desc + (bytes >> 4);
+}
+
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }

@@ -243,33 +243,37 @@ struct Consumer {
     row_sum[0] = row_sum[1] = 0.0f;
   }
 
-  // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S.
+  // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S. Each operand's descriptor is
+  // built once and advanced by a constant per step (sm90::descriptor_advance).
   __device__ __forceinline__ void issue_scores(const unsigned char* q_rows,
                                                const unsigned char* k) {
+    const unsigned long long q_desc = sm90::descriptor(q_rows);
+    const unsigned long long k_desc =
+        INTERLEAVED ? sm90::descriptor(k, 16, interleaved_group_bytes(HEAD_DIM))
+                    : sm90::descriptor(k);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-      const unsigned long long k_desc =
-          INTERLEAVED ? sm90::descriptor(k + interleaved_k_step_offset(kk), 16,
-                                         interleaved_group_bytes(HEAD_DIM))
-                      : sm90::descriptor(k + k_major_step_offset(kk, TILE_N));
-      sm90::wgmma_ss<DTYPE, TILE_N>(s, sm90::descriptor(q_rows + k_major_step_offset(kk, TILE_M)),
-                                    k_desc, kk > 0 ? 1 : 0);
+      const unsigned int k_step =
+          INTERLEAVED ? interleaved_k_step_offset(kk) : k_major_step_offset(kk, TILE_N);
+      sm90::wgmma_ss<DTYPE, TILE_N>(
+          s, sm90::descriptor_advance(q_desc, k_major_step_offset(kk, TILE_M)),
+          sm90::descriptor_advance(k_desc, k_step), kk > 0 ? 1 : 0);
     }
     sm90::wgmma_commit();
   }
 
   // O += P V: TILE_N / 16 k16 steps over keys, V MN-major (transposed B).
   __device__ __forceinline__ void issue_values(const unsigned char* v) {
+    const unsigned long long v_desc =
+        INTERLEAVED ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
+                    : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < TILE_N / 16; ++kk) {
-      sm90::wgmma_rs<DTYPE, HEAD_DIM, 1>(
-          o, pa[kk],
-          INTERLEAVED ? sm90::descriptor(v + interleaved_v_step_offset(kk, HEAD_DIM),
-                                         kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
-                      : sm90::descriptor(v + mn_major_step_offset(kk), v_leading_bytes(TILE_N),
-                                         kSwizzleAtomBytes));
+      const unsigned int v_step =
+          INTERLEAVED ? interleaved_v_step_offset(kk, HEAD_DIM) : mn_major_step_offset(kk);
+      sm90::wgmma_rs<DTYPE, HEAD_DIM, 1>(o, pa[kk], sm90::descriptor_advance(v_desc, v_step));
     }
     sm90::wgmma_commit();
   }
