@@ -141,7 +141,9 @@ __device__ __forceinline__ unsigned long long descriptor(const void* tile) {
 // (bytes: a multiple of 16).
 __device__ __forceinline__ unsigned long long descriptor_advance(unsigned long long desc,
                                                                  unsigned int bytes) {
-  return desc + (bytes >> 4);
+  // A 32-bit add on the low word (the high word, SBO and swizzle, is the same register).
+  const unsigned int low = static_cast<unsigned int>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | low;
 }
 
 __device__ __forceinline__ void wgmma_fence() {
