@@ -24,9 +24,10 @@
 //   (flash_sm80::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
 //   bank-conflict free, and with the swizzle every 128-byte line a copy writes is one aligned line
 //   of shared memory. One barrier per key tile.
-// - STAGES = 1 is FlashAttention-2's split pipeline instead: one K buffer and one V buffer; V_n
-//   loads while S_n = Q K_n^T and its softmax are computed and K_{n+1} while P V_n is. Two
-//   barriers per key tile and half the shared memory of two stages.
+// - STAGES = 1 is a split pipeline instead (FlashAttention-2's: one K buffer and one V buffer,
+//   two barriers per key tile, half the shared memory of two stages), with the second barrier
+//   after the softmax: V_n loads while S_n = Q K_n^T and its softmax are computed, K_{n+1} while
+//   P V_n is.
 // - S = Q K^T per warp (fp32), then P = 2^(S * scale_log2 - max) in registers is the A operand of
 //   O += P V: P never goes through shared memory.
 // - Causal: key tiles past the tile's last visible key are never loaded; the mask is applied only
