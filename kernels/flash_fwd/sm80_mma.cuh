@@ -114,14 +114,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
   static_assert(THREADS % CHUNKS == 0, "copy pattern");
   const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
-  // Row copy_row + i * ROWS_PER_PASS keeps the thread's chunk at copy_address(tile, i): rows
-  // ROWS_PER_PASS apart differ in their index mod 8 by i * ROWS_PER_PASS mod 8 (a power of two: no
-  // carry).
+  // Pass i writes row copy_row + i * ROWS_PER_PASS (flash_sm80::copy_address).
   const int copy_dst =
       copy_row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
   auto copy_address = [&](unsigned short* tile, int i) {
-    const int swizzle = flash_sm80::swizzled(HEAD_DIM) ? ((i * ROWS_PER_PASS) & 7) * 8 : 0;
-    return flash_sm80::fragment_address<HEAD_DIM>(tile, copy_dst, i * ROWS_PER_PASS * ROW, swizzle);
+    return flash_sm80::copy_address<HEAD_DIM>(tile, copy_dst, i, ROWS_PER_PASS);
   };
   const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
 #pragma unroll

@@ -57,6 +57,18 @@ ATTN_HOST_DEVICE constexpr T* fragment_address(T* tile, int frag, int rows, int 
   }
 }
 
+// Where a copying thread writes pass `pass` of a tile: its first row's chunk is at `first`
+// (row_elements x its row + swizzled_chunk x 8), and each pass is rows_per_pass rows further.
+// rows_per_pass is a power of two and the thread's first row is below it, so a pass's rows
+// differ from the first in their index mod 8 by exactly (pass x rows_per_pass) mod 8, an XOR of
+// the chunk (no carry). Used by flash_fwd.sm80_mma and blocksparse.mma.
+template <int HEAD_DIM, class T>
+ATTN_HOST_DEVICE constexpr T* copy_address(T* tile, int first, int pass, int rows_per_pass) {
+  const int swizzle = swizzled(HEAD_DIM) ? ((pass * rows_per_pass) & 7) * 8 : 0;
+  return fragment_address<HEAD_DIM>(tile, first, pass * rows_per_pass * row_elements(HEAD_DIM),
+                                    swizzle);
+}
+
 // Q [tile_m rows] and STAGES buffers of K and V [tile_n rows each] (stages 1, the split
 // pipeline: one K and one V buffer); the output tile is staged through the Q rows of each warp at
 // the end.
