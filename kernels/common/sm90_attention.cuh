@@ -243,6 +243,21 @@ struct Consumer {
     row_sum[0] = row_sum[1] = 0.0f;
   }
 
+  // A new work item's statistics, while O may still accumulate the previous item's last P V
+  // (flash_fwd.sm90_wgmma streams from one item into the next).
+  __device__ __forceinline__ void reset_statistics() {
+    const float kNegInf = -__int_as_float(0x7f800000);
+    row_max[0] = row_max[1] = kNegInf;
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
+  // O = 0 once an item's output is stored, between softmax() and rescale_and_pack() (which then
+  // leaves O alone).
+  __device__ __forceinline__ void clear_output() {
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.0f;
+    rescale = false;
+  }
+
   // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S. Each operand's descriptor is
   // built once and advanced by a constant per step (sm90::descriptor_advance).
   __device__ __forceinline__ void issue_scores(const unsigned char* q_rows,
@@ -421,6 +436,27 @@ struct Consumer {
   // Row h's largest logit in the log2 domain (the exponent the sums are relative to).
   __device__ __forceinline__ float max_log2(int h) const {
     return row_max[h] * exp_scale;
+  }
+
+  // Writes this thread's rows of O, row h times inv[h], as 16-bit values into a tile laid out as
+  // Q is ([HEAD_DIM / 64][64 rows][64], each column block `block_stride` bytes from the last,
+  // 16-byte chunks XOR-swizzled by row % 8 as TMA's 128-byte swizzle writes them): 4 bytes per
+  // column pair, and each warp's stores hit 32 different banks.
+  __device__ __forceinline__ void stage_output(unsigned char* tile, int block_stride,
+                                               const float (&inv)[2]) const {
+#pragma unroll
+    for (int j = 0; j < HEAD_DIM / 8; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = 4 * j + 2 * h;  // registers i, i + 1: row h, adjacent columns
+        const int row = accumulator_row(tid, i), column = accumulator_column(tid, i);
+        const int chunk = (column % kBlockColumns) / 8;
+        *reinterpret_cast<unsigned int*>(tile + (column / kBlockColumns) * block_stride +
+                                         row * kBlockRowBytes + ((chunk ^ (row % 8)) * 16) +
+                                         (column % 8) * 2) =
+            pack2<DTYPE>(o[i] * inv[h], o[i + 1] * inv[h]);
+      }
+    }
   }
 
   // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements), 4 bytes per column pair.

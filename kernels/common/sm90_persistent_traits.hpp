@@ -11,28 +11,34 @@
 namespace attn {
 namespace sm90_persistent {
 
+// An item slot (sm90_persistent::ItemQueue): the item's index, and what else of the item the
+// kernel's producer passes its consumers, in 16-byte units.
+constexpr int kSlotBytes = 16;
+
 // mbarriers: full and empty for each Q buffer; full + empty for K and for V in every stage;
-// `extra` barriers of the kernel's own; then, 16 bytes apart, the index of the item whose Q each
-// buffer holds.
-ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers, int extra = 0) {
-  return (2 * q_buffers + 4 * stages + extra) * 8 + 16 * q_buffers;
+// `extra` barriers of the kernel's own; then a slot of `slot_bytes` per buffer that announces the
+// item whose Q the buffer holds.
+ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers, int extra = 0,
+                                             int slot_bytes = kSlotBytes) {
+  return (2 * q_buffers + 4 * stages + extra) * 8 + slot_bytes * q_buffers;
 }
 // Q buffers: two wherever they fit in shared memory, else one.
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
-                                         int extra = 0) {
+                                         int extra = 0, int slot_bytes = kSlotBytes) {
   return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
-                     sm90_attn::q_bytes(head_dim, tile_m) + barrier_bytes(stages, 2, extra) <=
+                     sm90_attn::q_bytes(head_dim, tile_m) +
+                     barrier_bytes(stages, 2, extra, slot_bytes) <=
                  sm90_attn::kMaxSharedBytes
              ? 2
              : 1;
 }
 // The alignment slack, the Q buffers, STAGES K and V buffers, the barriers and item slots.
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
-                                            int extra = 0) {
-  const int buffers = q_buffers(head_dim, tile_m, tile_n, stages, extra);
+                                            int extra = 0, int slot_bytes = kSlotBytes) {
+  const int buffers = q_buffers(head_dim, tile_m, tile_n, stages, extra, slot_bytes);
   return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
          (buffers - 1) * sm90_attn::q_bytes(head_dim, tile_m) +
-         barrier_bytes(stages, buffers, extra);
+         barrier_bytes(stages, buffers, extra, slot_bytes);
 }
 
 // setmaxnreg of the producer and consumer warpgroups. With two consumers the launch gives the CTA

@@ -112,6 +112,27 @@ struct Item {
   }
 };
 
+// What a consumer knows of a work item: its slot in the work queue, as the producer wrote it
+// (kSlotInts ints, SlotField).
+struct ItemView {
+  int index, m0, q_head, q_begin, q_len, kv_len, n_tiles;
+  __device__ __forceinline__ explicit ItemView(const int (&slot)[kSlotInts])
+      : index(slot[kSlotIndex]),
+        m0(slot[kSlotM0]),
+        q_head(slot[kSlotQHead]),
+        q_begin(slot[kSlotQBegin]),
+        q_len(slot[kSlotQLen]),
+        kv_len(slot[kSlotKvLen]),
+        n_tiles(slot[kSlotTiles]) {}
+  // The key tiles consumer warpgroup w needs (rows past the sequence need none).
+  template <int TILE_N, bool CAUSAL>
+  __device__ __forceinline__ int tiles_of(int w) const {
+    const int row0 = m0 + w * kConsumerRows;
+    return row0 < q_len ? key_tiles(min(row0 + kConsumerRows, q_len), q_len, kv_len, TILE_N, CAUSAL)
+                        : 0;
+  }
+};
+
 }  // namespace flash_sm90
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL>
@@ -145,8 +166,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   unsigned long long* k_empty = k_full + STAGES;
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
-  // The item each Q buffer announces, 16 bytes apart (sm90_persistent::ItemQueue).
-  const sm90_persistent::ItemQueue<Q_BUFFERS> queue{
+  // The item each Q buffer announces, with what the consumers need of it (flash_sm90::SlotField).
+  const sm90_persistent::ItemQueue<Q_BUFFERS, flash_sm90::kSlotInts> queue{
       q_full, q_empty, reinterpret_cast<volatile int*>(v_empty + STAGES)};
   const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
 
@@ -180,6 +201,12 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       const Item item(p, min(next, p.items - 1));
       const int index = queue.claim(k, next, p.items);
       if (index < 0) return;
+      queue.write(k, flash_sm90::kSlotM0, item.m0);
+      queue.write(k, flash_sm90::kSlotQHead, item.q_head);
+      queue.write(k, flash_sm90::kSlotQBegin, item.q_begin);
+      queue.write(k, flash_sm90::kSlotQLen, item.q_len);
+      queue.write(k, flash_sm90::kSlotKvLen, item.kv_len);
+      queue.write(k, flash_sm90::kSlotTiles, item.n_tiles);
       unsigned long long* full = &queue.full[queue.buffer(k)];
       if (item.n_tiles > 0) {
         sm90::mbarrier_expect_bytes(full, Q_BYTES);
@@ -204,29 +231,103 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
+  // Each consumer warpgroup walks the CTA's items as one stream of key tiles: per tile n it
+  // issues S_n with the P V of the tile before, which may be the previous item's last (streaming:
+  // the item's first softmax then runs under that P V, and the previous item's output is stored
+  // right after it, while the other warpgroup's products run). An item streams into the next when
+  // both warpgroups need every key tile of it and some of the next, and Q has two buffers (with
+  // one, the next Q loads only once this item's last S is done), at head dims up to 128;
+  // otherwise its last P V is issued alone and its output stored before the next item starts.
   sm90::setmaxnreg_inc<flash_sm90::consumer_registers(CONSUMERS)>();
+  using View = flash_sm90::ItemView;
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, lane = tid % 32;
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
+  // Streaming needs the next item's Q in the other buffer, and registers for S_0 beside O while
+  // the previous item's output is stored: at head_dim 256 (128 of O) ptxas spilled 676 bytes.
+  constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128;
+  auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  int g = 0;  // key tiles of the CTA's earlier items
+  c.init(tid, p.scale_log2, 0.0f);
+
+  // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
+  // item's Q buffer (STAGED): each thread writes its two rows there (4 bytes per column pair, no
+  // bank conflicts), then each 8 lanes copy one 128-byte row piece to global memory with 16-byte
+  // stores. Direct stores of the fragments (4 bytes per column pair, 16 bytes per row and warp
+  // instruction) had the consumers wait on the load-store queue at every item's end (ncu,
+  // BENCHMARKS.md). The buffer is then released after the copy rather than after the item's last
+  // S; with one Q buffer that would hold up the next item's Q. Measured on an H200: 2% less time
+  // at head_dim 128 (16x1024 and 4x4096), 3% to 5% more at 64 (whose 8 KiB of output per
+  // warpgroup and item the direct stores take in stride), so the other head dims store directly.
+  constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
+  const int epilogue_barrier = 3 + consumer;  // named barriers 1, 2: the ping-pong's turns
+  auto sync_warpgroup = [&] {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(epilogue_barrier) : "memory");
+  };
+  // Normalise and store this thread's two rows of item k, `it`: `sum`, the rows' totals (after
+  // reduce_row_sums), and `max_log2`, their reference maxima, give the LSE.
+  auto store_output = [&](int k, const View& it, const float(&sum)[2], const float(&max_log2)[2]) {
+    unsigned short* out =
+        static_cast<unsigned short*>(p.out) + it.q_begin * row_stride + it.q_head * HEAD_DIM;
+    const int wg_row0 = it.m0 + consumer * ROWS;
+    const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      inv[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;  // no key: zeros
+      if (row >= it.q_len) continue;
+      if constexpr (!STAGED) c.store_row(out + row * row_stride, h, inv[h]);
+      if (p.lse != nullptr && lane % 4 == 0) {
+        const float kLn2 = 0.69314718055994531f;
+        p.lse[(long long)(it.q_begin + row) * p.num_q_heads + it.q_head] =
+            sum[h] > 0.0f ? (max_log2[h] + log2f(sum[h])) * kLn2 : kNegInf;
+      }
+    }
+    if constexpr (STAGED) {
+      unsigned char* tile = q_tiles + queue.buffer(k) * Q_BYTES + consumer * ROWS * ROW_BYTES;
+      sync_warpgroup();  // every warp's products that read this item's Q are done
+      c.stage_output(tile, Q_BLOCK, inv);
+      sync_warpgroup();
+      constexpr int CHUNKS = ROWS * (ROW_BYTES / 16);  // 16-byte chunks per column block
+#pragma unroll
+      for (int x = tid; x < BLOCKS * CHUNKS; x += 128) {
+        const int block = x / CHUNKS, row = (x % CHUNKS) / 8, chunk = x % 8;
+        if (wg_row0 + row < it.q_len) {
+          const uint4 v = *reinterpret_cast<const uint4*>(tile + block * Q_BLOCK + row * ROW_BYTES +
+                                                          (chunk ^ (row % 8)) * 16);
+          *reinterpret_cast<uint4*>(out + (wg_row0 + row) * row_stride + block * 64 + chunk * 8) =
+              v;
+        }
+      }
+      sm90::mbarrier_arrive(&queue.empty[queue.buffer(k)]);  // this thread's reads are done
+    }
+  };
+  // Item k's output from the statistics in c, then O = 0 and fresh statistics.
+  auto finish_item = [&](int k, const View& it) {
+    c.reduce_row_sums();
+    const float max_log2[2] = {c.max_log2(0), c.max_log2(1)};
+    store_output(k, it, c.row_sum, max_log2);
+    c.clear_output();
+    c.reset_statistics();
+  };
+
+  auto stage = [](int t) { return t % STAGES; };  // key tile t of the CTA's stream
+  auto phase = [](int t) { return unsigned(t / STAGES) & 1u; };
   sm90_attn::TurnStream stream{consumer};
-  for (int k = 0;; ++k) {
-    const int index = stream.announced(queue, k);
-    if (index < 0) return;
-    const Item item(p, index);
+  int slot[flash_sm90::kSlotInts];
+  queue.announced(0, slot);
+  View item(slot);
+  int g = 0;             // key tiles of the CTA's earlier items
+  bool carried = false;  // O holds `done`'s output but its last P V (of tile `last_values`)
+  View done = item;
+  int last_values = 0;
+  for (int k = 0; item.index >= 0; ++k) {
     const int m0 = item.m0, q_len = item.q_len, kv_len = item.kv_len;
     const int offset = kv_len - q_len;         // causal: query i sees keys j <= i + offset
     const int wg_row0 = m0 + consumer * ROWS;  // the warpgroup's first row in the sequence
-    // The key tiles consumer warpgroup w needs (rows past the sequence need none).
-    auto tiles_of = [&](int w) {
-      const int row0 = m0 + w * ROWS;
-      return row0 < q_len
-                 ? flash_sm90::key_tiles(min(row0 + ROWS, q_len), q_len, kv_len, TILE_N, CAUSAL)
-                 : 0;
-    };
-    const int my_tiles = tiles_of(consumer);
-    const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
+    const int my_tiles = tiles_of(item, consumer);
+    const int other_tiles = CONSUMERS == 2 ? tiles_of(item, 1 - consumer) : 0;
     const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
     // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past
     // the sequence's end): tiles reaching it are masked element by element, the others not at all.
@@ -236,37 +337,103 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
     const int limit0 = CAUSAL ? row0 + offset : sm90_attn::kNoLimit;
     const int limit1 = CAUSAL ? row0 + 8 + offset : sm90_attn::kNoLimit;
-
+    auto mask = [&](int n, float(&s)[TILE_N / 2]) {
+      if (n * TILE_N + TILE_N > mask_from)
+        sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+    };
     const int b = queue.buffer(k);
-    c.init(tid, p.scale_log2, 0.0f);
-    c.run(
-        kv, q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &queue.full[b], my_tiles,
-        item.n_tiles, turns,
-        [&](int n, float(&s)[TILE_N / 2]) {
-          if (n * TILE_N + TILE_N > mask_from)
-            sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
-        },
-        [](int) {}, sm90_attn::ItemCursor{queue.parity(k), g, &queue.empty[b]});
-    g += item.n_tiles;
-
-    // Normalise and store this thread's two rows straight from registers (4 bytes per column
-    // pair), while the producer loads the next item's first tiles.
-    unsigned short* out =
-        static_cast<unsigned short*>(p.out) + item.q_begin * row_stride + item.q_head * HEAD_DIM;
-    c.reduce_row_sums();
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 8 * h;
-      if (row >= q_len) continue;
-      const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
-      c.store_row(out + row * row_stride, h, inv);
-      if (p.lse != nullptr && lane % 4 == 0) {
-        const float kLn2 = 0.69314718055994531f;
-        p.lse[(long long)(item.q_begin + row) * p.num_q_heads + item.q_head] =
-            c.row_sum[h] > 0.0f ? (c.max_log2(h) + log2f(c.row_sum[h])) * kLn2 : kNegInf;
+    const unsigned char* q_rows = q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES;
+    // Every consumer thread releases the Q buffer once its last S of the item is done (at once
+    // without one): its arrival also orders its read of the item's slot before the rewrite.
+    if (!STAGED && my_tiles == 0) sm90::mbarrier_arrive(&queue.empty[b]);
+    if (my_tiles > 0) {
+      // Slot 0: S_0, with the previous item's last P V when it streams into this one. Both are
+      // waited for here (no wgmma stays in flight across a branch: ptxas would serialise them).
+      turns.start();
+      sm90::mbarrier_wait(&kv.k_full[stage(g)], phase(g));
+      if (carried) {
+        sm90::mbarrier_wait(&kv.v_full[stage(last_values)], phase(last_values));
+        turns.take(0);
+        c.issue_scores(q_rows, kv.k_tiles + stage(g) * KV_BYTES);
+        c.issue_values(kv.v_tiles + stage(last_values) * KV_BYTES);
+        turns.pass(0);
+        sm90::wgmma_wait<0>();
+        c.release(&kv.v_empty[stage(last_values)]);
+      } else {
+        turns.take(0);
+        c.issue_scores(q_rows, kv.k_tiles + stage(g) * KV_BYTES);
+        turns.pass(0);
+        sm90::wgmma_wait<0>();
       }
+      c.release(&kv.k_empty[stage(g)]);
+      if (!STAGED && my_tiles == 1) sm90::mbarrier_arrive(&queue.empty[b]);
+      if (carried) {
+        // The previous item's output goes out before this item's softmax starts afresh (the
+        // other warpgroup's products run meanwhile).
+        finish_item(k - 1, done);
+        carried = false;
+      }
+      c.softmax(0, mask);
+      c.rescale_and_pack();
     }
+    for (int n = 1; n < my_tiles; ++n) {
+      const int t = g + n;
+      sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
+      sm90::mbarrier_wait(&kv.v_full[stage(t - 1)], phase(t - 1));
+      turns.take(n);
+      c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
+      c.issue_values(kv.v_tiles + stage(t - 1) * KV_BYTES);
+      turns.pass(n);
+      sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
+      c.release(&kv.k_empty[stage(t)]);
+      if (!STAGED && n == my_tiles - 1) sm90::mbarrier_arrive(&queue.empty[b]);
+      c.softmax(n, mask);
+      sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
+      c.release(&kv.v_empty[stage(t - 1)]);
+      c.rescale_and_pack();
+    }
+    // The next item (its slot, and its Q landed). Stream into it when both warpgroups need every
+    // tile of this item and some of the next; the ping-pong's turns then run on through the
+    // next item's first slot instead of this item's last.
+    const int last = g + my_tiles - 1;
+    const bool may_stream =
+        STREAM && my_tiles == item.n_tiles && (CONSUMERS == 1 || other_tiles == item.n_tiles);
+    bool stream_out = false;
+    if (may_stream) {
+      queue.announced(k + 1, slot);
+      const View next(slot);
+      stream_out = next.index >= 0 && tiles_of(next, consumer) > 0 &&
+                   (CONSUMERS == 1 || tiles_of(next, 1 - consumer) > 0);
+    }
+    if (my_tiles > 0 && !stream_out) {
+      sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));
+      turns.take(my_tiles);
+      c.issue_values(kv.v_tiles + stage(last) * KV_BYTES);
+      turns.pass(my_tiles);
+      sm90::wgmma_wait<0>();
+      c.release(&kv.v_empty[stage(last)]);
+    }
+    // Tiles the CTA loads for the other warpgroup's rows: pass their barriers so the producer's
+    // accounting (every consumer warp releases every tile) holds.
+    for (int n = my_tiles; n < item.n_tiles; ++n) {
+      const int t = g + n;
+      sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
+      c.release(&kv.k_empty[stage(t)]);
+      sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
+      c.release(&kv.v_empty[stage(t)]);
+    }
+    if (stream_out) {
+      carried = true;
+      done = item;
+      last_values = last;
+    } else {
+      finish_item(k, item);  // rows that see no key: zeros
+      if (!may_stream) queue.announced(k + 1, slot);
+    }
+    g += item.n_tiles;
+    item = View(slot);
   }
+  sm90_attn::IssueTurns::finish(consumer, stream.handed);
 }
 
 }  // namespace attn

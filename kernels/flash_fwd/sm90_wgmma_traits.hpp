@@ -48,14 +48,26 @@ using sm90_attn::kTileN;
 // the barriers are Q's full and empty per buffer, full + empty for K and for V in every stage, and
 // the item slots. Shared memory: the 1 KiB alignment slack, the Q buffers, STAGES K and V
 // buffers, the barriers.
+// An item's slot holds its index and what the consumers need of it (SlotField), so that they do
+// not look it up in global memory at each item's start: 8 ints.
+constexpr int kSlotInts = 8;
+enum SlotField : int {
+  kSlotIndex = 0,  // the work item, -1: none left
+  kSlotM0,         // its first query row in the sequence
+  kSlotQHead,
+  kSlotQBegin,  // the sequence's first query token in the batch
+  kSlotQLen,
+  kSlotKvLen,
+  kSlotTiles,  // key tiles the CTA loads for it
+};
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages);
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, 0, 4 * kSlotInts);
 }
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
-  return sm90_persistent::barrier_bytes(stages, q_buffers);
+  return sm90_persistent::barrier_bytes(stages, q_buffers, 0, 4 * kSlotInts);
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages);
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, 0, 4 * kSlotInts);
 }
 using sm90_persistent::consumer_registers;
 using sm90_persistent::producer_registers;

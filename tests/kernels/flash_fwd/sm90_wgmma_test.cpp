@@ -91,9 +91,9 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_GT(register_estimate(256, 128), kConsumerRegisters);
   EXPECT_LE(register_estimate(128, 128), kConsumerRegisters);
   // Shared memory: alignment slack, two Q buffers, stages x (K + V), full and empty barriers of
-  // each Q buffer, 4 x stages K/V barriers, and a 16-byte item slot per Q buffer.
-  EXPECT_EQ(barrier_bytes(2, 2), (2 * 2 + 4 * 2) * 8 + 2 * 16);
-  EXPECT_EQ(barrier_bytes(3, 1), (2 * 1 + 4 * 3) * 8 + 1 * 16);
+  // each Q buffer, 4 x stages K/V barriers, and a 32-byte item slot per Q buffer.
+  EXPECT_EQ(barrier_bytes(2, 2), (2 * 2 + 4 * 2) * 8 + 2 * 32);
+  EXPECT_EQ(barrier_bytes(3, 1), (2 * 1 + 4 * 3) * 8 + 1 * 32);
   EXPECT_EQ(shared_bytes(128, 128, 128, 2),
             1024 + 2 * 128 * 128 * 2 + 4 * 128 * 128 * 2 + barrier_bytes(2, 2));
   // One Q buffer where a second would not fit: 128 rows x 128 dims with three stages of 128 keys
