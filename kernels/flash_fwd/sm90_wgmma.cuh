@@ -31,8 +31,10 @@
 //   the stages with the next item's first tiles while the consumers finish the current one and
 //   store it. With two Q buffers (where they fit, flash_sm90::q_buffers) the next item's Q loads
 //   then too; each consumer thread releases a Q buffer once its last S = Q K^T of the item is done
-//   (sm90_attn::ItemCursor). The producer announces each item's index in a shared slot beside the
-//   buffer's barriers, -1 when there are none left (sm90_persistent::ItemQueue).
+//   (or, where the output goes out through it, once it copied its share of it out). The producer
+//   announces each item in a shared slot beside the buffer's barriers: its index (-1 when there
+//   are none left) and what the consumers need of it (flash_sm90::SlotField), so that they read
+//   no global memory at an item's start (sm90_persistent::ItemQueue).
 // - Warpgroup 0 is the producer: after setmaxnreg.dec, one thread issues TMA loads of each item's
 //   Q and of K and V for each key tile of TILE_N keys into STAGES buffers each. K and V have their
 //   own full barriers (TMA completes its bytes on them) and empty barriers (one arrival per
@@ -45,6 +47,9 @@
 //   waits for S_n only, and runs the masking and softmax of S_n while the P V product runs on the
 //   tensor cores (FA3's intra-warpgroup overlap); then waits for P V, rescales O and converts S_n
 //   into the next P.
+// - Across items (head dims 64 and 128 with two Q buffers) a consumer streams: the last P V of
+//   an item goes with the next item's first S, and the item's output is stored right after them
+//   (the consumer section below says when).
 // - Causal: key tiles past the item's last visible key are never loaded (an item whose rows see
 //   no key loads neither those nor its Q); a consumer whose rows see fewer tiles skips the
 //   products of the rest (it only passes their barriers). The mask is applied only on tiles
@@ -233,10 +238,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
   // Each consumer warpgroup walks the CTA's items as one stream of key tiles: per tile n it
   // issues S_n with the P V of the tile before, which may be the previous item's last (streaming:
-  // the item's first softmax then runs under that P V, and the previous item's output is stored
-  // right after it, while the other warpgroup's products run). An item streams into the next when
-  // both warpgroups need every key tile of it and some of the next, and Q has two buffers (with
-  // one, the next Q loads only once this item's last S is done), at head dims up to 128;
+  // once both are done the previous item's output is stored and the item's first softmax runs,
+  // while the other warpgroup's products occupy the tensor cores). An item streams into the next
+  // when both warpgroups need every key tile of it and some of the next, and Q has two buffers
+  // (with one, the next Q loads only once this item's last S is done), at head dims up to 128;
   // otherwise its last P V is issued alone and its output stored before the next item starts.
   sm90::setmaxnreg_inc<flash_sm90::consumer_registers(CONSUMERS)>();
   using View = flash_sm90::ItemView;
