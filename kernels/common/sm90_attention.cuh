@@ -357,6 +357,31 @@ struct Consumer {
     if (lane == 0) sm90::mbarrier_arrive(bar);
   }
 
+  // Key tile n >= 1 of an item, tile t of the CTA's pipeline (stage t % STAGES): once K_n and
+  // V_{n-1} have landed (and before_values(n - 1) ran), S_n = Q K_n^T and O += P_{n-1} V_{n-1} in
+  // the warpgroup's issue slot n; S_n's softmax (mask(n, s)) while P V runs; then the next P.
+  // after_scores() runs once S_n is done (a kernel releases Q after its rows' last S).
+  template <class Mask, class AfterScores, class BeforeValues>
+  __device__ __forceinline__ void step(const KvPipeline& kv, const unsigned char* q_rows, int n,
+                                       int t, const IssueTurns& turns, Mask& mask,
+                                       AfterScores&& after_scores, BeforeValues&& before_values) {
+    const int s_now = t % STAGES, s_prev = (t - 1) % STAGES;
+    sm90::mbarrier_wait(&kv.k_full[s_now], unsigned(t / STAGES) & 1u);
+    sm90::mbarrier_wait(&kv.v_full[s_prev], unsigned((t - 1) / STAGES) & 1u);
+    before_values(n - 1);
+    turns.take(n);
+    issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
+    issue_values(kv.v_tiles + s_prev * KV_BYTES);
+    turns.pass(n);
+    sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
+    release(&kv.k_empty[s_now]);
+    after_scores();
+    softmax(n, mask);
+    sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
+    release(&kv.v_empty[s_prev]);
+    rescale_and_pack();
+  }
+
   // The whole key loop: tiles 0 .. my_tiles - 1 for this warpgroup's rows (after Q landed on
   // q_full), then the barriers of the tiles up to n_tiles that the CTA loads for another
   // warpgroup's rows. mask(n, s) hides keys of tile n; before_values(n) runs once V_n has landed
@@ -388,21 +413,12 @@ struct Consumer {
       softmax(0, mask);
       rescale_and_pack();
       for (int n = 1; n < my_tiles; ++n) {
-        const int s_now = stage(n), s_prev = stage(n - 1);
-        sm90::mbarrier_wait(&kv.k_full[s_now], phase(n));
-        sm90::mbarrier_wait(&kv.v_full[s_prev], phase(n - 1));
-        before_values(n - 1);
-        turns.take(n);
-        issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
-        issue_values(kv.v_tiles + s_prev * KV_BYTES);
-        turns.pass(n);
-        sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
-        release(&kv.k_empty[s_now]);
-        if (n == my_tiles - 1 && at.q_empty != nullptr) release_q();
-        softmax(n, mask);
-        sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
-        release(&kv.v_empty[s_prev]);
-        rescale_and_pack();
+        step(
+            kv, q_rows, n, at.first_tile + n, turns, mask,
+            [&] {
+              if (n == my_tiles - 1 && at.q_empty != nullptr) release_q();
+            },
+            before_values);
       }
       const int last = my_tiles - 1;
       sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));

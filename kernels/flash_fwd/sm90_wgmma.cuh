@@ -382,20 +382,12 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       c.rescale_and_pack();
     }
     for (int n = 1; n < my_tiles; ++n) {
-      const int t = g + n;
-      sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
-      sm90::mbarrier_wait(&kv.v_full[stage(t - 1)], phase(t - 1));
-      turns.take(n);
-      c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
-      c.issue_values(kv.v_tiles + stage(t - 1) * KV_BYTES);
-      turns.pass(n);
-      sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
-      c.release(&kv.k_empty[stage(t)]);
-      if (!STAGED && n == my_tiles - 1) sm90::mbarrier_arrive(&queue.empty[b]);
-      c.softmax(n, mask);
-      sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
-      c.release(&kv.v_empty[stage(t - 1)]);
-      c.rescale_and_pack();
+      c.step(
+          kv, q_rows, n, g + n, turns, mask,
+          [&] {
+            if (!STAGED && n == my_tiles - 1) sm90::mbarrier_arrive(&queue.empty[b]);
+          },
+          [](int) {});
     }
     // The next item (its slot, and its Q landed). Stream into it when both warpgroups need every
     // tile of this item and some of the next; the ping-pong's turns then run on through the
