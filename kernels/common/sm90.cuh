@@ -11,8 +11,8 @@
 // - wgmma shared-memory descriptors for the 128-byte swizzle layout TMA writes with
 //   CU_TENSOR_MAP_SWIZZLE_128B and a 64-element (128-byte) inner box: rows of 128 bytes, 8-row
 //   swizzle atoms of 1024 bytes. Buffers must start on a 1024-byte boundary.
-// - wgmma.mma_async m64nNk16 (N = 64, 128, 256), fp32 accumulation, bf16 or fp16 inputs: both
-//   operands from shared memory (SS), or A from registers (RS).
+// - wgmma.mma_async m64nNk16, fp32 accumulation, bf16 or fp16 inputs: both operands from shared
+//   memory (SS, N any multiple of 16 up to 256), or A from registers (RS, N = 64, 128, 256).
 //
 // Accumulator layout of wgmma m64nN (fp32, N / 2 registers per thread): warp w of the warpgroup
 // holds rows 16w .. 16w + 15; register i of lane l holds row 16w + l / 4 + 8 * ((i / 2) % 2),
@@ -168,124 +168,137 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGISTERS));
 }
 
-// The brace-enclosed accumulator operand list of a wgmma with 32, 64 or 128 registers, and the
-// matching "+f" constraints.
-#define ATTN_SM90_REGS32                                                           \
-  "{"                                                                              \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-  "}"
+// The accumulator operand lists of a wgmma m64nN: N / 2 fp32 registers, 8 M registers for M = N /
+// 16 (ATTN_SM90_L<M>: "%0, %1, ..." without braces), and the matching "+f" constraints
+// (ATTN_SM90_F<M>(d), of 8-register groups ATTN_SM90_G8). Both grow by one 8-register group per 16
+// columns.
+#define ATTN_SM90_R0 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define ATTN_SM90_R1 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define ATTN_SM90_R2 "%16, %17, %18, %19, %20, %21, %22, %23"
+#define ATTN_SM90_R3 "%24, %25, %26, %27, %28, %29, %30, %31"
+#define ATTN_SM90_R4 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define ATTN_SM90_R5 "%40, %41, %42, %43, %44, %45, %46, %47"
+#define ATTN_SM90_R6 "%48, %49, %50, %51, %52, %53, %54, %55"
+#define ATTN_SM90_R7 "%56, %57, %58, %59, %60, %61, %62, %63"
+#define ATTN_SM90_R8 "%64, %65, %66, %67, %68, %69, %70, %71"
+#define ATTN_SM90_R9 "%72, %73, %74, %75, %76, %77, %78, %79"
+#define ATTN_SM90_R10 "%80, %81, %82, %83, %84, %85, %86, %87"
+#define ATTN_SM90_R11 "%88, %89, %90, %91, %92, %93, %94, %95"
+#define ATTN_SM90_R12 "%96, %97, %98, %99, %100, %101, %102, %103"
+#define ATTN_SM90_R13 "%104, %105, %106, %107, %108, %109, %110, %111"
+#define ATTN_SM90_R14 "%112, %113, %114, %115, %116, %117, %118, %119"
+#define ATTN_SM90_R15 "%120, %121, %122, %123, %124, %125, %126, %127"
+#define ATTN_SM90_L1 ATTN_SM90_R0
+#define ATTN_SM90_L2 ATTN_SM90_L1 ", " ATTN_SM90_R1
+#define ATTN_SM90_L3 ATTN_SM90_L2 ", " ATTN_SM90_R2
+#define ATTN_SM90_L4 ATTN_SM90_L3 ", " ATTN_SM90_R3
+#define ATTN_SM90_L5 ATTN_SM90_L4 ", " ATTN_SM90_R4
+#define ATTN_SM90_L6 ATTN_SM90_L5 ", " ATTN_SM90_R5
+#define ATTN_SM90_L7 ATTN_SM90_L6 ", " ATTN_SM90_R6
+#define ATTN_SM90_L8 ATTN_SM90_L7 ", " ATTN_SM90_R7
+#define ATTN_SM90_L9 ATTN_SM90_L8 ", " ATTN_SM90_R8
+#define ATTN_SM90_L10 ATTN_SM90_L9 ", " ATTN_SM90_R9
+#define ATTN_SM90_L11 ATTN_SM90_L10 ", " ATTN_SM90_R10
+#define ATTN_SM90_L12 ATTN_SM90_L11 ", " ATTN_SM90_R11
+#define ATTN_SM90_L13 ATTN_SM90_L12 ", " ATTN_SM90_R12
+#define ATTN_SM90_L14 ATTN_SM90_L13 ", " ATTN_SM90_R13
+#define ATTN_SM90_L15 ATTN_SM90_L14 ", " ATTN_SM90_R14
+#define ATTN_SM90_L16 ATTN_SM90_L15 ", " ATTN_SM90_R15
 
-#define ATTN_SM90_REGS64                                                             \
-  "{"                                                                                \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "           \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"   \
-  "}"
-
-#define ATTN_SM90_REGS128                                                                          \
-  "{"                                                                                              \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                         \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "               \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "               \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "               \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "               \
-  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "               \
-  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "   \
-  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-  "}"
-
-#define ATTN_SM90_F8(d, i)                                                                    \
+#define ATTN_SM90_G8(d, i)                                                                    \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-#define ATTN_SM90_F32(d) \
-  ATTN_SM90_F8(d, 0), ATTN_SM90_F8(d, 8), ATTN_SM90_F8(d, 16), ATTN_SM90_F8(d, 24)
-#define ATTN_SM90_F64(d)                                                           \
-  ATTN_SM90_F32(d), ATTN_SM90_F8(d, 32), ATTN_SM90_F8(d, 40), ATTN_SM90_F8(d, 48), \
-      ATTN_SM90_F8(d, 56)
-#define ATTN_SM90_F128(d)                                                                   \
-  ATTN_SM90_F64(d), ATTN_SM90_F8(d, 64), ATTN_SM90_F8(d, 72), ATTN_SM90_F8(d, 80),          \
-      ATTN_SM90_F8(d, 88), ATTN_SM90_F8(d, 96), ATTN_SM90_F8(d, 104), ATTN_SM90_F8(d, 112), \
-      ATTN_SM90_F8(d, 120)
+#define ATTN_SM90_F1(d) ATTN_SM90_G8(d, 0)
+#define ATTN_SM90_F2(d) ATTN_SM90_F1(d), ATTN_SM90_G8(d, 8)
+#define ATTN_SM90_F3(d) ATTN_SM90_F2(d), ATTN_SM90_G8(d, 16)
+#define ATTN_SM90_F4(d) ATTN_SM90_F3(d), ATTN_SM90_G8(d, 24)
+#define ATTN_SM90_F5(d) ATTN_SM90_F4(d), ATTN_SM90_G8(d, 32)
+#define ATTN_SM90_F6(d) ATTN_SM90_F5(d), ATTN_SM90_G8(d, 40)
+#define ATTN_SM90_F7(d) ATTN_SM90_F6(d), ATTN_SM90_G8(d, 48)
+#define ATTN_SM90_F8(d) ATTN_SM90_F7(d), ATTN_SM90_G8(d, 56)
+#define ATTN_SM90_F9(d) ATTN_SM90_F8(d), ATTN_SM90_G8(d, 64)
+#define ATTN_SM90_F10(d) ATTN_SM90_F9(d), ATTN_SM90_G8(d, 72)
+#define ATTN_SM90_F11(d) ATTN_SM90_F10(d), ATTN_SM90_G8(d, 80)
+#define ATTN_SM90_F12(d) ATTN_SM90_F11(d), ATTN_SM90_G8(d, 88)
+#define ATTN_SM90_F13(d) ATTN_SM90_F12(d), ATTN_SM90_G8(d, 96)
+#define ATTN_SM90_F14(d) ATTN_SM90_F13(d), ATTN_SM90_G8(d, 104)
+#define ATTN_SM90_F15(d) ATTN_SM90_F14(d), ATTN_SM90_G8(d, 112)
+#define ATTN_SM90_F16(d) ATTN_SM90_F15(d), ATTN_SM90_G8(d, 120)
 
 // SS: D (+)= A B^T over one k16 step, A [64 x 16] and B [N x 16] from K-major descriptors.
-// scale_d = 0 overwrites D (the first step of a product), 1 accumulates.
-#define ATTN_SM90_WGMMA_SS(N, TYPE, REGS, OPERANDS, A, B, SCALE)                                 \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                       \
-               ", 0;\n"                                                                          \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", %" #A \
-               ", %" #B ", p, 1, 1, 0, 0;\n}\n"                                                  \
-               : OPERANDS                                                                        \
+// scale_d = 0 overwrites D (the first step of a product), 1 accumulates. M = N / 16; the operand
+// numbers after the accumulators are 8 M (A), 8 M + 1 (B) and 8 M + 2 (scale_d).
+#define ATTN_SM90_WGMMA_SS(N, TYPE, M, A, B, SCALE)                                                \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                         \
+               ", 0;\n"                                                                            \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" ATTN_SM90_L##M \
+               "}, %" #A ", %" #B ", p, 1, 1, 0, 0;\n}\n"                                          \
+               : ATTN_SM90_F##M(d)                                                                 \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d))
-
-template <int DTYPE, int N>
-__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
-                                         unsigned long long desc_b, int scale_d) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma_ss: N must be 64, 128 or 256");
-  static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_ss: bf16 or fp16");
-  if constexpr (N == 64) {
-    if constexpr (DTYPE == kDTypeBf16) {
-      ATTN_SM90_WGMMA_SS(64, "bf16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34);
-    } else {
-      ATTN_SM90_WGMMA_SS(64, "f16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34);
-    }
-  } else if constexpr (N == 128) {
-    if constexpr (DTYPE == kDTypeBf16) {
-      ATTN_SM90_WGMMA_SS(128, "bf16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66);
-    } else {
-      ATTN_SM90_WGMMA_SS(128, "f16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66);
-    }
-  } else {
-    if constexpr (DTYPE == kDTypeBf16) {
-      ATTN_SM90_WGMMA_SS(256, "bf16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130);
-    } else {
-      ATTN_SM90_WGMMA_SS(256, "f16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130);
-    }
+// One N of wgmma_ss, both 16-bit types.
+#define ATTN_SM90_SS_CASE(N, M, A, B, SCALE)         \
+  if constexpr (N_ == N) {                           \
+    if constexpr (DTYPE == kDTypeBf16) {             \
+      ATTN_SM90_WGMMA_SS(N, "bf16", M, A, B, SCALE); \
+    } else {                                         \
+      ATTN_SM90_WGMMA_SS(N, "f16", M, A, B, SCALE);  \
+    }                                                \
   }
+
+// N: any multiple of 16 from 16 to 256 (flash_fwd.sm90_wgmma's key tiles of 80 to 192 keys as
+// well as the powers of two).
+template <int DTYPE, int N_>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N_ / 2], unsigned long long desc_a,
+                                         unsigned long long desc_b, int scale_d) {
+  static_assert(N_ % 16 == 0 && N_ >= 16 && N_ <= 256, "wgmma_ss: N must be 16, 32, .., 256");
+  static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_ss: bf16 or fp16");
+  ATTN_SM90_SS_CASE(16, 1, 8, 9, 10)
+  ATTN_SM90_SS_CASE(32, 2, 16, 17, 18)
+  ATTN_SM90_SS_CASE(48, 3, 24, 25, 26)
+  ATTN_SM90_SS_CASE(64, 4, 32, 33, 34)
+  ATTN_SM90_SS_CASE(80, 5, 40, 41, 42)
+  ATTN_SM90_SS_CASE(96, 6, 48, 49, 50)
+  ATTN_SM90_SS_CASE(112, 7, 56, 57, 58)
+  ATTN_SM90_SS_CASE(128, 8, 64, 65, 66)
+  ATTN_SM90_SS_CASE(144, 9, 72, 73, 74)
+  ATTN_SM90_SS_CASE(160, 10, 80, 81, 82)
+  ATTN_SM90_SS_CASE(176, 11, 88, 89, 90)
+  ATTN_SM90_SS_CASE(192, 12, 96, 97, 98)
+  ATTN_SM90_SS_CASE(208, 13, 104, 105, 106)
+  ATTN_SM90_SS_CASE(224, 14, 112, 113, 114)
+  ATTN_SM90_SS_CASE(240, 15, 120, 121, 122)
+  ATTN_SM90_SS_CASE(256, 16, 128, 129, 130)
 }
 
 // RS: D += A B over one k16 step, A [64 x 16] from registers (four packed pairs per thread, see
 // the header comment), B from a descriptor: K-major ([N x 16], TRANS_B = 0) or MN-major
-// ([16 x N] with N contiguous, TRANS_B = 1; 16-bit types only). Always accumulates.
-#define ATTN_SM90_WGMMA_RS(N, TYPE, REGS, OPERANDS, A0, A1, A2, A3, B, ONE, TRANS)                 \
+// ([16 x N] with N contiguous, TRANS_B = 1; 16-bit types only). Always accumulates. The operand
+// numbers after the 8 M accumulators: A0..A3 = 8 M .. 8 M + 3, B, ONE, TRANS after them.
+#define ATTN_SM90_WGMMA_RS(N, TYPE, M, A0, A1, A2, A3, B, ONE, TRANS)                              \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #ONE                                           \
                ", 0;\n"                                                                            \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", {%" #A0 \
-               ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, %" #TRANS ";\n}\n"              \
-               : OPERANDS                                                                          \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" ATTN_SM90_L##M \
+               "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, %" #TRANS ";\n}\n"  \
+               : ATTN_SM90_F##M(d)                                                                 \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B))
+#define ATTN_SM90_RS_CASE(N, M, A0, A1, A2, A3, B, ONE, TRANS)         \
+  if constexpr (N_ == N) {                                             \
+    if constexpr (DTYPE == kDTypeBf16) {                               \
+      ATTN_SM90_WGMMA_RS(N, "bf16", M, A0, A1, A2, A3, B, ONE, TRANS); \
+    } else {                                                           \
+      ATTN_SM90_WGMMA_RS(N, "f16", M, A0, A1, A2, A3, B, ONE, TRANS);  \
+    }                                                                  \
+  }
 
-template <int DTYPE, int N, int TRANS_B>
-__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const unsigned int (&a)[4],
+template <int DTYPE, int N_, int TRANS_B>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N_ / 2], const unsigned int (&a)[4],
                                          unsigned long long desc_b) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma_rs: N must be 64, 128 or 256");
+  static_assert(N_ == 64 || N_ == 128 || N_ == 256, "wgmma_rs: N must be 64, 128 or 256");
   static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_rs: bf16 or fp16");
   static_assert(TRANS_B == 0 || TRANS_B == 1, "wgmma_rs: TRANS_B is 0 or 1");
-  if constexpr (N == 64) {
-    if constexpr (DTYPE == kDTypeBf16) {
-      ATTN_SM90_WGMMA_RS(64, "bf16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34, 35, 36, 37,
-                         38);
-    } else {
-      ATTN_SM90_WGMMA_RS(64, "f16", ATTN_SM90_REGS32, ATTN_SM90_F32(d), 32, 33, 34, 35, 36, 37, 38);
-    }
-  } else if constexpr (N == 128) {
-    if constexpr (DTYPE == kDTypeBf16) {
-      ATTN_SM90_WGMMA_RS(128, "bf16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66, 67, 68, 69,
-                         70);
-    } else {
-      ATTN_SM90_WGMMA_RS(128, "f16", ATTN_SM90_REGS64, ATTN_SM90_F64(d), 64, 65, 66, 67, 68, 69,
-                         70);
-    }
-  } else {
-    if constexpr (DTYPE == kDTypeBf16) {
-      ATTN_SM90_WGMMA_RS(256, "bf16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130, 131, 132,
-                         133, 134);
-    } else {
-      ATTN_SM90_WGMMA_RS(256, "f16", ATTN_SM90_REGS128, ATTN_SM90_F128(d), 128, 129, 130, 131, 132,
-                         133, 134);
-    }
-  }
+  ATTN_SM90_RS_CASE(64, 4, 32, 33, 34, 35, 36, 37, 38)
+  ATTN_SM90_RS_CASE(128, 8, 64, 65, 66, 67, 68, 69, 70)
+  ATTN_SM90_RS_CASE(256, 16, 128, 129, 130, 131, 132, 133, 134)
 }
 
 }  // namespace sm90

@@ -5,8 +5,8 @@
 namespace attn {
 namespace sm90_attn {
 
-std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers,
-                               int shared_bytes) {
+std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes,
+                               bool any_tile_n) {
   switch (rule) {
     case kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
@@ -16,7 +16,8 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
       return "tile_m must be " + std::to_string(kConsumerRows * consumers) + " with " +
              std::to_string(consumers) + " consumer warpgroup(s) (64 query rows per warpgroup)";
     case kTileN:
-      return "tile_n must be 64 or 128";
+      return any_tile_n ? "tile_n must be a multiple of 16 from 64 to 256"
+                        : "tile_n must be 64 or 128";
     case kStages:
       return "stages must be 2, 3 or 4";
     case kSharedMemory:
@@ -31,10 +32,11 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
   }
 }
 
-std::vector<ConfigAxis> tile_axes(const std::string& rows_help) {
+std::vector<ConfigAxis> tile_axes(const std::string& rows_help, std::vector<int64_t> tile_n) {
   return {
       {"tile_m", {64, 128}, rows_help + " per CTA: 64 per consumer warpgroup"},
-      {"tile_n", {64, 128}, "keys per pipeline stage (128 only where registers allow)"},
+      {"tile_n", std::move(tile_n),
+       "keys per pipeline stage (the wider only where registers allow)"},
       {"stages", {2, 3}, "TMA buffers of K and of V in flight"},
       {"consumers", {1, 2}, "consumer warpgroups (tile_m / 64), beside one producer"},
   };

@@ -12,12 +12,15 @@ namespace attn {
 namespace sm90_attn {
 
 // The reason for `rule` (kHeadDim .. kRegisters); `shared_bytes` is the kernel's footprint for
-// this config. Empty for kOk and for a kernel's own rules.
-std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes);
+// this config, `any_tile_n` what the kernel passed check_tiles. Empty for kOk and for a kernel's
+// own rules.
+std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes,
+                               bool any_tile_n = false);
 
 // The tunable axes of a kernel with this consumer and 1 or 2 consumer warpgroups: tile_m (what a
-// row is: `rows_help`), tile_n, stages, consumers.
-std::vector<ConfigAxis> tile_axes(const std::string& rows_help);
+// row is: `rows_help`), tile_n (the widths a sweep tries), stages, consumers.
+std::vector<ConfigAxis> tile_axes(const std::string& rows_help,
+                                  std::vector<int64_t> tile_n = {64, 128});
 
 }  // namespace sm90_attn
 }  // namespace attn

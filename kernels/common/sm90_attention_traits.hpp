@@ -114,23 +114,34 @@ constexpr int kMaxSharedBytes = 227 * 1024;
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64, 128 or 256
-  kConsumers,     // consumers must be 1 or 2
-  kTileM,         // tile_m must be 64 x consumers
-  kTileN,         // tile_n must be 64 or 128
-  kStages,        // stages must be 2, 3 or 4
+  kHeadDim,    // head_dim must be 64, 128 or 256
+  kConsumers,  // consumers must be 1 or 2
+  kTileM,      // tile_m must be 64 x consumers
+  kTileN,      // tile_n must be 64 or 128 (or, where the kernel allows, a multiple of 16 up to 256)
+  kStages,     // stages must be 2, 3 or 4
   kSharedMemory,  // more than kMaxSharedBytes of shared memory
   kRegisters,     // more registers per consumer thread than setmaxnreg gives (would spill)
   kRuleCount,     // kernels number their own rules from here
 };
 
+// Key tile widths. The consumer's math takes any multiple of 16 keys up to 256 (S is one wgmma
+// m64nTILE_Nk16, P V steps over TILE_N / 16 keys, each K or V column block stays a whole number of
+// 1024-byte swizzle atoms); flash_fwd.sm90_wgmma uses that (FlashAttention-3's 176 or 192 keys
+// beside small head dims), the kernels whose tiles are built of pages or sparse blocks keep 64
+// or 128 (`any_width` false).
+ATTN_HOST_DEVICE constexpr bool tile_n_allowed(int tile_n, bool any_width) {
+  return any_width ? tile_n % 16 == 0 && tile_n >= 64 && tile_n <= 256
+                   : tile_n == 64 || tile_n == 128;
+}
+
 // The rules of the tiles alone; `shared_bytes` is the kernel's whole footprint for this config.
 ATTN_HOST_DEVICE constexpr int check_tiles(int head_dim, int tile_m, int tile_n, int stages,
-                                           int consumers, int shared_bytes) {
+                                           int consumers, int shared_bytes,
+                                           bool any_tile_n = false) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (consumers != 1 && consumers != 2) return kConsumers;
   if (tile_m != kConsumerRows * consumers) return kTileM;
-  if (tile_n != 64 && tile_n != 128) return kTileN;
+  if (!tile_n_allowed(tile_n, any_tile_n)) return kTileN;
   if (stages < 2 || stages > 4) return kStages;
   if (shared_bytes > kMaxSharedBytes) return kSharedMemory;
   if (register_estimate(head_dim, tile_n) > kConsumerRegisters) return kRegisters;

@@ -69,12 +69,16 @@ Support gathered_kv_supports(const Batch& batch) {
   return Support::yes();
 }
 
-std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n) {
-  struct Tile {
-    int32_t seq, m_block;
-    int64_t key_tiles;
-  };
-  std::vector<Tile> tiles;
+namespace {
+
+struct QueryTile {
+  int32_t seq, m_block;
+  int64_t key_tiles;  // of tile_n keys, those its rows see (with a causal mask, fewer near the top)
+};
+
+// Every query tile of tile_m rows of every sequence, in sequence order.
+std::vector<QueryTile> query_tiles(const Batch& batch, int tile_m, int tile_n) {
+  std::vector<QueryTile> tiles;
   for (int s = 0; s < batch.num_seqs; ++s) {
     const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
     const int64_t m_blocks = (q_len + tile_m - 1) / tile_m;
@@ -86,15 +90,29 @@ std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int
       tiles.push_back({int32_t(s), int32_t(m), (keys + tile_n - 1) / tile_n});
     }
   }
-  std::stable_sort(tiles.begin(), tiles.end(),
-                   [](const Tile& a, const Tile& b) { return a.key_tiles > b.key_tiles; });
+  return tiles;
+}
+
+}  // namespace
+
+std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n) {
+  std::vector<QueryTile> tiles = query_tiles(batch, tile_m, tile_n);
+  std::stable_sort(tiles.begin(), tiles.end(), [](const QueryTile& a, const QueryTile& b) {
+    return a.key_tiles > b.key_tiles;
+  });
   std::vector<int32_t> out;
   out.reserve(2 * tiles.size());
-  for (const Tile& t : tiles) {
+  for (const QueryTile& t : tiles) {
     out.push_back(t.seq);
     out.push_back(t.m_block);
   }
   return out;
+}
+
+int64_t flash_fwd_key_tiles(const Batch& batch, int tile_m, int tile_n) {
+  int64_t total = 0;
+  for (const QueryTile& t : query_tiles(batch, tile_m, tile_n)) total += t.key_tiles;
+  return total;
 }
 
 }  // namespace attn

@@ -52,4 +52,8 @@ Support gathered_kv_supports(const Batch& batch);
 // order. Flattened as [num_tiles][2].
 std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n);
 
+// The key tiles of tile_n keys that all query tiles of tile_m rows visit together (one q head):
+// the keys a kernel loads and multiplies, rounded up to whole tiles per query tile.
+int64_t flash_fwd_key_tiles(const Batch& batch, int tile_m, int tile_n);
+
 }  // namespace attn

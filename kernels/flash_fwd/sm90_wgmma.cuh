@@ -70,8 +70,10 @@
 //
 // Tunables and why they exist:
 //   TILE_M     64 x CONSUMERS query rows per work item: K/V traffic per query row
-//   TILE_N     keys per stage: scores in registers (64 or 128; 128 only where they fit beside the
-//              head_dim accumulators, see the traits) vs barrier and softmax overhead per key
+//   TILE_N     keys per stage: scores in registers (any multiple of 16 from 64 to 256 where they
+//              fit beside the head_dim accumulators, see the traits: FlashAttention-3's 176 at
+//              head_dim 128, 80 at 256) vs barrier and softmax overhead per key, and how well the
+//              tiles divide the sequences' keys
 //   STAGES     TMA buffers of K and of V in flight
 //   CONSUMERS  1 or 2 consumer warpgroups: two share each K/V tile (half the loads per row) and
 //              hide each other's softmax

@@ -1,6 +1,8 @@
 // Host side of flash_fwd.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp).
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <vector>
 
 #include "kernels/common/sm90_attention_rules.hpp"
 #include "kernels/device/tensor_map.hpp"
@@ -43,9 +45,42 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
       {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
 }
 
+// The key tile widths a default config chooses from, widest first: FlashAttention-3's for the head
+// dim (hopper/tile_size.h: 176 keys at 128, 80 at 256; at 64 it pairs 192 rows with 128 to 192
+// keys, we keep 128 rows) and the power of two below. Measured on an H200 with c2.st2.tm128
+// (BENCHMARKS.md, flash_fwd, "wider key tiles"): d64 4x4096 1287 us at 128 keys, 1227 at 192;
+// d128 4x4096 881 at 128, 861 at 176; d256 4x4096 822 at 64, 787 at 80.
+std::vector<int> default_widths(int head_dim) {
+  if (head_dim == 64) return {192, 176, 128};
+  if (head_dim == 128) return {176, 128};
+  return {80, 64};
+}
+
+// What a key tile costs beyond its keys (its barriers, the row maxima's shuffles, O's rescale,
+// the issue of two products), in keys: fitted to the same sweep, where at d64 4x4096 22 tiles of
+// 192 keys took 0.953x the time of 32 tiles of 128.
+constexpr int64_t kTileCostKeys = 32;
+
+// The width of `widths` (widest first) whose query tiles of 128 rows load the fewest keys
+// weighted by kTileCostKeys: a wide tile pays where it divides the sequences' keys well (192
+// keys over 4096: 22 tiles of which the last has 64 keys; over 1024 the sixth tile has 64 of 192,
+// so 176 wins there), less so near a causal diagonal. Ties keep the wider.
+int default_tile_n(const Batch& batch, const std::vector<int>& widths) {
+  int best = widths.front();
+  int64_t best_cost = INT64_MAX;
+  for (int tile_n : widths) {
+    const int64_t cost = flash_fwd_key_tiles(batch, 128, tile_n) * (tile_n + kTileCostKeys);
+    if (cost < best_cost) {
+      best = tile_n;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
-  const std::string reason = sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers,
-                                                           c.shared_bytes(head_dim));
+  const std::string reason = sm90_attn::describe_tile_rule(
+      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim), flash_sm90::kAnyTileN);
   return reason.empty() ? "invalid config" : reason;
 }
 
@@ -60,34 +95,26 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return sm90_attn::tile_axes("query rows");
+    return sm90_attn::tile_axes("query rows", {64, 80, 128, 176, 192});
   }
 
-  // FlashAttention-3's shapes within our tiles (measured on an H200 at head dims 64, 128 and 256,
-  // BENCHMARKS.md, flash_fwd: exhaustive sweeps of the 8 configs on the persistent grid kept
-  // c2.st2.tm128.tn128 on d64 16x1024 and 4x4096 (1.1% and 1.4% ahead of st3) and on d128
-  // 16x1024 (2.2%), as before it on d128 4x4096 and 4x4096-causal). Two consumer warpgroups (128
-  // query rows) everywhere; 128 keys per stage where the registers allow (head_dim 64 and 128), 64
-  // at head_dim 256; two stages.
+  // Two consumer warpgroups (128 query rows), two stages, and the key tile width of the head
+  // dim's candidates that loads the fewest keys once each tile's fixed cost is counted
+  // (default_tile_n). One consumer where two do not fit the device's shared memory.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
-    std::vector<KernelConfig> candidates;
-    if (head_dim == 64) {
-      candidates = {make_config(128, 128, 2, 2)};
-    } else if (head_dim == 128) {
-      candidates = {make_config(128, 128, 2, 2), make_config(128, 64, 2, 2)};
-    } else {
-      candidates = {make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)};
-    }
-    for (const KernelConfig& config : candidates) {
+    auto fits = [&](const KernelConfig& config) {
       const Sm90Config c(config);
-      if (c.check(head_dim) == flash_sm90::kOk &&
-          (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
-        return config;
-      }
+      return c.check(head_dim) == flash_sm90::kOk &&
+             (target.max_shared_per_block <= 0 ||
+              c.shared_bytes(head_dim) <= target.max_shared_per_block);
+    };
+    std::vector<int> widths;
+    for (int tile_n : default_widths(head_dim)) {
+      if (fits(make_config(128, tile_n, 2, 2))) widths.push_back(tile_n);
     }
-    return candidates.back();
+    if (!widths.empty()) return make_config(128, default_tile_n(batch, widths), 2, 2);
+    return make_config(64, 64, 2, 1);
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,

@@ -91,7 +91,7 @@ TEST(FlashFwdSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
       }
     }
   }
-  EXPECT_EQ(cases.size(), size_t(4 * (8 + 8 + 3)));  // see FlashFwdSm90Gating in the CPU test
+  EXPECT_EQ(cases.size(), size_t(4 * (20 + 13 + 5)));  // see FlashFwdSm90Gating in the CPU test
   expect_all_match_reference(variant, cases);
 }
 

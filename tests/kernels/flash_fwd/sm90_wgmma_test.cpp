@@ -79,8 +79,19 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 192, 64, 2, 3), kConsumers);
   EXPECT_EQ(check(128, 128, 64, 2, 1), kTileM);  // one warpgroup owns 64 rows
   EXPECT_EQ(check(128, 64, 64, 2, 2), kTileM);
-  EXPECT_EQ(check(128, 128, 96, 2, 2), kTileN);
-  EXPECT_EQ(check(128, 128, 256, 2, 2), kTileN);
+  // Key tiles: any multiple of 16 from 64 to 256 (FlashAttention-3's 176 and 192 among them),
+  // where the registers allow.
+  EXPECT_EQ(check(128, 128, 96, 2, 2), kOk);
+  EXPECT_EQ(check(64, 128, 192, 2, 2), kOk);
+  EXPECT_EQ(check(256, 128, 80, 2, 2), kOk);
+  EXPECT_EQ(check(128, 128, 72, 2, 2), kTileN);  // not a whole number of k16 steps of P V
+  EXPECT_EQ(check(128, 128, 48, 2, 2), kTileN);
+  EXPECT_EQ(check(64, 128, 272, 2, 2), kTileN);      // over wgmma's N of 256
+  EXPECT_EQ(check(128, 128, 176, 2, 2), kOk);        // 64 O + 88 S + 44 P + overhead <= 240
+  EXPECT_EQ(check(128, 64, 176, 2, 1), kRegisters);  // one consumer keeps a margin of 8
+  EXPECT_EQ(check(64, 128, 240, 2, 2), kRegisters);  // 32 O + 120 S + 60 P + overhead > 240
+  EXPECT_EQ(check(128, 128, 192, 2, 2), kRegisters);
+  EXPECT_EQ(check(128, 128, 256, 2, 2), kSharedMemory);  // before the registers
   EXPECT_EQ(check(128, 128, 64, 1, 2), kStages);
   EXPECT_EQ(check(128, 128, 64, 5, 2), kStages);
   EXPECT_EQ(check(256, 128, 64, 3, 2), kSharedMemory);  // 64 KiB of Q + 6 x 32 KiB
@@ -113,15 +124,18 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(128 * producer_registers(2) + 2 * 128 * consumer_registers(2), 384 * 168);
   EXPECT_LE(128 * producer_registers(1) + 128 * consumer_registers(1), 65536);
   EXPECT_LE(consumer_registers(1), kConsumerRegisters);
+  // Two consumers take FlashAttention-3's 24 / 240 split; one keeps the persistent kernels'.
+  EXPECT_EQ(producer_registers(2), kProducerRegisters);
+  EXPECT_EQ(consumer_registers(2), kConsumerRegisters);
+  EXPECT_EQ(producer_registers(1), sm90_persistent::producer_registers(1));
   for (int c : {1, 2}) {
     EXPECT_EQ(producer_registers(c) % 8, 0);
     EXPECT_EQ(consumer_registers(c) % 8, 0);
-    EXPECT_GT(producer_registers(c), kProducerRegisters);
   }
   // Every accepted config keeps its tiles 1024-byte aligned (the swizzle period) and fits.
   for (int d : {64, 128, 256}) {
     for (int c : {1, 2}) {
-      for (int n : {64, 128}) {
+      for (int n = 64; n <= 256; n += 16) {
         for (int s : {2, 3, 4}) {
           if (check(d, 64 * c, n, s, c) != kOk) continue;
           EXPECT_EQ(q_bytes(d, 64 * c) % 1024, 0);
@@ -169,7 +183,7 @@ TEST(FlashFwdSm90Traits, WorkItemsAreTheEarlierGridsCtasInLaunchOrder) {
 // 8 (x / 2) + 2 (l % 4) + {0, 1} of the k16 slice).
 TEST(FlashFwdSm90Layout, AccumulatorAndRegisterAFragmentsFollowThePtxLayouts) {
   using namespace flash_sm90;
-  for (int n : {64, 128, 256}) {
+  for (int n : {64, 80, 128, 176, 192, 256}) {
     std::set<std::pair<int, int>> seen;
     for (int tid = 0; tid < 128; ++tid) {
       for (int i = 0; i < n / 2; ++i) {
@@ -232,7 +246,7 @@ int mn_major_read(int start, int lbo, int sbo, int k, int mn) {
 TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
   using namespace flash_sm90;
   for (int head_dim : {64, 128, 256}) {
-    for (int tile_n : {64, 128}) {
+    for (int tile_n : {64, 80, 96, 128, 160, 176, 192}) {
       const int blocks = column_blocks(head_dim);
       // Element (row, dim) of a [blocks][rows][64] tile as TMA wrote it.
       auto tma = [&](int rows, int row, int dim) {
@@ -356,7 +370,10 @@ TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       }
     }
   }
-  EXPECT_EQ(accepted, 8 + 8 + 3);  // head_dim 256: tile_n 128 never fits, nor 128 rows x 3 stages
+  // Key tiles of 64, 80, 128, 176 and 192 keys, 1 or 2 consumers, 2 or 3 stages. head_dim 64: all
+  // 20. head_dim 128: 192 keys never fit the registers, 176 keys only with two consumers and two
+  // stages. head_dim 256: 64 keys but 128 rows x 3 stages, 80 keys in 2 stages.
+  EXPECT_EQ(accepted, 20 + 13 + 5);
   EXPECT_GT(refused, 0);
   const Batch batch = prefill_batch(16, 4, 128);
   KernelConfig extra = make_config(128, 64, 2, 2);
@@ -399,6 +416,47 @@ TEST(FlashFwdSm90Gating, OnlySm90aAndTheDefaultIsSupportedEverywhereElse) {
   const Batch batch = prefill_batch(16, 16, 128);
   EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
             "flash_fwd.sm90_wgmma.c2.st2.tm128.tn128");
+}
+
+// The default key tile is the head dim's candidate (FlashAttention-3's width and the power of two
+// below) that loads the fewest keys, each tile weighted with a fixed cost: 192 keys at head_dim 64
+// where they divide the keys well (4096 and 16384 per sequence), 176 over 1024 (where 192 would
+// leave the sixth tile two-thirds empty), 128 near a causal diagonal of short sequences; 176 at
+// head_dim 128, 80 at 256. One consumer where two do not fit the device's shared memory.
+TEST(FlashFwdSm90Gating, DefaultKeyTileFitsTheSequences) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  auto tile_n = [&](int head_dim, int seqs, int64_t len, bool causal, const Target& target) {
+    testing::SpecShape shape;
+    shape.q_heads = 1;
+    shape.kv_heads = 1;
+    shape.head_dim = head_dim;
+    WorkloadSpec spec =
+        testing::make_spec(shape, std::vector<std::pair<int64_t, int64_t>>(size_t(seqs), {0, len}));
+    spec.mask.causal = causal;
+    const Batch batch = generate_batch(spec);
+    const KernelConfig config = variant.default_config(batch, target);
+    EXPECT_TRUE(variant.supports(batch, config, target).ok) << config.key();
+    return int(config.get("tile_n"));
+  };
+  const Target h = hopper();
+  EXPECT_EQ(tile_n(64, 4, 4096, false, h), 192);
+  EXPECT_EQ(tile_n(64, 4, 4096, true, h), 192);
+  EXPECT_EQ(tile_n(64, 1, 16384, false, h), 192);
+  EXPECT_EQ(tile_n(64, 16, 1024, false, h), 176);
+  EXPECT_EQ(tile_n(64, 16, 1024, true, h), 128);
+  EXPECT_EQ(tile_n(128, 4, 4096, false, h), 176);
+  EXPECT_EQ(tile_n(128, 16, 1024, false, h), 176);
+  EXPECT_EQ(tile_n(128, 16, 1024, true, h), 128);
+  EXPECT_EQ(tile_n(128, 2, 100, false, h), 128);  // one tile either way: the narrower
+  EXPECT_EQ(tile_n(256, 4, 4096, false, h), 80);
+  EXPECT_EQ(tile_n(256, 16, 1024, false, h), 80);
+  // 100 KiB of shared memory: 128 rows do not fit, one consumer with 64-key tiles does.
+  DeviceInfo small;
+  small.cc_major = 9;
+  small.sm_count = 132;
+  small.max_shared_per_block_optin = 100 * 1024;
+  EXPECT_EQ(tile_n(128, 4, 4096, false, Target::cuda(small)), 64);
 }
 
 struct Feature {
