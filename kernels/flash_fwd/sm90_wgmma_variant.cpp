@@ -78,6 +78,9 @@ int default_tile_n(const Batch& batch, const std::vector<int>& widths) {
   return best;
 }
 
+// Key tiles per query tile up to which the default takes more stages.
+constexpr int64_t kShortItemTiles = 8;
+
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
   const std::string reason = sm90_attn::describe_tile_rule(
       rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim), flash_sm90::kAnyTileN);
@@ -98,9 +101,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     return sm90_attn::tile_axes("query rows", {64, 80, 128, 176, 192});
   }
 
-  // Two consumer warpgroups (128 query rows), two stages, and the key tile width of the head
-  // dim's candidates that loads the fewest keys once each tile's fixed cost is counted
-  // (default_tile_n). One consumer where two do not fit the device's shared memory.
+  // Two consumer warpgroups (128 query rows), the key tile width of the head dim's candidates that
+  // loads the fewest keys once each tile's fixed cost is counted (default_tile_n), two stages or,
+  // for short items, more. One consumer where two do not fit the device's shared memory.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     auto fits = [&](const KernelConfig& config) {
@@ -113,8 +116,25 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     for (int tile_n : default_widths(head_dim)) {
       if (fits(make_config(128, tile_n, 2, 2))) widths.push_back(tile_n);
     }
-    if (!widths.empty()) return make_config(128, default_tile_n(batch, widths), 2, 2);
-    return make_config(64, 64, 2, 1);
+    if (widths.empty()) return make_config(64, 64, 2, 1);
+    const int tile_n = default_tile_n(batch, widths);
+    // Short items (few key tiles per query tile: 1024-token sequences, or causal ones up to
+    // 2048) start and end often, and each start waits for its first K and V tiles, which the
+    // producer can load only into stages the item before has freed: there, the most stages that
+    // fit. Measured on an H200 (BENCHMARKS.md, flash_fwd, "wider key tiles"): d64 16x1024 366.40
+    // us in 2 stages, 352.48 in 4; d64 16x1024 causal 242.59, 230.08; d128 16x1024 causal
+    // 175.14, 165.90 in 3; longer items lose up to 1% (d64 4x4096 1229.95, 1239.44 in 3).
+    const int64_t query_tiles = flash_sm90_items(batch, 128) / batch.spec.model.num_q_heads;
+    const bool short_items =
+        query_tiles > 0 && flash_fwd_key_tiles(batch, 128, tile_n) <= kShortItemTiles * query_tiles;
+    int stages = 2;
+    for (int more = 4; short_items && more > 2; --more) {
+      if (fits(make_config(128, tile_n, more, 2))) {
+        stages = more;
+        break;
+      }
+    }
+    return make_config(128, tile_n, stages, 2);
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,

@@ -415,14 +415,14 @@ TEST(FlashFwdSm90Gating, OnlySm90aAndTheDefaultIsSupportedEverywhereElse) {
   }
   const Batch batch = prefill_batch(16, 16, 128);
   EXPECT_EQ(variant.full_name(variant.default_config(batch, hopper())),
-            "flash_fwd.sm90_wgmma.c2.st2.tm128.tn128");
+            "flash_fwd.sm90_wgmma.c2.st3.tm128.tn128");  // short sequences: 3 stages
 }
 
-// The default key tile is the head dim's candidate (FlashAttention-3's width and the power of two
-// below) that loads the fewest keys, each tile weighted with a fixed cost: 192 keys at head_dim 64
-// where they divide the keys well (4096 and 16384 per sequence), 176 over 1024 (where 192 would
-// leave the sixth tile two-thirds empty), 128 near a causal diagonal of short sequences; 176 at
-// head_dim 128, 80 at 256. One consumer where two do not fit the device's shared memory.
+// The default key tile (and stages) is the head dim's candidate (FlashAttention-3's width and the
+// power of two below) that loads the fewest keys, each tile weighted with a fixed cost: 192 keys at
+// head_dim 64 where they divide the keys well (4096 and 16384 per sequence), 176 over 1024 (where
+// 192 would leave the sixth tile two-thirds empty), 128 near a causal diagonal of short sequences;
+// 176 at head_dim 128, 80 at 256. One consumer where two do not fit the device's shared memory.
 TEST(FlashFwdSm90Gating, DefaultKeyTileFitsTheSequences) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
@@ -437,26 +437,30 @@ TEST(FlashFwdSm90Gating, DefaultKeyTileFitsTheSequences) {
     const Batch batch = generate_batch(spec);
     const KernelConfig config = variant.default_config(batch, target);
     EXPECT_TRUE(variant.supports(batch, config, target).ok) << config.key();
-    return int(config.get("tile_n"));
+    return int(config.get("tile_n")) + 1000 * int(config.get("stages"));
   };
+  // Returned as 1000 x stages + tile_n. Short items (up to 8 key tiles per query tile) take the
+  // most stages that fit.
   const Target h = hopper();
-  EXPECT_EQ(tile_n(64, 4, 4096, false, h), 192);
-  EXPECT_EQ(tile_n(64, 4, 4096, true, h), 192);
-  EXPECT_EQ(tile_n(64, 1, 16384, false, h), 192);
-  EXPECT_EQ(tile_n(64, 16, 1024, false, h), 176);
-  EXPECT_EQ(tile_n(64, 16, 1024, true, h), 128);
-  EXPECT_EQ(tile_n(128, 4, 4096, false, h), 176);
-  EXPECT_EQ(tile_n(128, 16, 1024, false, h), 176);
-  EXPECT_EQ(tile_n(128, 16, 1024, true, h), 128);
-  EXPECT_EQ(tile_n(128, 2, 100, false, h), 128);  // one tile either way: the narrower
-  EXPECT_EQ(tile_n(256, 4, 4096, false, h), 80);
-  EXPECT_EQ(tile_n(256, 16, 1024, false, h), 80);
+  EXPECT_EQ(tile_n(64, 4, 4096, false, h), 2192);
+  EXPECT_EQ(tile_n(64, 4, 4096, true, h), 2192);
+  EXPECT_EQ(tile_n(64, 1, 16384, false, h), 2192);
+  EXPECT_EQ(tile_n(64, 16, 1024, false, h), 4176);
+  EXPECT_EQ(tile_n(64, 16, 1024, true, h), 4128);
+  EXPECT_EQ(tile_n(128, 4, 4096, false, h), 2176);
+  EXPECT_EQ(tile_n(128, 4, 4096, true, h), 2176);
+  EXPECT_EQ(tile_n(128, 16, 1024, false, h), 2176);  // 176 keys: three stages do not fit
+  EXPECT_EQ(tile_n(128, 16, 1024, true, h), 3128);
+  EXPECT_EQ(tile_n(128, 2, 100, false, h), 3128);  // one tile either way: the narrower
+  EXPECT_EQ(tile_n(256, 4, 4096, false, h), 2080);
+  EXPECT_EQ(tile_n(256, 16, 1024, false, h), 2080);
+  EXPECT_EQ(tile_n(256, 16, 1024, true, h), 2080);  // three stages do not fit
   // 100 KiB of shared memory: 128 rows do not fit, one consumer with 64-key tiles does.
   DeviceInfo small;
   small.cc_major = 9;
   small.sm_count = 132;
   small.max_shared_per_block_optin = 100 * 1024;
-  EXPECT_EQ(tile_n(128, 4, 4096, false, Target::cuda(small)), 64);
+  EXPECT_EQ(tile_n(128, 4, 4096, false, Target::cuda(small)), 2064);
 }
 
 struct Feature {
