@@ -48,7 +48,7 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 // The key tile widths a default config chooses from, widest first: FlashAttention-3's for the head
 // dim (hopper/tile_size.h: 176 keys at 128, 80 at 256; at 64 it pairs 192 rows with 128 to 192
 // keys, we keep 128 rows) and the power of two below. Measured on an H200 with c2.st2.tm128
-// (BENCHMARKS.md, flash_fwd, "wider key tiles"): d64 4x4096 1287 us at 128 keys, 1227 at 192;
+// (BENCHMARKS.md, flash_fwd, "wider key tiles"): d64 4x4096 1292 us at 128 keys, 1227 at 192;
 // d128 4x4096 881 at 128, 861 at 176; d256 4x4096 822 at 64, 787 at 80.
 std::vector<int> default_widths(int head_dim) {
   if (head_dim == 64) return {192, 176, 128};
@@ -57,8 +57,10 @@ std::vector<int> default_widths(int head_dim) {
 }
 
 // What a key tile costs beyond its keys (its barriers, the row maxima's shuffles, O's rescale,
-// the issue of two products), in keys: fitted to the same sweep, where at d64 4x4096 22 tiles of
-// 192 keys took 0.953x the time of 32 tiles of 128.
+// the issue of two products), in keys. The same sweep: at d64 4x4096 22 tiles of 192 keys took
+// 0.950x the time of 32 tiles of 128, which about 40 keys per tile explain; with 32 the choice is
+// the measured best width on every case of that sweep but d64 16x1024 causal (128 keys, 0.5%
+// behind 192).
 constexpr int64_t kTileCostKeys = 32;
 
 // The width of `widths` (widest first) whose query tiles of 128 rows load the fewest keys
