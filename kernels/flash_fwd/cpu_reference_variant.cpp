@@ -1,8 +1,8 @@
 // flash_fwd.cpu_reference: the CPU oracle (kernels/reference) as a flash_fwd variant, with the
 // log-sum-exp output, so that `attn-bench run` works end to end on a machine without a GPU.
-#include "kernels/reference/cpu_reference_variant.hpp"
 #include "base/dtype.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/reference/cpu_reference_variant.hpp"
 
 namespace attn {
 
