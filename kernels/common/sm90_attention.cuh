@@ -119,21 +119,24 @@ __device__ __forceinline__ void mask_scores(float (&s)[TILE_N / 2], int tid, int
 // slots alternate, so that one warpgroup's softmax runs while the other's matrix products occupy
 // the tensor cores. Slot k of a warpgroup is the issue of S_k = Q K_k^T together with
 // O += P_{k-1} V_{k-1} (slot 0: S_0 only; slot my_tiles: the last P V only). Named barrier 1 + w
-// means "warpgroup w may issue" and counts 256 threads: w syncs on it, the other warpgroup arrives
-// on it once it has issued. Only the first `slots` slots alternate (the fewer tile count of the two
-// warpgroups, plus one), and warpgroup 1 skips its last hand-over, so each barrier sees as many
-// arrivals as syncs whatever the two tile counts are. slots = 0: no ping-pong (one consumer).
+// means "warpgroup w may issue" and counts 256 threads: w syncs on it, the warpgroup before it
+// arrives on it once it has issued. Only the first `slots` slots alternate (the fewest tile count
+// of the warpgroups, plus one), and the last warpgroup skips its last hand-over, so each barrier
+// sees as many arrivals as syncs whatever the tile counts are. slots = 0: no ping-pong (one
+// consumer). With `count` = 3 consumers (flash_fwd.sm90_wgmma at head_dim 64) the turns go round:
+// 0, 1, 2, 0, ...
 //
-// Across the items of a persistent CTA (streaming): warpgroup 1 also hands over its last slot, so
-// warpgroup 0 may issue the next item's first S while warpgroup 1 still stores the current
-// item's output; that hand-over stands in for the next item's start(). `handed` says one is
-// pending (an earlier item alternated); warpgroup 0 takes the last one with finish() when the
+// Across the items of a persistent CTA (streaming): the last warpgroup also hands over its last
+// slot, so warpgroup 0 may issue the next item's first S while the others still store the
+// current item's output; that hand-over stands in for the next item's start(). `handed` says one
+// is pending (an earlier item alternated); warpgroup 0 takes the last one with finish() when the
 // CTA runs out of items.
 struct IssueTurns {
-  int me = 0;              // consumer warpgroup 0 or 1
+  int me = 0;              // consumer warpgroup 0 .. count - 1
   int slots = 0;           // slots that alternate
   bool streaming = false;  // hand over across items
-  bool handed = false;     // streaming: warpgroup 1 handed over at the end of an earlier item
+  bool handed = false;     // streaming: the last warpgroup handed over at the end of an earlier item
+  int count = 2;           // consumer warpgroups taking turns
   __device__ __forceinline__ static void sync(int id) {
     asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
   }
@@ -142,13 +145,14 @@ struct IssueTurns {
   }
   // Warpgroup 0 issues first.
   __device__ __forceinline__ void start() const {
-    if (slots > 0 && me == 1 && !handed) arrive(1);
+    if (slots > 0 && me == count - 1 && !handed) arrive(1);
   }
   __device__ __forceinline__ void take(int k) const {
     if (k < slots) sync(1 + me);
   }
   __device__ __forceinline__ void pass(int k) const {
-    if (k < slots && (streaming || !(me == 1 && k == slots - 1))) arrive(2 - me);
+    if (k < slots && (streaming || !(me == count - 1 && k == slots - 1)))
+      arrive(1 + (me + 1 == count ? 0 : me + 1));
   }
   // Streaming: whether a hand-over is pending after this item.
   __device__ __forceinline__ bool handed_after() const { return handed || slots > 0; }
@@ -158,15 +162,17 @@ struct IssueTurns {
   }
 };
 
-// The turns of a persistent CTA's consumer warpgroup `me`, item after item (streaming). Slots
-// alternate while both warpgroups have key tiles: the fewer tile count plus one; none with one
-// consumer or when either has no tiles.
+// The turns of a persistent CTA's consumer warpgroup `me` of `count`, item after item
+// (streaming). Slots alternate while every warpgroup has key tiles: the fewest tile count plus
+// one; none with one consumer or when any has no tiles (`other_tiles`: the fewest of the other
+// warpgroups', 0 with one consumer).
 struct TurnStream {
   int me = 0;
   bool handed = false;  // a hand-over from an earlier item is pending
+  int count = 2;
   __device__ __forceinline__ IssueTurns next(int my_tiles, int other_tiles) {
     const IssueTurns turns{me, my_tiles > 0 && other_tiles > 0 ? min(my_tiles, other_tiles) + 1 : 0,
-                           true, handed};
+                           true, handed, count};
     handed = turns.handed_after();
     return turns;
   }

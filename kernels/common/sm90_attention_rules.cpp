@@ -6,12 +6,14 @@ namespace attn {
 namespace sm90_attn {
 
 std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes,
-                               bool any_tile_n) {
+                               bool any_tile_n, int max_consumers, int registers) {
   switch (rule) {
     case kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
     case kConsumers:
-      return "consumers must be 1 or 2 (consumer warpgroups)";
+      return max_consumers == 2 ? "consumers must be 1 or 2 (consumer warpgroups)"
+                                : "consumers must be 1 to " + std::to_string(max_consumers) +
+                                      " (consumer warpgroups)";
     case kTileM:
       return "tile_m must be " + std::to_string(kConsumerRows * consumers) + " with " +
              std::to_string(consumers) + " consumer warpgroup(s) (64 query rows per warpgroup)";
@@ -26,19 +28,26 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
     case kRegisters:
       return "too many registers per consumer thread (estimate " +
              std::to_string(register_estimate(head_dim, tile_n)) + ", setmaxnreg " +
-             std::to_string(kConsumerRegisters) + "): lower tile_n";
+             std::to_string(registers) + "): lower tile_n" +
+             (consumers > 2 ? " or consumers" : "");
     default:
       return "";
   }
 }
 
-std::vector<ConfigAxis> tile_axes(const std::string& rows_help, std::vector<int64_t> tile_n) {
+std::vector<ConfigAxis> tile_axes(const std::string& rows_help, std::vector<int64_t> tile_n,
+                                  int max_consumers) {
+  std::vector<int64_t> tile_m, consumers;
+  for (int c = 1; c <= max_consumers; ++c) {
+    tile_m.push_back(kConsumerRows * c);
+    consumers.push_back(c);
+  }
   return {
-      {"tile_m", {64, 128}, rows_help + " per CTA: 64 per consumer warpgroup"},
+      {"tile_m", std::move(tile_m), rows_help + " per CTA: 64 per consumer warpgroup"},
       {"tile_n", std::move(tile_n),
        "keys per pipeline stage (the wider only where registers allow)"},
       {"stages", {2, 3}, "TMA buffers of K and of V in flight"},
-      {"consumers", {1, 2}, "consumer warpgroups (tile_m / 64), beside one producer"},
+      {"consumers", std::move(consumers), "consumer warpgroups (tile_m / 64), beside one producer"},
   };
 }
 

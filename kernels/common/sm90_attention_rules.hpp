@@ -6,21 +6,24 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/sm90_attention_traits.hpp"
 #include "kernels/kernel_config.hpp"
 
 namespace attn {
 namespace sm90_attn {
 
 // The reason for `rule` (kHeadDim .. kRegisters); `shared_bytes` is the kernel's footprint for
-// this config, `any_tile_n` what the kernel passed check_tiles. Empty for kOk and for a kernel's
-// own rules.
+// this config, `any_tile_n` and `max_consumers` what the kernel passed check_tiles, `registers`
+// what setmaxnreg gives a consumer thread of this config. Empty for kOk and for a kernel's own
+// rules.
 std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes,
-                               bool any_tile_n = false);
+                               bool any_tile_n = false, int max_consumers = 2,
+                               int registers = kConsumerRegisters);
 
-// The tunable axes of a kernel with this consumer and 1 or 2 consumer warpgroups: tile_m (what a
-// row is: `rows_help`), tile_n (the widths a sweep tries), stages, consumers.
+// The tunable axes of a kernel with this consumer and 1 to max_consumers consumer warpgroups:
+// tile_m (what a row is: `rows_help`), tile_n (the widths a sweep tries), stages, consumers.
 std::vector<ConfigAxis> tile_axes(const std::string& rows_help,
-                                  std::vector<int64_t> tile_n = {64, 128});
+                                  std::vector<int64_t> tile_n = {64, 128}, int max_consumers = 2);
 
 }  // namespace sm90_attn
 }  // namespace attn

@@ -115,7 +115,7 @@ constexpr int kMaxSharedBytes = 227 * 1024;
 enum Rule : int {
   kOk = 0,
   kHeadDim,    // head_dim must be 64, 128 or 256
-  kConsumers,  // consumers must be 1 or 2
+  kConsumers,  // consumers must be 1 or 2 (1 to 3 where the kernel allows)
   kTileM,      // tile_m must be 64 x consumers
   kTileN,      // tile_n must be 64 or 128 (or, where the kernel allows, a multiple of 16 up to 256)
   kStages,     // stages must be 2, 3 or 4
@@ -134,12 +134,13 @@ ATTN_HOST_DEVICE constexpr bool tile_n_allowed(int tile_n, bool any_width) {
                    : tile_n == 64 || tile_n == 128;
 }
 
-// The rules of the tiles alone; `shared_bytes` is the kernel's whole footprint for this config.
+// The rules of the tiles alone; `shared_bytes` is the kernel's whole footprint for this config,
+// `max_consumers` the most consumer warpgroups the kernel takes (flash_fwd.sm90_wgmma: 3).
 ATTN_HOST_DEVICE constexpr int check_tiles(int head_dim, int tile_m, int tile_n, int stages,
                                            int consumers, int shared_bytes,
-                                           bool any_tile_n = false) {
+                                           bool any_tile_n = false, int max_consumers = 2) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
-  if (consumers != 1 && consumers != 2) return kConsumers;
+  if (consumers < 1 || consumers > max_consumers) return kConsumers;
   if (tile_m != kConsumerRows * consumers) return kTileM;
   if (!tile_n_allowed(tile_n, any_tile_n)) return kTileN;
   if (stages < 2 || stages > 4) return kStages;

@@ -1,6 +1,6 @@
 // flash_fwd.sm90_wgmma: dense flash attention forward on Hopper (sm_90a), FlashAttention-3 style:
-// TMA loads completing on mbarriers, wgmma from shared memory, a producer warpgroup and one or two
-// consumer warpgroups, and each tile's softmax overlapped with the tensor cores.
+// TMA loads completing on mbarriers, wgmma from shared memory, a producer warpgroup and one to
+// three consumer warpgroups, and each tile's softmax overlapped with the tensor cores.
 //
 // Computes, for every sequence s of a variable-length batch (cu_seqlens), query i < q_len and q
 // head h (kv head h / group),
@@ -75,8 +75,9 @@
 //              head_dim 128, 80 at 256) vs barrier and softmax overhead per key, and how well the
 //              tiles divide the sequences' keys
 //   STAGES     TMA buffers of K and of V in flight
-//   CONSUMERS  1 or 2 consumer warpgroups: two share each K/V tile (half the loads per row) and
-//              hide each other's softmax
+//   CONSUMERS  1 to 3 consumer warpgroups: more share each K/V tile (fewer loads per row) and
+//              hide each other's softmax; three (160 registers each, tiles up to 128 keys at
+//              head_dim 64, 80 at 128) where the exponentials take as long as the products
 #pragma once
 
 #include "kernels/common/sm90_attention.cuh"
@@ -252,7 +253,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
   // Streaming needs the next item's Q in the other buffer, and registers for S_0 beside O while
   // the previous item's output is stored: at head_dim 256 (128 of O) ptxas spilled 676 bytes.
-  constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128;
+  // Three consumers do not stream (their register rule, flash_sm90::check, is measured without).
+  constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128 && CONSUMERS <= 2;
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
   c.init(tid, p.scale_log2, 0.0f);
@@ -267,7 +269,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // at head_dim 128 (16x1024 and 4x4096), 3% to 5% more at 64 (whose 8 KiB of output per
   // warpgroup and item the direct stores take in stride), so the other head dims store directly.
   constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
-  const int epilogue_barrier = 3 + consumer;  // named barriers 1, 2: the ping-pong's turns
+  // Named barriers 1 .. CONSUMERS are the turns (IssueTurns).
+  const int epilogue_barrier = 1 + CONSUMERS + consumer;
   auto sync_warpgroup = [&] {
     asm volatile("bar.sync %0, 128;\n" ::"r"(epilogue_barrier) : "memory");
   };
@@ -321,7 +324,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   auto stage = [](int t) { return t % STAGES; };  // key tile t of the CTA's stream
   auto phase = [](int t) { return unsigned(t / STAGES) & 1u; };
-  sm90_attn::TurnStream stream{consumer};
+  sm90_attn::TurnStream stream{consumer, false, CONSUMERS};
   int slot[flash_sm90::kSlotInts];
   queue.announced(0, slot);
   View item(slot);
@@ -334,7 +337,19 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     const int offset = kv_len - q_len;         // causal: query i sees keys j <= i + offset
     const int wg_row0 = m0 + consumer * ROWS;  // the warpgroup's first row in the sequence
     const int my_tiles = tiles_of(item, consumer);
-    const int other_tiles = CONSUMERS == 2 ? tiles_of(item, 1 - consumer) : 0;
+    // The fewest key tiles of the other warpgroups' rows: the consumers take turns to issue
+    // (IssueTurns) while each of them has tiles. Three consumers take turns only on causal items
+    // of more than kTurnTiles key tiles: measured on an H200 (BENCHMARKS.md, flash_fwd, "three
+    // consumer warpgroups"), turns took d64 4x4096 causal from 660.16 to 648.19 us and 1x16384
+    // causal from 2347.30 to 2320.69, but 16x1024 causal (at most 8 tiles) from 221.66 to 228.80,
+    // 16x1024 from 330.85 to 337.30 and 4x4096 from 1159.41 to 1173.49.
+    constexpr int kTurnTiles = 8;
+    const bool turns_pay = CONSUMERS == 2 || (CAUSAL && item.n_tiles > kTurnTiles);
+    int other_tiles = turns_pay ? item.n_tiles : 0;
+#pragma unroll
+    for (int w = 0; w < CONSUMERS; ++w) {
+      if (w != consumer) other_tiles = min(other_tiles, tiles_of(item, w));
+    }
     const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
     // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past
     // the sequence's end): tiles reaching it are masked element by element, the others not at all.

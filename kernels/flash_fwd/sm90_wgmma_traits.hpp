@@ -74,12 +74,16 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // 256 x 240 = 384 x 168). ptxas reports no spill for any config of the space at 24 (the CPU test
 // FlashFwdSm90Compile checks each); at 232 (the split of the other persistent kernels,
 // sm90_persistent_traits.hpp) 160-key tiles at head_dim 128 spilled 8 bytes. One consumer
-// keeps the persistent split.
+// keeps the persistent split. Three consumers (512 threads, 128 registers each at launch) split
+// as FlashAttention-3's do: 128 x 32 + 384 x 160.
+constexpr int kMaxConsumers = 3;
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers) {
-  return consumers == 1 ? sm90_persistent::producer_registers(1) : kProducerRegisters;
+  return consumers == 1 ? sm90_persistent::producer_registers(1)
+                        : consumers == 2 ? kProducerRegisters : 32;
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers) {
-  return consumers == 1 ? sm90_persistent::consumer_registers(1) : kConsumerRegisters;
+  return consumers == 1 ? sm90_persistent::consumer_registers(1)
+                        : consumers == 2 ? kConsumerRegisters : 160;
 }
 
 // Work item `index` of the persistent grid is query tile item_tile(index, tiles) of the tile
@@ -98,18 +102,24 @@ ATTN_HOST_DEVICE constexpr int item_head(int index, int tiles) {
 // a tile are consecutive keys of one sequence, with no page or block structure to follow.
 constexpr bool kAnyTileN = true;
 
+// The most registers register_estimate may give a consumer thread's arrays. One consumer keeps 8
+// of margin: with 176 keys at head_dim 128 (estimate 236) ptxas spilled 330 bytes there, where two
+// consumers compile cleanly. Three consumers, which do not stream from one item into the next,
+// take 8 more than setmaxnreg's 160: ptxas compiled 128 keys at head_dim 64
+// and 80 at 128 (estimates 168 and 164) without a spill, and spilled 96 bytes at 144 keys (180)
+// and 48 at 96 keys, head_dim 128 (176).
+ATTN_HOST_DEVICE constexpr int register_limit(int consumers) {
+  return consumer_registers(consumers) + (consumers == 1 ? -8 : consumers == 3 ? 8 : 0);
+}
+
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers) {
   const int tiles =
       sm90_attn::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                             shared_bytes(head_dim, tile_m, tile_n, stages), kAnyTileN);
+                             shared_bytes(head_dim, tile_m, tile_n, stages), kAnyTileN,
+                             kMaxConsumers);
   if (tiles != kOk) return tiles;
-  // One consumer keeps 8 registers of margin: with 176 keys at head_dim 128 (estimate 236) ptxas
-  // spilled 330 bytes there, where two consumers compile cleanly.
-  const int margin = consumers == 1 ? 8 : 0;
-  if (register_estimate(head_dim, tile_n) > consumer_registers(consumers) - margin) {
-    return kRegisters;
-  }
+  if (register_estimate(head_dim, tile_n) > register_limit(consumers)) return kRegisters;
   return kOk;
 }
 

@@ -85,7 +85,8 @@ constexpr int64_t kShortItemTiles = 8;
 
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
   const std::string reason = sm90_attn::describe_tile_rule(
-      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim), flash_sm90::kAnyTileN);
+      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim), flash_sm90::kAnyTileN,
+      flash_sm90::kMaxConsumers, flash_sm90::consumer_registers(c.consumers));
   return reason.empty() ? "invalid config" : reason;
 }
 
@@ -100,12 +101,13 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return sm90_attn::tile_axes("query rows", {64, 80, 128, 176, 192});
+    return sm90_attn::tile_axes("query rows", {64, 80, 128, 176, 192}, flash_sm90::kMaxConsumers);
   }
 
-  // Two consumer warpgroups (128 query rows), the key tile width of the head dim's candidates that
-  // loads the fewest keys once each tile's fixed cost is counted (default_tile_n), two stages or,
-  // for short items, more. One consumer where two do not fit the device's shared memory.
+  // Three consumer warpgroups at head dim 64 (below). Otherwise two (128 query rows), the key
+  // tile width of the head dim's candidates that loads the fewest keys once each tile's fixed
+  // cost is counted (default_tile_n), two stages or, for short items, more. One consumer where
+  // two do not fit the device's shared memory.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     auto fits = [&](const KernelConfig& config) {
@@ -114,6 +116,18 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
              (target.max_shared_per_block <= 0 ||
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
     };
+    // Head dim 64: three consumer warpgroups (192 query rows, FlashAttention-3's choice there)
+    // over 128-key tiles, the widest their 160 registers hold, in the most stages that fit. The
+    // softmax's exponentials take as long as the products there, and a third warpgroup keeps
+    // the tensor cores fed while two run theirs. Measured on an H200 (BENCHMARKS.md, flash_fwd,
+    // "three consumer warpgroups"), against two consumers' best: d64 16x1024 353.70 -> 329.38
+    // us, 16x1024 causal 231.60 -> 219.97, 4x4096 1234.62 -> 1151.95, 1x16384 4912.74 ->
+    // 4682.66; two and four stages within 1% on the longer cases.
+    if (head_dim == 64) {
+      for (int stages = 4; stages >= 2; --stages) {
+        if (fits(make_config(192, 128, stages, 3))) return make_config(192, 128, stages, 3);
+      }
+    }
     std::vector<int> widths;
     for (int tile_n : default_widths(head_dim)) {
       if (fits(make_config(128, tile_n, 2, 2))) widths.push_back(tile_n);

@@ -91,7 +91,7 @@ TEST(FlashFwdSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
       }
     }
   }
-  EXPECT_EQ(cases.size(), size_t(4 * (20 + 13 + 5)));  // see FlashFwdSm90Gating in the CPU test
+  EXPECT_EQ(cases.size(), size_t(4 * (26 + 17 + 5)));  // see FlashFwdSm90Gating in the CPU test
   expect_all_match_reference(variant, cases);
 }
 
@@ -116,8 +116,8 @@ TEST(FlashFwdSm90Gpu, CausalDiagonalAlignedToTheBottomRight) {
 // H200, so each CTA runs several, of key-tile counts that differ from item to item (the
 // pipeline's stages and phases are numbered across items): 24 sequences of uneven lengths
 // (queries of 1 to 513 tokens on contexts of 0 to 1000), GQA 4, causal (bf16) and not (fp16);
-// configs with two Q buffers and with one (flash_sm90::q_buffers), one and two consumers, head
-// dims 128 and 256; with and without LSE; each launched twice (the second launch runs on the work
+// configs with two Q buffers and with one (flash_sm90::q_buffers), one, two and three consumers,
+// head dims 64, 128 and 256; with and without LSE; each launched twice (the second launch runs on the work
 // counters the first one zeroed).
 TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
@@ -133,6 +133,8 @@ TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
       {128, make_config(64, 128, 3, 1)},   // two
       {256, make_config(128, 64, 2, 2)},   // one
       {256, make_config(64, 64, 2, 1)},    // two
+      {64, make_config(192, 128, 2, 3)},   // two, three consumers taking turns
+      {128, make_config(192, 80, 4, 3)},   // one
   };
   std::vector<std::pair<Batch, KernelConfig>> cases;
   std::vector<RunOptions> runs;

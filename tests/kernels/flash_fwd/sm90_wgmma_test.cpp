@@ -76,7 +76,16 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(64, 64, 64, 3, 1), kOk);
   EXPECT_EQ(check(256, 128, 64, 2, 2), kOk);
   EXPECT_EQ(check(96, 128, 64, 2, 2), kHeadDim);
-  EXPECT_EQ(check(128, 192, 64, 2, 3), kConsumers);
+  EXPECT_EQ(check(128, 256, 64, 2, 4), kConsumers);
+  EXPECT_EQ(check(128, 64, 64, 2, 0), kConsumers);
+  // Three consumers (192 rows) have 160 registers each: 128 keys at head_dim 64 and 80 at 128
+  // (estimates 168 and 164, 8 over: ptxas compiled them without a spill), not 144 or 96.
+  EXPECT_EQ(check(64, 192, 128, 2, 3), kOk);
+  EXPECT_EQ(check(64, 192, 144, 2, 3), kRegisters);
+  EXPECT_EQ(check(128, 192, 80, 3, 3), kOk);
+  EXPECT_EQ(check(128, 192, 96, 2, 3), kRegisters);
+  EXPECT_EQ(check(256, 192, 64, 2, 3), kRegisters);
+  EXPECT_EQ(check(64, 128, 128, 2, 3), kTileM);
   EXPECT_EQ(check(128, 128, 64, 2, 1), kTileM);  // one warpgroup owns 64 rows
   EXPECT_EQ(check(128, 64, 64, 2, 2), kTileM);
   // Key tiles: any multiple of 16 from 64 to 256 (FlashAttention-3's 176 and 192 among them),
@@ -118,29 +127,32 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(q_buffers(256, 64, 64, 2), 2);
   EXPECT_EQ(threads(1), 256);
   EXPECT_EQ(threads(2), 384);
+  EXPECT_EQ(threads(3), 512);
   // The persistent split fits the register file at one CTA per SM: 65536 / 384 rounded down to a
   // multiple of 8 is 168 per thread at launch with two consumers. The producer walks work items:
   // it keeps more than the non-persistent 24.
   EXPECT_EQ(128 * producer_registers(2) + 2 * 128 * consumer_registers(2), 384 * 168);
   EXPECT_LE(128 * producer_registers(1) + 128 * consumer_registers(1), 65536);
   EXPECT_LE(consumer_registers(1), kConsumerRegisters);
+  // Three: 65536 / 512 = 128 at launch, FlashAttention-3's 32 / 160 split.
+  EXPECT_EQ(128 * producer_registers(3) + 3 * 128 * consumer_registers(3), 65536);
   // Two consumers take FlashAttention-3's 24 / 240 split; one keeps the persistent kernels'.
   EXPECT_EQ(producer_registers(2), kProducerRegisters);
   EXPECT_EQ(consumer_registers(2), kConsumerRegisters);
   EXPECT_EQ(producer_registers(1), sm90_persistent::producer_registers(1));
-  for (int c : {1, 2}) {
+  for (int c : {1, 2, 3}) {
     EXPECT_EQ(producer_registers(c) % 8, 0);
     EXPECT_EQ(consumer_registers(c) % 8, 0);
   }
   // Every accepted config keeps its tiles 1024-byte aligned (the swizzle period) and fits.
   for (int d : {64, 128, 256}) {
-    for (int c : {1, 2}) {
+    for (int c : {1, 2, 3}) {
       for (int n = 64; n <= 256; n += 16) {
         for (int s : {2, 3, 4}) {
           if (check(d, 64 * c, n, s, c) != kOk) continue;
           EXPECT_EQ(q_bytes(d, 64 * c) % 1024, 0);
           EXPECT_EQ(kv_tile_bytes(d, n) % 1024, 0);
-          EXPECT_LE(register_estimate(d, n), consumer_registers(c));
+          EXPECT_LE(register_estimate(d, n), register_limit(c));
           EXPECT_LE(shared_bytes(d, 64 * c, n, s), kMaxSharedBytes);
           // Two Q buffers exactly where the second fits; the barriers stay 8-byte aligned after
           // the 1024-byte aligned tiles.
@@ -370,10 +382,11 @@ TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       }
     }
   }
-  // Key tiles of 64, 80, 128, 176 and 192 keys, 1 or 2 consumers, 2 or 3 stages. head_dim 64: all
-  // 20. head_dim 128: 192 keys never fit the registers, 176 keys only with two consumers and two
-  // stages. head_dim 256: 64 keys but 128 rows x 3 stages, 80 keys in 2 stages.
-  EXPECT_EQ(accepted, 20 + 13 + 5);
+  // Key tiles of 64, 80, 128, 176 and 192 keys, 1 to 3 consumers, 2 or 3 stages. head_dim 64: all
+  // 20 of one and two consumers, and 64 to 128 keys of three (6). head_dim 128: 192 keys never fit
+  // the registers, 176 keys only with two consumers and two stages; three consumers 64 and 80
+  // keys (4). head_dim 256: 64 keys but 128 rows x 3 stages, 80 keys in 2 stages; none of three.
+  EXPECT_EQ(accepted, (20 + 6) + (13 + 4) + 5);
   EXPECT_GT(refused, 0);
   const Batch batch = prefill_batch(16, 4, 128);
   KernelConfig extra = make_config(128, 64, 2, 2);
@@ -418,11 +431,10 @@ TEST(FlashFwdSm90Gating, OnlySm90aAndTheDefaultIsSupportedEverywhereElse) {
             "flash_fwd.sm90_wgmma.c2.st3.tm128.tn128");  // short sequences: 3 stages
 }
 
-// The default key tile (and stages) is the head dim's candidate (FlashAttention-3's width and the
-// power of two below) that loads the fewest keys, each tile weighted with a fixed cost: 192 keys at
-// head_dim 64 where they divide the keys well (4096 and 16384 per sequence), 176 over 1024 (where
-// 192 would leave the sixth tile two-thirds empty), 128 near a causal diagonal of short sequences;
-// 176 at head_dim 128, 80 at 256. One consumer where two do not fit the device's shared memory.
+// The default at head_dim 64 is three consumers over 128 keys in four stages. With two consumers
+// the key tile (and stages) is the head dim's candidate (FlashAttention-3's width and the power
+// of two below) that loads the fewest keys, each tile weighted with a fixed cost: 176 at head_dim
+// 128, 80 at 256. One consumer where two do not fit the device's shared memory.
 TEST(FlashFwdSm90Gating, DefaultKeyTileFitsTheSequences) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
@@ -437,30 +449,36 @@ TEST(FlashFwdSm90Gating, DefaultKeyTileFitsTheSequences) {
     const Batch batch = generate_batch(spec);
     const KernelConfig config = variant.default_config(batch, target);
     EXPECT_TRUE(variant.supports(batch, config, target).ok) << config.key();
-    return int(config.get("tile_n")) + 1000 * int(config.get("stages"));
+    EXPECT_EQ(int(config.get("tile_m")), 64 * int(config.get("consumers"))) << config.key();
+    return int(config.get("tile_n")) + 1000 * int(config.get("stages")) +
+           10000 * int(config.get("consumers"));
   };
-  // Returned as 1000 x stages + tile_n. Short items (up to 8 key tiles per query tile) take the
-  // most stages that fit.
+  // Returned as 10000 x consumers + 1000 x stages + tile_n. Head dim 64: three consumers, 128
+  // keys, four stages. Otherwise two consumers; short items (up to 8 key tiles per query tile)
+  // take the most stages that fit.
   const Target h = hopper();
-  EXPECT_EQ(tile_n(64, 4, 4096, false, h), 2192);
-  EXPECT_EQ(tile_n(64, 4, 4096, true, h), 2192);
-  EXPECT_EQ(tile_n(64, 1, 16384, false, h), 2192);
-  EXPECT_EQ(tile_n(64, 16, 1024, false, h), 4176);
-  EXPECT_EQ(tile_n(64, 16, 1024, true, h), 4128);
-  EXPECT_EQ(tile_n(128, 4, 4096, false, h), 2176);
-  EXPECT_EQ(tile_n(128, 4, 4096, true, h), 2176);
-  EXPECT_EQ(tile_n(128, 16, 1024, false, h), 2176);  // 176 keys: three stages do not fit
-  EXPECT_EQ(tile_n(128, 16, 1024, true, h), 3128);
-  EXPECT_EQ(tile_n(128, 2, 100, false, h), 3128);  // one tile either way: the narrower
-  EXPECT_EQ(tile_n(256, 4, 4096, false, h), 2080);
-  EXPECT_EQ(tile_n(256, 16, 1024, false, h), 2080);
-  EXPECT_EQ(tile_n(256, 16, 1024, true, h), 2080);  // three stages do not fit
+  EXPECT_EQ(tile_n(64, 4, 4096, false, h), 34128);
+  EXPECT_EQ(tile_n(64, 4, 4096, true, h), 34128);
+  EXPECT_EQ(tile_n(64, 1, 16384, false, h), 34128);
+  EXPECT_EQ(tile_n(64, 16, 1024, false, h), 34128);
+  EXPECT_EQ(tile_n(64, 16, 1024, true, h), 34128);
+  EXPECT_EQ(tile_n(128, 4, 4096, false, h), 22176);
+  EXPECT_EQ(tile_n(128, 4, 4096, true, h), 22176);
+  EXPECT_EQ(tile_n(128, 16, 1024, false, h), 22176);  // 176 keys: three stages do not fit
+  EXPECT_EQ(tile_n(128, 16, 1024, true, h), 23128);
+  EXPECT_EQ(tile_n(128, 2, 100, false, h), 23128);  // one tile either way: the narrower
+  EXPECT_EQ(tile_n(256, 4, 4096, false, h), 22080);
+  EXPECT_EQ(tile_n(256, 16, 1024, false, h), 22080);
+  EXPECT_EQ(tile_n(256, 16, 1024, true, h), 22080);  // three stages do not fit
   // 100 KiB of shared memory: 128 rows do not fit, one consumer with 64-key tiles does.
   DeviceInfo small;
   small.cc_major = 9;
   small.sm_count = 132;
   small.max_shared_per_block_optin = 100 * 1024;
-  EXPECT_EQ(tile_n(128, 4, 4096, false, Target::cuda(small)), 2064);
+  EXPECT_EQ(tile_n(128, 4, 4096, false, Target::cuda(small)), 12064);
+  // Three consumers at head dim 64 do not fit either (24 KiB of Q per buffer, 32 KiB per stage);
+  // two do.
+  EXPECT_EQ(tile_n(64, 4, 4096, false, Target::cuda(small)) / 10000, 2);
 }
 
 struct Feature {
