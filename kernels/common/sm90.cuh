@@ -106,6 +106,30 @@ __device__ __forceinline__ void tma_load_5d(void* destination, const TensorMapBy
       : "memory");
 }
 
+// TMA store of a box of shared memory to global memory at coordinates (inner, outer) of `map`
+// (rows past the tensor's end are not written). Asynchronous: in this thread's bulk group until
+// tma_store_commit; the shared bytes may be rewritten once tma_store_wait_read says they are read.
+__device__ __forceinline__ void tma_store_2d(const TensorMapBytes* map, int inner, int outer,
+                                             const void* source) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(smem_address(source)), "r"(inner), "r"(outer)
+               : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until this thread's committed bulk stores have read their shared memory (ALL: and
+// written global memory).
+template <bool ALL = false>
+__device__ __forceinline__ void tma_store_wait() {
+  if constexpr (ALL) {
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  } else {
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  }
+}
+
 // Orders this thread's earlier generic-proxy shared-memory writes before later async-proxy
 // (TMA) accesses of the same bytes.
 __device__ __forceinline__ void fence_proxy_async_shared() {

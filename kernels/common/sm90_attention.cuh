@@ -359,6 +359,40 @@ struct Consumer {
     }
   }
 
+  // Two warpgroups' partial results for the same rows over different keys (flash_fwd.sm90_wgmma's
+  // shared rows): save_partial writes this thread's O, references and unreduced sums to
+  // `partial` (kPartialFloats x 128 floats, thread-major per value: conflict-free), and
+  // merge_partial folds such a partial, written by the same thread index of another warpgroup
+  // (the same rows and columns of the accumulator layout), into this one: both rescaled to the
+  // larger reference, as split-KV merges.
+  static constexpr int kPartialFloats = HEAD_DIM / 2 + 4;
+  __device__ __forceinline__ void save_partial(float* partial) const {
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i) partial[i * 128 + tid] = o[i];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      partial[(HEAD_DIM / 2 + h) * 128 + tid] = row_max[h];
+      partial[(HEAD_DIM / 2 + 2 + h) * 128 + tid] = row_sum[h];
+    }
+  }
+  __device__ __forceinline__ void merge_partial(const float* partial) {
+    const float kNegInf = -__int_as_float(0x7f800000);
+    float mine[2], theirs[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float other_max = partial[(HEAD_DIM / 2 + h) * 128 + tid];
+      const float ref = fmaxf(row_max[h], other_max);
+      const float base = ref == kNegInf ? 0.0f : ref * exp_scale;  // no key on either side
+      mine[h] = exp2_ftz(row_max[h] * exp_scale - base);
+      theirs[h] = exp2_ftz(other_max * exp_scale - base);
+      row_max[h] = ref;
+      row_sum[h] = row_sum[h] * mine[h] + partial[(HEAD_DIM / 2 + 2 + h) * 128 + tid] * theirs[h];
+    }
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i)
+      o[i] = o[i] * mine[(i / 2) % 2] + partial[i * 128 + tid] * theirs[(i / 2) % 2];
+  }
+
   __device__ __forceinline__ void release(unsigned long long* bar) const {
     if (lane == 0) sm90::mbarrier_arrive(bar);
   }

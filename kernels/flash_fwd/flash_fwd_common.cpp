@@ -77,16 +77,19 @@ struct QueryTile {
 };
 
 // Every query tile of tile_m rows of every sequence, in sequence order.
-std::vector<QueryTile> query_tiles(const Batch& batch, int tile_m, int tile_n) {
+std::vector<QueryTile> query_tiles(const Batch& batch, int tile_m, int tile_n,
+                                   QueryTilesFrom from) {
   std::vector<QueryTile> tiles;
   for (int s = 0; s < batch.num_seqs; ++s) {
     const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
     const int64_t m_blocks = (q_len + tile_m - 1) / tile_m;
     for (int64_t m = 0; m < m_blocks; ++m) {
+      // The tile's rows end (exclusive) at row_end; with a causal mask its last row sees the
+      // most keys.
+      const int64_t row_end =
+          from == QueryTilesFrom::start ? std::min((m + 1) * tile_m, q_len) : q_len - m * tile_m;
       int64_t keys = kv_len;
-      if (batch.causal) {
-        keys = std::clamp<int64_t>(std::min((m + 1) * tile_m, q_len) + kv_len - q_len, 0, kv_len);
-      }
+      if (batch.causal) keys = std::clamp<int64_t>(row_end + kv_len - q_len, 0, kv_len);
       tiles.push_back({int32_t(s), int32_t(m), (keys + tile_n - 1) / tile_n});
     }
   }
@@ -95,8 +98,9 @@ std::vector<QueryTile> query_tiles(const Batch& batch, int tile_m, int tile_n) {
 
 }  // namespace
 
-std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n) {
-  std::vector<QueryTile> tiles = query_tiles(batch, tile_m, tile_n);
+std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n,
+                                             QueryTilesFrom from) {
+  std::vector<QueryTile> tiles = query_tiles(batch, tile_m, tile_n, from);
   std::stable_sort(tiles.begin(), tiles.end(), [](const QueryTile& a, const QueryTile& b) {
     return a.key_tiles > b.key_tiles;
   });
@@ -109,9 +113,9 @@ std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int
   return out;
 }
 
-int64_t flash_fwd_key_tiles(const Batch& batch, int tile_m, int tile_n) {
+int64_t flash_fwd_key_tiles(const Batch& batch, int tile_m, int tile_n, QueryTilesFrom from) {
   int64_t total = 0;
-  for (const QueryTile& t : query_tiles(batch, tile_m, tile_n)) total += t.key_tiles;
+  for (const QueryTile& t : query_tiles(batch, tile_m, tile_n, from)) total += t.key_tiles;
   return total;
 }
 

@@ -46,14 +46,22 @@ Work flash_fwd_work(const Batch& batch);
 // and offsets within a sequence and token counts that fit the kernels' 32-bit arithmetic.
 Support gathered_kv_supports(const Batch& batch);
 
+// Where a sequence's query tiles of tile_m rows start: at its first row (tile m holds rows
+// m tile_m ..), or at its last (tile m holds rows q_len - (m + 1) tile_m .., the first tile of
+// the sequence may start above row 0). From the end, the one partial tile of a sequence whose
+// length tile_m does not divide is its top one, which under a causal mask sees the fewest keys.
+enum class QueryTilesFrom { start, end };
+
 // The (sequence, query tile) of every CTA column, heaviest first: the number of key tiles of
 // tile_n keys a query tile of tile_m rows visits (fewer near the top of a causal sequence), so the
 // longest CTAs start in the first wave and the short ones fill the tail. Ties keep sequence
 // order. Flattened as [num_tiles][2].
-std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n);
+std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n,
+                                             QueryTilesFrom from = QueryTilesFrom::start);
 
 // The key tiles of tile_n keys that all query tiles of tile_m rows visit together (one q head):
 // the keys a kernel loads and multiplies, rounded up to whole tiles per query tile.
-int64_t flash_fwd_key_tiles(const Batch& batch, int tile_m, int tile_n);
+int64_t flash_fwd_key_tiles(const Batch& batch, int tile_m, int tile_n,
+                            QueryTilesFrom from = QueryTilesFrom::start);
 
 }  // namespace attn

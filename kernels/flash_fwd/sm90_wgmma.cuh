@@ -13,9 +13,10 @@
 // Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
 // head_dim] (flash_fwd_gather_kv makes them so from the paged pool, once, outside the timing).
 // The TMA maps view each as a 2-D tensor [tokens, heads * head_dim]: a box of rows x 64 columns
-// at column head * head_dim + 64 c is column block c of one head's rows. Rows past the end of the
-// tensor are zero-filled by TMA; rows past the end of a sequence (the next sequence's tokens) are
-// loaded but masked (keys) or never stored (queries).
+// at column head * head_dim + 64 c is column block c of one head's rows. Rows outside the tensor
+// (past its end, or before its start: a negative row coordinate) are zero-filled by TMA; keys
+// past the end of a sequence (the next sequence's) are loaded but masked, query rows before a
+// sequence's first (the top query tile, Item) are never stored.
 //
 // Work decomposition (a persistent grid; block = 128 x (1 + CONSUMERS)):
 // - A work item is TILE_M = 64 x CONSUMERS query rows of one sequence and one q head. The items
@@ -50,6 +51,10 @@
 // - Across items (head dims 64 and 128 with two Q buffers) a consumer streams: the last P V of
 //   an item goes with the next item's first S, and the item's output is stored right after them
 //   (the consumer section below says when).
+// - Shared rows (head dim 64, three consumers, not causal): an item whose rows are all the last
+//   warpgroup's (the 64-row top tile, Item) has each warpgroup take every third key tile of
+//   those rows; the last warpgroup merges the others' partial O and statistics from a scratch
+//   area and stores the rows (flash_sm90::shares_rows).
 // - Causal: key tiles past the item's last visible key are never loaded (an item whose rows see
 //   no key loads neither those nor its Q); a consumer whose rows see fewer tiles skips the
 //   products of the rest (it only passes their barriers). The mask is applied only on tiles
@@ -101,7 +106,15 @@ __device__ __forceinline__ int key_tiles(int row_end, int q_len, int kv_len, int
 }
 
 // One work item of the persistent grid: query rows m0 .. m0 + TILE_M - 1 of one sequence and one
-// q head (item_tile / item_head of its index), and the key tiles they need.
+// q head (item_tile / item_head of its index), and the key tiles they need. Query tile m of a
+// sequence ends at row q_len - m TILE_M (QueryTilesFrom::end): where TILE_M does not divide
+// q_len, the top tile starts above row 0 (m0 < 0: TMA loads zeros or the previous sequence's
+// rows there, and they are never stored), and under a causal mask that partial tile is the one
+// that sees the fewest keys. Three consumers at head dim 64 make 1024 rows five tiles of 192 and
+// one of 64: from the end the 64 see one key tile of 128, from the start they would see all
+// eight with two of the three consumer warpgroups idle. Measured on an H200 (BENCHMARKS.md,
+// flash_fwd, "query tiles from the end"): d64 16x1024 causal 224.22 / 224.35 -> 217.62 / 216.18
+// us, 4x4096 causal 650.64 / 645.06 -> 635.62 / 636.78.
 template <int TILE_M, int TILE_N, bool CAUSAL>
 struct Item {
   int m0, q_head, q_begin, q_len, kv_begin, kv_len;
@@ -110,13 +123,13 @@ struct Item {
   __device__ __forceinline__ Item(const FlashFwdSm90Params& p, int index) {
     const int entry = item_tile(index, p.num_tiles);
     const int seq = p.tiles[2 * entry];
-    m0 = p.tiles[2 * entry + 1] * TILE_M;
     q_head = item_head(index, p.num_tiles);
     q_begin = p.cu_seqlens_q[seq];
     q_len = p.cu_seqlens_q[seq + 1] - q_begin;
+    m0 = q_len - (p.tiles[2 * entry + 1] + 1) * TILE_M;
     kv_begin = p.cu_seqlens_kv[seq];
     kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
-    n_tiles = key_tiles(min(m0 + TILE_M, q_len), q_len, kv_len, TILE_N, CAUSAL);
+    n_tiles = key_tiles(m0 + TILE_M, q_len, kv_len, TILE_N, CAUSAL);
   }
 };
 
@@ -132,12 +145,11 @@ struct ItemView {
         q_len(slot[kSlotQLen]),
         kv_len(slot[kSlotKvLen]),
         n_tiles(slot[kSlotTiles]) {}
-  // The key tiles consumer warpgroup w needs (rows past the sequence need none).
+  // The key tiles consumer warpgroup w needs (rows before the sequence's first need none).
   template <int TILE_N, bool CAUSAL>
   __device__ __forceinline__ int tiles_of(int w) const {
     const int row0 = m0 + w * kConsumerRows;
-    return row0 < q_len ? key_tiles(min(row0 + kConsumerRows, q_len), q_len, kv_len, TILE_N, CAUSAL)
-                        : 0;
+    return key_tiles(row0 + kConsumerRows, q_len, kv_len, TILE_N, CAUSAL);
   }
 };
 
@@ -160,6 +172,9 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
   constexpr int Q_BUFFERS = flash_sm90::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
   using Item = flash_sm90::Item<TILE_M, TILE_N, CAUSAL>;
+  // Not under a causal mask: there a sequence's top tile sees few keys (one tile when none are
+  // cached), and the causal programs spilled 16 bytes with it at 2 and 3 stages.
+  constexpr bool SHARES_ROWS = flash_sm90::shares_rows(HEAD_DIM, TILE_M) && !CAUSAL;
   const float kNegInf = -__int_as_float(0x7f800000);
 
   extern __shared__ unsigned char shared_raw[];
@@ -261,14 +276,30 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
   // item's Q buffer (STAGED): each thread writes its two rows there (4 bytes per column pair, no
-  // bank conflicts), then each 8 lanes copy one 128-byte row piece to global memory with 16-byte
-  // stores. Direct stores of the fragments (4 bytes per column pair, 16 bytes per row and warp
+  // bank conflicts), then TMA stores them (below; a copy by the threads, each 8 lanes one 128-byte
+  // row piece with 16-byte stores, where the tile reaches above the sequence). Direct stores of the fragments (4 bytes per column pair, 16 bytes per row and warp
   // instruction) had the consumers wait on the load-store queue at every item's end (ncu,
   // BENCHMARKS.md). The buffer is then released after the copy rather than after the item's last
   // S; with one Q buffer that would hold up the next item's Q. Measured on an H200: 2% less time
   // at head_dim 128 (16x1024 and 4x4096), 3% to 5% more at 64 (whose 8 KiB of output per
   // warpgroup and item the direct stores take in stride), so the other head dims store directly.
   constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
+  static_assert(!SHARES_ROWS || (!STREAM && !STAGED),
+                "shared rows: no item streams into them, and their output is stored directly");
+  // A staged warpgroup tile of 64 whole rows goes out by TMA (p.o_map): one thread of the
+  // warpgroup issues the stores and releases the Q buffer only once they have read it, a key tile
+  // into its next item (pending_q), so no consumer thread waits on the copy. A tile reaching
+  // above the sequence (m0 < 0) is copied by the threads. Measured on an H200 (BENCHMARKS.md,
+  // flash_fwd, "query tiles from the end"), against the threads' copy: d128 16x1024 253.82 /
+  // 254.03 -> 251.82 / 251.47 us; 16x1024 causal 168.35 / 168.32 -> 167.31 / 168.06.
+  int pending_q = -1;  // the Q buffer whose TMA store this thread has yet to see read
+  auto release_stored = [&] {
+    if (STAGED && pending_q >= 0) {
+      sm90::tma_store_wait();
+      sm90::mbarrier_arrive(&queue.empty[pending_q]);
+      pending_q = -1;
+    }
+  };
   // Named barriers 1 .. CONSUMERS are the turns (IssueTurns).
   const int epilogue_barrier = 1 + CONSUMERS + consumer;
   auto sync_warpgroup = [&] {
@@ -286,7 +317,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 8 * h;
       inv[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;  // no key: zeros
-      if (row >= it.q_len) continue;
+      if (row < 0) continue;  // above the sequence (m0 < 0)
       if constexpr (!STAGED) c.store_row(out + row * row_stride, h, inv[h]);
       if (p.lse != nullptr && lane % 4 == 0) {
         const float kLn2 = 0.69314718055994531f;
@@ -296,14 +327,30 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     }
     if constexpr (STAGED) {
       unsigned char* tile = q_tiles + queue.buffer(k) * Q_BYTES + consumer * ROWS * ROW_BYTES;
+      const bool by_tma = wg_row0 >= 0;  // every row in the sequence (tiles end at its last row)
       sync_warpgroup();  // every warp's products that read this item's Q are done
       c.stage_output(tile, Q_BLOCK, inv);
+      if (by_tma) sm90::fence_proxy_async_shared();  // the staged rows, before TMA reads them
       sync_warpgroup();
+      if (by_tma) {
+        if (tid == 0) {
+#pragma unroll
+          for (int block = 0; block < BLOCKS; ++block) {
+            sm90::tma_store_2d(&p.o_map, it.q_head * HEAD_DIM + block * 64, it.q_begin + wg_row0,
+                               tile + block * Q_BLOCK);
+          }
+          sm90::tma_store_commit();
+          pending_q = queue.buffer(k);
+        } else {
+          sm90::mbarrier_arrive(&queue.empty[queue.buffer(k)]);
+        }
+        return;
+      }
       constexpr int CHUNKS = ROWS * (ROW_BYTES / 16);  // 16-byte chunks per column block
 #pragma unroll
       for (int x = tid; x < BLOCKS * CHUNKS; x += 128) {
         const int block = x / CHUNKS, row = (x % CHUNKS) / 8, chunk = x % 8;
-        if (wg_row0 + row < it.q_len) {
+        if (wg_row0 + row >= 0) {
           const uint4 v = *reinterpret_cast<const uint4*>(tile + block * Q_BLOCK + row * ROW_BYTES +
                                                           (chunk ^ (row % 8)) * 16);
           *reinterpret_cast<uint4*>(out + (wg_row0 + row) * row_stride + block * 64 + chunk * 8) =
@@ -324,6 +371,68 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   auto stage = [](int t) { return t % STAGES; };  // key tile t of the CTA's stream
   auto phase = [](int t) { return unsigned(t / STAGES) & 1u; };
+  // Passes the barriers of tile t, which another warpgroup multiplies, so the producer's
+  // accounting (every consumer warp releases every tile) holds.
+  auto pass_tile = [&](int t) {
+    sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
+    c.release(&kv.k_empty[stage(t)]);
+    sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
+    c.release(&kv.v_empty[stage(t)]);
+  };
+
+  // Shared rows (flash_sm90::shares_rows): item k, `it`, whose rows are all the last warpgroup's,
+  // from key tile g0 of the CTA's stream. Each warpgroup multiplies those rows (the last
+  // warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns: S, its
+  // softmax, then P V at once, so that no warpgroup holds a stage the producer needs for another
+  // warpgroup's next tile (the three warpgroups' products overlap one another's softmax); then
+  // the others save their partial results in the scratch area and the last warpgroup merges them
+  // and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows").
+  float* scratch = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(v_empty + STAGES) +
+                                            Q_BUFFERS * flash_sm90::kSlotInts * 4);
+  constexpr int kOwner = CONSUMERS - 1;  // the warpgroup whose rows they are
+  auto sync_consumers = [] {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + 2 * CONSUMERS), "r"(CONSUMERS * 128) : "memory");
+  };
+  auto shared_rows_item = [&](int k, const View& it, int g0) {
+    const unsigned char* q_rows = q_tiles + queue.buffer(k) * Q_BYTES + kOwner * ROWS * ROW_BYTES;
+    auto mask = [&](int n, float(&s)[TILE_N / 2]) {  // not causal: keys past the sequence
+      if (n * TILE_N + TILE_N > it.kv_len)
+        sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, sm90_attn::kNoLimit,
+                                       sm90_attn::kNoLimit);
+    };
+    for (int n = 0; n < it.n_tiles; ++n) {
+      const int t = g0 + n;
+      if (n % CONSUMERS != consumer) {
+        pass_tile(t);
+        continue;
+      }
+      sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
+      c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
+      sm90::wgmma_wait<0>();
+      c.release(&kv.k_empty[stage(t)]);
+      c.softmax(n, mask);
+      c.rescale_and_pack();
+      sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
+      c.issue_values(kv.v_tiles + stage(t) * KV_BYTES);
+      sm90::wgmma_wait<0>();
+      c.release(&kv.v_empty[stage(t)]);
+    }
+    sm90::mbarrier_arrive(&queue.empty[queue.buffer(k)]);  // its last S is done
+    using Partial = decltype(c);
+    if (consumer != kOwner) c.save_partial(scratch + consumer * Partial::kPartialFloats * 128);
+    sync_consumers();
+    if (consumer == kOwner) {
+#pragma unroll
+      for (int w = 0; w < kOwner; ++w) c.merge_partial(scratch + w * Partial::kPartialFloats * 128);
+    }
+    sync_consumers();  // the scratch is read: the next such item may rewrite it
+    if (consumer == kOwner) {
+      finish_item(k, it);
+    } else {
+      c.clear_output();
+      c.reset_statistics();
+    }
+  };
   sm90_attn::TurnStream stream{consumer, false, CONSUMERS};
   int slot[flash_sm90::kSlotInts];
   queue.announced(0, slot);
@@ -333,6 +442,13 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   View done = item;
   int last_values = 0;
   for (int k = 0; item.index >= 0; ++k) {
+    if (SHARES_ROWS && item.m0 == -kOwner * ROWS && item.n_tiles >= CONSUMERS) {
+      shared_rows_item(k, item, g);
+      g += item.n_tiles;
+      queue.announced(k + 1, slot);
+      item = View(slot);
+      continue;
+    }
     const int m0 = item.m0, q_len = item.q_len, kv_len = item.kv_len;
     const int offset = kv_len - q_len;         // causal: query i sees keys j <= i + offset
     const int wg_row0 = m0 + consumer * ROWS;  // the warpgroup's first row in the sequence
@@ -403,9 +519,11 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
           kv, q_rows, n, g + n, turns, mask,
           [&] {
             if (!STAGED && n == my_tiles - 1) sm90::mbarrier_arrive(&queue.empty[b]);
+            if (n == 1) release_stored();  // a key tile after the previous item's TMA store
           },
           [](int) {});
     }
+    release_stored();  // items of one key tile or none
     // The next item (its slot, and its Q landed). Stream into it when both warpgroups need every
     // tile of this item and some of the next; the ping-pong's turns then run on through the
     // next item's first slot instead of this item's last.
@@ -429,13 +547,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     }
     // Tiles the CTA loads for the other warpgroup's rows: pass their barriers so the producer's
     // accounting (every consumer warp releases every tile) holds.
-    for (int n = my_tiles; n < item.n_tiles; ++n) {
-      const int t = g + n;
-      sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
-      c.release(&kv.k_empty[stage(t)]);
-      sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
-      c.release(&kv.v_empty[stage(t)]);
-    }
+    for (int n = my_tiles; n < item.n_tiles; ++n) pass_tile(g + n);
     if (stream_out) {
       carried = true;
       done = item;
@@ -447,6 +559,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     g += item.n_tiles;
     item = View(slot);
   }
+  release_stored();
+  if constexpr (STAGED) sm90::tma_store_wait<true>();  // before the CTA's shared memory goes
   sm90_attn::IssueTurns::finish(consumer, stream.handed);
 }
 

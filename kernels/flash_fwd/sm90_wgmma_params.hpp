@@ -13,6 +13,9 @@ struct FlashFwdSm90Params {
   // The gathered k and v as [total_kv, num_kv_heads * head_dim]; boxes of tile_n rows x 64.
   TensorMapBytes k_map;
   TensorMapBytes v_map;
+  // out as a 2-D tensor [total_q, num_q_heads * head_dim]; boxes of 64 rows x 64 columns (one
+  // consumer warpgroup's rows of one column block: the staged epilogue's TMA stores).
+  TensorMapBytes o_map;
   void* out;                 // [total_q, num_q_heads, head_dim]
   float* lse;                // [total_q, num_q_heads] log-sum-exp (natural log); null: not written
   const int* cu_seqlens_q;   // [num_seqs + 1]

@@ -60,14 +60,36 @@ enum SlotField : int {
   kSlotKvLen,
   kSlotTiles,  // key tiles the CTA loads for it
 };
-ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, 0, 4 * kSlotInts);
+
+// Shared rows: an item whose rows are all the last consumer warpgroup's (the top query tile of a
+// sequence that is 64 rows past a multiple of 192, QueryTilesFrom::end) has every warpgroup take
+// every third key tile of those rows, and the last one merges the others' partial results
+// (sm90_attn::Consumer::merge_partial) from a scratch area after the item slots: 2 x (HEAD_DIM /
+// 2 + 4) x 128 floats. Three consumers at head dim 64 (the default there), without a causal mask
+// (the kernel says why; the scratch is there either way).
+ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
+  return head_dim == 64 && tile_m == 3 * kConsumerRows;
 }
+ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
+  return shares_rows(head_dim, tile_m)
+             ? (tile_m / kConsumerRows - 1) * (head_dim / 2 + 4) * 128 * 4
+             : 0;
+}
+// The scratch goes in sm90_persistent's `extra` 8-byte words.
+ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
+  return shared_rows_scratch_bytes(head_dim, tile_m) / 8;
+}
+// The barriers and item slots (without the scratch).
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, 0, 4 * kSlotInts);
 }
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages,
+                                    extra_words(head_dim, tile_m), 4 * kSlotInts);
+}
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, 0, 4 * kSlotInts);
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages,
+                                       extra_words(head_dim, tile_m), 4 * kSlotInts);
 }
 // setmaxnreg. This kernel's producer walks the items with few live values: with two consumers it
 // gives back to 24, as FlashAttention-3's does, so that the consumers take all of 240 (128 x 24 +

@@ -6,6 +6,7 @@
 // compared with the CPU reference (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
 
+#include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
 #include "tests/kernels/flash_fwd/flash_fwd_gpu_check.hpp"
 
 namespace attn {
@@ -155,6 +156,43 @@ TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
       EXPECT_GT(tiles * 8, 2u * 132u) << config.key();
       RunOptions run;
       run.lse = (c + causal) % 2 == 0;  // each config with LSE once and without once
+      run.launches = 2;
+      runs.push_back(run);
+    }
+  }
+  compile_all(variant, cases);
+  for (size_t i = 0; i < cases.size(); ++i)
+    expect_flash_fwd_matches_reference(variant, cases[i].first, cases[i].second, runs[i]);
+}
+
+// Shared rows (flash_sm90::shares_rows): three consumers at head dim 64, in 2 to 4 stages, no
+// causal mask. Query tiles end at their sequence's last row, so a sequence 64 rows past a
+// multiple of 192 (64, 256, 448, 640, 1024) starts with an item of 64 rows, the last
+// warpgroup's: with at least three key tiles each warpgroup takes every third and the last
+// merges them (a partial last key tile among them where the keys are not a multiple of the
+// tile). The same batches causal take the ordinary path. GQA 8 / 2; bf16 and fp16; with and
+// without LSE; two launches each.
+TEST(FlashFwdSm90Gpu, SharedRowsItemsMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm90_variant(registry);
+  const std::vector<std::pair<int64_t, int64_t>> lengths = {
+      {0, 256}, {0, 448}, {300, 64}, {1000, 640}, {5, 1024}, {0, 37}, {129, 1}, {0, 832}};
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  std::vector<RunOptions> runs;
+  for (bool causal : {true, false}) {
+    for (const auto& [tile_n, stages] : {std::pair{128, 4}, {64, 2}, {80, 3}}) {
+      const KernelConfig config = make_config(192, tile_n, stages, 3);
+      EXPECT_TRUE(flash_sm90::shares_rows(64, 192));
+      testing::SpecShape shape;
+      shape.q_heads = 8;
+      shape.kv_heads = 2;
+      shape.head_dim = 64;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(tile_n) + causal;
+      cases.push_back({generate_batch(prefill_spec(shape, lengths, causal)), config});
+      RunOptions run;
+      run.lse = (tile_n / 16 + causal) % 2 == 0;
       run.launches = 2;
       runs.push_back(run);
     }

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "kernels/device/device_info.hpp"
+#include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
@@ -125,6 +126,13 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(q_buffers(256, 128, 64, 2), 1);
   EXPECT_EQ(q_buffers(64, 128, 128, 4), 2);
   EXPECT_EQ(q_buffers(256, 64, 64, 2), 2);
+  // Shared rows' scratch: three consumers at head dim 64, two warpgroups' partials of 32 O
+  // values and 4 statistics per thread; none elsewhere.
+  EXPECT_EQ(shared_rows_scratch_bytes(64, 192), 2 * 36 * 128 * 4);
+  EXPECT_EQ(shared_rows_scratch_bytes(64, 128), 0);
+  EXPECT_EQ(shared_rows_scratch_bytes(128, 192), 0);
+  EXPECT_EQ(shared_bytes(64, 192, 128, 4),
+            1024 + 2 * 192 * 64 * 2 + 8 * 128 * 64 * 2 + barrier_bytes(4, 2) + 2 * 36 * 128 * 4);
   EXPECT_EQ(threads(1), 256);
   EXPECT_EQ(threads(2), 384);
   EXPECT_EQ(threads(3), 512);
@@ -157,12 +165,13 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
           // Two Q buffers exactly where the second fits; the barriers stay 8-byte aligned after
           // the 1024-byte aligned tiles.
           const int buffers = q_buffers(d, 64 * c, n, s);
-          const int one = sm90_attn::tile_bytes(d, 64 * c, n, s) + barrier_bytes(s, 1);
+          const int scratch = shared_rows_scratch_bytes(d, 64 * c);
+          const int one = sm90_attn::tile_bytes(d, 64 * c, n, s) + barrier_bytes(s, 1) + scratch;
           const int two = one + q_bytes(d, 64 * c) + barrier_bytes(s, 2) - barrier_bytes(s, 1);
           EXPECT_EQ(buffers, two <= kMaxSharedBytes ? 2 : 1)
               << d << " " << c << " " << n << " " << s;
           EXPECT_EQ(shared_bytes(d, 64 * c, n, s), buffers == 2 ? two : one);
-          EXPECT_EQ((shared_bytes(d, 64 * c, n, s) - barrier_bytes(s, buffers)) % 1024, 0);
+          EXPECT_EQ((shared_bytes(d, 64 * c, n, s) - barrier_bytes(s, buffers) - scratch) % 1024, 0);
         }
       }
     }
@@ -185,6 +194,40 @@ TEST(FlashFwdSm90Traits, WorkItemsAreTheEarlierGridsCtasInLaunchOrder) {
           ++index;
         }
       }
+    }
+  }
+}
+
+// The kernel's query tiles end at their sequence's last row (QueryTilesFrom::end), so a sequence's
+// one partial tile is its top one: under a causal mask it sees the fewest keys. 1024 rows in
+// tiles of 192 over key tiles of 128: from the start the tiles see 2, 3, 5, 6, 8 and 8 key tiles
+// (the last holds 64 rows), from the end 8, 7, 5, 4, 2 and 1 (the first holds 64 rows). With
+// cached keys the mask's offset (kv_len - q_len) moves every tile's keys alike. Non-causal
+// tiles see every key either way. The schedule lists the heaviest first in both.
+TEST(FlashFwdSm90Traits, QueryTilesFromTheEndPutThePartialTileAtTheTop) {
+  testing::SpecShape shape;
+  shape.q_heads = shape.kv_heads = 1;
+  shape.head_dim = 64;
+  for (const bool causal : {true, false}) {
+    WorkloadSpec spec = testing::make_spec(shape, {{0, 1024}, {100, 1024}});
+    spec.mask.causal = causal;
+    const Batch batch = generate_batch(spec);
+    const int64_t start = flash_fwd_key_tiles(batch, 192, 128, QueryTilesFrom::start);
+    const int64_t end = flash_fwd_key_tiles(batch, 192, 128, QueryTilesFrom::end);
+    // The second sequence's 1124 keys (9 key tiles): from the end tile m's last row sees
+    // 1124 - 192 m keys, from the start tile m's sees min(1024, 192 (m + 1)) + 100.
+    EXPECT_EQ(start, causal ? (2 + 3 + 5 + 6 + 8 + 8) + (3 + 4 + 6 + 7 + 9 + 9) : 6 * 8 + 6 * 9);
+    EXPECT_EQ(end, causal ? (8 + 7 + 5 + 4 + 2 + 1) + (9 + 8 + 6 + 5 + 3 + 2) : 6 * 8 + 6 * 9);
+    const std::vector<int32_t> schedule =
+        flash_fwd_tile_schedule(batch, 192, 128, QueryTilesFrom::end);
+    ASSERT_EQ(schedule.size(), 2u * 12u);
+    if (causal) {
+      // (sequence, tile): the second sequence's bottom tile sees the most keys, the first
+      // sequence's top tile (64 rows, one key tile) the fewest.
+      EXPECT_EQ(schedule[0], 1);
+      EXPECT_EQ(schedule[1], 0);
+      EXPECT_EQ(schedule[22], 0);
+      EXPECT_EQ(schedule[23], 5);
     }
   }
 }
