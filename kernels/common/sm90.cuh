@@ -111,10 +111,11 @@ __device__ __forceinline__ void tma_load_5d(void* destination, const TensorMapBy
 // tma_store_commit; the shared bytes may be rewritten once tma_store_wait_read says they are read.
 __device__ __forceinline__ void tma_store_2d(const TensorMapBytes* map, int inner, int outer,
                                              const void* source) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
-                   reinterpret_cast<unsigned long long>(map)),
-               "r"(smem_address(source)), "r"(inner), "r"(outer)
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+          reinterpret_cast<unsigned long long>(map)),
+      "r"(smem_address(source)), "r"(inner), "r"(outer)
+      : "memory");
 }
 __device__ __forceinline__ void tma_store_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");

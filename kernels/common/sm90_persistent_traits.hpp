@@ -16,8 +16,9 @@ namespace sm90_persistent {
 constexpr int kSlotBytes = 16;
 
 // mbarriers: full and empty for each Q buffer; full + empty for K and for V in every stage;
-// `extra` barriers of the kernel's own; then a slot of `slot_bytes` per buffer that announces the
-// item whose Q the buffer holds.
+// `extra` 8-byte words of the kernel's own (barriers, or flash_fwd.sm90_wgmma's shared-rows
+// scratch); then a slot of `slot_bytes` per buffer that announces the item whose Q the buffer
+// holds.
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers, int extra = 0,
                                              int slot_bytes = kSlotBytes) {
   return (2 * q_buffers + 4 * stages + extra) * 8 + slot_bytes * q_buffers;

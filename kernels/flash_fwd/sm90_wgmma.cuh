@@ -277,12 +277,13 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
   // item's Q buffer (STAGED): each thread writes its two rows there (4 bytes per column pair, no
   // bank conflicts), then TMA stores them (below; a copy by the threads, each 8 lanes one 128-byte
-  // row piece with 16-byte stores, where the tile reaches above the sequence). Direct stores of the fragments (4 bytes per column pair, 16 bytes per row and warp
-  // instruction) had the consumers wait on the load-store queue at every item's end (ncu,
-  // BENCHMARKS.md). The buffer is then released after the copy rather than after the item's last
-  // S; with one Q buffer that would hold up the next item's Q. Measured on an H200: 2% less time
-  // at head_dim 128 (16x1024 and 4x4096), 3% to 5% more at 64 (whose 8 KiB of output per
-  // warpgroup and item the direct stores take in stride), so the other head dims store directly.
+  // row piece with 16-byte stores, where the tile reaches above the sequence). Direct stores of the
+  // fragments (4 bytes per column pair, 16 bytes per row and warp instruction) had the consumers
+  // wait on the load-store queue at every item's end (ncu, BENCHMARKS.md). The buffer is then
+  // released after the copy rather than after the item's last S; with one Q buffer that would hold
+  // up the next item's Q. Measured on an H200: 2% less time at head_dim 128 (16x1024 and 4x4096),
+  // 3% to 5% more at 64 (whose 8 KiB of output per warpgroup and item the direct stores take in
+  // stride), so the other head dims store directly.
   constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
   static_assert(!SHARES_ROWS || (!STREAM && !STAGED),
                 "shared rows: no item streams into them, and their output is stored directly");
@@ -317,7 +318,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 8 * h;
       inv[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;  // no key: zeros
-      if (row < 0) continue;  // above the sequence (m0 < 0)
+      if (row < 0) continue;                          // above the sequence (m0 < 0)
       if constexpr (!STAGED) c.store_row(out + row * row_stride, h, inv[h]);
       if (p.lse != nullptr && lane % 4 == 0) {
         const float kLn2 = 0.69314718055994531f;
@@ -328,7 +329,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     if constexpr (STAGED) {
       unsigned char* tile = q_tiles + queue.buffer(k) * Q_BYTES + consumer * ROWS * ROW_BYTES;
       const bool by_tma = wg_row0 >= 0;  // every row in the sequence (tiles end at its last row)
-      sync_warpgroup();  // every warp's products that read this item's Q are done
+      sync_warpgroup();                  // every warp's products that read this item's Q are done
       c.stage_output(tile, Q_BLOCK, inv);
       if (by_tma) sm90::fence_proxy_async_shared();  // the staged rows, before TMA reads them
       sync_warpgroup();

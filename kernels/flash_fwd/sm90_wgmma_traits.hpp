@@ -71,9 +71,8 @@ ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
   return head_dim == 64 && tile_m == 3 * kConsumerRows;
 }
 ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
-  return shares_rows(head_dim, tile_m)
-             ? (tile_m / kConsumerRows - 1) * (head_dim / 2 + 4) * 128 * 4
-             : 0;
+  return shares_rows(head_dim, tile_m) ? (tile_m / kConsumerRows - 1) * (head_dim / 2 + 4) * 128 * 4
+                                       : 0;
 }
 // The scratch goes in sm90_persistent's `extra` 8-byte words.
 ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
@@ -84,8 +83,8 @@ ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, 0, 4 * kSlotInts);
 }
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages,
-                                    extra_words(head_dim, tile_m), 4 * kSlotInts);
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, extra_words(head_dim, tile_m),
+                                    4 * kSlotInts);
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
   return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages,

@@ -74,7 +74,8 @@ int default_tile_n(const Batch& batch, const std::vector<int>& widths) {
   int best = widths.front();
   int64_t best_cost = INT64_MAX;
   for (int tile_n : widths) {
-    const int64_t cost = flash_fwd_key_tiles(batch, 128, tile_n, kTilesFrom) * (tile_n + kTileCostKeys);
+    const int64_t cost =
+        flash_fwd_key_tiles(batch, 128, tile_n, kTilesFrom) * (tile_n + kTileCostKeys);
     if (cost < best_cost) {
       best = tile_n;
       best_cost = cost;
@@ -145,7 +146,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     // 175.14, 165.90 in 3; longer items lose up to 1% (d64 4x4096 1229.95, 1239.44 in 3).
     const int64_t query_tiles = flash_sm90_items(batch, 128) / batch.spec.model.num_q_heads;
     const bool short_items =
-        query_tiles > 0 && flash_fwd_key_tiles(batch, 128, tile_n, kTilesFrom) <= kShortItemTiles * query_tiles;
+        query_tiles > 0 &&
+        flash_fwd_key_tiles(batch, 128, tile_n, kTilesFrom) <= kShortItemTiles * query_tiles;
     int stages = 2;
     for (int more = 4; short_items && more > 2; --more) {
       if (fits(make_config(128, tile_n, more, 2))) {
@@ -200,7 +202,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
-    const std::vector<int32_t> tiles = flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n, kTilesFrom);
+    const std::vector<int32_t> tiles =
+        flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n, kTilesFrom);
     buffers.push_back(upload_int32(*context.cuda, tiles));
     buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 

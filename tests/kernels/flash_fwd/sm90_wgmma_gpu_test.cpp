@@ -118,8 +118,8 @@ TEST(FlashFwdSm90Gpu, CausalDiagonalAlignedToTheBottomRight) {
 // pipeline's stages and phases are numbered across items): 24 sequences of uneven lengths
 // (queries of 1 to 513 tokens on contexts of 0 to 1000), GQA 4, causal (bf16) and not (fp16);
 // configs with two Q buffers and with one (flash_sm90::q_buffers), one, two and three consumers,
-// head dims 64, 128 and 256; with and without LSE; each launched twice (the second launch runs on the work
-// counters the first one zeroed).
+// head dims 64, 128 and 256; with and without LSE; each launched twice (the second launch runs on
+// the work counters the first one zeroed).
 TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();

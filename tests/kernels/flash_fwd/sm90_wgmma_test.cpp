@@ -171,7 +171,8 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
           EXPECT_EQ(buffers, two <= kMaxSharedBytes ? 2 : 1)
               << d << " " << c << " " << n << " " << s;
           EXPECT_EQ(shared_bytes(d, 64 * c, n, s), buffers == 2 ? two : one);
-          EXPECT_EQ((shared_bytes(d, 64 * c, n, s) - barrier_bytes(s, buffers) - scratch) % 1024, 0);
+          EXPECT_EQ((shared_bytes(d, 64 * c, n, s) - barrier_bytes(s, buffers) - scratch) % 1024,
+                    0);
         }
       }
     }
