@@ -365,7 +365,7 @@ struct Consumer {
   // merge_partial folds such a partial, written by the same thread index of another warpgroup
   // (the same rows and columns of the accumulator layout), into this one: both rescaled to the
   // larger reference, as split-KV merges.
-  static constexpr int kPartialFloats = HEAD_DIM / 2 + 4;
+  static constexpr int kPartialFloats = partial_floats(HEAD_DIM);
   __device__ __forceinline__ void save_partial(float* partial) const {
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; ++i) partial[i * 128 + tid] = o[i];

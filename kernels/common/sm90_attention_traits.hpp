@@ -109,6 +109,12 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n) {
   return head_dim / 2 + tile_n / 2 + tile_n / 4 + kRegisterOverhead;
 }
 
+// Floats per consumer thread of a partial result (Consumer::save_partial): its share of O (64 rows
+// x head_dim over 128 threads) and its two rows' reference and sum.
+ATTN_HOST_DEVICE constexpr int partial_floats(int head_dim) {
+  return head_dim / 2 + 4;
+}
+
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
 constexpr int kMaxSharedBytes = 227 * 1024;
 

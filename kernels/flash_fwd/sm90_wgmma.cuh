@@ -388,8 +388,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // warpgroup's next tile (the three warpgroups' products overlap one another's softmax); then
   // the others save their partial results in the scratch area and the last warpgroup merges them
   // and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows").
-  float* scratch = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(v_empty + STAGES) +
-                                            Q_BUFFERS * flash_sm90::kSlotInts * 4);
+  float* scratch = const_cast<float*>(
+      reinterpret_cast<volatile float*>(queue.slots + Q_BUFFERS * flash_sm90::kSlotInts));
   constexpr int kOwner = CONSUMERS - 1;  // the warpgroup whose rows they are
   auto sync_consumers = [] {
     asm volatile("bar.sync %0, %1;\n" ::"r"(1 + 2 * CONSUMERS), "r"(CONSUMERS * 128) : "memory");

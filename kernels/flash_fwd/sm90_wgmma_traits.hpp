@@ -71,8 +71,9 @@ ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
   return head_dim == 64 && tile_m == 3 * kConsumerRows;
 }
 ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
-  return shares_rows(head_dim, tile_m) ? (tile_m / kConsumerRows - 1) * (head_dim / 2 + 4) * 128 * 4
-                                       : 0;
+  return shares_rows(head_dim, tile_m)
+             ? (tile_m / kConsumerRows - 1) * sm90_attn::partial_floats(head_dim) * 128 * 4
+             : 0;
 }
 // The scratch goes in sm90_persistent's `extra` 8-byte words.
 ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
