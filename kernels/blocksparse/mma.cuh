@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       for (int pair = 0; pair < N_TILES / 2; ++pair) {
         unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
         ldmatrix_x4(
-            b, flash_sm80::fragment_address<HEAD_DIM>(k_tile, pair * 16 * ROW, k_frag, ks * 16));
+            b, flash_sm80::fragment_address<HEAD_DIM>(k_tile, k_frag, pair * 16 * ROW, ks * 16));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(s[m][2 * pair], a[m], b[0], b[1]);
@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
         ldmatrix_x4_trans(
-            b, flash_sm80::fragment_address<HEAD_DIM>(v_tile, kc * 16 * ROW, v_frag, dp * 16));
+            b, flash_sm80::fragment_address<HEAD_DIM>(v_tile, v_frag, kc * 16 * ROW, dp * 16));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);

@@ -43,15 +43,19 @@ ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
 ATTN_HOST_DEVICE constexpr int swizzled_chunk(int head_dim, int row, int chunk) {
   return swizzled(head_dim) ? chunk ^ (row & 7) : chunk;
 }
-// Where ldmatrix reads a fragment of `tile`: `rows` elements (whole rows) past the row offset
-// `frag` whose chunk swizzled_chunk placed, and `step` elements along the row (whole chunk pairs,
-// below the row's length: a k16 step). An XOR in the swizzled layout; in the padded one three
-// pointer steps, which the compiler folds into the instruction's immediate offset (an int sum
-// first cost 16 registers and spilled at head_dim 64).
+// Where ldmatrix reads a fragment of `tile`: `rows` elements (whole rows: a multiple of
+// row_elements) past the row offset `frag` whose chunk swizzled_chunk placed, and `step` elements
+// along the row (whole chunk pairs, below the row's length: a k16 step). An XOR in the swizzled
+// layout; in the padded one three pointer steps, which the compiler folds into the instruction's
+// immediate offset (an int sum first cost 16 registers and spilled at head_dim 64). Whole rows
+// leave the bits the step XORs alone, so the XOR goes on `frag` before the rows are added: one
+// XOR per fragment and step, and every fragment rows further on is an immediate offset from it
+// (with the XOR after the sum, ncu counted three integer instructions per ldmatrix at head dim
+// 256: 168.6M instructions against FlashAttention-2's 127.5M, BENCHMARKS.md).
 template <int HEAD_DIM, class T>
 ATTN_HOST_DEVICE constexpr T* fragment_address(T* tile, int frag, int rows, int step) {
   if constexpr (swizzled(HEAD_DIM)) {
-    return tile + ((frag + rows) ^ step);
+    return tile + (frag ^ step) + rows;
   } else {
     return tile + frag + rows + step;
   }

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <random>
 #include <regex>
+#include <vector>
 
 #include "kernels/device/device_info.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
@@ -69,6 +70,41 @@ std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& bat
     }
   }
   return out;
+}
+
+// The swizzled layout's ldmatrix addresses: for every lane's fragment offset as the kernel builds
+// them (row lane % 16 or the K pattern, chunk swizzled by the row), whole rows further on and a k16
+// step's XOR, fragment_address (the XOR before the rows are added) names the element that the XOR
+// of the whole sum names, and so does frag_at's GROUPED_STEPS form (four XORed low steps, the
+// step's group of four as an immediate 64 elements each) for every step.
+TEST(FlashFwdSm80Traits, FragmentAddressesXorTheStepBeforeAddingWholeRows) {
+  for (int head_dim : {128, 256}) {
+    ASSERT_TRUE(flash_sm80::swizzled(head_dim));
+    const int row = flash_sm80::row_elements(head_dim);
+    const std::vector<unsigned short> buffer(96 * row + 256);
+    const unsigned short* tile = buffer.data();
+    for (int lane = 0; lane < 32; ++lane) {
+      const int frags[3] = {
+          (lane % 16) * row + flash_sm80::swizzled_chunk(head_dim, lane, lane / 16) * 8,
+          ((lane / 16) * 8 + lane % 8) * row +
+              flash_sm80::swizzled_chunk(head_dim, lane, (lane / 8) % 2) * 8,
+          (16 + lane % 16) * row + flash_sm80::swizzled_chunk(head_dim, lane, lane / 16) * 8};
+      for (int frag : frags) {
+        for (int rows = 0; rows < 64 * row; rows += 16 * row) {
+          for (int dp = 0; dp < head_dim / 16; ++dp) {
+            const long want = long((frag + rows) ^ (16 * dp));
+            const auto got = head_dim == 128
+                                 ? flash_sm80::fragment_address<128>(tile, frag, rows, 16 * dp)
+                                 : flash_sm80::fragment_address<256>(tile, frag, rows, 16 * dp);
+            EXPECT_EQ(long(got - tile), want) << head_dim << " " << lane << " " << rows << " " << dp;
+            const int low_step = frag ^ (16 * (dp % 4));
+            EXPECT_EQ(long(low_step + rows + 64 * (dp / 4)), want)
+                << head_dim << " " << lane << " " << rows << " " << dp;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
