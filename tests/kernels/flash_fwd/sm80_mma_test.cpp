@@ -96,7 +96,8 @@ TEST(FlashFwdSm80Traits, FragmentAddressesXorTheStepBeforeAddingWholeRows) {
             const auto got = head_dim == 128
                                  ? flash_sm80::fragment_address<128>(tile, frag, rows, 16 * dp)
                                  : flash_sm80::fragment_address<256>(tile, frag, rows, 16 * dp);
-            EXPECT_EQ(long(got - tile), want) << head_dim << " " << lane << " " << rows << " " << dp;
+            EXPECT_EQ(long(got - tile), want)
+                << head_dim << " " << lane << " " << rows << " " << dp;
             const int low_step = frag ^ (16 * (dp % 4));
             EXPECT_EQ(long(low_step + rows + 64 * (dp / 4)), want)
                 << head_dim << " " << lane << " " << rows << " " << dp;
