@@ -175,11 +175,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   // the four steps' fragments spilled (476.70 -> 551.89 us at 16 x 1024): two steps per iteration
   // there, each read XORing its step in (flash_sm80::fragment_address).
   constexpr bool GROUPED_STEPS = flash_sm80::swizzled(HEAD_DIM) && !Q_IN_REGS && HEAD_DIM == 128;
-  // Where the steps are not grouped in the swizzled layout (head_dim 256), P V walks the dims
-  // pairs outermost: each pair's V offset is XORed once for the key steps of the tile, where the
-  // keys outermost XORed every pair's offset again per key step (16 distinct XORs that did not stay
-  // in registers beside the 128 of O).
-  constexpr bool DIMS_OUTER = flash_sm80::swizzled(HEAD_DIM) && !GROUPED_STEPS;
   int q_steps[4], k_steps[4], v_steps[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -358,50 +353,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
     next_keys();
 
     // O += P V: two n8 tiles of P make one k16 A fragment; V's B fragments come transposed.
-    auto pack_p = [&](int m, int kc, unsigned int(&a)[4]) {
-      a[0] = pack2<DTYPE>(s[m][2 * kc][0], s[m][2 * kc][1]);
-      a[1] = pack2<DTYPE>(s[m][2 * kc][2], s[m][2 * kc][3]);
-      a[2] = pack2<DTYPE>(s[m][2 * kc + 1][0], s[m][2 * kc + 1][1]);
-      a[3] = pack2<DTYPE>(s[m][2 * kc + 1][2], s[m][2 * kc + 1][3]);
-    };
-    if constexpr (DIMS_OUTER) {
-      // Every k16 fragment of P first (S is then dead), then per dims pair dp one XOR of V's
-      // fragment offset and the key steps at immediate offsets from it.
-      unsigned int a[M_FRAGS][TILE_N / 16][4];
+#pragma unroll
+    for (int kc = 0; kc < TILE_N / 16; ++kc) {
+      unsigned int a[M_FRAGS][4];
 #pragma unroll
       for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-        for (int kc = 0; kc < TILE_N / 16; ++kc) pack_p(m, kc, a[m][kc]);
+        a[m][0] = pack2<DTYPE>(s[m][2 * kc][0], s[m][2 * kc][1]);
+        a[m][1] = pack2<DTYPE>(s[m][2 * kc][2], s[m][2 * kc][3]);
+        a[m][2] = pack2<DTYPE>(s[m][2 * kc + 1][0], s[m][2 * kc + 1][1]);
+        a[m][3] = pack2<DTYPE>(s[m][2 * kc + 1][2], s[m][2 * kc + 1][3]);
       }
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
+        unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
+        ldmatrix_x4_trans(b, frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4));
 #pragma unroll
-        for (int kc = 0; kc < TILE_N / 16; ++kc) {
-          unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-          ldmatrix_x4_trans(
-              b, flash_sm80::fragment_address<HEAD_DIM>(v_tile, v_frag, kc * 16 * ROW, 16 * dp));
-#pragma unroll
-          for (int m = 0; m < M_FRAGS; ++m) {
-            mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m][kc], b[0], b[1]);
-            mma_m16n8k16<DTYPE>(o[m][2 * dp + 1], a[m][kc], b[2], b[3]);
-          }
-        }
-      }
-    } else {
-#pragma unroll
-      for (int kc = 0; kc < TILE_N / 16; ++kc) {
-        unsigned int a[M_FRAGS][4];
-#pragma unroll
-        for (int m = 0; m < M_FRAGS; ++m) pack_p(m, kc, a[m]);
-#pragma unroll
-        for (int dp = 0; dp < D_TILES / 2; ++dp) {
-          unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-          ldmatrix_x4_trans(b, frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4));
-#pragma unroll
-          for (int m = 0; m < M_FRAGS; ++m) {
-            mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
-            mma_m16n8k16<DTYPE>(o[m][2 * dp + 1], a[m], b[2], b[3]);
-          }
+        for (int m = 0; m < M_FRAGS; ++m) {
+          mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
+          mma_m16n8k16<DTYPE>(o[m][2 * dp + 1], a[m], b[2], b[3]);
         }
       }
     }
