@@ -353,24 +353,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
     next_keys();
 
     // O += P V: two n8 tiles of P make one k16 A fragment; V's B fragments come transposed.
-    // Swizzled without GROUPED_STEPS (head_dim 256), the four XORed low steps of V's offset are
-    // formed here, per tile (an empty asm keeps them from being hoisted out of the key loop, where
-    // four more registers beside the 128 of O spilled), and every fragment is an immediate offset
-    // from one of them; fragment_address would XOR each of the 16 dims pairs anew per key step.
-    const unsigned short* v_bases[4];
-    if constexpr (flash_sm80::swizzled(HEAD_DIM) && !GROUPED_STEPS) {
-      int fresh = v_frag;
-      asm volatile("" : "+r"(fresh));
-#pragma unroll
-      for (int j = 0; j < 4; ++j) v_bases[j] = v_tile + (fresh ^ (16 * j));
-    }
-    auto v_frag_of = [&](int kc, int dp) {
-      if constexpr (flash_sm80::swizzled(HEAD_DIM) && !GROUPED_STEPS) {
-        return v_bases[dp % 4] + kc * 16 * ROW + 64 * (dp / 4);
-      } else {
-        return frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4);
-      }
-    };
 #pragma unroll
     for (int kc = 0; kc < TILE_N / 16; ++kc) {
       unsigned int a[M_FRAGS][4];
@@ -384,7 +366,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-        ldmatrix_x4_trans(b, v_frag_of(kc, dp));
+        ldmatrix_x4_trans(b, frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4));
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
