@@ -153,24 +153,6 @@ struct ItemView {
   }
 };
 
-// Item `it`'s query rows in the sequence (not those above its first row) into L2, with plain
-// prefetches from one thread, which do not queue in the TMA unit with the K and V loads (TMA
-// prefetches of the next Q and first K/V tile did, and were 0.8% to 2.4% slower: BENCHMARKS.md).
-template <int HEAD_DIM, int TILE_M, class ItemT>
-__device__ __forceinline__ void prefetch_rows(const FlashFwdSm90Params& p, const ItemT& it) {
-  constexpr int LINES = HEAD_DIM * 2 / 128;  // 128-byte lines per row of one head
-  const long long stride = (long long)p.num_q_heads * HEAD_DIM * 2;
-  const int first = max(it.m0, 0);
-  const char* row = static_cast<const char*>(p.q) +
-                    ((long long)(it.q_begin + first) * p.num_q_heads + it.q_head) * HEAD_DIM * 2;
-  for (int r = first; r < it.m0 + TILE_M; ++r, row += stride) {
-#pragma unroll
-    for (int line = 0; line < LINES; ++line) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * line));
-    }
-  }
-}
-
 }  // namespace flash_sm90
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL>
@@ -268,12 +250,6 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
       next = sm90_persistent::next_item(p.schedule, p.items);
-      // With one Q buffer the next item's Q loads only once the consumers are done with this
-      // item's, and then from memory: its rows are fetched into L2 now.
-      if (Q_BUFFERS == 1 && next < p.items) {
-        const Item ahead(p, next);
-        if (ahead.n_tiles > 0) flash_sm90::prefetch_rows<HEAD_DIM, TILE_M>(p, ahead);
-      }
     }
   }
 

@@ -16,7 +16,6 @@ struct FlashFwdSm90Params {
   // out as a 2-D tensor [total_q, num_q_heads * head_dim]; boxes of 64 rows x 64 columns (one
   // consumer warpgroup's rows of one column block: the staged epilogue's TMA stores).
   TensorMapBytes o_map;
-  const void* q;             // [total_q, num_q_heads, head_dim] (the next item's L2 prefetch)
   void* out;                 // [total_q, num_q_heads, head_dim]
   float* lse;                // [total_q, num_q_heads] log-sum-exp (natural log); null: not written
   const int* cu_seqlens_q;   // [num_seqs + 1]

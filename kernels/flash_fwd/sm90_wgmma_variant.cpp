@@ -223,7 +223,6 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
                                    kv_columns * 2, uint32_t(c.tile_n));
     p.o_map = encode_tensor_map_2d(api, type, problem.out(), q_columns, uint64_t(batch.total_q),
                                    q_columns * 2, uint32_t(sm90_attn::kConsumerRows));
-    p.q = problem.q();
     p.out = problem.out();
     p.lse = lse;
     p.cu_seqlens_q = problem.cu_seqlens_q();
