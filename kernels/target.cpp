@@ -24,6 +24,7 @@ Target Target::cuda(const DeviceInfo& device) {
   target.cc_minor = device.cc_minor;
   target.sm_count = device.sm_count;
   target.max_shared_per_block = device.max_shared_per_block_optin;
+  target.l2_bytes = device.l2_bytes;
   target.device_name = device.name;
   return target;
 }

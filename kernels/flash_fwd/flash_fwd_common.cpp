@@ -71,11 +71,6 @@ Support gathered_kv_supports(const Batch& batch) {
 
 namespace {
 
-struct QueryTile {
-  int32_t seq, m_block;
-  int64_t key_tiles;  // of tile_n keys, those its rows see (with a causal mask, fewer near the top)
-};
-
 // Every query tile of tile_m rows of every sequence, in sequence order.
 std::vector<QueryTile> query_tiles(const Batch& batch, int tile_m, int tile_n,
                                    QueryTilesFrom from) {
@@ -98,15 +93,19 @@ std::vector<QueryTile> query_tiles(const Batch& batch, int tile_m, int tile_n,
 
 }  // namespace
 
-std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n,
+std::vector<QueryTile> flash_fwd_query_tiles(const Batch& batch, int tile_m, int tile_n,
                                              QueryTilesFrom from) {
   std::vector<QueryTile> tiles = query_tiles(batch, tile_m, tile_n, from);
   std::stable_sort(tiles.begin(), tiles.end(), [](const QueryTile& a, const QueryTile& b) {
     return a.key_tiles > b.key_tiles;
   });
+  return tiles;
+}
+
+std::vector<int32_t> flash_fwd_tile_schedule(const Batch& batch, int tile_m, int tile_n,
+                                             QueryTilesFrom from) {
   std::vector<int32_t> out;
-  out.reserve(2 * tiles.size());
-  for (const QueryTile& t : tiles) {
+  for (const QueryTile& t : flash_fwd_query_tiles(batch, tile_m, tile_n, from)) {
     out.push_back(t.seq);
     out.push_back(t.m_block);
   }

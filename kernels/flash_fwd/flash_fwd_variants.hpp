@@ -52,6 +52,18 @@ Support gathered_kv_supports(const Batch& batch);
 // length tile_m does not divide is its top one, which under a causal mask sees the fewest keys.
 enum class QueryTilesFrom { start, end };
 
+// One query tile of a sequence: tile m_block of tile_m rows (QueryTilesFrom), and the key tiles
+// of tile_n keys its rows see (with a causal mask, fewer near the top).
+struct QueryTile {
+  int32_t seq, m_block;
+  int64_t key_tiles;
+};
+
+// Every query tile of every sequence, heaviest first (the most key tiles); ties keep sequence
+// order.
+std::vector<QueryTile> flash_fwd_query_tiles(const Batch& batch, int tile_m, int tile_n,
+                                             QueryTilesFrom from = QueryTilesFrom::start);
+
 // The (sequence, query tile) of every CTA column, heaviest first: the number of key tiles of
 // tile_n keys a query tile of tile_m rows visits (fewer near the top of a causal sequence), so the
 // longest CTAs start in the first wave and the short ones fill the tail. Ties keep sequence

@@ -20,9 +20,10 @@
 //
 // Work decomposition (a persistent grid; block = 128 x (1 + CONSUMERS)):
 // - A work item is TILE_M = 64 x CONSUMERS query rows of one sequence and one q head. The items
-//   are the query tiles of every sequence (flash_fwd_tile_schedule: heaviest first, as for
-//   sm80_mma) times the q heads, head-major (flash_sm90::item_tile / item_head): the order in which
-//   the hardware handed out the CTAs of the earlier grid of one CTA per item.
+//   are the query tiles of every sequence times the q heads, in the host's order (p.work,
+//   flash_fwd_work_order): head-major, each head's tiles heaviest first, the order in which the
+//   hardware handed out the CTAs of the earlier grid of one CTA per item, except that the last
+//   heads' items may be ordered together, heaviest first, so that the grid ends on light items.
 // - The grid is at most one CTA per SM (context.target.sm_count): CTA b starts with item b and
 //   then draws the next undone item from a counter in global memory once its producer has
 //   issued the current item's loads (sm90_persistent::next_item; the last CTA to draw past the
@@ -106,7 +107,7 @@ __device__ __forceinline__ int key_tiles(int row_end, int q_len, int kv_len, int
 }
 
 // One work item of the persistent grid: query rows m0 .. m0 + TILE_M - 1 of one sequence and one
-// q head (item_tile / item_head of its index), and the key tiles they need. Query tile m of a
+// q head (entry `index` of p.work), and the key tiles they need. Query tile m of a
 // sequence ends at row q_len - m TILE_M (QueryTilesFrom::end): where TILE_M does not divide
 // q_len, the top tile starts above row 0 (m0 < 0: TMA loads zeros or the previous sequence's
 // rows there, and they are never stored), and under a causal mask that partial tile is the one
@@ -121,12 +122,11 @@ struct Item {
   int n_tiles;  // those its last valid row needs (with CAUSAL the most of any row)
 
   __device__ __forceinline__ Item(const FlashFwdSm90Params& p, int index) {
-    const int entry = item_tile(index, p.num_tiles);
-    const int seq = p.tiles[2 * entry];
-    q_head = item_head(index, p.num_tiles);
+    const int seq = p.work[3 * index], tile = p.work[3 * index + 1];
+    q_head = p.work[3 * index + 2];
     q_begin = p.cu_seqlens_q[seq];
     q_len = p.cu_seqlens_q[seq + 1] - q_begin;
-    m0 = q_len - (p.tiles[2 * entry + 1] + 1) * TILE_M;
+    m0 = q_len - (tile + 1) * TILE_M;
     kv_begin = p.cu_seqlens_kv[seq];
     kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
     n_tiles = key_tiles(m0 + TILE_M, q_len, kv_len, TILE_N, CAUSAL);

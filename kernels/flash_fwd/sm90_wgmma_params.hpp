@@ -20,11 +20,10 @@ struct FlashFwdSm90Params {
   float* lse;                // [total_q, num_q_heads] log-sum-exp (natural log); null: not written
   const int* cu_seqlens_q;   // [num_seqs + 1]
   const int* cu_seqlens_kv;  // [num_seqs + 1]
-  // [num_tiles][2]: (sequence, query tile), heaviest first (flash_fwd_tile_schedule).
-  const int* tiles;
-  int num_tiles;
-  // Work items: num_tiles x num_q_heads, item i is tile flash_sm90::item_tile(i, num_tiles) of q
-  // head flash_sm90::item_head(i, num_tiles). The grid is at most one CTA per SM.
+  // [items][3]: the work items in the order the CTAs draw them, each (sequence, query tile, q
+  // head): every query tile of every sequence for every q head once (flash_fwd_work_order). The
+  // grid is at most one CTA per SM.
+  const int* work;
   int items;
   int* schedule;  // [2], zero between launches: items handed out, CTAs done (next_item)
   int num_q_heads;

@@ -108,18 +108,6 @@ ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers) {
                         : consumers == 2 ? kConsumerRegisters : 160;
 }
 
-// Work item `index` of the persistent grid is query tile item_tile(index, tiles) of the tile
-// schedule (flash_fwd_tile_schedule, `tiles` entries, heaviest first) and q head
-// item_head(index, tiles): head-major, the order in which the hardware handed out the CTAs of the
-// earlier grid (query tiles along x, q heads along y). The CTAs running at once then work on one
-// head or two consecutive heads of a GQA group, whose K/V stay in L2 for the group's next heads.
-ATTN_HOST_DEVICE constexpr int item_tile(int index, int tiles) {
-  return index % tiles;
-}
-ATTN_HOST_DEVICE constexpr int item_head(int index, int tiles) {
-  return index / tiles;
-}
-
 // Key tiles of any multiple of 16 keys from 64 to 256 (sm90_attn::tile_n_allowed): the rows of
 // a tile are consecutive keys of one sequence, with no page or block structure to follow.
 constexpr bool kAnyTileN = true;

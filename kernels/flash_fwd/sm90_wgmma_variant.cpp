@@ -11,6 +11,7 @@
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_params.hpp"
 #include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
+#include "kernels/flash_fwd/work_order.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/params_launcher.hpp"
 
@@ -41,6 +42,19 @@ int64_t flash_sm90_items(const Batch& batch, int tile_m) {
   int64_t tiles = 0;
   for (int64_t q_len : batch.query_lens) tiles += (q_len + tile_m - 1) / tile_m;
   return tiles * batch.spec.model.num_q_heads;
+}
+
+// What the work order needs to know of the batch and the GPU (flash_fwd_work_order): the
+// persistent grid's CTAs, and the K and V bytes of one kv head, gathered contiguous.
+WorkOrderShape work_order_shape(const Batch& batch, const Target& target) {
+  const ModelShape& m = batch.spec.model;
+  WorkOrderShape shape;
+  shape.num_q_heads = m.num_q_heads;
+  shape.group = batch.spec.group_size();
+  shape.ctas = std::max(target.sm_count, 1);
+  shape.kv_head_bytes = 2 * batch.total_kv * m.head_dim * int64_t(size_of(m.dtype));
+  shape.l2_bytes = target.l2_bytes;
+  return shape;
 }
 
 KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
@@ -202,9 +216,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
-    const std::vector<int32_t> tiles =
-        flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n, kTilesFrom);
-    buffers.push_back(upload_int32(*context.cuda, tiles));
+    const std::vector<int32_t> work = flash_fwd_work_order(
+        flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom), work_order_shape(batch, context.target));
+    buffers.push_back(upload_int32(*context.cuda, work));
     buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 
     // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
@@ -227,10 +241,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     p.lse = lse;
     p.cu_seqlens_q = problem.cu_seqlens_q();
     p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
-    p.tiles = static_cast<const int*>(buffers[3].pointer());
-    p.num_tiles = int(tiles.size() / 2);
+    p.work = static_cast<const int*>(buffers[3].pointer());
     p.items = int(flash_sm90_items(batch, c.tile_m));
-    ATTN_ASSERT(p.items == p.num_tiles * m.num_q_heads, "work items: tiles x q heads");
+    ATTN_ASSERT(size_t(p.items) * 3 == work.size(), "work items: query tiles x q heads");
     p.schedule = static_cast<int*>(buffers[4].pointer());
     p.num_q_heads = m.num_q_heads;
     p.group = batch.spec.group_size();

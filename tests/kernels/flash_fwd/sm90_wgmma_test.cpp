@@ -179,26 +179,6 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   }
 }
 
-// The persistent grid's work items are every (query tile, q head) pair once, head-major: item i
-// is entry i % tiles of the heaviest-first tile schedule for head i / tiles, the order in which
-// the hardware handed out the CTAs of the earlier grid (tiles along x, heads along y), so the
-// items in flight belong to few consecutive heads and a GQA group's heads follow one another.
-TEST(FlashFwdSm90Traits, WorkItemsAreTheEarlierGridsCtasInLaunchOrder) {
-  using namespace flash_sm90;
-  for (int tiles : {1, 7, 132, 300}) {
-    for (int heads : {1, 3, 16}) {
-      int index = 0;
-      for (int head = 0; head < heads; ++head) {    // blockIdx.y
-        for (int tile = 0; tile < tiles; ++tile) {  // blockIdx.x, fastest
-          ASSERT_EQ(item_tile(index, tiles), tile) << index;
-          ASSERT_EQ(item_head(index, tiles), head) << index;
-          ++index;
-        }
-      }
-    }
-  }
-}
-
 // The kernel's query tiles end at their sequence's last row (QueryTilesFrom::end), so a sequence's
 // one partial tile is its top one: under a causal mask it sees the fewest keys. 1024 rows in
 // tiles of 192 over key tiles of 128: from the start the tiles see 2, 3, 5, 6, 8 and 8 key tiles

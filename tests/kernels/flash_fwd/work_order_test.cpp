@@ -1,0 +1,137 @@
+// flash_fwd_work_order: the order in which sm90_wgmma's persistent CTAs draw their work items.
+// Head-major where nothing is known of the L2 or nothing pays; with a causal mask, the last heads'
+// items heaviest first over all of them where a simulation of the greedy draw says it ends
+// sooner, within the L2 budget; every item exactly once either way.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "kernels/flash_fwd/work_order.hpp"
+
+namespace attn {
+namespace {
+
+// One head's query tiles, heaviest first as flash_fwd_query_tiles lists them: `seqs` sequences of
+// `tiles` query tiles each, tile m seeing tiles - m key tiles (causal) or all of them.
+std::vector<QueryTile> query_tiles(int seqs, int tiles, bool causal) {
+  std::vector<QueryTile> out;
+  for (int m = 0; m < tiles; ++m) {
+    for (int s = 0; s < seqs; ++s) out.push_back({s, m, causal ? tiles - m : tiles});
+  }
+  return out;
+}
+
+struct Entry {
+  int seq, tile, head;
+  bool operator<(const Entry& o) const {
+    return std::tie(seq, tile, head) < std::tie(o.seq, o.tile, o.head);
+  }
+};
+std::vector<Entry> entries(const std::vector<int32_t>& work) {
+  std::vector<Entry> out;
+  for (size_t i = 0; i + 2 < work.size(); i += 3) out.push_back({work[i], work[i + 1], work[i + 2]});
+  return out;
+}
+
+// Costs the order's items by the model the order is chosen with.
+double makespan_of(const std::vector<int32_t>& work, const std::vector<QueryTile>& tiles,
+                   int ctas) {
+  std::vector<double> costs;
+  for (const Entry& e : entries(work)) {
+    const auto t = std::find_if(tiles.begin(), tiles.end(), [&](const QueryTile& q) {
+      return q.seq == e.seq && q.m_block == e.tile;
+    });
+    costs.push_back(double(t->key_tiles) + kItemOverheadTiles);
+  }
+  return greedy_makespan(costs, ctas);
+}
+
+TEST(FlashFwdWorkOrder, GreedyMakespanIsWhenTheLastCtaFinishes) {
+  // Two CTAs: 3 and 3 at 0, then 2 at 3 (to 5), 2 at 3 (to 5), 2 at 5 (to 7).
+  EXPECT_DOUBLE_EQ(greedy_makespan({3, 3, 2, 2, 2}, 2), 7.0);
+  // The light items first leave the heavy one alone at the end: 1, 1 then 1 at 1, 4 at 1.
+  EXPECT_DOUBLE_EQ(greedy_makespan({1, 1, 1, 4}, 2), 5.0);
+  EXPECT_DOUBLE_EQ(greedy_makespan({4, 1, 1, 1}, 2), 4.0);
+  EXPECT_DOUBLE_EQ(greedy_makespan({}, 4), 0.0);
+}
+
+// Without the L2's size (or without a causal mask, where every item costs the same) the items are
+// head-major: item i is tile i % T of the heaviest-first list for head i / T, the order in which
+// the hardware handed out the CTAs of the earlier grid (tiles along x, heads along y).
+TEST(FlashFwdWorkOrder, HeadMajorWithoutAnL2SizeOrUnequalItems) {
+  for (const bool causal : {true, false}) {
+    const std::vector<QueryTile> tiles = query_tiles(16, 8, causal);
+    WorkOrderShape shape;
+    shape.num_q_heads = 16;
+    shape.ctas = 132;
+    shape.kv_head_bytes = 8 << 20;
+    shape.l2_bytes = causal ? 0 : int64_t(50) << 20;
+    int tail = -1;
+    const std::vector<Entry> work = entries(flash_fwd_work_order(tiles, shape, &tail));
+    EXPECT_EQ(tail, 0) << causal;
+    ASSERT_EQ(work.size(), tiles.size() * 16);
+    for (size_t i = 0; i < work.size(); ++i) {
+      const QueryTile& t = tiles[i % tiles.size()];
+      ASSERT_EQ(work[i].seq, t.seq) << i;
+      ASSERT_EQ(work[i].tile, t.m_block) << i;
+      ASSERT_EQ(work[i].head, int(i / tiles.size())) << i;
+    }
+  }
+}
+
+// 16 causal sequences of 8 query tiles, 16 heads of 8 MiB of K and V each, 132 CTAs, a 50 MiB
+// L2: head-major, the last head's eight-tile items are drawn with only that head's work left.
+// The order takes a tail of whole heads within the budget, every item once, the leading heads
+// head-major, the tail heaviest first, and it ends no later under the model than head-major.
+TEST(FlashFwdWorkOrder, CausalTailHeaviestFirstWithinTheL2Budget) {
+  const std::vector<QueryTile> tiles = query_tiles(16, 8, true);
+  for (const int group : {1, 2}) {
+    WorkOrderShape shape;
+    shape.num_q_heads = 16;
+    shape.group = group;
+    shape.ctas = 132;
+    shape.kv_head_bytes = int64_t(8) << 20;
+    shape.l2_bytes = int64_t(50) << 20;
+    int tail = 0;
+    const std::vector<int32_t> order = flash_fwd_work_order(tiles, shape, &tail);
+    const std::vector<Entry> work = entries(order);
+    EXPECT_GT(tail, 0) << group;
+    EXPECT_EQ(tail % group, 0);
+    EXPECT_LE(double(tail / group) * double(shape.kv_head_bytes),
+              kTailL2Share * double(shape.l2_bytes));
+    // Every (sequence, tile, head) once.
+    ASSERT_EQ(work.size(), tiles.size() * 16);
+    EXPECT_EQ(std::set<Entry>(work.begin(), work.end()).size(), work.size());
+    // The leading heads in head-major order; the tail's heads only after them, heaviest first.
+    const size_t lead = tiles.size() * size_t(16 - tail);
+    for (size_t i = 0; i < lead; ++i) {
+      ASSERT_EQ(work[i].head, int(i / tiles.size())) << i;
+      ASSERT_EQ(work[i].tile, tiles[i % tiles.size()].m_block) << i;
+    }
+    for (size_t i = lead + 1; i < work.size(); ++i) {
+      ASSERT_GE(work[i].head, 16 - tail) << i;
+      ASSERT_GE(work[i].tile, work[i - 1].tile) << i;  // tile m sees 8 - m key tiles
+    }
+    WorkOrderShape head_major = shape;
+    head_major.l2_bytes = 0;
+    EXPECT_LT(makespan_of(order, tiles, 132),
+              makespan_of(flash_fwd_work_order(tiles, head_major), tiles, 132));
+  }
+}
+
+// A kv head whose K and V alone take more than the budget keeps the order head-major.
+TEST(FlashFwdWorkOrder, NoTailWhereOneKvHeadExceedsTheBudget) {
+  WorkOrderShape shape;
+  shape.num_q_heads = 8;
+  shape.ctas = 132;
+  shape.l2_bytes = int64_t(50) << 20;
+  shape.kv_head_bytes = int64_t(40) << 20;  // over 0.75 x 50 MiB
+  int tail = -1;
+  flash_fwd_work_order(query_tiles(16, 8, true), shape, &tail);
+  EXPECT_EQ(tail, 0);
+}
+
+}  // namespace
+}  // namespace attn
