@@ -216,8 +216,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
-    const std::vector<int32_t> work = flash_fwd_work_order(
-        flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom), work_order_shape(batch, context.target));
+    const std::vector<int32_t> work =
+        flash_fwd_work_order(flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom),
+                             work_order_shape(batch, context.target));
     buffers.push_back(upload_int32(*context.cuda, work));
     buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 

@@ -31,7 +31,8 @@ struct Entry {
 };
 std::vector<Entry> entries(const std::vector<int32_t>& work) {
   std::vector<Entry> out;
-  for (size_t i = 0; i + 2 < work.size(); i += 3) out.push_back({work[i], work[i + 1], work[i + 2]});
+  for (size_t i = 0; i + 2 < work.size(); i += 3)
+    out.push_back({work[i], work[i + 1], work[i + 2]});
   return out;
 }
 
