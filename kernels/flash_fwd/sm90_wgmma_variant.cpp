@@ -45,14 +45,15 @@ int64_t flash_sm90_items(const Batch& batch, int tile_m) {
 }
 
 // What the work order needs to know of the batch and the GPU (flash_fwd_work_order): the
-// persistent grid's CTAs, and the K and V bytes of one kv head, gathered contiguous.
+// persistent grid's CTAs, and each sequence's K and V bytes of one kv head, gathered contiguous.
 WorkOrderShape work_order_shape(const Batch& batch, const Target& target) {
   const ModelShape& m = batch.spec.model;
   WorkOrderShape shape;
   shape.num_q_heads = m.num_q_heads;
   shape.group = batch.spec.group_size();
   shape.ctas = std::max(target.sm_count, 1);
-  shape.kv_head_bytes = 2 * batch.total_kv * m.head_dim * int64_t(size_of(m.dtype));
+  for (const int64_t kv_len : batch.kv_lens)
+    shape.kv_seq_bytes.push_back(2 * kv_len * m.head_dim * int64_t(size_of(m.dtype)));
   shape.l2_bytes = target.l2_bytes;
   return shape;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <queue>
 
 namespace attn {
@@ -26,48 +27,83 @@ struct Item {
   int64_t key_tiles;
 };
 
-// Head-major for the first num_q_heads - tail heads; the last `tail` heads' items after them,
-// heaviest first over all of them (a stable sort: equal weights keep head-major order, so the
-// items in flight still read few heads).
-std::vector<Item> ordered(const std::vector<QueryTile>& tiles, int num_q_heads, int tail) {
-  std::vector<Item> items;
+// The (q head, sequence) pairs in head-major order: pair i is sequence i % seqs of head i / seqs.
+// Head-major for every item outside the last `tail` pairs; those pairs' items after all the
+// others, heaviest first over all of them (a stable sort: equal weights keep head-major order,
+// so the items in flight still read few heads).
+std::vector<Item> ordered(const std::vector<QueryTile>& tiles, int num_q_heads, int seqs,
+                          int64_t tail) {
+  const int64_t first_tail_pair = int64_t(num_q_heads) * seqs - tail;
+  std::vector<Item> items, tail_items;
   items.reserve(tiles.size() * size_t(num_q_heads));
   for (int h = 0; h < num_q_heads; ++h) {
-    for (const QueryTile& t : tiles) items.push_back({t.seq, t.m_block, h, t.key_tiles});
+    for (const QueryTile& t : tiles) {
+      const Item item{t.seq, t.m_block, h, t.key_tiles};
+      (int64_t(h) * seqs + t.seq >= first_tail_pair ? tail_items : items).push_back(item);
+    }
   }
-  const auto tail_begin = items.end() - std::ptrdiff_t(tiles.size()) * tail;
-  std::stable_sort(tail_begin, items.end(),
+  std::stable_sort(tail_items.begin(), tail_items.end(),
                    [](const Item& a, const Item& b) { return a.key_tiles > b.key_tiles; });
+  items.insert(items.end(), tail_items.begin(), tail_items.end());
   return items;
 }
 
-double makespan(const std::vector<Item>& items, int ctas) {
-  std::vector<double> costs;
-  costs.reserve(items.size());
-  for (const Item& item : items) costs.push_back(double(item.key_tiles) + kItemOverheadTiles);
-  return greedy_makespan(costs, ctas);
+// The simulated end of the grid, summed over the item costs of kItemOverheadTiles (each
+// relative to head-major's under the same costs, `head_major`; empty: absolute).
+double makespan(const std::vector<Item>& items, int ctas, const std::vector<double>& head_major,
+                std::vector<double>* absolute = nullptr) {
+  double sum = 0.0;
+  std::vector<double> costs(items.size());
+  for (size_t o = 0; o < std::size(kItemOverheadTiles); ++o) {
+    for (size_t i = 0; i < items.size(); ++i)
+      costs[i] = double(items[i].key_tiles) + kItemOverheadTiles[o];
+    const double span = greedy_makespan(costs, ctas);
+    if (absolute != nullptr) absolute->push_back(span);
+    sum += head_major.empty() ? span : span / head_major[o];
+  }
+  return sum;
+}
+
+// The most (q head, sequence) pairs, counted from the last, whose K and V fit `budget` bytes: a
+// kv head's sequence counts once for the q heads of its GQA group (consecutive heads).
+int64_t pairs_within(const WorkOrderShape& shape, int seqs, double budget) {
+  const int heads = std::max(shape.num_q_heads, 1), group = std::max(shape.group, 1);
+  double bytes = 0.0;
+  int64_t pairs = 0;
+  for (int h = heads - 1; h >= 0; --h) {
+    for (int s = seqs - 1; s >= 0; --s) {
+      // The group's last head, the first of it met from the end, brings the kv head's
+      // sequence in.
+      if (h % group == group - 1) bytes += double(shape.kv_seq_bytes[size_t(s)]);
+      if (bytes > budget) return pairs;
+      ++pairs;
+    }
+  }
+  return pairs;
 }
 
 }  // namespace
 
 std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
-                                          const WorkOrderShape& shape, int* tail_heads) {
-  const int heads = std::max(shape.num_q_heads, 1), group = std::max(shape.group, 1);
-  // Candidates: head-major (no tail), and tails of 1, 2, 4, ... whole GQA groups (and all heads)
-  // whose K and V fit the budget. Each costs a simulation of every item; doubling keeps them few.
-  int best_tail = 0;
-  double best = makespan(ordered(tiles, heads, 0), shape.ctas);
-  const double budget = kTailL2Share * double(shape.l2_bytes);
-  for (int groups = 1; groups * group <= heads; groups = std::min(2 * groups, heads / group)) {
-    if (double(groups) * double(shape.kv_head_bytes) > budget) break;
-    const double span = makespan(ordered(tiles, heads, groups * group), shape.ctas);
-    if (span < best) best = span, best_tail = groups * group;
-    if (groups == heads / group) break;
+                                          const WorkOrderShape& shape, int64_t* tail_pairs) {
+  const int heads = std::max(shape.num_q_heads, 1);
+  const int seqs = int(shape.kv_seq_bytes.size());
+  // Candidates: head-major (no tail), and tails of up to kTailCandidates evenly spaced pair
+  // counts within the L2 budget. Each costs a simulation of every item.
+  int64_t best_tail = 0;
+  std::vector<double> head_major;
+  makespan(ordered(tiles, heads, seqs, 0), shape.ctas, {}, &head_major);
+  double best = double(head_major.size());  // head-major relative to itself
+  const int64_t most = pairs_within(shape, seqs, kTailL2Share * double(shape.l2_bytes));
+  const int64_t step = std::max<int64_t>(1, (most + kTailCandidates - 1) / kTailCandidates);
+  for (int64_t tail = step; tail <= most; tail += step) {
+    const double span = makespan(ordered(tiles, heads, seqs, tail), shape.ctas, head_major);
+    if (span < best) best = span, best_tail = tail;
   }
-  if (tail_heads != nullptr) *tail_heads = best_tail;
+  if (tail_pairs != nullptr) *tail_pairs = best_tail;
   std::vector<int32_t> out;
   out.reserve(tiles.size() * size_t(heads) * 3);
-  for (const Item& item : ordered(tiles, heads, best_tail)) {
+  for (const Item& item : ordered(tiles, heads, seqs, best_tail)) {
     out.push_back(item.seq);
     out.push_back(item.m_block);
     out.push_back(item.q_head);

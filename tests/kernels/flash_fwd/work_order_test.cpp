@@ -1,7 +1,7 @@
 // flash_fwd_work_order: the order in which sm90_wgmma's persistent CTAs draw their work items.
-// Head-major where nothing is known of the L2 or nothing pays; with a causal mask, the last heads'
-// items heaviest first over all of them where a simulation of the greedy draw says it ends
-// sooner, within the L2 budget; every item exactly once either way.
+// Head-major where nothing is known of the L2 or nothing pays; with a causal mask, the items of
+// the last (q head, sequence) pairs heaviest first over all of them where a simulation of the
+// greedy draw says it ends sooner, within the L2 budget; every item exactly once either way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,7 +44,7 @@ double makespan_of(const std::vector<int32_t>& work, const std::vector<QueryTile
     const auto t = std::find_if(tiles.begin(), tiles.end(), [&](const QueryTile& q) {
       return q.seq == e.seq && q.m_block == e.tile;
     });
-    costs.push_back(double(t->key_tiles) + kItemOverheadTiles);
+    costs.push_back(double(t->key_tiles) + 1.0);
   }
   return greedy_makespan(costs, ctas);
 }
@@ -58,18 +58,26 @@ TEST(FlashFwdWorkOrder, GreedyMakespanIsWhenTheLastCtaFinishes) {
   EXPECT_DOUBLE_EQ(greedy_makespan({}, 4), 0.0);
 }
 
+// Each of `seqs` sequences' K and V of one kv head: `bytes`.
+WorkOrderShape shape_of(int heads, int group, int seqs, int64_t bytes, int64_t l2) {
+  WorkOrderShape shape;
+  shape.num_q_heads = heads;
+  shape.group = group;
+  shape.ctas = 132;
+  shape.kv_seq_bytes.assign(size_t(seqs), bytes);
+  shape.l2_bytes = l2;
+  return shape;
+}
+
 // Without the L2's size (or without a causal mask, where every item costs the same) the items are
 // head-major: item i is tile i % T of the heaviest-first list for head i / T, the order in which
 // the hardware handed out the CTAs of the earlier grid (tiles along x, heads along y).
 TEST(FlashFwdWorkOrder, HeadMajorWithoutAnL2SizeOrUnequalItems) {
   for (const bool causal : {true, false}) {
     const std::vector<QueryTile> tiles = query_tiles(16, 8, causal);
-    WorkOrderShape shape;
-    shape.num_q_heads = 16;
-    shape.ctas = 132;
-    shape.kv_head_bytes = 8 << 20;
-    shape.l2_bytes = causal ? 0 : int64_t(50) << 20;
-    int tail = -1;
+    const WorkOrderShape shape =
+        shape_of(16, 1, 16, int64_t(512) << 10, causal ? 0 : int64_t(60) << 20);
+    int64_t tail = -1;
     const std::vector<Entry> work = entries(flash_fwd_work_order(tiles, shape, &tail));
     EXPECT_EQ(tail, 0) << causal;
     ASSERT_EQ(work.size(), tiles.size() * 16);
@@ -82,55 +90,50 @@ TEST(FlashFwdWorkOrder, HeadMajorWithoutAnL2SizeOrUnequalItems) {
   }
 }
 
-// 16 causal sequences of 8 query tiles, 16 heads of 8 MiB of K and V each, 132 CTAs, a 50 MiB
-// L2: head-major, the last head's eight-tile items are drawn with only that head's work left.
-// The order takes a tail of whole heads within the budget, every item once, the leading heads
-// head-major, the tail heaviest first, and it ends no later under the model than head-major.
+// 16 causal sequences of 8 query tiles, 16 heads (or 8 kv heads of two), 512 KiB of K and V per
+// kv head and sequence, 132 CTAs, a 60 MiB L2: head-major, the last head's eight-tile items are
+// drawn with only that head's work left. The order takes a tail of (q head, sequence) pairs
+// within the budget (a kv head's sequence counted once for its group), every item once, the
+// other items head-major, the tail's after them heaviest first, and under the model it ends
+// sooner than head-major.
 TEST(FlashFwdWorkOrder, CausalTailHeaviestFirstWithinTheL2Budget) {
   const std::vector<QueryTile> tiles = query_tiles(16, 8, true);
   for (const int group : {1, 2}) {
-    WorkOrderShape shape;
-    shape.num_q_heads = 16;
-    shape.group = group;
-    shape.ctas = 132;
-    shape.kv_head_bytes = int64_t(8) << 20;
-    shape.l2_bytes = int64_t(50) << 20;
-    int tail = 0;
+    const WorkOrderShape shape = shape_of(16, group, 16, int64_t(512) << 10, int64_t(60) << 20);
+    int64_t tail = 0;
     const std::vector<int32_t> order = flash_fwd_work_order(tiles, shape, &tail);
     const std::vector<Entry> work = entries(order);
     EXPECT_GT(tail, 0) << group;
-    EXPECT_EQ(tail % group, 0);
-    EXPECT_LE(double(tail / group) * double(shape.kv_head_bytes),
-              kTailL2Share * double(shape.l2_bytes));
+    // The tail's K and V: each (kv head, sequence) of its pairs once.
+    std::set<std::pair<int, int>> kv;
+    for (int64_t pair = 16 * 16 - tail; pair < 16 * 16; ++pair)
+      kv.insert({int(pair / 16) / group, int(pair % 16)});
+    EXPECT_LE(double(kv.size()) * (512 << 10), kTailL2Share * double(shape.l2_bytes));
     // Every (sequence, tile, head) once.
     ASSERT_EQ(work.size(), tiles.size() * 16);
     EXPECT_EQ(std::set<Entry>(work.begin(), work.end()).size(), work.size());
-    // The leading heads in head-major order; the tail's heads only after them, heaviest first.
-    const size_t lead = tiles.size() * size_t(16 - tail);
+    // Pair (head, sequence) is number head * 16 + sequence; the last `tail` are the tail's.
+    auto in_tail = [&](const Entry& e) { return e.head * 16 + e.seq >= 16 * 16 - tail; };
+    const size_t lead = work.size() - size_t(tail) * 8;
     for (size_t i = 0; i < lead; ++i) {
-      ASSERT_EQ(work[i].head, int(i / tiles.size())) << i;
-      ASSERT_EQ(work[i].tile, tiles[i % tiles.size()].m_block) << i;
+      ASSERT_FALSE(in_tail(work[i])) << i;
+      if (i > 0) ASSERT_GE(work[i].head, work[i - 1].head) << i;  // head-major
     }
-    for (size_t i = lead + 1; i < work.size(); ++i) {
-      ASSERT_GE(work[i].head, 16 - tail) << i;
-      ASSERT_GE(work[i].tile, work[i - 1].tile) << i;  // tile m sees 8 - m key tiles
+    for (size_t i = lead; i < work.size(); ++i) {
+      ASSERT_TRUE(in_tail(work[i])) << i;
+      if (i > lead) ASSERT_GE(work[i].tile, work[i - 1].tile) << i;  // tile m sees 8 - m
     }
-    WorkOrderShape head_major = shape;
-    head_major.l2_bytes = 0;
+    const WorkOrderShape head_major = shape_of(16, group, 16, int64_t(512) << 10, 0);
     EXPECT_LT(makespan_of(order, tiles, 132),
               makespan_of(flash_fwd_work_order(tiles, head_major), tiles, 132));
   }
 }
 
-// A kv head whose K and V alone take more than the budget keeps the order head-major.
-TEST(FlashFwdWorkOrder, NoTailWhereOneKvHeadExceedsTheBudget) {
-  WorkOrderShape shape;
-  shape.num_q_heads = 8;
-  shape.ctas = 132;
-  shape.l2_bytes = int64_t(50) << 20;
-  shape.kv_head_bytes = int64_t(40) << 20;  // over 0.75 x 50 MiB
-  int tail = -1;
-  flash_fwd_work_order(query_tiles(16, 8, true), shape, &tail);
+// A sequence whose K and V alone take more than the budget keeps the order head-major.
+TEST(FlashFwdWorkOrder, NoTailWhereOneSequenceExceedsTheBudget) {
+  const WorkOrderShape shape = shape_of(8, 1, 1, int64_t(50) << 20, int64_t(60) << 20);
+  int64_t tail = -1;
+  flash_fwd_work_order(query_tiles(1, 64, true), shape, &tail);
   EXPECT_EQ(tail, 0);
 }
 
