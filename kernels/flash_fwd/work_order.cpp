@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <iterator>
 #include <queue>
 
 namespace attn {
@@ -39,7 +38,8 @@ std::vector<Item> ordered(const std::vector<QueryTile>& tiles, int num_q_heads, 
   for (int h = 0; h < num_q_heads; ++h) {
     for (const QueryTile& t : tiles) {
       const Item item{t.seq, t.m_block, h, t.key_tiles};
-      (int64_t(h) * seqs + t.seq >= first_tail_pair ? tail_items : items).push_back(item);
+      const bool in_tail = tail > 0 && int64_t(h) * seqs + t.seq >= first_tail_pair;
+      (in_tail ? tail_items : items).push_back(item);
     }
   }
   std::stable_sort(tail_items.begin(), tail_items.end(),
@@ -48,20 +48,14 @@ std::vector<Item> ordered(const std::vector<QueryTile>& tiles, int num_q_heads, 
   return items;
 }
 
-// The simulated end of the grid, summed over the item costs of kItemOverheadTiles (each
-// relative to head-major's under the same costs, `head_major`; empty: absolute).
-double makespan(const std::vector<Item>& items, int ctas, const std::vector<double>& head_major,
-                std::vector<double>* absolute = nullptr) {
-  double sum = 0.0;
-  std::vector<double> costs(items.size());
-  for (size_t o = 0; o < std::size(kItemOverheadTiles); ++o) {
-    for (size_t i = 0; i < items.size(); ++i)
-      costs[i] = double(items[i].key_tiles) + kItemOverheadTiles[o];
-    const double span = greedy_makespan(costs, ctas);
-    if (absolute != nullptr) absolute->push_back(span);
-    sum += head_major.empty() ? span : span / head_major[o];
+// The simulated end of the grid under each fixed item cost of kItemOverheadTiles.
+std::vector<double> makespans(const std::vector<Item>& items, int ctas) {
+  std::vector<double> spans, costs(items.size());
+  for (const double overhead : kItemOverheadTiles) {
+    for (size_t i = 0; i < items.size(); ++i) costs[i] = double(items[i].key_tiles) + overhead;
+    spans.push_back(greedy_makespan(costs, ctas));
   }
-  return sum;
+  return spans;
 }
 
 // The most (q head, sequence) pairs, counted from the last, whose K and V fit `budget` bytes: a
@@ -90,15 +84,17 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
   const int seqs = int(shape.kv_seq_bytes.size());
   // Candidates: head-major (no tail), and tails of up to kTailCandidates evenly spaced pair
   // counts within the L2 budget. Each costs a simulation of every item.
+  // A candidate's score: the sum over the fixed costs of its end relative to head-major's.
+  const std::vector<double> head_major = makespans(ordered(tiles, heads, seqs, 0), shape.ctas);
   int64_t best_tail = 0;
-  std::vector<double> head_major;
-  makespan(ordered(tiles, heads, seqs, 0), shape.ctas, {}, &head_major);
-  double best = double(head_major.size());  // head-major relative to itself
+  double best = double(head_major.size());
   const int64_t most = pairs_within(shape, seqs, kTailL2Share * double(shape.l2_bytes));
   const int64_t step = std::max<int64_t>(1, (most + kTailCandidates - 1) / kTailCandidates);
   for (int64_t tail = step; tail <= most; tail += step) {
-    const double span = makespan(ordered(tiles, heads, seqs, tail), shape.ctas, head_major);
-    if (span < best) best = span, best_tail = tail;
+    const std::vector<double> spans = makespans(ordered(tiles, heads, seqs, tail), shape.ctas);
+    double score = 0.0;
+    for (size_t o = 0; o < spans.size(); ++o) score += spans[o] / head_major[o];
+    if (score < best) best = score, best_tail = tail;
   }
   if (tail_pairs != nullptr) *tail_pairs = best_tail;
   std::vector<int32_t> out;

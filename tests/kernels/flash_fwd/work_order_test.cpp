@@ -129,6 +129,21 @@ TEST(FlashFwdWorkOrder, CausalTailHeaviestFirstWithinTheL2Budget) {
   }
 }
 
+// A shape that names no sequences' K and V (nothing to budget) keeps the order head-major.
+TEST(FlashFwdWorkOrder, HeadMajorWithoutSequenceSizes) {
+  WorkOrderShape shape;
+  shape.num_q_heads = 4;
+  shape.ctas = 132;
+  shape.l2_bytes = int64_t(60) << 20;
+  const std::vector<QueryTile> tiles = query_tiles(2, 8, true);
+  const std::vector<Entry> work = entries(flash_fwd_work_order(tiles, shape));
+  ASSERT_EQ(work.size(), tiles.size() * 4);
+  for (size_t i = 0; i < work.size(); ++i) {
+    ASSERT_EQ(work[i].head, int(i / tiles.size())) << i;
+    ASSERT_EQ(work[i].tile, tiles[i % tiles.size()].m_block) << i;
+  }
+}
+
 // A sequence whose K and V alone take more than the budget keeps the order head-major.
 TEST(FlashFwdWorkOrder, NoTailWhereOneSequenceExceedsTheBudget) {
   const WorkOrderShape shape = shape_of(8, 1, 1, int64_t(50) << 20, int64_t(60) << 20);
