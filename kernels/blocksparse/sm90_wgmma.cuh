@@ -230,10 +230,9 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
     c.reduce_row_sums();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int i = pos_w - context + row_in + 8 * h;  // query index
-      if (i < 0 || i >= q_len) continue;
+      const int i = pos_w - context + row_in + 8 * h;                      // query index
       const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
-      c.store_row(out + i * row_stride, h, inv);
+      c.store_row(out + i * row_stride, h, inv, i >= 0 && i < q_len);      // every lane: shuffles
     }
   }
 }

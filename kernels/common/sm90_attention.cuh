@@ -135,8 +135,8 @@ struct IssueTurns {
   int me = 0;              // consumer warpgroup 0 .. count - 1
   int slots = 0;           // slots that alternate
   bool streaming = false;  // hand over across items
-  bool handed = false;     // streaming: the last warpgroup handed over at the end of an earlier item
-  int count = 2;           // consumer warpgroups taking turns
+  bool handed = false;  // streaming: the last warpgroup handed over at the end of an earlier item
+  int count = 2;        // consumer warpgroups taking turns
   __device__ __forceinline__ static void sync(int id) {
     asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
   }
@@ -515,13 +515,56 @@ struct Consumer {
     }
   }
 
-  // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements), 4 bytes per column pair.
-  __device__ __forceinline__ void store_row(unsigned short* out_row, int h, float inv) const {
+  // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements) where `store`, 16 bytes
+  // per lane: the four lanes of a quad hold one row, each two columns of every 8-column block
+  // (accumulator layout), so a 4 x 4 transpose of packed column pairs over the quad (two rounds
+  // of shuffles) gives each lane 8 consecutive columns of one block of every four. Every lane of
+  // the warp calls it (the shuffles), `store` false where its row is not to be written. Measured
+  // on an H200 (BENCHMARKS.md, flash_fwd, "16-byte output stores"): with 4-byte stores of the
+  // fragments (a warp instruction: 16 bytes in each of 8 rows), storing the output twice took
+  // flash_fwd d256 16x1024 from 239.47 to 291.46 us; 16-byte stores took it from 239.86 to
+  // 219.46, d256 16x1024 causal 157.02 to 141.18, d128 16x1024 causal 165.57 to 154.51,
+  // prefix_prefill's benchmark 298.34 to 293.12, blocksparse's 1395.50 to 1330.48.
+  __device__ __forceinline__ void store_row(unsigned short* out_row, int h, float inv,
+                                            bool store) const {
+    const int q = lane % 4;
 #pragma unroll
-    for (int j = 0; j < HEAD_DIM / 8; ++j) {
-      const int i = 4 * j + 2 * h;  // registers i, i + 1: row h, adjacent columns
-      *reinterpret_cast<unsigned int*>(out_row + accumulator_column(tid, i)) =
-          pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
+    for (int m = 0; m < HEAD_DIM / 32; ++m) {
+      unsigned int v[4];  // v[r]: this lane's column pair of block 4 m + r
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = 4 * (4 * m + r) + 2 * h;
+        v[r] = pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
+      }
+      // Round 1 (lanes q, q ^ 1): transpose each 2 x 2 block of the quad's 4 x 4.
+      {
+        const bool odd = q & 1;
+        const unsigned int a = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
+        const unsigned int b = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
+        if (odd) {
+          v[0] = a;
+          v[2] = b;
+        } else {
+          v[1] = a;
+          v[3] = b;
+        }
+      }
+      // Round 2 (lanes q, q ^ 2): swap the off-diagonal 2 x 2 blocks.
+      {
+        const bool high = q & 2;
+        const unsigned int a = __shfl_xor_sync(0xffffffffu, high ? v[0] : v[2], 2);
+        const unsigned int b = __shfl_xor_sync(0xffffffffu, high ? v[1] : v[3], 2);
+        if (high) {
+          v[0] = a;
+          v[1] = b;
+        } else {
+          v[2] = a;
+          v[3] = b;
+        }
+      }
+      // v[r]: column pair r of block 4 m + q.
+      if (store)
+        *reinterpret_cast<uint4*>(out_row + 8 * (4 * m + q)) = make_uint4(v[0], v[1], v[2], v[3]);
     }
   }
 };

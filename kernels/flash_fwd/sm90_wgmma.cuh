@@ -318,8 +318,9 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 8 * h;
       inv[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;  // no key: zeros
-      if (row < 0) continue;                          // above the sequence (m0 < 0)
-      if constexpr (!STAGED) c.store_row(out + row * row_stride, h, inv[h]);
+      // Rows above the sequence (m0 < 0) are not stored; every lane takes part in the shuffles.
+      if constexpr (!STAGED) c.store_row(out + row * row_stride, h, inv[h], row >= 0);
+      if (row < 0) continue;
       if (p.lse != nullptr && lane % 4 == 0) {
         const float kLn2 = 0.69314718055994531f;
         p.lse[(long long)(it.q_begin + row) * p.num_q_heads + it.q_head] =

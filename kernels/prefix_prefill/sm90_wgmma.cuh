@@ -408,11 +408,11 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + 8 * h;
-      if (r >= rows) continue;
+      const bool valid = r < rows;  // every lane takes part in store_row's shuffles
       const int token = t0 + r / p.group, q_head = item.kv_head * p.group + r % p.group;
       const float sum = c.row_sum[h];
       float inv = 0.0f;  // no visible key: zeros, even with a sink
-      if (sum > 0.0f) {
+      if (valid && sum > 0.0f) {
         if (p.sink_log2 != nullptr) {
           const float top = c.max_log2(h), sink = p.sink_log2[q_head];
           const float both = fmaxf(top, sink);
@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
       }
       c.store_row(static_cast<unsigned short*>(p.out) +
                       ((long long)(item.info.q_start + token) * p.num_q_heads + q_head) * HEAD_DIM,
-                  h, inv);
+                  h, inv, valid);
     }
   }
 }
