@@ -283,7 +283,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // released after the copy rather than after the item's last S; with one Q buffer that would hold
   // up the next item's Q. Measured on an H200: 2% less time at head_dim 128 (16x1024 and 4x4096),
   // 3% to 5% more at 64 (whose 8 KiB of output per warpgroup and item the direct stores take in
-  // stride), so the other head dims store directly.
+  // stride), so the other head dims store directly. The direct stores are now 16 bytes per lane
+  // (Consumer::store_row); against those the staged epilogue is level at head_dim 128 (d128
+  // 16x1024 241.84 / 242.16 us staged, 242.37 / 242.93 direct; BENCHMARKS.md, flash_fwd,
+  // "16-byte output stores"), and it stays.
   constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
   static_assert(!SHARES_ROWS || (!STREAM && !STAGED),
                 "shared rows: no item streams into them, and their output is stored directly");
