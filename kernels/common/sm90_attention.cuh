@@ -515,6 +515,21 @@ struct Consumer {
     }
   }
 
+  // One round of store_row's quad transpose: the lanes whose bit `lane_bit` is set swap their
+  // v[s0], v[s1] for the partner lane's (bit clear) v[c0], v[c1].
+  __device__ __forceinline__ static void quad_exchange(unsigned int (&v)[4], int lane_bit, bool set,
+                                                       int s0, int s1, int c0, int c1) {
+    const unsigned int a = __shfl_xor_sync(0xffffffffu, set ? v[s0] : v[c0], lane_bit);
+    const unsigned int b = __shfl_xor_sync(0xffffffffu, set ? v[s1] : v[c1], lane_bit);
+    if (set) {
+      v[s0] = a;
+      v[s1] = b;
+    } else {
+      v[c0] = a;
+      v[c1] = b;
+    }
+  }
+
   // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements) where `store`, 16 bytes
   // per lane: the four lanes of a quad hold one row, each two columns of every 8-column block
   // (accumulator layout), so a 4 x 4 transpose of packed column pairs over the quad (two rounds
@@ -537,31 +552,9 @@ struct Consumer {
         v[r] = pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
       }
       // Round 1 (lanes q, q ^ 1): transpose each 2 x 2 block of the quad's 4 x 4.
-      {
-        const bool odd = q & 1;
-        const unsigned int a = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
-        const unsigned int b = __shfl_xor_sync(0xffffffffu, odd ? v[2] : v[3], 1);
-        if (odd) {
-          v[0] = a;
-          v[2] = b;
-        } else {
-          v[1] = a;
-          v[3] = b;
-        }
-      }
+      quad_exchange(v, 1, q & 1, 0, 2, 1, 3);
       // Round 2 (lanes q, q ^ 2): swap the off-diagonal 2 x 2 blocks.
-      {
-        const bool high = q & 2;
-        const unsigned int a = __shfl_xor_sync(0xffffffffu, high ? v[0] : v[2], 2);
-        const unsigned int b = __shfl_xor_sync(0xffffffffu, high ? v[1] : v[3], 2);
-        if (high) {
-          v[0] = a;
-          v[1] = b;
-        } else {
-          v[2] = a;
-          v[3] = b;
-        }
-      }
+      quad_exchange(v, 2, q & 2, 0, 1, 2, 3);
       // v[r]: column pair r of block 4 m + q.
       if (store)
         *reinterpret_cast<uint4*>(out_row + 8 * (4 * m + q)) = make_uint4(v[0], v[1], v[2], v[3]);
