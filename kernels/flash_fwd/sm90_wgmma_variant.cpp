@@ -217,9 +217,16 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
-    const std::vector<int32_t> work =
-        flash_fwd_work_order(flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom),
-                             work_order_shape(batch, context.target));
+    // The work order, with shared-rows items (the kernel's SHARES_ROWS) weighed as the share
+    // each warpgroup multiplies and drawn as late as the L2 budget allows.
+    std::vector<QueryTile> tiles = flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom);
+    WorkOrderShape order_shape = work_order_shape(batch, context.target);
+    if (flash_sm90::shares_rows(m.head_dim, c.tile_m) && !batch.causal) {
+      tiles = weigh_shared_rows(std::move(tiles), batch.query_lens, c.tile_m, c.consumers,
+                                flash_sm90::kConsumerRows);
+      order_shape.prefer_long_tail = true;
+    }
+    const std::vector<int32_t> work = flash_fwd_work_order(tiles, order_shape);
     buffers.push_back(upload_int32(*context.cuda, work));
     buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 

@@ -19,6 +19,24 @@ double greedy_makespan(const std::vector<double>& costs, int ctas) {
   return end;
 }
 
+std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
+                                         const std::vector<int64_t>& query_lens, int tile_m,
+                                         int warpgroups, int warpgroup_rows) {
+  for (QueryTile& t : tiles) {
+    const int64_t q_len = query_lens[size_t(t.seq)];
+    // Tile m's first row (from the end) is q_len - (m + 1) tile_m: above the sequence by all but
+    // one warpgroup's rows.
+    const bool shared =
+        q_len - int64_t(t.m_block + 1) * tile_m == -int64_t(warpgroups - 1) * warpgroup_rows;
+    if (shared && t.key_tiles >= warpgroups)
+      t.key_tiles = (t.key_tiles + warpgroups - 1) / warpgroups;
+  }
+  std::stable_sort(tiles.begin(), tiles.end(), [](const QueryTile& a, const QueryTile& b) {
+    return a.key_tiles > b.key_tiles;
+  });
+  return tiles;
+}
+
 namespace {
 
 struct Item {
@@ -94,7 +112,7 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
     const std::vector<double> spans = makespans(ordered(tiles, heads, seqs, tail), shape.ctas);
     double score = 0.0;
     for (size_t o = 0; o < spans.size(); ++o) score += spans[o] / head_major[o];
-    if (score < best) best = score, best_tail = tail;
+    if (score < best || (shape.prefer_long_tail && score <= best)) best = score, best_tail = tail;
   }
   if (tail_pairs != nullptr) *tail_pairs = best_tail;
   std::vector<int32_t> out;

@@ -30,6 +30,14 @@ struct WorkOrderShape {
   // per sequence of the batch.
   std::vector<int64_t> kv_seq_bytes;
   int64_t l2_bytes = 0;  // the device's L2 cache; 0: unknown (head-major order only)
+  // Where the simulation rates tails alike, take the longest (else the shortest). For items some
+  // of which are much lighter than the rest (weigh_shared_rows): the longer tail draws more of the
+  // light items last, where they even out the CTAs' ends, which the simulation's fixed costs do
+  // not see. Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows weighed"), µs: d64
+  // 16x1024 331.28 / 331.89 / 331.82 -> 328.98 / 327.73 / 328.58, 4x4096 1138.21 / 1140.14 /
+  // 1136.13 -> 1131.76 / 1131.25 / 1136.24. The same rule for every order ran d64 16x1024 causal
+  // no faster (210.91 / 211.98 / 211.38 -> 211.36 / 211.38 / 213.12), so it is not the default.
+  bool prefer_long_tail = false;
 };
 
 // The share of L2 the tail's K and V may take; the rest holds the Q tiles, outputs and the items
@@ -53,6 +61,17 @@ constexpr int64_t kTailCandidates = 64;
 std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
                                           const WorkOrderShape& shape,
                                           int64_t* tail_pairs = nullptr);
+
+// `tiles` (one head's query tiles, flash_fwd_query_tiles, QueryTilesFrom::end) with the items
+// whose rows sm90_wgmma's consumer warpgroups share (flash_sm90::shares_rows: without a causal
+// mask, the top tile of a sequence holding only the last warpgroup's `warpgroup_rows` rows, and at
+// least `warpgroups` key tiles) weighed as the key tiles each warpgroup multiplies, their key
+// tiles / warpgroups rounded up; heaviest first again (ties keep their order). Weighed as whole
+// items they looked as heavy as the others, so neither the head's order nor the tail put them
+// last.
+std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
+                                         const std::vector<int64_t>& query_lens, int tile_m,
+                                         int warpgroups, int warpgroup_rows);
 
 // When the last of `ctas` CTAs finishes if each, once free, draws the next item of `costs` in
 // order (all start at 0 with the first `ctas` items).

@@ -152,5 +152,63 @@ TEST(FlashFwdWorkOrder, NoTailWhereOneSequenceExceedsTheBudget) {
   EXPECT_EQ(tail, 0);
 }
 
+// Without a causal mask, 1024 query rows in tiles of 192 from the end leave a top tile of 64 rows:
+// sm90_wgmma's three consumer warpgroups share its eight key tiles, so it weighs three, and each
+// head lists its five full tiles per sequence first. A sequence of 1088 rows (top tile of 128)
+// or one whose top tile sees fewer key tiles than there are warpgroups keeps its weight.
+TEST(FlashFwdWorkOrder, SharedRowsItemsWeighTheirWarpgroupsShare) {
+  std::vector<QueryTile> tiles;
+  const std::vector<int64_t> lens = {1024, 1024, 1088, 256};
+  const std::vector<int64_t> key_tiles = {8, 8, 9, 2};
+  for (int s = 0; s < 4; ++s) {
+    for (int m = 0; m < int((lens[size_t(s)] + 191) / 192); ++m)
+      tiles.push_back({s, m, key_tiles[size_t(s)]});
+  }
+  const std::vector<QueryTile> weighed = weigh_shared_rows(tiles, lens, 192, 3, 64);
+  ASSERT_EQ(weighed.size(), tiles.size());
+  auto weight = [&](int seq, int m) {
+    for (const QueryTile& t : weighed) {
+      if (t.seq == seq && t.m_block == m) return t.key_tiles;
+    }
+    return int64_t(-1);
+  };
+  EXPECT_EQ(weight(0, 5), 3);
+  EXPECT_EQ(weight(1, 5), 3);
+  EXPECT_EQ(weight(0, 4), 8);
+  EXPECT_EQ(weight(2, 5), 9);  // 1088 = 5 x 192 + 128: two warpgroups' rows, not shared
+  EXPECT_EQ(weight(3, 1), 2);  // 256 = 192 + 64, but 2 key tiles: fewer than the warpgroups
+  for (size_t i = 1; i < weighed.size(); ++i)
+    EXPECT_GE(weighed[i - 1].key_tiles, weighed[i].key_tiles) << i;
+  // 16 such sequences, 32 heads, 256 KiB of K and V per head and sequence, a 60 MiB L2: each
+  // head's shared items come after its full ones, so even head-major ends on the last head's;
+  // preferring the longest of the tails the simulation rates alike, the tail is all 120 pairs
+  // the budget holds and ends on their 120 shared items, and under the model it ends no later
+  // than with them weighed as full items (every sixth item).
+  std::vector<QueryTile> even;
+  for (int s = 0; s < 16; ++s) {
+    for (int m = 0; m < 6; ++m) even.push_back({s, m, 8});
+  }
+  const std::vector<QueryTile> light =
+      weigh_shared_rows(even, std::vector<int64_t>(16, 1024), 192, 3, 64);
+  WorkOrderShape shape = shape_of(32, 1, 16, int64_t(256) << 10, int64_t(60) << 20);
+  int64_t tail = -1;
+  const std::vector<Entry> head_major = entries(flash_fwd_work_order(light, shape, &tail));
+  EXPECT_EQ(tail, 0);
+  ASSERT_EQ(head_major.size(), size_t(16 * 6 * 32));
+  for (size_t i = 0; i < head_major.size(); ++i)
+    EXPECT_EQ(head_major[i].tile == 5, i % 96 >= 80) << i;
+  shape.prefer_long_tail = true;
+  const std::vector<int32_t> order = flash_fwd_work_order(light, shape, &tail);
+  EXPECT_EQ(tail, 120);
+  const std::vector<Entry> work = entries(order);
+  ASSERT_EQ(work.size(), head_major.size());
+  EXPECT_EQ(std::set<Entry>(work.begin(), work.end()).size(), work.size());
+  const size_t lead = work.size() - 120 * 6;  // the first 392 pairs' items, head-major
+  for (size_t i = 0; i < lead; ++i) EXPECT_LT(work[i].head * 16 + work[i].seq, 392) << i;
+  for (size_t i = lead; i < work.size(); ++i) EXPECT_EQ(work[i].tile == 5, i >= lead + 600) << i;
+  EXPECT_LE(makespan_of(order, light, 132),
+            makespan_of(flash_fwd_work_order(even, shape), light, 132));
+}
+
 }  // namespace
 }  // namespace attn
