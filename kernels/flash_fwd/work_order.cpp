@@ -106,7 +106,8 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
   const std::vector<double> head_major = makespans(ordered(tiles, heads, seqs, 0), shape.ctas);
   int64_t best_tail = 0;
   double best = double(head_major.size());
-  const int64_t most = pairs_within(shape, seqs, kTailL2Share * double(shape.l2_bytes));
+  const double share = shape.prefer_long_tail ? kLongTailL2Share : kTailL2Share;
+  const int64_t most = pairs_within(shape, seqs, share * double(shape.l2_bytes));
   const int64_t step = std::max<int64_t>(1, (most + kTailCandidates - 1) / kTailCandidates);
   for (int64_t tail = step; tail <= most; tail += step) {
     const std::vector<double> spans = makespans(ordered(tiles, heads, seqs, tail), shape.ctas);

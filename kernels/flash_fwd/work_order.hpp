@@ -45,6 +45,12 @@ struct WorkOrderShape {
 // flash_fwd, "work order"): with 3/4, d256 16x1024 causal took a tail of 34 MiB and ran 0.6%
 // slower than head-major, which the simulation had put 1.4% ahead.
 constexpr double kTailL2Share = 0.5;
+// The share where the longest tail is preferred (WorkOrderShape::prefer_long_tail): the whole L2.
+// Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows weighed"), against half, µs: d64
+// 16x1024 325.84 / 325.97 / 327.25 -> 325.07 / 324.74 / 325.10, 4x4096 1122.32 / 1126.30 /
+// 1123.14 -> 1111.95 / 1114.93 / 1115.57; twice the L2 was no better (325.60 / 325.76 / 325.70,
+// 1111.22 / 1111.98 / 1116.83).
+constexpr double kLongTailL2Share = 1.0;
 // A work item's fixed cost (its start and end: Q's load, the pipeline's fill, the output's
 // store), in key tiles: about 3800 cycles per item beside 4030 to 4659 per key tile at head dim
 // 128 (BENCHMARKS.md, flash_fwd, "the item ends traced"), so known only roughly; and a tail

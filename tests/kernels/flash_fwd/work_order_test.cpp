@@ -180,10 +180,10 @@ TEST(FlashFwdWorkOrder, SharedRowsItemsWeighTheirWarpgroupsShare) {
   for (size_t i = 1; i < weighed.size(); ++i)
     EXPECT_GE(weighed[i - 1].key_tiles, weighed[i].key_tiles) << i;
   // 16 such sequences, 32 heads, 256 KiB of K and V per head and sequence, a 60 MiB L2: each
-  // head's shared items come after its full ones, so even head-major ends on the last head's;
-  // preferring the longest of the tails the simulation rates alike, the tail is all 120 pairs
-  // the budget holds and ends on their 120 shared items, and under the model it ends no later
-  // than with them weighed as full items (every sixth item).
+  // head's shared items come after its full ones, so even head-major ends on the last head's.
+  // Preferring the longest of the tails the simulation rates alike, the tail is all 240 pairs the
+  // L2 holds (kLongTailL2Share) and ends on their 240 shared items, and under the model it ends no
+  // later than with them weighed as full items (every sixth item).
   std::vector<QueryTile> even;
   for (int s = 0; s < 16; ++s) {
     for (int m = 0; m < 6; ++m) even.push_back({s, m, 8});
@@ -199,13 +199,13 @@ TEST(FlashFwdWorkOrder, SharedRowsItemsWeighTheirWarpgroupsShare) {
     EXPECT_EQ(head_major[i].tile == 5, i % 96 >= 80) << i;
   shape.prefer_long_tail = true;
   const std::vector<int32_t> order = flash_fwd_work_order(light, shape, &tail);
-  EXPECT_EQ(tail, 120);
+  EXPECT_EQ(tail, 240);
   const std::vector<Entry> work = entries(order);
   ASSERT_EQ(work.size(), head_major.size());
   EXPECT_EQ(std::set<Entry>(work.begin(), work.end()).size(), work.size());
-  const size_t lead = work.size() - 120 * 6;  // the first 392 pairs' items, head-major
-  for (size_t i = 0; i < lead; ++i) EXPECT_LT(work[i].head * 16 + work[i].seq, 392) << i;
-  for (size_t i = lead; i < work.size(); ++i) EXPECT_EQ(work[i].tile == 5, i >= lead + 600) << i;
+  const size_t lead = work.size() - 240 * 6;  // the first 272 pairs' items, head-major
+  for (size_t i = 0; i < lead; ++i) EXPECT_LT(work[i].head * 16 + work[i].seq, 272) << i;
+  for (size_t i = lead; i < work.size(); ++i) EXPECT_EQ(work[i].tile == 5, i >= lead + 1200) << i;
   EXPECT_LE(makespan_of(order, light, 132),
             makespan_of(flash_fwd_work_order(even, shape), light, 132));
 }
