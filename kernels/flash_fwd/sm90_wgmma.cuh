@@ -447,7 +447,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   View done = item;
   int last_values = 0;
   for (int k = 0; item.index >= 0; ++k) {
-    if (SHARES_ROWS && item.m0 == -kOwner * ROWS && item.n_tiles >= CONSUMERS) {
+    if (SHARES_ROWS && flash_sm90::shared_rows_item(item.m0, item.n_tiles, CONSUMERS)) {
       shared_rows_item(k, item, g);
       g += item.n_tiles;
       queue.announced(k + 1, slot);

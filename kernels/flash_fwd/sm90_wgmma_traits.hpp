@@ -70,6 +70,12 @@ enum SlotField : int {
 ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
   return head_dim == 64 && tile_m == 3 * kConsumerRows;
 }
+// Where a config shares rows, whether a work item of `consumers` warpgroups is such an item: its
+// first row m0 is above the sequence by all but the last warpgroup's rows, and it needs a key tile
+// per warpgroup at least. The kernel and the work order (weigh_shared_rows) ask the same question.
+ATTN_HOST_DEVICE constexpr bool shared_rows_item(int m0, int n_tiles, int consumers) {
+  return m0 == -(consumers - 1) * kConsumerRows && n_tiles >= consumers;
+}
 ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
   return shares_rows(head_dim, tile_m)
              ? (tile_m / kConsumerRows - 1) * sm90_attn::partial_floats(head_dim) * 128 * 4

@@ -222,8 +222,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     std::vector<QueryTile> tiles = flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom);
     WorkOrderShape order_shape = work_order_shape(batch, context.target);
     if (flash_sm90::shares_rows(m.head_dim, c.tile_m) && !batch.causal) {
-      tiles = weigh_shared_rows(std::move(tiles), batch.query_lens, c.tile_m, c.consumers,
-                                flash_sm90::kConsumerRows);
+      tiles = weigh_shared_rows(std::move(tiles), batch.query_lens, c.tile_m, c.consumers);
       order_shape.prefer_long_tail = true;
     }
     const std::vector<int32_t> work = flash_fwd_work_order(tiles, order_shape);

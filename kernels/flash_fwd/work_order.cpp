@@ -4,6 +4,8 @@
 #include <functional>
 #include <queue>
 
+#include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
+
 namespace attn {
 
 double greedy_makespan(const std::vector<double>& costs, int ctas) {
@@ -21,15 +23,13 @@ double greedy_makespan(const std::vector<double>& costs, int ctas) {
 
 std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
                                          const std::vector<int64_t>& query_lens, int tile_m,
-                                         int warpgroups, int warpgroup_rows) {
+                                         int warpgroups) {
   for (QueryTile& t : tiles) {
-    const int64_t q_len = query_lens[size_t(t.seq)];
-    // Tile m's first row (from the end) is q_len - (m + 1) tile_m: above the sequence by all but
-    // one warpgroup's rows.
-    const bool shared =
-        q_len - int64_t(t.m_block + 1) * tile_m == -int64_t(warpgroups - 1) * warpgroup_rows;
-    if (shared && t.key_tiles >= warpgroups)
+    // Tile m's first row (from the end) is q_len - (m + 1) tile_m.
+    const int64_t m0 = query_lens[size_t(t.seq)] - int64_t(t.m_block + 1) * tile_m;
+    if (flash_sm90::shared_rows_item(int(m0), int(t.key_tiles), warpgroups)) {
       t.key_tiles = (t.key_tiles + warpgroups - 1) / warpgroups;
+    }
   }
   std::stable_sort(tiles.begin(), tiles.end(), [](const QueryTile& a, const QueryTile& b) {
     return a.key_tiles > b.key_tiles;

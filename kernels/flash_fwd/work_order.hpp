@@ -69,15 +69,15 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
                                           int64_t* tail_pairs = nullptr);
 
 // `tiles` (one head's query tiles, flash_fwd_query_tiles, QueryTilesFrom::end) with the items
-// whose rows sm90_wgmma's consumer warpgroups share (flash_sm90::shares_rows: without a causal
-// mask, the top tile of a sequence holding only the last warpgroup's `warpgroup_rows` rows, and at
-// least `warpgroups` key tiles) weighed as the key tiles each warpgroup multiplies, their key
-// tiles / warpgroups rounded up; heaviest first again (ties keep their order). Weighed as whole
-// items they looked as heavy as the others, so neither the head's order nor the tail put them
-// last.
+// whose rows sm90_wgmma's consumer warpgroups share (flash_sm90::shares_rows, without a causal
+// mask: the top tile of a sequence holding only the last warpgroup's rows, with at least
+// `warpgroups` key tiles, flash_sm90::shared_rows_item) weighed as the key tiles each warpgroup
+// multiplies, their key tiles / warpgroups rounded up; heaviest first again (ties keep their
+// order). Weighed as whole items they looked as heavy as the others, so neither the head's order
+// nor the tail put them last.
 std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
                                          const std::vector<int64_t>& query_lens, int tile_m,
-                                         int warpgroups, int warpgroup_rows);
+                                         int warpgroups);
 
 // When the last of `ctas` CTAs finishes if each, once free, draws the next item of `costs` in
 // order (all start at 0 with the first `ctas` items).

@@ -164,7 +164,7 @@ TEST(FlashFwdWorkOrder, SharedRowsItemsWeighTheirWarpgroupsShare) {
     for (int m = 0; m < int((lens[size_t(s)] + 191) / 192); ++m)
       tiles.push_back({s, m, key_tiles[size_t(s)]});
   }
-  const std::vector<QueryTile> weighed = weigh_shared_rows(tiles, lens, 192, 3, 64);
+  const std::vector<QueryTile> weighed = weigh_shared_rows(tiles, lens, 192, 3);
   ASSERT_EQ(weighed.size(), tiles.size());
   auto weight = [&](int seq, int m) {
     for (const QueryTile& t : weighed) {
@@ -189,7 +189,7 @@ TEST(FlashFwdWorkOrder, SharedRowsItemsWeighTheirWarpgroupsShare) {
     for (int m = 0; m < 6; ++m) even.push_back({s, m, 8});
   }
   const std::vector<QueryTile> light =
-      weigh_shared_rows(even, std::vector<int64_t>(16, 1024), 192, 3, 64);
+      weigh_shared_rows(even, std::vector<int64_t>(16, 1024), 192, 3);
   WorkOrderShape shape = shape_of(32, 1, 16, int64_t(256) << 10, int64_t(60) << 20);
   int64_t tail = -1;
   const std::vector<Entry> head_major = entries(flash_fwd_work_order(light, shape, &tail));
