@@ -447,7 +447,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   View done = item;
   int last_values = 0;
   for (int k = 0; item.index >= 0; ++k) {
-    if (SHARES_ROWS && flash_sm90::shared_rows_item(item.m0, item.n_tiles, CONSUMERS)) {
+    // flash_sm90::shared_rows_item(item.m0, item.n_tiles, CONSUMERS), written out: calling it
+    // here changed the machine code and cost 1.7% at d64 4x4096 (1122 -> 1141 us, BENCHMARKS.md,
+    // flash_fwd, "shared rows weighed").
+    if (SHARES_ROWS && item.m0 == -kOwner * ROWS && item.n_tiles >= CONSUMERS) {
       shared_rows_item(k, item, g);
       g += item.n_tiles;
       queue.announced(k + 1, slot);

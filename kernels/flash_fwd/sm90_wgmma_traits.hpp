@@ -72,7 +72,8 @@ ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
 }
 // Where a config shares rows, whether a work item of `consumers` warpgroups is such an item: its
 // first row m0 is above the sequence by all but the last warpgroup's rows, and it needs a key tile
-// per warpgroup at least. The kernel and the work order (weigh_shared_rows) ask the same question.
+// per warpgroup at least. The work order asks it (weigh_shared_rows); the kernel's loop writes the
+// same test out.
 ATTN_HOST_DEVICE constexpr bool shared_rows_item(int m0, int n_tiles, int consumers) {
   return m0 == -(consumers - 1) * kConsumerRows && n_tiles >= consumers;
 }
