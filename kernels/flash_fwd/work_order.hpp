@@ -6,13 +6,14 @@
 //   query tile of head 0, then head 1, ...) keeps one or two heads' K/V in flight, the order in
 //   which the hardware hands out the CTAs of a grid of one CTA per item.
 // - The tail: with a causal mask the items differ in cost (the bottom query tile of a sequence
-//   sees every key, the top one few). Head-major lists each head's items heaviest first, so the
+//   sees every key, the top one few), and so do shared-rows items (weigh_shared_rows). Head-major lists each head's items heaviest first, so the
 //   last head's heaviest items are drawn when only that head's work is left, and the CTAs that
 //   draw them finish well after the others: a tail of idle multiprocessors.
 // flash_fwd_work_order keeps head-major order for the leading items and orders the items of the
 // last (q head, sequence) pairs together, heaviest first over all of them (longest processing
 // time first), so that the grid ends on light items. How many pairs: as many as a simulation of
-// the grid's greedy draw says pays, among those whose K and V fit an L2 budget.
+// the grid's greedy draw says pays, among those whose K and V fit an L2 budget (with shared-rows
+// items, the longest of those it rates best, within the whole L2: prefer_long_tail).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,9 @@
 // flash_fwd_work_order: the order in which sm90_wgmma's persistent CTAs draw their work items.
 // Head-major where nothing is known of the L2 or nothing pays; with a causal mask, the items of
 // the last (q head, sequence) pairs heaviest first over all of them where a simulation of the
-// greedy draw says it ends sooner, within the L2 budget; every item exactly once either way.
+// greedy draw says it ends sooner, within the L2 budget; shared-rows items weighed by each
+// warpgroup's share and, where asked, drawn in the longest tail rated alike; every item exactly
+// once either way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
