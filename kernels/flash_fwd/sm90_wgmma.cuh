@@ -56,6 +56,11 @@
 //   warpgroup's (the 64-row top tile, Item) has each warpgroup take every third key tile of
 //   those rows; the last warpgroup merges the others' partial O and statistics from a scratch
 //   area and stores the rows (flash_sm90::shares_rows).
+// - Stacked heads (head dim 64, two or three consumers, causal): that top tile, for up to
+//   CONSUMERS consecutive q heads, is one item (listed once per stack): warpgroup w takes head
+//   q_head + w, its 64 rows loaded into w's rows of the Q buffer (p.q_rows_map), the heads' key
+//   tiles in turn in the CTA's stream; each warpgroup stores its own head's rows
+//   (flash_sm90::stacks_heads).
 // - Causal: key tiles past the item's last visible key are never loaded (an item whose rows see
 //   no key loads neither those nor its Q); a consumer whose rows see fewer tiles skips the
 //   products of the rest (it only passes their barriers). The mask is applied only on tiles
@@ -137,6 +142,7 @@ struct Item {
 // (kSlotInts ints, SlotField).
 struct ItemView {
   int index, m0, q_head, q_begin, q_len, kv_len, n_tiles;
+  int heads;  // a stack's (flash_sm90::stacks_heads; written only where the config stacks)
   __device__ __forceinline__ explicit ItemView(const int (&slot)[kSlotInts])
       : index(slot[kSlotIndex]),
         m0(slot[kSlotM0]),
@@ -144,7 +150,8 @@ struct ItemView {
         q_begin(slot[kSlotQBegin]),
         q_len(slot[kSlotQLen]),
         kv_len(slot[kSlotKvLen]),
-        n_tiles(slot[kSlotTiles]) {}
+        n_tiles(slot[kSlotTiles]),
+        heads(slot[kSlotHeads]) {}
   // The key tiles consumer warpgroup w needs (rows before the sequence's first need none).
   template <int TILE_N, bool CAUSAL>
   __device__ __forceinline__ int tiles_of(int w) const {
@@ -173,8 +180,12 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   constexpr int Q_BUFFERS = flash_sm90::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
   using Item = flash_sm90::Item<TILE_M, TILE_N, CAUSAL>;
   // Not under a causal mask: there a sequence's top tile sees few keys (one tile when none are
-  // cached), and the causal programs spilled 16 bytes with it at 2 and 3 stages.
+  // cached), and the causal programs spilled 16 bytes with it at 2 and 3 stages; such tiles are
+  // stacked there instead.
   constexpr bool SHARES_ROWS = flash_sm90::shares_rows(HEAD_DIM, TILE_M) && !CAUSAL;
+  constexpr bool STACKS = flash_sm90::stacks_heads(HEAD_DIM, TILE_M, CAUSAL);
+  // The warpgroup whose rows a shared or stacked tile's are.
+  constexpr int kOwner = CONSUMERS - 1;
   const float kNegInf = -__int_as_float(0x7f800000);
 
   extern __shared__ unsigned char shared_raw[];
@@ -229,8 +240,40 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       queue.write(k, flash_sm90::kSlotQBegin, item.q_begin);
       queue.write(k, flash_sm90::kSlotQLen, item.q_len);
       queue.write(k, flash_sm90::kSlotKvLen, item.kv_len);
-      queue.write(k, flash_sm90::kSlotTiles, item.n_tiles);
       unsigned long long* full = &queue.full[queue.buffer(k)];
+      if (STACKS && flash_sm90::stacked_item(item.m0, CONSUMERS)) {
+        // A stack: warpgroup w's rows (the top tile's, the last warpgroup's place in the
+        // sequence) of q head q_head + w go to w's rows of the buffer, and key tile n of each
+        // head follows the one before in turn.
+        const int heads = flash_sm90::stacked_heads(item.q_head, p.num_q_heads, CONSUMERS);
+        const int row = item.q_begin + item.m0 + kOwner * ROWS;
+        unsigned char* q_buffer = q_tiles + queue.buffer(k) * Q_BYTES;
+        queue.write(k, flash_sm90::kSlotTiles, heads * item.n_tiles);
+        queue.write(k, flash_sm90::kSlotHeads, heads);
+        if (item.n_tiles > 0) {
+          sm90::mbarrier_expect_bytes(full, heads * BLOCKS * ROWS * ROW_BYTES);
+          for (int w = 0; w < heads; ++w) {
+#pragma unroll
+            for (int c = 0; c < BLOCKS; ++c) {
+              sm90::tma_load_2d(q_buffer + c * Q_BLOCK + w * ROWS * ROW_BYTES, &p.q_rows_map,
+                                (item.q_head + w) * HEAD_DIM + c * 64, row, full);
+            }
+          }
+        } else {
+          sm90::mbarrier_arrive(full);
+        }
+        for (int n = 0; n < item.n_tiles; ++n) {
+          for (int w = 0; w < heads; ++w, ++g) {
+            sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
+                k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g,
+                (item.q_head + w) / p.group * HEAD_DIM, item.kv_begin + n * TILE_N);
+          }
+        }
+        next = sm90_persistent::next_item(p.schedule, p.items);
+        continue;
+      }
+      queue.write(k, flash_sm90::kSlotTiles, item.n_tiles);
+      if constexpr (STACKS) queue.write(k, flash_sm90::kSlotHeads, 1);
       if (item.n_tiles > 0) {
         sm90::mbarrier_expect_bytes(full, Q_BYTES);
 #pragma unroll
@@ -290,6 +333,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
   static_assert(!SHARES_ROWS || (!STREAM && !STAGED),
                 "shared rows: no item streams into them, and their output is stored directly");
+  static_assert(!STACKS || !STAGED, "stacked items store their rows directly");
   // A staged warpgroup tile of 64 whole rows goes out by TMA (p.o_map): one thread of the
   // warpgroup issues the stores and releases the Q buffer only once they have read it, a key tile
   // into its next item (pending_q), so no consumer thread waits on the copy. A tile reaching
@@ -394,7 +438,6 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows").
   float* scratch = const_cast<float*>(
       reinterpret_cast<volatile float*>(queue.slots + Q_BUFFERS * flash_sm90::kSlotInts));
-  constexpr int kOwner = CONSUMERS - 1;  // the warpgroup whose rows they are
   auto sync_consumers = [] {
     asm volatile("bar.sync %0, %1;\n" ::"r"(1 + 2 * CONSUMERS), "r"(CONSUMERS * 128) : "memory");
   };
@@ -438,6 +481,52 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       c.reset_statistics();
     }
   };
+  // A stack (flash_sm90::stacks_heads): item k, `it`, from key tile g0 of the CTA's stream.
+  // Warpgroup w < heads multiplies its own rows (those of q head it.q_head + w) by every
+  // heads-th tile, w, w + heads, ..., and passes the others' barriers: S, its softmax, then P V
+  // at once, so that no warpgroup holds a stage the producer needs for another warpgroup's next
+  // tile (the warpgroups' products overlap one another's softmax). Each then stores its head's
+  // rows; no turns are taken.
+  auto stacked_item = [&](int k, const View& it, int g0) {
+    const int heads = it.heads, key_tiles = it.n_tiles / heads;
+    const unsigned char* q_rows = q_tiles + queue.buffer(k) * Q_BYTES + consumer * ROWS * ROW_BYTES;
+    // The causal mask: the last key this thread's first row sees (its place, it.m0 + kOwner *
+    // ROWS + accumulator_row, plus the keys past the queries), and the first key some row of the
+    // warpgroup does not see. The limits are worked out only for a tile that needs them.
+    const int diagonal = it.m0 + kOwner * ROWS + it.kv_len - it.q_len;
+    const int mask_from = max(0, min(it.kv_len, diagonal + 1));
+    auto mask = [&](int n, float(&s)[TILE_N / 2]) {
+      if (n * TILE_N + TILE_N <= mask_from) return;
+      const int limit0 = diagonal + flash_sm90::accumulator_row(tid, 0);
+      sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, limit0, limit0 + 8);
+    };
+    for (int n = 0; n < key_tiles; ++n) {
+      const int first = g0 + n * heads, end = first + heads;
+      const int mine = first + consumer;  // this warpgroup's tile n, where it has a head
+      for (int t = first; t < min(mine, end); ++t) pass_tile(t);
+      if (consumer < heads) {
+        const int t = mine;
+        sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
+        c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
+        sm90::wgmma_wait<0>();
+        c.release(&kv.k_empty[stage(t)]);
+        c.softmax(n, mask);
+        c.rescale_and_pack();
+        sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
+        c.issue_values(kv.v_tiles + stage(t) * KV_BYTES);
+        sm90::wgmma_wait<0>();
+        c.release(&kv.v_empty[stage(t)]);
+      }
+      for (int t = mine + 1; t < end; ++t) pass_tile(t);
+    }
+    sm90::mbarrier_arrive(&queue.empty[queue.buffer(k)]);  // its last S is done
+    if (consumer < heads) {
+      View own = it;  // this warpgroup's head, its rows placed as the last warpgroup's
+      own.q_head += consumer;
+      own.m0 += (kOwner - consumer) * ROWS;
+      finish_item(k, own);  // rows that see no key: zeros
+    }
+  };
   sm90_attn::TurnStream stream{consumer, false, CONSUMERS};
   int slot[flash_sm90::kSlotInts];
   queue.announced(0, slot);
@@ -452,6 +541,13 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     // flash_fwd, "shared rows weighed").
     if (SHARES_ROWS && item.m0 == -kOwner * ROWS && item.n_tiles >= CONSUMERS) {
       shared_rows_item(k, item, g);
+      g += item.n_tiles;
+      queue.announced(k + 1, slot);
+      item = View(slot);
+      continue;
+    }
+    if (STACKS && flash_sm90::stacked_item(item.m0, CONSUMERS)) {
+      stacked_item(k, item, g);
       g += item.n_tiles;
       queue.announced(k + 1, slot);
       item = View(slot);

@@ -58,15 +58,42 @@ enum SlotField : int {
   kSlotQBegin,  // the sequence's first query token in the batch
   kSlotQLen,
   kSlotKvLen,
-  kSlotTiles,  // key tiles the CTA loads for it
+  kSlotTiles,  // key tiles the CTA loads for it (of every head of a stack)
+  kSlotHeads,  // a stack's q heads (stacks_heads; 1 otherwise)
 };
+
+// Stacked heads: the top query tile of a sequence whose rows are all the last consumer
+// warpgroup's (a sequence 64 rows past a multiple of TILE_M, QueryTilesFrom::end) is one item
+// for up to CONSUMERS consecutive q heads, warpgroup w taking head q_head + w: the item's key
+// tiles interleave the heads' (tile j of the stack is key tile j / heads of head q_head + j %
+// heads), and each warpgroup stores its own head's rows. Alone, such a tile kept one warpgroup
+// busy and the others idle. The work order lists the tile once per stack: for q heads that are
+// multiples of CONSUMERS (stacked_heads). With two or three consumers at head dim 64 (the
+// default there), under a causal mask, where such a tile sees few key tiles (one when none are
+// cached) and its fixed cost, once per q head, was most of its time. Without the mask the shared
+// rows below pay more: stacks multiply each K/V tile for 64 rows only, and measured on an H200
+// (BENCHMARKS.md, flash_fwd, "stacked heads") they took d64 4x4096 from 1129.60 / 1124.18 /
+// 1123.06 to 1153.62 / 1154.94 / 1147.44 us, and 16x1024 no faster (328.99 / 329.26 / 327.39,
+// 327.58 / 328.64 / 328.27).
+ATTN_HOST_DEVICE constexpr bool stacks_heads(int head_dim, int tile_m, bool causal) {
+  return causal && head_dim == 64 && tile_m >= 2 * kConsumerRows;
+}
+// Whether a work item of `consumers` warpgroups starting at row m0 of its sequence is a stack's:
+// its first row is above the sequence by all but the last warpgroup's rows.
+ATTN_HOST_DEVICE constexpr bool stacked_item(int m0, int consumers) {
+  return m0 == -(consumers - 1) * kConsumerRows;
+}
+// The q heads of the stack that starts at q head `q_head`.
+ATTN_HOST_DEVICE constexpr int stacked_heads(int q_head, int num_q_heads, int consumers) {
+  return num_q_heads - q_head < consumers ? num_q_heads - q_head : consumers;
+}
 
 // Shared rows: an item whose rows are all the last consumer warpgroup's (the top query tile of a
 // sequence that is 64 rows past a multiple of 192, QueryTilesFrom::end) has every warpgroup take
 // every third key tile of those rows, and the last one merges the others' partial results
 // (sm90_attn::Consumer::merge_partial) from a scratch area after the item slots: 2 x (HEAD_DIM /
 // 2 + 4) x 128 floats. Three consumers at head dim 64 (the default there), without a causal mask
-// (the kernel says why; the scratch is there either way).
+// (with one such a tile is stacked instead; the scratch is there either way).
 ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
   return head_dim == 64 && tile_m == 3 * kConsumerRows;
 }

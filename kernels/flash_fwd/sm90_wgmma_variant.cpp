@@ -218,12 +218,17 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     // The work order, with shared-rows items (the kernel's SHARES_ROWS) weighed as the share
-    // each warpgroup multiplies and drawn as late as the L2 budget allows.
+    // each warpgroup multiplies and drawn as late as the L2 budget allows, and the top tiles the
+    // kernel stacks (STACKS) listed once per stack of consecutive q heads.
     std::vector<QueryTile> tiles = flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom);
     WorkOrderShape order_shape = work_order_shape(batch, context.target);
     if (flash_sm90::shares_rows(m.head_dim, c.tile_m) && !batch.causal) {
       tiles = weigh_shared_rows(std::move(tiles), batch.query_lens, c.tile_m, c.consumers);
       order_shape.prefer_long_tail = true;
+    }
+    if (flash_sm90::stacks_heads(m.head_dim, c.tile_m, batch.causal)) {
+      order_shape.stacked = stacked_tiles(tiles, batch.query_lens, c.tile_m, c.consumers);
+      order_shape.stack_heads = c.consumers;
     }
     const std::vector<int32_t> work = flash_fwd_work_order(tiles, order_shape);
     buffers.push_back(upload_int32(*context.cuda, work));
@@ -245,13 +250,16 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
                                    kv_columns * 2, uint32_t(c.tile_n));
     p.o_map = encode_tensor_map_2d(api, type, problem.out(), q_columns, uint64_t(batch.total_q),
                                    q_columns * 2, uint32_t(sm90_attn::kConsumerRows));
+    p.q_rows_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, uint64_t(batch.total_q),
+                                        q_columns * 2, uint32_t(sm90_attn::kConsumerRows));
     p.out = problem.out();
     p.lse = lse;
     p.cu_seqlens_q = problem.cu_seqlens_q();
     p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
     p.work = static_cast<const int*>(buffers[3].pointer());
-    p.items = int(flash_sm90_items(batch, c.tile_m));
-    ATTN_ASSERT(size_t(p.items) * 3 == work.size(), "work items: query tiles x q heads");
+    p.items = int(work.size() / 3);
+    ATTN_ASSERT(p.items <= flash_sm90_items(batch, c.tile_m),
+                "work items: at most query tiles x q heads");
     p.schedule = static_cast<int*>(buffers[4].pointer());
     p.num_q_heads = m.num_q_heads;
     p.group = batch.spec.group_size();

@@ -37,6 +37,18 @@ std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
   return tiles;
 }
 
+std::vector<bool> stacked_tiles(const std::vector<QueryTile>& tiles,
+                                const std::vector<int64_t>& query_lens, int tile_m,
+                                int warpgroups) {
+  std::vector<bool> stacked;
+  stacked.reserve(tiles.size());
+  for (const QueryTile& t : tiles) {
+    const int64_t m0 = query_lens[size_t(t.seq)] - int64_t(t.m_block + 1) * tile_m;
+    stacked.push_back(flash_sm90::stacked_item(int(m0), warpgroups));
+  }
+  return stacked;
+}
+
 namespace {
 
 struct Item {
@@ -48,13 +60,16 @@ struct Item {
 // Head-major for every item outside the last `tail` pairs; those pairs' items after all the
 // others, heaviest first over all of them (a stable sort: equal weights keep head-major order,
 // so the items in flight still read few heads).
-std::vector<Item> ordered(const std::vector<QueryTile>& tiles, int num_q_heads, int seqs,
-                          int64_t tail) {
+std::vector<Item> ordered(const std::vector<QueryTile>& tiles, const WorkOrderShape& shape,
+                          int seqs, int64_t tail) {
+  const int num_q_heads = std::max(shape.num_q_heads, 1);
   const int64_t first_tail_pair = int64_t(num_q_heads) * seqs - tail;
   std::vector<Item> items, tail_items;
   items.reserve(tiles.size() * size_t(num_q_heads));
   for (int h = 0; h < num_q_heads; ++h) {
-    for (const QueryTile& t : tiles) {
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      const QueryTile& t = tiles[i];
+      if (!shape.stacked.empty() && shape.stacked[i] && h % shape.stack_heads != 0) continue;
       const Item item{t.seq, t.m_block, h, t.key_tiles};
       const bool in_tail = tail > 0 && int64_t(h) * seqs + t.seq >= first_tail_pair;
       (in_tail ? tail_items : items).push_back(item);
@@ -103,14 +118,14 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
   // Candidates: head-major (no tail), and tails of up to kTailCandidates evenly spaced pair
   // counts within the L2 budget. Each costs a simulation of every item.
   // A candidate's score: the sum over the fixed costs of its end relative to head-major's.
-  const std::vector<double> head_major = makespans(ordered(tiles, heads, seqs, 0), shape.ctas);
+  const std::vector<double> head_major = makespans(ordered(tiles, shape, seqs, 0), shape.ctas);
   int64_t best_tail = 0;
   double best = double(head_major.size());
   const double share = shape.prefer_long_tail ? kLongTailL2Share : kTailL2Share;
   const int64_t most = pairs_within(shape, seqs, share * double(shape.l2_bytes));
   const int64_t step = std::max<int64_t>(1, (most + kTailCandidates - 1) / kTailCandidates);
   for (int64_t tail = step; tail <= most; tail += step) {
-    const std::vector<double> spans = makespans(ordered(tiles, heads, seqs, tail), shape.ctas);
+    const std::vector<double> spans = makespans(ordered(tiles, shape, seqs, tail), shape.ctas);
     double score = 0.0;
     for (size_t o = 0; o < spans.size(); ++o) score += spans[o] / head_major[o];
     if (score < best || (shape.prefer_long_tail && score <= best)) best = score, best_tail = tail;
@@ -118,7 +133,7 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
   if (tail_pairs != nullptr) *tail_pairs = best_tail;
   std::vector<int32_t> out;
   out.reserve(tiles.size() * size_t(heads) * 3);
-  for (const Item& item : ordered(tiles, heads, seqs, best_tail)) {
+  for (const Item& item : ordered(tiles, shape, seqs, best_tail)) {
     out.push_back(item.seq);
     out.push_back(item.m_block);
     out.push_back(item.q_head);

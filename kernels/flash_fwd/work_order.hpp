@@ -6,8 +6,8 @@
 //   query tile of head 0, then head 1, ...) keeps one or two heads' K/V in flight, the order in
 //   which the hardware hands out the CTAs of a grid of one CTA per item.
 // - The tail: with a causal mask the items differ in cost (the bottom query tile of a sequence
-//   sees every key, the top one few), and so do shared-rows items (weigh_shared_rows). Head-major lists each head's items heaviest first, so the
-//   last head's heaviest items are drawn when only that head's work is left, and the CTAs that
+//   sees every key, the top one few), and so do shared-rows items (weigh_shared_rows). Head-major
+//   lists each head's items heaviest first, so the last head's heaviest items are drawn when only that head's work is left, and the CTAs that
 //   draw them finish well after the others: a tail of idle multiprocessors.
 // flash_fwd_work_order keeps head-major order for the leading items and orders the items of the
 // last (q head, sequence) pairs together, heaviest first over all of them (longest processing
@@ -39,6 +39,12 @@ struct WorkOrderShape {
   // 1136.13 -> 1131.76 / 1131.25 / 1136.24. The same rule for every order ran d64 16x1024 causal
   // no faster (210.91 / 211.98 / 211.38 -> 211.36 / 211.38 / 213.12), so it is not the default.
   bool prefer_long_tail = false;
+  // Stacked tiles (sm90_wgmma's stacks, flash_sm90::stacks_heads): where stacked[i], tiles[i] is
+  // one item per `stack_heads` consecutive q heads (listed for the q heads that are multiples of
+  // it, where the stack's first head's item would be), not one per q head. Indexed as the tiles;
+  // empty: none.
+  std::vector<bool> stacked;
+  int stack_heads = 1;
 };
 
 // The share of L2 the tail's K and V may take; the rest holds the Q tiles, outputs and the items
@@ -79,6 +85,14 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
 std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
                                          const std::vector<int64_t>& query_lens, int tile_m,
                                          int warpgroups);
+
+// Which of `tiles` (one head's query tiles, flash_fwd_query_tiles, QueryTilesFrom::end) sm90_wgmma
+// stacks where its config does (WorkOrderShape::stacked): with `warpgroups` consumer warpgroups of
+// 64 rows, the top tile of a sequence whose rows are all the last warpgroup's
+// (flash_sm90::stacked_item).
+std::vector<bool> stacked_tiles(const std::vector<QueryTile>& tiles,
+                                const std::vector<int64_t>& query_lens, int tile_m,
+                                int warpgroups);
 
 // When the last of `ctas` CTAs finishes if each, once free, draws the next item of `costs` in
 // order (all start at 0 with the first `ctas` items).

@@ -6,6 +6,8 @@
 // compared with the CPU reference (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "kernels/flash_fwd/sm90_wgmma_traits.hpp"
 #include "tests/kernels/flash_fwd/flash_fwd_gpu_check.hpp"
 
@@ -190,6 +192,46 @@ TEST(FlashFwdSm90Gpu, SharedRowsItemsMatchTheReference) {
       shape.head_dim = 64;
       shape.dtype = causal ? DType::bf16 : DType::fp16;
       shape.seed = uint64_t(tile_n) + causal;
+      cases.push_back({generate_batch(prefill_spec(shape, lengths, causal)), config});
+      RunOptions run;
+      run.lse = (tile_n / 16 + causal) % 2 == 0;
+      run.launches = 2;
+      runs.push_back(run);
+    }
+  }
+  compile_all(variant, cases);
+  for (size_t i = 0; i < cases.size(); ++i)
+    expect_flash_fwd_matches_reference(variant, cases[i].first, cases[i].second, runs[i]);
+}
+
+// Stacked heads (flash_sm90::stacks_heads): two and three consumers at head dim 64 under a causal
+// mask, in 2 to 4 stages. Query tiles end at their sequence's last row, so a sequence 64 rows past
+// a multiple of the tile (64, 256, 448, 640, 1024 for 192; 64, 320, 1088 for 128) starts with an
+// item whose rows are all the last warpgroup's: one item for up to that many consecutive q heads
+// (8 heads: stacks of 3, 3 and 2, or four of 2; 5 heads: 3 and 2, or 2, 2 and 1), with contexts
+// of 0 to 1000 keys (one key tile to several, the diagonal anywhere in them). GQA 8 / 2 (stacks
+// that span two kv heads) and 5 / 5; bf16; with and without LSE; two launches each. The same
+// batches without the mask (fp16) take the ordinary path (two consumers) or share rows (three).
+TEST(FlashFwdSm90Gpu, StackedHeadsMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm90_variant(registry);
+  const std::vector<std::pair<int64_t, int64_t>> lengths = {
+      {0, 256}, {0, 448}, {300, 64}, {1000, 640}, {5, 1024}, {0, 37}, {129, 1}, {0, 832},
+      {0, 320}, {77, 1088}};
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  std::vector<RunOptions> runs;
+  for (bool causal : {true, false}) {
+    for (const auto& [consumers, tile_n, stages] :
+         {std::tuple{3, 128, 4}, {3, 64, 2}, {3, 80, 3}, {2, 128, 4}, {2, 96, 2}}) {
+      EXPECT_EQ(flash_sm90::stacks_heads(64, 64 * consumers, causal), causal);
+      const KernelConfig config = make_config(64 * consumers, tile_n, stages, consumers);
+      testing::SpecShape shape;
+      shape.q_heads = tile_n % 128 == 0 ? 8 : 5;
+      shape.kv_heads = tile_n % 128 == 0 ? 2 : 5;
+      shape.head_dim = 64;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(tile_n + consumers) + causal;
       cases.push_back({generate_batch(prefill_spec(shape, lengths, causal)), config});
       RunOptions run;
       run.lse = (tile_n / 16 + causal) % 2 == 0;

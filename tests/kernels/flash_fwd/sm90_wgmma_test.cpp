@@ -133,6 +133,22 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(shared_rows_scratch_bytes(128, 192), 0);
   EXPECT_EQ(shared_bytes(64, 192, 128, 4),
             1024 + 2 * 192 * 64 * 2 + 8 * 128 * 64 * 2 + barrier_bytes(4, 2) + 2 * 36 * 128 * 4);
+  // Stacked heads: two or three consumers at head dim 64 under a causal mask; a stack is the
+  // item whose rows are all the last warpgroup's, and takes up to `consumers` q heads from its
+  // first.
+  EXPECT_TRUE(stacks_heads(64, 192, true));
+  EXPECT_TRUE(stacks_heads(64, 128, true));
+  EXPECT_FALSE(stacks_heads(64, 192, false));
+  EXPECT_FALSE(stacks_heads(64, 64, true));
+  EXPECT_FALSE(stacks_heads(128, 128, true));
+  EXPECT_TRUE(stacked_item(-128, 3));
+  EXPECT_FALSE(stacked_item(-64, 3));
+  EXPECT_TRUE(stacked_item(-64, 2));
+  EXPECT_FALSE(stacked_item(0, 2));
+  EXPECT_EQ(stacked_heads(0, 8, 3), 3);
+  EXPECT_EQ(stacked_heads(6, 8, 3), 2);
+  EXPECT_EQ(stacked_heads(4, 5, 2), 1);
+  EXPECT_EQ(kSlotHeads, kSlotInts - 1);
   EXPECT_EQ(threads(1), 256);
   EXPECT_EQ(threads(2), 384);
   EXPECT_EQ(threads(3), 512);

@@ -2,8 +2,8 @@
 // Head-major where nothing is known of the L2 or nothing pays; with a causal mask, the items of
 // the last (q head, sequence) pairs heaviest first over all of them where a simulation of the
 // greedy draw says it ends sooner, within the L2 budget; shared-rows items weighed by each
-// warpgroup's share and, where asked, drawn in the longest tail rated alike; every item exactly
-// once either way.
+// warpgroup's share and, where asked, drawn in the longest tail rated alike; stacked tiles once
+// per stack of q heads; every item exactly once either way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +29,9 @@ struct Entry {
   int seq, tile, head;
   bool operator<(const Entry& o) const {
     return std::tie(seq, tile, head) < std::tie(o.seq, o.tile, o.head);
+  }
+  bool operator==(const Entry& o) const {
+    return std::tie(seq, tile, head) == std::tie(o.seq, o.tile, o.head);
   }
 };
 std::vector<Entry> entries(const std::vector<int32_t>& work) {
@@ -210,6 +213,69 @@ TEST(FlashFwdWorkOrder, SharedRowsItemsWeighTheirWarpgroupsShare) {
   for (size_t i = lead; i < work.size(); ++i) EXPECT_EQ(work[i].tile == 5, i >= lead + 1200) << i;
   EXPECT_LE(makespan_of(order, light, 132),
             makespan_of(flash_fwd_work_order(even, shape), light, 132));
+}
+
+// With a causal mask, 1024 query rows in tiles of 192 from the end leave a top tile of 64 rows, the
+// last of three warpgroups': sm90_wgmma stacks it for three consecutive q heads. A sequence of
+// 1088 rows (top tile of 128) is not stacked with three warpgroups, but is with two (1088 = 8 x
+// 128 + 64).
+TEST(FlashFwdWorkOrder, StackedTilesAreTheTopTilesOfTheLastWarpgroup) {
+  const std::vector<int64_t> lens = {1024, 1088, 256, 64};
+  auto tiles_of = [&](int tile_m) {
+    std::vector<QueryTile> tiles;
+    for (int s = 0; s < 4; ++s) {
+      for (int m = 0; m < int((lens[size_t(s)] + tile_m - 1) / tile_m); ++m)
+        tiles.push_back({s, m, 8});
+    }
+    return tiles;
+  };
+  auto stacked_of = [&](int tile_m, int warpgroups) {
+    const std::vector<QueryTile> tiles = tiles_of(tile_m);
+    const std::vector<bool> stacked = stacked_tiles(tiles, lens, tile_m, warpgroups);
+    EXPECT_EQ(stacked.size(), tiles.size());
+    std::set<std::pair<int, int>> out;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      if (stacked[i]) out.insert({tiles[i].seq, tiles[i].m_block});
+    }
+    return out;
+  };
+  EXPECT_EQ(stacked_of(192, 3), (std::set<std::pair<int, int>>{{0, 5}, {2, 1}, {3, 0}}));
+  EXPECT_EQ(stacked_of(128, 2), (std::set<std::pair<int, int>>{{1, 8}, {3, 0}}));  // 256 = 2 x 128
+}
+
+// A stacked tile is one item per stack of consecutive q heads (8 heads in stacks of three: heads
+// 0, 3 and 6), placed where its first head's item would be; every other tile is one item per
+// head. Head-major or with a causal tail, every item is listed exactly once.
+TEST(FlashFwdWorkOrder, StackedTilesAreListedOncePerStack) {
+  for (bool causal : {false, true}) {
+    std::vector<QueryTile> tiles;
+    for (int m = 0; m < 6; ++m) {
+      for (int s = 0; s < 16; ++s) tiles.push_back({s, m, causal ? 8 - m : 8});
+    }
+    WorkOrderShape shape = shape_of(8, 2, 16, int64_t(256) << 10, int64_t(60) << 20);
+    shape.stack_heads = 3;
+    for (const QueryTile& t : tiles) shape.stacked.push_back(t.m_block == 5);
+    int64_t tail = -1;
+    const std::vector<Entry> work = entries(flash_fwd_work_order(tiles, shape, &tail));
+    std::set<Entry> expected;
+    for (int h = 0; h < 8; ++h) {
+      for (const QueryTile& t : tiles) {
+        if (t.m_block != 5 || h % 3 == 0) expected.insert({t.seq, t.m_block, h});
+      }
+    }
+    ASSERT_EQ(work.size(), size_t(16 * 5 * 8 + 16 * 3)) << causal;
+    EXPECT_EQ(std::set<Entry>(work.begin(), work.end()), expected) << causal;
+    if (!causal) {
+      // Head-major: head h's items (16 x 5, and its 16 stacked ones where h is a stack's first)
+      // before head h + 1's.
+      EXPECT_EQ(tail, 0);
+      for (size_t i = 1; i < work.size(); ++i) EXPECT_LE(work[i - 1].head, work[i].head) << i;
+      EXPECT_EQ(std::count_if(work.begin(), work.end(), [](const Entry& e) { return e.head == 3; }),
+                16 * 6);
+      EXPECT_EQ(std::count_if(work.begin(), work.end(), [](const Entry& e) { return e.head == 4; }),
+                16 * 5);
+    }
+  }
 }
 
 }  // namespace
