@@ -172,9 +172,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   // head_dim 128, swizzled (0.3% to 2.9% less time on an H200). There each fragment's offsets for
   // the four 16-element steps of a group are XORed once (steps[j]), so step 4 g + j reads at
   // steps[j] + rows + 64 g (an immediate) and no ldmatrix needs an XOR of its own. At head_dim 256
-  // the four steps' fragments spilled (476.70 -> 551.89 us at 16 x 1024): two steps per iteration
-  // there, each read XORing its step in (flash_sm80::fragment_address).
+  // the four steps' fragments spilled (476.70 -> 551.89 us at 16 x 1024): there each read XORs
+  // its step in (flash_sm80::fragment_address).
   constexpr bool GROUPED_STEPS = flash_sm80::swizzled(HEAD_DIM) && !Q_IN_REGS && HEAD_DIM == 128;
+  // Otherwise, with Q from shared memory, the k16 steps of Q K^T unrolled QK_UNROLL at a time: at
+  // head_dim 256 eight of its sixteen (all sixteen spilled 28 bytes), which measured on an H200
+  // (BENCHMARKS.md, flash_fwd, "stacked heads"), against two: d256 16x1024
+  // 466.24 / 465.02 / 465.25 -> 461.68 / 462.34 / 461.82 us, 4x4096 1722.88 / 1721.60 / 1722.93
+  // -> 1708.50 / 1708.99 / 1708.21, 16x1024 causal 268.91 / 269.25 / 268.96 -> 265.44 / 265.57 /
+  // 265.44 (four: 0.8% to 3% slower). ptxas spills 4 bytes in the causal default (a value
+  // reloaded once per key tile; at two, the 32-row causal config spilled 4). Two elsewhere.
+  constexpr int QK_UNROLL = Q_IN_REGS ? K_STEPS : HEAD_DIM == 256 ? 8 : 2;
   int q_steps[4], k_steps[4], v_steps[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -291,9 +299,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
         for (int j = 0; j < 4; ++j) qk_step(g, j);
       }
     } else {
-      // Q from shared memory: at most two k16 steps unrolled, or the compiler hoists every step's
-      // Q fragments at once and spills.
-#pragma unroll(Q_IN_REGS ? K_STEPS : 2)
+      // Q from shared memory: QK_UNROLL k16 steps unrolled (fully, the compiler hoisted every
+      // step's Q fragments at once and spilled).
+#pragma unroll(QK_UNROLL)
       for (int ks = 0; ks < K_STEPS; ++ks) qk_step(0, ks);
     }
 
