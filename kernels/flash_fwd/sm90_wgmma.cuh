@@ -428,13 +428,26 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
     c.release(&kv.v_empty[stage(t)]);
   };
+  // Key tile t of the stream at once (shared rows and stacks): S, waited for, its softmax by the
+  // caller, then P V, waited for; no warpgroup holds a stage the producer needs for another
+  // warpgroup's next tile, and the warpgroups' products overlap one another's softmax.
+  auto scores_at = [&](const unsigned char* q_rows, int t) {
+    sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
+    c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
+    sm90::wgmma_wait<0>();
+    c.release(&kv.k_empty[stage(t)]);
+  };
+  auto values_at = [&](int t) {
+    sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
+    c.issue_values(kv.v_tiles + stage(t) * KV_BYTES);
+    sm90::wgmma_wait<0>();
+    c.release(&kv.v_empty[stage(t)]);
+  };
 
   // Shared rows (flash_sm90::shares_rows): item k, `it`, whose rows are all the last warpgroup's,
   // from key tile g0 of the CTA's stream. Each warpgroup multiplies those rows (the last
-  // warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns: S, its
-  // softmax, then P V at once, so that no warpgroup holds a stage the producer needs for another
-  // warpgroup's next tile (the three warpgroups' products overlap one another's softmax); then
-  // the others save their partial results in the scratch area and the last warpgroup merges them
+  // warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns (scores_at, values_at);
+  // then the others save their partial results in the scratch area and the last warpgroup merges them
   // and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows").
   float* scratch = const_cast<float*>(
       reinterpret_cast<volatile float*>(queue.slots + Q_BUFFERS * flash_sm90::kSlotInts));
@@ -454,16 +467,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
         pass_tile(t);
         continue;
       }
-      sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
-      c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
-      sm90::wgmma_wait<0>();
-      c.release(&kv.k_empty[stage(t)]);
+      scores_at(q_rows, t);
       c.softmax(n, mask);
       c.rescale_and_pack();
-      sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
-      c.issue_values(kv.v_tiles + stage(t) * KV_BYTES);
-      sm90::wgmma_wait<0>();
-      c.release(&kv.v_empty[stage(t)]);
+      values_at(t);
     }
     sm90::mbarrier_arrive(&queue.empty[queue.buffer(k)]);  // its last S is done
     using Partial = decltype(c);
@@ -481,12 +488,11 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       c.reset_statistics();
     }
   };
+
   // A stack (flash_sm90::stacks_heads): item k, `it`, from key tile g0 of the CTA's stream.
   // Warpgroup w < heads multiplies its own rows (those of q head it.q_head + w) by every
-  // heads-th tile, w, w + heads, ..., and passes the others' barriers: S, its softmax, then P V
-  // at once, so that no warpgroup holds a stage the producer needs for another warpgroup's next
-  // tile (the warpgroups' products overlap one another's softmax). Each then stores its head's
-  // rows; no turns are taken.
+  // heads-th tile, w, w + heads, ..., without turns (scores_at, values_at), and passes the others'
+  // barriers. Each then stores its head's rows.
   auto stacked_item = [&](int k, const View& it, int g0) {
     const int heads = it.heads, key_tiles = it.n_tiles / heads;
     const unsigned char* q_rows = q_tiles + queue.buffer(k) * Q_BYTES + consumer * ROWS * ROW_BYTES;
@@ -505,17 +511,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       const int mine = first + consumer;  // this warpgroup's tile n, where it has a head
       for (int t = first; t < min(mine, end); ++t) pass_tile(t);
       if (consumer < heads) {
-        const int t = mine;
-        sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
-        c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
-        sm90::wgmma_wait<0>();
-        c.release(&kv.k_empty[stage(t)]);
+        scores_at(q_rows, mine);
         c.softmax(n, mask);
         c.rescale_and_pack();
-        sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
-        c.issue_values(kv.v_tiles + stage(t) * KV_BYTES);
-        sm90::wgmma_wait<0>();
-        c.release(&kv.v_empty[stage(t)]);
+        values_at(mine);
       }
       for (int t = mine + 1; t < end; ++t) pass_tile(t);
     }

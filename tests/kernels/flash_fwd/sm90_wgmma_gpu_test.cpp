@@ -167,52 +167,16 @@ TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
     expect_flash_fwd_matches_reference(variant, cases[i].first, cases[i].second, runs[i]);
 }
 
-// Shared rows (flash_sm90::shares_rows): three consumers at head dim 64, in 2 to 4 stages, no
-// causal mask. Query tiles end at their sequence's last row, so a sequence 64 rows past a
-// multiple of 192 (64, 256, 448, 640, 1024) starts with an item of 64 rows, the last
-// warpgroup's: with at least three key tiles each warpgroup takes every third and the last
-// merges them (a partial last key tile among them where the keys are not a multiple of the
-// tile). The same batches causal take the ordinary path. GQA 8 / 2; bf16 and fp16; with and
-// without LSE; two launches each.
-TEST(FlashFwdSm90Gpu, SharedRowsItemsMatchTheReference) {
-  ATTN_REQUIRE_HOPPER();
-  const Registry registry = make_registry();
-  const FlashFwdVariant& variant = sm90_variant(registry);
-  const std::vector<std::pair<int64_t, int64_t>> lengths = {
-      {0, 256}, {0, 448}, {300, 64}, {1000, 640}, {5, 1024}, {0, 37}, {129, 1}, {0, 832}};
-  std::vector<std::pair<Batch, KernelConfig>> cases;
-  std::vector<RunOptions> runs;
-  for (bool causal : {true, false}) {
-    for (const auto& [tile_n, stages] : {std::pair{128, 4}, {64, 2}, {80, 3}}) {
-      const KernelConfig config = make_config(192, tile_n, stages, 3);
-      EXPECT_TRUE(flash_sm90::shares_rows(64, 192));
-      testing::SpecShape shape;
-      shape.q_heads = 8;
-      shape.kv_heads = 2;
-      shape.head_dim = 64;
-      shape.dtype = causal ? DType::bf16 : DType::fp16;
-      shape.seed = uint64_t(tile_n) + causal;
-      cases.push_back({generate_batch(prefill_spec(shape, lengths, causal)), config});
-      RunOptions run;
-      run.lse = (tile_n / 16 + causal) % 2 == 0;
-      run.launches = 2;
-      runs.push_back(run);
-    }
-  }
-  compile_all(variant, cases);
-  for (size_t i = 0; i < cases.size(); ++i)
-    expect_flash_fwd_matches_reference(variant, cases[i].first, cases[i].second, runs[i]);
-}
-
-// Stacked heads (flash_sm90::stacks_heads): two and three consumers at head dim 64 under a causal
-// mask, in 2 to 4 stages. Query tiles end at their sequence's last row, so a sequence 64 rows past
-// a multiple of the tile (64, 256, 448, 640, 1024 for 192; 64, 320, 1088 for 128) starts with an
-// item whose rows are all the last warpgroup's: one item for up to that many consecutive q heads
-// (8 heads: stacks of 3, 3 and 2, or four of 2; 5 heads: 3 and 2, or 2, 2 and 1), with contexts
-// of 0 to 1000 keys (one key tile to several, the diagonal anywhere in them). GQA 8 / 2 (stacks
-// that span two kv heads) and 5 / 5; bf16; with and without LSE; two launches each. The same
-// batches without the mask (fp16) take the ordinary path (two consumers) or share rows (three).
-TEST(FlashFwdSm90Gpu, StackedHeadsMatchTheReference) {
+// The top tile of a sequence 64 rows past a multiple of the tile (64, 256, 448, 640, 1024 for 192
+// rows; 64, 320, 1088 for 128; query tiles end at the sequence's last row) holds only the last
+// warpgroup's rows. At head dim 64 with a causal mask such tiles of up to that many consecutive q
+// heads are stacked in one item (flash_sm90::stacks_heads; 8 heads: stacks of 3, 3 and 2, or four
+// of 2; 5 heads: 3 and 2, or 2, 2 and 1), over contexts of 0 to 1000 keys (one key tile to
+// several, the diagonal anywhere in them), bf16. Without the mask (fp16) three consumers share
+// the tile's rows (flash_sm90::shares_rows: the warpgroups split its key tiles and merge through
+// shared memory) and two take the ordinary path. Two and three consumers in 2 to 4 stages, GQA
+// 8 / 2 (stacks that span two kv heads) and 5 / 5, with and without LSE, two launches each.
+TEST(FlashFwdSm90Gpu, TopTilesStackedOrSharedMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
   const FlashFwdVariant& variant = sm90_variant(registry);
