@@ -446,9 +446,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   // Shared rows (flash_sm90::shares_rows): item k, `it`, whose rows are all the last warpgroup's,
   // from key tile g0 of the CTA's stream. Each warpgroup multiplies those rows (the last
-  // warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns (scores_at, values_at);
-  // then the others save their partial results in the scratch area and the last warpgroup merges them
-  // and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd, "shared rows").
+  // warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns (scores_at,
+  // values_at); then the others save their partial results in the scratch area and the last
+  // warpgroup merges them and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd,
+  // "shared rows").
   float* scratch = const_cast<float*>(
       reinterpret_cast<volatile float*>(queue.slots + Q_BUFFERS * flash_sm90::kSlotInts));
   auto sync_consumers = [] {
@@ -491,8 +492,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
 
   // A stack (flash_sm90::stacks_heads): item k, `it`, from key tile g0 of the CTA's stream.
   // Warpgroup w < heads multiplies its own rows (those of q head it.q_head + w) by every
-  // heads-th tile, w, w + heads, ..., without turns (scores_at, values_at), and passes the others'
-  // barriers. Each then stores its head's rows.
+  // heads-th tile, w, w + heads, ..., without turns (scores_at, values_at), and passes the
+  // others' barriers. Each then stores its head's rows.
   auto stacked_item = [&](int k, const View& it, int g0) {
     const int heads = it.heads, key_tiles = it.n_tiles / heads;
     const unsigned char* q_rows = q_tiles + queue.buffer(k) * Q_BYTES + consumer * ROWS * ROW_BYTES;

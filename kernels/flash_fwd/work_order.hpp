@@ -7,8 +7,11 @@
 //   which the hardware hands out the CTAs of a grid of one CTA per item.
 // - The tail: with a causal mask the items differ in cost (the bottom query tile of a sequence
 //   sees every key, the top one few), and so do shared-rows items (weigh_shared_rows). Head-major
-//   lists each head's items heaviest first, so the last head's heaviest items are drawn when only that head's work is left, and the CTAs that
-//   draw them finish well after the others: a tail of idle multiprocessors.
+//   lists each head's items heaviest first, so the last head's heaviest items are drawn when only
+//   that head's work is left, and the CTAs that draw them finish well after the others: a tail of
+//   idle multiprocessors.
+// A stacked tile (WorkOrderShape::stacked) is one item for several consecutive q heads, listed
+// where its first head's item would be.
 // flash_fwd_work_order keeps head-major order for the leading items and orders the items of the
 // last (q head, sequence) pairs together, heaviest first over all of them (longest processing
 // time first), so that the grid ends on light items. How many pairs: as many as a simulation of
