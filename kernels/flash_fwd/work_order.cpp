@@ -21,13 +21,22 @@ double greedy_makespan(const std::vector<double>& costs, int ctas) {
   return end;
 }
 
+namespace {
+
+// Query tile t's first row in its sequence, tiles counted from the end (QueryTilesFrom::end):
+// q_len - (m + 1) tile_m, negative for a top tile that reaches above the sequence.
+int first_row(const QueryTile& t, const std::vector<int64_t>& query_lens, int tile_m) {
+  return int(query_lens[size_t(t.seq)] - int64_t(t.m_block + 1) * tile_m);
+}
+
+}  // namespace
+
 std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
                                          const std::vector<int64_t>& query_lens, int tile_m,
                                          int warpgroups) {
   for (QueryTile& t : tiles) {
-    // Tile m's first row (from the end) is q_len - (m + 1) tile_m.
-    const int64_t m0 = query_lens[size_t(t.seq)] - int64_t(t.m_block + 1) * tile_m;
-    if (flash_sm90::shared_rows_item(int(m0), int(t.key_tiles), warpgroups)) {
+    if (flash_sm90::shared_rows_item(first_row(t, query_lens, tile_m), int(t.key_tiles),
+                                     warpgroups)) {
       t.key_tiles = (t.key_tiles + warpgroups - 1) / warpgroups;
     }
   }
@@ -42,10 +51,8 @@ std::vector<bool> stacked_tiles(const std::vector<QueryTile>& tiles,
                                 int warpgroups) {
   std::vector<bool> stacked;
   stacked.reserve(tiles.size());
-  for (const QueryTile& t : tiles) {
-    const int64_t m0 = query_lens[size_t(t.seq)] - int64_t(t.m_block + 1) * tile_m;
-    stacked.push_back(flash_sm90::stacked_item(int(m0), warpgroups));
-  }
+  for (const QueryTile& t : tiles)
+    stacked.push_back(flash_sm90::stacked_item(first_row(t, query_lens, tile_m), warpgroups));
   return stacked;
 }
 
