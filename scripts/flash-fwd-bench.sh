@@ -8,7 +8,11 @@
 # Environment: BUILD (default build), OUT, SKIP_TESTS=1, PEERS=1, POLICY (default confirm),
 # VARIANT (a --variant glob, default flash_fwd.sm*: both CUDA variants side by side; EXTRA configs
 # name one variant's axes, so set VARIANT to that variant for them),
-# PRESETS (default: the six head_dim 128 cases; HEAD_DIMS="64 128 256" for all eighteen).
+# PRESETS (default: the six head_dim 128 cases; HEAD_DIMS="64 128 256" for all eighteen),
+# ROUNDS (default 1): the presets and then torch, that many times in turn, so that both sides
+# are measured through the same stretch of the GPU's time; scripts/flash-fwd-table.py then
+# takes each case's median over the rounds (a.db holds every round's measurements; torch's
+# rounds go to peers-1.txt, peers-2.txt, ...).
 # Each case is verified before it is timed, against the CPU reference or, for the large ones, the
 # naive GPU reference (attn-bench run --reference auto, docs/measurement.md).
 set -uo pipefail
@@ -36,9 +40,12 @@ if [ -z "${PRESETS:-}" ]; then
     done
   done
 fi
-for p in $PRESETS; do run "$p"; done
-for e in ${EXTRA:-}; do run "${e%%:*}" "${e#*:}"; done
-if [ -n "${PEERS:-}" ] && [ -f .carry/seed_peers.py ]; then
-  PYTHONUNBUFFERED=1 timeout 300 python3 .carry/seed_peers.py dense_flash > "$out/peers.txt" 2>&1
-  tail -n 40 "$out/peers.txt"
-fi
+for ((round = 1; round <= ${ROUNDS:-1}; ++round)); do
+  echo "== round $round $(date -u +%H:%M:%SZ)"
+  for p in $PRESETS; do run "$p"; done
+  for e in ${EXTRA:-}; do run "${e%%:*}" "${e#*:}"; done
+  if [ -n "${PEERS:-}" ] && [ -f .carry/seed_peers.py ]; then
+    PYTHONUNBUFFERED=1 timeout 300 python3 .carry/seed_peers.py dense_flash > "$out/peers-$round.txt" 2>&1
+    tail -n 40 "$out/peers-$round.txt"
+  fi
+done
