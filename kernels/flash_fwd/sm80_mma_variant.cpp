@@ -91,15 +91,19 @@ class Sm80MmaVariant : public FlashFwdVariant {
   // spills about 100 bytes there, and it is still the fastest); causal, 64 x 64 over 4 warps,
   // whose smaller CTAs balance the triangle, up to kLongCausalKeys keys, and 128 x 64 over 8 warps
   // on longer sequences, where most tiles are whole. head_dim 256: 16 rows per warp over 8 warps,
-  // or on sequences of up to kShortKeys keys FlashAttention-2's 64 x 64 over 4 warps, two CTAs per
-  // SM (each CTA's load of Q and store of O, a quarter of a 1024-key CTA's time, overlap the other
-  // CTA's products). Measured on an H200 with Q K^T unrolled eight steps (BENCHMARKS.md, flash_fwd,
-  // "stacked heads", call 7), µs, 128 x 64 over 8 warps against 64 x 64 over 4: d256 16x1024
-  // 462.86 / 462.94 against 452.93 / 456.13, causal 265.57 / 267.58 against 260.40 / 261.94;
-  // 4x4096 1697.42 / 1710.45 against 1691.76 / 1700.69, but causal 861.79 / 858.53 against
-  // 868.13 / 872.42, and 1x16384 6684.37 / 6703.34 against 6960.59 / 6928.69.
+  // or FlashAttention-2's 64 x 64 over 4 warps, two CTAs per SM (each CTA's load of Q and store of
+  // O, a quarter of a 1024-key CTA's time, overlap the other CTA's products), on sequences of up to
+  // kShortKeys keys, and without a mask up to kMidKeys. Measured on H200s with Q K^T unrolled
+  // eight steps (BENCHMARKS.md, flash_fwd, "stacked heads", call 7, and "rounds", call 10), µs,
+  // 128 x 64 over 8 warps against 64 x 64 over 4: d256 16x1024 462.86 / 462.94 against 452.93 /
+  // 456.13, causal 265.57 / 267.58 against 260.40 / 261.94; 4x4096 1697.42 / 1710.45 against
+  // 1691.76 / 1700.69 (call 10: 1697.33 / 1698.35 / 1701.92 against 1685.92 / 1687.63 /
+  // 1684.03), but causal 861.79 / 858.53 against 868.13 / 872.42 (call 10: 858.26 / 865.14 /
+  // 861.50 against 861.10 / 861.18 / 871.82), and 1x16384 6684.37 / 6703.34 against 6960.59 /
+  // 6928.69.
   static constexpr int64_t kLongCausalKeys = 8192;
   static constexpr int64_t kShortKeys = 2048;
+  static constexpr int64_t kMidKeys = 4096;
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     std::vector<KernelConfig> candidates;
@@ -113,8 +117,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
                                                           : make_config(64, 64, 4, 1),
                     make_config(64, 32, 4, 2)};
     } else {
-      candidates = {batch.max_kv_len() <= kShortKeys ? make_config(64, 64, 4, 1)
-                                                     : make_config(128, 64, 8, 1),
+      const bool short_keys = batch.max_kv_len() <= (batch.causal ? kShortKeys : kMidKeys);
+      candidates = {short_keys ? make_config(64, 64, 4, 1) : make_config(128, 64, 8, 1),
                     make_config(64, 64, 4, 1), make_config(64, 32, 4, 2)};
     }
     for (const KernelConfig& config : candidates) {

@@ -229,16 +229,23 @@ TEST(FlashFwdSm80Gating, DefaultConfigIsSupportedForEveryHeadDimDtypeAndDevice) 
   EXPECT_EQ(variant.full_name(variant.default_config(
                 prefill_batch(16, 16, 128, DType::bf16, /*causal=*/false), hopper())),
             "flash_fwd.sm80_mma.st1.tm128.tn64.w4");
-  // Head dim 256: 64 x 64 over 4 warps on sequences of up to 2048 keys, 128 x 64 over 8 beyond.
+  // Head dim 256: 64 x 64 over 4 warps on sequences of up to 2048 keys (4096 without a mask),
+  // 128 x 64 over 8 beyond.
   EXPECT_EQ(variant.full_name(variant.default_config(prefill_batch(8, 8, 256), hopper())),
             "flash_fwd.sm80_mma.st1.tm64.tn64.w4");
   testing::SpecShape shape;
   shape.q_heads = 8;
   shape.kv_heads = 8;
   shape.head_dim = 256;
-  WorkloadSpec spec = testing::make_spec(shape, {{0, 100}, {2000, 49}});
-  EXPECT_EQ(variant.full_name(variant.default_config(generate_batch(spec), hopper())),
-            "flash_fwd.sm80_mma.st1.tm128.tn64.w8");
+  auto default_name = [&](std::vector<std::pair<int64_t, int64_t>> sequences, bool causal) {
+    WorkloadSpec spec = testing::make_spec(shape, sequences);
+    spec.mask.causal = causal;
+    return variant.full_name(variant.default_config(generate_batch(spec), hopper()));
+  };
+  EXPECT_EQ(default_name({{0, 100}, {2000, 49}}, true), "flash_fwd.sm80_mma.st1.tm128.tn64.w8");
+  EXPECT_EQ(default_name({{0, 100}, {2000, 49}}, false), "flash_fwd.sm80_mma.st1.tm64.tn64.w4");
+  EXPECT_EQ(default_name({{0, 4096}}, false), "flash_fwd.sm80_mma.st1.tm64.tn64.w4");
+  EXPECT_EQ(default_name({{0, 4097}}, false), "flash_fwd.sm80_mma.st1.tm128.tn64.w8");
 }
 
 struct Feature {
