@@ -91,6 +91,15 @@ class FlashFwdTable(unittest.TestCase):
                       "(medians); round by round: 2, 1, 0", out)
         self.assertIn("calibrated bf16 rate: 750.0 TFLOP/s", out)
 
+    def test_a_miss_by_less_than_a_thousandth_shows_four_places(self):
+        p = "prefill-dense-d128-16x1024"
+        ours = [(p, "flash_fwd.sm80_mma", SM80, 417.52), (p, "flash_fwd.sm90_wgmma", SM90, 240.0)]
+        torch = [{(128, 16, 1024, False, "sdpa_flash"): 0.4174,
+                  (128, 16, 1024, False, "sdpa_cudnn"): 0.2401}]
+        out = self.run_table(ours, torch)
+        self.assertIn("0.9997x: missed", out)
+        self.assertIn("**1.0004x**", out)
+
 
 if __name__ == "__main__":
     unittest.main()
