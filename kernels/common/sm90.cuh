@@ -12,7 +12,8 @@
 //   CU_TENSOR_MAP_SWIZZLE_128B and a 64-element (128-byte) inner box: rows of 128 bytes, 8-row
 //   swizzle atoms of 1024 bytes. Buffers must start on a 1024-byte boundary.
 // - wgmma.mma_async m64nNk16, fp32 accumulation, bf16 or fp16 inputs: both operands from shared
-//   memory (SS, N any multiple of 16 up to 256), or A from registers (RS, N = 64, 128, 256).
+//   memory (SS, N any multiple of 16 up to 256), or A from registers (RS, N = 64, 72, 128, 256;
+//   72: head dim 64 beside a column of ones, sm90_attn::Consumer's TENSOR_ROW_SUMS).
 //
 // Accumulator layout of wgmma m64nN (fp32, N / 2 registers per thread): warp w of the warpgroup
 // holds rows 16w .. 16w + 15; register i of lane l holds row 16w + l / 4 + 8 * ((i / 2) % 2),
@@ -171,6 +172,17 @@ __device__ __forceinline__ unsigned long long descriptor_advance(unsigned long l
   return (desc & 0xFFFFFFFF00000000ull) | low;
 }
 
+// The descriptor `bytes` further along an MN-major operand whose second column block (the one at
+// LBO) stays where it is: the start address moves on by `bytes` and LBO back by as much, so every
+// k16 step of P V reads the same rows of that block (sm90_attn::Consumer's column of ones, whose
+// rows are all alike). LBO must stay at least 0: the block lies `bytes` or more past the start.
+__device__ __forceinline__ unsigned long long descriptor_advance_fixed_leading(
+    unsigned long long desc, unsigned int bytes) {
+  const unsigned int units = bytes >> 4;
+  const unsigned int low = static_cast<unsigned int>(desc) + units - (units << 16);
+  return (desc & 0xFFFFFFFF00000000ull) | low;
+}
+
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -213,6 +225,8 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define ATTN_SM90_R13 "%104, %105, %106, %107, %108, %109, %110, %111"
 #define ATTN_SM90_R14 "%112, %113, %114, %115, %116, %117, %118, %119"
 #define ATTN_SM90_R15 "%120, %121, %122, %123, %124, %125, %126, %127"
+// Half a group: the 4 registers of an 8-column block past a multiple of 16 (N = 72).
+#define ATTN_SM90_RH4 "%32, %33, %34, %35"
 #define ATTN_SM90_L1 ATTN_SM90_R0
 #define ATTN_SM90_L2 ATTN_SM90_L1 ", " ATTN_SM90_R1
 #define ATTN_SM90_L3 ATTN_SM90_L2 ", " ATTN_SM90_R2
@@ -229,6 +243,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define ATTN_SM90_L14 ATTN_SM90_L13 ", " ATTN_SM90_R13
 #define ATTN_SM90_L15 ATTN_SM90_L14 ", " ATTN_SM90_R14
 #define ATTN_SM90_L16 ATTN_SM90_L15 ", " ATTN_SM90_R15
+#define ATTN_SM90_L4H ATTN_SM90_L4 ", " ATTN_SM90_RH4
 
 #define ATTN_SM90_G8(d, i)                                                                    \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
@@ -249,6 +264,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define ATTN_SM90_F14(d) ATTN_SM90_F13(d), ATTN_SM90_G8(d, 104)
 #define ATTN_SM90_F15(d) ATTN_SM90_F14(d), ATTN_SM90_G8(d, 112)
 #define ATTN_SM90_F16(d) ATTN_SM90_F15(d), ATTN_SM90_G8(d, 120)
+#define ATTN_SM90_F4H(d) ATTN_SM90_F4(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
 
 // SS: D (+)= A B^T over one k16 step, A [64 x 16] and B [N x 16] from K-major descriptors.
 // scale_d = 0 overwrites D (the first step of a product), 1 accumulates. M = N / 16; the operand
@@ -318,10 +334,12 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N_ / 2], unsigned long long 
 template <int DTYPE, int N_, int TRANS_B>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N_ / 2], const unsigned int (&a)[4],
                                          unsigned long long desc_b) {
-  static_assert(N_ == 64 || N_ == 128 || N_ == 256, "wgmma_rs: N must be 64, 128 or 256");
+  static_assert(N_ == 64 || N_ == 72 || N_ == 128 || N_ == 256,
+                "wgmma_rs: N must be 64, 72, 128 or 256");
   static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_rs: bf16 or fp16");
   static_assert(TRANS_B == 0 || TRANS_B == 1, "wgmma_rs: TRANS_B is 0 or 1");
   ATTN_SM90_RS_CASE(64, 4, 32, 33, 34, 35, 36, 37, 38)
+  ATTN_SM90_RS_CASE(72, 4H, 36, 37, 38, 39, 40, 41, 42)
   ATTN_SM90_RS_CASE(128, 8, 64, 65, 66, 67, 68, 69, 70)
   ATTN_SM90_RS_CASE(256, 16, 128, 129, 130, 131, 132, 133, 134)
 }

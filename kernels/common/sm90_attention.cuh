@@ -209,10 +209,21 @@ struct ItemCursor {
 constexpr float kRescaleLog2 = 8.0f;
 
 // INTERLEAVED: K and V tiles in the interleaved layout (sm90_attention_traits.hpp,
-// interleaved_offset), else column-block-major.
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, bool INTERLEAVED = false>
+// interleaved_offset), else column-block-major. TENSOR_ROW_SUMS: the rows' sums of P come from
+// the tensor cores, P V multiplying a column block of ones too (sm90_attention_traits.hpp,
+// tensor_row_sums_fit; the kernel fills kOnesBytes of shared memory with ones and passes them to
+// init).
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, bool INTERLEAVED = false,
+          bool TENSOR_ROW_SUMS = false>
 struct Consumer {
+  static_assert(!TENSOR_ROW_SUMS || (tensor_row_sums_fit(HEAD_DIM) && !INTERLEAVED),
+                "row sums on the tensor cores: head dim 64, column-block-major V");
   static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+  // O's registers: HEAD_DIM / 2, and with TENSOR_ROW_SUMS the ones' 8 columns, whose registers
+  // SUM_REGISTER + 2 h and + 1 hold row h's sum of P (every column of ones the same).
+  static constexpr int O_REGISTERS = output_registers(HEAD_DIM, TENSOR_ROW_SUMS);
+  static constexpr int O_COLUMNS = 2 * O_REGISTERS;
+  static constexpr int SUM_REGISTER = HEAD_DIM / 2;
   // Lazy rescaling where O is large: measured on an H200 (BENCHMARKS.md, issue 8) it took d256
   // 4x4096 from 1002.06 / 1007.55 us to 957.26 / 956.50, and cost 2% to 7% at head dims 64 and
   // 128 (the vote and the branch outweigh 32 or 64 multiplies).
@@ -221,29 +232,33 @@ struct Consumer {
   // Accumulator register i of a 64 x N wgmma tile: row accumulator_row(tid, i), column
   // accumulator_column(tid, i). Statistics per row h = 0, 1 (rows l / 4 and l / 4 + 8 of the
   // warp's 16).
-  float o[HEAD_DIM / 2];
+  float o[O_REGISTERS];
   float s[TILE_N / 2];              // scores of the tile being softmaxed, then its 2^(...)
   unsigned int pa[TILE_N / 16][4];  // P of the previous tile: A fragments of its k16 steps
   // The reference each row's exponents are taken against, in units of the scores the exponent
   // scales (raw without soft-cap): the row's largest score so far, or with LAZY_RESCALE at least
   // that less kRescaleLog2 / exp_scale, so P = 2^(S * exp_scale - reference) < 2^kRescaleLog2.
   float row_max[2];
-  float row_sum[2];  // this lane's columns only until reduce_row_sums()
+  // This lane's columns only until reduce_row_sums(); with TENSOR_ROW_SUMS only from there on.
+  float row_sum[2];
   float alpha[2];
   bool rescale;  // some row of the warp moved its reference on the last tile: O needs alpha
   float score_scale, cap_log2;
   float exp_scale;  // what multiplies a score in the exponent: scale_log2, or 1 after a soft-cap
   int tid, lane;
+  unsigned int ones_address;  // TENSOR_ROW_SUMS: the shared-memory address of the ones
 
-  __device__ __forceinline__ void init(int thread, float scale, float cap) {
+  __device__ __forceinline__ void init(int thread, float scale, float cap,
+                                       const unsigned char* ones = nullptr) {
     const float kNegInf = -__int_as_float(0x7f800000);
     tid = thread;
     lane = thread % 32;
     score_scale = scale;
     cap_log2 = cap;
     exp_scale = cap > 0.0f ? 1.0f : scale;
+    if constexpr (TENSOR_ROW_SUMS) ones_address = sm90::smem_address(ones);
 #pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.0f;
+    for (int i = 0; i < O_REGISTERS; ++i) o[i] = 0.0f;
     row_max[0] = row_max[1] = kNegInf;  // raw scores (exp_scale > 0 keeps the order)
     rescale = false;
     row_sum[0] = row_sum[1] = 0.0f;
@@ -260,7 +275,7 @@ struct Consumer {
   // leaves O alone).
   __device__ __forceinline__ void clear_output() {
 #pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] = 0.0f;
+    for (int i = 0; i < O_REGISTERS; ++i) o[i] = 0.0f;
     rescale = false;
   }
 
@@ -284,17 +299,24 @@ struct Consumer {
     sm90::wgmma_commit();
   }
 
-  // O += P V: TILE_N / 16 k16 steps over keys, V MN-major (transposed B).
+  // O += P V: TILE_N / 16 k16 steps over keys, V MN-major (transposed B). With
+  // TENSOR_ROW_SUMS B is V and, as its second column block (LBO), the ones: every step reads the
+  // same 16 rows of them (descriptor_advance_fixed_leading).
   __device__ __forceinline__ void issue_values(const unsigned char* v) {
     const unsigned long long v_desc =
-        INTERLEAVED ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
-                    : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
+        INTERLEAVED       ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
+        : TENSOR_ROW_SUMS ? sm90::descriptor(v, ones_address - sm90::smem_address(v),
+                                             kSwizzleAtomBytes)
+                          : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < TILE_N / 16; ++kk) {
       const unsigned int v_step =
           INTERLEAVED ? interleaved_v_step_offset(kk, HEAD_DIM) : mn_major_step_offset(kk);
-      sm90::wgmma_rs<DTYPE, HEAD_DIM, 1>(o, pa[kk], sm90::descriptor_advance(v_desc, v_step));
+      sm90::wgmma_rs<DTYPE, O_COLUMNS, 1>(
+          o, pa[kk],
+          TENSOR_ROW_SUMS ? sm90::descriptor_advance_fixed_leading(v_desc, v_step)
+                          : sm90::descriptor_advance(v_desc, v_step));
     }
     sm90::wgmma_commit();
   }
@@ -335,9 +357,10 @@ struct Consumer {
       for (int j = 0; j < TILE_N / 8; ++j) {
         s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], exp_scale, -base));
         s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], exp_scale, -base));
-        sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
+        if constexpr (!TENSOR_ROW_SUMS) sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
       }
-      row_sum[h] = fmaf(row_sum[h], alpha[h], sum);
+      // With TENSOR_ROW_SUMS the sums are O's ones' columns, rescaled by alpha with O.
+      if constexpr (!TENSOR_ROW_SUMS) row_sum[h] = fmaf(row_sum[h], alpha[h], sum);
     }
     rescale = !LAZY_RESCALE || __any_sync(0xffffffffu, moved);
   }
@@ -347,7 +370,7 @@ struct Consumer {
   __device__ __forceinline__ void rescale_and_pack() {
     if (rescale) {  // warp-uniform: some row of the warp moved its reference
 #pragma unroll
-      for (int i = 0; i < HEAD_DIM / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+      for (int i = 0; i < O_REGISTERS; ++i) o[i] *= alpha[(i / 2) % 2];
     }
 #pragma unroll
     for (int kk = 0; kk < TILE_N / 16; ++kk) {
@@ -365,14 +388,14 @@ struct Consumer {
   // merge_partial folds such a partial, written by the same thread index of another warpgroup
   // (the same rows and columns of the accumulator layout), into this one: both rescaled to the
   // larger reference, as split-KV merges.
-  static constexpr int kPartialFloats = partial_floats(HEAD_DIM);
+  static constexpr int kPartialFloats = partial_floats(HEAD_DIM, TENSOR_ROW_SUMS);
   __device__ __forceinline__ void save_partial(float* partial) const {
 #pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i) partial[i * 128 + tid] = o[i];
+    for (int i = 0; i < O_REGISTERS; ++i) partial[i * 128 + tid] = o[i];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      partial[(HEAD_DIM / 2 + h) * 128 + tid] = row_max[h];
-      partial[(HEAD_DIM / 2 + 2 + h) * 128 + tid] = row_sum[h];
+      partial[(O_REGISTERS + h) * 128 + tid] = row_max[h];
+      if constexpr (!TENSOR_ROW_SUMS) partial[(O_REGISTERS + 2 + h) * 128 + tid] = row_sum[h];
     }
   }
   __device__ __forceinline__ void merge_partial(const float* partial) {
@@ -380,16 +403,17 @@ struct Consumer {
     float mine[2], theirs[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float other_max = partial[(HEAD_DIM / 2 + h) * 128 + tid];
+      const float other_max = partial[(O_REGISTERS + h) * 128 + tid];
       const float ref = fmaxf(row_max[h], other_max);
       const float base = ref == kNegInf ? 0.0f : ref * exp_scale;  // no key on either side
       mine[h] = exp2_ftz(row_max[h] * exp_scale - base);
       theirs[h] = exp2_ftz(other_max * exp_scale - base);
       row_max[h] = ref;
-      row_sum[h] = row_sum[h] * mine[h] + partial[(HEAD_DIM / 2 + 2 + h) * 128 + tid] * theirs[h];
+      if constexpr (!TENSOR_ROW_SUMS)
+        row_sum[h] = row_sum[h] * mine[h] + partial[(O_REGISTERS + 2 + h) * 128 + tid] * theirs[h];
     }
 #pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; ++i)
+    for (int i = 0; i < O_REGISTERS; ++i)
       o[i] = o[i] * mine[(i / 2) % 2] + partial[i * 128 + tid] * theirs[(i / 2) % 2];
   }
 
@@ -482,7 +506,13 @@ struct Consumer {
   }
 
   // Each lane summed its own columns; after this every lane of a quad holds its rows' totals.
+  // With TENSOR_ROW_SUMS every lane holds them already, in O's ones' columns.
   __device__ __forceinline__ void reduce_row_sums() {
+    if constexpr (TENSOR_ROW_SUMS) {
+      row_sum[0] = o[SUM_REGISTER];
+      row_sum[1] = o[SUM_REGISTER + 2];
+      return;
+    }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);

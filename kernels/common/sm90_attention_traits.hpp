@@ -109,10 +109,28 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n) {
   return head_dim / 2 + tile_n / 2 + tile_n / 4 + kRegisterOverhead;
 }
 
-// Floats per consumer thread of a partial result (Consumer::save_partial): its share of O (64 rows
-// x head_dim over 128 threads) and its two rows' reference and sum.
-ATTN_HOST_DEVICE constexpr int partial_floats(int head_dim) {
-  return head_dim / 2 + 4;
+// Row sums on the tensor cores (Consumer's TENSOR_ROW_SUMS): P V multiplies P by V and by 8
+// columns of ones beside it (wgmma m64n72k16 at head dim 64), so the output accumulator's 8 extra
+// columns hold each row's sum of P, rescaled with O, and the softmax adds no sums of its own:
+// one FADD per score fewer on the FP32 pipes, 12.5% more P V work for the tensor cores. Only at
+// head dim 64: there V is one 64-column block and the ones can be a second block anywhere in
+// shared memory (the descriptor's LBO points at it); wider V tiles would need the ones beside
+// every stage. The ones are 16 keys of 128-byte rows, which every k16 step reads.
+constexpr int kOnesBytes = 16 * kBlockRowBytes;
+ATTN_HOST_DEVICE constexpr bool tensor_row_sums_fit(int head_dim) {
+  return head_dim == 64;
+}
+// fp32 registers per consumer thread of the output accumulator (64 rows x its columns over 128
+// threads): head_dim / 2, and 4 more for the ones' columns.
+ATTN_HOST_DEVICE constexpr int output_registers(int head_dim, bool tensor_row_sums = false) {
+  return head_dim / 2 + (tensor_row_sums ? 4 : 0);
+}
+
+// Floats per consumer thread of a partial result (Consumer::save_partial): its share of O (with
+// the ones' columns, which hold the rows' sums) and its two rows' reference, and sum where the
+// softmax keeps them.
+ATTN_HOST_DEVICE constexpr int partial_floats(int head_dim, bool tensor_row_sums = false) {
+  return output_registers(head_dim, tensor_row_sums) + (tensor_row_sums ? 2 : 4);
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.

@@ -225,6 +225,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   float row_sum[2 * M_FRAGS];  // this lane's columns only; summed over the quad at the end
 #pragma unroll
   for (int r = 0; r < 2 * M_FRAGS; ++r) row_max[r] = kNegInf, row_sum[r] = 0.0f;
+  // Row sums on the tensor cores (flash_sm80::tensor_row_sums): P times an n8 tile of ones, one
+  // more mma per k16 step of P V, gives every column of sums[m] the rows' sums of P (elements 0
+  // and 1 row lane / 4, 2 and 3 row lane / 4 + 8), rescaled with O; the softmax adds none.
+  constexpr bool ROW_SUMS = flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
+  const unsigned int ones = DTYPE == kDTypeBf16 ? 0x3F803F80u : 0x3C003C00u;
+  float sums[M_FRAGS][4];
+#pragma unroll
+  for (int m = 0; m < M_FRAGS; ++m) sums[m][0] = sums[m][1] = sums[m][2] = sums[m][3] = 0.0f;
 
   for (int n = 0; n < n_tiles; ++n) {
     if constexpr (SPLIT) {
@@ -344,9 +352,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
         for (int j = 0; j < N_TILES; ++j) {
           s[m][j][2 * h] = exp2_ftz(fmaf(s[m][j][2 * h], p.scale_log2, -base));
           s[m][j][2 * h + 1] = exp2_ftz(fmaf(s[m][j][2 * h + 1], p.scale_log2, -base));
-          sum += s[m][j][2 * h] + s[m][j][2 * h + 1];
+          if constexpr (!ROW_SUMS) sum += s[m][j][2 * h] + s[m][j][2 * h + 1];
         }
-        row_sum[r] = fmaf(row_sum[r], alpha, sum);
+        if constexpr (ROW_SUMS) {
+          sums[m][2 * h] *= alpha;
+        } else {
+          row_sum[r] = fmaf(row_sum[r], alpha, sum);
+        }
 #pragma unroll
         for (int d = 0; d < D_TILES; ++d) {
           o[m][d][2 * h] *= alpha;
@@ -381,6 +393,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
           mma_m16n8k16<DTYPE>(o[m][2 * dp + 1], a[m], b[2], b[3]);
         }
       }
+      if constexpr (ROW_SUMS) {
+#pragma unroll
+        for (int m = 0; m < M_FRAGS; ++m) mma_m16n8k16<DTYPE>(sums[m], a[m], ones, ones);
+      }
     }
   }
   cp_async_wait<0>();  // no copy may land in shared memory after the CTA exits
@@ -393,8 +409,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * m + h;
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      if constexpr (ROW_SUMS) {
+        row_sum[r] = sums[m][2 * h];
+      } else {
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      }
       const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;  // no key: zeros
       const int row = warp * WARP_ROWS + m * 16 + lane / 4 + 8 * h;    // in the CTA's tile
       __syncwarp();  // every lane's last ldmatrix of Q done before the rows are overwritten

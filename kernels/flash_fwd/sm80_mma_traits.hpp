@@ -127,6 +127,19 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_m, int t
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
+// Row sums of P on the tensor cores: one more mma m16n8k16 per k16 step of P V (B a tile of ones,
+// constant registers) instead of one FADD per score in the softmax, at head dims 128 and 256 over
+// 4 warps. Measured on H100s against the FADDs (BENCHMARKS.md, flash_fwd, "row sums on the tensor
+// cores"), default configs, two rounds each, us: 128 x 64 over 4 warps at d128 16x1024 422.67 /
+// 414.75 -> 403.33 / 406.96 and 4x4096 1534.51 / 1535.73 -> 1459.01 / 1459.87; 64 x 64 over 4
+// warps level to 1.6% faster (d256 4x4096 1670.75 / 1692.29 -> 1662.75 / 1646.94). Over 8 warps
+// slower: d256 1x16384 6594.22 / 6594.26 -> 6837.97 / 6892.53, d128 1x16384 causal 3360.16 /
+// 3307.12 -> 3432.56 / 3396.16; and at head dim 64, where the extra mma is an eighth more P V
+// work rather than a 16th or a 32nd, d64 4x4096 1616.88 / 1618.26 -> 1667.14 / 1639.33.
+ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim, int warps) {
+  return head_dim >= 128 && warps == 4;
+}
+
 constexpr int kMaxSharedBytes = 227 * 1024;
 
 enum Rule : int {

@@ -48,7 +48,10 @@
 //   O += P_{n-1} V_{n-1} (wgmma RS: P from registers as the A operand, V from shared memory),
 //   waits for S_n only, and runs the masking and softmax of S_n while the P V product runs on the
 //   tensor cores (FA3's intra-warpgroup overlap); then waits for P V, rescales O and converts S_n
-//   into the next P.
+//   into the next P. At head dim 64, where the softmax's FP32 work is largest per product, P V
+//   also multiplies P by 8 columns of ones (wgmma m64n72k16, V's second column block being the
+//   ones), so O's extra columns hold each row's sum and the softmax adds none itself
+//   (flash_sm90::tensor_row_sums).
 // - Across items (head dims 64 and 128 with two Q buffers) a consumer streams: the last P V of
 //   an item goes with the next item's first S, and the item's output is stored right after them
 //   (the consumer section below says when).
@@ -68,7 +71,7 @@
 //
 // Shared memory (from a 1024-byte boundary, the period of the 128-byte swizzle):
 //   Q [Q_BUFFERS][HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise,
-//   barriers, item slots.
+//   at head dim 64 [16][64] ones (the row sums, below), barriers, item slots.
 // Every [rows][64] column block is what a TMA box with CU_TENSOR_MAP_SWIZZLE_128B writes: rows of
 // 128 bytes, 16-byte chunks XOR-swizzled by (row % 8), 8-row atoms 1024 bytes apart.
 // - Q (A of S = Q K^T, K-major) and K (B of S, K-major: B is [N = keys, K = dims]): descriptor
@@ -194,7 +197,11 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
   unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][BLOCKS][TILE_N][64]
-  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
+  // Row sums on the tensor cores (flash_sm90::tensor_row_sums): [16][64] ones.
+  constexpr bool ROW_SUMS = flash_sm90::tensor_row_sums(HEAD_DIM);
+  unsigned char* ones = v_tiles + STAGES * KV_BYTES;
+  unsigned long long* q_full =
+      reinterpret_cast<unsigned long long*>(ones + flash_sm90::ones_bytes(HEAD_DIM));
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
@@ -214,6 +221,14 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       sm90::mbarrier_init(&v_empty[s], CONSUMERS * 4);
     }
     sm90::fence_barrier_init();
+  }
+  if constexpr (ROW_SUMS) {
+    // 1.0 in both halves of each word, written by the threads and read by wgmma (the async
+    // proxy): each writer fences before the barrier.
+    const unsigned int one_pair = DTYPE == kDTypeBf16 ? 0x3F803F80u : 0x3C003C00u;
+    for (int i = threadIdx.x; i < sm90_attn::kOnesBytes / 4; i += blockDim.x)
+      reinterpret_cast<unsigned int*>(ones)[i] = one_pair;
+    sm90::fence_proxy_async_shared();
   }
   __syncthreads();
 
@@ -314,8 +329,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // Three consumers do not stream (their register rule, flash_sm90::check, is measured without).
   constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128 && CONSUMERS <= 2;
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
-  c.init(tid, p.scale_log2, 0.0f);
+  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS> c;
+  c.init(tid, p.scale_log2, 0.0f, ones);
 
   // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
   // item's Q buffer (STAGED): each thread writes its two rows there (4 bytes per column pair, no

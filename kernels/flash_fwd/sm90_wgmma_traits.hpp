@@ -104,14 +104,25 @@ ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
 ATTN_HOST_DEVICE constexpr bool shared_rows_item(int m0, int n_tiles, int consumers) {
   return m0 == -(consumers - 1) * kConsumerRows && n_tiles >= consumers;
 }
-ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
-  return shares_rows(head_dim, tile_m)
-             ? (tile_m / kConsumerRows - 1) * sm90_attn::partial_floats(head_dim) * 128 * 4
-             : 0;
+// Row sums on the tensor cores (sm90_attention_traits.hpp, tensor_row_sums_fit): at head dim 64,
+// where the softmax's FP32 work is largest per product, every config. The ones follow the V
+// stages (kOnesBytes).
+ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim) {
+  return sm90_attn::tensor_row_sums_fit(head_dim);
 }
-// The scratch goes in sm90_persistent's `extra` 8-byte words.
+ATTN_HOST_DEVICE constexpr int ones_bytes(int head_dim) {
+  return tensor_row_sums(head_dim) ? sm90_attn::kOnesBytes : 0;
+}
+ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
+  return shares_rows(head_dim, tile_m) ? (tile_m / kConsumerRows - 1) *
+                                             sm90_attn::partial_floats(
+                                                 head_dim, tensor_row_sums(head_dim)) *
+                                             128 * 4
+                                       : 0;
+}
+// The scratch and the ones go in sm90_persistent's `extra` 8-byte words.
 ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
-  return shared_rows_scratch_bytes(head_dim, tile_m) / 8;
+  return (shared_rows_scratch_bytes(head_dim, tile_m) + ones_bytes(head_dim)) / 8;
 }
 // The barriers and item slots (without the scratch).
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
@@ -151,7 +162,9 @@ constexpr bool kAnyTileN = true;
 // consumers compile cleanly. Three consumers, which do not stream from one item into the next,
 // take 8 more than setmaxnreg's 160: ptxas compiled 128 keys at head_dim 64
 // and 80 at 128 (estimates 168 and 164) without a spill, and spilled 96 bytes at 144 keys (180)
-// and 48 at 96 keys, head_dim 128 (176).
+// and 48 at 96 keys, head_dim 128 (176). The estimate leaves out the row sums' registers: at head
+// dim 64 (tensor_row_sums) O's 4 more stand in for the softmax's sums, and ptxas compiled every
+// config of the space there without a spill (FlashFwdSm90Compile).
 ATTN_HOST_DEVICE constexpr int register_limit(int consumers) {
   return consumer_registers(consumers) + (consumers == 1 ? -8 : consumers == 3 ? 8 : 0);
 }

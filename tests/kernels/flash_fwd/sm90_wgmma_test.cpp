@@ -126,13 +126,27 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(q_buffers(256, 128, 64, 2), 1);
   EXPECT_EQ(q_buffers(64, 128, 128, 4), 2);
   EXPECT_EQ(q_buffers(256, 64, 64, 2), 2);
-  // Shared rows' scratch: three consumers at head dim 64, two warpgroups' partials of 32 O
-  // values and 4 statistics per thread; none elsewhere.
-  EXPECT_EQ(shared_rows_scratch_bytes(64, 192), 2 * 36 * 128 * 4);
+  // Row sums on the tensor cores at head dim 64 only: O gains the 4 registers of the ones' 8
+  // columns, which hold the rows' sums, and the ones take 16 rows of 128 bytes after the V stages.
+  EXPECT_TRUE(tensor_row_sums(64));
+  EXPECT_FALSE(tensor_row_sums(128));
+  EXPECT_FALSE(tensor_row_sums(256));
+  EXPECT_EQ(ones_bytes(64), 16 * 128);
+  EXPECT_EQ(ones_bytes(128), 0);
+  EXPECT_EQ(sm90_attn::output_registers(64, true), 36);
+  EXPECT_EQ(sm90_attn::output_registers(128), 64);
+  // Shared rows' scratch: three consumers at head dim 64, two warpgroups' partials of 36 O
+  // values (the sums among them) and 2 maxima per thread; none elsewhere.
+  EXPECT_EQ(sm90_attn::partial_floats(64, true), 38);
+  EXPECT_EQ(sm90_attn::partial_floats(128), 64 + 4);
+  EXPECT_EQ(shared_rows_scratch_bytes(64, 192), 2 * 38 * 128 * 4);
   EXPECT_EQ(shared_rows_scratch_bytes(64, 128), 0);
   EXPECT_EQ(shared_rows_scratch_bytes(128, 192), 0);
-  EXPECT_EQ(shared_bytes(64, 192, 128, 4),
-            1024 + 2 * 192 * 64 * 2 + 8 * 128 * 64 * 2 + barrier_bytes(4, 2) + 2 * 36 * 128 * 4);
+  EXPECT_EQ(shared_bytes(64, 192, 128, 4), 1024 + 2 * 192 * 64 * 2 + 8 * 128 * 64 * 2 +
+                                               16 * 128 + barrier_bytes(4, 2) + 2 * 38 * 128 * 4);
+  // The default at head dim 64 keeps its two Q buffers and four stages beside the ones.
+  EXPECT_EQ(q_buffers(64, 192, 128, 4), 2);
+  EXPECT_LE(shared_bytes(64, 192, 128, 4), kMaxSharedBytes);
   // Stacked heads: two or three consumers at head dim 64 under a causal mask; a stack is the
   // item whose rows are all the last warpgroup's, and takes up to `consumers` q heads from its
   // first.
@@ -181,7 +195,7 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
           // Two Q buffers exactly where the second fits; the barriers stay 8-byte aligned after
           // the 1024-byte aligned tiles.
           const int buffers = q_buffers(d, 64 * c, n, s);
-          const int scratch = shared_rows_scratch_bytes(d, 64 * c);
+          const int scratch = shared_rows_scratch_bytes(d, 64 * c) + ones_bytes(d);
           const int one = sm90_attn::tile_bytes(d, 64 * c, n, s) + barrier_bytes(s, 1) + scratch;
           const int two = one + q_bytes(d, 64 * c) + barrier_bytes(s, 2) - barrier_bytes(s, 1);
           EXPECT_EQ(buffers, two <= kMaxSharedBytes ? 2 : 1)
