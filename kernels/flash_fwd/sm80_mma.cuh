@@ -226,8 +226,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
 #pragma unroll
   for (int r = 0; r < 2 * M_FRAGS; ++r) row_max[r] = kNegInf, row_sum[r] = 0.0f;
   // Row sums on the tensor cores (flash_sm80::tensor_row_sums): P times an n8 tile of ones, one
-  // more mma per k16 step of P V, gives every column of sums[m] the rows' sums of P (elements 0
-  // and 1 row lane / 4, 2 and 3 row lane / 4 + 8), rescaled with O; the softmax adds none.
+  // more mma per k16 step of P V, gives every column of sums[m] the rows' sums of P; element 0
+  // (row lane / 4) and element 2 (row lane / 4 + 8) are rescaled with O and read at the end, and
+  // the softmax adds no sums of its own.
   constexpr bool ROW_SUMS = flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
   const unsigned int ones = DTYPE == kDTypeBf16 ? 0x3F803F80u : 0x3C003C00u;
   float sums[M_FRAGS][4];

@@ -126,7 +126,6 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_m, int t
               : 0);
 }
 
-// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
 // Row sums of P on the tensor cores: one more mma m16n8k16 per k16 step of P V (B a tile of ones,
 // constant registers) instead of one FADD per score in the softmax, at head dims 128 and 256 over
 // 4 warps. Measured on H100s against the FADDs (BENCHMARKS.md, flash_fwd, "row sums on the tensor
@@ -140,6 +139,7 @@ ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim, int warps) {
   return head_dim >= 128 && warps == 4;
 }
 
+// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
 constexpr int kMaxSharedBytes = 227 * 1024;
 
 enum Rule : int {

@@ -152,6 +152,18 @@ TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
 
 // Every point of the space is accepted exactly when the traits (and the device's shared memory)
 // accept it, and every refusal carries a reason that names what to change.
+// The row sums come from the tensor cores where that measured faster: head dims 128 and 256 over
+// 4 warps; over 2 or 8 warps and at head dim 64 the softmax keeps its FADDs.
+TEST(FlashFwdSm80Traits, RowSumsOnTheTensorCoresAtHeadDims128And256Over4Warps) {
+  using flash_sm80::tensor_row_sums;
+  EXPECT_TRUE(tensor_row_sums(128, 4));
+  EXPECT_TRUE(tensor_row_sums(256, 4));
+  EXPECT_FALSE(tensor_row_sums(64, 4));
+  EXPECT_FALSE(tensor_row_sums(128, 8));
+  EXPECT_FALSE(tensor_row_sums(256, 8));
+  EXPECT_FALSE(tensor_row_sums(128, 2));
+}
+
 TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Registry registry = make_registry();
   const Variant& variant = sm80_variant(registry);
