@@ -36,6 +36,13 @@ __device__ __forceinline__ unsigned int pack2(float lo, float hi) {
   return packed;
 }
 
+// 1.0 in both halves of a packed pair (the ones the flash_fwd kernels multiply P by for its row
+// sums): a constant, where pack2(1, 1) would be a conversion.
+template <int DTYPE>
+__device__ __forceinline__ constexpr unsigned int packed_ones() {
+  return DTYPE == kDTypeBf16 ? 0x3F803F80u : 0x3C003C00u;
+}
+
 template <int DTYPE>
 __device__ __forceinline__ void unpack8(const uint4& packed, float (&out)[8]) {
   float2 a = unpack2<DTYPE>(packed.x), b = unpack2<DTYPE>(packed.y);

@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashF
   // (row lane / 4) and element 2 (row lane / 4 + 8) are rescaled with O and read at the end, and
   // the softmax adds no sums of its own.
   constexpr bool ROW_SUMS = flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
-  const unsigned int ones = DTYPE == kDTypeBf16 ? 0x3F803F80u : 0x3C003C00u;
+  constexpr unsigned int ones = packed_ones<DTYPE>();
   float sums[M_FRAGS][4];
 #pragma unroll
   for (int m = 0; m < M_FRAGS; ++m) sums[m][0] = sums[m][1] = sums[m][2] = sums[m][3] = 0.0f;

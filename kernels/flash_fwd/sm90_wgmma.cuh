@@ -223,11 +223,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     sm90::fence_barrier_init();
   }
   if constexpr (ROW_SUMS) {
-    // 1.0 in both halves of each word, written by the threads and read by wgmma (the async
-    // proxy): each writer fences before the barrier.
-    const unsigned int one_pair = DTYPE == kDTypeBf16 ? 0x3F803F80u : 0x3C003C00u;
+    // Written by the threads and read by wgmma (the async proxy): each writer fences before the
+    // barrier.
     for (int i = threadIdx.x; i < sm90_attn::kOnesBytes / 4; i += blockDim.x)
-      reinterpret_cast<unsigned int*>(ones)[i] = one_pair;
+      reinterpret_cast<unsigned int*>(ones)[i] = packed_ones<DTYPE>();
     sm90::fence_proxy_async_shared();
   }
   __syncthreads();

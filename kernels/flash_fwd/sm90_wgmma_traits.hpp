@@ -124,7 +124,7 @@ ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_
 ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
   return (shared_rows_scratch_bytes(head_dim, tile_m) + ones_bytes(head_dim)) / 8;
 }
-// The barriers and item slots (without the scratch).
+// The barriers and item slots (without the scratch and the ones).
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, 0, 4 * kSlotInts);
 }
