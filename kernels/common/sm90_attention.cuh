@@ -279,8 +279,19 @@ struct Consumer {
     rescale = false;
   }
 
+  // The first COLS / 2 registers of S (COLS: a multiple of 16 up to TILE_N): the accumulators of
+  // the tile's first COLS keys (accumulator_column), the whole of S for COLS = TILE_N.
+  template <int COLS>
+  __device__ __forceinline__ float (&leading_scores())[COLS / 2] {
+    static_assert(COLS % 16 == 0 && COLS <= TILE_N, "leading columns: whole k16 steps of S");
+    return *reinterpret_cast<float(*)[COLS / 2]>(&s[0]);
+  }
+
   // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S. Each operand's descriptor is
-  // built once and advanced by a constant per step (sm90::descriptor_advance).
+  // built once and advanced by a constant per step (sm90::descriptor_advance). COLS < TILE_N:
+  // only the tile's first COLS keys (a tile whose later keys every row of the warpgroup hides),
+  // into S's first COLS / 2 registers; the rest of S is left as it was.
+  template <int COLS = TILE_N>
   __device__ __forceinline__ void issue_scores(const unsigned char* q_rows,
                                                const unsigned char* k) {
     const unsigned long long q_desc = sm90::descriptor(q_rows);
@@ -292,16 +303,24 @@ struct Consumer {
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
       const unsigned int k_step =
           INTERLEAVED ? interleaved_k_step_offset(kk) : k_major_step_offset(kk, TILE_N);
-      sm90::wgmma_ss<DTYPE, TILE_N>(
-          s, sm90::descriptor_advance(q_desc, k_major_step_offset(kk, TILE_M)),
-          sm90::descriptor_advance(k_desc, k_step), kk > 0 ? 1 : 0);
+      const unsigned long long q_step =
+          sm90::descriptor_advance(q_desc, k_major_step_offset(kk, TILE_M));
+      if constexpr (COLS == TILE_N) {
+        sm90::wgmma_ss<DTYPE, TILE_N>(s, q_step, sm90::descriptor_advance(k_desc, k_step),
+                                      kk > 0 ? 1 : 0);
+      } else {
+        sm90::wgmma_ss<DTYPE, COLS>(leading_scores<COLS>(), q_step,
+                                    sm90::descriptor_advance(k_desc, k_step), kk > 0 ? 1 : 0);
+      }
     }
     sm90::wgmma_commit();
   }
 
   // O += P V: TILE_N / 16 k16 steps over keys, V MN-major (transposed B). With
   // TENSOR_ROW_SUMS B is V and, as its second column block (LBO), the ones: every step reads the
-  // same 16 rows of them (descriptor_advance_fixed_leading).
+  // same 16 rows of them (descriptor_advance_fixed_leading). COLS < TILE_N: only the tile's first
+  // COLS keys (P of the rest is zero: issue_scores<COLS>).
+  template <int COLS = TILE_N>
   __device__ __forceinline__ void issue_values(const unsigned char* v) {
     const unsigned long long v_desc =
         INTERLEAVED       ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
@@ -310,7 +329,7 @@ struct Consumer {
                           : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
     sm90::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < TILE_N / 16; ++kk) {
+    for (int kk = 0; kk < COLS / 16; ++kk) {
       const unsigned int v_step =
           INTERLEAVED ? interleaved_v_step_offset(kk, HEAD_DIM) : mn_major_step_offset(kk);
       sm90::wgmma_rs<DTYPE, O_COLUMNS, 1>(
@@ -322,21 +341,26 @@ struct Consumer {
   }
 
   // (Soft-cap,) mask tile n (mask(n, s)), update the row statistics and turn S into 2^(S *
-  // exp_scale - max) in place; alpha rescales what O and the sums held before.
-  template <class Mask>
+  // exp_scale - max) in place; alpha rescales what O and the sums held before. COLS < TILE_N:
+  // the tile's first COLS keys only (issue_scores<COLS>; mask gets those registers).
+  template <int COLS = TILE_N, class Mask>
   __device__ __forceinline__ void softmax(int n, Mask& mask) {
     const float kNegInf = -__int_as_float(0x7f800000);
     if (cap_log2 > 0.0f) {
 #pragma unroll
-      for (int i = 0; i < TILE_N / 2; ++i) s[i] = cap_log2 * tanhf(s[i] * score_scale);
+      for (int i = 0; i < COLS / 2; ++i) s[i] = cap_log2 * tanhf(s[i] * score_scale);
     }
-    mask(n, s);
+    if constexpr (COLS == TILE_N) {
+      mask(n, s);
+    } else {
+      mask(n, leading_scores<COLS>());
+    }
     bool moved = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float tile_max = kNegInf;
 #pragma unroll
-      for (int j = 0; j < TILE_N / 8; ++j)
+      for (int j = 0; j < COLS / 8; ++j)
         tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
       // The 4 lanes of a quad hold one row.
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
@@ -354,7 +378,7 @@ struct Consumer {
       moved = moved || move;
       float sum = 0.0f;
 #pragma unroll
-      for (int j = 0; j < TILE_N / 8; ++j) {
+      for (int j = 0; j < COLS / 8; ++j) {
         s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], exp_scale, -base));
         s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], exp_scale, -base));
         if constexpr (!TENSOR_ROW_SUMS) sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
@@ -366,14 +390,16 @@ struct Consumer {
   }
 
   // Rescale O by alpha and pack S into the A fragments of the next P V: accumulator registers
-  // 8 kk .. 8 kk + 7 are keys 16 kk .. 16 kk + 15 in exactly the A-fragment order.
+  // 8 kk .. 8 kk + 7 are keys 16 kk .. 16 kk + 15 in exactly the A-fragment order. COLS < TILE_N:
+  // the tile's first COLS keys only (issue_values<COLS> reads no more).
+  template <int COLS = TILE_N>
   __device__ __forceinline__ void rescale_and_pack() {
     if (rescale) {  // warp-uniform: some row of the warp moved its reference
 #pragma unroll
       for (int i = 0; i < O_REGISTERS; ++i) o[i] *= alpha[(i / 2) % 2];
     }
 #pragma unroll
-    for (int kk = 0; kk < TILE_N / 16; ++kk) {
+    for (int kk = 0; kk < COLS / 16; ++kk) {
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
         pa[kk][x] =
@@ -424,8 +450,9 @@ struct Consumer {
   // Key tile n >= 1 of an item, tile t of the CTA's pipeline (stage t % STAGES): once K_n and
   // V_{n-1} have landed (and before_values(n - 1) ran), S_n = Q K_n^T and O += P_{n-1} V_{n-1} in
   // the warpgroup's issue slot n; S_n's softmax (mask(n, s)) while P V runs; then the next P.
-  // after_scores() runs once S_n is done (a kernel releases Q after its rows' last S).
-  template <class Mask, class AfterScores, class BeforeValues>
+  // after_scores() runs once S_n is done (a kernel releases Q after its rows' last S). COLS <
+  // TILE_N: tile n's first COLS keys only (its last P V then issue_values<COLS>).
+  template <int COLS = TILE_N, class Mask, class AfterScores, class BeforeValues>
   __device__ __forceinline__ void step(const KvPipeline& kv, const unsigned char* q_rows, int n,
                                        int t, const IssueTurns& turns, Mask& mask,
                                        AfterScores&& after_scores, BeforeValues&& before_values) {
@@ -434,16 +461,16 @@ struct Consumer {
     sm90::mbarrier_wait(&kv.v_full[s_prev], unsigned((t - 1) / STAGES) & 1u);
     before_values(n - 1);
     turns.take(n);
-    issue_scores(q_rows, kv.k_tiles + s_now * KV_BYTES);
+    issue_scores<COLS>(q_rows, kv.k_tiles + s_now * KV_BYTES);
     issue_values(kv.v_tiles + s_prev * KV_BYTES);
     turns.pass(n);
     sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
     release(&kv.k_empty[s_now]);
     after_scores();
-    softmax(n, mask);
+    softmax<COLS>(n, mask);
     sm90::wgmma_wait<0>();  // O += P_{n-1} V_{n-1} done: O and P may be rewritten
     release(&kv.v_empty[s_prev]);
-    rescale_and_pack();
+    rescale_and_pack<COLS>();
   }
 
   // The whole key loop: tiles 0 .. my_tiles - 1 for this warpgroup's rows (after Q landed on

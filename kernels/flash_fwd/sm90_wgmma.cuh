@@ -67,7 +67,9 @@
 // - Causal: key tiles past the item's last visible key are never loaded (an item whose rows see
 //   no key loads neither those nor its Q); a consumer whose rows see fewer tiles skips the
 //   products of the rest (it only passes their barriers). The mask is applied only on tiles
-//   that reach a hidden key of the warpgroup's rows.
+//   that reach a hidden key of the warpgroup's rows. At head dim 64 with three consumers, a
+//   warpgroup whose rows see none of its last tile's second half (with 128-key tiles every other
+//   warpgroup) multiplies and softmaxes that tile's first half only (flash_sm90::halves_last_tile).
 //
 // Shared memory (from a 1024-byte boundary, the period of the 128-byte swizzle):
 //   Q [Q_BUFFERS][HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise,
@@ -327,6 +329,10 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // the previous item's output is stored: at head_dim 256 (128 of O) ptxas spilled 676 bytes.
   // Three consumers do not stream (their register rule, flash_sm90::check, is measured without).
   constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128 && CONSUMERS <= 2;
+  // Half key tiles (flash_sm90::halves_last_tile): a warpgroup's last key tile whose second half
+  // every row of it hides is multiplied and softmaxed over its first HALF keys only.
+  constexpr bool HALF_LAST = flash_sm90::halves_last_tile(HEAD_DIM, TILE_N, CAUSAL) && !STREAM;
+  constexpr int HALF = HALF_LAST ? TILE_N / 2 : TILE_N;  // (whole where no half is taken)
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS> c;
   c.init(tid, p.scale_log2, 0.0f, ones);
@@ -348,6 +354,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   static_assert(!SHARES_ROWS || (!STREAM && !STAGED),
                 "shared rows: no item streams into them, and their output is stored directly");
   static_assert(!STACKS || !STAGED, "stacked items store their rows directly");
+  static_assert(!HALF_LAST || !STAGED, "a half tile releases Q after its S (no staged output)");
   // A staged warpgroup tile of 64 whole rows goes out by TMA (p.o_map): one thread of the
   // warpgroup issues the stores and releases the Q buffer only once they have read it, a key tile
   // into its next item (pending_q), so no consumer thread waits on the copy. A tile reaching
@@ -597,6 +604,15 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       if (n * TILE_N + TILE_N > mask_from)
         sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
     };
+    auto mask_half = [&](int n, float(&s)[HALF / 2]) {  // the same on a half tile's registers
+      if (n * TILE_N + TILE_N > mask_from)
+        sm90_attn::mask_scores<HALF>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+    };
+    // The warpgroup's last key tile needs only its first half where its rows see no key past that
+    // (HALF_LAST; a warpgroup of one tile takes it whole).
+    const bool half_last =
+        HALF_LAST && my_tiles >= 2 &&
+        min(kv_len, min(wg_row0 + ROWS, q_len) + offset) <= (my_tiles - 1) * TILE_N + HALF;
     const int b = queue.buffer(k);
     const unsigned char* q_rows = q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES;
     // Every consumer thread releases the Q buffer once its last S of the item is done (at once
@@ -632,12 +648,22 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       c.softmax(0, mask);
       c.rescale_and_pack();
     }
-    for (int n = 1; n < my_tiles; ++n) {
+    for (int n = 1; n < my_tiles - int(half_last); ++n) {
       c.step(
           kv, q_rows, n, g + n, turns, mask,
           [&] {
             if (!STAGED && n == my_tiles - 1) sm90::mbarrier_arrive(&queue.empty[b]);
             if (n == 1) release_stored();  // a key tile after the previous item's TMA store
+          },
+          [](int) {});
+    }
+    if (half_last) {  // the last tile, its first half (STAGED is false: head dim 64)
+      const int n = my_tiles - 1;
+      c.template step<HALF>(
+          kv, q_rows, n, g + n, turns, mask_half,
+          [&] {
+            sm90::mbarrier_arrive(&queue.empty[b]);
+            if (n == 1) release_stored();
           },
           [](int) {});
     }
@@ -656,11 +682,18 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
                    (CONSUMERS == 1 || tiles_of(next, 1 - consumer) > 0);
     }
     if (my_tiles > 0 && !stream_out) {
+      // Each branch waits for its own product (no wgmma in flight across a branch).
       sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));
       turns.take(my_tiles);
-      c.issue_values(kv.v_tiles + stage(last) * KV_BYTES);
-      turns.pass(my_tiles);
-      sm90::wgmma_wait<0>();
+      if (half_last) {
+        c.template issue_values<HALF>(kv.v_tiles + stage(last) * KV_BYTES);
+        turns.pass(my_tiles);
+        sm90::wgmma_wait<0>();
+      } else {
+        c.issue_values(kv.v_tiles + stage(last) * KV_BYTES);
+        turns.pass(my_tiles);
+        sm90::wgmma_wait<0>();
+      }
       c.release(&kv.v_empty[stage(last)]);
     }
     // Tiles the CTA loads for the other warpgroup's rows: pass their barriers so the producer's

@@ -110,6 +110,16 @@ ATTN_HOST_DEVICE constexpr bool shared_rows_item(int m0, int n_tiles, int consum
 ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim) {
   return sm90_attn::tensor_row_sums_fit(head_dim);
 }
+// Half key tiles: under a causal mask a warpgroup's last key tile often holds its rows' last
+// visible key in its first half (with 128-key tiles, every other 64-row warpgroup's), so every
+// row hides the other half. There S, the softmax and P V take the first half only
+// (sm90_attn::Consumer's COLS = tile_n / 2). At head dim 64, where the softmax's issue bounds a
+// tile, with tiles of whole 32-key halves (wgmma's N and P V's k16 steps), and where no item
+// streams into the next (the kernel's STREAM: an item's last P V then goes with the next item's
+// first S).
+ATTN_HOST_DEVICE constexpr bool halves_last_tile(int head_dim, int tile_n, bool causal) {
+  return causal && head_dim == 64 && tile_n % 32 == 0;
+}
 ATTN_HOST_DEVICE constexpr int ones_bytes(int head_dim) {
   return tensor_row_sums(head_dim) ? sm90_attn::kOnesBytes : 0;
 }

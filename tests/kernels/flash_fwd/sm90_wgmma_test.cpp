@@ -132,6 +132,12 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_FALSE(tensor_row_sums(128));
   EXPECT_FALSE(tensor_row_sums(256));
   EXPECT_EQ(ones_bytes(64), 16 * 128);
+  // Half key tiles under a causal mask at head dim 64, of whole 32-key halves.
+  EXPECT_TRUE(halves_last_tile(64, 128, true));
+  EXPECT_TRUE(halves_last_tile(64, 64, true));
+  EXPECT_FALSE(halves_last_tile(64, 80, true));
+  EXPECT_FALSE(halves_last_tile(64, 128, false));
+  EXPECT_FALSE(halves_last_tile(128, 128, true));
   EXPECT_EQ(ones_bytes(128), 0);
   EXPECT_EQ(sm90_attn::output_registers(64, true), 36);
   EXPECT_EQ(sm90_attn::output_registers(128), 64);
