@@ -132,15 +132,15 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_FALSE(tensor_row_sums(128));
   EXPECT_FALSE(tensor_row_sums(256));
   EXPECT_EQ(ones_bytes(64), 16 * 128);
+  EXPECT_EQ(ones_bytes(128), 0);
+  EXPECT_EQ(sm90_attn::output_registers(64, true), 36);
+  EXPECT_EQ(sm90_attn::output_registers(128), 64);
   // Half key tiles under a causal mask at head dim 64, of whole 32-key halves.
   EXPECT_TRUE(halves_last_tile(64, 128, true));
   EXPECT_TRUE(halves_last_tile(64, 64, true));
   EXPECT_FALSE(halves_last_tile(64, 80, true));
   EXPECT_FALSE(halves_last_tile(64, 128, false));
   EXPECT_FALSE(halves_last_tile(128, 128, true));
-  EXPECT_EQ(ones_bytes(128), 0);
-  EXPECT_EQ(sm90_attn::output_registers(64, true), 36);
-  EXPECT_EQ(sm90_attn::output_registers(128), 64);
   // Shared rows' scratch: three consumers at head dim 64, two warpgroups' partials of 36 O
   // values (the sums among them) and 2 maxima per thread; none elsewhere.
   EXPECT_EQ(sm90_attn::partial_floats(64, true), 38);
