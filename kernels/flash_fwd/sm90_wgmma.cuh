@@ -70,6 +70,14 @@
 //   that reach a hidden key of the warpgroup's rows. At head dim 64 with three consumers, a
 //   warpgroup whose rows see none of its last tile's second half (with 128-key tiles every other
 //   warpgroup) multiplies and softmaxes that tile's first half only (flash_sm90::halves_last_tile).
+// - The last key tile, without a causal mask: where TILE_N does not divide the keys, a sequence's
+//   last tile holds fewer (1024 keys in 176-key tiles: 144 in the sixth). LAST_KEYS, which the
+//   host works out from the batch (flash_sm90::last_tile_keys: the most any sequence's last tile
+//   holds, in whole k16 steps), bounds every item's: its S is one wgmma m64nLAST_KEYS per k16
+//   step, its softmax and pack take those keys and its P V LAST_KEYS / 16 k16 steps. Keys past
+//   them are past every sequence's end (P = 0), so a one-tile item's whole-tile P may go through
+//   the same P V. TILE_N: the whole tile (under a causal mask, and where ptxas serialised the
+//   narrow tile's wgmmas: flash_sm90::narrows_last_tile).
 //
 // Shared memory (from a 1024-byte boundary, the period of the 128-byte swizzle):
 //   Q [Q_BUFFERS][HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise,
@@ -167,11 +175,16 @@ struct ItemView {
 
 }  // namespace flash_sm90
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL>
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL,
+          int LAST_KEYS>
 __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     flash_fwd_sm90_wgmma(const __grid_constant__ FlashFwdSm90Params p) {
   static_assert(flash_sm90::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS) == flash_sm90::kOk,
                 "invalid flash_fwd.sm90_wgmma config: see flash_sm90::check");
+  static_assert(LAST_KEYS % 16 == 0 && LAST_KEYS >= 16 && LAST_KEYS <= TILE_N,
+                "LAST_KEYS: whole k16 steps of a key tile");
+  static_assert(LAST_KEYS == TILE_N || flash_sm90::narrows_last_tile(HEAD_DIM, TILE_N, CAUSAL),
+                "the last tile is narrowed only where flash_sm90::narrows_last_tile says");
   constexpr int Q_BYTES = flash_sm90::q_bytes(HEAD_DIM, TILE_M);
   constexpr int KV_BYTES = flash_sm90::kv_tile_bytes(HEAD_DIM, TILE_N);
   constexpr int BLOCKS = flash_sm90::column_blocks(HEAD_DIM);
@@ -330,9 +343,12 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // Three consumers do not stream (their register rule, flash_sm90::check, is measured without).
   constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128 && CONSUMERS <= 2;
   // Half key tiles (flash_sm90::halves_last_tile): a warpgroup's last key tile whose second half
-  // every row of it hides is multiplied and softmaxed over its first HALF keys only.
+  // every row of it hides is multiplied and softmaxed over its first half only.
   constexpr bool HALF_LAST = flash_sm90::halves_last_tile(HEAD_DIM, TILE_N, CAUSAL) && !STREAM;
-  constexpr int HALF = HALF_LAST ? TILE_N / 2 : TILE_N;  // (whole where no half is taken)
+  // The last key tile's keys without a causal mask (LAST_KEYS, the kernel's comment).
+  constexpr bool NARROW_LAST = LAST_KEYS < TILE_N;
+  // The keys a short last tile takes: half of it (causal) or LAST_KEYS (not).
+  constexpr int LAST = HALF_LAST ? TILE_N / 2 : LAST_KEYS;
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
   sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS> c;
   c.init(tid, p.scale_log2, 0.0f, ones);
@@ -604,15 +620,18 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       if (n * TILE_N + TILE_N > mask_from)
         sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
     };
-    auto mask_half = [&](int n, float(&s)[HALF / 2]) {  // the same on a half tile's registers
-      if (n * TILE_N + TILE_N > mask_from)
-        sm90_attn::mask_scores<HALF>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+    // The same on a short tile's registers: where the keys it takes reach mask_from (a half tile
+    // always reaches its rows' diagonal; tested as a whole tile, as it was before the narrow ones).
+    auto mask_last = [&](int n, float(&s)[LAST / 2]) {
+      if (n * TILE_N + (HALF_LAST ? TILE_N : LAST) > mask_from)
+        sm90_attn::mask_scores<LAST>(s, tid, n * TILE_N, kv_len, limit0, limit1);
     };
     // The warpgroup's last key tile needs only its first half where its rows see no key past that
-    // (HALF_LAST; a warpgroup of one tile takes it whole).
+    // (HALF_LAST), or its first LAST_KEYS (NARROW_LAST); a warpgroup of one tile takes it whole.
     const bool half_last =
         HALF_LAST && my_tiles >= 2 &&
-        min(kv_len, min(wg_row0 + ROWS, q_len) + offset) <= (my_tiles - 1) * TILE_N + HALF;
+        min(kv_len, min(wg_row0 + ROWS, q_len) + offset) <= (my_tiles - 1) * TILE_N + LAST;
+    const bool short_last = half_last || (NARROW_LAST && my_tiles >= 2);
     const int b = queue.buffer(k);
     const unsigned char* q_rows = q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES;
     // Every consumer thread releases the Q buffer once its last S of the item is done (at once
@@ -627,7 +646,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
         sm90::mbarrier_wait(&kv.v_full[stage(last_values)], phase(last_values));
         turns.take(0);
         c.issue_scores(q_rows, kv.k_tiles + stage(g) * KV_BYTES);
-        c.issue_values(kv.v_tiles + stage(last_values) * KV_BYTES);
+        c.template issue_values<LAST_KEYS>(kv.v_tiles + stage(last_values) * KV_BYTES);
         turns.pass(0);
         sm90::wgmma_wait<0>();
         c.release(&kv.v_empty[stage(last_values)]);
@@ -648,7 +667,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       c.softmax(0, mask);
       c.rescale_and_pack();
     }
-    for (int n = 1; n < my_tiles - int(half_last); ++n) {
+    for (int n = 1; n < my_tiles - int(short_last); ++n) {
       c.step(
           kv, q_rows, n, g + n, turns, mask,
           [&] {
@@ -657,12 +676,12 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
           },
           [](int) {});
     }
-    if (half_last) {  // the last tile, its first half (STAGED is false: head dim 64)
+    if (short_last) {  // the last tile, its first LAST keys
       const int n = my_tiles - 1;
-      c.template step<HALF>(
-          kv, q_rows, n, g + n, turns, mask_half,
+      c.template step<LAST>(
+          kv, q_rows, n, g + n, turns, mask_last,
           [&] {
-            sm90::mbarrier_arrive(&queue.empty[b]);
+            if (!STAGED) sm90::mbarrier_arrive(&queue.empty[b]);
             if (n == 1) release_stored();
           },
           [](int) {});
@@ -685,8 +704,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       // Each branch waits for its own product (no wgmma in flight across a branch).
       sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));
       turns.take(my_tiles);
-      if (half_last) {
-        c.template issue_values<HALF>(kv.v_tiles + stage(last) * KV_BYTES);
+      if (half_last || NARROW_LAST) {
+        c.template issue_values<LAST>(kv.v_tiles + stage(last) * KV_BYTES);
         turns.pass(my_tiles);
         sm90::wgmma_wait<0>();
       } else {

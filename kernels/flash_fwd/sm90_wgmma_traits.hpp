@@ -120,6 +120,24 @@ ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim) {
 ATTN_HOST_DEVICE constexpr bool halves_last_tile(int head_dim, int tile_n, bool causal) {
   return causal && head_dim == 64 && tile_n % 32 == 0;
 }
+// The last key tile: a sequence of kv_len keys (at least one) in tiles of tile_n ends on a tile
+// of (kv_len - 1) % tile_n + 1 keys. The kernel's LAST_KEYS (without a causal mask) is the most of
+// these over the batch's sequences, rounded up to whole k16 steps: S, the softmax and P V of every
+// item's last tile take that many keys (sm90_attn::Consumer's COLS); tile_n takes it whole. Under
+// a causal mask a warpgroup's last tile follows its rows' diagonal instead (halves_last_tile).
+ATTN_HOST_DEVICE constexpr int last_tile_keys(int kv_len, int tile_n) {
+  return ((kv_len - 1) % tile_n + 16) / 16 * 16;
+}
+// Where the last tile is narrowed (LAST_KEYS below tile_n): without a causal mask, at head dim
+// 128 over tiles wider than 64 keys. Elsewhere ptxas (CUDA 13.0) serialised the wgmmas of some
+// programs (C7511, "insufficient register resources for the wgmma pipeline"; FlashFwdSm90Compile,
+// a batch of 100, 40 and 1 keys): 12 head dim 64 configs of one to three consumers, c2.tm128.tn64
+// at head dim 128 (48 keys) and c2.tm128.tn80 at 256 (48 keys; 64 in the d256 16x1024 preset),
+// none at head dim 128 over wider tiles (112 keys of 128 to 192, 64 of 80; and 144, 48 and 16 of
+// 176, the 1024-, 4096- and 16384-key presets).
+ATTN_HOST_DEVICE constexpr bool narrows_last_tile(int head_dim, int tile_n, bool causal) {
+  return !causal && head_dim == 128 && tile_n > 64;
+}
 ATTN_HOST_DEVICE constexpr int ones_bytes(int head_dim) {
   return tensor_row_sums(head_dim) ? sm90_attn::kOnesBytes : 0;
 }

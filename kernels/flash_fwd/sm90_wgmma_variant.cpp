@@ -99,6 +99,18 @@ int default_tile_n(const Batch& batch, const std::vector<int>& widths) {
   return best;
 }
 
+// The kernel's LAST_KEYS (flash_sm90::last_tile_keys): where the config narrows the last tile
+// (flash_sm90::narrows_last_tile), the most keys any sequence's last key tile holds, in whole k16
+// steps (16 where no sequence has keys); tile_n (the whole tile) elsewhere.
+int last_tile_keys(const Batch& batch, int tile_n) {
+  if (!flash_sm90::narrows_last_tile(batch.spec.model.head_dim, tile_n, batch.causal)) return tile_n;
+  int keys = 16;
+  for (const int64_t kv_len : batch.kv_lens) {
+    if (kv_len > 0) keys = std::max(keys, flash_sm90::last_tile_keys(int(kv_len), tile_n));
+  }
+  return keys;
+}
+
 // Key tiles per query tile up to which the default takes more stages.
 constexpr int64_t kShortItemTiles = 8;
 
@@ -197,8 +209,13 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
-    return {gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm90_wgmma.cuh",
-                                attention_kernel(batch, Sm90Config(config)))};
+    const Sm90Config c(config);
+    JitProgram program = gathered_kv_program(*this, batch, config, target,
+                                             "kernels/flash_fwd/sm90_wgmma.cuh",
+                                             attention_kernel(batch, c));
+    const int last = last_tile_keys(batch, c.tile_n);
+    if (last < c.tile_n) program.name += ".last" + std::to_string(last);
+    return {program};
   }
 
   std::unique_ptr<Launcher> prepare_with_lse(Problem& problem, const KernelConfig& config,
@@ -282,7 +299,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     return "attn::flash_fwd_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
            ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(c.consumers) + ", " + (batch.causal ? "true" : "false") + ">";
+           std::to_string(c.consumers) + ", " + (batch.causal ? "true" : "false") + ", " +
+           std::to_string(last_tile_keys(batch, c.tile_n)) + ">";
   }
 };
 

@@ -141,6 +141,24 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_FALSE(halves_last_tile(64, 80, true));
   EXPECT_FALSE(halves_last_tile(64, 128, false));
   EXPECT_FALSE(halves_last_tile(128, 128, true));
+  // The last key tile's keys in whole k16 steps: 1024 keys end on 144 of 176 (and 64 of 80),
+  // 4096 on 48 of 176, 16384 on 16 of 176; a tile that divides the keys ends whole.
+  EXPECT_EQ(last_tile_keys(1024, 176), 144);
+  EXPECT_EQ(last_tile_keys(1024, 80), 64);
+  EXPECT_EQ(last_tile_keys(4096, 176), 48);
+  EXPECT_EQ(last_tile_keys(16384, 176), 16);
+  EXPECT_EQ(last_tile_keys(1024, 128), 128);
+  EXPECT_EQ(last_tile_keys(176, 176), 176);
+  EXPECT_EQ(last_tile_keys(177, 176), 16);
+  EXPECT_EQ(last_tile_keys(1, 176), 16);
+  EXPECT_EQ(last_tile_keys(100, 128), 112);
+  // Narrowed without a causal mask at head dim 128 over tiles wider than 64 keys only.
+  EXPECT_TRUE(narrows_last_tile(128, 176, false));
+  EXPECT_TRUE(narrows_last_tile(128, 80, false));
+  EXPECT_FALSE(narrows_last_tile(128, 64, false));
+  EXPECT_FALSE(narrows_last_tile(128, 176, true));
+  EXPECT_FALSE(narrows_last_tile(64, 128, false));
+  EXPECT_FALSE(narrows_last_tile(256, 80, false));
   // Shared rows' scratch: three consumers at head dim 64, two warpgroups' partials of 36 O
   // values (the sums among them) and 2 maxima per thread; none elsewhere.
   EXPECT_EQ(sm90_attn::partial_floats(64, true), 38);
@@ -599,11 +617,24 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
   const JitProgram a = variant.programs(causal, config, hopper()).front();
   const JitProgram b = variant.programs(full, config, hopper()).front();
   ASSERT_EQ(a.kernels.size(), 2u);
-  EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm90_wgmma<1, 128, 64, 128, 3, 1, true>");
-  EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm90_wgmma<0, 128, 64, 128, 3, 1, false>");
+  // The last key tile's keys (LAST_KEYS): the batch's sequences hold 100, 40 and 1 keys, so
+  // without the mask every last tile fits in 112 of 128; under it the tile is whole.
+  EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm90_wgmma<1, 128, 64, 128, 3, 1, true, 128>");
+  EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm90_wgmma<0, 128, 64, 128, 3, 1, false, 112>");
   EXPECT_EQ(a.kernels[1], "attn::flash_fwd_gather_kv");
   EXPECT_NE(a.name, b.name);
+  EXPECT_NE(b.name.find(".last112"), std::string::npos) << b.name;
+  EXPECT_EQ(a.name.find(".last"), std::string::npos) << a.name;
   EXPECT_EQ(a.arch, "sm_90a");
+  // Tiles of 80 keys end at 100 keys on 20, at 40 on 40 (48 in whole steps); tiles of 64 are
+  // not narrowed (flash_sm90::narrows_last_tile), nor are other head dims.
+  EXPECT_EQ(variant.programs(full, make_config(64, 80, 3, 1), hopper()).front().kernels[0],
+            "attn::flash_fwd_sm90_wgmma<0, 128, 64, 80, 3, 1, false, 48>");
+  EXPECT_EQ(variant.programs(full, make_config(64, 64, 3, 1), hopper()).front().kernels[0],
+            "attn::flash_fwd_sm90_wgmma<0, 128, 64, 64, 3, 1, false, 64>");
+  const Batch full64 = prefill_batch(8, 2, 64, DType::bf16, false);
+  EXPECT_EQ(variant.programs(full64, make_config(64, 128, 3, 1), hopper()).front().kernels[0],
+            "attn::flash_fwd_sm90_wgmma<0, 64, 64, 128, 3, 1, false, 128>");
 }
 
 // NVRTC compiles every config the traits accept, for every head dim and both dtypes (causal for
