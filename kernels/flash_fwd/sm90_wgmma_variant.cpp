@@ -103,7 +103,8 @@ int default_tile_n(const Batch& batch, const std::vector<int>& widths) {
 // (flash_sm90::narrows_last_tile), the most keys any sequence's last key tile holds, in whole k16
 // steps (16 where no sequence has keys); tile_n (the whole tile) elsewhere.
 int last_tile_keys(const Batch& batch, int tile_n) {
-  if (!flash_sm90::narrows_last_tile(batch.spec.model.head_dim, tile_n, batch.causal)) return tile_n;
+  if (!flash_sm90::narrows_last_tile(batch.spec.model.head_dim, tile_n, batch.causal))
+    return tile_n;
   int keys = 16;
   for (const int64_t kv_len : batch.kv_lens) {
     if (kv_len > 0) keys = std::max(keys, flash_sm90::last_tile_keys(int(kv_len), tile_n));
@@ -210,9 +211,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     const Sm90Config c(config);
-    JitProgram program = gathered_kv_program(*this, batch, config, target,
-                                             "kernels/flash_fwd/sm90_wgmma.cuh",
-                                             attention_kernel(batch, c));
+    JitProgram program =
+        gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm90_wgmma.cuh",
+                            attention_kernel(batch, c));
     const int last = last_tile_keys(batch, c.tile_n);
     if (last < c.tile_n) program.name += ".last" + std::to_string(last);
     return {program};

@@ -3,8 +3,9 @@
 // diagonal, several sequences so TMA boxes cross into the next sequence's rows), GQA ratios
 // including non powers of two, head dims 64/128/256, bf16 and fp16, causal and not, and every
 // config of the space (without a causal mask at head dim 128 those over tiles wider than 64 keys
-// narrow each item's last key tile: flash_sm90::narrows_last_tile). Every run writes into a poisoned output and a NaN-filled LSE buffer and is
-// compared with the CPU reference (flash_fwd_gpu_check.hpp).
+// narrow each item's last key tile: flash_sm90::narrows_last_tile). Every run writes into a
+// poisoned output and a NaN-filled LSE buffer and is compared with the CPU reference
+// (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
 
 #include <tuple>
