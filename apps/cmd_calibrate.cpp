@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "apps/database_path.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "results/store.hpp"
@@ -24,12 +25,6 @@ struct CalibrateArgs {
   size_t stream_mib = 1024;
 };
 
-std::string database_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
-  return "attn-bench.db";
-}
-
 int calibrate(CalibrateArgs args) {
   std::optional<MeasurePolicy> policy = named_policy(args.policy);
   if (!policy) throw UsageError("--policy '" + args.policy + "': use screen or confirm");
@@ -48,7 +43,7 @@ int calibrate(CalibrateArgs args) {
       !problem.empty()) {
     throw UsageError(problem);
   }
-  const std::string db = database_path(args.db);
+  const std::string db = results_database_path(args.db);
   Store store(db);
   JitCompiler jit;
   CudaContext context(found.api, info);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "apps/database_path.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "results/store.hpp"
@@ -14,12 +15,6 @@
 namespace attn {
 
 namespace {
-
-std::string database_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
-  return "attn-bench.db";
-}
 
 // The ceilings `attn-bench calibrate` stored for this device, or how to get them. The database is
 // only read when it exists: `devices` never creates one.
@@ -68,7 +63,7 @@ void devices(const std::string& db_flag) {
       std::cout << format("    SM clock             %.0f MHz\n", d.sm_clock_khz / 1e3);
       std::cout << format("    shared memory/block  %d KiB (opt-in)\n",
                           d.max_shared_per_block_optin / 1024);
-      if (!nvrtc_version.empty()) print_ceilings(d, nvrtc_version, database_path(db_flag));
+      if (!nvrtc_version.empty()) print_ceilings(d, nvrtc_version, results_database_path(db_flag));
     }
   }
   try {

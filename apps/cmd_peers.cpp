@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "apps/commands.hpp"
+#include "apps/database_path.hpp"
 #include "apps/policy_flags.hpp"
 #include "base/build_info.hpp"
 #include "base/embedded_file.hpp"
@@ -70,12 +71,6 @@ struct PeersArgs {
   std::string import_workload;
 };
 
-std::string database_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
-  return "attn-bench.db";
-}
-
 std::string python_of(const PeersArgs& args) {
   if (!args.python.empty()) return args.python;
   if (const char* env = std::getenv("ATTN_PEERS_PYTHON"); env && *env) return env;
@@ -92,8 +87,8 @@ int run_child(const std::vector<std::string>& argv, const std::string& out_path 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!out_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
   }
   std::cout << std::flush;
@@ -185,7 +180,8 @@ std::vector<std::string> runner_peer_names(const std::string& python, const fs::
   const std::string text = slurp(listing);
   if (code != 0) {
     throw EnvironmentError("the peer runner does not start with '" + python + "' (exit " +
-                           std::to_string(code) + "): " + text.substr(text.size() > 600 ? text.size() - 600 : 0) +
+                           std::to_string(code) +
+                           "): " + text.substr(text.size() > 600 ? text.size() - 600 : 0) +
                            "\n(it needs Python 3 with numpy; --python picks the interpreter)");
   }
   std::vector<std::string> names;
@@ -243,8 +239,8 @@ void print_side_by_side(const std::vector<TableRow>& rows, std::ostream& out) {
     std::string versus = "-";
     if (timed && best && best != &m) {
       const Comparison c = compare_samples(best->kept_samples(), m.kept_samples());
-      versus = format("%.3gx %s", m.stats.median / best->stats.median,
-                      to_string(c.verdict).c_str());
+      versus =
+          format("%.3gx %s", m.stats.median / best->stats.median, to_string(c.verdict).c_str());
     } else if (timed && best == &m) {
       versus = "best";
     }
@@ -279,8 +275,13 @@ std::string uuid_digits(const std::string& uuid) {
 }
 
 RunRecord run_record(const std::string& tool, const Invocation& invocation) {
-  return {tool,          tool_version(), git_commit(), build_type(), quote_command_line(invocation.argv),
-          host_name(), utc_timestamp_now()};
+  return {tool,
+          tool_version(),
+          git_commit(),
+          build_type(),
+          quote_command_line(invocation.argv),
+          host_name(),
+          utc_timestamp_now()};
 }
 
 ReferenceOracle reference_oracle_from(const PeersArgs& args) {
@@ -323,7 +324,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   WorkFolder folder(args.keep_dump);
   const fs::path script = runner_script(args, folder.path());
   check_peer_globs(args.peers, runner_peer_names(python, script, folder.path()));
-  const std::string db = database_path(args.db);
+  const std::string db = results_database_path(args.db);
   Store store(db);
   BenchSession session = BenchSession::open(batch, options);
   std::cout << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << "), "
@@ -334,8 +335,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   std::cout << "reference " << session.reference_name() << "\n" << std::flush;
 
   // The dump the peers read: the batch, and the oracle's output that verifies ours as well.
-  std::cerr << "attn-bench: computing the reference output (" << session.reference_name()
-            << ")\n";
+  std::cerr << "attn-bench: computing the reference output (" << session.reference_name() << ")\n";
   std::vector<DumpTensor> tensors = batch_tensors(batch);
   tensors.push_back(reference_output_tensor(batch, session.reference_output()));
   const fs::path dump_dir = folder.path() / "dump";
@@ -450,16 +450,17 @@ int import_results(const PeersArgs& args, const Invocation& invocation) {
   if (!args.import_workload.empty()) {
     spec = load_workload_argument(args.import_workload);
     if (content_hash(spec) != workload.hash) {
-      throw InputError(args.import_workload,
-                       {"hashes to " + content_hash(spec).substr(0, 12) + ", the results' spec to " +
-                        workload.hash.substr(0, 12) + ": not the workload the peers ran"});
+      throw InputError(
+          args.import_workload,
+          {"hashes to " + content_hash(spec).substr(0, 12) + ", the results' spec to " +
+           workload.hash.substr(0, 12) + ": not the workload the peers ran"});
     }
   } else {
     spec = parse_workload(workload.canonical_json, args.results + " (its spec)");
   }
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();
-  const std::string db = database_path(args.db);
+  const std::string db = results_database_path(args.db);
   Store store(db);
   const DeviceRecord device = import_device(results.header, store);
 
@@ -511,8 +512,9 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
   cmd->add_flag("--cpu", args->cpu,
                 "the CPU backend: our CPU reference variant and the CPU test peers only");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
-  cmd->add_option("--reference", args->reference,
-                  "the oracle of ours and the peers: cpu, gpu or auto (default; as attn-bench run)");
+  cmd->add_option(
+      "--reference", args->reference,
+      "the oracle of ours and the peers: cpu, gpu or auto (default; as attn-bench run)");
 
   CLI::App* import = cmd->add_subcommand(
       "import", "Record a results file the peer runner wrote (tools/peers/run_peers.py --out)");
@@ -522,14 +524,15 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
   import->add_option("--workload", args->import_workload,
                      "the workload file, when its spec refers to files (traces, layouts, masks) "
                      "that are not where the spec says");
-  import->callback([args, &invocation] { invocation.exit_code = import_results(*args, invocation); });
-  cmd->callback([args, import, &invocation] {
-    if (import->parsed()) return;
-    if (args->workload.empty()) {
-      throw UsageError("attn-bench peers: name a workload (file or preset), or `peers import FILE`");
-    }
-    invocation.exit_code = peers(*args, invocation);
-  });
-}
+  import->callback([args, &invocation] { invocation.exit_code = import_results(*args, invocation);
+});
+cmd->callback([args, import, &invocation] {
+  if (import->parsed()) return;
+  if (args->workload.empty()) {
+    throw UsageError("attn-bench peers: name a workload (file or preset), or `peers import FILE`");
+  }
+  invocation.exit_code = peers(*args, invocation);
+});
+}  // namespace attn
 
 }  // namespace attn

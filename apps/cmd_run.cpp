@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "apps/commands.hpp"
+#include "apps/database_path.hpp"
 #include "apps/gbench_driver.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/policy_flags.hpp"
@@ -37,12 +38,6 @@ struct RunArgs {
   size_t threads = 0;
   std::string reference = "auto";
 };
-
-std::string database_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
-  return "attn-bench.db";
-}
 
 void print_batch(const Batch& batch, std::ostream& out) {
   const ModelShape& m = batch.spec.model;
@@ -195,7 +190,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
-  const std::string db = database_path(args.db);
+  const std::string db = results_database_path(args.db);
   Store store(db);
 
   // With a --benchmark_format, stdout belongs to Google Benchmark's reporter (JSON or CSV must

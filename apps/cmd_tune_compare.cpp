@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "apps/database_path.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
 #include "results/store.hpp"

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/database_path.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
 #include "results/device_json.hpp"

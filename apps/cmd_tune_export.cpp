@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "apps/database_path.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "apps/database_path.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"

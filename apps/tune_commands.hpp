@@ -44,10 +44,4 @@ std::string describe(const Target& target);
 void add_space_selection(CLI::App& cmd, std::string& workload, std::string& variant,
                          std::vector<std::string>& axes);
 
-// --db, else $ATTN_DB, else ./attn-bench.db.
-std::string results_database_path(const std::string& flag);
-// The same path for commands that only read (compare, report): a file that does not exist is a
-// usage error instead of a new, empty database.
-std::string existing_database_path(const std::string& flag);
-
 }  // namespace attn

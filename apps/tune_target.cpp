@@ -1,5 +1,3 @@
-#include <filesystem>
-
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
 #include "kernels/device/cuda_context.hpp"
@@ -53,21 +51,6 @@ void add_space_selection(CLI::App& cmd, std::string& workload, std::string& vari
   cmd.add_option("-a,--axis", axes,
                  "try these values of an axis instead of the variant's own: -a tile_tokens=32,64 "
                  "(repeatable)");
-}
-
-std::string results_database_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("ATTN_DB"); env && *env) return env;
-  return "attn-bench.db";
-}
-
-std::string existing_database_path(const std::string& flag) {
-  const std::string path = results_database_path(flag);
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw UsageError("'" + path + "': no such results database (--db PATH, or $ATTN_DB)");
-  }
-  return path;
 }
 
 }  // namespace attn

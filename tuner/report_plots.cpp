@@ -12,7 +12,7 @@ namespace attn {
 namespace {
 
 // A gnuplot single-quoted string: no escapes inside but a doubled quote.
-std::string quoted(const std::string& text) {
+std::string gnuplot_quoted(const std::string& text) {
   std::string out = "'";
   for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
   return out + "'";
@@ -27,7 +27,7 @@ std::string lines(const std::vector<std::string>& parts) {
     if (i) out += ".\"\\n\".";
     std::string part = parts[i];
     std::replace(part.begin(), part.end(), '\n', ' ');
-    out += quoted(part);
+    out += gnuplot_quoted(part);
   }
   return out.empty() ? "''" : out;
 }
@@ -54,7 +54,7 @@ std::string preamble(const std::string& svg_name, int width, int height,
   s << "reset\n";
   s << "set terminal svg size " << width << "," << height
     << " dynamic noenhanced font 'sans,11' background '#ffffff'\n";
-  s << "set output " << quoted(svg_name) << "\n";
+  s << "set output " << gnuplot_quoted(svg_name) << "\n";
   s << "set title " << lines(title) << "\n";
   return s.str();
 }
@@ -120,12 +120,12 @@ std::string roofline_script(const RooflinePlot& plot, const std::string& svg_nam
   if (plot.read_gbps) {
     s << "bandwidth = " << number(*plot.read_gbps) << "  # GB/s, calibrated read bandwidth\n";
     plots.push_back("bandwidth * x / 1000 with lines dt 2 lw 1.5 lc rgb '#2b6cb0' title " +
-                    quoted(format("read bandwidth %.0f GB/s", *plot.read_gbps)));
+                    gnuplot_quoted(format("read bandwidth %.0f GB/s", *plot.read_gbps)));
   }
   if (plot.bf16_tflops) {
     s << "tensor = " << number(*plot.bf16_tflops) << "  # TFLOP/s, calibrated bf16 tensor rate\n";
     plots.push_back("tensor with lines dt 2 lw 1.5 lc rgb '#c53030' title " +
-                    quoted(format("bf16 tensor %.0f TFLOP/s", *plot.bf16_tflops)));
+                    gnuplot_quoted(format("bf16 tensor %.0f TFLOP/s", *plot.bf16_tflops)));
   }
   if (plot.read_gbps && plot.bf16_tflops) {
     plots.push_back(
@@ -137,7 +137,7 @@ std::string roofline_script(const RooflinePlot& plot, const std::string& svg_nam
   for (const auto& [family, points] : families) {
     plots.push_back(format("$family%d using 1:2 with points pt %d ps 1.3 lc rgb '%s' title ", block,
                            5 + 2 * (block % 4), colors[block % 6]) +
-                    quoted(family));
+                    gnuplot_quoted(family));
     ++block;
   }
   if (plots.empty()) {
@@ -156,8 +156,8 @@ std::string heatmap_script(const Heatmap& map, const std::string& svg_name) {
   const int width = 260 + 70 * int(map.x_values.size());
   const int height = 200 + 45 * int(map.y_values.size());
   s << preamble(svg_name, std::max(width, 520), std::max(height, 360), map.title);
-  s << "set xlabel " << quoted(map.x_axis) << "\n";
-  s << "set ylabel " << quoted(map.y_axis) << "\n";
+  s << "set xlabel " << gnuplot_quoted(map.x_axis) << "\n";
+  s << "set ylabel " << gnuplot_quoted(map.y_axis) << "\n";
   s << "set cblabel 'best median (us) over the other axes'\n";
   s << "set palette defined (0 '#ffffcc', 1 '#fd8d3c', 2 '#bd0026')\n";
   s << "set xrange [-0.5:" << number(double(map.x_values.size()) - 0.5) << "]\n";
@@ -165,7 +165,7 @@ std::string heatmap_script(const Heatmap& map, const std::string& svg_name) {
   const auto tics = [](const std::vector<int64_t>& values) {
     std::string text = "(";
     for (size_t i = 0; i < values.size(); ++i) {
-      text += (i ? ", " : "") + quoted(std::to_string(values[i])) + " " + std::to_string(i);
+      text += (i ? ", " : "") + gnuplot_quoted(std::to_string(values[i])) + " " + std::to_string(i);
     }
     return text + ")";
   };

@@ -19,9 +19,17 @@
 #include <string>
 #include <vector>
 
+#include "base/exit_codes.hpp"
+
 extern char** environ;
 
 namespace attn::testing {
+
+// The documented exit codes (docs/exit-codes.md) the CLI tests expect.
+inline constexpr int kUsage = int(ExitCode::usage);
+inline constexpr int kInvalidInput = int(ExitCode::invalid_input);
+inline constexpr int kEnvironment = int(ExitCode::environment);
+inline constexpr int kInterrupted = int(ExitCode::interrupted);
 
 struct CliResult {
   int exit_code = -1;

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 using testing::Cli;
 using testing::CliResult;
 
-constexpr int kUsage = int(ExitCode::usage);
-constexpr int kInvalidInput = int(ExitCode::invalid_input);
+using testing::kInvalidInput;
+using testing::kUsage;
 
 TEST_F(Cli, HelpAndVersionSucceed) {
   CliResult r = run({"--help"});

@@ -27,8 +27,8 @@ using testing::ExportFixture;
 using testing::quote;
 using testing::slurp;
 
-constexpr int kUsage = int(ExitCode::usage);
-constexpr int kEnvironment = int(ExitCode::environment);
+using testing::kEnvironment;
+using testing::kUsage;
 
 class ExportCli : public testing::Cli {
  protected:

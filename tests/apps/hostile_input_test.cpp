@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::Child;
 
-constexpr int kInvalidInput = int(ExitCode::invalid_input);
+using testing::kInvalidInput;
 // attn-bench's own resident set is a few MiB; a refused input may cost its bounded read (16 MiB)
 // and a bounded DOM, never its claimed size. Under AddressSanitizer (make test-asan, which builds
 // the binaries the same way) shadow memory, redzones and the free quarantine add to it.

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Child;
 
-constexpr int kInterrupted = int(ExitCode::interrupted);
+using testing::kInterrupted;
 
 // Under a millisecond per CPU reference launch: a case that never meets its noise target on a busy
 // machine still ends at its 2000 samples within about a second.

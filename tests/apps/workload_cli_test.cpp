@@ -23,7 +23,7 @@ using testing::CliResult;
 
 class WorkloadCli : public testing::Cli {};
 
-constexpr int kInvalidInput = int(ExitCode::invalid_input);
+using testing::kInvalidInput;
 
 TEST_F(WorkloadCli, ValidatePrintsNameAndHashForAPresetAndAFile) {
   const std::string hash = content_hash(load_preset("default"));

@@ -43,7 +43,7 @@ WorkloadRecord sample_workload() {
           R"({"batch":8,"name":"llama3_70b_decode","page_size":16})"};
 }
 
-Measurement sample_measurement() {
+Measurement stored_sample() {
   Measurement m;
   m.family = "paged_decode";
   m.variant = "paged_decode.splitkv";
@@ -234,8 +234,8 @@ TEST(StoreMemory, MeasurementRoundTrip) {
   const int64_t device = store.upsert_device(sample_device());
   const int64_t workload = store.upsert_workload(sample_workload());
 
-  const Measurement passed = sample_measurement();
-  Measurement incorrect = sample_measurement();
+  const Measurement passed = stored_sample();
+  Measurement incorrect = stored_sample();
   incorrect.variant = "paged_decode.sm90_wgmma";
   incorrect.disposition = Disposition::incorrect;
   incorrect.reason = "rel_l2 0.31 > 0.02; 'quoted' \"text\"; DROP TABLE samples;--";
@@ -298,7 +298,7 @@ TEST(StoreMemory, EveryDispositionRoundTrips) {
                              Disposition::launch_failed, Disposition::crashed,
                              Disposition::timed_out};
   for (Disposition d : all) {
-    Measurement m = sample_measurement();
+    Measurement m = stored_sample();
     m.disposition = d;
     store.add_measurement(run, device, workload, m);
   }
@@ -315,13 +315,13 @@ TEST(StoreMemory, MeasurementNeedsExistingRunDeviceAndWorkload) {
   const int64_t device = store.upsert_device(sample_device());
   const int64_t workload = store.upsert_workload(sample_workload());
   try {
-    store.add_measurement(run + 100, device, workload, sample_measurement());
+    store.add_measurement(run + 100, device, workload, stored_sample());
     FAIL() << "a measurement of an unknown run was accepted";
   } catch (const CallError& e) {
     EXPECT_EQ(e.status(), SQLITE_CONSTRAINT_FOREIGNKEY);
   }
-  EXPECT_THROW(store.add_measurement(run, device + 100, workload, sample_measurement()), CallError);
-  EXPECT_THROW(store.add_measurement(run, device, workload + 100, sample_measurement()), CallError);
+  EXPECT_THROW(store.add_measurement(run, device + 100, workload, stored_sample()), CallError);
+  EXPECT_THROW(store.add_measurement(run, device, workload + 100, stored_sample()), CallError);
   EXPECT_EQ(store.counts().measurements, 0);
 }
 
@@ -330,14 +330,14 @@ TEST(StoreMemory, FailedMeasurementWritesNothing) {
   const int64_t run = store.begin_run(sample_run());
   const int64_t device = store.upsert_device(sample_device());
   const int64_t workload = store.upsert_workload(sample_workload());
-  Measurement m = sample_measurement();
+  Measurement m = stored_sample();
   m.samples_us.push_back(std::numeric_limits<double>::quiet_NaN());  // time_us is NOT NULL
   EXPECT_THROW(store.add_measurement(run, device, workload, m), CallError);
   // The measurement row went in before the bad sample: the transaction took it back out.
   EXPECT_EQ(store.counts().measurements, 0);
   EXPECT_TRUE(store.measurements_of_run(run).empty());
   // And the store is usable afterwards.
-  EXPECT_GT(store.add_measurement(run, device, workload, sample_measurement()), 0);
+  EXPECT_GT(store.add_measurement(run, device, workload, stored_sample()), 0);
   EXPECT_EQ(store.counts().measurements, 1);
 }
 
@@ -348,7 +348,7 @@ TEST(StoreMemory, FinishAttemptWithWritesTheMeasurementAndTheAttemptTogether) {
   const int64_t run = store.begin_run(sample_run());
   const int64_t device = store.upsert_device(sample_device());
   const int64_t workload = store.upsert_workload(sample_workload());
-  const Measurement good = sample_measurement();
+  const Measurement good = stored_sample();
   AttemptRecord attempt{run,       device,       workload, good.variant, good.config_key,
                         "confirm", "exhaustive", 0,        "0/1",        std::nullopt};
   const int64_t first = store.begin_attempt(attempt);
@@ -365,7 +365,7 @@ TEST(StoreMemory, FinishAttemptWithWritesTheMeasurementAndTheAttemptTogether) {
 
   // A bad sample fails the measurement: the attempt is not finished either.
   const int64_t second = store.begin_attempt(attempt);
-  Measurement bad = sample_measurement();
+  Measurement bad = stored_sample();
   bad.samples_us.push_back(std::numeric_limits<double>::quiet_NaN());  // time_us is NOT NULL
   EXPECT_THROW(store.finish_attempt_with(second, run, device, workload, bad), CallError);
   EXPECT_EQ(store.counts().measurements, 1);
@@ -502,7 +502,7 @@ TEST_F(StoreFile, ManyOpenersOfANewFileAtOnceAllSucceed) {
 
 TEST_F(StoreFile, ReopenKeepsDataAndDoesNotMigrateAgain) {
   int64_t run = 0;
-  Measurement m = sample_measurement();
+  Measurement m = stored_sample();
   {
     Store store(path_);
     run = store.begin_run(sample_run());
@@ -640,7 +640,7 @@ TEST_F(StoreFile, ReadOnlyOpeningOfACurrentFileWritesNothing) {
     run = store.begin_run(sample_run());
     const int64_t device = store.upsert_device(sample_device());
     const int64_t workload = store.upsert_workload(sample_workload());
-    store.add_measurement(run, device, workload, sample_measurement());
+    store.add_measurement(run, device, workload, stored_sample());
     store.add_ceiling(sample_device().fingerprint(),
                       {kReadGbps, 3000, "read16", 30, 0.001, false, "0.3.0", "abc", ""});
     store.finish_run(run, "completed");
@@ -665,7 +665,7 @@ TEST_F(StoreFile, ReadOnlyOpeningOfACurrentFileWritesNothing) {
     EXPECT_EQ(s.runs[0].first.uid.size(), 32u);
     EXPECT_EQ(s.runs[0].second, 1);
     ASSERT_EQ(s.workloads.size(), 1u);
-    EXPECT_EQ(s.workloads[0].families, std::vector<std::string>{sample_measurement().family});
+    EXPECT_EQ(s.workloads[0].families, std::vector<std::string>{stored_sample().family});
     EXPECT_EQ(int(s.migrations.size()), Store::kSchemaVersion);
     EXPECT_EQ(s.ceilings, 1);
     EXPECT_THROW(store.begin_run(sample_run()), CallError);
@@ -695,12 +695,12 @@ TEST_F(StoreFile, SummaryCountsDispositionsPoliciesAndFamilies) {
   const int64_t run = store.begin_run(sample_run());
   const int64_t device = store.upsert_device(sample_device());
   const int64_t workload = store.upsert_workload(sample_workload());
-  Measurement passed = sample_measurement();
+  Measurement passed = stored_sample();
   store.add_measurement(run, device, workload, passed);
   passed.unstable = true;
   passed.policy = "screen";
   store.add_measurement(run, device, workload, passed);
-  Measurement declined = sample_measurement();
+  Measurement declined = stored_sample();
   declined.disposition = Disposition::unsupported;
   declined.variant = declined.family + ".other";
   declined.samples_us.clear();
