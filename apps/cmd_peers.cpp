@@ -274,16 +274,6 @@ std::string uuid_digits(const std::string& uuid) {
   return out;
 }
 
-RunRecord run_record(const std::string& tool, const Invocation& invocation) {
-  return {tool,
-          tool_version(),
-          git_commit(),
-          build_type(),
-          quote_command_line(invocation.argv),
-          host_name(),
-          utc_timestamp_now()};
-}
-
 ReferenceOracle reference_oracle_from(const PeersArgs& args) {
   std::optional<ReferenceOracle> oracle = reference_oracle_from_string(args.reference);
   if (!oracle) throw UsageError("--reference '" + args.reference + "': use cpu, gpu or auto");

@@ -250,13 +250,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
     return to_int(ExitCode::ok);
   }
 
-  RunRecord record{"attn-bench run",
-                   tool_version(),
-                   git_commit(),
-                   build_type(),
-                   quote_command_line(invocation.argv),
-                   host_name(),
-                   utc_timestamp_now()};
+  const RunRecord record = run_record("attn-bench run", invocation);
   session.begin(store, record);
   Progress progress(std::cerr, total, stderr_is_terminal());
   // Ctrl-C: the case in progress finishes and is recorded, the rest are not run, the run is marked

@@ -198,13 +198,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-tune");
   sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
-  RunRecord record{"attn-tune tune",
-                   tool_version(),
-                   git_commit(),
-                   build_type(),
-                   quote_command_line(invocation.argv),
-                   host_name(),
-                   utc_timestamp_now()};
+  const RunRecord record = run_record("attn-tune tune", invocation);
   TuneReport report;
   try {
     report = sweep.run(record);

@@ -1,5 +1,8 @@
 #include "apps/commands.hpp"
 
+#include "base/build_info.hpp"
+#include "tuner/device_records.hpp"
+
 namespace attn {
 
 std::string quote_command_line(const std::vector<std::string>& argv) {
@@ -20,6 +23,16 @@ std::string quote_command_line(const std::vector<std::string>& argv) {
     out += '\'';
   }
   return out;
+}
+
+RunRecord run_record(const std::string& tool, const Invocation& invocation) {
+  return {tool,
+          tool_version(),
+          git_commit(),
+          build_type(),
+          quote_command_line(invocation.argv),
+          host_name(),
+          utc_timestamp_now()};
 }
 
 }  // namespace attn

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "results/records.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/workload_spec.hpp"
 
@@ -40,5 +41,9 @@ WorkloadSpec load_workload_argument(const std::string& argument);
 
 // argv joined, each argument single-quoted when it holds anything but [A-Za-z0-9_./=:,+-].
 std::string quote_command_line(const std::vector<std::string>& argv);
+
+// The run record a command that writes the database begins with: `tool` ("attn-bench run"), the
+// build's version, commit and type, the command line quoted, the host and the time now.
+RunRecord run_record(const std::string& tool, const Invocation& invocation);
 
 }  // namespace attn
