@@ -3,7 +3,7 @@
 # docs/gpu-testing.md): GPU tests, calibration beside torch's ceilings, the A/A repeat check of a
 # decode case under `confirm`, and graph vs events timing of a ~20 us decode batch.
 #
-#   OUT=$OUT scripts/gpu-measure.sh          (carry: build, .carry with seed_peers.py)
+#   OUT=$OUT scripts/gpu-measure.sh          (carry: .carry from carry-build.sh, with seed_peers.py)
 #
 # Writes under $OUT (at most 8 files come back): summary.txt (everything printed), attn-bench.db,
 # ctest-gpu.log, decode-repeat.json and small-decode.json (Google Benchmark JSON), peers.jsonl.

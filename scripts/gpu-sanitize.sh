@@ -4,7 +4,7 @@
 # faulting-variant sweep (TuneFaultsGpu). Prints one summary line per tool with the sanitizer's own
 # counts, for docs/reliability.md; logs go to $OUT.
 #
-#   OUT=$OUT scripts/gpu-sanitize.sh                     # carry: build
+#   OUT=$OUT scripts/gpu-sanitize.sh                     # carry: .carry (carry-build.sh)
 #   FILTER='SplitKvGpu.*' TOOLS=memcheck scripts/gpu-sanitize.sh
 #
 # Environment: BUILD, OUT (scripts/gpu-env.sh), FILTER (a --gtest_filter; default below), TOOLS
