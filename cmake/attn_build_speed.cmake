@@ -4,6 +4,7 @@
 #                            everywhere), CLI11 in the executables, GoogleTest in the tests.
 #                            -DATTN_PCH=OFF builds without them, e.g. to see that every file
 #                            includes what it uses.
+#   ATTN_UNITY (ON)          unity builds of the executables and the test modules (below).
 #   ATTN_TEST_OPTIMIZE (-Og) the optimisation of the test executables' own files in an optimised
 #                            build: the code under test (the libraries, the binaries) keeps the
 #                            build type's flags, the test bodies need none of -O3's time.
