@@ -8,7 +8,7 @@ namespace attn {
 
 // The database a command writes (created when it does not exist).
 std::string results_database_path(const std::string& flag);
-// The same path for commands that only read (compare, report, devices' ceilings): a file that
+// The same path for commands that only read (attn-tune compare, report): a file that
 // does not exist is a usage error instead of a new, empty database.
 std::string existing_database_path(const std::string& flag);
 
