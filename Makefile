@@ -67,7 +67,7 @@ gpu-run:
 	scripts/gpu-run.sh
 
 format:
-	find apps base kernels tuner workloads results tests \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cuh' \) \
+	find apps base kernels measure tuner workloads results tests \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cuh' \) \
 	  | xargs clang-format -i
 
 clean:

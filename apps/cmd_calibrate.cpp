@@ -1,6 +1,6 @@
 // attn-bench calibrate: measures the device's ceilings (read and copy bandwidth, bf16 tensor-core
-// rate) with our own kernels (tuner/calibration.hpp) and stores them in the results database, keyed
-// by the device fingerprint. Every kernel parameter is an option, for tuning on the device.
+// rate) with our own kernels (measure/calibration.hpp) and stores them in the results database,
+// keyed by the device fingerprint. Every kernel parameter is an option, for tuning on the device.
 #include <iostream>
 #include <memory>
 
@@ -8,10 +8,10 @@
 #include "apps/database_path.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
+#include "measure/calibration.hpp"
+#include "measure/device_records.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
-#include "tuner/calibration.hpp"
-#include "tuner/device_records.hpp"
 
 namespace attn {
 

@@ -8,9 +8,9 @@
 #include "apps/database_path.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
+#include "measure/device_records.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
-#include "tuner/device_records.hpp"
 
 namespace attn {
 

@@ -14,10 +14,10 @@
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
+#include "measure/bench_run.hpp"
+#include "measure/device_records.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
-#include "tuner/bench_run.hpp"
-#include "tuner/device_records.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/presets.hpp"
 

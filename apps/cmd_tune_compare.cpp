@@ -1,7 +1,7 @@
 // attn-tune compare --device A --device B | --run ID --run ID | --variant A --variant B [--device
 // D]
 // [--workload GLOB] [--format markdown|json] [-o FILE] [--fail-on-regression [--threshold PCT]]:
-// the two sides on the workloads both measured (tuner/compare.hpp), as markdown or JSON. With
+// the two sides on the workloads both measured (results/compare.hpp), as markdown or JSON. With
 // --fail-on-regression the exit code is 6 (regression) when B is SLOWER than A on some workload,
 // so that a downstream CI can gate on it.
 #include <fstream>
@@ -11,10 +11,10 @@
 #include "apps/database_path.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
+#include "results/compare.hpp"
+#include "results/compare_render.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
-#include "tuner/compare.hpp"
-#include "tuner/compare_render.hpp"
 
 namespace attn {
 

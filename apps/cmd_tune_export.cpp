@@ -9,9 +9,9 @@
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
+#include "results/export_render.hpp"
+#include "results/export_table.hpp"
 #include "results/store.hpp"
-#include "tuner/export_render.hpp"
-#include "tuner/export_table.hpp"
 
 namespace attn {
 

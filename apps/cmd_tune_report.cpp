@@ -1,6 +1,6 @@
 // attn-tune report -o DIR [--db PATH] [--device D ...] [--compare-devices A,B] [--variant GLOB]
 // [--workload GLOB] [--axes x,y] [--threshold PCT] [--no-plots] [--gnuplot PATH]: writes
-// DIR/report.md and one gnuplot script per plot (tuner/report.hpp), then renders each script to
+// DIR/report.md and one gnuplot script per plot (results/report.hpp), then renders each script to
 // DIR/NAME.svg with gnuplot. Without gnuplot (or when it fails) the markdown and scripts are still
 // written, the report says plainly that its plots were not rendered and how to render them, and
 // the exit code is 4 (environment); --no-plots asks for that on purpose and exits 0.
@@ -21,9 +21,9 @@
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "results/records.hpp"
+#include "results/report.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
-#include "tuner/report.hpp"
 
 extern char** environ;
 

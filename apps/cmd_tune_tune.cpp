@@ -18,13 +18,13 @@
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
+#include "measure/device_list.hpp"
+#include "measure/device_records.hpp"
+#include "measure/evaluator.hpp"
+#include "measure/phase_seconds.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
 #include "tuner/compile_ahead.hpp"
-#include "tuner/device_list.hpp"
-#include "tuner/device_records.hpp"
-#include "tuner/evaluator.hpp"
-#include "tuner/phase_seconds.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
@@ -112,7 +112,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
       throw UsageError("--devices runs one worker process per GPU: it cannot be --isolate none");
     }
   }
-  TuneBackend backend =
+  BackendChoice backend =
       choose_tune_backend(args.cpu, devices.empty() ? args.device : devices.front());
   if (!devices.empty() && backend.gpu()) parse_device_list(*args.devices, backend.gpus_present);
   // Workers by default on a GPU (a faulting kernel must not take the sweep down) and with
@@ -161,7 +161,7 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
     worker_evaluator = w.get();
     case_evaluator = std::move(w);
   } else {
-    evaluator = open_evaluator(backend, batch, args.threads);
+    evaluator = open_tune_evaluator(backend, batch, args.threads);
     case_evaluator = std::make_unique<InProcessEvaluator>(*evaluator);
   }
   const DeviceRecord& device = backend.device;

@@ -30,8 +30,8 @@ int serve(const WorkerArgs& args) {
   const WorkloadSpec spec = load_workload_argument(args.workload);
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();
-  TuneBackend backend = choose_tune_backend(args.cpu, args.device);
-  std::unique_ptr<Evaluator> evaluator = open_evaluator(backend, batch, args.threads);
+  BackendChoice backend = choose_tune_backend(args.cpu, args.device);
+  std::unique_ptr<Evaluator> evaluator = open_tune_evaluator(backend, batch, args.threads);
   return serve_worker(args.fd, registry, *evaluator, faults);
 }
 

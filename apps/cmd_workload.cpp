@@ -6,7 +6,7 @@
 #include "apps/commands.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
-#include "tuner/verify.hpp"
+#include "measure/verify.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/batch_dump.hpp"
 #include "workloads/batch_summary.hpp"
@@ -69,7 +69,7 @@ nlohmann::json dump_verification_fields(const Batch& batch, const std::string& o
           {"verification",
            {{"rule",
              "every element finite, and the relative L2 error of every output row (one query "
-             "token and q head) at most the tolerance (tuner/verify.cpp)"},
+             "token and q head) at most the tolerance (measure/verify.cpp)"},
             {"output_dtype", to_string(batch.dtype)},
             {"tolerance", tolerance_for(batch.dtype)}}}};
 }

@@ -1,7 +1,7 @@
 #include "apps/commands.hpp"
 
 #include "base/build_info.hpp"
-#include "tuner/device_records.hpp"
+#include "measure/device_records.hpp"
 
 namespace attn {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/bench_run.hpp"
+#include "measure/bench_run.hpp"
 
 namespace attn {
 

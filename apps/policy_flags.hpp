@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "tuner/timing_policy.hpp"
+#include "measure/timing_policy.hpp"
 
 namespace attn {
 

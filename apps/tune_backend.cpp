@@ -6,44 +6,20 @@
 #include <cstring>
 
 #include "base/errors.hpp"
-#include "tuner/device_records.hpp"
+#include "measure/device_records.hpp"
 
 namespace attn {
 
-TuneBackend choose_tune_backend(bool cpu, int device) {
-  TuneBackend backend;
-  DeviceDiscovery discovery;
-  if (!cpu) discovery = discover_devices();
-  if (!cpu && !discovery.devices.empty()) {
-    if (device < 0 || device >= int(discovery.devices.size())) {
-      throw UsageError("--device " + std::to_string(device) + ": this machine has " +
-                       std::to_string(discovery.devices.size()) + " GPU(s)");
-    }
-    backend.info = discovery.devices[size_t(device)];
-    backend.gpus_present = discovery.devices.size();
-    backend.api = discovery.api;
-    backend.jit = std::make_unique<JitCompiler>(JitOptions{});
-    backend.device = device_record(*backend.info, backend.jit->nvrtc_version());
-    backend.target = Target::cuda(*backend.info);
-  } else {
-    backend.note = cpu ? "CPU backend requested (--cpu)"
-                       : "no GPU found (" + discovery.why_none + "): tuning the CPU variants";
-    backend.device = host_cpu_record();
-    backend.target = Target::cpu();
-  }
-  return backend;
+BackendChoice choose_tune_backend(bool cpu, int device) {
+  return choose_backend(cpu, device, "tuning the CPU variants");
 }
 
-std::unique_ptr<Evaluator> open_evaluator(TuneBackend& backend, const Batch& batch,
-                                          size_t threads) {
-  Evaluator::Options options{confirm_policy(), threads};
-  if (backend.gpu()) {
-    return Evaluator::on_cuda(batch, backend.api, *backend.info, *backend.jit, options);
-  }
-  return Evaluator::on_cpu(batch, options);
+std::unique_ptr<Evaluator> open_tune_evaluator(BackendChoice& backend, const Batch& batch,
+                                               size_t threads) {
+  return open_evaluator(backend, batch, Evaluator::Options{confirm_policy(), threads});
 }
 
-std::vector<DeviceRecord> slot_device_records(const TuneBackend& backend,
+std::vector<DeviceRecord> slot_device_records(const BackendChoice& backend,
                                               const std::vector<int>& devices) {
   if (!backend.gpu()) return std::vector<DeviceRecord>(devices.size(), backend.device);
   const DeviceDiscovery discovery = discover_devices();

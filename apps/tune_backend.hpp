@@ -1,40 +1,29 @@
-// Where `attn-tune tune` and its workers (`attn-tune worker`) evaluate: the chosen GPU, or the CPU
-// variants (--cpu, or no GPU). Choosing it creates no CUDA context, so an orchestrator that hands
-// every evaluation to workers never holds one; open_evaluator() does, in whichever process
-// evaluates.
+// What `attn-tune tune` and its workers (`attn-tune worker`) add to the backend choice
+// (measure/backend.hpp): the device record of each worker slot, the in-process evaluator of
+// --isolate none, and the path workers are started from.
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "kernels/device/cuda_context.hpp"
-#include "kernels/jit/jit_compiler.hpp"
-#include "kernels/target.hpp"
-#include "results/records.hpp"
-#include "tuner/evaluator.hpp"
-#include "tuner/phase_seconds.hpp"
+#include "measure/backend.hpp"
+#include "measure/evaluator.hpp"
+#include "measure/phase_seconds.hpp"
 #include "tuner/tune_sweep.hpp"
 
 namespace attn {
 
-struct TuneBackend {
-  DeviceRecord device;
-  Target target;
-  std::string note;  // why the CPU is used; empty on a GPU
-  std::shared_ptr<const DriverApi> api;
-  std::optional<DeviceInfo> info;    // the GPU, when one is used
-  std::unique_ptr<JitCompiler> jit;  // with a GPU
-  size_t gpus_present = 0;           // GPUs this machine has (0 on the CPU backend)
-  bool gpu() const { return info.has_value(); }
-};
-// Throws UsageError for a --device this machine does not have.
-TuneBackend choose_tune_backend(bool cpu, int device);
-std::unique_ptr<Evaluator> open_evaluator(TuneBackend& backend, const Batch& batch, size_t threads);
+// The backend of `attn-tune tune` and `attn-tune worker`; throws UsageError for a --device this
+// machine does not have.
+BackendChoice choose_tune_backend(bool cpu, int device);
+// An evaluator on `backend` under the confirm policy (each case brings its own policy).
+std::unique_ptr<Evaluator> open_tune_evaluator(BackendChoice& backend, const Batch& batch,
+                                               size_t threads);
 // The device record of each GPU in `devices` (--devices), or the host CPU's for each entry on the
 // CPU backend, where the numbers only name worker slots (each worker ignores its --device).
 // Throws UsageError for GPUs of different models: one sweep compares their results.
-std::vector<DeviceRecord> slot_device_records(const TuneBackend& backend,
+std::vector<DeviceRecord> slot_device_records(const BackendChoice& backend,
                                               const std::vector<int>& devices);
 
 // The sweep's CaseEvaluator in this process (--isolate none): one slot, and each case's phases

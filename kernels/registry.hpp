@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/glob.hpp"
 #include "kernels/variant.hpp"
 
 namespace attn {
@@ -25,8 +26,5 @@ class Registry {
 // Every built-in variant; with $ATTN_BENCH_TEST_VARIANTS=1 also the test-only faulting variants
 // (kernels/test_faults/fault_variants.hpp).
 Registry make_registry();
-
-// Shell-style glob: '*' any run, '?' one character.
-bool glob_match(const std::string& pattern, const std::string& text);
 
 }  // namespace attn

@@ -2,28 +2,6 @@
 
 namespace attn {
 
-std::string to_string(Family family) {
-  switch (family) {
-    case Family::paged_decode:
-      return "paged_decode";
-    case Family::prefix_prefill:
-      return "prefix_prefill";
-    case Family::blocksparse:
-      return "blocksparse";
-    case Family::flash_fwd:
-      return "flash_fwd";
-  }
-  return "?";
-}
-
-std::optional<Family> family_from_string(const std::string& text) {
-  for (Family f :
-       {Family::paged_decode, Family::prefix_prefill, Family::blocksparse, Family::flash_fwd}) {
-    if (to_string(f) == text) return f;
-  }
-  return std::nullopt;
-}
-
 Support supports_sm80_target(const Target& target, const std::string& needs) {
   if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
   if (target.compute_capability() < 80) {

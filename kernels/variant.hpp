@@ -11,18 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "base/family.hpp"
+#include "base/kernel_config.hpp"
 #include "kernels/exec_context.hpp"
-#include "kernels/kernel_config.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/target.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
-
-enum class Family { paged_decode, prefix_prefill, blocksparse, flash_fwd };
-std::string to_string(Family family);
-// The family whose to_string is `text` ("paged_decode"); nullopt for any other text.
-std::optional<Family> family_from_string(const std::string& text);
 
 // Yes, or no with a reason a user can act on.
 struct Support {

@@ -40,7 +40,7 @@ struct Verification {
   std::string reference;  // which oracle: "cpu_reference", "naive_dense"
 };
 
-// How the samples were taken (tuner/timing_core.hpp).
+// How the samples were taken (measure/timing_core.hpp).
 struct TimingDetails {
   std::string timer;            // "events", "graph" or "cpu"; empty when not timed
   int launches_per_sample = 1;  // graph: launches replayed per sample (a sample is their mean)

@@ -39,7 +39,7 @@ struct RepeatCheckRecord {
   int64_t run_id = 0;
   int64_t first_measurement_id = 0, second_measurement_id = 0;
   double relative_difference = 0;  // (median_second - median_first) / median_first
-  std::string verdict;             // "SAME", "FASTER", "SLOWER" (tuner/sample_statistics.hpp)
+  std::string verdict;             // "SAME", "FASTER", "SLOWER" (base/sample_statistics.hpp)
 };
 
 // One evaluation the tuner started: written before the evaluation, finished after it. A row left

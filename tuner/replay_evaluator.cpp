@@ -6,10 +6,10 @@
 #include <map>
 
 #include "base/errors.hpp"
+#include "base/sample_statistics.hpp"
+#include "measure/stopping_rule.hpp"
+#include "measure/warmup.hpp"
 #include "results/store.hpp"
-#include "tuner/sample_statistics.hpp"
-#include "tuner/stopping_rule.hpp"
-#include "tuner/warmup.hpp"
 
 namespace attn {
 

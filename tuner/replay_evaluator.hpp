@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernel_config.hpp"
+#include "base/kernel_config.hpp"
+#include "measure/timing_policy.hpp"
 #include "tuner/strategy.hpp"
-#include "tuner/timing_policy.hpp"
 
 namespace attn {
 

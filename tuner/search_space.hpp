@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernel_config.hpp"
+#include "base/kernel_config.hpp"
 #include "kernels/target.hpp"
 #include "kernels/variant.hpp"
 #include "workloads/batch.hpp"

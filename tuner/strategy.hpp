@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/kernel_config.hpp"
-#include "tuner/timing_policy.hpp"
+#include "base/kernel_config.hpp"
+#include "measure/timing_policy.hpp"
 
 namespace attn {
 

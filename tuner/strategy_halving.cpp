@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "tuner/sample_statistics.hpp"
+#include "base/sample_statistics.hpp"
 #include "tuner/strategy.hpp"
 
 namespace attn {

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "kernels/registry.hpp"
+#include "measure/phase_seconds.hpp"
 #include "results/store.hpp"
 #include "tuner/compile_ahead.hpp"
-#include "tuner/phase_seconds.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/strategy.hpp"

@@ -1,5 +1,5 @@
 // Winner selection: the candidate with the lowest median, tested against its closest challengers
-// with the distribution-free median intervals of compare_samples (tuner/sample_statistics.hpp).
+// with the distribution-free median intervals of compare_samples (base/sample_statistics.hpp).
 // A challenger whose interval overlaps the winner's cannot be told apart from it: it is tied.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/sample_statistics.hpp"
+#include "base/sample_statistics.hpp"
 
 namespace attn {
 

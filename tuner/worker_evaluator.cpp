@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errors.hpp"
+#include "measure/evaluator.hpp"
 #include "results/measurement_json.hpp"
 #include "results/table.hpp"
-#include "tuner/evaluator.hpp"
 #include "tuner/worker_protocol.hpp"
 
 namespace attn {

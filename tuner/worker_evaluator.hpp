@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "tuner/phase_deadlines.hpp"
-#include "tuner/phase_seconds.hpp"
+#include "measure/phase_deadlines.hpp"
+#include "measure/phase_seconds.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_process.hpp"
 

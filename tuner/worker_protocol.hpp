@@ -19,8 +19,8 @@
 
 #include <string>
 
-#include "tuner/phase_deadlines.hpp"
-#include "tuner/timing_policy.hpp"
+#include "measure/phase_deadlines.hpp"
+#include "measure/timing_policy.hpp"
 
 namespace attn {
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "kernels/registry.hpp"
-#include "tuner/evaluator.hpp"
-#include "tuner/phase_deadlines.hpp"
+#include "measure/evaluator.hpp"
+#include "measure/phase_deadlines.hpp"
 
 namespace attn {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/kernel_config.hpp"
 #include "kernels/common/sm90_attention_traits.hpp"
-#include "kernels/kernel_config.hpp"
 
 namespace attn {
 namespace sm90_attn {

@@ -1,6 +1,6 @@
 // The SM clock probe: one thread counts clock64() cycles over a window of the global nanosecond
 // timer, so cycles / ns is the SM clock at that moment (the timing core launches it beside each
-// sample and discards samples taken while the chip ran slow, tuner/clock_filter.hpp).
+// sample and discards samples taken while the chip ran slow, measure/clock_filter.hpp).
 //
 // %globaltimer ticks coarsely on some GPUs (every 32 ns to 1 us), so the window starts and ends on
 // a tick: both ends are read right after the timer changed, and the quantisation error cancels.

@@ -1,5 +1,5 @@
 // attn-tune db info and attn-tune export as a user runs them, on fixture databases written through
-// the Store API (tests/tuner/export_fixture.hpp): the summary, that neither command changes the
+// the Store API (tests/results/export_fixture.hpp): the summary, that neither command changes the
 // file, the refusals and their exit codes, and the round trip: the exported C++ header compiles
 // with the system compiler and its select() returns, for every measured workload, the config the
 // fixture's times make best for its bucket.
@@ -16,7 +16,7 @@
 #include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "tests/apps/cli_runner.hpp"
-#include "tests/tuner/export_fixture.hpp"
+#include "tests/results/export_fixture.hpp"
 
 namespace attn {
 namespace {
@@ -208,7 +208,7 @@ TEST_F(ExportCli, JsonExportHasEntriesCoverageAndProvenance) {
   EXPECT_TRUE(r.out.empty());
 }
 
-// The expectations below are the fixture's bucket choices (tests/tuner/export_fixture.hpp works
+// The expectations below are the fixture's bucket choices (tests/results/export_fixture.hpp works
 // them out), written independently of the exporter.
 const char* const kRoundTripProgram = R"program(
 #include <cmath>

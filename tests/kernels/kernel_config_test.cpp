@@ -1,4 +1,4 @@
-#include "kernels/kernel_config.hpp"
+#include "base/kernel_config.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/errors.hpp"
-#include "tuner/phase_deadlines.hpp"
+#include "measure/phase_deadlines.hpp"
 #include "tuner/worker_serve.hpp"
 
 namespace attn {

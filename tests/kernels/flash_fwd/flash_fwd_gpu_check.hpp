@@ -17,10 +17,10 @@
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
+#include "measure/verify.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/evaluator.hpp"
-#include "tuner/verify.hpp"
 
 namespace attn {
 namespace flash_fwd_testing {

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/evaluator.hpp"
 
 namespace attn {
 namespace {
@@ -40,8 +40,8 @@ std::string describe(const WorkloadSpec& spec, const KernelConfig& config) {
       << to_string(spec.kv_cache.allocation) << " seed " << spec.seed << " contexts [";
   for (const auto& s : spec.sequences) out << s.context_len.value << " ";
   out << "]";
-  if (spec.model.kv_dtype) out << " kv " << to_string(*spec.model.kv_dtype) << " "
-                               << to_string(spec.model.kv_scale);
+  if (spec.model.kv_dtype)
+    out << " kv " << to_string(*spec.model.kv_dtype) << " " << to_string(spec.model.kv_scale);
   if (spec.model.logits_soft_cap) out << " softcap " << *spec.model.logits_soft_cap;
   if (spec.model.sliding_window) out << " window " << *spec.model.sliding_window;
   if (spec.model.attention_sinks) out << " sinks";
@@ -61,8 +61,9 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   const Variant& splitkv = *registry.find("paged_decode.splitkv");
   const Target target = Target::cuda(testing::gpu().device());
   const char* fixed_seed = std::getenv("ATTN_TEST_SEED");
-  const uint64_t seed = fixed_seed ? std::strtoull(fixed_seed, nullptr, 10)
-                                   : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t seed = fixed_seed
+                            ? std::strtoull(fixed_seed, nullptr, 10)
+                            : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   std::mt19937_64 rng(seed);
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   const int trials = 96;
@@ -75,7 +76,8 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
     std::bernoulli_distribution coin(0.3);
     if (coin(rng)) {
       spec.model.kv_dtype = DType::fp8_e4m3;
-      spec.model.kv_scale = coin(rng) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+      spec.model.kv_scale =
+          coin(rng) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
     }
     if (coin(rng)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{5.0, 30.0, 50.0});
     if (coin(rng)) spec.model.sliding_window = pick(rng, std::vector<int64_t>{1, 7, 16, 100, 1000});
@@ -131,11 +133,13 @@ TEST(SplitKvGpu, EachFeatureMatchesTheReference) {
       {"sliding window", [](WorkloadSpec& s) { s.model.sliding_window = 300; }},
       {"sinks", [](WorkloadSpec& s) { s.model.attention_sinks = true; }},
       {"non-causal", [](WorkloadSpec& s) { s.mask.causal = false; }},
-      {"fp16 hnd", [](WorkloadSpec& s) {
+      {"fp16 hnd",
+       [](WorkloadSpec& s) {
          s.model.dtype = DType::fp16;
          s.kv_cache.layout = KvLayout::hnd;
        }},
-      {"all", [](WorkloadSpec& s) {
+      {"all",
+       [](WorkloadSpec& s) {
          s.model.kv_dtype = DType::fp8_e4m3;
          s.model.kv_scale = KvScaleGranularity::per_head;
          s.model.logits_soft_cap = 50.0;

@@ -11,10 +11,10 @@
 
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 #include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/evaluator.hpp"
 
 namespace attn {
 namespace {
@@ -42,8 +42,7 @@ class TensorCoreGpu : public ::testing::TestWithParam<std::string> {
   bool expect_passed(const Batch& batch, const KernelConfig& config) const;
 };
 
-Measurement evaluate_once(const std::string& name, const Batch& batch,
-                          const KernelConfig& config) {
+Measurement evaluate_once(const std::string& name, const Batch& batch, const KernelConfig& config) {
   Evaluator::Options options;
   options.policy = screen_policy();
   options.policy.min_samples = options.policy.max_samples = 1;

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/evaluator.hpp"
 
 namespace attn {
 namespace {

@@ -18,9 +18,9 @@
 
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/evaluator.hpp"
 
 namespace attn {
 namespace {
@@ -357,7 +357,8 @@ TEST(PrefixPrefillSm90Gpu, ManyItemsPerCtaMatchTheReference) {
         shape_of(8, 8, 64, page, DType::bf16, page == 64 ? KvLayout::hnd : KvLayout::nhd);
     shape.seed = seed + uint64_t(page);
     const Batch batch = generate_batch(testing::make_spec(shape, lengths, "prefill-sm90-persist"));
-    // Items of the largest tile (128 rows of GQA 1: 128 tokens), in (sequence, token, head) triples.
+    // Items of the largest tile (128 rows of GQA 1: 128 tokens), in (sequence, token, head)
+    // triples.
     EXPECT_GT(prefix_prefill_cta_schedule(batch, 128, 128, 64).size() / 3, 2u * 132u);
     for (const KernelConfig& config : {make_config(128, 128, 2, 2), make_config(128, 128, 3, 2),
                                        make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)})

@@ -12,11 +12,11 @@
 
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
+#include "measure/reference_oracle.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/reference/reference_feature_batches.hpp"
 #include "tests/test_support.hpp"
-#include "tuner/evaluator.hpp"
-#include "tuner/reference_oracle.hpp"
 
 namespace attn {
 namespace {

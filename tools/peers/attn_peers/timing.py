@@ -1,6 +1,6 @@
-"""Timing under attn-bench's measurement policy (docs/measurement.md, tuner/timing_policy.hpp).
+"""Timing under attn-bench's measurement policy (docs/measurement.md, measure/timing_policy.hpp).
 
-The same steps as tuner/timing_core.cpp, for a Python callable:
+The same steps as measure/timing_core.cpp, for a Python callable:
   warm-up   at least warmup_min calls, then until the medians of the last two windows of
             warmup_window samples agree within warmup_tolerance, or warmup_max_seconds passed;
   sampling  one sample per call; stop when the bootstrap noise of the median (200 resamples, the
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-# tuner/timing_policy.cpp: screen_policy() and confirm_policy() (MeasurePolicy's defaults).
+# measure/timing_policy.cpp: screen_policy() and confirm_policy() (MeasurePolicy's defaults).
 POLICIES = {
     "screen": dict(name="screen", min_samples=3, max_samples=100, noise=0.03, max_seconds=1.0,
                    warmup_min=1, warmup_window=1, warmup_tolerance=0.05, warmup_max_seconds=0.1,

@@ -1,8 +1,8 @@
-"""Verification of a peer's output against the dump's reference: the rule of tuner/verify.cpp.
+"""Verification of a peer's output against the dump's reference: the rule of measure/verify.cpp.
 
 Every element must be finite, and the relative L2 error of every output row (one query token and
 q head: head_dim elements) must be within the tolerance the dump's index records for the output
-dtype (tuner/verify.cpp's tolerance_for, written by `attn-bench workload dump`). NaN/inf elements
+dtype (measure/verify.cpp's tolerance_for, written by `attn-bench workload dump`). NaN/inf elements
 are counted and left out of the sums, as there; a row whose reference is exactly zero must be
 zero. `attn-bench peers import` recomputes the verdict from these numbers with its own tolerance.
 """
