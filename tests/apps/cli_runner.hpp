@@ -12,9 +12,11 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,6 +32,16 @@ inline constexpr int kUsage = int(ExitCode::usage);
 inline constexpr int kInvalidInput = int(ExitCode::invalid_input);
 inline constexpr int kEnvironment = int(ExitCode::environment);
 inline constexpr int kInterrupted = int(ExitCode::interrupted);
+
+// Polls `condition` every 20 ms for up to `seconds`; its last answer.
+inline bool eventually(const std::function<bool()>& condition, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition()) return true;
+    ::usleep(20000);
+  }
+  return condition();
+}
 
 struct CliResult {
   int exit_code = -1;

@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Child;
+using testing::eventually;
 
 using testing::kInterrupted;
 
@@ -59,15 +60,6 @@ constexpr const char* kLongPrefill = R"({
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-bool eventually(const std::function<bool()>& condition, double seconds) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (condition()) return true;
-    ::usleep(20000);
-  }
-  return condition();
 }
 
 // The value of `sql` in the database at `path`, or -1 while it cannot be read yet (not created, or

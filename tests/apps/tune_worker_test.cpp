@@ -38,10 +38,11 @@ namespace attn {
 namespace {
 
 using testing::CliResult;
+using testing::eventually;
 
 // A small prefill: prefix_prefill.cpu_reference and flash_fwd.cpu_reference both take it, and
 // halving measures each one config under screen, then confirm.
-constexpr const char* kSmallPrefill = R"({
+constexpr const char* kTuneWorkerPrefill = R"({
   "schema_version": 1,
   "name": "tune-worker-small",
   "model": {"num_q_heads": 4, "num_kv_heads": 2, "head_dim": 64, "dtype": "bf16"},
@@ -52,15 +53,6 @@ constexpr const char* kSmallPrefill = R"({
 constexpr const char* kFaults =
     "hang:prefix_prefill.cpu_reference screen;abort:flash_fwd.cpu_reference confirm";
 
-bool eventually(const std::function<bool()>& condition, double seconds) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (condition()) return true;
-    ::usleep(20000);
-  }
-  return condition();
-}
-
 bool gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
@@ -68,13 +60,13 @@ bool gone(pid_t pid) {
 class TuneWorkers : public testing::Cli {
  protected:
   TuneWorkers() { binary_ = ATTN_TUNE_BINARY; }
-  // A halving sweep of the CPU reference variants on kSmallPrefill into `db`, with CPU workers
+  // A halving sweep of the CPU reference variants on kTuneWorkerPrefill into `db`, with CPU workers
   // under `deadlines` and the injected `faults`; returns the measurements by "variant policy".
   std::map<std::string, Measurement> sweep_with_workers(const std::string& db,
                                                         PhaseDeadlines deadlines,
                                                         const std::string& faults,
                                                         WorkerEvaluator** seen = nullptr) {
-    const std::string workload = write("prefill.json", kSmallPrefill).string();
+    const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
     const Batch batch = generate_batch(load_workload_file(workload));
     const Registry registry = make_registry();
     Store store((dir_ / db).string());
@@ -108,7 +100,7 @@ class TuneWorkers : public testing::Cli {
 };
 
 TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEvaluatesNothing) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   const Batch batch = generate_batch(load_workload_file(workload));
   const Registry registry = make_registry();
   Store store((dir_ / "t.db").string());
@@ -186,7 +178,7 @@ TEST_F(TuneWorkers, HangAndCrashAreRecordedTheRestMeasuredNoWorkerLeftResumeEval
 }
 
 TEST_F(TuneWorkers, CliIsolatesWithWorkersAndChecksItsFlags) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   ::setenv("ATTN_TUNE_WORKER_FAULTS", "segv:flash_fwd.cpu_reference", 1);
   CliResult r =
       run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "exhaustive", "--db",
@@ -278,7 +270,7 @@ TEST_F(TuneWorkers, EachPhaseHasItsOwnDeadlineAndATimeoutNamesThePhase) {
 // that crashes in measure, and one killed at its verify deadline, keep the time of the phases they
 // passed through, and the killed one none in the measure it never reached.
 TEST_F(TuneWorkers, EachCaseReportsTheSecondsOfThePhasesItPassedThrough) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   const Batch batch = generate_batch(load_workload_file(workload));
   const Registry registry = make_registry();
   WorkerOptions worker;
@@ -352,7 +344,7 @@ TEST_F(TuneWorkers, AWorkerThatReportsAStickyErrorIsReplacedNotReused) {
 // is the test hook for a machine without GPUs); both evaluate, every case is recorded once by the
 // orchestrator, and the list is checked.
 TEST_F(TuneWorkers, DevicesRunOneWorkerEachAndEveryCaseIsRecordedOnce) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   CliResult r = run({"tune", workload, "--variant", "*.cpu_reference", "--strategy", "halving",
                      "--db", "d.db", "--cpu", "--threads", "1", "--devices", "0,1"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -388,7 +380,7 @@ TEST_F(TuneWorkers, DevicesRunOneWorkerEachAndEveryCaseIsRecordedOnce) {
 // on a machine without a GPU, --devices there without --cpu, a database that cannot be opened.
 TEST_F(TuneWorkers, InfrastructureFailuresStopOnceWithTheEnvironmentExitCode) {
   if (!discover_devices().devices.empty()) GTEST_SKIP() << "needs a machine without a GPU";
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   const int environment = int(ExitCode::environment);
   CliResult r = run({"tune", "default", "--variant", "paged_decode.splitkv", "--db", "g.db"});
   EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
@@ -405,7 +397,7 @@ TEST_F(TuneWorkers, InfrastructureFailuresStopOnceWithTheEnvironmentExitCode) {
 
 // Ctrl-C and kill -9 of the orchestrator while a worker hangs: neither leaves a worker behind.
 TEST_F(TuneWorkers, NoWorkerOutlivesCtrlCOrKill9OfTheOrchestrator) {
-  const std::string workload = write("prefill.json", kSmallPrefill).string();
+  const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   for (int sig : {SIGINT, SIGKILL}) {
     const std::string marker = "marker-" + std::to_string(::getpid()) + "-" + std::to_string(sig);
     ::setenv("ATTN_TUNE_WORKER_FAULTS", ("hang:prefix_prefill;exit:" + marker).c_str(), 1);
