@@ -1,6 +1,8 @@
 // Measurement: what one (variant, config) on one workload produced: its disposition, the raw timing
 // samples and their statistics, the verification outcome and the achieved rates. Plain data; the
-// timing core (tuner/) fills it and the store (results/) records it.
+// timing core (measure/) fills it and the store (results/) records it. Every member of Measurement
+// and of its parts is a row of the field table (results/measurement_fields.hpp), which gives its
+// column and its JSON key; a test fails while one is missing there.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
-// A Measurement as a JSON object and back: every field, so a result survives the trip between an
-// evaluation worker process and the orchestrator (tuner/worker_evaluator.hpp) unchanged. Doubles
-// are written by nlohmann::json with enough digits to read back the same value.
+// A Measurement as a JSON object and back: every field of the table in
+// results/measurement_fields.hpp, so a result survives the trip between an evaluation worker
+// process and the orchestrator (tuner/worker_evaluator.hpp) unchanged. Doubles are written by
+// nlohmann::json with enough digits to read back the same value. An optional field's key may be
+// absent (read as empty).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,8 +1,6 @@
 #include "results/store.hpp"
 
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <thread>
 
 #include "base/build_info.hpp"
@@ -236,7 +234,9 @@ CREATE INDEX winners_by_run ON winners (run_id);
 )sql";
 
 // Each step takes the database from version - 1 to version, in one transaction that also sets
-// PRAGMA user_version. Steps are only ever appended; a released step is never edited.
+// PRAGMA user_version. Steps are only ever appended; a released step is never edited. A column
+// added to `measurements` is also a row of the field table (results/measurement_fields.cpp), which
+// generates its INSERT, SELECT and JSON: docs/database.md, "Adding a column to measurements".
 struct Migration {
   int version;
   const char* description;
@@ -263,22 +263,6 @@ int read_user_version(Database& db) {
   return int(read_pragma_int(db, "user_version"));
 }
 
-// Statistics are NULL when nothing was timed, so that SQL aggregates never see a fake zero.
-std::optional<double> stat(const Measurement& m, double value) {
-  if (m.stats.count == 0) return std::nullopt;
-  return value;
-}
-
-std::optional<double> checked(const Measurement& m, double value) {
-  if (!m.verification.checked) return std::nullopt;
-  return value;
-}
-
-// A checked error that is NaN was stored as NULL (SQLite has no NaN): read it back as NaN.
-double error_value(const Statement& s, int column) {
-  return s.column_optional_double(column).value_or(std::numeric_limits<double>::quiet_NaN());
-}
-
 // Switches the file to WAL (persistent in the file; a no-op once it is). Two processes opening a
 // new file at once race here: the switch needs an exclusive lock, and SQLite answers SQLITE_BUSY
 // at once instead of calling the busy handler, so retry for as long as the busy timeout.
@@ -296,120 +280,6 @@ std::string enable_wal(Database& db) {
 }
 
 }  // namespace
-
-const char* const kMeasurementFilterWhere = R"sql(
-    WHERE (:workload IS NULL OR workload_id = :workload)
-      AND (:device IS NULL OR device_id = :device)
-      AND (:variant IS NULL OR variant = :variant)
-      AND (:policy IS NULL OR policy = :policy)
-      AND (:passed = 0 OR disposition = 'passed')
-    ORDER BY id)sql";
-
-void bind_measurement_filter(Statement& s, const MeasurementFilter& f) {
-  s.bind(":workload", f.workload_id)
-      .bind(":device", f.device_id)
-      .bind(":variant", f.variant)
-      .bind(":policy", f.policy)
-      .bind(":passed", int64_t(f.passed_only ? 1 : 0));
-}
-
-const char* const kMeasurementSelect = R"sql(
-    SELECT id, run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
-           disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us,
-           max_us, p10_us, p90_us, bytes, flops, verified, max_abs_error, rel_l2_error, nonfinite,
-           elements, tolerance, reference, timer, launches_per_sample, stop_reason, noise,
-           noise_target, warmup_samples, discarded_samples, outliers, unstable, unstable_reason,
-           expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
-           temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons,
-           ceiling, ceiling_fraction
-    FROM measurements)sql";
-
-std::vector<StoredMeasurement> read_measurements(Database& db, Statement& s) {
-  Statement samples(db,
-                    "SELECT idx, time_us, sm_clock_mhz, discarded FROM samples "
-                    "WHERE measurement_id = ? ORDER BY idx");
-  std::vector<StoredMeasurement> out;
-  while (s.step()) {
-    StoredMeasurement row;
-    Measurement& m = row.measurement;
-    int c = 0;
-    row.id = s.column_int64(c++);
-    row.run_id = s.column_int64(c++);
-    row.device_id = s.column_int64(c++);
-    row.workload_id = s.column_int64(c++);
-    m.family = s.column_text(c++);
-    m.variant = s.column_text(c++);
-    m.config_key = s.column_text(c++);
-    m.config_json = s.column_text(c++);
-    m.backend = s.column_text(c++);
-    const std::string disposition = s.column_text(c++);
-    auto parsed = disposition_from_string(disposition);
-    ATTN_ASSERT(parsed.has_value(), "unknown disposition '" + disposition + "' in the database");
-    m.disposition = *parsed;
-    m.reason = s.column_text(c++);
-    m.policy = s.column_text(c++);
-    m.stats.count = size_t(s.column_int64(c++));
-    for (double* field : {&m.stats.median, &m.stats.mean, &m.stats.stddev, &m.stats.min,
-                          &m.stats.max, &m.stats.p10, &m.stats.p90}) {
-      *field = s.column_optional_double(c++).value_or(0.0);
-    }
-    m.bytes = s.column_double(c++);
-    m.flops = s.column_double(c++);
-    Verification& v = m.verification;
-    v.checked = s.column_int64(c++) != 0;
-    if (v.checked) {
-      v.max_abs_error = error_value(s, c++);
-      v.rel_l2_error = error_value(s, c++);
-      v.nonfinite = s.column_int64(c++);
-      v.elements = s.column_int64(c++);
-      v.tolerance = s.column_double(c++);
-      v.reference = s.column_text(c++);
-    } else {
-      c += 6;
-    }
-    TimingDetails& t = m.timing;
-    t.timer = s.column_optional_text(c++).value_or("");
-    t.launches_per_sample = int(s.column_optional_int64(c++).value_or(1));
-    t.stop_reason = s.column_optional_text(c++).value_or("");
-    t.noise = s.column_optional_double(c++).value_or(0);
-    t.noise_target = s.column_optional_double(c++).value_or(0);
-    t.warmup_samples = s.column_optional_int64(c++).value_or(0);
-    t.discarded = s.column_optional_int64(c++).value_or(0);
-    t.outliers = s.column_optional_int64(c++).value_or(0);
-    m.unstable = s.column_int64(c++) != 0;
-    m.unstable_reason = s.column_text(c++);
-    for (double* mhz :
-         {&m.clocks.expected_mhz, &m.clocks.median_mhz, &m.clocks.min_mhz, &m.clocks.max_mhz}) {
-      *mhz = s.column_optional_double(c++).value_or(0);
-    }
-    m.clocks.temperature_start_c = s.column_optional_double(c++);
-    m.clocks.temperature_end_c = s.column_optional_double(c++);
-    m.clocks.nvml_sm_clock_mhz = s.column_optional_double(c++);
-    m.clocks.clock_event_reasons = s.column_optional_int64(c++);
-    m.ceiling = s.column_optional_text(c++).value_or("");
-    m.ceiling_fraction = s.column_optional_double(c++);
-
-    samples.reset();
-    samples.bind(1, row.id);
-    bool any_clock = false, any_discarded = false;
-    while (samples.step()) {
-      ATTN_ASSERT(samples.column_int64(0) == int64_t(m.samples_us.size()),
-                  "samples of measurement " + std::to_string(row.id) + " are not numbered 0..n-1");
-      m.samples_us.push_back(samples.column_double(1));
-      const double mhz = samples.column_optional_double(2).value_or(0);
-      const bool discarded = samples.column_int64(3) != 0;
-      any_clock = any_clock || mhz > 0;
-      any_discarded = any_discarded || discarded;
-      m.sample_clock_mhz.push_back(mhz);
-      m.sample_discarded.push_back(discarded);
-    }
-    if (!any_clock) m.sample_clock_mhz.clear();
-    if (!any_discarded) m.sample_discarded.clear();
-    out.push_back(std::move(row));
-  }
-  return out;
-}
-
 
 Store::Store(const std::string& path) : Store(path, StoreAccess::read_write) {}
 
@@ -617,85 +487,12 @@ int64_t Store::upsert_workload(const WorkloadRecord& workload) {
 int64_t Store::add_measurement(int64_t run_id, int64_t device_id, int64_t workload_id,
                                const Measurement& m) {
   Transaction transaction(*db_);
-  Statement insert(*db_, R"sql(
-    INSERT INTO measurements (
-      run_id, device_id, workload_id, family, variant, config_key, config_json, backend,
-      disposition, reason, policy, sample_count, median_us, mean_us, stddev_us, min_us, max_us,
-      p10_us, p90_us, bytes, flops, gbps, tflops, verified, max_abs_error, rel_l2_error,
-      nonfinite, elements, tolerance, reference, created_at, timer, launches_per_sample,
-      stop_reason, noise, noise_target, warmup_samples, discarded_samples, outliers, unstable,
-      unstable_reason, expected_clock_mhz, median_clock_mhz, min_clock_mhz, max_clock_mhz,
-      temperature_start_c, temperature_end_c, nvml_sm_clock_mhz, clock_event_reasons, ceiling,
-      ceiling_fraction, uid)
-    VALUES (
-      :run_id, :device_id, :workload_id, :family, :variant, :config_key, :config_json, :backend,
-      :disposition, :reason, :policy, :sample_count, :median_us, :mean_us, :stddev_us, :min_us,
-      :max_us, :p10_us, :p90_us, :bytes, :flops, :gbps, :tflops, :verified, :max_abs_error,
-      :rel_l2_error, :nonfinite, :elements, :tolerance, :reference, :created_at, :timer,
-      :launches_per_sample, :stop_reason, :noise, :noise_target, :warmup_samples,
-      :discarded_samples, :outliers, :unstable, :unstable_reason, :expected_clock_mhz,
-      :median_clock_mhz, :min_clock_mhz, :max_clock_mhz, :temperature_start_c,
-      :temperature_end_c, :nvml_sm_clock_mhz, :clock_event_reasons, :ceiling,
-      :ceiling_fraction, lower(hex(randomblob(16)))))sql");
-  const TimingDetails& t = m.timing;
-  const bool timed = !t.timer.empty();
-  auto when_timed = [&](auto value) {
-    return timed ? std::optional<decltype(value)>(value) : std::nullopt;
-  };
-  auto clock = [](double mhz) { return mhz > 0 ? std::optional<double>(mhz) : std::nullopt; };
-  const Verification& v = m.verification;
-  const bool has_rate = m.stats.count > 0 && m.stats.median > 0;
+  Statement insert(*db_, measurement_insert_sql());
   insert.bind(":run_id", run_id)
       .bind(":device_id", device_id)
       .bind(":workload_id", workload_id)
-      .bind(":family", m.family)
-      .bind(":variant", m.variant)
-      .bind(":config_key", m.config_key)
-      .bind(":config_json", m.config_json)
-      .bind(":backend", m.backend)
-      .bind(":disposition", to_string(m.disposition))
-      .bind(":reason", m.reason)
-      .bind(":policy", m.policy)
-      .bind(":sample_count", int64_t(m.stats.count))
-      .bind(":median_us", stat(m, m.stats.median))
-      .bind(":mean_us", stat(m, m.stats.mean))
-      .bind(":stddev_us", stat(m, m.stats.stddev))
-      .bind(":min_us", stat(m, m.stats.min))
-      .bind(":max_us", stat(m, m.stats.max))
-      .bind(":p10_us", stat(m, m.stats.p10))
-      .bind(":p90_us", stat(m, m.stats.p90))
-      .bind(":bytes", m.bytes)
-      .bind(":flops", m.flops)
-      .bind(":gbps", has_rate ? std::optional<double>(m.gbps()) : std::nullopt)
-      .bind(":tflops", has_rate ? std::optional<double>(m.tflops()) : std::nullopt)
-      .bind(":verified", int64_t(v.checked ? 1 : 0))
-      .bind(":max_abs_error", checked(m, v.max_abs_error))
-      .bind(":rel_l2_error", checked(m, v.rel_l2_error))
-      .bind(":nonfinite", v.checked ? std::optional<int64_t>(v.nonfinite) : std::nullopt)
-      .bind(":elements", v.checked ? std::optional<int64_t>(v.elements) : std::nullopt)
-      .bind(":tolerance", checked(m, v.tolerance))
-      .bind(":reference", v.checked ? std::optional<std::string>(v.reference) : std::nullopt)
-      .bind(":created_at", utc_timestamp_now())
-      .bind(":timer", timed ? std::optional<std::string>(t.timer) : std::nullopt)
-      .bind(":launches_per_sample", when_timed(int64_t(t.launches_per_sample)))
-      .bind(":stop_reason", timed ? std::optional<std::string>(t.stop_reason) : std::nullopt)
-      .bind(":noise", when_timed(t.noise))
-      .bind(":noise_target", when_timed(t.noise_target))
-      .bind(":warmup_samples", when_timed(t.warmup_samples))
-      .bind(":discarded_samples", when_timed(t.discarded))
-      .bind(":outliers", when_timed(t.outliers))
-      .bind(":unstable", int64_t(m.unstable ? 1 : 0))
-      .bind(":unstable_reason", m.unstable_reason)
-      .bind(":expected_clock_mhz", clock(m.clocks.expected_mhz))
-      .bind(":median_clock_mhz", clock(m.clocks.median_mhz))
-      .bind(":min_clock_mhz", clock(m.clocks.min_mhz))
-      .bind(":max_clock_mhz", clock(m.clocks.max_mhz))
-      .bind(":temperature_start_c", m.clocks.temperature_start_c)
-      .bind(":temperature_end_c", m.clocks.temperature_end_c)
-      .bind(":nvml_sm_clock_mhz", m.clocks.nvml_sm_clock_mhz)
-      .bind(":clock_event_reasons", m.clocks.clock_event_reasons)
-      .bind(":ceiling", m.ceiling.empty() ? std::nullopt : std::optional<std::string>(m.ceiling))
-      .bind(":ceiling_fraction", m.ceiling_fraction);
+      .bind(":created_at", utc_timestamp_now());
+  bind_measurement(insert, m);
   insert.run();
   const int64_t id = db_->last_insert_rowid();
 
@@ -814,7 +611,7 @@ StoreCounts Store::counts() const {
 }
 
 std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const {
-  Statement s(*db_, std::string(kMeasurementSelect) + " WHERE run_id = ? ORDER BY id");
+  Statement s(*db_, measurement_select_sql() + " WHERE run_id = ? ORDER BY id");
   s.bind(1, run_id);
   return read_measurements(*db_, s);
 }

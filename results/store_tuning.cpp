@@ -128,7 +128,7 @@ std::vector<WinnerRecord> Store::winners_of_run(int64_t run_id) const {
 }
 
 std::vector<StoredMeasurement> Store::find_measurements(const MeasurementFilter& f) const {
-  Statement s(*db_, std::string(kMeasurementSelect) + kMeasurementFilterWhere);
+  Statement s(*db_, measurement_select_sql() + kMeasurementFilterWhere);
   bind_measurement_filter(s, f);
   return read_measurements(*db_, s);
 }
