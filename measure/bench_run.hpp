@@ -70,7 +70,7 @@ class BenchSession {
   const std::string& clock_note() const;
   const DeviceRecord& device() const { return device_; }
   const MeasurePolicy& policy() const { return options_.policy; }
-  // The oracle that verifies every case ("cpu_reference", "gpu_naive_fp32", "naive_dense").
+  // The oracle that verifies every case ("cpu_reference", "gpu_tiled_fp32", "naive_dense").
   const std::string& reference_name() const;
   // Why: "--reference gpu" or "auto: visible pairs x head_dim 6.9e+10 >= 3.2e+09".
   std::string reference_choice() const;

@@ -5,7 +5,7 @@
 
 #include "base/errors.hpp"
 #include "kernels/device/sticky_errors.hpp"
-#include "kernels/reference/gpu_reference.hpp"
+#include "kernels/reference/gpu_tiled_reference.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "measure/verify.hpp"
 
@@ -90,7 +90,7 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   e->context_.workspace = e->workspace_.get();
   e->reference_name_ =
       use_gpu_reference(batch, e->options_.reference, e->options_.gpu_reference_min_work)
-          ? kGpuReferenceName
+          ? kGpuTiledReferenceName
           : "cpu_reference";
   return e;
 }
@@ -104,15 +104,15 @@ const std::vector<float>& Evaluator::reference() {
   if (reference_) return *reference_;
   if (!cuda_) {
     reference_ = naive_dense_attention(batch_, options_.cpu_threads);
-  } else if (reference_name_ == kGpuReferenceName) {
+  } else if (reference_name_ == kGpuTiledReferenceName) {
     // Computed before the first variant launch, so device_ holds the inputs as uploaded. A device
     // problem generated on the GPU would share its fill with the variants' inputs; the oracle reads
     // an upload of the host problem instead (freed once it has run), which keeps the check that the
     // two fills agree.
     std::optional<Problem> upload;
     if (device_generated_) upload.emplace(Problem::on_device(host_, *cuda_));
-    reference_ =
-        gpu_paged_attention_reference(upload ? *upload : *device_, *cuda_, *loader_, *stream_);
+    reference_ = gpu_tiled_paged_attention_reference(upload ? *upload : *device_, *cuda_, *loader_,
+                                                     *stream_);
   } else {
     reference_ = paged_attention_reference(host_, options_.cpu_threads);
   }

@@ -3,7 +3,7 @@
 //
 // Verification runs before any timing: the output is poisoned, the variant launched once, and the
 // result compared with an oracle that shares no code with the variant: for GPU variants the CPU
-// reference, or the naive GPU reference for a large problem (Options::reference, and
+// reference, or the tiled GPU reference for a large problem (Options::reference, and
 // measure/reference_oracle.hpp for the threshold of `auto`); the dense naive attention for the CPU
 // reference variant. The measurement's verification.reference names the oracle used.
 //
@@ -54,7 +54,7 @@ class Evaluator {
 
   const Target& target() const { return context_.target; }
   const MeasurePolicy& policy() const { return options_.policy; }
-  // The oracle verification compares with ("cpu_reference", "gpu_naive_fp32", "naive_dense"),
+  // The oracle verification compares with ("cpu_reference", "gpu_tiled_fp32", "naive_dense"),
   // chosen when the evaluator is made; computed once, on the first verification.
   const std::string& reference_name() const { return reference_name_; }
   // Why it was chosen: "--reference gpu", "auto: visible pairs x head_dim 6.9e+10 >= 3.2e+09", or

@@ -1,6 +1,6 @@
 // Which oracle verifies a CUDA evaluation: the CPU reference (double precision, multi-threaded;
-// kernels/reference/paged_attention_reference.hpp) or the naive GPU reference (fp32;
-// kernels/reference/gpu_reference.hpp). Both implement the same semantics; the CPU one is the
+// kernels/reference/paged_attention_reference.hpp) or the tiled GPU reference (fp32;
+// kernels/reference/gpu_tiled_reference.hpp). Both implement the same semantics; the CPU one is the
 // stricter oracle and the GPU one the quick one. `auto` takes the GPU reference when the problem's
 // work, visible (q head, query, key) triples times head_dim, is at least a threshold: by default
 // what the CPU reference verifies in about 2 s on a 16-core host (docs/measurement.md). A CPU

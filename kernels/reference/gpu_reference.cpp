@@ -4,12 +4,10 @@
 
 #include "base/errors.hpp"
 #include "kernels/dtype_code_of.hpp"
+#include "kernels/reference/gpu_reference_inputs.hpp"
 #include "workloads/batch_data.hpp"
 
 namespace attn {
-
-static_assert(sizeof(long long) == sizeof(int64_t), "int64 host arrays are read as long long");
-static_assert(sizeof(int) == sizeof(int32_t), "int32 host arrays are read as int");
 
 namespace {
 
@@ -54,18 +52,6 @@ void pool_addressing(const Batch& batch, DataStream stream, GpuReferencePool& st
     }
   }
   ATTN_ASSERT(origin == 0, "pool offsets start at zero");
-}
-
-template <typename T>
-DeviceBuffer upload(const CudaContext& cuda, const std::vector<T>& values) {
-  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(T));
-  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(T));
-  return buffer;
-}
-
-template <typename T>
-const T* device_pointer(const DeviceBuffer& buffer) {
-  return static_cast<const T*>(buffer.pointer());
 }
 
 }  // namespace
@@ -126,84 +112,22 @@ std::vector<float> gpu_paged_attention_reference(const Problem& device, const Cu
   const ModelShape& m = batch.spec.model;
   ATTN_ASSERT(m.head_dim <= 32 * kGpuReferenceDimsPerLane, "head_dim above the GPU reference's");
   const size_t rows = size_t(batch.total_q) * size_t(m.num_q_heads);
-  std::vector<float> out(rows * size_t(m.head_dim));
-  if (lse != nullptr) lse->assign(rows, 0.0f);
-  if (rows == 0) return out;
+  if (rows == 0) {
+    if (lse != nullptr) lse->clear();
+    return {};
+  }
 
   const JitProgram program = gpu_reference_program(batch, cuda.info().arch());
   CUfunction kernel = loader.function(program, kernel_name(batch));
-
-  const GpuReferenceTables tables = gpu_reference_tables(batch);
-  const DeviceBuffer context_lens = upload(cuda, tables.context_lens);
-  const DeviceBuffer kv_lens = upload(cuda, tables.kv_lens);
-  const DeviceBuffer cu_seqlens_q = upload(cuda, tables.cu_seqlens_q);
-  const DeviceBuffer seq_of_token = upload(cuda, tables.seq_of_token);
-  // Both branches lvalues of one type: the masks are uploaded from the batch, never copied.
-  const std::vector<int32_t> no_ints;
-  const std::vector<uint8_t> no_bits;
-  const std::vector<int64_t> no_offsets;
-  const BlockSparseLayout* layout = batch.block_sparse ? &*batch.block_sparse : nullptr;
-  const ExplicitMask* mask = batch.explicit_mask ? &*batch.explicit_mask : nullptr;
-  const DeviceBuffer block_crow = upload(cuda, layout ? layout->crow : no_ints);
-  const DeviceBuffer block_col = upload(cuda, layout ? layout->col : no_ints);
-  const DeviceBuffer mask_bits = upload(cuda, mask ? mask->bits : no_bits);
-  const DeviceBuffer mask_offsets = upload(cuda, mask ? mask->offsets : no_offsets);
-  const DeviceBuffer k_dim = upload(cuda, tables.k_dim_offset);
-  const DeviceBuffer v_dim = upload(cuda, tables.v_dim_offset);
-  const DeviceBuffer k_scales = upload(cuda, batch.k_scales);
-  const DeviceBuffer v_scales = upload(cuda, batch.v_scales);
-  const DeviceBuffer sinks = upload(cuda, batch.sink_logits);
-  const DeviceBuffer out_buffer(cuda, out.size() * sizeof(float));
-  const DeviceBuffer lse_buffer(cuda, rows * sizeof(float));
-
-  GpuReferenceParams p{};
-  p.q = device.q();
-  p.k = tables.k_strides;
-  p.k.data = device.k_pool();
-  p.k.dim_offset = device_pointer<long long>(k_dim);
-  p.v = tables.v_strides;
-  p.v.data = device.v_pool();
-  p.v.dim_offset = device_pointer<long long>(v_dim);
-  p.block_table = device.block_table();
-  p.seq_of_token = device_pointer<int>(seq_of_token);
-  p.cu_seqlens_q = device_pointer<long long>(cu_seqlens_q);
-  p.k_scales = device_pointer<float>(k_scales);
-  p.v_scales = device_pointer<float>(v_scales);
-  p.num_k_scales = int(batch.k_scales.size());
-  p.num_v_scales = int(batch.v_scales.size());
-  p.sink_logits = batch.sink_logits.empty() ? nullptr : device_pointer<float>(sinks);
-  p.mask = gpu_reference_host_mask(batch, tables);  // host pointers, replaced below
-  p.mask.context_lens = device_pointer<long long>(context_lens);
-  p.mask.kv_lens = device_pointer<long long>(kv_lens);
-  if (batch.block_sparse) {
-    p.mask.block_crow = device_pointer<int>(block_crow);
-    p.mask.block_col = device_pointer<int>(block_col);
-  }
-  if (batch.explicit_mask) {
-    p.mask.mask_bits = device_pointer<unsigned char>(mask_bits);
-    p.mask.mask_offsets = device_pointer<long long>(mask_offsets);
-  }
-  p.out = static_cast<float*>(out_buffer.pointer());
-  p.lse = static_cast<float*>(lse_buffer.pointer());
-  p.total_q = batch.total_q;
-  p.num_q_heads = m.num_q_heads;
-  p.group = batch.spec.group_size();
-  p.head_dim = m.head_dim;
-  p.page_size = batch.page_size;
-  p.max_pages_per_seq = batch.max_pages_per_seq;
-  p.softmax_scale = batch.softmax_scale;
-  p.soft_cap = batch.logits_soft_cap;
-
+  const GpuReferenceInputs inputs(device, cuda);
   LaunchShape shape;
   shape.block_x = 32 * kGpuReferenceWarps;
   // One warp per row; beyond a million CTAs the warps loop over the rest.
   shape.grid_x = unsigned(
       std::min<size_t>((rows + kGpuReferenceWarps - 1) / kGpuReferenceWarps, size_t(1) << 20));
-  launch(cuda, kernel, shape, stream, p);
+  launch(cuda, kernel, shape, stream, inputs.params());
   stream.synchronize();
-  out_buffer.download(out.data(), out.size() * sizeof(float));
-  if (lse != nullptr) lse_buffer.download(lse->data(), rows * sizeof(float));
-  return out;
+  return inputs.download(lse);
 }
 
 }  // namespace attn

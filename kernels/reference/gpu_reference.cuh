@@ -18,22 +18,9 @@
 // rows still walk all keys of their sequence, but 32 invisible keys cost one ballot.
 #pragma once
 
-#include "kernels/common/dtype_code.hpp"
 #include "kernels/reference/gpu_reference_params.hpp"
 
 namespace attn {
-
-template <int DTYPE>
-__device__ float gpu_reference_load(const void* base, long long index) {
-  if constexpr (DTYPE == kDTypeBf16) {
-    return gpu_reference_bf16_to_float(static_cast<const unsigned short*>(base)[index]);
-  } else if constexpr (DTYPE == kDTypeFp16) {
-    return gpu_reference_fp16_to_float(static_cast<const unsigned short*>(base)[index]);
-  } else {
-    static_assert(DTYPE == kDTypeFp8E4m3, "the reference reads bf16, fp16 or fp8 e4m3");
-    return gpu_reference_e4m3_to_float(static_cast<const unsigned char*>(base)[index]);
-  }
-}
 
 template <int Q_DTYPE, int KV_DTYPE>
 __global__ void __launch_bounds__(kGpuReferenceWarps * 32)

@@ -1,12 +1,14 @@
-// Parameters of the naive GPU reference (gpu_reference.cuh) and the per-element rules it applies:
-// which keys a query sees (a port of workloads/visibility.cpp key_visible), where an element of a
-// paged pool lives, how a stored element decodes to float, and the fp8 scale of a kv head. Shared
-// with the host (g++) so that CPU tests check these rules against the host's own code
+// Parameters of the GPU references (the naive one, gpu_reference.cuh, and the tiled one,
+// gpu_tiled_reference.cuh) and the per-element rules both apply: which keys a query sees (a port of
+// workloads/visibility.cpp key_visible), where an element of a paged pool lives, how a stored
+// element decodes to float, and the fp8 scale of a kv head. Shared with the host (g++) so that CPU
+// tests check these rules against the host's own code
 // (tests/kernels/reference/gpu_reference_test.cpp); nothing here is shared with the optimised
 // variants. No standard headers: NVRTC compiles this.
 #pragma once
 
 #include "base/host_device.hpp"
+#include "kernels/common/dtype_code.hpp"
 
 namespace attn {
 
@@ -153,6 +155,19 @@ ATTN_HOST_DEVICE inline float gpu_reference_e4m3_to_float(unsigned char c) {
     return sign != 0 ? -magnitude : magnitude;
   }
   return gpu_reference_bits_to_float(sign | ((exponent + 120u) << 23) | (mantissa << 20));
+}
+
+// Element `index` of a bf16, fp16 or fp8 e4m3 array, as float (fp8: the code, unscaled).
+template <int DTYPE>
+ATTN_HOST_DEVICE inline float gpu_reference_load(const void* base, long long index) {
+  if constexpr (DTYPE == kDTypeBf16) {
+    return gpu_reference_bf16_to_float(static_cast<const unsigned short*>(base)[index]);
+  } else if constexpr (DTYPE == kDTypeFp16) {
+    return gpu_reference_fp16_to_float(static_cast<const unsigned short*>(base)[index]);
+  } else {
+    static_assert(DTYPE == kDTypeFp8E4m3, "the references read bf16, fp16 or fp8 e4m3");
+    return gpu_reference_e4m3_to_float(static_cast<const unsigned char*>(base)[index]);
+  }
 }
 
 }  // namespace attn

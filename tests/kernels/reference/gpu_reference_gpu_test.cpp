@@ -1,6 +1,7 @@
 // The naive GPU reference against the CPU reference on small batches with every feature (within
-// 1e-4 relative per output row, and in LSE), and the Evaluator's choice of oracle: the GPU one for
-// a large problem in `auto` mode, where it verifies a real variant in seconds.
+// 1e-4 relative per output row, and in LSE), and the Evaluator's choice of oracle: the GPU one (the
+// tiled GPU reference, gpu_tiled_reference_gpu_test.cpp) for a large problem in `auto` mode, where
+// it verifies a real variant in seconds.
 #include "kernels/reference/gpu_reference.hpp"
 
 #include <gtest/gtest.h>
@@ -10,11 +11,13 @@
 #include <iostream>
 #include <random>
 
+#include "kernels/reference/gpu_tiled_reference.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
 #include "measure/reference_oracle.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/reference/reference_comparison.hpp"
 #include "tests/kernels/reference/reference_feature_batches.hpp"
 #include "tests/test_support.hpp"
 
@@ -24,50 +27,25 @@ namespace {
 constexpr double kRelativeTolerance = 1e-4;
 
 struct Oracles {
-  std::vector<float> cpu, cpu_lse, gpu, gpu_lse;
+  testing::OracleRows cpu{"cpu_reference"}, gpu{kGpuReferenceName};
 };
 
 Oracles run_both(const Batch& batch) {
   auto& env = testing::gpu();
   Oracles o;
   const Problem host = Problem::on_host(batch);
-  o.cpu = paged_attention_reference(host, 0, &o.cpu_lse);
+  o.cpu.out = paged_attention_reference(host, 0, &o.cpu.lse);
   const Problem device = Problem::on_device(host, *env.context);
   Stream stream(*env.context);
   KernelLoader loader(*env.context, *env.jit);
-  o.gpu = gpu_paged_attention_reference(device, *env.context, loader, stream, &o.gpu_lse);
+  o.gpu.out = gpu_paged_attention_reference(device, *env.context, loader, stream, &o.gpu.lse);
   return o;
 }
 
 // Rows (one query token and head) whose relative L2 error is above the tolerance; a row the CPU
 // reference leaves at exactly zero (it sees no key) must be exactly zero too.
 int64_t bad_rows(const Batch& batch, const Oracles& o, const std::string& what, int report = 3) {
-  const size_t D = size_t(batch.spec.model.head_dim);
-  EXPECT_EQ(o.gpu.size(), o.cpu.size()) << what;
-  EXPECT_EQ(o.gpu_lse.size(), o.cpu_lse.size()) << what;
-  int64_t bad = 0;
-  for (size_t r = 0; r * D < o.cpu.size(); ++r) {
-    double diff = 0, norm = 0;
-    for (size_t d = 0; d < D; ++d) {
-      const double e = o.cpu[r * D + d], g = o.gpu[r * D + d];
-      diff += (g - e) * (g - e);
-      norm += e * e;
-    }
-    const double c = o.cpu_lse[r], g = o.gpu_lse[r];
-    const bool lse_ok = std::isinf(c)
-                            ? (std::isinf(g) && g < 0)
-                            : std::fabs(g - c) <= kRelativeTolerance * std::max(1.0, std::fabs(c));
-    const bool row_ok = norm == 0 ? diff == 0 : std::sqrt(diff / norm) <= kRelativeTolerance;
-    if (!(row_ok && lse_ok)) {
-      if (bad++ < report) {
-        ADD_FAILURE() << what << ": row " << r << " (token " << r / batch.spec.model.num_q_heads
-                      << ", head " << r % batch.spec.model.num_q_heads << ") rel L2 "
-                      << (norm == 0 ? diff : std::sqrt(diff / norm)) << ", LSE " << g << " vs "
-                      << c;
-      }
-    }
-  }
-  return bad;
+  return testing::rows_apart(batch, o.gpu, o.cpu, kRelativeTolerance, what, report);
 }
 
 TEST(GpuReference, MatchesTheCpuReferenceOnEveryFeatureBatch) {
@@ -120,11 +98,11 @@ TEST(GpuReference, DisagreesWhenTheSemanticsDiffer) {
   scaled.softmax_scale *= 1.01f;
   auto& env = testing::gpu();
   Oracles o;
-  o.cpu = paged_attention_reference(Problem::on_host(batch), 0, &o.cpu_lse);
+  o.cpu.out = paged_attention_reference(Problem::on_host(batch), 0, &o.cpu.lse);
   const Problem device = Problem::on_device(Problem::on_host(scaled), *env.context);
   Stream stream(*env.context);
   KernelLoader loader(*env.context, *env.jit);
-  o.gpu = gpu_paged_attention_reference(device, *env.context, loader, stream, &o.gpu_lse);
+  o.gpu.out = gpu_paged_attention_reference(device, *env.context, loader, stream, &o.gpu.lse);
   const int64_t rows = batch.total_q * batch.spec.model.num_q_heads;
   EXPECT_GT(bad_rows(batch, o, "scaled", 0), rows * 9 / 10);
 }
@@ -147,20 +125,17 @@ TEST(GpuReference, DeviceGeneratedProblemGivesTheSameBits) {
             gpu_paged_attention_reference(generated, *env.context, loader, stream));
 }
 
+// The Evaluator's own threshold of `auto` (kDefaultGpuReferenceMinWork), not the tests' lower one.
 Evaluator::Options quick_options(ReferenceOracle reference) {
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 3;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
+  Evaluator::Options options = testing::test_evaluator_options(3);
+  options.gpu_reference_min_work = kDefaultGpuReferenceMinWork;
   options.reference = reference;
   return options;
 }
 
 // `auto` on a 2 x 4096-token causal prefill (32 q heads, 8 kv heads, head dim 128: work 6.9e10,
 // twenty times the default threshold; the CPU reference would need about 40 s of 16 cores): the
-// GPU oracle verifies flash_fwd.sm80_mma, and the whole evaluation takes seconds.
+// tiled GPU oracle verifies flash_fwd.sm80_mma, and the whole evaluation takes seconds.
 TEST(GpuReferenceEvaluator, AutoVerifiesALargePrefillWithTheGpuOracle) {
   ATTN_REQUIRE_GPU();
   auto& env = testing::gpu();
@@ -175,7 +150,7 @@ TEST(GpuReferenceEvaluator, AutoVerifiesALargePrefillWithTheGpuOracle) {
   const auto start = std::chrono::steady_clock::now();
   auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
                                       quick_options(ReferenceOracle::automatic));
-  EXPECT_EQ(evaluator->reference_name(), kGpuReferenceName);
+  EXPECT_EQ(evaluator->reference_name(), kGpuTiledReferenceName);
   EXPECT_NE(evaluator->reference_choice().find("auto: "), std::string::npos);
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("flash_fwd.sm80_mma");
@@ -185,7 +160,7 @@ TEST(GpuReferenceEvaluator, AutoVerifiesALargePrefillWithTheGpuOracle) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(m.disposition, Disposition::passed) << m.reason;
   EXPECT_TRUE(m.verification.checked);
-  EXPECT_EQ(m.verification.reference, kGpuReferenceName);
+  EXPECT_EQ(m.verification.reference, kGpuTiledReferenceName);
   EXPECT_EQ(m.verification.nonfinite, 0);
   EXPECT_LT(seconds, 60.0) << "the GPU oracle should take seconds, not minutes";
   std::cout << "[ info ] 2 x 4096 causal prefill verified against " << m.verification.reference
@@ -210,7 +185,7 @@ TEST(GpuReferenceEvaluator, AutoKeepsTheCpuOracleForSmallProblemsAndGpuForcesIt)
         evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
     EXPECT_EQ(m.disposition, Disposition::passed) << to_string(oracle) << ": " << m.reason;
     EXPECT_EQ(m.verification.reference,
-              oracle == ReferenceOracle::gpu ? kGpuReferenceName : "cpu_reference")
+              oracle == ReferenceOracle::gpu ? kGpuTiledReferenceName : "cpu_reference")
         << to_string(oracle);
   }
 }

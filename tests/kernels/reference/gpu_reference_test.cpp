@@ -46,6 +46,21 @@ TEST(GpuReferenceRules, DecodesEveryBitPatternAsTheHostDoes) {
   EXPECT_TRUE(std::isnan(gpu_reference_e4m3_to_float(0xff)));
 }
 
+// gpu_reference_load reads element `index` of an array of the dtype and decodes it as above.
+TEST(GpuReferenceRules, LoadDecodesTheIndexedElementOfEachDtype) {
+  const uint16_t halves[] = {0x0000, 0x3f80, 0xc000, 0x3c00};
+  const uint8_t codes[] = {0x00, 0x38, 0xb8, 0x7e};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(same_float(gpu_reference_load<kDTypeBf16>(halves, i), bf16_to_float(halves[i])));
+    EXPECT_TRUE(same_float(gpu_reference_load<kDTypeFp16>(halves, i), fp16_to_float(halves[i])));
+    EXPECT_TRUE(
+        same_float(gpu_reference_load<kDTypeFp8E4m3>(codes, i), fp8_e4m3_to_float(codes[i])));
+  }
+  EXPECT_EQ(gpu_reference_load<kDTypeBf16>(halves, 1), 1.0f);
+  EXPECT_EQ(gpu_reference_load<kDTypeFp16>(halves, 3), 1.0f);
+  EXPECT_EQ(gpu_reference_load<kDTypeFp8E4m3>(codes, 2), -1.0f);
+}
+
 TEST(GpuReferenceRules, KvScaleIsOnePerTensorOrPerHead) {
   const float per_head[] = {0.5f, 2.0f, 4.0f};
   const float per_tensor[] = {3.0f};
