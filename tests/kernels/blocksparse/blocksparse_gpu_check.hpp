@@ -1,7 +1,8 @@
 // Helpers of the blocksparse GPU tests (blocksparse_gpu_test.cpp, sm90_wgmma_gpu_test.cpp): random
 // layouts (the Phi-3 parameter family, and random lower-triangular ones with empty rows and dropped
-// diagonals), random batches and configs, and the check of one run against the CPU reference on a
-// poisoned output (0xFF: NaN in bf16 and fp16), or of the Evaluator's path against a chosen oracle.
+// diagonals), random batches and configs, and the check of one run against the oracle (the CPU
+// reference, or the tiled GPU reference for a large batch: testing::oracle_output) on a poisoned
+// output (0xFF: NaN in bf16 and fp16), or of the Evaluator's path against a chosen oracle.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,11 +12,12 @@
 #include <sstream>
 
 #include "kernels/blocksparse/blocksparse_variants.hpp"
-#include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
 #include "measure/verify.hpp"
+#include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -100,6 +102,7 @@ inline void expect_matches_reference(const Variant& variant, const Batch& batch,
   context.loader = &loader;
   context.workspace = &workspace;
 
+  const testing::OracleOutput oracle = testing::oracle_output(host, device, false);
   std::unique_ptr<Launcher> launcher;
   try {
     launcher = variant.prepare(device, config, context);
@@ -112,12 +115,23 @@ inline void expect_matches_reference(const Variant& variant, const Batch& batch,
   }
   stream.synchronize();
 
-  const std::vector<float> reference = paged_attention_reference(host, 0);
   const std::vector<uint8_t> output = device.read_output();
-  const Verification v = verify_output(output.data(), batch.spec.model.dtype, reference,
-                                       batch.spec.model.head_dim, "cpu_reference");
+  const Verification v = verify_output(output.data(), batch.spec.model.dtype, oracle.out,
+                                       batch.spec.model.head_dim, oracle.name);
   EXPECT_EQ(v.nonfinite, 0) << what;
   EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
+}
+
+// Compiles the programs of `cases` in parallel (testing::compile_in_parallel).
+inline void compile_cases_in_parallel(const Variant& variant,
+                                      const std::vector<std::pair<Batch, KernelConfig>>& cases) {
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<JitProgram> programs;
+  for (const auto& [batch, config] : cases) {
+    for (JitProgram& program : variant.programs(batch, config, target))
+      programs.push_back(std::move(program));
+  }
+  testing::compile_in_parallel(programs);
 }
 
 inline KernelConfig random_config(const Variant& variant, const Batch& batch, const Target& target,
@@ -174,22 +188,21 @@ inline std::vector<std::pair<int64_t, int64_t>> random_prefill_sequences(std::mt
   return sequences;
 }
 
-// The path `attn-bench run` takes (Evaluator: poison, verify against `oracle`, time once).
+// The path `attn-bench run` takes (Evaluator: poison, verify against `oracle`, time once) for each
+// of `configs` on one evaluator (the oracle runs once).
 inline void expect_evaluator_passes(const Variant& variant, const Batch& batch,
-                                    const KernelConfig& config, ReferenceOracle oracle) {
+                                    const std::vector<KernelConfig>& configs,
+                                    ReferenceOracle oracle) {
   auto& env = testing::gpu();
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 1;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
+  Evaluator::Options options = testing::test_evaluator_options(1);
   options.reference = oracle;
   auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
-  const Measurement m = evaluator->evaluate(variant, config);
-  EXPECT_EQ(m.disposition, Disposition::passed)
-      << variant.name() << " " << describe(batch, config) << ": " << m.reason;
-  EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch, config);
+  for (const KernelConfig& config : configs) {
+    const Measurement m = evaluator->evaluate(variant, config);
+    EXPECT_EQ(m.disposition, Disposition::passed)
+        << variant.name() << " " << describe(batch, config) << ": " << m.reason;
+    EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch, config);
+  }
 }
 
 }  // namespace blocksparse_testing

@@ -4,12 +4,11 @@
 // layouts (Phi-3 parameters with random block sizes, sliding steps and homo heads, and random
 // lower-triangular layouts with empty rows and dropped diagonals), with random configs and every
 // accepted config; blocksparse.decode likewise on decode batches. Every run writes into a
-// poisoned output (0xFF: NaN in bf16 and fp16) and is compared with the CPU reference (which
-// applies key_visible): no NaN, every row within the dtype's tolerance. Then the Evaluator path
-// and a benchmark-sized prompt.
+// poisoned output (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU
+// reference, or the tiled GPU reference for a large batch; both apply key_visible): no NaN, every
+// row within the dtype's tolerance. Then the Evaluator path and a benchmark-sized prompt. The
+// random tests check as many cases as the case budget allows (tests/gpu_case_budget.hpp).
 #include <gtest/gtest.h>
-
-#include <future>
 
 #include "tests/kernels/blocksparse/blocksparse_gpu_check.hpp"
 
@@ -23,16 +22,23 @@ TEST(BlockSparseMmaGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("blocksparse.mma");
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261207);
-  for (int trial = 0; trial < 48; ++trial) {
+  const uint64_t seed = testing::test_seed_or(20261207);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const bool causal = rng() % 4 != 0;
     const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20);
     expect_matches_reference(variant, batch, random_config(variant, batch, target, rng));
   }
+  testing::print_case_summary(budget, seed);
 }
 
-// Every accepted config, for each head dim, causal and not, over a Phi-3 layout of 64-token
-// blocks and a random one of 32-token blocks, on lengths that are multiples of no tile.
+// Every accepted config, for each head dim, on lengths that are multiples of no tile, each config
+// once on one of four batches in turn: causal (bf16) over a Phi-3 layout of 64-token blocks, not
+// causal (fp16) over a random one of 32-token blocks, causal over the random one, not causal over
+// the Phi-3 one.
 TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   auto& env = testing::gpu();
@@ -42,47 +48,27 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
   std::mt19937_64 rng(5);
   std::vector<std::pair<Batch, KernelConfig>> cases;
   for (int head_dim : {64, 128}) {
-    for (bool causal : {true, false}) {
-      for (int block : {64, 32}) {
-        testing::SpecShape shape;
-        shape.q_heads = 6;
-        shape.kv_heads = 2;  // GQA 3
-        shape.head_dim = head_dim;
-        shape.dtype = causal ? DType::bf16 : DType::fp16;
-        shape.seed = uint64_t(head_dim) * 4 + causal * 2 + (block == 32);
-        WorkloadSpec spec =
-            testing::make_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, "bs-every");
-        spec.mask.block_sparse = phi3_layout(block, 2, 3);
-        Batch batch = generate_batch(spec);
-        batch.causal = causal;
-        if (block == 32) randomise_layout(batch, rng, 0.4);
-        for (const KernelConfig& config : [&] {
-               std::vector<KernelConfig> out;
-               const auto space = variant.space(batch, target);
-               for (int64_t m : space[0].values)
-                 for (int64_t n : space[1].values)
-                   for (int64_t w : space[2].values)
-                     for (int64_t s : space[3].values)
-                       out.push_back(
-                           KernelConfig{{"tile_m", m}, {"tile_n", n}, {"warps", w}, {"stages", s}});
-               return out;
-             }()) {
-          if (variant.supports(batch, config, target)) cases.push_back({batch, config});
-        }
-      }
+    std::vector<Batch> batches;
+    for (const auto& [causal, block] :
+         {std::pair{true, 64}, std::pair{false, 32}, std::pair{true, 32}, std::pair{false, 64}}) {
+      testing::SpecShape shape;
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.head_dim = head_dim;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(head_dim) * 4 + causal * 2 + (block == 32);
+      WorkloadSpec spec =
+          testing::make_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, "bs-every");
+      spec.mask.block_sparse = phi3_layout(block, 2, 3);
+      Batch batch = generate_batch(spec);
+      batch.causal = causal;
+      if (block == 32) randomise_layout(batch, rng, 0.4);
+      batches.push_back(std::move(batch));
     }
+    for (auto& [b, config] : testing::rotated_config_cases(variant, batches, target, 1))
+      cases.push_back({batches[b], config});
   }
-  std::vector<std::future<CompiledProgram>> compiles;
-  for (const auto& [batch, config] : cases) {
-    compiles.push_back(env.jit->compile_async(variant.programs(batch, config, target).front()));
-  }
-  for (auto& compiled : compiles) {
-    try {
-      compiled.get();
-    } catch (const CompileError& error) {
-      ADD_FAILURE() << error.what() << "\n" << error.log();
-    }
-  }
+  compile_cases_in_parallel(variant, cases);
   EXPECT_GT(cases.size(), 30u);
   for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
 }
@@ -95,8 +81,12 @@ TEST(BlockSparseDecodeGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   const Variant& decode = *registry.find("blocksparse.decode");
   const Variant& mma = *registry.find("blocksparse.mma");
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261209);
-  for (int trial = 0; trial < 48; ++trial) {
+  const uint64_t seed = testing::test_seed_or(20261209);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     std::vector<std::pair<int64_t, int64_t>> sequences;
     const int seqs = std::uniform_int_distribution<int>(1, 8)(rng);
     for (int s = 0; s < seqs; ++s) {
@@ -104,8 +94,11 @@ TEST(BlockSparseDecodeGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
     }
     const Batch batch = random_batch(rng, sequences, rng() % 4 != 0, 16);
     expect_matches_reference(decode, batch, random_config(decode, batch, target, rng));
-    if (trial % 4 == 0) expect_matches_reference(mma, batch, mma.default_config(batch, target));
+    if (budget.draws() % 4 == 1) {
+      expect_matches_reference(mma, batch, mma.default_config(batch, target));
+    }
   }
+  testing::print_case_summary(budget, seed);
 }
 
 TEST(BlockSparseDecodeGpu, EveryAcceptedConfigMatchesTheReference) {
@@ -124,34 +117,31 @@ TEST(BlockSparseDecodeGpu, EveryAcceptedConfigMatchesTheReference) {
     spec.mask.block_sparse = phi3_layout(128, 3, 4, 2);
     const Batch batch = generate_batch(spec);
     const auto space = variant.space(batch, target);
-    int ran = 0;
+    std::vector<std::pair<Batch, KernelConfig>> cases;
     for (int64_t n : space[0].values) {
       for (int64_t w : space[1].values) {
         for (int64_t s : space[2].values) {
           const KernelConfig config{{"tile_n", n}, {"warps", w}, {"stages", s}};
-          if (!variant.supports(batch, config, target)) continue;
-          expect_matches_reference(variant, batch, config);
-          ++ran;
+          if (variant.supports(batch, config, target)) cases.push_back({batch, config});
         }
       }
     }
-    EXPECT_GT(ran, 10);
+    compile_cases_in_parallel(variant, cases);
+    for (const auto& [case_batch, config] : cases) {
+      expect_matches_reference(variant, case_batch, config);
+    }
+    EXPECT_GT(cases.size(), 10u);
   }
 }
 
-// The path `attn-bench run` takes (Evaluator: poison, verify against the CPU reference, time) on
+// The path `attn-bench run` takes (Evaluator: poison, verify against the oracle, time) on
 // the benchmark's shape scaled down: 32 q heads, 8 kv heads, head dim 128, bf16, blocks of 64,
 // local 16, vertical stride 8; prefill (mma) and decode (both variants), default configs.
 TEST(BlockSparseGpu, EvaluatorVerifiesAndTimesTheDefaultConfigs) {
   ATTN_REQUIRE_GPU();
   auto& env = testing::gpu();
   const Registry registry = make_registry();
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 3;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
+  const Evaluator::Options options = testing::test_evaluator_options(3);
   testing::SpecShape shape;
   shape.q_heads = 32;
   shape.kv_heads = 8;

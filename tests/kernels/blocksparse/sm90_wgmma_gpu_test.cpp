@@ -7,12 +7,11 @@
 // with random configs and every accepted config (one and two consumers, one and two CTAs per SM);
 // many more work items than CTAs (each persistent CTA runs several, its key tiles numbered across
 // them); and repeated launches (the work counter resets itself). Every run writes into a poisoned
-// output (0xFF: NaN in bf16 and fp16) and is compared with the CPU reference (no NaN, every row
-// within the dtype's tolerance). Then issue 7's two benchmark shapes through the Evaluator
-// against the naive GPU reference, with two consumers and with one at both CTA occupancies.
+// output (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU reference, or the
+// tiled GPU reference for a large batch; no NaN, every row within the dtype's tolerance). Then
+// issue 7's two benchmark shapes through the Evaluator against the tiled GPU reference, with two
+// consumers and with one at both CTA occupancies.
 #include <gtest/gtest.h>
-
-#include <future>
 
 #include "tests/kernels/blocksparse/blocksparse_gpu_check.hpp"
 #include "workloads/presets.hpp"
@@ -51,21 +50,10 @@ Batch sparse_batch(const testing::SpecShape& shape,
   return batch;
 }
 
-// Compiles the programs of `cases` in parallel, then checks each against the CPU reference.
+// Compiles the programs of `cases` in parallel, then checks each against the oracle.
 void expect_all_match_reference(const Variant& variant,
                                 const std::vector<std::pair<Batch, KernelConfig>>& cases) {
-  auto& env = testing::gpu();
-  const Target target = Target::cuda(env.device());
-  std::vector<std::future<CompiledProgram>> compiles;
-  for (const auto& [batch, config] : cases)
-    compiles.push_back(env.jit->compile_async(variant.programs(batch, config, target).front()));
-  for (auto& compiled : compiles) {
-    try {
-      compiled.get();
-    } catch (const CompileError& error) {
-      ADD_FAILURE() << error.what() << "\n" << error.log();
-    }
-  }
+  compile_cases_in_parallel(variant, cases);
   for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
 }
 
@@ -100,24 +88,29 @@ TEST(BlockSparseSm90Gpu, OneTileMatchesTheReference) {
 }
 
 // Random shapes, lengths and layouts of blocks 64 and 128 (random_batch) with a random accepted
-// config.
+// config, as many as the case budget allows (tests/gpu_case_budget.hpp).
 TEST(BlockSparseSm90Gpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261301);
-  for (int trial = 0; trial < 48; ++trial) {
+  const uint64_t seed = testing::test_seed_or(20261301);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const bool causal = rng() % 4 != 0;
     const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20, {64, 128});
     expect_matches_reference(variant, batch, random_config(variant, batch, target, rng));
   }
+  testing::print_case_summary(budget, seed);
 }
 
-// Every accepted config (tile_n, stages, ctas_per_sm, consumers), for each head dim and dtype,
-// causal and not, over a Phi-3 layout of 64-token blocks (128-key tiles gather two blocks) and a
-// random one of 128-token blocks, on lengths that are multiples of no tile, a one-token sequence
-// and a context ending mid-block.
+// Every accepted config (tile_n, stages, ctas_per_sm, consumers), for each head dim, on lengths
+// that are multiples of no tile, a one-token sequence and a context ending mid-block; each config
+// twice, causal and not, over eight batches in turn: bf16 and fp16, a Phi-3 layout of 64-token
+// blocks (128-key tiles gather two blocks) and a random one of 128-token blocks.
 TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -125,37 +118,36 @@ TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
   const Target target = Target::cuda(testing::gpu().device());
   std::mt19937_64 rng(6);
   std::vector<std::pair<Batch, KernelConfig>> cases;
+  struct Kind {
+    DType dtype;
+    bool causal;
+    int block;
+  };
+  // Each config runs on batches 0 and 1, 2 and 3, 4 and 5, or 6 and 7: causal and not.
+  const Kind kinds[] = {{DType::bf16, true, 64},  {DType::fp16, false, 128},
+                        {DType::fp16, true, 128}, {DType::bf16, false, 64},
+                        {DType::bf16, true, 128}, {DType::fp16, false, 64},
+                        {DType::fp16, true, 64},  {DType::bf16, false, 128}};
   for (int head_dim : {64, 128}) {
-    for (DType dtype : {DType::bf16, DType::fp16}) {
-      for (bool causal : {true, false}) {
-        for (int block : {64, 128}) {
-          testing::SpecShape shape;
-          shape.q_heads = 6;
-          shape.kv_heads = 2;  // GQA 3
-          shape.head_dim = head_dim;
-          shape.dtype = dtype;
-          shape.seed =
-              uint64_t(head_dim) * 8 + 4 * (dtype == DType::fp16) + 2 * causal + (block == 128);
-          Batch batch = sparse_batch(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}},
-                                     phi3_layout(block, 2, 3), causal);
-          if (block == 128) randomise_layout(batch, rng, 0.4);
-          const auto space = variant.space(batch, target);
-          for (int64_t n : space[0].values) {
-            for (int64_t s : space[1].values) {
-              for (int64_t c : space[2].values) {
-                for (int64_t w : space[3].values) {
-                  const KernelConfig config = make_config(int(n), int(s), int(c), int(w));
-                  if (variant.supports(batch, config, target)) cases.push_back({batch, config});
-                }
-              }
-            }
-          }
-        }
-      }
+    std::vector<Batch> batches;
+    for (const Kind& kind : kinds) {
+      testing::SpecShape shape;
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.head_dim = head_dim;
+      shape.dtype = kind.dtype;
+      shape.seed = uint64_t(head_dim) * 8 + 4 * (kind.dtype == DType::fp16) + 2 * kind.causal +
+                   (kind.block == 128);
+      Batch batch = sparse_batch(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}},
+                                 phi3_layout(kind.block, 2, 3), kind.causal);
+      if (kind.block == 128) randomise_layout(batch, rng, 0.4);
+      batches.push_back(std::move(batch));
     }
+    for (auto& [b, config] : testing::rotated_config_cases(variant, batches, target, 2))
+      cases.push_back({batches[b], config});
   }
-  // Per dtype and causality and for both blocks: 17 at d64, 11 at d128.
-  EXPECT_EQ(cases.size(), size_t(4 * (17 + 17) + 4 * (11 + 11)));
+  // 17 configs at d64, 11 at d128 (every batch accepts them all), two batches each.
+  EXPECT_EQ(cases.size(), size_t(2 * (17 + 11)));
   expect_all_match_reference(variant, cases);
 }
 
@@ -186,7 +178,7 @@ TEST(BlockSparseSm90Gpu, QueriesAfterAContextMatchTheReference) {
 
 // Large: one 8192-token prompt with seed 003's layout (128 query tiles per head, rows with up to
 // 16 local + 15 vertical blocks) and a 1000-token chunk after a 3000-token context, against the
-// CPU reference.
+// tiled GPU reference.
 TEST(BlockSparseSm90Gpu, LargeBatchesMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -225,8 +217,9 @@ TEST(BlockSparseSm90Gpu, ManyItemsPerCtaMatchTheReferenceAcrossLaunches) {
 
 // Issue 7's benchmark cases as `attn-bench run` runs them (the presets: 4 x 8192 and 2 x 16384
 // tokens, 32/8 heads, d128, bf16, blocks of 64, local 16, vertical stride 8): the Evaluator's
-// path against the naive GPU reference, with the default config (two consumers) and with one
-// consumer at two and at one CTA per SM.
+// path against the tiled GPU reference, with the default config (two consumers) and with one
+// consumer at two and at one CTA per SM, on one evaluator per preset (as `attn-bench run` does:
+// one fill and one oracle run for the three).
 TEST(BlockSparseSm90Gpu, BenchmarkShapesMatchTheGpuReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -234,13 +227,14 @@ TEST(BlockSparseSm90Gpu, BenchmarkShapesMatchTheGpuReference) {
   const Target target = Target::cuda(testing::gpu().device());
   for (const char* preset :
        {"prefill-phi3-small-block-sparse", "prefill-phi3-small-block-sparse-2x16384"}) {
+    SCOPED_TRACE(preset);
     const Batch batch = generate_batch(load_preset(preset));
-    for (const KernelConfig& config : {variant.default_config(batch, target),
-                                       make_config(64, 2, 2, 1), make_config(64, 3, 1, 1)}) {
-      SCOPED_TRACE(std::string(preset) + " " + config.key());
-      ASSERT_TRUE(variant.supports(batch, config, target).ok);
-      expect_evaluator_passes(variant, batch, config, ReferenceOracle::gpu);
+    const std::vector<KernelConfig> configs = {variant.default_config(batch, target),
+                                               make_config(64, 2, 2, 1), make_config(64, 3, 1, 1)};
+    for (const KernelConfig& config : configs) {
+      ASSERT_TRUE(variant.supports(batch, config, target).ok) << config.key();
     }
+    expect_evaluator_passes(variant, batch, configs, ReferenceOracle::gpu);
   }
 }
 

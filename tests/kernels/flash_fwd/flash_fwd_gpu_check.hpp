@@ -1,25 +1,26 @@
 // Checks the flash_fwd GPU tests share (sm80_mma_gpu_test.cpp, sm90_wgmma_gpu_test.cpp): a
 // variant prepared on a device copy of a batch, run once into a poisoned output (0xFF: NaN in
-// bf16 and fp16) and a NaN-filled LSE buffer, and compared with the CPU reference: no NaN
-// anywhere, every output row within the dtype's tolerance, every LSE within kLseTolerance of the
-// reference's. Plus the random batch and config draws both tests use.
+// bf16 and fp16) and a NaN-filled LSE buffer, and compared with the oracle (the CPU reference, or
+// the tiled GPU reference for a large batch: testing::oracle_output): no NaN anywhere, every
+// output row within the dtype's tolerance, every LSE within kLseTolerance of the oracle's. Plus
+// the random batch and config draws both tests use.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <limits>
 #include <random>
 #include <sstream>
 
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
-#include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
 #include "measure/verify.hpp"
+#include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -59,7 +60,7 @@ struct RunOptions {
 
 // Prepares `variant` on a device copy of the batch, poisons the output and the LSE, launches
 // (run.launches times, poisoning before each) and checks the output, and the LSE when asked for,
-// against the CPU reference.
+// against the oracle (computed first, before the variant can touch the device inputs).
 inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, const Batch& batch,
                                                const KernelConfig& config,
                                                const RunOptions& run = {}) {
@@ -83,6 +84,7 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
   context.workspace = &workspace;
 
   const size_t rows = size_t(batch.total_q) * size_t(batch.spec.model.num_q_heads);
+  const testing::OracleOutput oracle = testing::oracle_output(host, device, run.lse);
   DeviceBuffer lse(*env.context, rows * sizeof(float));
   const std::vector<float> nan_rows(rows, std::numeric_limits<float>::quiet_NaN());
   std::unique_ptr<Launcher> launcher;
@@ -100,11 +102,9 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
   }
   stream.synchronize();
 
-  std::vector<float> reference_lse;
-  const std::vector<float> reference = paged_attention_reference(host, 0, &reference_lse);
   const std::vector<uint8_t> output = device.read_output();
-  const Verification v = verify_output(output.data(), batch.spec.model.dtype, reference,
-                                       batch.spec.model.head_dim, "cpu_reference");
+  const Verification v = verify_output(output.data(), batch.spec.model.dtype, oracle.out,
+                                       batch.spec.model.head_dim, oracle.name);
   EXPECT_EQ(v.nonfinite, 0) << what;
   EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
 
@@ -113,12 +113,12 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
   lse.download(got.data(), rows * sizeof(float));
   int64_t bad = 0;
   for (size_t r = 0; r < rows; ++r) {
-    const double error = std::fabs(double(got[r]) - double(reference_lse[r]));
+    const double error = std::fabs(double(got[r]) - double(oracle.lse[r]));
     if (!std::isfinite(got[r]) || !(error <= kLseTolerance)) {
       if (bad++ < 3) {
         ADD_FAILURE() << what << ": LSE row " << r << " (token "
-                      << r / size_t(batch.spec.model.num_q_heads) << ") " << got[r]
-                      << " vs reference " << reference_lse[r];
+                      << r / size_t(batch.spec.model.num_q_heads) << ") " << got[r] << " vs "
+                      << oracle.name << " " << oracle.lse[r];
       }
     }
   }
@@ -174,40 +174,25 @@ inline Batch random_prefill_batch(std::mt19937_64& rng) {
   return generate_batch(prefill_spec(shape, sequences, causal));
 }
 
-// Every config of `variant`'s space (four axes) it accepts for `batch` on `target`.
-inline std::vector<KernelConfig> accepted_configs(const Variant& variant, const Batch& batch,
-                                                  const Target& target) {
-  const auto space = variant.space(batch, target);
-  std::vector<KernelConfig> out;
-  std::vector<size_t> at(space.size(), 0);
-  while (true) {
-    KernelConfig config;
-    for (size_t a = 0; a < space.size(); ++a) config.set(space[a].name, space[a].values[at[a]]);
-    if (variant.supports(batch, config, target)) out.push_back(config);
-    size_t a = 0;
-    while (a < space.size() && ++at[a] == space[a].values.size()) at[a++] = 0;
-    if (a == space.size()) break;
-  }
-  return out;
+// The cases of an every-config test over `batches` (of one head dim): every config one of them
+// accepts, on `per_config` of them (tests/kernels/every_config_cases.hpp).
+inline void add_rotated_cases(const Variant& variant, const std::vector<Batch>& batches,
+                              const Target& target, size_t per_config,
+                              std::vector<std::pair<Batch, KernelConfig>>& cases) {
+  for (auto& [b, config] : testing::rotated_config_cases(variant, batches, target, per_config))
+    cases.push_back({batches[b], config});
 }
 
-// Compiles the programs of `cases` in parallel, reporting compile errors (the checks then find
-// them in the JIT cache).
+// Compiles the programs of `cases` in parallel (testing::compile_in_parallel).
 inline void compile_all(const FlashFwdVariant& variant,
                         const std::vector<std::pair<Batch, KernelConfig>>& cases) {
-  auto& env = testing::gpu();
-  const Target target = Target::cuda(env.device());
-  std::vector<std::future<CompiledProgram>> compiles;
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<JitProgram> programs;
   for (const auto& [batch, config] : cases) {
-    compiles.push_back(env.jit->compile_async(variant.programs(batch, config, target).front()));
+    for (JitProgram& program : variant.programs(batch, config, target))
+      programs.push_back(std::move(program));
   }
-  for (auto& compiled : compiles) {
-    try {
-      compiled.get();
-    } catch (const CompileError& error) {
-      ADD_FAILURE() << error.what() << "\n" << error.log();
-    }
-  }
+  testing::compile_in_parallel(programs);
 }
 
 // Compiles the programs of `cases` in parallel, then checks each.
@@ -220,16 +205,11 @@ inline void expect_all_match_reference(const FlashFwdVariant& variant,
 }
 
 // The path `attn-bench run` takes: the Evaluator prepares without an LSE, poisons the output,
-// verifies against the CPU reference and times it; on benchmark-like shapes (16 heads, head dim
+// verifies against the oracle and times it; on benchmark-like shapes (16 heads, head dim
 // 128, bf16, two 1024-token prompts) with the default config, causal and not.
 inline void expect_evaluator_passes_default_config(const Variant& variant) {
   auto& env = testing::gpu();
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 3;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
+  const Evaluator::Options options = testing::test_evaluator_options(3);
   testing::SpecShape shape;
   shape.q_heads = 16;
   shape.kv_heads = 16;

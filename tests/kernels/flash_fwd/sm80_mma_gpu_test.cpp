@@ -2,7 +2,7 @@
 // tile, contexts that shift the causal diagonal), GQA ratios including non powers of two, head
 // dims 64/128/256, bf16 and fp16, causal and not, and random configs from the variant's space.
 // Every run writes into a poisoned output and a NaN-filled LSE buffer and is compared with the
-// CPU reference (flash_fwd_gpu_check.hpp).
+// oracle (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
 
 #include "tests/kernels/flash_fwd/flash_fwd_gpu_check.hpp"
@@ -21,22 +21,29 @@ void expect_matches_reference(const Batch& batch, const KernelConfig& config) {
   expect_flash_fwd_matches_reference(sm80_variant(registry), batch, config);
 }
 
-// Random shapes and lengths (random_prefill_batch) with a random accepted config.
+// Random shapes and lengths (random_prefill_batch) with a random accepted config, as many as the
+// case budget allows (tests/gpu_case_budget.hpp).
 TEST(FlashFwdSm80Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
   const Variant& variant = sm80_variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261208);
-  for (int trial = 0; trial < 48; ++trial) {
+  const uint64_t seed = testing::test_seed_or(20261208);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const Batch batch = random_prefill_batch(rng);
     expect_matches_reference(batch, random_config(variant, batch, target, rng));
   }
+  testing::print_case_summary(budget, seed);
 }
 
-// Every (tile_m, tile_n, warps, stages) the variant accepts on this device, for each head dim,
-// causal and not, on a batch whose lengths are multiples of no tile: the whole compiled space
-// runs, not just a sample. The programs are compiled in parallel first.
+// Every (tile_m, tile_n, warps, stages) the variant accepts on this device, for each head dim, on
+// a batch whose lengths are multiples of no tile: the whole compiled space runs, not just a
+// sample, each config once, causal (bf16) and not (fp16) in turn. The programs are compiled in
+// parallel first.
 TEST(FlashFwdSm80Gpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -44,6 +51,7 @@ TEST(FlashFwdSm80Gpu, EveryAcceptedConfigMatchesTheReference) {
   const Target target = Target::cuda(testing::gpu().device());
   std::vector<std::pair<Batch, KernelConfig>> cases;
   for (int head_dim : {64, 128, 256}) {
+    std::vector<Batch> batches;
     for (bool causal : {true, false}) {
       testing::SpecShape shape;
       shape.q_heads = 6;
@@ -51,11 +59,10 @@ TEST(FlashFwdSm80Gpu, EveryAcceptedConfigMatchesTheReference) {
       shape.head_dim = head_dim;
       shape.dtype = causal ? DType::bf16 : DType::fp16;
       shape.seed = uint64_t(head_dim) * 2 + causal;
-      const Batch batch =
-          generate_batch(prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}}, causal));
-      for (const KernelConfig& config : accepted_configs(variant, batch, target))
-        cases.push_back({batch, config});
+      batches.push_back(
+          generate_batch(prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}}, causal)));
     }
+    add_rotated_cases(variant, batches, target, 1, cases);
   }
   EXPECT_GT(cases.size(), 30u);
   expect_all_match_reference(variant, cases);

@@ -4,7 +4,7 @@
 // including non powers of two, head dims 64/128/256, bf16 and fp16, causal and not, and every
 // config of the space (without a causal mask at head dim 128 those over tiles wider than 64 keys
 // narrow each item's last key tile: flash_sm90::narrows_last_tile). Every run writes into a
-// poisoned output and a NaN-filled LSE buffer and is compared with the CPU reference
+// poisoned output and a NaN-filled LSE buffer and is compared with the oracle
 // (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
 
@@ -57,23 +57,30 @@ TEST(FlashFwdSm90Gpu, OneTileMatchesTheReference) {
   }
 }
 
-// Random shapes and lengths (random_prefill_batch) with a random accepted config.
+// Random shapes and lengths (random_prefill_batch) with a random accepted config, as many as the
+// case budget allows (tests/gpu_case_budget.hpp).
 TEST(FlashFwdSm90Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261290);
-  for (int trial = 0; trial < 48; ++trial) {
+  const uint64_t seed = testing::test_seed_or(20261290);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const Batch batch = random_prefill_batch(rng);
     expect_matches_reference(batch, random_config(variant, batch, target, rng));
   }
+  testing::print_case_summary(budget, seed);
 }
 
 // Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head
-// dim and dtype, causal and not, on a batch whose lengths are multiples of no tile (with a
-// one-token sequence, and a sequence shorter than one warpgroup's rows after a long one): the
-// whole compiled space runs. The programs are compiled in parallel first.
+// dim, on a batch whose lengths are multiples of no tile (with a one-token sequence, and a
+// sequence shorter than one warpgroup's rows after a long one): the whole compiled space runs,
+// each config twice, causal and not, in bf16 or fp16 by turns (every config in both dtypes was 192
+// compiles, a third of a fresh machine's GPU suite). The programs are compiled in parallel first.
 TEST(FlashFwdSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -81,22 +88,24 @@ TEST(FlashFwdSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
   const Target target = Target::cuda(testing::gpu().device());
   std::vector<std::pair<Batch, KernelConfig>> cases;
   for (int head_dim : {64, 128, 256}) {
-    for (DType dtype : {DType::bf16, DType::fp16}) {
-      for (bool causal : {true, false}) {
-        testing::SpecShape shape;
-        shape.q_heads = 6;
-        shape.kv_heads = 2;  // GQA 3
-        shape.head_dim = head_dim;
-        shape.dtype = dtype;
-        shape.seed = uint64_t(head_dim) * 4 + 2 * int(dtype == DType::fp16) + causal;
-        const Batch batch = generate_batch(
-            prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal));
-        for (const KernelConfig& config : accepted_configs(variant, batch, target))
-          cases.push_back({batch, config});
-      }
+    // Each config runs on batches 0 and 1, or on 2 and 3: causal and not.
+    std::vector<Batch> batches;
+    for (const auto& [dtype, causal] : {std::pair{DType::bf16, true},
+                                        {DType::fp16, false},
+                                        {DType::fp16, true},
+                                        {DType::bf16, false}}) {
+      testing::SpecShape shape;
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.head_dim = head_dim;
+      shape.dtype = dtype;
+      shape.seed = uint64_t(head_dim) * 4 + 2 * int(dtype == DType::fp16) + causal;
+      batches.push_back(generate_batch(
+          prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal)));
     }
+    add_rotated_cases(variant, batches, target, 2, cases);
   }
-  EXPECT_EQ(cases.size(), size_t(4 * (26 + 17 + 5)));  // see FlashFwdSm90Gating in the CPU test
+  EXPECT_EQ(cases.size(), size_t(2 * (26 + 17 + 5)));  // see FlashFwdSm90Gating in the CPU test
   // The narrowed last tiles run too: in 176-key tiles the sequences' last tiles hold 124, 46,
   // 132, 17 and 94 keys, so every item's last tile takes 144 (LAST_KEYS), one-tile items too.
   int narrowed = 0;
@@ -190,8 +199,8 @@ TEST(FlashFwdSm90Gpu, TopTilesStackedOrSharedMatchTheReference) {
   const Registry registry = make_registry();
   const FlashFwdVariant& variant = sm90_variant(registry);
   const std::vector<std::pair<int64_t, int64_t>> lengths = {
-      {0, 256}, {0, 448}, {300, 64}, {1000, 640}, {5, 1024}, {0, 37}, {129, 1}, {0, 832},
-      {0, 320}, {77, 1088}};
+      {0, 256}, {0, 448}, {300, 64}, {1000, 640}, {5, 1024},
+      {0, 37},  {129, 1}, {0, 832},  {0, 320},    {77, 1088}};
   std::vector<std::pair<Batch, KernelConfig>> cases;
   std::vector<RunOptions> runs;
   for (bool causal : {true, false}) {

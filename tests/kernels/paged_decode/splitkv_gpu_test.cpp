@@ -1,15 +1,15 @@
-// paged_decode.splitkv on the GPU: random batches, configs and data, each verified against the CPU
-// reference on a poisoned output (the Evaluator does both before it times anything).
+// paged_decode.splitkv on the GPU: random batches, configs and data, each verified against the
+// oracle (the CPU reference, or the tiled GPU reference for a large batch) on a poisoned output
+// (the Evaluator does both before it times anything).
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <functional>
 #include <random>
 #include <sstream>
 
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
+#include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
@@ -20,14 +20,9 @@ namespace {
 using testing::pick;
 
 Measurement evaluate_once(const Batch& batch, const KernelConfig& config) {
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 1;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
   auto& env = testing::gpu();
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
+                                      testing::test_evaluator_options());
   const Registry registry = make_registry();
   return evaluator->evaluate(*registry.find("paged_decode.splitkv"), config);
 }
@@ -54,21 +49,19 @@ std::string describe(const WorkloadSpec& spec, const KernelConfig& config) {
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (0 and 1 keys
 // included), each batch feature switched on at random (fp8 KV with per-tensor or per-head scales,
 // soft-cap, sliding window, sinks, non-causal), fresh data per run (the seed varies with the time
-// unless ATTN_TEST_SEED is set), and a random valid config from the variant's space.
+// unless ATTN_TEST_SEED is set), and a random valid config from the variant's space; as many
+// cases as the case budget allows (tests/gpu_case_budget.hpp).
 TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
   const Variant& splitkv = *registry.find("paged_decode.splitkv");
   const Target target = Target::cuda(testing::gpu().device());
-  const char* fixed_seed = std::getenv("ATTN_TEST_SEED");
-  const uint64_t seed = fixed_seed
-                            ? std::strtoull(fixed_seed, nullptr, 10)
-                            : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t seed = testing::test_seed_or_clock();
   std::mt19937_64 rng(seed);
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  const int trials = 96;
-  int checked = 0;
-  for (int trial = 0; trial < trials; ++trial) {
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const testing::SpecShape shape =
         testing::random_decode_shape(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16});
     const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
@@ -99,9 +92,9 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
     const Measurement m = evaluate_once(batch, config);
     EXPECT_EQ(m.disposition, Disposition::passed)
         << describe(batch.spec, config) << ": " << m.reason;
-    ++checked;
   }
-  EXPECT_EQ(checked, trials);
+  EXPECT_GE(budget.checked(), 12);
+  testing::print_case_summary(budget, seed);
 }
 
 // Every feature on its own and all together, on the Llama-3 shape with uneven lengths, with the
@@ -115,7 +108,8 @@ TEST(SplitKvGpu, EachFeatureMatchesTheReference) {
   shape.q_heads = 32;
   shape.kv_heads = 8;
   shape.head_dim = 128;
-  shape.seed = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  shape.seed = testing::test_seed_or_clock();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(shape.seed));
   const std::vector<int64_t> contexts = {0, 1, 2, 33, 517, 4096, 9000};
   struct Case {
     std::string name;

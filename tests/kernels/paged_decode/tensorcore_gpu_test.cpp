@@ -1,9 +1,10 @@
 // The tensor-core decode variants on the GPU, paged_decode.tensorcore (cp.async) and
 // paged_decode.sm90_tma (TMA, Hopper), which share their compute and merge code: random batches,
-// configs, features and data, each verified against the CPU reference on a poisoned output (the
-// Evaluator NaN-fills the output, runs once, and checks every row within the dtype's tolerance
-// before it times anything). sm90_tma declines fp8 K/V and page sizes its TMA boxes cannot tile
-// (sm90_tma_traits.hpp); those cases are counted as declined, never as passed, and only for it.
+// configs, features and data, each verified against the oracle (the CPU reference, or the tiled
+// GPU reference for a large batch) on a poisoned output (the Evaluator NaN-fills the output, runs
+// once, and checks every row within the dtype's tolerance before it times anything). sm90_tma
+// declines fp8 K/V and page sizes its TMA boxes cannot tile (sm90_tma_traits.hpp); those cases are
+// counted as declined, never as passed, and only for it.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,7 +13,9 @@
 #include "kernels/paged_decode/tensorcore_traits.hpp"
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
+#include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
 
@@ -40,17 +43,14 @@ class TensorCoreGpu : public ::testing::TestWithParam<std::string> {
   int page(int wanted) const { return GetParam() == kTma && wanted % 16 != 0 ? 16 : wanted; }
   // Verifies one run; false (and no failure) when sm90_tma declines fp8 K/V or the page size.
   bool expect_passed(const Batch& batch, const KernelConfig& config) const;
+  // Compiles the programs of the cases the variant accepts, in parallel.
+  void compile_first(const std::vector<std::pair<const Batch*, KernelConfig>>& cases) const;
 };
 
 Measurement evaluate_once(const std::string& name, const Batch& batch, const KernelConfig& config) {
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 1;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
   auto& env = testing::gpu();
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
+                                      testing::test_evaluator_options());
   const Registry registry = make_registry();
   return evaluator->evaluate(*registry.find(name), config);
 }
@@ -112,18 +112,34 @@ bool TensorCoreGpu::expect_passed(const Batch& batch, const KernelConfig& config
   return true;
 }
 
+void TensorCoreGpu::compile_first(
+    const std::vector<std::pair<const Batch*, KernelConfig>>& cases) const {
+  const Registry registry = make_registry();
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<JitProgram> programs;
+  for (const auto& [batch, config] : cases) {
+    if (variant(registry).supports(*batch, config, target))
+      programs.push_back(variant(registry).programs(*batch, config, target).front());
+  }
+  testing::compile_in_parallel(programs);
+}
+
 // Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, page sizes 1..256
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
 // single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
 // fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the variant's space
-// that supports() accepts.
+// that supports() accepts; as many cases as the case budget allows (tests/gpu_case_budget.hpp),
+// draws sm90_tma declines not counted.
 TEST_P(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
-  std::mt19937_64 rng(20261205);
-  int checked = 0;
-  for (int trial = 0; trial < 64; ++trial) {
+  const uint64_t seed = testing::test_seed_or(20261205);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const testing::SpecShape shape = testing::random_decode_shape(
         rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
     const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
@@ -146,10 +162,12 @@ TEST_P(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
         break;
       }
     }
-    if (expect_passed(batch, config)) ++checked;
+    if (!expect_passed(batch, config)) budget.declined();
   }
   // sm90_tma declines fp8 (about a third of the draws) and pages of 1, 2, 5 and 31 keys.
-  EXPECT_GE(checked, GetParam() == kTma ? 16 : 64);
+  EXPECT_GE(budget.checked(), 8);
+  if (GetParam() != kTma) EXPECT_EQ(budget.declined_draws(), 0);
+  testing::print_case_summary(budget, seed);
 }
 
 // Each feature alone and all together, one split (the CTA writes out, with the sink) and several
@@ -170,18 +188,24 @@ TEST_P(TensorCoreGpu, EachFeatureWithOneAndManySplitsMatchesTheReference) {
   cases[6].fp8 = 1;
   cases[7].fp8 = 2;
   cases[8] = {10.0, 300, true, true, 2};
+  std::vector<Batch> batches;
+  std::vector<std::pair<const Batch*, KernelConfig>> runs;
   for (const Features& features : cases) {
     for (int head_dim : {64, 128, 256}) {
       shape.head_dim = head_dim;
-      const Batch batch = generate_batch(make_spec(shape, contexts, features));
-      for (int splits : {1, 4}) {
-        expect_passed(batch, KernelConfig{{"tile_tokens", 64},
-                                          {"warps", 4},
-                                          {"stages", head_dim == 256 ? 2 : 3},
-                                          {"num_splits", splits}});
-      }
+      batches.push_back(generate_batch(make_spec(shape, contexts, features)));
     }
   }
+  for (const Batch& batch : batches) {
+    for (int splits : {1, 4}) {
+      runs.push_back({&batch, KernelConfig{{"tile_tokens", 64},
+                                           {"warps", 4},
+                                           {"stages", batch.spec.model.head_dim == 256 ? 2 : 3},
+                                           {"num_splits", splits}}});
+    }
+  }
+  compile_first(runs);
+  for (const auto& [batch, config] : runs) expect_passed(*batch, config);
 }
 
 // Every fixed split count, including more splits than blocks (empty splits must merge as
@@ -204,12 +228,14 @@ TEST_P(TensorCoreGpu, EverySplitCountMatchesTheReference) {
 }
 
 // Every (tile_tokens, warps, stages) the variant accepts on this device, for one shape per head
-// dim: the whole compiled space runs, not just a sample.
+// dim: the whole compiled space runs, not just a sample; each config once, with 16-bit K/V and
+// fp8 K/V (per-head scales) in turn (sm90_tma declines fp8: it runs them all on 16-bit K/V).
 TEST_P(TensorCoreGpu, EveryAcceptedTileConfigMatchesTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
   for (int head_dim : {64, 128, 256}) {
+    std::vector<Batch> batches;
     for (bool fp8 : {false, true}) {
       testing::SpecShape shape;
       shape.q_heads = 8;
@@ -222,24 +248,21 @@ TEST_P(TensorCoreGpu, EveryAcceptedTileConfigMatchesTheReference) {
         spec.model.kv_dtype = DType::fp8_e4m3;
         spec.model.kv_scale = KvScaleGranularity::per_head;
       }
-      const Batch batch = generate_batch(spec);
-      int accepted = 0;
-      const auto space = variant.space(batch, target);
-      for (int64_t t : space[0].values) {
-        for (int64_t w : space[1].values) {
-          for (int64_t s : space[2].values) {
-            const KernelConfig config{
-                {"tile_tokens", t}, {"warps", w}, {"stages", s}, {"num_splits", 0}};
-            if (!variant.supports(batch, config, target)) continue;
-            ++accepted;
-            expect_passed(batch, config);
-          }
-        }
-      }
-      if (!(fp8 && GetParam() == kTma)) {
-        EXPECT_GT(accepted, 0) << head_dim;
-      }
+      batches.push_back(generate_batch(spec));
     }
+    const auto cases = testing::rotated_config_cases(
+        variant, batches, target, 1,
+        [](const KernelConfig& c) { return c.get("num_splits") == 0; });
+    std::vector<std::pair<const Batch*, KernelConfig>> runs;
+    for (const auto& [b, config] : cases) runs.push_back({&batches[b], config});
+    compile_first(runs);
+    size_t with_fp8 = 0;
+    for (const auto& [b, config] : cases) {
+      with_fp8 += b;
+      EXPECT_TRUE(expect_passed(batches[b], config)) << head_dim << " " << config.key();
+    }
+    EXPECT_GT(cases.size(), 0u) << head_dim;
+    if (GetParam() != kTma) EXPECT_GT(with_fp8, 0u) << head_dim;
   }
 }
 

@@ -1,17 +1,17 @@
 // prefix_prefill.mma and prefix_prefill.masked on the GPU: random batches, configs, features and
-// fresh data, each verified against the CPU reference on a poisoned output (the Evaluator
-// NaN-fills the output, runs once, and checks every row within the dtype's tolerance before it
-// times anything). The random draws change with the time unless ATTN_TEST_SEED is set; a failure
-// prints the seed.
+// fresh data, each verified against the oracle (the CPU reference, or the tiled GPU reference for
+// a large batch) on a poisoned output (the Evaluator NaN-fills the output, runs once, and checks
+// every row within the dtype's tolerance before it times anything). The random draws change with
+// the time unless ATTN_TEST_SEED is set; a failure prints the seed. The random tests check as many
+// cases as the case budget allows (tests/gpu_case_budget.hpp).
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <random>
 #include <sstream>
 
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
+#include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
 
@@ -28,20 +28,13 @@ bool chance(std::mt19937_64& rng, double p) {
 }
 
 uint64_t test_seed() {
-  const char* fixed = std::getenv("ATTN_TEST_SEED");
-  return fixed ? std::strtoull(fixed, nullptr, 10)
-               : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return testing::test_seed_or_clock();
 }
 
 Measurement evaluate_once(const Batch& batch, const Variant& variant, const KernelConfig& config) {
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 1;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
   auto& env = testing::gpu();
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
+                                      testing::test_evaluator_options());
   return evaluator->evaluate(variant, config);
 }
 
@@ -73,6 +66,19 @@ void expect_passed(const Batch& batch, const Variant& variant, const KernelConfi
   const Measurement m = evaluate_once(batch, variant, config);
   EXPECT_EQ(m.disposition, Disposition::passed) << describe(batch, config) << ": " << m.reason;
   EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch, config);
+}
+
+// Compiles the programs of (batch, config) cases in parallel (testing::compile_in_parallel), so
+// that the checks after it find them in the JIT cache.
+void compile_first(const Variant& variant,
+                   const std::vector<std::pair<const Batch*, KernelConfig>>& cases) {
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<JitProgram> programs;
+  for (const auto& [batch, config] : cases) {
+    if (variant.supports(*batch, config, target))
+      programs.push_back(variant.programs(*batch, config, target).front());
+  }
+  testing::compile_in_parallel(programs);
 }
 
 // A random config of the variant's space that it accepts for this batch (the default when 40
@@ -137,12 +143,15 @@ TEST(PrefixPrefillMmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  for (int trial = 0; trial < 64; ++trial) {
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     WorkloadSpec spec = testing::make_spec(random_shape(rng), random_lengths(rng), "prefill-test");
     random_features(rng, spec, false);
     const Batch batch = generate_batch(spec);
     expect_passed(batch, variant, random_config(rng, variant, batch));
   }
+  testing::print_case_summary(budget, seed);
 }
 
 // Each feature alone and all together, on GQA 6 (a 16-row tile holds 2 tokens and 4 padding
@@ -213,12 +222,20 @@ TEST(PrefixPrefillMmaGpu, EachFeatureAloneAndTogetherMatchesTheReference) {
                    {"unroll_cache", 2},
                    {"unroll_new", 2}},
   };
-  for (const auto& [name, edit] : features) {
-    SCOPED_TRACE(name);
+  std::vector<Batch> batches;
+  for (const auto& feature : features) {
     WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-features");
-    edit(spec);
-    const Batch batch = generate_batch(spec);
-    for (const KernelConfig& config : configs) expect_passed(batch, variant, config);
+    feature.second(spec);
+    batches.push_back(generate_batch(spec));
+  }
+  std::vector<std::pair<const Batch*, KernelConfig>> cases;
+  for (const Batch& batch : batches) {
+    for (const KernelConfig& config : configs) cases.push_back({&batch, config});
+  }
+  compile_first(variant, cases);
+  for (size_t f = 0; f < features.size(); ++f) {
+    SCOPED_TRACE(features[f].first);
+    for (const KernelConfig& config : configs) expect_passed(batches[f], variant, config);
   }
 }
 
@@ -231,6 +248,8 @@ TEST(PrefixPrefillMmaGpu, VllmLayoutAtEveryPageSizeMatchesTheReference) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
+  std::vector<Batch> batches;
+  std::vector<KernelConfig> configs;
   for (int page_size : {1, 2, 3, 5, 8, 16, 17, 24, 32, 64, 256}) {
     for (bool fp8 : {false, true}) {
       testing::SpecShape shape;
@@ -244,15 +263,21 @@ TEST(PrefixPrefillMmaGpu, VllmLayoutAtEveryPageSizeMatchesTheReference) {
       WorkloadSpec spec =
           testing::make_spec(shape, {{0, 33}, {13, 1}, {250, 70}, {1000, 17}}, "vllm-pages");
       if (fp8) spec.model.kv_dtype = DType::fp8_e4m3;
-      const Batch batch = generate_batch(spec);
-      expect_passed(batch, variant, random_config(rng, variant, batch));
+      batches.push_back(generate_batch(spec));
+      configs.push_back(random_config(rng, variant, batches.back()));
     }
   }
+  std::vector<std::pair<const Batch*, KernelConfig>> cases;
+  for (size_t i = 0; i < batches.size(); ++i) cases.push_back({&batches[i], configs[i]});
+  compile_first(variant, cases);
+  for (const auto& [batch, config] : cases) expect_passed(*batch, variant, config);
 }
 
-// Every (block_m, block_n, warps) the variant accepts on this device per head dim (stages 2, no
-// unroll), and a random draw of stages and unroll factors for each, on a batch mixing decode
-// rows, a short prefill and a chunk after a long context.
+// Every (block_m, block_n, warps) the variant accepts on this device per head dim, once, with a
+// random draw of stages and unroll factors (stages 2 and no unroll when the draw is refused), on a
+// batch mixing decode rows, a short prefill and a chunk after a long context. (Each tile shape
+// twice, plain and drawn, was twice the compiles for little more: stages and unroll factors are
+// drawn over the shapes.)
 TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -261,6 +286,8 @@ TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
+  std::vector<Batch> batches;
+  std::vector<std::pair<const Batch*, KernelConfig>> cases;
   for (int head_dim : {64, 128, 256}) {
     testing::SpecShape shape;
     shape.q_heads = 8;
@@ -269,27 +296,33 @@ TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
     shape.page_size = 16;
     shape.dtype = head_dim == 128 ? DType::fp16 : DType::bf16;
     shape.seed = rng();
-    const Batch batch = generate_batch(
-        testing::make_spec(shape, {{100, 1}, {0, 50}, {1100, 200}}, "prefill-tiles"));
+    batches.push_back(generate_batch(
+        testing::make_spec(shape, {{100, 1}, {0, 50}, {1100, 200}}, "prefill-tiles")));
+  }
+  for (const Batch& batch : batches) {
     int accepted = 0;
     const auto space = variant.space(batch, target);
     for (int64_t m : space[0].values) {
       for (int64_t n : space[1].values) {
         for (int64_t w : space[2].values) {
-          KernelConfig config{{"block_m", m}, {"block_n", n},      {"warps", w},
-                              {"stages", 2},  {"unroll_cache", 1}, {"unroll_new", 1}};
-          if (!variant.supports(batch, config, target)) continue;
+          const KernelConfig plain{{"block_m", m}, {"block_n", n},      {"warps", w},
+                                   {"stages", 2},  {"unroll_cache", 1}, {"unroll_new", 1}};
+          if (!variant.supports(batch, plain, target)) continue;
           ++accepted;
-          SCOPED_TRACE(config.key());
-          expect_passed(batch, variant, config);
-          config.set("stages", pick(rng, space[3].values))
+          KernelConfig drawn = plain;
+          drawn.set("stages", pick(rng, space[3].values))
               .set("unroll_cache", pick(rng, space[4].values))
               .set("unroll_new", pick(rng, space[5].values));
-          if (variant.supports(batch, config, target)) expect_passed(batch, variant, config);
+          cases.push_back({&batch, variant.supports(batch, drawn, target) ? drawn : plain});
         }
       }
     }
-    EXPECT_GT(accepted, 0) << head_dim;
+    EXPECT_GT(accepted, 0) << batch.spec.model.head_dim;
+  }
+  compile_first(variant, cases);
+  for (const auto& [batch, config] : cases) {
+    SCOPED_TRACE(config.key());
+    expect_passed(*batch, variant, config);
   }
 }
 
@@ -365,7 +398,9 @@ TEST(PrefixPrefillMaskedGpu, EveryMaskKindWithRandomFeaturesMatchesTheReference)
   const uint64_t seed = test_seed();
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  for (int trial = 0; trial < 32; ++trial) {
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const ExplicitMaskKind kind = pick(
         rng, std::vector<ExplicitMaskKind>{ExplicitMaskKind::causal, ExplicitMaskKind::tree,
                                            ExplicitMaskKind::branches, ExplicitMaskKind::random});
@@ -389,6 +424,7 @@ TEST(PrefixPrefillMaskedGpu, EveryMaskKindWithRandomFeaturesMatchesTheReference)
     const Batch batch = generate_batch(spec);
     expect_passed(batch, variant, random_config(rng, variant, batch));
   }
+  testing::print_case_summary(budget, seed);
 }
 
 }  // namespace

@@ -3,22 +3,22 @@
 // GQA non powers of two, page sizes 1..256 (cp.async under 64 keys, TMA boxes from 64), NHD and
 // HND, both dtypes, soft-cap, sinks, non-causal), every accepted config, every page size and
 // layout, decode-like tiles that are mostly padding, and the acceptance shapes. Each case
-// is verified against the CPU reference on a poisoned output (the Evaluator NaN-fills the output,
-// runs once and checks every row within the dtype's tolerance, and counts non-finite values) before
-// anything is timed. The programs of a test are compiled in parallel first. The random draws change
-// with the time unless ATTN_TEST_SEED is set; a failure prints the seed.
+// is verified against the oracle (the CPU reference, or the tiled GPU reference for a large batch)
+// on a poisoned output (the Evaluator NaN-fills the output, runs once and checks every row within
+// the dtype's tolerance, and counts non-finite values) before anything is timed. The programs of a
+// test are compiled in parallel first. The random draws change with the time unless
+// ATTN_TEST_SEED is set; a failure prints the seed. The random test checks as many cases as the
+// case budget allows (tests/gpu_case_budget.hpp).
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <functional>
-#include <future>
 #include <random>
 #include <sstream>
 
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
+#include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
 
@@ -45,9 +45,7 @@ bool chance(std::mt19937_64& rng, double p) {
 }
 
 uint64_t test_seed() {
-  const char* fixed = std::getenv("ATTN_TEST_SEED");
-  return fixed ? std::strtoull(fixed, nullptr, 10)
-               : uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  return testing::test_seed_or_clock();
 }
 
 const Variant& sm90_variant(const Registry& registry) {
@@ -83,14 +81,9 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
 }
 
 Measurement evaluate_once(const Batch& batch, const Variant& variant, const KernelConfig& config) {
-  Evaluator::Options options;
-  options.policy = screen_policy();
-  options.policy.min_samples = options.policy.max_samples = 1;
-  options.policy.warmup_min = 0;
-  options.policy.warmup_max_seconds = 0;
-  options.policy.timer = TimerMode::events;
   auto& env = testing::gpu();
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
+                                      testing::test_evaluator_options());
   return evaluator->evaluate(variant, config);
 }
 
@@ -100,25 +93,18 @@ struct Case {
 };
 
 // Compiles the programs of `cases` in parallel (reporting compile errors), then runs each once on
-// a poisoned output and checks it against the CPU reference.
+// a poisoned output and checks it against the oracle.
 void expect_all_pass(const std::vector<Case>& cases) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
-  auto& env = testing::gpu();
   const Target target = device_target();
-  std::vector<std::future<CompiledProgram>> compiles;
+  std::vector<JitProgram> programs;
   for (const Case& c : cases) {
     const Support support = variant.supports(c.batch, c.config, target);
     ASSERT_TRUE(support.ok) << describe(c.batch, c.config) << ": " << support.reason;
-    compiles.push_back(env.jit->compile_async(variant.programs(c.batch, c.config, target).front()));
+    programs.push_back(variant.programs(c.batch, c.config, target).front());
   }
-  for (auto& compiled : compiles) {
-    try {
-      compiled.get();
-    } catch (const CompileError& error) {
-      ADD_FAILURE() << error.what() << "\n" << error.log();
-    }
-  }
+  testing::compile_in_parallel(programs);
   for (const Case& c : cases) {
     const Measurement m = evaluate_once(c.batch, variant, c.config);
     EXPECT_EQ(m.disposition, Disposition::passed)
@@ -164,7 +150,8 @@ TEST(PrefixPrefillSm90Gpu, OneTileMatchesTheReference) {
 // Random shapes (GQA 1..16 with non powers of two, head dims 64/128/256, bf16/fp16, page sizes
 // 1..256, copied and TMA-boxed, NHD/HND, sequential or shuffled pages), 1 to 5 sequences with
 // contexts 0, around pages and tiles, and long, query lengths from 1, soft-cap, sinks and
-// non-causal at random, and a random accepted config.
+// non-causal at random, and a random accepted config; one case at a time, as many as the case
+// budget allows.
 TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -173,8 +160,9 @@ TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  std::vector<Case> cases;
-  for (int trial = 0; trial < 40; ++trial) {
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
     testing::SpecShape shape;
     shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
     shape.q_heads =
@@ -208,9 +196,9 @@ TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
         break;
       }
     }
-    cases.push_back({std::move(batch), config});
+    expect_all_pass({Case{std::move(batch), config}});
   }
-  expect_all_pass(cases);
+  testing::print_case_summary(budget, seed);
 }
 
 // Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head dim
