@@ -9,10 +9,11 @@
 # folder has them). Per round every preset runs with both builds, the order alternating from round
 # to round so that a drift of the GPU falls on both alike (`attn-bench run --preset P --variant
 # VARIANT --policy confirm`: each case verified first), each build with its own JIT cache and
-# database; with PEERS=1 torch's backends (.carry/seed_peers.py dense_flash) run once per round.
-# Environment: ROUNDS (default 2), VARIANT (default flash_fwd.sm*), PRESETS (required).
+# database; PEERS names sections of .carry/seed_peers.py (e.g. dense_flash: torch's SDPA backends
+# on the dense prefill shapes) to run once per round.
+# Environment: ROUNDS (default 2), VARIANT (default flash_fwd.sm*), PRESETS (required), PEERS.
 # Prints each preset's medians, base / new and their ratio, and leaves OUT/ab.tgz (both
-# databases, the runs' logs, torch's rounds), which scripts/flash-fwd-table.py reads per side.
+# databases, the runs' logs, the peers' rounds).
 set -uo pipefail
 : "${PRESETS:?name the presets to compare}"
 work=$(mktemp -d)
@@ -34,7 +35,8 @@ for ((r = 1; r <= ${ROUNDS:-2}; ++r)); do
     if ((r % 2)); then one base "$p"; one new "$p"; else one new "$p"; one base "$p"; fi
   done
   if [ -n "${PEERS:-}" ] && [ -f .carry/seed_peers.py ]; then
-    PYTHONUNBUFFERED=1 timeout 300 python3 .carry/seed_peers.py dense_flash > "$work/new/peers-$r.txt" 2>&1
+    # shellcheck disable=SC2086
+    PYTHONUNBUFFERED=1 timeout 300 python3 .carry/seed_peers.py $PEERS > "$work/new/peers-$r.txt" 2>&1
     cp "$work/new/peers-$r.txt" "$work/base/peers-$r.txt"
   fi
 done

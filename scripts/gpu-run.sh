@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the decode benchmark on a GPU machine, over a build folder made on another
-# machine of the same architecture (DESIGN.md, "GPU testing"): build with `make build` here, send
+# machine of the same architecture (docs/gpu-testing.md): build with `make build` here, send
 # the checkout with the build folder, and run this script in the checkout's root there.
 #
 #   scripts/gpu-run.sh [preset ...]      default preset: decode-llama3-8b-64x4096

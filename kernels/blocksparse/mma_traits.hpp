@@ -4,9 +4,11 @@
 // check the walk against workloads/visibility) and by the device template (which static_asserts
 // the config rule and walks the layout with the same functions), so the two cannot disagree.
 //
-// The kernel body has the structure of flash_fwd.sm80_mma (the same per-warp tiles, score and
-// accumulator arrays, Q staging and K/V pipeline), so its register and shared-memory model is
-// flash_sm80's, measured there with ptxas; only the rules that differ live here.
+// The kernel body is the sm80 attention loop that flash_fwd.sm80_mma runs too
+// (kernels/common/sm80_attention.cuh), so its register and shared-memory model is that loop's
+// (kernels/common/sm80_attention_traits.hpp), measured with ptxas; its config rule is
+// flash_fwd.sm80_mma's narrowed (no split pipeline, no head_dim 256, no spills); only the rules
+// that differ live here.
 #pragma once
 
 #include "base/host_device.hpp"

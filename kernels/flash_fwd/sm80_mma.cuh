@@ -12,27 +12,14 @@
 // Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
 // head_dim] (flash_fwd_gather_kv makes them so from the paged pool, once, outside the timing).
 //
-// Work decomposition (grid = query tiles of all sequences, q heads):
-// - A CTA owns TILE_M query rows of one sequence and one q head; the host lists the (sequence,
-//   tile) pairs heaviest first, so causal diagonal-heavy tiles do not run alone at the end.
-// - Each of the WARPS warps owns TILE_M / WARPS rows (one or two m16 fragments) and keeps their
-//   online-softmax state in registers: the fp32 output accumulator, row max and row sum. Q's A
-//   fragments stay in registers when they fit (traits: q_in_registers).
-// - K and V of one key tile (TILE_N rows) stream into one of STAGES shared-memory buffers with
-//   cp.async while earlier tiles are computed. Rows are padded by 16 bytes (head_dim 64) or, at
-//   head_dim 128 and 256, their 16-byte chunks are XOR-swizzled by the row's index mod 8
-//   (flash_sm80::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
-//   bank-conflict free, and with the swizzle every 128-byte line a copy writes is one aligned line
-//   of shared memory. One barrier per key tile.
-// - STAGES = 1 is a split pipeline instead (FlashAttention-2's: one K buffer and one V buffer,
-//   two barriers per key tile, half the shared memory of two stages), with the second barrier
-//   after the softmax: V_n loads while S_n = Q K_n^T and its softmax are computed, K_{n+1} while
-//   P V_n is.
-// - S = Q K^T per warp (fp32), then P = 2^(S * scale_log2 - max) in registers is the A operand of
-//   O += P V: P never goes through shared memory.
-// - Causal: key tiles past the tile's last visible key are never loaded; the mask is applied only
-//   on tiles that cross the diagonal (or the sequence's end), and a warp skips the products of a
-//   tile none of its rows can see.
+// Work decomposition (grid = query tiles of all sequences, q heads): a CTA owns TILE_M query rows
+// of one sequence and one q head; the host lists the (sequence, tile) pairs heaviest first, so
+// causal diagonal-heavy tiles do not run alone at the end. Inside, the sm80 attention loop
+// (kernels/common/sm80_attention.cuh: warps' rows and online softmax in registers, the cp.async
+// K/V pipeline or, at STAGES = 1, FlashAttention-2's split K / V pipeline). What is this
+// kernel's own: the key tiles, every one of the sequence's or with CAUSAL those up to the tile's
+// last visible key (the later ones are never loaded); any of them may cross the diagonal or the
+// sequence's end, so the loop masks every tile that reaches a warp's first hidden key.
 //
 // Tunables and why they exist:
 //   TILE_M  query rows per CTA: K/V bytes re-read per query row vs CTAs to fill the GPU
@@ -40,410 +27,53 @@
 //   WARPS   TILE_M / WARPS rows per warp (16 or 32): 32 reuse each K/V fragment for two mma
 //           tiles (half the shared-memory traffic per FLOP) but need twice the accumulators
 //   STAGES  cp.async pipeline depth: key tiles in flight while one is computed (1: the split
-//           K / V pipeline above)
+//           K / V pipeline)
 #pragma once
 
-#include "kernels/common/convert.cuh"
-#include "kernels/common/cp_async.cuh"
-#include "kernels/common/fast_math.cuh"
-#include "kernels/common/mma_sm80.cuh"
+#include "kernels/common/sm80_attention.cuh"
 #include "kernels/flash_fwd/gather_kv.cuh"
 #include "kernels/flash_fwd/sm80_mma_params.hpp"
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 
 namespace attn {
 
+namespace flash_sm80 {
+
+// The key tiles of a dense CTA: all of the sequence's, or with CAUSAL up to the tile's last row's
+// last visible key, TILE_N keys each from key 0.
+template <int TILE_M, int TILE_N, bool CAUSAL>
+struct DenseKeyTiles {
+  static constexpr bool kRowsBeforeQueries = false;  // tiles start at query 0
+  static constexpr bool kConsecutive = true;         // tile n starts at key n * TILE_N
+  static constexpr bool kAdmitsSpills = true;        // flash_sm80::kMaxRegisterEstimate
+  int m0;                                            // the tile's first query
+  int tiles;                                         // key tiles to visit
+
+  static __device__ __forceinline__ DenseKeyTiles of(const FlashFwdParams&, int row0, int,
+                                                     int q_len, int kv_len) {
+    const int offset = kv_len - q_len;  // causal: query i sees keys j <= i + offset
+    int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
+    if (CAUSAL) {
+      const int visible = min(row0 + TILE_M, q_len) + offset;  // keys the CTA's last row sees
+      n_tiles = visible > 0 ? min(n_tiles, (visible + TILE_N - 1) / TILE_N) : 0;
+    }
+    return {row0, n_tiles};
+  }
+  static __device__ __forceinline__ float* lse(const FlashFwdParams& p) { return p.lse; }
+  __device__ __forceinline__ int count() const { return tiles; }
+  __device__ __forceinline__ int key0(int n) const { return n * TILE_N; }
+  // Any tile may cross the diagonal or the sequence's end.
+  __device__ __forceinline__ bool may_mask(int) const { return true; }
+};
+
+}  // namespace flash_sm80
+
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
 __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashFwdParams p) {
   static_assert(flash_sm80::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) == flash_sm80::kOk,
                 "invalid flash_fwd.sm80_mma config: see flash_sm80::check");
-  constexpr int THREADS = flash_sm80::threads(WARPS);
-  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // smem row, 16-bit elements
-  constexpr int WARP_ROWS = flash_sm80::warp_rows(TILE_M, WARPS);
-  constexpr int M_FRAGS = flash_sm80::m_frags(TILE_M, WARPS);
-  constexpr bool Q_IN_REGS = flash_sm80::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
-  constexpr int N_TILES = TILE_N / 8;     // n8 tiles of S per m16 fragment
-  constexpr int D_TILES = HEAD_DIM / 8;   // n8 tiles of O per m16 fragment
-  constexpr int K_STEPS = HEAD_DIM / 16;  // k16 steps of Q.K
-  constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks of a row
-  constexpr int KV_TILE = TILE_N * ROW;   // one K or V buffer, elements
-  constexpr bool SPLIT = STAGES == 1;     // one K and one V buffer, loaded in turn
-  const float kNegInf = -__int_as_float(0x7f800000);
-
-  // Q [TILE_M][ROW], then [STAGES][K, V][TILE_N][ROW] (SPLIT: one K and one V buffer).
-  extern __shared__ __align__(16) unsigned short smem[];
-  unsigned short* q_tile = smem;
-  unsigned short* kv_tiles = smem + TILE_M * ROW;
-
-  const int seq = p.tiles[2 * blockIdx.x], m0 = p.tiles[2 * blockIdx.x + 1] * TILE_M;
-  const int q_head = blockIdx.y, kv_head = q_head / p.group;
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
-  const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
-  const int offset = kv_len - q_len;  // causal: query i sees keys j <= i + offset
-
-  // Key tiles this CTA visits: all of the sequence's, or with CAUSAL up to the last row's last
-  // visible key.
-  int n_tiles = (kv_len + TILE_N - 1) / TILE_N;
-  if (CAUSAL) {
-    const int visible = min(m0 + TILE_M, q_len) + offset;  // keys the CTA's last row sees
-    n_tiles = visible > 0 ? min(n_tiles, (visible + TILE_N - 1) / TILE_N) : 0;
-  }
-  // This warp's rows [warp_row0, warp_row0 + WARP_ROWS) of the sequence's queries. Keys from
-  // mask_from on are hidden from at least one of them (causal or past the end): tiles that reach
-  // it are masked element by element, the others not at all.
-  const int warp_row0 = m0 + warp * WARP_ROWS;
-  const int mask_from = CAUSAL ? min(kv_len, warp_row0 + offset + 1) : kv_len;
-  const int warp_keys_end = CAUSAL ? warp_row0 + WARP_ROWS + offset : kv_len;  // none past this
-  const bool warp_has_rows = warp_row0 < q_len;
-
-  // The sequence's first row of this head in each tensor.
-  const long long q_row_stride = (long long)p.num_q_heads * HEAD_DIM;
-  const long long kv_row_stride = (long long)p.num_kv_heads * HEAD_DIM;
-  const unsigned short* q_src =
-      static_cast<const unsigned short*>(p.q) + q_begin * q_row_stride + q_head * HEAD_DIM;
-  const unsigned short* k_src =
-      static_cast<const unsigned short*>(p.k) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
-  const unsigned short* v_src =
-      static_cast<const unsigned short*>(p.v) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
-
-  // Copy pattern: thread t copies 16-byte chunk t % CHUNKS of rows t / CHUNKS + i * ROWS_PER_PASS.
-  // Offsets within a sequence are 32-bit element counts (the host checks they fit), so a row's
-  // address costs one multiply-add and few registers stay live across the key loop. Rows past
-  // the sequence's end are zero-filled without a read: finite, and masked or never stored.
-  constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
-  static_assert(THREADS % CHUNKS == 0, "copy pattern");
-  const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
-  // Pass i writes row copy_row + i * ROWS_PER_PASS (flash_sm80::copy_address).
-  const int copy_dst =
-      copy_row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
-  auto copy_address = [&](unsigned short* tile, int i) {
-    return flash_sm80::copy_address<HEAD_DIM>(tile, copy_dst, i, ROWS_PER_PASS);
-  };
-  const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
-#pragma unroll
-  for (int i = 0; i < (TILE_M + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
-    const int r = copy_row + i * ROWS_PER_PASS;
-    if (TILE_M % ROWS_PER_PASS != 0 && r >= TILE_M) break;
-    const bool valid = m0 + r < q_len;
-    cp_async_16(copy_address(q_tile, i), q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
-                valid);
-  }
-  cp_async_commit();
-  const unsigned short* k_copy = k_src + copy_col;
-  const unsigned short* v_copy = v_src + copy_col;
-  // Key tile n's K and/or V rows into stage `stage`'s buffers.
-  auto load_tile = [&](int n, int stage, bool k, bool v) {
-    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE;
-    unsigned short* v_dst = k_dst + KV_TILE;
-#pragma unroll
-    for (int i = 0; i < (TILE_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
-      const int r = copy_row + i * ROWS_PER_PASS;
-      if (TILE_N % ROWS_PER_PASS != 0 && r >= TILE_N) break;
-      const int key = n * TILE_N + r;
-      const bool valid = key < kv_len;
-      const int at = valid ? key * kv_stride : 0;
-      if (k) cp_async_16(copy_address(k_dst, i), k_copy + at, valid);
-      if (v) cp_async_16(copy_address(v_dst, i), v_copy + at, valid);
-    }
-  };
-  auto load_kv = [&](int n, int stage) { load_tile(n, stage, true, true); };
-  // Prologue: STAGES - 1 key tiles in flight (SPLIT: K_0). Every stage commits a group (possibly
-  // empty) so the wait counts below stay exact.
-  if constexpr (SPLIT) {
-    if (n_tiles > 0) load_tile(0, 0, true, false);
-    cp_async_commit();
-  }
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < n_tiles) load_kv(s, s);
-    cp_async_commit();
-  }
-
-  // ldmatrix row addresses (lane l names row l % 8 of matrix l / 8) for k16 step 0, the chunk
-  // placed by the row's index mod 8 (lane % 8); step ks is 16 ks elements on
-  // (flash_sm80::fragment_address).
-  const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW +
-                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
-  const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW +
-                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, (lane / 8) % 2) * 8;
-  const int v_frag = (lane % 16) * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
-  // Q K^T walks its k16 steps four at a time (one 128-byte group) where that measured faster:
-  // head_dim 128, swizzled (0.3% to 2.9% less time on an H200). There each fragment's offsets for
-  // the four 16-element steps of a group are XORed once (steps[j]), so step 4 g + j reads at
-  // steps[j] + rows + 64 g (an immediate) and no ldmatrix needs an XOR of its own. At head_dim 256
-  // the four steps' fragments spilled (476.70 -> 551.89 us at 16 x 1024): there each read XORs
-  // its step in (flash_sm80::fragment_address).
-  constexpr bool GROUPED_STEPS = flash_sm80::swizzled(HEAD_DIM) && !Q_IN_REGS && HEAD_DIM == 128;
-  // Otherwise, with Q from shared memory, the k16 steps of Q K^T unrolled QK_UNROLL at a time: at
-  // head_dim 256 eight of its sixteen (all sixteen spilled 28 bytes), which measured on an H200
-  // (BENCHMARKS.md, flash_fwd, "stacked heads"), against two: d256 16x1024
-  // 466.24 / 465.02 / 465.25 -> 461.68 / 462.34 / 461.82 us, 4x4096 1722.88 / 1721.60 / 1722.93
-  // -> 1708.50 / 1708.99 / 1708.21, 16x1024 causal 268.91 / 269.25 / 268.96 -> 265.44 / 265.57 /
-  // 265.44 (four: 0.8% to 3% slower). ptxas spills 4 bytes in the causal default (a value
-  // reloaded once per key tile; at two, the 32-row causal config spilled 4). Two elsewhere.
-  constexpr int QK_UNROLL = Q_IN_REGS ? K_STEPS : HEAD_DIM == 256 ? 8 : 2;
-  int q_steps[4], k_steps[4], v_steps[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    q_steps[j] = q_frag ^ (16 * j);
-    k_steps[j] = k_frag ^ (16 * j);
-    v_steps[j] = v_frag ^ (16 * j);
-  }
-  // Fragment `frag` of `tile`, `rows` elements (whole rows) on, at k16 step 4 g + j (j a constant
-  // where GROUPED_STEPS).
-  auto frag_at = [&](const unsigned short* tile, const int(&steps)[4], int frag, int rows, int g,
-                     int j) {
-    if constexpr (GROUPED_STEPS) {
-      return tile + steps[j] + rows + 64 * g;
-    } else {
-      return flash_sm80::fragment_address<HEAD_DIM>(tile, frag, rows, 16 * (4 * g + j));
-    }
-  };
-
-  cp_async_wait<SPLIT ? 1 : STAGES - 1>();  // Q landed (the key tiles may still be in flight)
-  __syncthreads();
-  unsigned int q_regs[Q_IN_REGS ? M_FRAGS : 1][Q_IN_REGS ? K_STEPS : 1][4];
-  if constexpr (Q_IN_REGS) {
-#pragma unroll
-    for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-      for (int ks = 0; ks < K_STEPS; ++ks)
-        ldmatrix_x4(q_regs[m][ks], frag_at(q_tile, q_steps, q_frag, m * 16 * ROW, ks / 4, ks % 4));
-    }
-  }
-
-  // Accumulator element e of n8 tile j of fragment m: row m * 16 + lane / 4 + 8 * (e / 2),
-  // column j * 8 + 2 * (lane % 4) + e % 2 of the warp's block. Statistics per row r = 2m + e / 2.
-  float o[M_FRAGS][D_TILES][4];
-#pragma unroll
-  for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-    for (int d = 0; d < D_TILES; ++d) o[m][d][0] = o[m][d][1] = o[m][d][2] = o[m][d][3] = 0.0f;
-  }
-  float row_max[2 * M_FRAGS];  // raw scores (scale_log2 > 0 keeps the order)
-  float row_sum[2 * M_FRAGS];  // this lane's columns only; summed over the quad at the end
-#pragma unroll
-  for (int r = 0; r < 2 * M_FRAGS; ++r) row_max[r] = kNegInf, row_sum[r] = 0.0f;
-  // Row sums on the tensor cores (flash_sm80::tensor_row_sums): P times an n8 tile of ones, one
-  // more mma per k16 step of P V, gives every column of sums[m] the rows' sums of P; element 0
-  // (row lane / 4) and element 2 (row lane / 4 + 8) are rescaled with O and read at the end, and
-  // the softmax adds no sums of its own.
-  constexpr bool ROW_SUMS = flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
-  constexpr unsigned int ones = packed_ones<DTYPE>();
-  float sums[M_FRAGS][4];
-#pragma unroll
-  for (int m = 0; m < M_FRAGS; ++m) sums[m][0] = sums[m][1] = sums[m][2] = sums[m][3] = 0.0f;
-
-  for (int n = 0; n < n_tiles; ++n) {
-    if constexpr (SPLIT) {
-      cp_async_wait<0>();
-      __syncthreads();  // K_n visible to every warp; every warp done with V_{n-1}
-      load_tile(n, 0, false, true);
-      cp_async_commit();
-    } else {
-      cp_async_wait<STAGES - 2>();
-      __syncthreads();  // tile n visible to every warp; tile n - 1's buffer free
-      if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1, (n + STAGES - 1) % STAGES);
-      cp_async_commit();
-    }
-
-    const int key0 = n * TILE_N;
-    // No row of this warp sees the tile: skip its products (SPLIT: not the barrier below).
-    const bool sees = warp_has_rows && key0 < warp_keys_end;
-    if (!SPLIT && !sees) continue;
-    const unsigned short* k_tile = kv_tiles + (SPLIT ? 0 : (n % STAGES) * 2 * KV_TILE);
-    const unsigned short* v_tile = k_tile + KV_TILE;
-    // SPLIT, after S_n and its softmax: V_n visible to every warp, every warp done with K_n,
-    // K_{n+1} on its way.
-    auto next_keys = [&] {
-      if constexpr (SPLIT) {
-        cp_async_wait<0>();
-        __syncthreads();
-        if (n + 1 < n_tiles) load_tile(n + 1, 0, true, false);
-        cp_async_commit();
-      }
-    };
-    if (SPLIT && !sees) {
-      next_keys();
-      continue;
-    }
-
-    // S = Q K^T: [WARP_ROWS x TILE_N] per warp; each K fragment serves every m16 fragment.
-    float s[M_FRAGS][N_TILES][4];
-#pragma unroll
-    for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-      for (int j = 0; j < N_TILES; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
-    }
-    // One k16 step: 4 g + j (without GROUPED_STEPS: g 0, j the step).
-    auto qk_step = [&](int g, int j) {
-      const int ks = 4 * g + j;
-      unsigned int a[M_FRAGS][4];  // Q's A fragments of this k16 step
-#pragma unroll
-      for (int m = 0; m < M_FRAGS; ++m) {
-        if constexpr (Q_IN_REGS) {
-#pragma unroll
-          for (int x = 0; x < 4; ++x) a[m][x] = q_regs[m][ks][x];
-        } else {
-          ldmatrix_x4(a[m], frag_at(q_tile, q_steps, q_frag, m * 16 * ROW, g, j));
-        }
-      }
-#pragma unroll
-      for (int pair = 0; pair < N_TILES / 2; ++pair) {
-        unsigned int b[4];  // keys pair*16 .. +7 and +8 .. +15, dims ks*16 .. +15
-        ldmatrix_x4(b, frag_at(k_tile, k_steps, k_frag, pair * 16 * ROW, g, j));
-#pragma unroll
-        for (int m = 0; m < M_FRAGS; ++m) {
-          mma_m16n8k16<DTYPE>(s[m][2 * pair], a[m], b[0], b[1]);
-          mma_m16n8k16<DTYPE>(s[m][2 * pair + 1], a[m], b[2], b[3]);
-        }
-      }
-    };
-    if constexpr (GROUPED_STEPS) {
-      // A 128-byte group's four steps unrolled (each at an immediate from its group's offsets).
-#pragma unroll 1
-      for (int g = 0; g < K_STEPS / 4; ++g) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) qk_step(g, j);
-      }
-    } else {
-      // Q from shared memory: QK_UNROLL k16 steps unrolled (fully, the compiler hoisted every
-      // step's Q fragments at once and spilled).
-#pragma unroll(QK_UNROLL)
-      for (int ks = 0; ks < K_STEPS; ++ks) qk_step(0, ks);
-    }
-
-    // The mask, only on tiles that reach a hidden key of some row of this warp.
-    if (key0 + TILE_N > mask_from) {
-#pragma unroll
-      for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int row = warp_row0 + m * 16 + lane / 4 + 8 * (e / 2);
-            const int key = key0 + j * 8 + 2 * (lane % 4) + (e & 1);
-            if (key >= kv_len || (CAUSAL && key > row + offset)) s[m][j][e] = kNegInf;
-          }
-        }
-      }
-    }
-
-    // Online softmax: new row maxima, rescale the running state, P = 2^(S * scale_log2 - max).
-#pragma unroll
-    for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = 2 * m + h;
-        float tile_max = kNegInf;
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j)
-          tile_max = fmaxf(tile_max, fmaxf(s[m][j][2 * h], s[m][j][2 * h + 1]));
-        // The 4 lanes of a quad hold one row.
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-        const float new_max = fmaxf(row_max[r], tile_max);
-        // No visible key yet: a finite base, so that -inf - -inf never happens.
-        const float base = new_max == kNegInf ? 0.0f : new_max * p.scale_log2;
-        const float alpha = exp2_ftz(row_max[r] * p.scale_log2 - base);  // 0 while no key
-        row_max[r] = new_max;
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < N_TILES; ++j) {
-          s[m][j][2 * h] = exp2_ftz(fmaf(s[m][j][2 * h], p.scale_log2, -base));
-          s[m][j][2 * h + 1] = exp2_ftz(fmaf(s[m][j][2 * h + 1], p.scale_log2, -base));
-          if constexpr (!ROW_SUMS) sum += s[m][j][2 * h] + s[m][j][2 * h + 1];
-        }
-        if constexpr (ROW_SUMS) {
-          sums[m][2 * h] *= alpha;
-        } else {
-          row_sum[r] = fmaf(row_sum[r], alpha, sum);
-        }
-#pragma unroll
-        for (int d = 0; d < D_TILES; ++d) {
-          o[m][d][2 * h] *= alpha;
-          o[m][d][2 * h + 1] *= alpha;
-        }
-      }
-    }
-
-    // SPLIT: the barrier after the softmax, not before it, so V_n has
-    // the softmax's time to land and no warp waits there with its exponentials undone: 451.46 ->
-    // 423.86 us at head_dim 128, 16 x 1024, 128 x 64 over 4 warps (H200, BENCHMARKS.md).
-    next_keys();
-
-    // O += P V: two n8 tiles of P make one k16 A fragment; V's B fragments come transposed.
-#pragma unroll
-    for (int kc = 0; kc < TILE_N / 16; ++kc) {
-      unsigned int a[M_FRAGS][4];
-#pragma unroll
-      for (int m = 0; m < M_FRAGS; ++m) {
-        a[m][0] = pack2<DTYPE>(s[m][2 * kc][0], s[m][2 * kc][1]);
-        a[m][1] = pack2<DTYPE>(s[m][2 * kc][2], s[m][2 * kc][3]);
-        a[m][2] = pack2<DTYPE>(s[m][2 * kc + 1][0], s[m][2 * kc + 1][1]);
-        a[m][3] = pack2<DTYPE>(s[m][2 * kc + 1][2], s[m][2 * kc + 1][3]);
-      }
-#pragma unroll
-      for (int dp = 0; dp < D_TILES / 2; ++dp) {
-        unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-        ldmatrix_x4_trans(b, frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4));
-#pragma unroll
-        for (int m = 0; m < M_FRAGS; ++m) {
-          mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
-          mma_m16n8k16<DTYPE>(o[m][2 * dp + 1], a[m], b[2], b[3]);
-        }
-      }
-      if constexpr (ROW_SUMS) {
-#pragma unroll
-        for (int m = 0; m < M_FRAGS; ++m) mma_m16n8k16<DTYPE>(sums[m], a[m], ones, ones);
-      }
-    }
-  }
-  cp_async_wait<0>();  // no copy may land in shared memory after the CTA exits
-  if (!warp_has_rows) return;
-
-    // Normalise, stage the warp's rows through its own Q rows (only this warp reads them), then
-    // store 16 bytes per lane along each row.
-#pragma unroll
-  for (int m = 0; m < M_FRAGS; ++m) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = 2 * m + h;
-      if constexpr (ROW_SUMS) {
-        row_sum[r] = sums[m][2 * h];
-      } else {
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-      }
-      const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;  // no key: zeros
-      const int row = warp * WARP_ROWS + m * 16 + lane / 4 + 8 * h;    // in the CTA's tile
-      __syncwarp();  // every lane's last ldmatrix of Q done before the rows are overwritten
-#pragma unroll
-      for (int d = 0; d < D_TILES; ++d) {
-        *reinterpret_cast<unsigned int*>(
-            q_tile + row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, row, d) * 8 +
-            2 * (lane % 4)) = pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
-      }
-      if (p.lse != nullptr && lane % 4 == 0 && m0 + row < q_len) {
-        const float kLn2 = 0.69314718055994531f;
-        p.lse[(long long)(q_begin + m0 + row) * p.num_q_heads + q_head] =
-            row_sum[r] > 0.0f ? (row_max[r] * p.scale_log2 + log2f(row_sum[r])) * kLn2 : kNegInf;
-      }
-    }
-  }
-  __syncwarp();
-  unsigned short* out =
-      static_cast<unsigned short*>(p.out) + q_begin * q_row_stride + q_head * HEAD_DIM;
-#pragma unroll
-  for (int i = 0; i < WARP_ROWS * CHUNKS / 32; ++i) {
-    const int c = lane + i * 32;
-    const int r = warp * WARP_ROWS + c / CHUNKS, col = (c % CHUNKS) * 8;
-    if (m0 + r < q_len) {
-      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) = *reinterpret_cast<const uint4*>(
-          q_tile + r * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, r, c % CHUNKS) * 8);
-    }
-  }
+  sm80_attn::attend<DTYPE, HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
+                    flash_sm80::DenseKeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
 }
 
 }  // namespace attn

@@ -1,143 +1,23 @@
-// Traits of flash_fwd.sm80_mma: threads, per-warp tile shapes, shared memory, register use and
-// validity derived from one config (head_dim, tile_m, tile_n, warps, stages). Included by the host
-// (to refuse a config, with a reason, before compiling it) and by the device template (which
-// static_asserts the same rule), so the two can never disagree.
+// Traits of flash_fwd.sm80_mma: the validity of one config (head_dim, tile_m, tile_n, warps,
+// stages) over the shared sm80 attention loop's shapes, shared memory and register model
+// (kernels/common/sm80_attention_traits.hpp). Included by the host (to refuse a config, with a
+// reason, before compiling it) and by the device template (which static_asserts the same rule), so
+// the two can never disagree.
 #pragma once
 
 #include "base/host_device.hpp"
+#include "kernels/common/sm80_attention_traits.hpp"
 
 namespace attn {
 namespace flash_sm80 {
 
-// Rows of one mma.sync m16n8k16 tile: a warp owns 16 or 32 query rows of the CTA's tile_m.
-constexpr int kMmaRows = 16;
-
-ATTN_HOST_DEVICE constexpr int threads(int warps) {
-  return warps * 32;
-}
-ATTN_HOST_DEVICE constexpr int warp_rows(int tile_m, int warps) {
-  return tile_m / warps;
-}
-// m16 fragments per warp: two reuse every K and V fragment read from shared memory twice.
-ATTN_HOST_DEVICE constexpr int m_frags(int tile_m, int warps) {
-  return warp_rows(tile_m, warps) / kMmaRows;
-}
-// Shared-memory rows of Q, K and V, two layouts; either way the 8 rows one ldmatrix reads (the
-// same logical 16-byte chunk) start in 8 different 16-byte bank groups (no conflicts):
-// - head_dim 128 and 256: unpadded rows whose 16-byte chunks are XOR-swizzled within their
-//   128-byte group by the row's index mod 8 (swizzled_chunk), so the chunks a warp copies from one
-//   128-byte line of global memory fill one aligned 128-byte line of shared memory. With padded
-//   rows every copied line straddled two: ncu counted 2.6 times the ideal shared-memory
-//   wavefronts and 1.5 times the L2 sectors for the copies (H200, head_dim 256), and the
-//   swizzle took d256 16x1024 from 522.29 to 477.39 us (BENCHMARKS.md, issue 8).
-// - head_dim 64: rows padded by 16 bytes. A build with the swizzle there too (and another change
-//   not separated from it) was 0.1% to 6.6% slower at head_dim 64: the swizzle costs an XOR per
-//   ldmatrix where the padded layout folds each step into the instruction's offset.
-ATTN_HOST_DEVICE constexpr bool swizzled(int head_dim) {
-  return head_dim >= 128;
-}
-ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
-  return swizzled(head_dim) ? head_dim : head_dim + 8;
-}
-// Where 16-byte chunk `chunk` of row `row` lies in its row.
-ATTN_HOST_DEVICE constexpr int swizzled_chunk(int head_dim, int row, int chunk) {
-  return swizzled(head_dim) ? chunk ^ (row & 7) : chunk;
-}
-// Where ldmatrix reads a fragment of `tile`: `rows` elements (whole rows: a multiple of
-// row_elements) past the row offset `frag` whose chunk swizzled_chunk placed, and `step` elements
-// along the row (whole chunk pairs, below the row's length: a k16 step). An XOR in the swizzled
-// layout; in the padded one three pointer steps, which the compiler folds into the instruction's
-// immediate offset (an int sum first cost 16 registers and spilled at head_dim 64). Whole rows
-// leave the bits the step XORs alone, so the XOR goes on `frag` before the rows are added: one
-// XOR per fragment and step, and every fragment rows further on is an immediate offset from it
-// (with the XOR after the sum, ncu counted three integer instructions per ldmatrix at head dim
-// 256: 168.6M instructions against FlashAttention-2's 127.5M, BENCHMARKS.md).
-template <int HEAD_DIM, class T>
-ATTN_HOST_DEVICE constexpr T* fragment_address(T* tile, int frag, int rows, int step) {
-  if constexpr (swizzled(HEAD_DIM)) {
-    return tile + (frag ^ step) + rows;
-  } else {
-    return tile + frag + rows + step;
-  }
-}
-
-// Where a copying thread writes pass `pass` of a tile: its first row's chunk is at `first`
-// (row_elements x its row + swizzled_chunk x 8), and each pass is rows_per_pass rows further.
-// rows_per_pass is a power of two and the thread's first row is below it, so a pass's rows
-// differ from the first in their index mod 8 by exactly (pass x rows_per_pass) mod 8, an XOR of
-// the chunk (no carry). Used by flash_fwd.sm80_mma and blocksparse.mma.
-template <int HEAD_DIM, class T>
-ATTN_HOST_DEVICE constexpr T* copy_address(T* tile, int first, int pass, int rows_per_pass) {
-  const int swizzle = swizzled(HEAD_DIM) ? ((pass * rows_per_pass) & 7) * 8 : 0;
-  return fragment_address<HEAD_DIM>(tile, first, pass * rows_per_pass * row_elements(HEAD_DIM),
-                                    swizzle);
-}
-
-// Q [tile_m rows] and STAGES buffers of K and V [tile_n rows each] (stages 1, the split
-// pipeline: one K and one V buffer); the output tile is staged through the Q rows of each warp at
-// the end.
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return (tile_m + stages * 2 * tile_n) * row_elements(head_dim) * 2;
-}
-
-// Per-thread 32-bit registers the live arrays need: the output accumulator (warp rows x head_dim
-// floats over 32 lanes), the scores (warp rows x tile_n floats), when Q stays in registers its A
-// fragments (warp rows x head_dim 16-bit values), and the row offsets of the K/V copies (one per
-// two 16-byte chunks a thread copies per tile: the compiler keeps them across the key loop); plus
-// an allowance for addresses, row statistics and the fragments in flight. The allowance is what
-// ptxas (CUDA 13.0, sm_90a) showed: 192 accumulator registers spilled (head_dim 128 x 32 rows x
-// 64 keys; head_dim 64 x 32 rows x 128 keys), 160 did not; 2 warps copying 128 keys of head_dim
-// 128 (32 chunks each) spilled with Q in registers.
-// The limit admits 32 rows x 64 keys at head_dim 128 (estimate 260), the fastest non-causal
-// config measured there (FlashAttention-2's too), and 32 rows x 128 keys at head_dim 64. ptxas
-// spills a little in some accepted configs (at c5ad04e on sm_90a: 32 of 282 programs over the
-// space at 16 x 1024, causal or not, at most 136 bytes, mostly the split pipeline with few warps
-// or 32-row warps; in the d128 default a few local loads per key tile); the compile test bounds
-// it at 256. blocksparse.mma, which shares this estimate, keeps 255 and no spills.
-constexpr int kRegisterOverhead = 64;
+// The limit of register_estimate admits 32 rows x 64 keys at head_dim 128 (estimate 260), the
+// fastest non-causal config measured there (FlashAttention-2's too), and 32 rows x 128 keys at
+// head_dim 64. ptxas spills a little in some accepted configs (at c5ad04e on sm_90a: 32 of 282
+// programs over the space at 16 x 1024, causal or not, at most 136 bytes, mostly the split
+// pipeline with few warps or 32-row warps; in the d128 default a few local loads per key tile);
+// the compile test bounds it at 256. blocksparse.mma keeps 255 and no spills.
 constexpr int kMaxRegisterEstimate = 260;
-constexpr int kMaxQInRegisters = 226;
-ATTN_HOST_DEVICE constexpr int accumulator_registers(int head_dim, int tile_m, int tile_n,
-                                                     int warps) {
-  return warp_rows(tile_m, warps) * (head_dim + tile_n) / 32;
-}
-ATTN_HOST_DEVICE constexpr int q_fragment_registers(int head_dim, int tile_m, int warps) {
-  return warp_rows(tile_m, warps) * head_dim / 64;
-}
-ATTN_HOST_DEVICE constexpr int copy_registers(int head_dim, int tile_n, int warps) {
-  return tile_n * (head_dim / 8) / threads(warps) / 2;
-}
-ATTN_HOST_DEVICE constexpr int base_registers(int head_dim, int tile_m, int tile_n, int warps) {
-  return accumulator_registers(head_dim, tile_m, tile_n, warps) +
-         copy_registers(head_dim, tile_n, warps) + kRegisterOverhead;
-}
-// Q's fragments stay in registers for the whole key loop when they fit beside the rest (saves one
-// ldmatrix per k16 step and m16 fragment); otherwise they are re-read from shared memory for every
-// key tile, as FlashAttention-2 does at head_dim 128 with 32 rows per warp.
-ATTN_HOST_DEVICE constexpr bool q_in_registers(int head_dim, int tile_m, int tile_n, int warps) {
-  return base_registers(head_dim, tile_m, tile_n, warps) +
-             q_fragment_registers(head_dim, tile_m, warps) <=
-         kMaxQInRegisters;
-}
-ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_m, int tile_n, int warps) {
-  return base_registers(head_dim, tile_m, tile_n, warps) +
-         (q_in_registers(head_dim, tile_m, tile_n, warps)
-              ? q_fragment_registers(head_dim, tile_m, warps)
-              : 0);
-}
-
-// Row sums of P on the tensor cores: one more mma m16n8k16 per k16 step of P V (B a tile of ones,
-// constant registers) instead of one FADD per score in the softmax, at head dims 128 and 256 over
-// 4 warps. Measured on H100s against the FADDs (BENCHMARKS.md, flash_fwd, "row sums on the tensor
-// cores"), default configs, two rounds each, us: 128 x 64 over 4 warps at d128 16x1024 422.67 /
-// 414.75 -> 403.33 / 406.96 and 4x4096 1534.51 / 1535.73 -> 1459.01 / 1459.87; 64 x 64 over 4
-// warps level to 1.6% faster (d256 4x4096 1670.75 / 1692.29 -> 1662.75 / 1646.94). Over 8 warps
-// slower: d256 1x16384 6594.22 / 6594.26 -> 6837.97 / 6892.53, d128 1x16384 causal 3360.16 /
-// 3307.12 -> 3432.56 / 3396.16; and at head dim 64, where the extra mma is an eighth more P V
-// work rather than a 16th or a 32nd, d64 4x4096 1616.88 / 1618.26 -> 1667.14 / 1639.33.
-ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim, int warps) {
-  return head_dim >= 128 && warps == 4;
-}
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
 constexpr int kMaxSharedBytes = 227 * 1024;

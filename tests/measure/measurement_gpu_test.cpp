@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "kernels/registry.hpp"
 #include "measure/calibration.hpp"
@@ -13,6 +14,7 @@
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/presets.hpp"
+#include "workloads/workload_spec.hpp"
 
 namespace attn {
 namespace {
@@ -27,14 +29,11 @@ Measurement measure_splitkv(const Batch& batch, MeasurePolicy policy) {
   return evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
 }
 
-// 8 sequences of 1024 tokens (scripts/workloads/decode-small-20us.json): about 20 us on H200.
+// 8 Llama-3-8B sequences of 1024 tokens: about 20 us on an H200. The same file is the timer check
+// of scripts/bench/measurement.txt (attn-bench run ... --timer events, then --timer graph).
 Batch small_decode() {
-  testing::SpecShape shape;
-  shape.q_heads = 32;
-  shape.kv_heads = 8;
-  shape.head_dim = 128;
-  shape.page_size = 16;
-  return generate_batch(testing::make_decode_spec(shape, std::vector<int64_t>(8, 1024)));
+  return generate_batch(load_workload_file(std::string(ATTN_SOURCE_DIR) +
+                                           "/tests/measure/data/decode-small-20us.json"));
 }
 
 TEST(MeasurementGpu, ClockProbeReadsAPlausibleSmClock) {

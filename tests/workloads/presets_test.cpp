@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -108,7 +110,7 @@ TEST(PresetTest, UnknownPresetListsTheKnownOnes) {
   }
 }
 
-// Issue 8's dense prefill cases (the shapes seed_peers.py dense_flash measures): head dims 64,
+// The dense prefill benchmark cases (the shapes seed_peers.py dense_flash measures): head dims 64,
 // 128 and 256 with 2048 / head_dim heads, 16384 tokens as 16 x 1024, 4 x 4096 or 1 x 16384,
 // causal and not, bf16, nothing cached.
 TEST(PresetTest, DenseFlashBenchmarkCases) {
@@ -131,6 +133,76 @@ TEST(PresetTest, DenseFlashBenchmarkCases) {
         EXPECT_EQ(batch.max_query_len(), s);
       }
     }
+  }
+}
+
+// Variants of a benchmark case that change one thing: the same sequences, heads and seed in
+// another KV layout or page size, so that a difference in time is that one thing's cost.
+TEST(PresetTest, LayoutAndPageSizeVariantsChangeOnlyThat) {
+  struct Case {
+    const char* base;
+    const char* variant;
+    KvLayout layout;
+    int page_size;
+  };
+  for (const Case& c :
+       {Case{"decode-llama3-8b-64x4096", "decode-llama3-8b-64x4096-hnd", KvLayout::hnd, 16},
+        Case{"prefix-prefill-llama3-8b-8x2048-512", "prefix-prefill-llama3-8b-8x2048-512-page64",
+             KvLayout::nhd, 64},
+        Case{"prefix-prefill-llama3-8b-8x2048-512", "prefix-prefill-llama3-8b-8x2048-512-page128",
+             KvLayout::nhd, 128},
+        Case{"prefix-prefill-llama3-8b-8x2048-512", "prefix-prefill-llama3-8b-8x2048-512-page256",
+             KvLayout::nhd, 256},
+        Case{"prefix-prefill-llama3-8b-8x2048-512", "prefix-prefill-llama3-8b-8x2048-512-vllm",
+             KvLayout::vllm, 16}}) {
+    SCOPED_TRACE(c.variant);
+    const WorkloadSpec base = load_preset(c.base);
+    const WorkloadSpec variant = load_preset(c.variant);
+    EXPECT_EQ(variant.kv_cache.layout, c.layout);
+    EXPECT_EQ(variant.kv_cache.page_size, c.page_size);
+    EXPECT_EQ(variant.kv_cache.allocation, base.kv_cache.allocation);
+    EXPECT_EQ(variant.model.num_q_heads, base.model.num_q_heads);
+    EXPECT_EQ(variant.model.num_kv_heads, base.model.num_kv_heads);
+    EXPECT_EQ(variant.model.head_dim, base.model.head_dim);
+    EXPECT_EQ(variant.model.dtype, base.model.dtype);
+    EXPECT_EQ(variant.mask.causal, base.mask.causal);
+    EXPECT_EQ(variant.seed, base.seed);
+    const Batch a = generate_batch(base);
+    const Batch b = generate_batch(variant);
+    EXPECT_EQ(b.context_lens, a.context_lens);
+    EXPECT_EQ(b.query_lens, a.query_lens);
+  }
+}
+
+// The two parts of the mixed chunked-prefill step are its decode sequences and its prefill chunks
+// with the lengths the mixed preset generates, so that the mixed launch can be set against the
+// two kinds of work launched apart.
+TEST(PresetTest, MixedBatchPartsAreItsDecodeAndPrefillSequences) {
+  const Batch mixed = generate_batch(load_preset("mixed-chunked-prefill-llama3-8b"));
+  std::vector<std::pair<int64_t, int64_t>> decode, prefill;  // (context, query) per sequence
+  for (int s = 0; s < mixed.num_seqs; ++s) {
+    auto& part = mixed.query_lens[size_t(s)] == 1 ? decode : prefill;
+    part.emplace_back(mixed.context_lens[size_t(s)], mixed.query_lens[size_t(s)]);
+  }
+  EXPECT_EQ(decode.size(), 56u);
+  EXPECT_EQ(prefill.size(), 6u);
+  for (const char* part : {"decode", "prefill"}) {
+    SCOPED_TRACE(part);
+    const std::string name = std::string("mixed-chunked-prefill-llama3-8b-") + part + "-part";
+    const WorkloadSpec spec = load_preset(name);
+    EXPECT_EQ(spec.model.num_q_heads, mixed.spec.model.num_q_heads);
+    EXPECT_EQ(spec.model.num_kv_heads, mixed.spec.model.num_kv_heads);
+    EXPECT_EQ(spec.model.head_dim, mixed.spec.model.head_dim);
+    EXPECT_EQ(spec.model.dtype, mixed.spec.model.dtype);
+    EXPECT_EQ(spec.kv_cache.page_size, mixed.spec.kv_cache.page_size);
+    const Batch batch = generate_batch(spec);
+    std::vector<std::pair<int64_t, int64_t>> got;
+    for (int s = 0; s < batch.num_seqs; ++s)
+      got.emplace_back(batch.context_lens[size_t(s)], batch.query_lens[size_t(s)]);
+    auto want = std::string(part) == "decode" ? decode : prefill;
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want);
   }
 }
 

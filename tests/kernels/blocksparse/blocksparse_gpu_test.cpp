@@ -3,13 +3,17 @@
 // including non powers of two, head dims 64/128, bf16 and fp16, causal and not) over random
 // layouts (Phi-3 parameters with random block sizes, sliding steps and homo heads, and random
 // lower-triangular layouts with empty rows and dropped diagonals), with random configs and every
-// accepted config; blocksparse.decode likewise on decode batches. Every run writes into a
-// poisoned output (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU
-// reference, or the tiled GPU reference for a large batch; both apply key_visible): no NaN, every
-// row within the dtype's tolerance. Then the Evaluator path and a benchmark-sized prompt. The
-// random tests check as many cases as the case budget allows (tests/gpu_case_budget.hpp).
+// accepted config, and one config per path of the sm80 loop it shares with flash_fwd.sm80_mma;
+// blocksparse.decode likewise on decode batches. Every run writes into a poisoned output (0xFF:
+// NaN in bf16 and fp16) and is compared with the oracle (the CPU reference, or the tiled GPU
+// reference for a large batch; both apply key_visible): no NaN, every row within the dtype's
+// tolerance. Then the Evaluator path and a benchmark-sized prompt. The random tests check as many
+// cases as the case budget allows (tests/gpu_case_budget.hpp).
 #include <gtest/gtest.h>
 
+#include <future>
+
+#include "kernels/common/sm80_attention_traits.hpp"
 #include "tests/kernels/blocksparse/blocksparse_gpu_check.hpp"
 
 namespace attn {
@@ -71,6 +75,49 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
   compile_cases_in_parallel(variant, cases);
   EXPECT_GT(cases.size(), 30u);
   for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
+}
+
+// blocksparse.mma runs the sm80 attention loop it shares with flash_fwd.sm80_mma
+// (kernels/common/sm80_attention.cuh): one config per path of that loop at head dim 128 (the
+// traits' q_in_registers and tensor_row_sums decide them), over blocks of 128 so that 32-row
+// warps over 4 warps fit a block, causal and not, on lengths off every tile and a chunk after a
+// context that ends mid-block. Each path's choice is asserted from the traits, so a change to the
+// rules that leaves a path untested fails here.
+TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("blocksparse.mma");
+  const Target target = Target::cuda(testing::gpu().device());
+  struct Path {
+    int tile_m, tile_n, warps;
+    bool q_in_registers, row_sums;
+  };
+  // Q in registers with the row sums on the tensor cores (the default over blocks of 64); Q from
+  // shared memory with the row sums; Q from shared memory, row sums in the softmax; Q in
+  // registers over 8 warps, row sums in the softmax.
+  for (const Path& path : {Path{64, 64, 4, true, true}, Path{128, 32, 4, false, true},
+                           Path{64, 32, 2, false, false}, Path{128, 64, 8, true, false}}) {
+    EXPECT_EQ(flash_sm80::q_in_registers(128, path.tile_m, path.tile_n, path.warps),
+              path.q_in_registers);
+    EXPECT_EQ(flash_sm80::tensor_row_sums(128, path.warps), path.row_sums);
+    for (bool causal : {true, false}) {
+      testing::SpecShape shape;
+      shape.q_heads = 8;
+      shape.kv_heads = 2;
+      shape.head_dim = 128;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(path.tile_m * 7 + path.warps) * 2 + causal;
+      WorkloadSpec spec =
+          testing::make_spec(shape, {{0, 389}, {200, 77}, {0, 1}, {129, 256}}, "bs-paths");
+      spec.mask.block_sparse = phi3_layout(128, 2, 2);
+      Batch batch = generate_batch(spec);
+      batch.causal = causal;
+      const KernelConfig config{
+          {"tile_m", path.tile_m}, {"tile_n", path.tile_n}, {"warps", path.warps}, {"stages", 2}};
+      ASSERT_TRUE(variant.supports(batch, config, target)) << describe(batch, config);
+      expect_matches_reference(variant, batch, config);
+    }
+  }
 }
 
 // Decode: random contexts (0 to 3000, so the query's block row is anywhere), GQA up to 16,
