@@ -53,6 +53,11 @@ struct KeyTiles {
   static constexpr bool kRowsBeforeQueries = true;
   static constexpr bool kConsecutive = false;   // the kept blocks' tiles, key0(n)
   static constexpr bool kAdmitsSpills = false;  // blocksparse_mma::kMaxRegisterEstimate
+  // Row sums in the softmax: on the tensor cores (the flash rule, d128 over 4 warps) the Phi-3
+  // block-sparse prefills ran 1.1% and 0.9% slower (H200, 2026-11-29, two rounds each, default
+  // config 64 x 64 over 4 warps: 4 x 8192 2474.93 / 2463.12 -> 2500.51 / 2501.71 us, 2 x 16384
+  // 3384.34 / 3400.69 -> 3422.83 / 3424.98 us).
+  static constexpr bool kTensorRowSums = false;
   int m0;  // query index of the tile's row 0 (negative: rows inside the context)
   TileWalk walk;
   int diagonal_key0;  // the diagonal block's first key: tiles from here on may need the mask

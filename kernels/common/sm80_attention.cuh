@@ -57,6 +57,9 @@ namespace sm80_attn {
 //   static constexpr bool kAdmitsSpills: the family's config rule admits a few spilled registers
 //     where they measured fastest (flash_fwd.sm80_mma), or none (blocksparse.mma); Q K^T's
 //     grouped k16 steps only where it does
+//   static constexpr bool kTensorRowSums: P's row sums on the tensor cores where
+//     flash_sm80::tensor_row_sums allows them (flash_fwd.sm80_mma), or always in the softmax
+//     (blocksparse.mma, where they measured slower)
 //   static KeyTiles of(const Params& p, int row0, int q_head, int q_len, int kv_len): the CTA's
 //     key tiles, from its tile's first row row0 (the schedule's tile index x TILE_M)
 //   static float* lse(const Params& p): where the log-sum-exp goes, or null
@@ -262,7 +265,8 @@ __device__ __forceinline__ void attend(const Params& p) {
   // more mma per k16 step of P V, gives every column of sums[m] the rows' sums of P; element 0
   // (row lane / 4) and element 2 (row lane / 4 + 8) are rescaled with O and read at the end, and
   // the softmax adds no sums of its own.
-  constexpr bool ROW_SUMS = flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
+  constexpr bool ROW_SUMS =
+      KeyTiles::kTensorRowSums && flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
   constexpr unsigned int ones = packed_ones<DTYPE>();
   float sums[M_FRAGS][4];
 #pragma unroll

@@ -46,6 +46,7 @@ struct DenseKeyTiles {
   static constexpr bool kRowsBeforeQueries = false;  // tiles start at query 0
   static constexpr bool kConsecutive = true;         // tile n starts at key n * TILE_N
   static constexpr bool kAdmitsSpills = true;        // flash_sm80::kMaxRegisterEstimate
+  static constexpr bool kTensorRowSums = true;       // where flash_sm80::tensor_row_sums says
   int m0;                                            // the tile's first query
   int tiles;                                         // key tiles to visit
 

@@ -79,10 +79,11 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
 
 // blocksparse.mma runs the sm80 attention loop it shares with flash_fwd.sm80_mma
 // (kernels/common/sm80_attention.cuh): one config per path of that loop at head dim 128 (the
-// traits' q_in_registers and tensor_row_sums decide them), over blocks of 128 so that 32-row
-// warps over 4 warps fit a block, causal and not, on lengths off every tile and a chunk after a
-// context that ends mid-block. Each path's choice is asserted from the traits, so a change to the
-// rules that leaves a path untested fails here.
+// traits' q_in_registers decides Q in registers or in shared memory; the row sums stay in the
+// softmax for blocksparse, kTensorRowSums, where flash's rule would move them), over blocks of
+// 128 so that 32-row warps over 4 warps fit a block, causal and not, on lengths off every tile
+// and a chunk after a context that ends mid-block. Each path's choice is asserted from the traits,
+// so a change to the rules that leaves a path untested fails here.
 TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -92,9 +93,9 @@ TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
     int tile_m, tile_n, warps;
     bool q_in_registers, row_sums;
   };
-  // Q in registers with the row sums on the tensor cores (the default over blocks of 64); Q from
-  // shared memory with the row sums; Q from shared memory, row sums in the softmax; Q in
-  // registers over 8 warps, row sums in the softmax.
+  // Q in registers over 4 warps (the default over blocks of 64, where flash would take the row
+  // sums on the tensor cores); Q from shared memory over 4 warps (likewise); Q from shared memory
+  // over 2 warps; Q in registers over 8 warps.
   for (const Path& path : {Path{64, 64, 4, true, true}, Path{128, 32, 4, false, true},
                            Path{64, 32, 2, false, false}, Path{128, 64, 8, true, false}}) {
     EXPECT_EQ(flash_sm80::q_in_registers(128, path.tile_m, path.tile_n, path.warps),
