@@ -258,16 +258,21 @@ int run(const RunArgs& args, const Invocation& invocation) {
   std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-bench");
   size_t ran = 0;
-  run_gbench(invocation.argv.front(), gbench, context, named_cases,
-             [&](const BenchCase& c) -> const BenchRow* {
-               if (interrupt->requested()) return nullptr;
-               progress.begin(c.full_name);
-               const BenchRow& row =
-                   args.repeat_check ? session.repeat_check(c).first : session.measure(c);
-               progress.finish_step();
-               ++ran;
-               return &row;
-             });
+  try {
+    run_gbench(invocation.argv.front(), gbench, context, named_cases,
+               [&](const BenchCase& c) -> const BenchRow* {
+                 if (interrupt->requested()) return nullptr;
+                 progress.begin(c.full_name);
+                 const BenchRow& row =
+                     args.repeat_check ? session.repeat_check(c).first : session.measure(c);
+                 progress.finish_step();
+                 ++ran;
+                 return &row;
+               });
+  } catch (const std::exception& e) {
+    session.fail(e.what());  // what ran stays recorded; the run is not left "running"
+    throw;
+  }
   const bool interrupted = interrupt->requested();
   interrupt.reset();
   const BenchReport& report = session.finish(interrupted);
