@@ -37,7 +37,7 @@ struct ReportArgs {
   std::string db, output;
   std::vector<std::string> devices, compare_devices, axes;
   std::string variant, workload;
-  double threshold_pct = 0;
+  double threshold_pct = kDefaultRegressionThreshold * 100;
   bool no_plots = false;
   std::string gnuplot = "gnuplot";
 };
@@ -186,7 +186,7 @@ void add_tune_report_command(CLI::App& app, Invocation& invocation) {
       ->delimiter(',')
       ->expected(2);
   cmd->add_option("--threshold", args->threshold_pct,
-                  "the comparison's regression threshold, percent (default 0)");
+                  "the comparison's regression threshold, percent (default 2)");
   cmd->add_flag("--no-plots", args->no_plots,
                 "write the markdown and the gnuplot scripts without running gnuplot");
   cmd->add_option("--gnuplot", args->gnuplot, "the gnuplot to run (default: gnuplot on $PATH)");
