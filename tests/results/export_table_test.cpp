@@ -68,7 +68,7 @@ TEST_F(Export, BucketsAreFamilyShapeAndPowerOfTwoRanges) {
   EXPECT_EQ(prefill->bucket.gqa_ratio, 8);
   EXPECT_EQ(prefill->bucket.head_dim, 64);
   EXPECT_EQ(prefill->bucket.dtype, "fp16");
-  EXPECT_EQ(prefill->bucket.context_bucket, 9);  // 512 new tokens: [257, 512]
+  EXPECT_EQ(prefill->bucket.context_bucket, 0);  // no cached tokens: [0, 1]
   EXPECT_EQ(prefill->config_key, "block_m=128,warps=4");
   // Entries are sorted by bucket.
   for (size_t i = 1; i < t.entries.size(); ++i) {
