@@ -224,7 +224,9 @@ struct Measured {
 
 struct Device {
   std::string_view name, uuid, fingerprint;
-  std::string_view driver_version, cuda_version, nvrtc_version;
+  // The NVIDIA driver ("580.159.04"; empty: unknown), the CUDA version it supports ("13.0"), the
+  // toolkit attn-bench was built with and NVRTC.
+  std::string_view driver_version, cuda_driver_version, cuda_version, nvrtc_version;
   int sm_count;
   const Entry* entries;
   std::size_t entry_count;
@@ -321,8 +323,8 @@ std::string describe_export_device(const StoredDevice& d) {
   auto version = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
   return r.name + ", uuid " + r.uuid + ", fingerprint " + d.fingerprint + ", " +
          std::to_string(r.sm_count) + (r.kind == "gpu" ? " SMs" : " hardware threads") +
-         ", driver " + version(r.driver_version) + ", CUDA " + version(r.cuda_version) +
-         ", NVRTC " + version(r.nvrtc_version);
+         ", driver " + r.driver_text() + ", CUDA " + version(r.cuda_version) + ", NVRTC " +
+         version(r.nvrtc_version);
 }
 
 std::vector<std::string> coverage_lines(const ExportDeviceTable& table) {
@@ -540,7 +542,7 @@ std::string export_cpp_header(const ExportResult& result, const ExportProvenance
       out << "//   " << comment(r.kind) << ", " << r.sm_count << " hardware threads, "
           << r.memory_bytes << " bytes of memory\n";
     }
-    out << "//   driver " << version(r.driver_version) << ", CUDA " << version(r.cuda_version)
+    out << "//   driver " << comment(r.driver_text()) << ", CUDA " << version(r.cuda_version)
         << ", NVRTC " << version(r.nvrtc_version) << "\n";
     for (const auto& [metric, c] : d.ceilings.by_metric) {
       out << "//   ceiling " << comment(metric) << " " << c.value << " (" << comment(c.measured_at)
@@ -617,10 +619,11 @@ std::string export_cpp_header(const ExportResult& result, const ExportProvenance
     const StoredDevice& d = result.tables[t].device;
     const std::string suffix = std::to_string(t);
     out << "    {" << lit(d.record.name) << ", " << lit(d.record.uuid) << ", " << lit(d.fingerprint)
-        << ", " << lit(d.record.driver_version) << ", " << lit(d.record.cuda_version) << ", "
-        << lit(d.record.nvrtc_version) << ", " << d.record.sm_count << ", kEntries" << suffix
-        << ", sizeof(kEntries" << suffix << ") / sizeof(Entry), kMeasured" << suffix
-        << ", sizeof(kMeasured" << suffix << ") / sizeof(Measured)},\n";
+        << ", " << lit(d.record.driver_version) << ", " << lit(d.record.cuda_driver_version) << ", "
+        << lit(d.record.cuda_version) << ", " << lit(d.record.nvrtc_version) << ", "
+        << d.record.sm_count << ", kEntries" << suffix << ", sizeof(kEntries" << suffix
+        << ") / sizeof(Entry), kMeasured" << suffix << ", sizeof(kMeasured" << suffix
+        << ") / sizeof(Measured)},\n";
   }
   out << "};\n" << kHeaderDeviceLookup;
   if (result.tables.size() == 1) {

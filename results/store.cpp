@@ -233,6 +233,16 @@ CREATE TABLE winners (
 CREATE INDEX winners_by_run ON winners (run_id);
 )sql";
 
+// Schema v4: devices.driver_version held the CUDA version the driver supports ("13.0", from
+// cuDriverGetVersion), not the driver. That column becomes cuda_driver_version, and
+// driver_version holds the NVIDIA driver's own version ("580.159.04", from NVML), '' where it is
+// unknown: every row written before v4. Fingerprints do not change: one whose driver is unknown
+// hashes as before (DeviceRecord::fingerprint).
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE devices RENAME COLUMN driver_version TO cuda_driver_version;
+ALTER TABLE devices ADD COLUMN driver_version TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited. A column
 // added to `measurements` is also a row of the field table (results/measurement_fields.cpp), which
@@ -249,6 +259,10 @@ constexpr Migration kMigrations[] = {
      "ceilings; repeat_checks",
      kSchemaV2},
     {3, "uids of runs and measurements; attempts; winners", kSchemaV3},
+    {4,
+     "the NVIDIA driver version of devices (driver_version), the CUDA version it supports "
+     "(cuda_driver_version, the old driver_version)",
+     kSchemaV4},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");
@@ -432,10 +446,11 @@ int64_t Store::upsert_device(const DeviceRecord& device) {
   Statement s(*db_, R"sql(
     INSERT INTO devices (fingerprint, kind, name, uuid, cc_major, cc_minor, sm_count, memory_bytes,
                          l2_bytes, sm_clock_khz, memory_clock_khz, memory_bus_bits, driver_version,
-                         cuda_version, nvrtc_version, first_seen_at, last_seen_at)
+                         cuda_driver_version, cuda_version, nvrtc_version, first_seen_at,
+                         last_seen_at)
     VALUES (:fingerprint, :kind, :name, :uuid, :cc_major, :cc_minor, :sm_count, :memory_bytes,
             :l2_bytes, :sm_clock_khz, :memory_clock_khz, :memory_bus_bits, :driver_version,
-            :cuda_version, :nvrtc_version, :now, :now)
+            :cuda_driver_version, :cuda_version, :nvrtc_version, :now, :now)
     ON CONFLICT (fingerprint) DO UPDATE SET
       l2_bytes = excluded.l2_bytes,
       sm_clock_khz = excluded.sm_clock_khz,
@@ -456,6 +471,7 @@ int64_t Store::upsert_device(const DeviceRecord& device) {
       .bind(":memory_clock_khz", device.memory_clock_khz)
       .bind(":memory_bus_bits", device.memory_bus_bits)
       .bind(":driver_version", device.driver_version)
+      .bind(":cuda_driver_version", device.cuda_driver_version)
       .bind(":cuda_version", device.cuda_version)
       .bind(":nvrtc_version", device.nvrtc_version)
       .bind(":now", utc_timestamp_now());
@@ -642,7 +658,8 @@ std::optional<StoredRun> Store::run(int64_t run_id) const {
 std::optional<DeviceRecord> Store::device(int64_t device_id) const {
   Statement s(*db_, R"sql(
     SELECT kind, name, uuid, cc_major, cc_minor, sm_count, memory_bytes, l2_bytes, sm_clock_khz,
-           memory_clock_khz, memory_bus_bits, driver_version, cuda_version, nvrtc_version
+           memory_clock_khz, memory_bus_bits, driver_version, cuda_driver_version, cuda_version,
+           nvrtc_version
     FROM devices WHERE id = ?)sql");
   s.bind(1, device_id);
   if (!s.step()) return std::nullopt;
@@ -660,6 +677,7 @@ std::optional<DeviceRecord> Store::device(int64_t device_id) const {
   d.memory_clock_khz = int(s.column_int64(c++));
   d.memory_bus_bits = int(s.column_int64(c++));
   d.driver_version = s.column_text(c++);
+  d.cuda_driver_version = s.column_text(c++);
   d.cuda_version = s.column_text(c++);
   d.nvrtc_version = s.column_text(c++);
   return d;

@@ -1,7 +1,7 @@
 exit 0
 --- stdout
 --- stderr
-attn-tune: 5 buckets for NVIDIA H100 80GB HBM3, uuid GPU-f9da2503-67b4-3b23-234d-60bc7a6e3b03, fingerprint 4b1d92582d68af814ea35238137dc75cbda4ccdc1543bc60d70b5dcdc01344d3, 132 SMs, driver 13.0, CUDA 13.0, NVRTC 13.0 from 633 measurements
+attn-tune: 5 buckets for NVIDIA H100 80GB HBM3, uuid GPU-f9da2503-67b4-3b23-234d-60bc7a6e3b03, fingerprint 4b1d92582d68af814ea35238137dc75cbda4ccdc1543bc60d70b5dcdc01344d3, 132 SMs, driver unknown (supports CUDA 13.0), CUDA 13.0, NVRTC 13.0 from 633 measurements
   flash_fwd: 2 of 2 buckets exported, 0 measured with nothing passed, 0 with no data (the cross product of the measured axis values)
     gqa 1, head_dim 128, bf16, page 16 (rows batch size, columns context length):
                [0, 1]
@@ -19,7 +19,7 @@ attn-tune: 5 buckets for NVIDIA H100 80GB HBM3, uuid GPU-f9da2503-67b4-3b23-234d
               [1025, 2048]
       [5, 8]  x
     (x exported, ! measured but no usable passed result, . no data; batch size and context length in power-of-two buckets)
-attn-tune: 5 buckets for NVIDIA H200, uuid GPU-285b6bf2-2726-4780-e6d7-b7f9188f54d3, fingerprint 50e4d5f74c08c768bf179c41037242dff1d59cf9be2508811f094341655cb0be, 132 SMs, driver 13.0, CUDA 13.0, NVRTC 13.0 from 633 measurements
+attn-tune: 5 buckets for NVIDIA H200, uuid GPU-285b6bf2-2726-4780-e6d7-b7f9188f54d3, fingerprint 50e4d5f74c08c768bf179c41037242dff1d59cf9be2508811f094341655cb0be, 132 SMs, driver unknown (supports CUDA 13.0), CUDA 13.0, NVRTC 13.0 from 633 measurements
   flash_fwd: 2 of 2 buckets exported, 0 measured with nothing passed, 0 with no data (the cross product of the measured axis values)
     gqa 1, head_dim 128, bf16, page 16 (rows batch size, columns context length):
                [0, 1]
@@ -41,7 +41,7 @@ attn-tune: wrote export.hpp
 --- export.hpp
 // Best kernel configs per workload bucket, exported by attn-tune export.
 <line with the time of the run>
-// from h100-vs-h200.db (schema version 3) with:
+// from h100-vs-h200.db (schema version 4) with:
 //   attn-tune export --db h100-vs-h200.db --all-devices --format cpp -o export.hpp
 // Do not edit: rerun the command. Self-contained C++17; docs/export.md explains the
 // buckets, the choice and the regret.
@@ -135,7 +135,9 @@ struct Measured {
 
 struct Device {
   std::string_view name, uuid, fingerprint;
-  std::string_view driver_version, cuda_version, nvrtc_version;
+  // The NVIDIA driver ("580.159.04"; empty: unknown), the CUDA version it supports ("13.0"), the
+  // toolkit attn-bench was built with and NVRTC.
+  std::string_view driver_version, cuda_driver_version, cuda_version, nvrtc_version;
   int sm_count;
   const Entry* entries;
   std::size_t entry_count;
@@ -208,7 +210,7 @@ constexpr const Entry* select(const Device& device, const Query& q) {
 //   uuid GPU-f9da2503-67b4-3b23-234d-60bc7a6e3b03
 //   fingerprint 4b1d92582d68af814ea35238137dc75cbda4ccdc1543bc60d70b5dcdc01344d3
 //   gpu, compute 9.0, 132 SMs, 85017493504 bytes of memory, SM clock 1980 MHz, memory clock 2619 MHz
-//   driver 13.0, CUDA 13.0, NVRTC 13.0
+//   driver unknown (supports CUDA 13.0), CUDA 13.0, NVRTC 13.0
 //   ceiling bf16_tflops 728.717 (2026-11-21T21:07:35.854Z)
 //   ceiling copy_gbps 2819.76 (2026-11-21T21:07:35.854Z)
 //   ceiling memcpy_gbps 2989.92 (2026-11-21T21:07:35.854Z)
@@ -279,7 +281,7 @@ inline constexpr Entry kEntries0[] = {
 //   uuid GPU-285b6bf2-2726-4780-e6d7-b7f9188f54d3
 //   fingerprint 50e4d5f74c08c768bf179c41037242dff1d59cf9be2508811f094341655cb0be
 //   gpu, compute 9.0, 132 SMs, 150109880320 bytes of memory, SM clock 1980 MHz, memory clock 3201 MHz
-//   driver 13.0, CUDA 13.0, NVRTC 13.0
+//   driver unknown (supports CUDA 13.0), CUDA 13.0, NVRTC 13.0
 //   ceiling bf16_tflops 713.154 (2026-11-21T21:05:29.782Z)
 //   ceiling copy_gbps 3945.96 (2026-11-21T21:05:29.782Z)
 //   ceiling memcpy_gbps 4240.15 (2026-11-21T21:05:29.782Z)
@@ -346,8 +348,8 @@ inline constexpr Entry kEntries1[] = {
 };
 
 inline constexpr Device kDevices[] = {
-    {"NVIDIA H100 80GB HBM3", "GPU-f9da2503-67b4-3b23-234d-60bc7a6e3b03", "4b1d92582d68af814ea35238137dc75cbda4ccdc1543bc60d70b5dcdc01344d3", "13.0", "13.0", "13.0", 132, kEntries0, sizeof(kEntries0) / sizeof(Entry), kMeasured0, sizeof(kMeasured0) / sizeof(Measured)},
-    {"NVIDIA H200", "GPU-285b6bf2-2726-4780-e6d7-b7f9188f54d3", "50e4d5f74c08c768bf179c41037242dff1d59cf9be2508811f094341655cb0be", "13.0", "13.0", "13.0", 132, kEntries1, sizeof(kEntries1) / sizeof(Entry), kMeasured1, sizeof(kMeasured1) / sizeof(Measured)},
+    {"NVIDIA H100 80GB HBM3", "GPU-f9da2503-67b4-3b23-234d-60bc7a6e3b03", "4b1d92582d68af814ea35238137dc75cbda4ccdc1543bc60d70b5dcdc01344d3", "", "13.0", "13.0", "13.0", 132, kEntries0, sizeof(kEntries0) / sizeof(Entry), kMeasured0, sizeof(kMeasured0) / sizeof(Measured)},
+    {"NVIDIA H200", "GPU-285b6bf2-2726-4780-e6d7-b7f9188f54d3", "50e4d5f74c08c768bf179c41037242dff1d59cf9be2508811f094341655cb0be", "", "13.0", "13.0", "13.0", 132, kEntries1, sizeof(kEntries1) / sizeof(Entry), kMeasured1, sizeof(kMeasured1) / sizeof(Measured)},
 };
 
 // The device whose fingerprint or UUID is `key`; nullptr when no table is for it.
