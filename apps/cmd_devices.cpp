@@ -19,14 +19,14 @@ namespace attn {
 namespace {
 
 // The ceilings `attn-bench calibrate` stored for this device, or how to get them. The database is
-// only read when it exists: `devices` never creates one.
+// only read when it exists, read-only: `devices` never creates or changes one.
 void print_ceilings(const DeviceInfo& d, const std::string& nvrtc_version, const std::string& db) {
   if (!std::filesystem::exists(db)) {
     std::cout << "    ceilings             none (no database " << db
               << "): run `attn-bench calibrate`\n";
     return;
   }
-  Store store(db);
+  const Store store(db, StoreAccess::read_only);
   const DeviceCeilings c = store.ceilings(device_record(d, nvrtc_version).fingerprint());
   if (c.empty()) {
     std::cout << "    ceilings             none in " << db << ": run `attn-bench calibrate`\n";

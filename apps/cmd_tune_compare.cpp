@@ -37,7 +37,8 @@ int compare_command(const CompareArgs& args) {
     throw UsageError("--format must be 'markdown' or 'json', got '" + args.format + "'");
   }
   if (!(args.threshold_pct >= 0)) throw UsageError("--threshold must be >= 0 (percent)");
-  const Store store(existing_database_path(args.db));
+  const Store store(existing_database_path(args.db), StoreAccess::read_only);
+  warn_of_unread_changes(store.opening());
   CompareRequest request;
   request.devices = args.devices;
   request.runs = args.runs;

@@ -128,6 +128,8 @@ json summary_json(const Store& store, const StoreSummary& s) {
           {"application_id", o.application_id},
           {"attn_bench_database", o.application_id == kAttnApplicationId},
           {"journal_mode", o.journal_mode},
+          {"read_as_immutable", o.immutable},
+          {"unread_wal_bytes", o.unread_wal_bytes},
           {"migrations", migrations},
           {"counts",
            {{"runs", s.counts.runs},
@@ -155,6 +157,7 @@ void print_summary(const Store& store, const StoreSummary& s, int limit, std::os
   out << "schema      version " << o.file_schema_version << ", " << schema_status(o) << "\n";
   out << "app id      " << application_id_text(o.application_id) << "\n";
   out << "journal     " << or_dash(o.journal_mode) << "\n";
+  if (o.immutable) out << "access      " << read_only_note(o) << "\n";
   for (size_t i = 0; i < s.migrations.size(); ++i) {
     const MigrationRecord& m = s.migrations[i];
     // Steps applied to the in-memory copy are not in the file: say so.

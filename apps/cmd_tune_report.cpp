@@ -99,7 +99,8 @@ int report_command(const ReportArgs& args) {
   if (args.output.empty()) throw UsageError("-o DIR is required");
   if (!(args.threshold_pct >= 0)) throw UsageError("--threshold must be >= 0 (percent)");
   const std::string db = existing_database_path(args.db);
-  const Store store(db);
+  const Store store(db, StoreAccess::read_only);
+  warn_of_unread_changes(store.opening());
   ReportRequest request;
   request.devices = args.devices;
   request.compare_devices = args.compare_devices;

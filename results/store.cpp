@@ -1,6 +1,10 @@
 #include "results/store.hpp"
 
+#include <cctype>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 #include <thread>
 
 #include "base/build_info.hpp"
@@ -293,6 +297,27 @@ std::string enable_wal(Database& db) {
   }
 }
 
+// "file:///abs/path?immutable=1": `path` made absolute, every byte but the unreserved ones and
+// '/' percent-encoded (a '?', '#' or '%' in a file name must not end the path).
+std::string immutable_uri(const std::string& path) {
+  std::error_code error;
+  std::string absolute = std::filesystem::absolute(path, error).string();
+  if (error) absolute = path;
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string uri = "file://";
+  for (const char c : absolute) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') {
+      uri += c;
+    } else {
+      uri += '%';
+      uri += kHex[u >> 4];
+      uri += kHex[u & 15];
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 }  // namespace
 
 Store::Store(const std::string& path) : Store(path, StoreAccess::read_write) {}
@@ -303,32 +328,58 @@ Store::Store(const std::string& path, StoreAccess access) {
   const bool read_only = access == StoreAccess::read_only;
   opening_.path = path;
   opening_.access = access;
-  try {
-    db_ = std::make_unique<Database>(
-        path, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  } catch (const CallError& e) {
-    throw EnvironmentError("cannot open the results database '" + path + "': " + e.what());
-  }
-  db_->busy_timeout(kBusyTimeoutMs);
+  const auto open = [&](const std::string& name, int flags) {
+    try {
+      db_ = std::make_unique<Database>(name, flags);
+    } catch (const CallError& e) {
+      throw EnvironmentError("cannot open the results database '" + path + "': " + e.what());
+    }
+    db_->busy_timeout(kBusyTimeoutMs);
+  };
+  open(path, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 
   // Identify the file with reads only: nothing below writes until we know it is ours and not
   // newer than this binary, so a refused file is left exactly as it was.
   int version = 0;
   int64_t application_id = 0, schema_objects = 0;
+  // One read transaction, so that the three agree: another process may be creating this file
+  // right now, and between separate reads it could commit its first migration (tables,
+  // application_id and user_version at once), which would look like another program's file.
+  const auto identify = [&] {
+    try {
+      db_->exec("BEGIN");
+      version = read_user_version(*db_);
+      application_id = read_pragma_int(*db_, "application_id");
+      Statement s(*db_, "SELECT count(*) FROM sqlite_master");
+      ATTN_ASSERT(s.step(), "count(*) returned no row");
+      schema_objects = s.column_int64(0);
+      s.reset();
+      db_->exec("COMMIT");
+    } catch (const CallError&) {
+      if (db_->in_transaction()) {
+        sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+      }
+      throw;
+    }
+  };
   try {
-    // One read transaction, so that the three agree: another process may be creating this file
-    // right now, and between separate reads it could commit its first migration (tables,
-    // application_id and user_version at once), which would look like another program's file.
-    db_->exec("BEGIN");
-    version = read_user_version(*db_);
-    application_id = read_pragma_int(*db_, "application_id");
-    Statement s(*db_, "SELECT count(*) FROM sqlite_master");
-    ATTN_ASSERT(s.step(), "count(*) returned no row");
-    schema_objects = s.column_int64(0);
-    s.reset();
-    db_->exec("COMMIT");
+    try {
+      identify();
+    } catch (const CallError& e) {
+      // A reader of a WAL database needs its -shm file (and SQLite a hot journal's folder). In a
+      // folder this user cannot write SQLite cannot create it, and answers READONLY (or
+      // CANTOPEN) to the first read. Read the file as immutable then: no side file, no lock.
+      const int code = e.status() & 0xff;
+      if (!read_only || in_memory || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN)) throw;
+      db_.reset();
+      open(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+      opening_.immutable = true;
+      std::error_code error;
+      const auto wal_bytes = std::filesystem::file_size(path + "-wal", error);
+      opening_.unread_wal_bytes = error ? 0 : int64_t(wal_bytes);
+      identify();
+    }
   } catch (const CallError& e) {
-    if (db_->in_transaction()) sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
     if ((e.status() & 0xff) == SQLITE_NOTADB) {
       throw EnvironmentError("'" + path +
                              "' is not an attn-bench database: it is not an SQLite file. It was "
@@ -355,7 +406,14 @@ Store::Store(const std::string& path, StoreAccess access) {
   opening_.application_id = application_id;
 
   if (read_only) {
-    {
+    if (opening_.immutable) {
+      // An immutable connection reports "delete" whatever the file is; its header says: bytes 18
+      // and 19 (the file format's write and read versions) are 2 in WAL mode, 1 otherwise.
+      std::ifstream file(path, std::ios::binary);
+      char header[20] = {};
+      file.read(header, sizeof header);
+      opening_.journal_mode = file && header[18] == 2 ? "wal" : "delete";
+    } else {
       Statement s(*db_, "PRAGMA journal_mode");
       if (s.step()) opening_.journal_mode = s.column_text(0);
     }
