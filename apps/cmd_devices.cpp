@@ -1,5 +1,6 @@
-// attn-bench devices: the GPUs the driver reports (or plainly that there are none), with the
-// ceilings `attn-bench calibrate` stored for each.
+// attn-bench devices: the driver (its version from NVML, the CUDA version it supports), the GPUs
+// it reports (or plainly that there are none), with the ceilings `attn-bench calibrate` stored for
+// each.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "measure/device_records.hpp"
+#include "measure/nvml_monitor.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
 
@@ -17,14 +19,14 @@ namespace attn {
 namespace {
 
 // The ceilings `attn-bench calibrate` stored for this device, or how to get them. The database is
-// only read when it exists: `devices` never creates one.
+// only read when it exists, read-only: `devices` never creates or changes one.
 void print_ceilings(const DeviceInfo& d, const std::string& nvrtc_version, const std::string& db) {
   if (!std::filesystem::exists(db)) {
     std::cout << "    ceilings             none (no database " << db
               << "): run `attn-bench calibrate`\n";
     return;
   }
-  Store store(db);
+  const Store store(db, StoreAccess::read_only);
   const DeviceCeilings c = store.ceilings(device_record(d, nvrtc_version).fingerprint());
   if (c.empty()) {
     std::cout << "    ceilings             none in " << db << ": run `attn-bench calibrate`\n";
@@ -47,7 +49,10 @@ void devices(const std::string& db_flag) {
   if (found.devices.empty()) {
     std::cout << "no GPU: " << found.why_none << "\n";
   } else {
-    std::cout << "driver supports CUDA " << format_cuda_version(found.devices[0].driver_version)
+    std::string why_not;
+    const std::string driver = nvml_driver_version(&why_not);
+    std::cout << "driver " << (driver.empty() ? "unknown (" + why_not + ")" : driver)
+              << ", supports CUDA " << format_cuda_version(found.devices[0].driver_version)
               << "; built with CUDA " << format_cuda_version(CUDA_VERSION) << "\n";
     for (const DeviceInfo& d : found.devices) {
       std::cout << format("\n[%d] %s\n", d.ordinal, d.name.c_str());

@@ -56,9 +56,9 @@ void print_batch(const Batch& batch, std::ostream& out) {
 void print_device(const BenchSession& session, std::ostream& out) {
   const DeviceRecord& d = session.device();
   if (session.backend() == "cuda") {
-    out << format("device    %s (compute %d.%d, %d SMs, %.1f GiB, driver CUDA %s, NVRTC %s)\n",
+    out << format("device    %s (compute %d.%d, %d SMs, %.1f GiB, driver %s, NVRTC %s)\n",
                   d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
-                  double(d.memory_bytes) / (1 << 30), d.driver_version.c_str(),
+                  double(d.memory_bytes) / (1 << 30), d.driver_text().c_str(),
                   d.nvrtc_version.c_str());
   } else {
     out << "device    " << d.name << " (" << d.sm_count << " threads)\n";
@@ -235,7 +235,8 @@ int run(const RunArgs& args, const Invocation& invocation) {
   if (device.kind == "gpu") {
     context["attn_device_cc"] =
         std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor);
-    context["attn_driver_cuda"] = device.driver_version;
+    context["attn_driver"] = device.driver_version.empty() ? "unknown" : device.driver_version;
+    context["attn_driver_cuda"] = device.cuda_driver_version;
     context["attn_nvrtc"] = device.nvrtc_version;
   }
   for (const auto& [metric, record] : session.ceilings().by_metric) {
@@ -258,16 +259,21 @@ int run(const RunArgs& args, const Invocation& invocation) {
   std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-bench");
   size_t ran = 0;
-  run_gbench(invocation.argv.front(), gbench, context, named_cases,
-             [&](const BenchCase& c) -> const BenchRow* {
-               if (interrupt->requested()) return nullptr;
-               progress.begin(c.full_name);
-               const BenchRow& row =
-                   args.repeat_check ? session.repeat_check(c).first : session.measure(c);
-               progress.finish_step();
-               ++ran;
-               return &row;
-             });
+  try {
+    run_gbench(invocation.argv.front(), gbench, context, named_cases,
+               [&](const BenchCase& c) -> const BenchRow* {
+                 if (interrupt->requested()) return nullptr;
+                 progress.begin(c.full_name);
+                 const BenchRow& row =
+                     args.repeat_check ? session.repeat_check(c).first : session.measure(c);
+                 progress.finish_step();
+                 ++ran;
+                 return &row;
+               });
+  } catch (const std::exception& e) {
+    session.fail(e.what());  // what ran stays recorded; the run is not left "running"
+    throw;
+  }
   const bool interrupted = interrupt->requested();
   interrupt.reset();
   const BenchReport& report = session.finish(interrupted);

@@ -2,8 +2,9 @@
 // D]
 // [--workload GLOB] [--format markdown|json] [-o FILE] [--fail-on-regression [--threshold PCT]]:
 // the two sides on the workloads both measured (results/compare.hpp), as markdown or JSON. With
-// --fail-on-regression the exit code is 6 (regression) when B is SLOWER than A on some workload,
-// so that a downstream CI can gate on it.
+// --fail-on-regression the exit code is 6 (regression) when B is slower than A by more than the
+// threshold (default 2%) over the whole speed-up interval on some workload, so that a downstream
+// CI can gate on it.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -28,7 +29,7 @@ struct CompareArgs {
   std::string format = "markdown";
   std::string output;
   bool fail_on_regression = false;
-  double threshold_pct = 0;
+  double threshold_pct = kDefaultRegressionThreshold * 100;
 };
 
 int compare_command(const CompareArgs& args) {
@@ -36,7 +37,8 @@ int compare_command(const CompareArgs& args) {
     throw UsageError("--format must be 'markdown' or 'json', got '" + args.format + "'");
   }
   if (!(args.threshold_pct >= 0)) throw UsageError("--threshold must be >= 0 (percent)");
-  const Store store(existing_database_path(args.db));
+  const Store store(existing_database_path(args.db), StoreAccess::read_only);
+  warn_of_unread_changes(store.opening());
   CompareRequest request;
   request.devices = args.devices;
   request.runs = args.runs;
@@ -65,8 +67,8 @@ int compare_command(const CompareArgs& args) {
       if (r.regression) names += (names.empty() ? "" : ", ") + r.workload;
     }
     std::cerr << format(
-        "attn-tune: compare: %zu regressions (B SLOWER than A by more than "
-        "%.1f%%): %s\n",
+        "attn-tune: compare: %zu regressions (B SLOWER than A by more than %.1f%% over the "
+        "whole speed-up interval): %s\n",
         s.regressions, args.threshold_pct, names.c_str());
     return to_int(ExitCode::regression);
   }
@@ -94,10 +96,11 @@ void add_tune_compare_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--format", args->format, "markdown (default) or json");
   cmd->add_option("-o,--output", args->output, "write to this file instead of stdout");
   cmd->add_flag("--fail-on-regression", args->fail_on_regression,
-                "exit 6 when B is SLOWER than A on some workload (by the intervals, and by more "
-                "than --threshold)");
+                "exit 6 when B is slower than A by more than --threshold on some workload over "
+                "the whole 95% speed-up interval");
   cmd->add_option("--threshold", args->threshold_pct,
-                  "a regression must be slower by more than this percent (default 0)");
+                  "a regression: B slower than A by more than this percent over the whole "
+                  "speed-up interval (default 2); slower by less is SLOWER, not a regression");
   cmd->callback([args, &invocation] { invocation.exit_code = compare_command(*args); });
 }
 

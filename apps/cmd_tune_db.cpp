@@ -80,10 +80,14 @@ json summary_json(const Store& store, const StoreSummary& s) {
   const StoreOpening& o = store.opening();
   json migrations = json::array();
   for (const MigrationRecord& m : s.migrations) {
+    // A step applied to the in-memory copy only (an older file) was never applied to the file:
+    // no time, as the text says "(in memory only)".
+    const bool in_memory = m.version > o.file_schema_version;
     migrations.push_back({{"version", m.version},
                           {"description", m.description},
                           {"tool_version", m.tool_version},
-                          {"applied_at", m.applied_at}});
+                          {"applied_at", in_memory ? json(nullptr) : json(m.applied_at)},
+                          {"in_memory", in_memory}});
   }
   json devices = json::array();
   for (const StoredDevice& d : s.devices) {
@@ -124,6 +128,8 @@ json summary_json(const Store& store, const StoreSummary& s) {
           {"application_id", o.application_id},
           {"attn_bench_database", o.application_id == kAttnApplicationId},
           {"journal_mode", o.journal_mode},
+          {"read_as_immutable", o.immutable},
+          {"unread_wal_bytes", o.unread_wal_bytes},
           {"migrations", migrations},
           {"counts",
            {{"runs", s.counts.runs},
@@ -151,6 +157,7 @@ void print_summary(const Store& store, const StoreSummary& s, int limit, std::os
   out << "schema      version " << o.file_schema_version << ", " << schema_status(o) << "\n";
   out << "app id      " << application_id_text(o.application_id) << "\n";
   out << "journal     " << or_dash(o.journal_mode) << "\n";
+  if (o.immutable) out << "access      " << read_only_note(o) << "\n";
   for (size_t i = 0; i < s.migrations.size(); ++i) {
     const MigrationRecord& m = s.migrations[i];
     // Steps applied to the in-memory copy are not in the file: say so.
@@ -197,8 +204,8 @@ void print_summary(const Store& store, const StoreSummary& s, int limit, std::os
       out << "      hardware      " << r.sm_count << " hardware threads, "
           << bytes_text(r.memory_bytes) << " memory\n";
     }
-    out << "      software      driver " << or_dash(r.driver_version) << ", CUDA "
-        << or_dash(r.cuda_version) << ", NVRTC " << or_dash(r.nvrtc_version) << "\n";
+    out << "      software      driver " << r.driver_text() << ", CUDA " << or_dash(r.cuda_version)
+        << ", NVRTC " << or_dash(r.nvrtc_version) << "\n";
     out << "      seen          " << d.first_seen_at << " .. " << d.last_seen_at << "\n";
     if (d.ceilings.empty()) {
       out << "      ceilings      none measured (attn-bench calibrate on that device)\n";

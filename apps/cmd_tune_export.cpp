@@ -65,6 +65,7 @@ int export_tables(const ExportArgs& args, const Invocation& invocation) {
     throw UsageError("'" + path + "': no such database (--db, $ATTN_DB, else ./attn-bench.db)");
   }
   const Store store(path, StoreAccess::read_only);
+  warn_of_unread_changes(store.opening());
   ExportOptions options;
   options.devices = args.devices;
   options.all_devices = args.all_devices;

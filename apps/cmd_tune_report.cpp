@@ -37,7 +37,7 @@ struct ReportArgs {
   std::string db, output;
   std::vector<std::string> devices, compare_devices, axes;
   std::string variant, workload;
-  double threshold_pct = 0;
+  double threshold_pct = kDefaultRegressionThreshold * 100;
   bool no_plots = false;
   std::string gnuplot = "gnuplot";
 };
@@ -99,7 +99,8 @@ int report_command(const ReportArgs& args) {
   if (args.output.empty()) throw UsageError("-o DIR is required");
   if (!(args.threshold_pct >= 0)) throw UsageError("--threshold must be >= 0 (percent)");
   const std::string db = existing_database_path(args.db);
-  const Store store(db);
+  const Store store(db, StoreAccess::read_only);
+  warn_of_unread_changes(store.opening());
   ReportRequest request;
   request.devices = args.devices;
   request.compare_devices = args.compare_devices;
@@ -186,7 +187,7 @@ void add_tune_report_command(CLI::App& app, Invocation& invocation) {
       ->delimiter(',')
       ->expected(2);
   cmd->add_option("--threshold", args->threshold_pct,
-                  "the comparison's regression threshold, percent (default 0)");
+                  "the comparison's regression threshold, percent (default 2)");
   cmd->add_flag("--no-plots", args->no_plots,
                 "write the markdown and the gnuplot scripts without running gnuplot");
   cmd->add_option("--gnuplot", args->gnuplot, "the gnuplot to run (default: gnuplot on $PATH)");

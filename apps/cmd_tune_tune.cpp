@@ -1,7 +1,8 @@
 // attn-tune tune WORKLOAD --variant GLOB --strategy S --db FILE [--budget-trials N |
 // --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline
 // compile=S,verify=S,measure=S]: search each matching variant's configs on this machine's backend
-// (the first GPU, or the CPU reference variants without one), store every attempt and measurement,
+// (the first GPU, or with --cpu the CPU reference variants; without a GPU, CUDA variants in the
+// glob are an environment error, exit 4, unless --cpu), store every attempt and measurement,
 // resume from what the database already holds, and choose winners. With workers (the default on a
 // GPU) each evaluation runs in an `attn-tune worker` process (tuner/worker_evaluator.hpp): one that
 // hangs is killed at its phase's deadline, one that dies or loses its CUDA context to a sticky
@@ -120,20 +121,26 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   const bool workers =
       args.isolate.empty() ? backend.gpu() || !devices.empty() : args.isolate == "workers";
   const std::vector<DeviceRecord> slot_devices = slot_device_records(backend, devices);
-  std::vector<const Variant*> runnable;
+  std::vector<const Variant*> runnable, other_backend;
   for (const Variant* v : registry.matching(args.variant)) {
-    if (v->backend() == backend.target.backend) runnable.push_back(v);
+    (v->backend() == backend.target.backend ? runnable : other_backend).push_back(v);
+  }
+  const auto names = [](const std::vector<const Variant*>& variants) {
+    std::string text;
+    for (const Variant* v : variants) text += (text.empty() ? "" : ", ") + v->name();
+    return text;
+  };
+  // CUDA variants asked for on a machine without a GPU: one clear stop (exit 4), not a failure per
+  // config, nor a sweep of the CPU variants alone that exits 0 as if the GPU ones had been tuned.
+  // --cpu says that the CPU variants are what is wanted.
+  if (!backend.gpu() && !args.cpu && !other_backend.empty()) {
+    throw EnvironmentError(backend.note.substr(0, backend.note.find(": tuning")) +
+                           ": the variants asked for (" + names(other_backend) + ") need one" +
+                           (runnable.empty() ? std::string()
+                                             : "; pass --cpu to tune only the CPU variants (" +
+                                                   names(runnable) + ")"));
   }
   if (runnable.empty()) {
-    // CUDA variants asked for on a machine without a GPU: one clear stop, not a failure per config.
-    if (!backend.gpu() && !args.cpu) {
-      std::string names;
-      for (const Variant* v : registry.matching(args.variant)) {
-        names += (names.empty() ? "" : ", ") + v->name();
-      }
-      throw EnvironmentError(backend.note.substr(0, backend.note.find(": tuning")) +
-                             ": the variants asked for (" + names + ") need one");
-    }
     std::cerr << "attn-tune: no " << to_string(backend.target.backend) << " variant matches '"
               << args.variant << "'\n";
     return to_int(ExitCode::usage);
@@ -285,7 +292,9 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
                   "GPU ordinals, e.g. 0,1: one worker per GPU, configs dealt to whichever is free "
                   "(with --cpu: worker slots)")
       ->excludes(device);
-  cmd->add_flag("--cpu", args->cpu, "tune the CPU variants even when a GPU exists");
+  cmd->add_flag("--cpu", args->cpu,
+                "tune the CPU variants: even when a GPU exists, and without one when --variant "
+                "also matches CUDA variants (else exit 4)");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
   cmd->add_option("--isolate", args->isolate,
                   "workers: evaluate in worker processes (default with a GPU); none: in this "

@@ -2,9 +2,14 @@
 
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
+
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
+#include "apps/gbench_reporters.hpp"
 #include "base/errors.hpp"
 
 namespace attn {
@@ -20,6 +25,19 @@ std::string flag_value(const std::vector<std::string>& args, const std::string& 
   return value;
 }
 
+// Google Benchmark's reading of a boolean flag's value: false for "", "0", "false", "no", "off"
+// (any case, or a one-letter f/n), true otherwise.
+bool flag_is_true(const std::string& value) {
+  std::string lower;
+  for (char c : value) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.empty()) return false;
+  if (lower.size() == 1) {
+    return std::isalnum(static_cast<unsigned char>(lower[0])) && lower != "0" && lower != "f" &&
+           lower != "n";
+  }
+  return lower != "false" && lower != "no" && lower != "off";
+}
+
 // Prints nothing: the default when the user chose no --benchmark_format (attn-bench's own table
 // is the console output then). --benchmark_out still writes its file.
 class SilentReporter : public benchmark::BenchmarkReporter {
@@ -32,6 +50,39 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 
 bool GbenchOptions::has_format() const {
   return !flag_value(args, "--benchmark_format").empty();
+}
+
+std::string GbenchOptions::format() const {
+  const std::string value = flag_value(args, "--benchmark_format");
+  return value.empty() ? "console" : value;
+}
+
+std::string GbenchOptions::out_file() const {
+  return flag_value(args, "--benchmark_out");
+}
+
+std::string GbenchOptions::out_format() const {
+  const std::string value = flag_value(args, "--benchmark_out_format");
+  return value.empty() ? "json" : value;
+}
+
+benchmark::ConsoleReporter::OutputOptions GbenchOptions::console_options() const {
+  // As Google Benchmark decides: --benchmark_color (auto: a terminal that is not "dumb") and
+  // --benchmark_counters_tabular.
+  const std::string color = flag_value(args, "--benchmark_color");
+  bool colored = false;
+  if (color.empty() || color == "auto") {
+    const char* term = std::getenv("TERM");
+    colored = ::isatty(STDOUT_FILENO) && term != nullptr && std::string(term) != "dumb";
+  } else {
+    colored = flag_is_true(color);
+  }
+  int o = benchmark::ConsoleReporter::OO_None;
+  if (colored) o |= benchmark::ConsoleReporter::OO_Color;
+  if (flag_is_true(flag_value(args, "--benchmark_counters_tabular"))) {
+    o |= benchmark::ConsoleReporter::OO_Tabular;
+  }
+  return benchmark::ConsoleReporter::OutputOptions(o);
 }
 
 bool GbenchOptions::lists_only() const {
@@ -72,20 +123,29 @@ bool gbench_filter_matches(const std::string& filter, const std::string& name) {
   }
 }
 
+const std::vector<std::string>& gbench_counter_names() {
+  static const std::vector<std::string> names = {
+      "GB/s",    "TFLOP/s",   "frac_read_bw",        "frac_bf16_tensor",
+      "samples", "noise_pct", "launches_per_sample", "sm_MHz"};
+  return names;
+}
+
 std::map<std::string, double> gbench_counters(const BenchRow& row) {
   const Measurement& m = row.measurement;
   std::map<std::string, double> c;
+  for (const std::string& name : gbench_counter_names()) c[name] = NAN;
   c["GB/s"] = m.gbps();
   c["TFLOP/s"] = m.tflops();
-  if (m.ceiling_fraction) c["frac_" + m.ceiling] = *m.ceiling_fraction;
+  // The fraction of the one ceiling the family is bound by; the other stays without a value.
+  if (m.ceiling_fraction && c.count("frac_" + m.ceiling))
+    c["frac_" + m.ceiling] = *m.ceiling_fraction;
   c["samples"] = double(m.stats.count);
-  // A noise of exactly 0 (two equal samples) is left out: Google Benchmark's cv aggregate of a
-  // counter that is 0 in every repetition is NaN, which is not JSON. For the same reason there is
-  // no 0/1 "unstable" counter (the flag goes into the label), and no counter is ever non-finite.
-  if (m.timing.noise > 0) c["noise_pct"] = m.timing.noise * 100;
+  c["noise_pct"] = m.timing.noise * 100;
   c["launches_per_sample"] = m.timing.launches_per_sample;
-  if (m.clocks.median_mhz > 0) c["sm_MHz"] = m.clocks.median_mhz;
-  for (auto it = c.begin(); it != c.end();) it = std::isfinite(it->second) ? std::next(it) : c.erase(it);
+  if (m.clocks.median_mhz > 0) c["sm_MHz"] = m.clocks.median_mhz;  // no clock on the CPU
+  for (auto& [name, value] : c) {
+    if (!std::isfinite(value)) value = NAN;
+  }
   return c;
 }
 
@@ -104,41 +164,53 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
   }
   for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
 
+  GbenchOutcomes outcomes;
   for (const auto& [name, bench_case] : named_cases) {
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [bench_case = bench_case, &measure](benchmark::State& state) {
-                                   for (auto _ : state) {
-                                     const BenchRow* measured = measure(bench_case);
-                                     if (measured == nullptr) {
-                                       state.SkipWithError("not run: interrupted");
-                                       break;
-                                     }
-                                     const BenchRow& row = *measured;
-                                     const Measurement& m = row.measurement;
-                                     if (m.disposition != Disposition::passed) {
-                                       const std::string why =
-                                           to_string(m.disposition) + ": " + m.reason;
-                                       state.SkipWithError(why.c_str());
-                                       break;
-                                     }
-                                     state.SetIterationTime(m.stats.median * 1e-6);
-                                     for (const auto& [key, value] : gbench_counters(row)) {
-                                       state.counters[key] = value;
-                                     }
-                                     if (m.unstable)
-                                       state.SetLabel("unstable: " + m.unstable_reason);
-                                   }
-                                 })
+    benchmark::RegisterBenchmark(
+        name.c_str(),
+        [name = name, bench_case = bench_case, &measure, &outcomes](benchmark::State& state) {
+          for (auto _ : state) {
+            const BenchRow* measured = measure(bench_case);
+            if (measured == nullptr) {
+              outcomes.record_skipped(name, {false, "not run: interrupted"});
+              state.SkipWithError("not run: interrupted");
+              break;
+            }
+            const BenchRow& row = *measured;
+            const Measurement& m = row.measurement;
+            if (m.disposition != Disposition::passed) {
+              // Google Benchmark 1.7 has no other way to leave a repetition untimed; the
+              // reporters show a declined case as skipped (apps/gbench_reporters.hpp).
+              const GbenchSkip skip{m.disposition == Disposition::unsupported,
+                                    to_string(m.disposition) + ": " + m.reason};
+              outcomes.record_skipped(name, skip);
+              state.SkipWithError(skip.message.c_str());
+              break;
+            }
+            outcomes.record_timed(name);
+            state.SetIterationTime(m.stats.median * 1e-6);
+            for (const auto& [key, value] : gbench_counters(row)) state.counters[key] = value;
+            if (m.unstable) state.SetLabel("unstable: " + m.unstable_reason);
+          }
+        })
         ->UseManualTime()
         ->Iterations(1)
         ->Unit(benchmark::kMicrosecond);
   }
-  SilentReporter silent;
+  std::unique_ptr<benchmark::BenchmarkReporter> display;
   if (options.has_format() || options.lists_only()) {
-    benchmark::RunSpecifiedBenchmarks();
+    display = make_gbench_reporter(options.format(), outcomes, gbench_counter_names(),
+                                   options.console_options());
   } else {
-    benchmark::RunSpecifiedBenchmarks(&silent);
+    display = std::make_unique<SilentReporter>();
   }
+  // Google Benchmark opens the --benchmark_out file and points this reporter at it.
+  std::unique_ptr<benchmark::BenchmarkReporter> file;
+  if (!options.out_file().empty()) {
+    file = make_gbench_reporter(options.out_format(), outcomes, gbench_counter_names(),
+                                benchmark::ConsoleReporter::OO_None);
+  }
+  benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   benchmark::ClearRegisteredBenchmarks();
   benchmark::Shutdown();
 }

@@ -4,8 +4,12 @@
 // --benchmark_filter, --benchmark_repetitions, --benchmark_format=console|json|csv and
 // --benchmark_out[_format] behave as Google Benchmark users expect and the JSON can be read by its
 // tools/compare.py. Counters carry GB/s, TFLOP/s, the fraction of the device's ceiling, the noise
-// and the clock; the context block carries the device fingerprint and the policy.
+// and the clock; the context block carries the device fingerprint and the policy. The reporters
+// (apps/gbench_reporters.hpp) show a declined case as skipped with its reason and give every CSV
+// row the same columns.
 #pragma once
+
+#include <benchmark/benchmark.h>
 
 #include <functional>
 #include <map>
@@ -17,11 +21,16 @@
 namespace attn {
 
 struct GbenchOptions {
-  std::vector<std::string> args;  // the --benchmark_* arguments from the command line
-  bool has_format() const;        // the user chose a --benchmark_format
-  bool lists_only() const;        // --benchmark_list_tests
-  std::string filter() const;     // --benchmark_filter's value; empty when absent
-  int repetitions() const;        // --benchmark_repetitions; 1 when absent
+  std::vector<std::string> args;   // the --benchmark_* arguments from the command line
+  bool has_format() const;         // the user chose a --benchmark_format
+  std::string format() const;      // --benchmark_format's value; "console" when absent
+  std::string out_file() const;    // --benchmark_out's value; empty when absent
+  std::string out_format() const;  // --benchmark_out_format's value; "json" when absent
+  // The console reporter's options from --benchmark_color and --benchmark_counters_tabular.
+  benchmark::ConsoleReporter::OutputOptions console_options() const;
+  bool lists_only() const;     // --benchmark_list_tests
+  std::string filter() const;  // --benchmark_filter's value; empty when absent
+  int repetitions() const;     // --benchmark_repetitions; 1 when absent
 };
 
 // Name of a case as Google Benchmark shows and filters it.
@@ -30,7 +39,11 @@ std::string gbench_name(const std::string& workload, const BenchCase& bench_case
 // negates, as in Google Benchmark).
 bool gbench_filter_matches(const std::string& filter, const std::string& name);
 
-// Counters of one measured row (also used by the CPU test of the JSON shape).
+// The counters of every passed row, in the CSV's column order.
+const std::vector<std::string>& gbench_counter_names();
+// Counters of one measured row: every name of gbench_counter_names(), NaN where the row has no
+// value (no ceiling for the device, or not the family's bound; no SM clock on the CPU). The
+// reporters leave NaN out (console, JSON) or empty (CSV).
 std::map<std::string, double> gbench_counters(const BenchRow& row);
 
 // Registers the cases, runs Google Benchmark and clears its registry. `measure` is called once per

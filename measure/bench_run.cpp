@@ -151,4 +151,9 @@ const BenchReport& BenchSession::finish(bool interrupted) {
   return report_;
 }
 
+void BenchSession::fail(const std::string& why) {
+  ATTN_ASSERT(store_, "BenchSession::begin() must come before fail()");
+  store_->finish_run(report_.run_id, "error: " + why);
+}
+
 }  // namespace attn

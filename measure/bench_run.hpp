@@ -98,6 +98,9 @@ class BenchSession {
   // Closes the run ("completed" or "failed_cases"; "interrupted" when the caller stopped early)
   // and returns everything measured.
   const BenchReport& finish(bool interrupted = false);
+  // Closes the run as "error: <why>" when the caller cannot go on (an exception between begin()
+  // and finish()), so that it does not stay "running".
+  void fail(const std::string& why);
 
  private:
   BenchSession(const Batch& batch, const BenchOptions& options);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/thread_pool.hpp"
+#include "measure/nvml_monitor.hpp"
 
 namespace attn {
 
@@ -29,7 +30,9 @@ DeviceRecord device_record(const DeviceInfo& device, const std::string& nvrtc_ve
   r.sm_clock_khz = device.sm_clock_khz;
   r.memory_clock_khz = device.memory_clock_khz;
   r.memory_bus_bits = device.memory_bus_bits;
-  r.driver_version = format_cuda_version(device.driver_version);
+  std::string why_not;  // no NVML: the driver stays unknown, as in databases before schema v4
+  r.driver_version = nvml_driver_version(&why_not);
+  r.cuda_driver_version = format_cuda_version(device.driver_version);
   r.cuda_version = format_cuda_version(CUDA_VERSION);
   r.nvrtc_version = nvrtc_version;
   return r;

@@ -8,6 +8,8 @@
 
 namespace attn {
 
+// The GPU's record, with the driver's version from NVML (empty where NVML is missing) and the
+// CUDA version the driver supports from the driver API.
 DeviceRecord device_record(const DeviceInfo& device, const std::string& nvrtc_version);
 // The CPU this process runs on (model name from /proc/cpuinfo, host name, threads, memory).
 DeviceRecord host_cpu_record();

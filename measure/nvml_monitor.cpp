@@ -2,16 +2,21 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
 namespace attn {
 
 namespace {
 // The few NVML declarations we use (nvml.h is not part of every toolkit install). Values from
-// nvml.h: NVML_SUCCESS 0, NVML_TEMPERATURE_GPU 0, NVML_CLOCK_SM 1.
+// nvml.h: NVML_SUCCESS 0, NVML_TEMPERATURE_GPU 0, NVML_CLOCK_SM 1,
+// NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80.
 using NvmlReturn = int;
 using NvmlDevice = void*;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr int kNvmlTemperatureGpu = 0;
 constexpr int kNvmlClockSm = 1;
+constexpr unsigned kNvmlSystemDriverVersionBufferSize =
+    80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 
 constexpr struct {
   uint64_t bit;
@@ -29,6 +34,36 @@ std::string describe_clock_event_reasons(uint64_t reasons) {
     if (reasons & r.bit) text += (text.empty() ? "" : ",") + std::string(r.name);
   }
   return text.empty() ? "none" : text;
+}
+
+std::string nvml_driver_version(std::string* why_not) {
+  void* library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    *why_not = "NVML (libnvidia-ml.so.1) is not installed";
+    return "";
+  }
+  // libnvidia-ml stays loaded, like libcuda (NvmlMonitor::Api).
+  using Init = NvmlReturn (*)();
+  using Version = NvmlReturn (*)(char*, unsigned);
+  const auto init = reinterpret_cast<Init>(dlsym(library, "nvmlInit_v2"));
+  const auto shutdown = reinterpret_cast<Init>(dlsym(library, "nvmlShutdown"));
+  const auto version = reinterpret_cast<Version>(dlsym(library, "nvmlSystemGetDriverVersion"));
+  if (!init || !shutdown || !version) {
+    *why_not = "NVML lacks nvmlSystemGetDriverVersion";
+    return "";
+  }
+  if (init() != kNvmlSuccess) {
+    *why_not = "nvmlInit failed";
+    return "";
+  }
+  char text[kNvmlSystemDriverVersionBufferSize] = {};
+  const NvmlReturn rc = version(text, sizeof text);
+  shutdown();
+  if (rc != kNvmlSuccess || text[0] == '\0') {
+    *why_not = "nvmlSystemGetDriverVersion failed (" + std::to_string(rc) + ")";
+    return "";
+  }
+  return std::string(text, strnlen(text, sizeof text));
 }
 
 struct NvmlMonitor::Api {

@@ -207,9 +207,22 @@ WorkloadComparison compare_workload(const WorkloadSides& sides, const CompareSet
                         ceilings_of(settings, out.b_best.device_id));
     if (out.predicted_b_us) out.prediction_error = out.b_best.median_us / *out.predicted_b_us - 1;
   }
-  out.regression = out.comparison.verdict == Verdict::slower &&
-                   out.comparison.relative_difference > settings.threshold;
+  out.verdict = speedup_verdict(out.speedup);
+  out.regression = is_regression(out.speedup, settings.threshold);
   return out;
+}
+
+Verdict speedup_verdict(const RatioInterval& speedup) {
+  if (speedup.interval.low > 1) return Verdict::faster;
+  if (speedup.interval.high < 1) return Verdict::slower;
+  return Verdict::same;
+}
+
+bool is_regression(const RatioInterval& speedup, double threshold) {
+  // Relative rounding slack: a ratio computed as 100 / 102 times 1.02 is 1 only up to rounding,
+  // and "beyond the threshold" must not depend on the last bit.
+  constexpr double kRounding = 1e-12;
+  return speedup.interval.high > 0 && speedup.interval.high * (1 + threshold) < 1 - kRounding;
 }
 
 std::string device_label(const StoredDevice& device) {
@@ -470,7 +483,7 @@ CompareResult compare(const Store& store, const CompareRequest& request) {
   size_t logs = 0;
   for (const WorkloadSides& sides : both) {
     WorkloadComparison row = compare_workload(sides, settings);
-    switch (row.comparison.verdict) {
+    switch (row.verdict) {
       case Verdict::faster:
         ++result.summary.faster;
         break;

@@ -1,7 +1,7 @@
 // attn-tune compare: two sides of the results database (two devices, two runs, or two variants on
-// one device) on the workloads both measured. Per workload: each side's best config, the verdict
-// of B against A from the medians' intervals (compare_samples), the speed-up of B over A with a
-// bootstrap interval (median_ratio_interval), the fraction of each device's ceiling, whether the
+// one device) on the workloads both measured. Per workload: each side's best config, the speed-up
+// of B over A with a bootstrap interval (median_ratio_interval) and the verdict and regression it
+// gives (speedup_verdict, is_regression), the fraction of each device's ceiling, whether the
 // best config differs, the transfer regret of running A's best config on B, the rank correlation
 // of the configs both sides measured, and the roofline's prediction of B from A.
 //
@@ -54,22 +54,35 @@ struct WorkloadSides {
   std::vector<ConfigTiming> a, b;  // representatives(); each non-empty
 };
 
+// The default regression threshold: 2% (attn-tune compare --threshold 2).
+constexpr double kDefaultRegressionThreshold = 0.02;
+
+// B against A from the speed-up interval (A's median / B's median, median_ratio_interval): FASTER
+// when the whole interval lies above 1, SLOWER when it lies below 1, else SAME (it holds 1).
+Verdict speedup_verdict(const RatioInterval& speedup);
+// Whether B is slower than A by more than `threshold` (0.02: 2%) over the whole speed-up interval:
+// its upper end x (1 + threshold) is below 1, i.e. B's time / A's time - 1 exceeds the threshold
+// at every point of the interval. A ratio at the threshold up to rounding is not beyond it.
+bool is_regression(const RatioInterval& speedup, double threshold);
+
 struct CompareSettings {
   // Variants mode: a config is its key whatever the variant (the two variants' configs are matched
   // by key); otherwise by variant and key.
   bool configs_by_key = false;
-  double threshold = 0;  // a regression is SLOWER by more than this fraction (0.05 = 5%)
+  double threshold = kDefaultRegressionThreshold;  // is_regression's (0.05 = 5%)
   std::map<int64_t, DeviceCeilings> ceilings;  // by device id; a device without one: not calibrated
 };
 
 struct WorkloadComparison {
   std::string workload, workload_hash, family;
   ConfigTiming a_best, b_best;  // the lowest median of each side
-  // B's best against A's best: verdict FASTER when B's median interval lies wholly below A's;
-  // relative_difference = (median_b - median_a) / median_a.
+  // B's best against A's best: the 95% intervals of the two medians and relative_difference =
+  // (median_b - median_a) / median_a. (Its verdict, from the medians' intervals, is not the
+  // comparison's: `verdict` is.)
   Comparison comparison;
-  RatioInterval speedup;  // median_a / median_b: above 1, B is faster
-  std::string ceiling;    // "read_bw" or "bf16_tensor" (the family's bound); empty: unknown family
+  RatioInterval speedup;            // median_a / median_b: above 1, B is faster
+  Verdict verdict = Verdict::same;  // speedup_verdict(speedup)
+  std::string ceiling;  // "read_bw" or "bf16_tensor" (the family's bound); empty: unknown family
   std::optional<double> a_fraction, b_fraction;  // of each best's device ceiling
   bool best_differs = false;
   std::optional<ConfigTiming> a_best_on_b;  // B's measurement of A's best config, when it has one
@@ -79,7 +92,7 @@ struct WorkloadComparison {
   std::optional<double> spearman;              // over the common configs
   std::optional<double> predicted_b_us;        // from A's best time and the two ceilings
   std::optional<double> prediction_error;      // measured B / predicted - 1
-  bool regression = false;                     // SLOWER, by more than the threshold
+  bool regression = false;                     // is_regression(speedup, threshold)
 };
 
 WorkloadComparison compare_workload(const WorkloadSides& sides, const CompareSettings& settings);
@@ -97,7 +110,7 @@ struct CompareRequest {
   std::vector<int64_t> runs;
   std::vector<std::string> variants;  // globs (kernels/registry.hpp glob_match)
   std::string workload;               // glob on the workload name; empty: every workload
-  double threshold = 0;               // as CompareSettings::threshold
+  double threshold = kDefaultRegressionThreshold;  // as CompareSettings::threshold
 };
 
 struct CompareSide {

@@ -93,12 +93,14 @@ std::string compare_markdown(const CompareResult& result, int level) {
   out << "- **A**: " << cell(result.a.label) << "\n";
   out << "- **B**: " << cell(result.b.label) << "\n\n";
   out << "Each side's best config per workload is its passed measurement with the lowest median "
-         "(per config the latest `confirm` result, else the latest `screen` one). Verdicts are B "
-         "against A: FASTER or SLOWER when the 95% intervals of the two medians (order "
-         "statistics) do not overlap, else SAME. The speed-up is A's median / B's median with a "
-         "95% percentile bootstrap interval (2000 resamples of each side, seeded). A regression "
-         "is SLOWER by more than "
-      << format("%.1f%%", result.threshold * 100) << ".\n\n";
+         "(per config the latest `confirm` result, else the latest `screen` one). The speed-up "
+         "is A's median / B's median with a 95% percentile bootstrap interval (2000 resamples "
+         "of each side, seeded). Verdicts are B against A from that interval: FASTER when it "
+         "lies wholly above 1, SLOWER when wholly below 1, else SAME. A regression is SLOWER "
+         "by more than "
+      << format("%.1f%%", result.threshold * 100)
+      << " over the whole interval (B's time / A's time - 1 above the threshold at every point "
+         "of it).\n\n";
 
   out << h << "# Times\n\n";
   out << "| workload | A median us [95%] | B median us [95%] | speed-up B/A [95%] | verdict | "
@@ -107,7 +109,7 @@ std::string compare_markdown(const CompareResult& result, int level) {
   for (const WorkloadComparison& r : result.rows) {
     out << "| " << cell(r.workload) << " | " << median_cell(r.a_best, r.comparison.a) << " | "
         << median_cell(r.b_best, r.comparison.b) << " | " << format_speedup(r.speedup) << " | "
-        << to_string(r.comparison.verdict) << (r.regression ? " (regression)" : "") << " | "
+        << to_string(r.verdict) << (r.regression ? " (regression)" : "") << " | "
         << (r.ceiling.empty() ? "n/a" : r.ceiling) << " | " << percent(r.a_fraction) << " | "
         << percent(r.b_fraction) << " | "
         << (r.predicted_b_us ? format("%.2f", *r.predicted_b_us) : "n/a") << " | "
@@ -149,7 +151,7 @@ std::string compare_markdown(const CompareResult& result, int level) {
   if (s.geomean_speedup) out << format("; geometric mean speed-up B/A %.3fx", *s.geomean_speedup);
   out << ".\n\n";
   out << "Regressions (B SLOWER than A by more than " << format("%.1f%%", result.threshold * 100)
-      << "): ";
+      << " over the whole speed-up interval): ";
   if (s.regressions == 0) {
     out << "none.\n";
   } else {
@@ -189,7 +191,7 @@ nlohmann::json compare_json(const CompareResult& result) {
          {"b", config_json(r.b_best, result)},
          {"a_interval_us", {r.comparison.a.low, r.comparison.a.high}},
          {"b_interval_us", {r.comparison.b.low, r.comparison.b.high}},
-         {"verdict", to_string(r.comparison.verdict)},
+         {"verdict", to_string(r.verdict)},
          {"relative_difference", r.comparison.relative_difference},
          {"speedup",
           {{"estimate", r.speedup.estimate},

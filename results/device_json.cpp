@@ -35,7 +35,9 @@ json device_json(const StoredDevice& d) {
           {"sm_clock_khz", r.sm_clock_khz},
           {"memory_clock_khz", r.memory_clock_khz},
           {"memory_bus_bits", r.memory_bus_bits},
-          {"driver_version", r.driver_version},
+          // null when unknown (a CPU, no NVML, a row written before schema v4)
+          {"driver_version", r.driver_version.empty() ? json(nullptr) : json(r.driver_version)},
+          {"cuda_driver_version", r.cuda_driver_version},
           {"cuda_version", r.cuda_version},
           {"nvrtc_version", r.nvrtc_version},
           {"first_seen_at", d.first_seen_at},

@@ -26,19 +26,18 @@ std::string class_text(const BucketKey& k) {
 }
 
 std::string bucket_text(const BucketKey& k) {
-  return k.family + ": batch " + to_string(pow2_bucket_range(k.batch_bucket)) + ", context " +
-         to_string(pow2_bucket_range(k.context_bucket)) + ", " + class_text(k);
+  return k.family + ": batch " + to_string(batch_bucket_range(k.batch_bucket)) + ", context " +
+         to_string(context_bucket_range(k.context_bucket)) + ", " + class_text(k);
 }
 
-json range_json(int bucket) {
-  const BucketRange r = pow2_bucket_range(bucket);
+json range_json(const BucketRange& r) {
   return json::array({r.lo, r.hi});
 }
 
 json bucket_json(const BucketKey& k) {
   return {{"family", k.family},
-          {"batch_size", range_json(k.batch_bucket)},
-          {"context_len", range_json(k.context_bucket)},
+          {"batch_size", range_json(batch_bucket_range(k.batch_bucket))},
+          {"context_len", range_json(context_bucket_range(k.context_bucket))},
           {"gqa_ratio", k.gqa_ratio},
           {"head_dim", k.head_dim},
           {"dtype", k.dtype},
@@ -78,8 +77,8 @@ json case_json(const CaseTime& c) {
 
 json coverage_json(const FamilyCoverage& c) {
   json batch = json::array(), context = json::array(), dtypes = json::array();
-  for (int b : c.batch_buckets) batch.push_back(range_json(b));
-  for (int b : c.context_buckets) context.push_back(range_json(b));
+  for (int b : c.batch_buckets) batch.push_back(range_json(batch_bucket_range(b)));
+  for (int b : c.context_buckets) context.push_back(range_json(context_bucket_range(b)));
   for (const auto& [dtype, kv] : c.dtypes) dtypes.push_back({{"dtype", dtype}, {"kv_dtype", kv}});
   json missing = json::array();
   for (const CoverageCell& cell : c.cells) {
@@ -162,7 +161,8 @@ const char* const kHeaderTypes = R"header(
 struct Query {
   std::string_view family;   // "paged_decode", "prefix_prefill", ...
   std::int64_t batch_size;   // sequences in the batch
-  std::int64_t context_len;  // mean keys a sequence attends (context + new tokens), rounded up
+  std::int64_t context_len;  // cached tokens per sequence (before this step's new ones), mean
+                             // rounded up: a decode step over 4096 cached tokens is 4096
   int gqa_ratio;             // query heads per KV head
   int head_dim;
   std::string_view dtype;     // "bf16", "fp16", ...: Q and output
@@ -224,7 +224,9 @@ struct Measured {
 
 struct Device {
   std::string_view name, uuid, fingerprint;
-  std::string_view driver_version, cuda_version, nvrtc_version;
+  // The NVIDIA driver ("580.159.04"; empty: unknown), the CUDA version it supports ("13.0"), the
+  // toolkit attn-bench was built with and NVRTC.
+  std::string_view driver_version, cuda_driver_version, cuda_version, nvrtc_version;
   int sm_count;
   const Entry* entries;
   std::size_t entry_count;
@@ -234,7 +236,7 @@ struct Device {
 
 namespace detail {
 
-// Bucket of a batch size or context length: k holds 2^(k-1) + 1 .. 2^k, 0 holds 1 and below.
+// Bucket of a batch size or context length: k holds 2^(k-1) + 1 .. 2^k, 0 holds 0 and 1.
 constexpr int pow2_bucket(std::int64_t value) {
   int k = 0;
   for (std::int64_t p = 1; p < value && k < 62; p *= 2) ++k;
@@ -321,8 +323,8 @@ std::string describe_export_device(const StoredDevice& d) {
   auto version = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
   return r.name + ", uuid " + r.uuid + ", fingerprint " + d.fingerprint + ", " +
          std::to_string(r.sm_count) + (r.kind == "gpu" ? " SMs" : " hardware threads") +
-         ", driver " + version(r.driver_version) + ", CUDA " + version(r.cuda_version) +
-         ", NVRTC " + version(r.nvrtc_version);
+         ", driver " + r.driver_text() + ", CUDA " + version(r.cuda_version) + ", NVRTC " +
+         version(r.nvrtc_version);
 }
 
 std::vector<std::string> coverage_lines(const ExportDeviceTable& table) {
@@ -349,18 +351,20 @@ std::vector<std::string> coverage_lines(const ExportDeviceTable& table) {
       }
       lines.push_back("  " + class_text(first) + " (rows batch size, columns context length):");
       size_t width = 0;
-      for (int b : c.batch_buckets) width = std::max(width, to_string(pow2_bucket_range(b)).size());
+      for (int b : c.batch_buckets) {
+        width = std::max(width, to_string(batch_bucket_range(b)).size());
+      }
       std::string header(4 + width, ' ');
       std::vector<size_t> column_width;
       for (int ctx : c.context_buckets) {
-        const std::string h = to_string(pow2_bucket_range(ctx));
+        const std::string h = to_string(context_bucket_range(ctx));
         column_width.push_back(h.size());
         header += "  " + h;
       }
       lines.push_back(header);
       size_t i = start;
       for (int b : c.batch_buckets) {
-        std::string row = "    " + to_string(pow2_bucket_range(b));
+        std::string row = "    " + to_string(batch_bucket_range(b));
         row.resize(4 + width, ' ');
         for (size_t col = 0; col < c.context_buckets.size(); ++col, ++i) {
           const CellStatus s = c.cells[i].status;
@@ -432,37 +436,38 @@ nlohmann::ordered_json export_json(const ExportResult& result, const ExportProve
     skipped.push_back({{"workload", w.name}, {"hash", w.hash}, {"reason", w.reason}});
   }
   const ExportOptions& o = result.options;
-  return {
-      {"format", "attn-tune export"},
-      {"format_version", 1},
-      {"generated_at", provenance.generated_at},
-      {"tool",
-       {{"name", "attn-tune export"},
-        {"version", provenance.tool_version},
-        {"git_commit", provenance.git_commit},
-        {"command_line", provenance.command_line}}},
-      {"database", {{"path", result.database_path}, {"schema_version", result.schema_version}}},
-      {"selection",
-       {{"devices", o.all_devices ? json("all") : json(o.devices)},
-        {"families", o.families},
-        {"variant", o.variant_glob.empty() ? json(nullptr) : json(o.variant_glob)},
-        {"unstable", o.include_unstable ? "included" : "left out"}}},
-      {"rules",
-       {{"batch_size", "power-of-two buckets: 2^(k-1)+1 .. 2^k, and 1"},
-        {"context_len",
-         "mean keys a sequence attends (context + new tokens), rounded up; power-of-two buckets"},
-        {"exact", {"family", "gqa_ratio", "head_dim", "dtype", "kv_dtype", "page_size"}},
-        {"case_time",
-         "per (workload, variant, config): the latest passed measurement under the most "
-         "thorough policy (confirm, then others, then screen)"},
-        {"choice",
-         "per bucket: among the configs measured on the most workloads of the bucket (all, "
-         "unless partial), the lowest worst-case slowdown against each workload's best, then "
-         "the lowest mean"},
-        {"regret", "chosen median / best median - 1 over the bucket's workloads"}}},
-      {"devices", devices},
-      {"runs", runs},
-      {"skipped", skipped}};
+  return {{"format", "attn-tune export"},
+          {"format_version", 1},
+          {"generated_at", provenance.generated_at},
+          {"tool",
+           {{"name", "attn-tune export"},
+            {"version", provenance.tool_version},
+            {"git_commit", provenance.git_commit},
+            {"command_line", provenance.command_line}}},
+          {"database", {{"path", result.database_path}, {"schema_version", result.schema_version}}},
+          {"selection",
+           {{"devices", o.all_devices ? json("all") : json(o.devices)},
+            {"families", o.families},
+            {"variant", o.variant_glob.empty() ? json(nullptr) : json(o.variant_glob)},
+            {"unstable", o.include_unstable ? "included" : "left out"}}},
+          {"rules",
+           {{"batch_size", "power-of-two buckets: 2^(k-1)+1 .. 2^k, and 1"},
+            {"context_len",
+             "cached tokens per sequence (the keys in the KV cache before this step's new tokens; "
+             "a decode step over 4096 cached tokens is 4096, a prefill without a prefix 0), mean "
+             "over the batch rounded up; power-of-two buckets: 2^(k-1)+1 .. 2^k, and [0, 1]"},
+            {"exact", {"family", "gqa_ratio", "head_dim", "dtype", "kv_dtype", "page_size"}},
+            {"case_time",
+             "per (workload, variant, config): the latest passed measurement under the most "
+             "thorough policy (confirm, then others, then screen)"},
+            {"choice",
+             "per bucket: among the configs measured on the most workloads of the bucket (all, "
+             "unless partial), the lowest worst-case slowdown against each workload's best, then "
+             "the lowest mean"},
+            {"regret", "chosen median / best median - 1 over the bucket's workloads"}}},
+          {"devices", devices},
+          {"runs", runs},
+          {"skipped", skipped}};
 }
 
 bool valid_cpp_namespace(const std::string& name) {
@@ -500,7 +505,10 @@ std::string export_cpp_header(const ExportResult& result, const ExportProvenance
       << "// buckets, the choice and the regret.\n"
       << "//\n"
       << "// Batch size and context length fall in power-of-two buckets (2^(k-1)+1 .. 2^k, and\n"
-      << "// 1); family, GQA ratio, head dim, dtypes and page size must match exactly. Each entry\n"
+      << "// [1, 1] for a batch, [0, 1] for a context); family, GQA ratio, head dim, dtypes and\n"
+      << "// page size must match exactly. The context length is the cached tokens per sequence:\n"
+      << "// the keys in the KV cache before this step's new tokens (mean over the batch, rounded\n"
+      << "// up), so a decode step over 4096 cached tokens asks with context_len 4096. Each entry\n"
       << "// is the (variant, config) with the lowest worst-case slowdown over the workloads\n"
       << "// measured in its bucket; its regret is chosen time / best time - 1 there.\n"
       << "#pragma once\n\n"
@@ -534,7 +542,7 @@ std::string export_cpp_header(const ExportResult& result, const ExportProvenance
       out << "//   " << comment(r.kind) << ", " << r.sm_count << " hardware threads, "
           << r.memory_bytes << " bytes of memory\n";
     }
-    out << "//   driver " << version(r.driver_version) << ", CUDA " << version(r.cuda_version)
+    out << "//   driver " << comment(r.driver_text()) << ", CUDA " << version(r.cuda_version)
         << ", NVRTC " << version(r.nvrtc_version) << "\n";
     for (const auto& [metric, c] : d.ceilings.by_metric) {
       out << "//   ceiling " << comment(metric) << " " << c.value << " (" << comment(c.measured_at)
@@ -584,8 +592,8 @@ std::string export_cpp_header(const ExportResult& result, const ExportProvenance
     out << "};\n\ninline constexpr Entry kEntries" << suffix << "[] = {\n";
     for (size_t i = 0; i < table.entries.size(); ++i) {
       const ExportEntry& e = table.entries[i];
-      const BucketRange b = pow2_bucket_range(e.bucket.batch_bucket);
-      const BucketRange c = pow2_bucket_range(e.bucket.context_bucket);
+      const BucketRange b = batch_bucket_range(e.bucket.batch_bucket);
+      const BucketRange c = context_bucket_range(e.bucket.context_bucket);
       out << "    // " << comment(bucket_text(e.bucket)) << ": regret max " << percent(e.max_regret)
           << ", mean " << percent(e.mean_regret) << " over " << e.covered << " of "
           << e.members.size() << " workloads"
@@ -611,10 +619,11 @@ std::string export_cpp_header(const ExportResult& result, const ExportProvenance
     const StoredDevice& d = result.tables[t].device;
     const std::string suffix = std::to_string(t);
     out << "    {" << lit(d.record.name) << ", " << lit(d.record.uuid) << ", " << lit(d.fingerprint)
-        << ", " << lit(d.record.driver_version) << ", " << lit(d.record.cuda_version) << ", "
-        << lit(d.record.nvrtc_version) << ", " << d.record.sm_count << ", kEntries" << suffix
-        << ", sizeof(kEntries" << suffix << ") / sizeof(Entry), kMeasured" << suffix
-        << ", sizeof(kMeasured" << suffix << ") / sizeof(Measured)},\n";
+        << ", " << lit(d.record.driver_version) << ", " << lit(d.record.cuda_driver_version) << ", "
+        << lit(d.record.cuda_version) << ", " << lit(d.record.nvrtc_version) << ", "
+        << d.record.sm_count << ", kEntries" << suffix << ", sizeof(kEntries" << suffix
+        << ") / sizeof(Entry), kMeasured" << suffix << ", sizeof(kMeasured" << suffix
+        << ") / sizeof(Measured)},\n";
   }
   out << "};\n" << kHeaderDeviceLookup;
   if (result.tables.size() == 1) {

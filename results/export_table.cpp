@@ -32,8 +32,8 @@ bool is_hex(const std::string& text) {
 
 std::string describe_device(const StoredDevice& d) {
   return "[" + std::to_string(d.id) + "] " + d.record.name + " (uuid " + d.record.uuid +
-         ", fingerprint " + d.fingerprint.substr(0, 12) + ", driver " +
-         (d.record.driver_version.empty() ? "-" : d.record.driver_version) + ")";
+         ", fingerprint " + d.fingerprint.substr(0, 12) + ", driver " + d.record.driver_text() +
+         ")";
 }
 
 std::string describe_devices(const std::vector<const StoredDevice*>& devices) {

@@ -12,6 +12,12 @@ std::string DeviceRecord::fingerprint() const {
   // Identity, not state: clocks, L2 size and bus width are left out so that a device whose
   // application clocks were changed keeps its row. The version tag changes only if the fields do,
   // and changing them splits every device into a new row, so keep it stable.
+  //
+  // The field after the memory size held the CUDA version the driver supports ("13.0") before
+  // the driver's own version was recorded; it still does. The driver's version follows the
+  // others only when known, so that a record without it (a CPU, no NVML, a row of an older
+  // database) keeps the fingerprint it always had, and one with it differs from every other
+  // driver version.
   Sha256 hash;
   hash.update_field("attn-bench device fingerprint v1");
   hash.update_field(kind);
@@ -21,10 +27,21 @@ std::string DeviceRecord::fingerprint() const {
   hash.update_field(std::to_string(cc_minor));
   hash.update_field(std::to_string(sm_count));
   hash.update_field(std::to_string(memory_bytes));
-  hash.update_field(driver_version);
+  hash.update_field(cuda_driver_version);
   hash.update_field(cuda_version);
   hash.update_field(nvrtc_version);
+  if (!driver_version.empty()) {
+    hash.update_field("driver");
+    hash.update_field(driver_version);
+  }
   return hash.hex_digest();
+}
+
+std::string DeviceRecord::driver_text() const {
+  if (driver_version.empty() && cuda_driver_version.empty()) return "-";
+  std::string text = driver_version.empty() ? "unknown" : driver_version;
+  if (!cuda_driver_version.empty()) text += " (supports CUDA " + cuda_driver_version + ")";
+  return text;
 }
 
 std::string utc_timestamp_now() {

@@ -19,11 +19,21 @@ struct DeviceRecord {
   int sm_clock_khz = 0;
   int memory_clock_khz = 0;
   int memory_bus_bits = 0;
-  std::string driver_version;  // "13.0" from cuDriverGetVersion; empty for a CPU
-  std::string cuda_version;    // toolkit the binary was built against
+  // The NVIDIA driver, "580.159.04" (NVML's nvmlSystemGetDriverVersion); empty when unknown: a
+  // CPU, a machine without NVML, or a row written before schema v4.
+  std::string driver_version;
+  std::string cuda_driver_version;  // the CUDA version the driver supports, "13.0"
+                                    // (cuDriverGetVersion); empty for a CPU
+  std::string cuda_version;         // toolkit the binary was built against
   std::string nvrtc_version;
-  // A stable identity for upserts: kind, name, uuid and the software versions.
+  // A stable identity for upserts: kind, name, uuid, compute capability, SMs, memory and the
+  // software versions, the driver's included, so that the same board under another driver is
+  // another device. A record whose driver is unknown hashes as before the driver was recorded
+  // (schema v3), so rows of older databases keep their fingerprints.
   std::string fingerprint() const;
+  // "580.159.04 (supports CUDA 13.0)", "unknown (supports CUDA 13.0)" for a GPU whose driver
+  // is not known, "-" when neither is (a CPU).
+  std::string driver_text() const;
 };
 
 struct RunRecord {

@@ -107,8 +107,9 @@ std::string devices_section(const std::vector<DeviceData>& devices) {
   std::ostringstream out;
   out << "## Devices\n\n";
   out << "| device | fingerprint | UUID | compute | SMs | memory GiB | L2 MiB | SM clock MHz | "
-         "memory clock MHz | bus bits | driver | CUDA | NVRTC | first seen | last seen |\n";
-  out << "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|---|---|---|---|\n";
+         "memory clock MHz | bus bits | driver | driver's CUDA | CUDA | NVRTC | first seen | last "
+         "seen |\n";
+  out << "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|---|---|---|---|---|\n";
   for (const DeviceData& data : devices) {
     const StoredDevice& d = data.device;
     const DeviceRecord& r = d.record;
@@ -117,8 +118,9 @@ std::string devices_section(const std::vector<DeviceData>& devices) {
         << format("%.1f", double(r.memory_bytes) / (1024.0 * 1024 * 1024)) << " | "
         << format("%.1f", double(r.l2_bytes) / (1024.0 * 1024)) << " | " << r.sm_clock_khz / 1000
         << " | " << r.memory_clock_khz / 1000 << " | " << r.memory_bus_bits << " | "
-        << cell(r.driver_version) << " | " << cell(r.cuda_version) << " | " << cell(r.nvrtc_version)
-        << " | " << d.first_seen_at << " | " << d.last_seen_at << " |\n";
+        << cell(r.driver_version.empty() ? "unknown" : r.driver_version) << " | "
+        << cell(r.cuda_driver_version) << " | " << cell(r.cuda_version) << " | "
+        << cell(r.nvrtc_version) << " | " << d.first_seen_at << " | " << d.last_seen_at << " |\n";
   }
   out << "\n";
   return out.str();

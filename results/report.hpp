@@ -17,14 +17,14 @@
 namespace attn {
 
 struct ReportRequest {
-  std::vector<std::string> devices;          // each names a device (match_device); empty: all
-  std::vector<std::string> compare_devices;  // none, or the two devices to compare
-  std::string variant, workload;             // globs narrowing what is shown; empty: all
-  std::vector<std::string> axes;             // none, or the two heatmap axes (x, y)
-  double threshold = 0;                      // the comparison's regression threshold (fraction)
-  std::string database;                      // the path, as shown in the report
-  std::string generated_at;                  // the one time in the report
-  std::string tool;                          // "attn-tune 0.3.0 (0123abcd)"
+  std::vector<std::string> devices;                // each names a device (match_device); empty: all
+  std::vector<std::string> compare_devices;        // none, or the two devices to compare
+  std::string variant, workload;                   // globs narrowing what is shown; empty: all
+  std::vector<std::string> axes;                   // none, or the two heatmap axes (x, y)
+  double threshold = kDefaultRegressionThreshold;  // the comparison's (fraction)
+  std::string database;                            // the path, as shown in the report
+  std::string generated_at;                        // the one time in the report
+  std::string tool;                                // "attn-tune 0.3.0 (0123abcd)"
 };
 
 struct ReportFile {

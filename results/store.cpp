@@ -1,6 +1,10 @@
 #include "results/store.hpp"
 
+#include <cctype>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 #include <thread>
 
 #include "base/build_info.hpp"
@@ -233,6 +237,16 @@ CREATE TABLE winners (
 CREATE INDEX winners_by_run ON winners (run_id);
 )sql";
 
+// Schema v4: devices.driver_version held the CUDA version the driver supports ("13.0", from
+// cuDriverGetVersion), not the driver. That column becomes cuda_driver_version, and
+// driver_version holds the NVIDIA driver's own version ("580.159.04", from NVML), '' where it is
+// unknown: every row written before v4. Fingerprints do not change: one whose driver is unknown
+// hashes as before (DeviceRecord::fingerprint).
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE devices RENAME COLUMN driver_version TO cuda_driver_version;
+ALTER TABLE devices ADD COLUMN driver_version TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited. A column
 // added to `measurements` is also a row of the field table (results/measurement_fields.cpp), which
@@ -249,6 +263,10 @@ constexpr Migration kMigrations[] = {
      "ceilings; repeat_checks",
      kSchemaV2},
     {3, "uids of runs and measurements; attempts; winners", kSchemaV3},
+    {4,
+     "the NVIDIA driver version of devices (driver_version), the CUDA version it supports "
+     "(cuda_driver_version, the old driver_version)",
+     kSchemaV4},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");
@@ -279,6 +297,27 @@ std::string enable_wal(Database& db) {
   }
 }
 
+// "file:///abs/path?immutable=1": `path` made absolute, every byte but the unreserved ones and
+// '/' percent-encoded (a '?', '#' or '%' in a file name must not end the path).
+std::string immutable_uri(const std::string& path) {
+  std::error_code error;
+  std::string absolute = std::filesystem::absolute(path, error).string();
+  if (error) absolute = path;
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string uri = "file://";
+  for (const char c : absolute) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') {
+      uri += c;
+    } else {
+      uri += '%';
+      uri += kHex[u >> 4];
+      uri += kHex[u & 15];
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 }  // namespace
 
 Store::Store(const std::string& path) : Store(path, StoreAccess::read_write) {}
@@ -289,32 +328,58 @@ Store::Store(const std::string& path, StoreAccess access) {
   const bool read_only = access == StoreAccess::read_only;
   opening_.path = path;
   opening_.access = access;
-  try {
-    db_ = std::make_unique<Database>(
-        path, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  } catch (const CallError& e) {
-    throw EnvironmentError("cannot open the results database '" + path + "': " + e.what());
-  }
-  db_->busy_timeout(kBusyTimeoutMs);
+  const auto open = [&](const std::string& name, int flags) {
+    try {
+      db_ = std::make_unique<Database>(name, flags);
+    } catch (const CallError& e) {
+      throw EnvironmentError("cannot open the results database '" + path + "': " + e.what());
+    }
+    db_->busy_timeout(kBusyTimeoutMs);
+  };
+  open(path, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
 
   // Identify the file with reads only: nothing below writes until we know it is ours and not
   // newer than this binary, so a refused file is left exactly as it was.
   int version = 0;
   int64_t application_id = 0, schema_objects = 0;
+  // One read transaction, so that the three agree: another process may be creating this file
+  // right now, and between separate reads it could commit its first migration (tables,
+  // application_id and user_version at once), which would look like another program's file.
+  const auto identify = [&] {
+    try {
+      db_->exec("BEGIN");
+      version = read_user_version(*db_);
+      application_id = read_pragma_int(*db_, "application_id");
+      Statement s(*db_, "SELECT count(*) FROM sqlite_master");
+      ATTN_ASSERT(s.step(), "count(*) returned no row");
+      schema_objects = s.column_int64(0);
+      s.reset();
+      db_->exec("COMMIT");
+    } catch (const CallError&) {
+      if (db_->in_transaction()) {
+        sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+      }
+      throw;
+    }
+  };
   try {
-    // One read transaction, so that the three agree: another process may be creating this file
-    // right now, and between separate reads it could commit its first migration (tables,
-    // application_id and user_version at once), which would look like another program's file.
-    db_->exec("BEGIN");
-    version = read_user_version(*db_);
-    application_id = read_pragma_int(*db_, "application_id");
-    Statement s(*db_, "SELECT count(*) FROM sqlite_master");
-    ATTN_ASSERT(s.step(), "count(*) returned no row");
-    schema_objects = s.column_int64(0);
-    s.reset();
-    db_->exec("COMMIT");
+    try {
+      identify();
+    } catch (const CallError& e) {
+      // A reader of a WAL database needs its -shm file (and SQLite a hot journal's folder). In a
+      // folder this user cannot write SQLite cannot create it, and answers READONLY (or
+      // CANTOPEN) to the first read. Read the file as immutable then: no side file, no lock.
+      const int code = e.status() & 0xff;
+      if (!read_only || in_memory || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN)) throw;
+      db_.reset();
+      open(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+      opening_.immutable = true;
+      std::error_code error;
+      const auto wal_bytes = std::filesystem::file_size(path + "-wal", error);
+      opening_.unread_wal_bytes = error ? 0 : int64_t(wal_bytes);
+      identify();
+    }
   } catch (const CallError& e) {
-    if (db_->in_transaction()) sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
     if ((e.status() & 0xff) == SQLITE_NOTADB) {
       throw EnvironmentError("'" + path +
                              "' is not an attn-bench database: it is not an SQLite file. It was "
@@ -341,7 +406,14 @@ Store::Store(const std::string& path, StoreAccess access) {
   opening_.application_id = application_id;
 
   if (read_only) {
-    {
+    if (opening_.immutable) {
+      // An immutable connection reports "delete" whatever the file is; its header says: bytes 18
+      // and 19 (the file format's write and read versions) are 2 in WAL mode, 1 otherwise.
+      std::ifstream file(path, std::ios::binary);
+      char header[20] = {};
+      file.read(header, sizeof header);
+      opening_.journal_mode = file && header[18] == 2 ? "wal" : "delete";
+    } else {
       Statement s(*db_, "PRAGMA journal_mode");
       if (s.step()) opening_.journal_mode = s.column_text(0);
     }
@@ -432,10 +504,11 @@ int64_t Store::upsert_device(const DeviceRecord& device) {
   Statement s(*db_, R"sql(
     INSERT INTO devices (fingerprint, kind, name, uuid, cc_major, cc_minor, sm_count, memory_bytes,
                          l2_bytes, sm_clock_khz, memory_clock_khz, memory_bus_bits, driver_version,
-                         cuda_version, nvrtc_version, first_seen_at, last_seen_at)
+                         cuda_driver_version, cuda_version, nvrtc_version, first_seen_at,
+                         last_seen_at)
     VALUES (:fingerprint, :kind, :name, :uuid, :cc_major, :cc_minor, :sm_count, :memory_bytes,
             :l2_bytes, :sm_clock_khz, :memory_clock_khz, :memory_bus_bits, :driver_version,
-            :cuda_version, :nvrtc_version, :now, :now)
+            :cuda_driver_version, :cuda_version, :nvrtc_version, :now, :now)
     ON CONFLICT (fingerprint) DO UPDATE SET
       l2_bytes = excluded.l2_bytes,
       sm_clock_khz = excluded.sm_clock_khz,
@@ -456,6 +529,7 @@ int64_t Store::upsert_device(const DeviceRecord& device) {
       .bind(":memory_clock_khz", device.memory_clock_khz)
       .bind(":memory_bus_bits", device.memory_bus_bits)
       .bind(":driver_version", device.driver_version)
+      .bind(":cuda_driver_version", device.cuda_driver_version)
       .bind(":cuda_version", device.cuda_version)
       .bind(":nvrtc_version", device.nvrtc_version)
       .bind(":now", utc_timestamp_now());
@@ -642,7 +716,8 @@ std::optional<StoredRun> Store::run(int64_t run_id) const {
 std::optional<DeviceRecord> Store::device(int64_t device_id) const {
   Statement s(*db_, R"sql(
     SELECT kind, name, uuid, cc_major, cc_minor, sm_count, memory_bytes, l2_bytes, sm_clock_khz,
-           memory_clock_khz, memory_bus_bits, driver_version, cuda_version, nvrtc_version
+           memory_clock_khz, memory_bus_bits, driver_version, cuda_driver_version, cuda_version,
+           nvrtc_version
     FROM devices WHERE id = ?)sql");
   s.bind(1, device_id);
   if (!s.step()) return std::nullopt;
@@ -660,6 +735,7 @@ std::optional<DeviceRecord> Store::device(int64_t device_id) const {
   d.memory_clock_khz = int(s.column_int64(c++));
   d.memory_bus_bits = int(s.column_int64(c++));
   d.driver_version = s.column_text(c++);
+  d.cuda_driver_version = s.column_text(c++);
   d.cuda_version = s.column_text(c++);
   d.nvrtc_version = s.column_text(c++);
   return d;

@@ -89,9 +89,11 @@ struct StoreCounts {
 };
 
 // How a store is opened. read_only: the file must exist and is never written (opened with
-// SQLITE_OPEN_READONLY); one at an older schema is copied into memory and the copy migrated, so
-// reads see the current schema while the file keeps its version. The identity checks (not an
-// SQLite file, another program's, a newer schema) are the same either way.
+// SQLITE_OPEN_READONLY; in a folder this user cannot write, where SQLite cannot create the -shm
+// file of a WAL database, as immutable: StoreOpening::immutable); one at an older schema is copied
+// into memory and the copy migrated, so reads see the current schema while the file keeps its
+// version. The identity checks (not an SQLite file, another program's, a newer schema) are the
+// same either way.
 enum class StoreAccess { read_write, read_only };
 
 // What Store found when it opened the file, before any migration.
@@ -102,6 +104,11 @@ struct StoreOpening {
   int64_t application_id = 0;   // as found (0 for a new file; attn-bench's is 0x6174746e)
   std::string journal_mode;     // of the file: "wal", "delete", ... ("memory" for ":memory:")
   bool migrated = false;        // some step was applied (read_only: to the in-memory copy only)
+  // read_only: the file was read as immutable (SQLite's immutable=1), without the -shm file a
+  // WAL reader needs, because this user cannot create files in its folder. Changes another
+  // process makes meanwhile are not seen, nor those still in the file's -wal (unread_wal_bytes).
+  bool immutable = false;
+  int64_t unread_wal_bytes = 0;  // size of PATH-wal when read as immutable (0: none)
 };
 
 // One row of schema_migrations.
@@ -167,7 +174,7 @@ struct MeasurementBrief {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating if needed) and migrates. ":memory:" gives a private in-memory database.
   // Throws EnvironmentError if the file's schema is newer than kSchemaVersion or it is not a

@@ -9,15 +9,14 @@ namespace attn {
 
 WorkloadShape shape_of(const WorkloadSpec& spec) {
   WorkloadShape s;
-  int64_t total_keys = 0;
+  int64_t total_cached = 0;
   for_each_sequence(spec, [&](const SequenceLengths& lengths) {
-    const int64_t keys = lengths.context_len + lengths.query_len;
     ++s.batch_size;
-    total_keys += keys;
-    s.max_context_len = std::max(s.max_context_len, keys);
+    total_cached += lengths.context_len;  // cached tokens: the new (query) ones do not count
+    s.max_context_len = std::max(s.max_context_len, int64_t(lengths.context_len));
     s.query_tokens += lengths.query_len;
   });
-  s.context_len = s.batch_size > 0 ? (total_keys + s.batch_size - 1) / s.batch_size : 0;
+  s.context_len = s.batch_size > 0 ? (total_cached + s.batch_size - 1) / s.batch_size : 0;
   ATTN_ASSERT(spec.model.num_kv_heads > 0, "a validated spec has KV heads");
   s.gqa_ratio = spec.model.num_q_heads / spec.model.num_kv_heads;
   s.head_dim = spec.model.head_dim;
@@ -37,10 +36,22 @@ int pow2_bucket(int64_t value) {
   return k;
 }
 
-BucketRange pow2_bucket_range(int bucket) {
-  if (bucket <= 0) return {1, 1};
+namespace {
+
+BucketRange pow2_bucket_range(int bucket, int64_t smallest) {
+  if (bucket <= 0) return {smallest, 1};
   const int64_t hi = int64_t(1) << std::min(bucket, 62);
   return {hi / 2 + 1, hi};
+}
+
+}  // namespace
+
+BucketRange batch_bucket_range(int bucket) {
+  return pow2_bucket_range(bucket, 1);
+}
+
+BucketRange context_bucket_range(int bucket) {
+  return pow2_bucket_range(bucket, 0);
 }
 
 std::string to_string(const BucketRange& range) {

@@ -2,6 +2,12 @@
 // ratio, head dim, dtypes and page size, read from the spec (or from the canonical JSON the
 // results database keeps), and the power-of-two buckets of batch size and context length.
 // docs/export.md describes the buckets.
+//
+// The context length is the one definition the export, the generated header's select() and the
+// docs share: the CACHED tokens of a sequence, the keys already in its KV cache before this step's
+// new (query) tokens, as the mean over the batch rounded up. A decode step over 4096 cached tokens
+// has context length 4096 (it attends 4097 keys: the cache and its own new token); a prefill
+// without a cached prefix has 0; a prefix prefill of 128 new tokens after 4096 cached ones, 4096.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +18,9 @@
 namespace attn {
 
 struct WorkloadShape {
-  int64_t batch_size = 0;       // sequences in the batch
-  int64_t context_len = 0;      // mean keys a sequence attends (context + new tokens), rounded up
-  int64_t max_context_len = 0;  // the longest sequence's keys
+  int64_t batch_size = 0;   // sequences in the batch
+  int64_t context_len = 0;  // cached tokens of a sequence (before its new ones), mean rounded up
+  int64_t max_context_len = 0;  // the most cached tokens of any sequence
   int64_t query_tokens = 0;     // new tokens of all sequences
   int gqa_ratio = 0;            // num_q_heads / num_kv_heads
   int head_dim = 0;
@@ -31,12 +37,15 @@ WorkloadShape shape_of(const WorkloadSpec& spec);
 WorkloadShape shape_of_canonical_json(const std::string& canonical_json, const std::string& name);
 
 // Power-of-two buckets for batch size and context length: bucket k > 0 holds the values
-// 2^(k-1) + 1 .. 2^k (so [33, 64] is bucket 6), bucket 0 holds 1 (and anything below).
+// 2^(k-1) + 1 .. 2^k (so [33, 64] is bucket 6), bucket 0 holds 1 and anything below.
 int pow2_bucket(int64_t value);
 struct BucketRange {
   int64_t lo = 0, hi = 0;  // inclusive
 };
-BucketRange pow2_bucket_range(int bucket);
+// The values of a batch-size bucket: bucket 0 is [1, 1] (a batch has a sequence).
+BucketRange batch_bucket_range(int bucket);
+// The values of a context-length bucket: bucket 0 is [0, 1] (no cached token, or one).
+BucketRange context_bucket_range(int bucket);
 std::string to_string(const BucketRange& range);  // "[33, 64]"
 
 }  // namespace attn

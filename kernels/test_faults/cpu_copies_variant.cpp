@@ -65,6 +65,7 @@ class CpuCopiesVariant : public Variant {
 
 void add_test_cpu_variants(Registry& registry) {
   registry.add(std::make_unique<CpuCopiesVariant>());
+  registry.add(make_test_cpu_incorrect_variant());
 }
 
 }  // namespace attn

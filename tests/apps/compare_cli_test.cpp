@@ -91,6 +91,41 @@ TEST_F(CompareCli, FailOnRegressionExitCode) {
   EXPECT_EQ(r.exit_code, int(ExitCode::regression)) << r.out;
 }
 
+// The committed H100-vs-H200 database: on two prefill workloads the H200 is measurably slower,
+// by 0.1% to 0.7% over the speed-up interval: SLOWER, but no regression at the default 2%, so
+// --fail-on-regression exits 0; with --threshold 0 both are regressions (exit 6). The help states
+// the default.
+TEST_F(CompareCli, FailOnRegressionFollowsTheIntervalAndTheDefaultThreshold) {
+  fs::copy_file(
+      fs::path(ATTN_SOURCE_DIR) / "docs" / "reports" / "2026-11-21-h100-vs-h200" / "results.db",
+      dir_ / "h100-vs-h200.db");
+  const std::vector<std::string> base = {"compare",  "--db",       "h100-vs-h200.db",
+                                         "--device", "H100",       "--device",
+                                         "H200",     "--workload", "prefill-dense-*"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  CliResult r = with({"--fail-on-regression"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| 0.997x [0.994, 0.999] | SLOWER |"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(regression)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by more than 2.0% over the whole speed-up interval): none."),
+            std::string::npos)
+      << r.out;
+  r = with({"--fail-on-regression", "--threshold", "0"});
+  EXPECT_EQ(r.exit_code, int(ExitCode::regression)) << r.out << r.err;
+  EXPECT_NE(r.err.find("2 regressions"), std::string::npos) << r.err;
+  r = with({"--format", "json"});
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["threshold"], 0.02);
+  EXPECT_EQ(j["summary"]["regressions"], 0);
+  EXPECT_EQ(j["summary"]["slower"], 2);
+  r = run({"compare", "--help"});
+  EXPECT_NE(r.out.find("(default 2)"), std::string::npos) << r.out;
+}
+
 TEST_F(CompareCli, UsageErrors) {
   const int usage = int(ExitCode::usage);
   CliResult r = run({"compare", "--db", db_, "--device", "NVIDIA", "--device", "H200"});

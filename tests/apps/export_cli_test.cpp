@@ -84,7 +84,9 @@ TEST_F(ExportCli, DbInfoSummarisesTheDatabaseWithoutChangingIt) {
   EXPECT_NE(r.out.find("NVIDIA H200"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(testing::export_h100().uuid), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(testing::export_h100().fingerprint()), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("driver 13.0, CUDA 13.0, NVRTC 13.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("driver unknown (supports CUDA 13.0), CUDA 13.0, NVRTC 13.0"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("read_gbps 3021.5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("none measured"), std::string::npos) << r.out;  // the H200
   EXPECT_NE(r.out.find("attn-tune tune 0.3.0 (feedc0de, Release)"), std::string::npos) << r.out;
@@ -248,7 +250,7 @@ int main() {
        "paged_decode.splitkv", "tile_tokens=64,warps=4", true},
       {"decode-b2-c120", {"paged_decode", 2, 120, 4, 128, "bf16", "", 16},
        "paged_decode.splitkv", "tile_tokens=64,warps=4", true},
-      {"prefill-2x512", {"prefix_prefill", 2, 512, 8, 64, "fp16", "", 16},
+      {"prefill-2x512", {"prefix_prefill", 2, 0, 8, 64, "fp16", "", 16},
        "prefix_prefill.mma", "block_m=128,warps=4", true},
       // Buckets without an entry: the nearest of the same class.
       {"batch 100 (bucket [65, 128])", {"paged_decode", 100, 4000, 4, 128, "bf16", "", 16},
@@ -353,6 +355,119 @@ TEST_F(ExportCli, CppHeaderCompilesAndSelectReturnsEachWorkloadsStoredBest) {
   }
   std::string log;
   EXPECT_EQ(compile_and_run(kRoundTripProgram, log), 0) << log;
+}
+
+// The round trip of the bucket key: a database of workloads whose cached tokens sit on and next
+// to bucket edges (a decode step over exactly 4096 cached tokens, over 4097, over 1 and 0, a
+// prefill without a prefix, a prefix prefill, a batch of mixed lengths), exported as a header; a
+// program asks select_exact() with each workload's own shape, written here from its spec (the
+// cached tokens per sequence, the mean rounded up for mixed lengths), and must get the entry whose
+// measured workloads include it.
+TEST_F(ExportCli, SelectExactFindsEveryStoredWorkloadByItsOwnShape) {
+  struct Stored {
+    std::string name, family, sequences;  // sequences: the spec's JSON array
+    int batch;
+    int64_t cached;  // per sequence, the mean rounded up: what a caller passes as context_len
+    int q_heads, kv_heads, head_dim;
+  };
+  const std::vector<Stored> stored = {
+      {"decode-b8-c4096", "paged_decode", R"([{"context_len": 4096, "query_len": 1, "count": 8}])",
+       8, 4096, 32, 8, 128},
+      {"decode-b8-c4097", "paged_decode", R"([{"context_len": 4097, "query_len": 1, "count": 8}])",
+       8, 4097, 32, 8, 128},
+      {"decode-b64-c2048", "paged_decode",
+       R"([{"context_len": 2048, "query_len": 1, "count": 64}])", 64, 2048, 32, 8, 128},
+      {"decode-b2-c1", "paged_decode", R"([{"context_len": 1, "query_len": 1, "count": 2}])", 2, 1,
+       32, 8, 128},
+      {"decode-b4-c0", "paged_decode", R"([{"context_len": 0, "query_len": 1, "count": 4}])", 4, 0,
+       32, 8, 128},
+      {"decode-mixed", "paged_decode",
+       R"([{"context_len": 1000, "query_len": 1, "count": 3}, {"context_len": 3001, "query_len": 1}])",
+       4, 1501, 32, 8, 128},  // (3 x 1000 + 3001) / 4 = 1500.25
+      {"prefill-4x1024", "flash_fwd", R"([{"context_len": 0, "query_len": 1024, "count": 4}])", 4,
+       0, 32, 32, 128},
+      {"prefix-2x4096+128", "prefix_prefill",
+       R"([{"context_len": 4096, "query_len": 128, "count": 2}])", 2, 4096, 32, 8, 128},
+  };
+  const std::string db = (dir_ / "shapes.db").string();
+  {
+    Store store(db);
+    ExportFixture fixture(store);
+    for (const Stored& w : stored) {
+      const WorkloadSpec spec = parse_workload(
+          R"({"schema_version": 2, "name": ")" + w.name + R"(", "model": {"num_q_heads": )" +
+              std::to_string(w.q_heads) + R"(, "num_kv_heads": )" + std::to_string(w.kv_heads) +
+              R"(, "head_dim": )" + std::to_string(w.head_dim) +
+              R"(, "dtype": "bf16"}, "sequences": )" + w.sequences + "}",
+          w.name);
+      const int64_t id = fixture.workload(spec);
+      const std::string variant = w.family + ".some_variant";
+      fixture.passed(id, variant, "warps=4", 10, "confirm", false, w.family);
+      fixture.passed(id, variant, "warps=8", 12, "confirm", false, w.family);
+    }
+  }
+  const CliResult r =
+      run({"export", "--db", db, "--format", "cpp", "--namespace", "tuned", "-o", "tuned.hpp"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string header = slurp(dir_ / "tuned.hpp");
+  EXPECT_NE(header.find("cached tokens per sequence"), std::string::npos);
+
+  std::string queries;
+  for (const Stored& w : stored) {
+    queries += "      {\"" + w.name + "\", {\"" + w.family + "\", " + std::to_string(w.batch) +
+               ", " + std::to_string(w.cached) + ", " + std::to_string(w.q_heads / w.kv_heads) +
+               ", " + std::to_string(w.head_dim) + ", \"bf16\", \"\", 16}},\n";
+  }
+  std::string program = R"program(
+#include <cstdio>
+#include <string_view>
+#include "tuned.hpp"
+using namespace tuned;
+struct Own {
+  std::string_view workload;
+  Query query;
+};
+int main() {
+  const Own own[] = {
+QUERIES  };
+  int failures = 0;
+  for (const Own& w : own) {
+    const Entry* e = select_exact(w.query);
+    bool found = false;
+    for (std::size_t i = 0; e != nullptr && i < e->measured_count; ++i) {
+      found = found || kDevices[0].measured[e->first_measured + i].workload == w.workload;
+    }
+    if (!found || select(w.query) != e) {
+      std::printf("FAIL %.*s: %s\n", int(w.workload.size()), w.workload.data(),
+                  e == nullptr ? "no entry" : "another bucket's entry");
+      ++failures;
+    }
+  }
+  std::printf("%d failures\n", failures);
+  return failures;
+}
+)program";
+  program.replace(program.find("QUERIES"), 7, queries);
+  std::string log;
+  EXPECT_EQ(compile_and_run(program, log), 0) << log;
+
+  // The JSON says the same: each workload's stored context length is its cached tokens and lies
+  // in its entry's context range.
+  ASSERT_EQ(run({"export", "--db", db, "-o", "tuned.json"}).exit_code, 0);
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir_ / "tuned.json"));
+  size_t checked = 0;
+  for (const auto& entry : j["devices"][0]["entries"]) {
+    for (const auto& m : entry["measured"]) {
+      for (const Stored& w : stored) {
+        if (m["workload"] != w.name) continue;
+        EXPECT_EQ(m["shape"]["context_len"], w.cached) << w.name;
+        EXPECT_LE(entry["bucket"]["context_len"][0].get<int64_t>(), w.cached) << w.name;
+        EXPECT_GE(entry["bucket"]["context_len"][1].get<int64_t>(), w.cached) << w.name;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, stored.size());
 }
 
 TEST_F(ExportCli, AllDevicesHeaderSelectsByDeviceKey) {

@@ -386,6 +386,21 @@ TEST_F(TuneWorkers, InfrastructureFailuresStopOnceWithTheEnvironmentExitCode) {
   EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
   EXPECT_NE(r.err.find("attn-tune: environment: no GPU found"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("(paged_decode.splitkv) need one"), std::string::npos) << r.err;
+  // A glob that matches CUDA variants and a CPU one: not a sweep of the CPU one alone that exits 0
+  // as if the others had been tuned, but the same stop, naming both and the way out (--cpu).
+  r = run({"tune", "default", "--variant", "paged_decode.*", "--db", "g.db"});
+  EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
+  EXPECT_NE(r.err.find("attn-tune: environment: no GPU found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("paged_decode.splitkv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("need one; pass --cpu to tune only the CPU variants "
+                       "(paged_decode.cpu_reference)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("winner"), std::string::npos) << r.out;
+  {
+    Store store((dir_ / "g.db").string());
+    EXPECT_EQ(store.counts().runs, 0);  // nothing ran
+  }
   r = run({"tune", workload, "--variant", "*.cpu_reference", "--devices", "0,1", "--db", "g.db"});
   EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
   EXPECT_NE(r.err.find("--devices 0,1: no GPU found"), std::string::npos) << r.err;

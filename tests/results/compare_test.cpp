@@ -51,20 +51,20 @@ TEST(Compare, ClearlyFasterSlowerAndOverlappingSamples) {
   // B 20% faster, 1% noise, 50 samples a side: the intervals are far apart.
   WorkloadComparison faster = compare_workload(
       one_config_each(normal_samples(50, 100, 1, 1), normal_samples(50, 80, 0.8, 2)), settings);
-  EXPECT_EQ(faster.comparison.verdict, Verdict::faster);
+  EXPECT_EQ(faster.verdict, Verdict::faster);
   EXPECT_NEAR(faster.comparison.relative_difference, -0.2, 0.01);
   EXPECT_FALSE(faster.regression);
 
   WorkloadComparison slower = compare_workload(
       one_config_each(normal_samples(50, 100, 1, 3), normal_samples(50, 120, 1.2, 4)), settings);
-  EXPECT_EQ(slower.comparison.verdict, Verdict::slower);
+  EXPECT_EQ(slower.verdict, Verdict::slower);
   EXPECT_TRUE(slower.regression);
   EXPECT_LT(slower.speedup.estimate, 1);
 
   // The same distribution on both sides: the intervals overlap.
   WorkloadComparison same = compare_workload(
       one_config_each(normal_samples(50, 100, 5, 5), normal_samples(50, 100, 5, 6)), settings);
-  EXPECT_EQ(same.comparison.verdict, Verdict::same);
+  EXPECT_EQ(same.verdict, Verdict::same);
   EXPECT_FALSE(same.regression);
 }
 
@@ -76,8 +76,69 @@ TEST(Compare, RegressionNeedsTheThreshold) {
   EXPECT_TRUE(compare_workload(sides, settings).regression);  // 10% > 5%
   settings.threshold = 0.15;
   const WorkloadComparison r = compare_workload(sides, settings);
-  EXPECT_EQ(r.comparison.verdict, Verdict::slower);  // still measurably slower
-  EXPECT_FALSE(r.regression);                        // but not by more than 15%
+  EXPECT_EQ(r.verdict, Verdict::slower);  // still measurably slower
+  EXPECT_FALSE(r.regression);             // but not by more than 15%
+}
+
+// Constant samples give a speed-up interval of one point, exactly A / B: at, inside and beyond the
+// default 2% threshold, in both directions.
+TEST(Compare, RegressionOnlyWhenTheWholeIntervalIsBeyondTheThreshold) {
+  const CompareSettings settings;
+  EXPECT_DOUBLE_EQ(settings.threshold, 0.02);
+  const auto with_b = [&](double b_us) {
+    return compare_workload(
+        one_config_each(std::vector<double>(20, 100.0), std::vector<double>(20, b_us)), settings);
+  };
+  const WorkloadComparison equal = with_b(100);
+  EXPECT_EQ(equal.verdict, Verdict::same);  // the interval [1, 1] holds 1
+  EXPECT_FALSE(equal.regression);
+  for (double b : {100.3, 101.0, 102.0}) {  // inside the threshold, and at it
+    const WorkloadComparison r = with_b(b);
+    EXPECT_EQ(r.verdict, Verdict::slower) << b;
+    EXPECT_FALSE(r.regression) << b << " us is not slower by more than 2%";
+  }
+  for (double b : {102.5, 103.0, 150.0}) {  // beyond it
+    const WorkloadComparison r = with_b(b);
+    EXPECT_EQ(r.verdict, Verdict::slower) << b;
+    EXPECT_TRUE(r.regression) << b;
+  }
+  for (double b : {99.7, 98.0, 97.0, 50.0}) {  // B faster, by little or by much: never a regression
+    const WorkloadComparison r = with_b(b);
+    EXPECT_EQ(r.verdict, Verdict::faster) << b;
+    EXPECT_FALSE(r.regression) << b;
+  }
+}
+
+// A 0.3% slow-down measured precisely (2000 samples of 0.1% noise a side: an interval of about
+// +-0.01%) is SLOWER, but no regression at the default threshold; a 5% slow-down whose interval
+// reaches below 2% (few, noisy samples) is SLOWER or SAME but no regression either.
+TEST(Compare, ASmallOrUncertainSlowdownIsNoRegression) {
+  const CompareSettings settings;
+  const WorkloadComparison tiny = compare_workload(
+      one_config_each(normal_samples(2000, 100, 0.1, 31), normal_samples(2000, 100.3, 0.1, 32)),
+      settings);
+  EXPECT_EQ(tiny.verdict, Verdict::slower);
+  EXPECT_LT(tiny.speedup.interval.high, 1);
+  EXPECT_FALSE(tiny.regression);
+
+  const WorkloadComparison uncertain = compare_workload(
+      one_config_each(normal_samples(5, 100, 6, 33), normal_samples(5, 105, 6, 34)), settings);
+  EXPECT_GT(uncertain.speedup.interval.high * 1.02, 1) << "the interval reaches below 2%";
+  EXPECT_FALSE(uncertain.regression);
+
+  // The same rule decides with another threshold, and at 0 every SLOWER is a regression.
+  CompareSettings strict = settings;
+  strict.threshold = 0;
+  EXPECT_TRUE(
+      compare_workload(
+          one_config_each(std::vector<double>(9, 100.0), std::vector<double>(9, 100.3)), strict)
+          .regression);
+  EXPECT_FALSE(is_regression(RatioInterval{1, {1, 1}}, 0));
+  EXPECT_TRUE(is_regression(RatioInterval{0.9, {0.85, 0.95}}, 0.05));   // 5.3% .. 17.6% slower
+  EXPECT_FALSE(is_regression(RatioInterval{0.9, {0.85, 0.97}}, 0.05));  // from 3.1% slower
+  EXPECT_EQ(speedup_verdict(RatioInterval{1.1, {1.01, 1.2}}), Verdict::faster);
+  EXPECT_EQ(speedup_verdict(RatioInterval{1.1, {0.99, 1.2}}), Verdict::same);
+  EXPECT_EQ(speedup_verdict(RatioInterval{0.9, {0.8, 0.99}}), Verdict::slower);
 }
 
 TEST(Compare, SpeedupIntervalBracketsTheRatioAndShrinksWithSamples) {
@@ -319,7 +380,7 @@ TEST_F(CompareStore, TwoDevices) {
   EXPECT_TRUE(r.only_b.empty());
 
   const WorkloadComparison& decode = row(r, "decode-llama");
-  EXPECT_EQ(decode.comparison.verdict, Verdict::faster);
+  EXPECT_EQ(decode.verdict, Verdict::faster);
   EXPECT_NEAR(decode.speedup.estimate, 100.0 / 75, 1e-9);
   EXPECT_EQ(decode.a_best.config_key, "num_splits=8,tile_tokens=64,warps=4");
   EXPECT_EQ(decode.b_best.config_key, "num_splits=8,tile_tokens=128,warps=4");
@@ -333,10 +394,10 @@ TEST_F(CompareStore, TwoDevices) {
   EXPECT_NEAR(*decode.predicted_b_us, 75, 1e-9);
   EXPECT_NEAR(*decode.prediction_error, 0, 1e-9);
 
-  EXPECT_EQ(row(r, "prefill-mistral").comparison.verdict, Verdict::same);
+  EXPECT_EQ(row(r, "prefill-mistral").verdict, Verdict::same);
   EXPECT_FALSE(row(r, "prefill-mistral").best_differs);
   EXPECT_NEAR(*row(r, "prefill-mistral").spearman, 1, 1e-12);
-  EXPECT_EQ(row(r, "decode-regress").comparison.verdict, Verdict::slower);
+  EXPECT_EQ(row(r, "decode-regress").verdict, Verdict::slower);
   EXPECT_TRUE(row(r, "decode-regress").regression);
   EXPECT_EQ(r.summary.faster, 1u);
   EXPECT_EQ(r.summary.same, 1u);
@@ -357,7 +418,7 @@ TEST_F(CompareStore, TwoRunsGiveTheSameRowsAsTheirDevices) {
   EXPECT_NE(r.a.label.find("run 1"), std::string::npos) << r.a.label;
   ASSERT_EQ(d.rows.size(), r.rows.size());
   for (size_t i = 0; i < d.rows.size(); ++i) {
-    EXPECT_EQ(d.rows[i].comparison.verdict, r.rows[i].comparison.verdict);
+    EXPECT_EQ(d.rows[i].verdict, r.rows[i].verdict);
     EXPECT_EQ(d.rows[i].speedup.estimate, r.rows[i].speedup.estimate);
   }
 }
@@ -376,7 +437,7 @@ TEST_F(CompareStore, TwoVariantsOnOneDevice) {
   const CompareResult r = compare(store_, request);
   ASSERT_EQ(r.rows.size(), 1u);  // tensorcore ran decode-llama only
   const WorkloadComparison& w = r.rows[0];
-  EXPECT_EQ(w.comparison.verdict, Verdict::slower);  // tensorcore 10% slower
+  EXPECT_EQ(w.verdict, Verdict::slower);  // tensorcore 10% slower
   EXPECT_NEAR(w.speedup.estimate, 100.0 / 110, 1e-9);
   EXPECT_FALSE(w.best_differs);  // the same key is best in both
   EXPECT_EQ(w.common_configs, 4u);
@@ -416,7 +477,9 @@ TEST_F(CompareStore, MarkdownAndJson) {
        {"# Comparison of two devices", "**A**: NVIDIA H100 80GB HBM3", "**B**: NVIDIA H200",
         "## Times", "## Best configs", "## Summary", "| decode-llama | 100.00 [", "1.333x [",
         "FASTER", "SLOWER (regression)", "+10.0%", "Measured only on A (1): only-h100",
-        "Regressions (B SLOWER than A by more than 0.0%): 1: decode-regress (+20.0%)"}) {
+        "A regression is SLOWER by more than 2.0% over the whole interval",
+        "Regressions (B SLOWER than A by more than 2.0% over the whole speed-up interval): 1: "
+        "decode-regress (+20.0%)"}) {
     EXPECT_NE(md.find(text), std::string::npos) << text << "\n" << md;
   }
   EXPECT_EQ(md, compare_markdown(compare(store_, request)));  // deterministic

@@ -25,7 +25,7 @@ inline DeviceRecord export_h100() {
   d.sm_clock_khz = 1980000;
   d.memory_clock_khz = 2619000;
   d.memory_bus_bits = 5120;
-  d.driver_version = "13.0";
+  d.cuda_driver_version = "13.0";
   d.cuda_version = "13.0";
   d.nvrtc_version = "13.0";
   return d;
@@ -78,8 +78,8 @@ class ExportFixture {
     //   a: A 10, B 11, C 12 (best A);  b: A 34.5, B 33, C 30 (best C).
     //   Slowdowns: A (0, 0.15), B (0.1, 0.1), C (0.2, 0). The lowest worst case is B's 0.1:
     //   B, regret max 0.1, mean 0.1 (the lowest mean, A's 0.075, would have chosen A).
-    const int64_t a = workload(export_workload("decode-b40-c4000", 40, 3999));
-    const int64_t b = workload(export_workload("decode-b64-c3000", 64, 2999));
+    const int64_t a = workload(export_workload("decode-b40-c4000", 40, 4000));
+    const int64_t b = workload(export_workload("decode-b64-c3000", 64, 3000));
     passed(a, kSplitkv, kA, 10);
     passed(a, kSplitkv, kB, 11);
     passed(a, kTensorcore, kA, 12);
@@ -89,33 +89,34 @@ class ExportFixture {
     // Bucket [1, 1] x [513, 1024]: the latest confirm result stands for a case, so A is 5 (its
     // later screen result of 3 does not count) and B (confirm 4) is best. C's 2 is unstable: left
     // out, unless include_unstable, where C wins.
-    const int64_t c = workload(export_workload("decode-b1-c1000", 1, 999));
+    const int64_t c = workload(export_workload("decode-b1-c1000", 1, 1000));
     passed(c, kSplitkv, kA, 5);
     passed(c, kSplitkv, kB, 4);
     passed(c, kSplitkv, kA, 3, "screen");
     passed(c, kTensorcore, kA, 2, "confirm", /*unstable=*/true);
     // Page size 32, batch [5, 8] x [4097, 8192]: B 6 beats A 7.
     const int64_t d =
-        workload(export_workload("decode-b8-c8000-p32", 8, 7999, 1, 32, 8, 128, "bf16", "", 32));
+        workload(export_workload("decode-b8-c8000-p32", 8, 8000, 1, 32, 8, 128, "bf16", "", 32));
     passed(d, kSplitkv, kA, 7);
     passed(d, kSplitkv, kB, 6);
     // An fp8 KV cache, batch [5, 8] x [1025, 2048]: only A.
     const int64_t e = workload(
-        export_workload("decode-b8-c2000-fp8", 8, 1999, 1, 32, 8, 128, "bf16", "fp8_e4m3"));
+        export_workload("decode-b8-c2000-fp8", 8, 2000, 1, 32, 8, 128, "bf16", "fp8_e4m3"));
     passed(e, kSplitkv, kA, 9);
     // Batch [9, 16] x [8193, 16384]: measured, nothing passed.
-    const int64_t f = workload(export_workload("decode-b16-c16000", 16, 15999));
+    const int64_t f = workload(export_workload("decode-b16-c16000", 16, 16000));
     failed(f, kSplitkv, kA, Disposition::incorrect);
     failed(f, kSplitkv, kB, Disposition::unsupported);
     // Batch [2, 2] x [65, 128]: no config was measured on both workloads (partial). g: A 1.0,
     // B 1.2; h: C 1.5. A and C both have worst slowdown 0 on the one workload they cover; the
     // name order breaks the tie: A (paged_decode.splitkv before paged_decode.tensorcore).
-    const int64_t g = workload(export_workload("decode-b2-c100", 2, 99));
-    const int64_t h = workload(export_workload("decode-b2-c120", 2, 119));
+    const int64_t g = workload(export_workload("decode-b2-c100", 2, 100));
+    const int64_t h = workload(export_workload("decode-b2-c120", 2, 120));
     passed(g, kSplitkv, kA, 1.0);
     passed(g, kSplitkv, kB, 1.2);
     passed(h, kTensorcore, kA, 1.5);
-    // prefix_prefill, gqa 8, head_dim 64, fp16: 2 x 512 new tokens, batch [2, 2] x [257, 512].
+    // prefix_prefill, gqa 8, head_dim 64, fp16: 2 x 512 new tokens and no cached ones, batch
+    // [2, 2] x context [0, 1].
     const int64_t p = workload(export_workload("prefill-2x512", 2, 0, 512, 32, 4, 64, "fp16"));
     passed(p, "prefix_prefill.mma", "block_m=64,warps=4", 50, "confirm", false, "prefix_prefill");
     passed(p, "prefix_prefill.mma", "block_m=128,warps=4", 40, "confirm", false, "prefix_prefill");
@@ -125,7 +126,7 @@ class ExportFixture {
   // The H200 measured one workload: a second device with results.
   void add_h200_results() {
     h200_ = store_.upsert_device(export_h200());
-    const int64_t a = workload(export_workload("decode-b40-c4000", 40, 3999));
+    const int64_t a = workload(export_workload("decode-b40-c4000", 40, 4000));
     passed(a, kSplitkv, kA, 8, "confirm", false, "paged_decode", h200_);
   }
 

@@ -68,7 +68,7 @@ TEST_F(Export, BucketsAreFamilyShapeAndPowerOfTwoRanges) {
   EXPECT_EQ(prefill->bucket.gqa_ratio, 8);
   EXPECT_EQ(prefill->bucket.head_dim, 64);
   EXPECT_EQ(prefill->bucket.dtype, "fp16");
-  EXPECT_EQ(prefill->bucket.context_bucket, 9);  // 512 new tokens: [257, 512]
+  EXPECT_EQ(prefill->bucket.context_bucket, 0);  // no cached tokens: [0, 1]
   EXPECT_EQ(prefill->config_key, "block_m=128,warps=4");
   // Entries are sorted by bucket.
   for (size_t i = 1; i < t.entries.size(); ++i) {
@@ -311,7 +311,8 @@ TEST_F(Export, HeaderNamesTheDeviceAndEscapesText) {
   EXPECT_NE(h.find("// Device 0: NVIDIA H100 80GB HBM3"), std::string::npos);
   EXPECT_NE(h.find("//   uuid " + testing::export_h100().uuid), std::string::npos);
   EXPECT_NE(h.find("//   fingerprint " + testing::export_h100().fingerprint()), std::string::npos);
-  EXPECT_NE(h.find("driver 13.0, CUDA 13.0, NVRTC 13.0"), std::string::npos);
+  EXPECT_NE(h.find("driver unknown (supports CUDA 13.0), CUDA 13.0, NVRTC 13.0"),
+            std::string::npos);
   // The command line as a literal: quotes and backslashes escaped.
   EXPECT_NE(h.find(R"(kCommandLine = "attn-tune export --note 'a \"quoted\"' path\\";)"),
             std::string::npos)

@@ -42,9 +42,37 @@ TEST(RecordsDevice, FingerprintIgnoresClocksButNotIdentity) {
   EXPECT_TRUE(differs([](DeviceRecord& r) { r.cc_minor = 9; }));
   EXPECT_TRUE(differs([](DeviceRecord& r) { r.sm_count = 114; }));
   EXPECT_TRUE(differs([](DeviceRecord& r) { r.memory_bytes += 1; }));
-  EXPECT_TRUE(differs([](DeviceRecord& r) { r.driver_version = "13.1"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.driver_version = "580.159.04"; }));
+  EXPECT_TRUE(differs([](DeviceRecord& r) { r.cuda_driver_version = "13.1"; }));
   EXPECT_TRUE(differs([](DeviceRecord& r) { r.cuda_version = "12.8"; }));
   EXPECT_TRUE(differs([](DeviceRecord& r) { r.nvrtc_version = "12.8"; }));
+}
+
+// The driver's version (NVML) is part of the identity: the same board under two drivers is two
+// devices, even when both drivers support the same CUDA version. A record whose driver is unknown
+// (no NVML, a row of a database before schema v4) keeps the fingerprint pinned above.
+TEST(RecordsDevice, FingerprintChangesWithTheDriver) {
+  DeviceRecord older = h100(), newer = h100();
+  older.driver_version = "580.95.05";
+  newer.driver_version = "580.159.04";
+  ASSERT_EQ(older.cuda_driver_version, newer.cuda_driver_version);
+  EXPECT_NE(older.fingerprint(), newer.fingerprint());
+  EXPECT_NE(older.fingerprint(), h100().fingerprint());
+  EXPECT_NE(newer.fingerprint(), h100().fingerprint());
+  EXPECT_EQ(newer.fingerprint(), DeviceRecord(newer).fingerprint());
+  EXPECT_EQ(h100().driver_version, "");
+  EXPECT_EQ(h100().fingerprint(),
+            "e8591865434d9461887dcbce741c5b98052387f4450249a27bb928a661328fdf");
+  // The driver's version cannot pass for another field's.
+  DeviceRecord moved = h100();
+  moved.nvrtc_version += "580.95.05";
+  EXPECT_NE(moved.fingerprint(), older.fingerprint());
+
+  EXPECT_EQ(newer.driver_text(), "580.159.04 (supports CUDA 13.0)");
+  EXPECT_EQ(h100().driver_text(), "unknown (supports CUDA 13.0)");
+  DeviceRecord cpu;
+  cpu.kind = "cpu";
+  EXPECT_EQ(cpu.driver_text(), "-");
 }
 
 TEST(RecordsDevice, FieldBoundariesMatter) {

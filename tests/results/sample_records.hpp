@@ -18,7 +18,7 @@ inline DeviceRecord sample_h100() {
   d.sm_clock_khz = 1980000;
   d.memory_clock_khz = 2619000;
   d.memory_bus_bits = 5120;
-  d.driver_version = "13.0";
+  d.cuda_driver_version = "13.0";
   d.cuda_version = "13.0";
   d.nvrtc_version = "13.0";
   return d;

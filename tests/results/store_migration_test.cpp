@@ -1,7 +1,7 @@
 // Migration from every earlier schema (tests/results/fixtures/schema_vN.sql: v1 as attn-bench
-// 0.1.0 wrote it, v2 as the results library before schema v3 wrote it) to the current one, the v2
-// tables and columns, and read-only opening, which migrates a copy in memory and leaves the file
-// as it was.
+// 0.1.0 wrote it, v2 and v3 as the results library before schema v3 and v4 wrote them) to the
+// current one, the v2 tables and columns, v4's driver columns, and read-only opening, which
+// migrates a copy in memory and leaves the file as it was.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -182,6 +182,53 @@ TEST_F(StoreMigration, V2MigratesToTheCurrentSchemaKeepingItsRows) {
 
 // Every version before this build's has a fixture, and each migrates with its rows intact: a new
 // schema step needs a fixture of the version before it.
+// v4: the old driver_version ("13.0", the CUDA version the driver supported) becomes
+// cuda_driver_version, the driver's own version is unknown (''), and every fingerprint stays what
+// it was and what DeviceRecord::fingerprint() computes from the migrated row, so the device keeps
+// its ceilings and results; the same board seen again with its driver known is a new device.
+TEST_F(StoreMigration, V3MigratesToV4WithTheDriverUnknown) {
+  const std::string v3 = load(3);
+  ASSERT_FALSE(v3.empty());
+  ASSERT_EQ(scalar_of(v3, "PRAGMA user_version"), 3);
+  std::vector<std::string> fingerprints;
+  {
+    Database db(v3, SQLITE_OPEN_READONLY);
+    Statement s(db, "SELECT fingerprint FROM devices ORDER BY id");
+    while (s.step()) fingerprints.push_back(s.column_text(0));
+  }
+  ASSERT_EQ(fingerprints.size(), 2u);  // an H100 and a CPU host
+  {
+    Store store(v3);
+    EXPECT_EQ(store.opening().file_schema_version, 3);
+    const std::vector<StoredDevice> devices = store.devices();
+    ASSERT_EQ(devices.size(), 2u);
+    const DeviceRecord& gpu = devices[0].record;
+    EXPECT_EQ(gpu.kind, "gpu");
+    EXPECT_EQ(gpu.driver_version, "");
+    EXPECT_EQ(gpu.cuda_driver_version, "13.0");
+    EXPECT_EQ(gpu.cuda_version, "13.0");
+    EXPECT_EQ(gpu.driver_text(), "unknown (supports CUDA 13.0)");
+    for (size_t i = 0; i < devices.size(); ++i) {
+      EXPECT_EQ(devices[i].fingerprint, fingerprints[i]);
+      EXPECT_EQ(devices[i].record.fingerprint(), fingerprints[i]) << devices[i].record.name;
+    }
+    EXPECT_EQ(devices[1].record.driver_text(), "-");
+    EXPECT_EQ(store.ceilings(fingerprints[0]).value(kReadGbps), 3062.8);
+    EXPECT_EQ(store.upsert_device(gpu), devices[0].id);  // the same device as before
+    DeviceRecord known = gpu;
+    known.driver_version = "580.159.04";
+    const int64_t known_id = store.upsert_device(known);
+    EXPECT_NE(known_id, devices[0].id);
+    EXPECT_EQ(store.device(known_id)->driver_version, "580.159.04");
+    EXPECT_EQ(store.device(known_id)->cuda_driver_version, "13.0");
+    EXPECT_EQ(store.winners_of_run(1).size(), 1u);
+    EXPECT_EQ(store.attempts_of_run(1, "finished"), 2);
+  }
+  EXPECT_EQ(scalar_of(v3, "PRAGMA user_version"), Store::kSchemaVersion);
+  EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM devices WHERE driver_version = ''"), 2);
+  EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM devices WHERE cuda_driver_version = '13.0'"), 2);
+}
+
 TEST_F(StoreMigration, EveryEarlierSchemaMigratesToTheCurrentOne) {
   const char* tables[] = {"runs", "devices", "workloads", "measurements", "samples"};
   for (int version = 1; version < Store::kSchemaVersion; ++version) {

@@ -101,7 +101,7 @@ void expect_same(const Measurement& a, const Measurement& b) {
 
 TEST(StoreMemory, OpensAtTheCurrentSchemaVersion) {
   Store store(":memory:");
-  EXPECT_EQ(Store::kSchemaVersion, 3);
+  EXPECT_EQ(Store::kSchemaVersion, 4);
   EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   StoreCounts c = store.counts();
   EXPECT_EQ(c.runs, 0);
@@ -192,9 +192,19 @@ TEST(StoreMemory, DeviceUpsertIsIdempotentAndRefreshesClocks) {
   other.uuid = "GPU-another";
   const int64_t other_id = store.upsert_device(other);
   EXPECT_NE(other_id, id);
-  other.driver_version = "13.1";  // a driver upgrade is a new device row
-  EXPECT_NE(store.upsert_device(other), other_id);
-  EXPECT_EQ(store.counts().devices, 3);
+  other.driver_version = "580.95.05";  // the driver, known: a new device row
+  const int64_t with_driver = store.upsert_device(other);
+  EXPECT_NE(with_driver, other_id);
+  other.driver_version = "580.159.04";  // a driver upgrade is another new row
+  const int64_t upgraded = store.upsert_device(other);
+  EXPECT_NE(upgraded, with_driver);
+  EXPECT_EQ(store.device(upgraded)->driver_version, "580.159.04");
+  EXPECT_EQ(store.device(upgraded)->cuda_driver_version, other.cuda_driver_version);
+  EXPECT_EQ(store.device(with_driver)->driver_version, "580.95.05");
+  EXPECT_EQ(store.device(other_id)->driver_version, "");  // unknown
+  other.cuda_driver_version = "13.1";  // the driver API's CUDA version alone also tells them apart
+  EXPECT_NE(store.upsert_device(other), upgraded);
+  EXPECT_EQ(store.counts().devices, 5);
   EXPECT_FALSE(store.device(999).has_value());
 }
 

@@ -19,9 +19,9 @@ TEST(WorkloadShape, ReadsTheModelTheCacheAndTheDrawnLengths) {
                                            "test");
   const WorkloadShape s = shape_of(spec);
   EXPECT_EQ(s.batch_size, 4);
-  // Keys: 3 x 1000 + 104 = 3104 over 4 sequences = 776.
-  EXPECT_EQ(s.context_len, 776);
-  EXPECT_EQ(s.max_context_len, 1000);
+  // Cached tokens: 3 x 999 + 100 = 3097 over 4 sequences = 774.25, rounded up to 775.
+  EXPECT_EQ(s.context_len, 775);
+  EXPECT_EQ(s.max_context_len, 999);
   EXPECT_EQ(s.query_tokens, 7);
   EXPECT_EQ(s.gqa_ratio, 8);
   EXPECT_EQ(s.head_dim, 128);
@@ -31,7 +31,7 @@ TEST(WorkloadShape, ReadsTheModelTheCacheAndTheDrawnLengths) {
 }
 
 TEST(WorkloadShape, MeanContextRoundsUp) {
-  // 1001 + 1000 keys over 2 sequences: 1000.5 -> 1001.
+  // 1000 + 999 cached tokens over 2 sequences: 999.5 -> 1000.
   const WorkloadSpec spec = parse_workload(R"({
     "schema_version": 2, "name": "two",
     "model": {"num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "dtype": "fp16"},
@@ -39,7 +39,7 @@ TEST(WorkloadShape, MeanContextRoundsUp) {
   })",
                                            "test");
   const WorkloadShape s = shape_of(spec);
-  EXPECT_EQ(s.context_len, 1001);
+  EXPECT_EQ(s.context_len, 1000);
   EXPECT_EQ(s.kv_dtype, "fp16");  // no kv_dtype: the same as dtype
   EXPECT_EQ(s.page_size, 16);     // the default
 }
@@ -55,7 +55,7 @@ TEST(WorkloadShape, CanonicalJsonGivesTheSameShape) {
   const WorkloadShape b = shape_of_canonical_json(canonical_json(spec), "w");
   EXPECT_EQ(a.batch_size, b.batch_size);
   EXPECT_EQ(a.context_len, b.context_len);
-  EXPECT_EQ(b.context_len, 4000);
+  EXPECT_EQ(b.context_len, 3999);
   EXPECT_THROW(shape_of_canonical_json("{\"name\": 1}", "broken"), InputError);
 }
 
@@ -70,16 +70,44 @@ TEST(Pow2Bucket, EdgesArePowersOfTwo) {
   EXPECT_EQ(pow2_bucket(64), 6);
   EXPECT_EQ(pow2_bucket(65), 7);
   EXPECT_EQ(pow2_bucket(int64_t(1) << 40), 40);
-  EXPECT_EQ(to_string(pow2_bucket_range(6)), "[33, 64]");
-  EXPECT_EQ(to_string(pow2_bucket_range(0)), "[1, 1]");
-  EXPECT_EQ(to_string(pow2_bucket_range(1)), "[2, 2]");
-  EXPECT_EQ(to_string(pow2_bucket_range(2)), "[3, 4]");
+  EXPECT_EQ(to_string(batch_bucket_range(6)), "[33, 64]");
+  EXPECT_EQ(to_string(batch_bucket_range(0)), "[1, 1]");
+  EXPECT_EQ(to_string(batch_bucket_range(1)), "[2, 2]");
+  EXPECT_EQ(to_string(batch_bucket_range(2)), "[3, 4]");
+  EXPECT_EQ(to_string(context_bucket_range(0)), "[0, 1]");  // no cached token, or one
+  EXPECT_EQ(to_string(context_bucket_range(12)), "[2049, 4096]");
   // Every value lies in the range of its bucket.
-  for (int64_t v = 1; v < 5000; ++v) {
-    const BucketRange r = pow2_bucket_range(pow2_bucket(v));
-    ASSERT_LE(r.lo, v);
-    ASSERT_GE(r.hi, v);
+  for (int64_t v = 0; v < 5000; ++v) {
+    const BucketRange c = context_bucket_range(pow2_bucket(v));
+    ASSERT_LE(c.lo, v);
+    ASSERT_GE(c.hi, v);
+    if (v == 0) continue;
+    const BucketRange b = batch_bucket_range(pow2_bucket(v));
+    ASSERT_LE(b.lo, v);
+    ASSERT_GE(b.hi, v);
   }
+}
+
+// The context length is the cached tokens: a decode step over 4096 cached tokens (4097 keys with
+// its new token) is 4096, in the bucket [2049, 4096] a caller asking with 4096 finds; a prefill
+// without a prefix is 0; a prefix prefill counts its prefix, not its new tokens.
+TEST(WorkloadShape, ContextLengthIsTheCachedTokens) {
+  const auto shape = [](const std::string& sequences) {
+    return shape_of(parse_workload(R"({"schema_version": 2, "name": "w",
+      "model": {"num_q_heads": 32, "num_kv_heads": 8, "head_dim": 128, "dtype": "bf16"},
+      "sequences": )" + sequences + "}",
+                                   "test"));
+  };
+  const WorkloadShape decode = shape(R"([{"context_len": 4096, "query_len": 1, "count": 8}])");
+  EXPECT_EQ(decode.context_len, 4096);
+  EXPECT_EQ(pow2_bucket(decode.context_len), pow2_bucket(4096));
+  EXPECT_EQ(to_string(context_bucket_range(pow2_bucket(decode.context_len))), "[2049, 4096]");
+  const WorkloadShape prefill = shape(R"([{"context_len": 0, "query_len": 512, "count": 2}])");
+  EXPECT_EQ(prefill.context_len, 0);
+  EXPECT_EQ(prefill.query_tokens, 1024);
+  EXPECT_EQ(to_string(context_bucket_range(pow2_bucket(prefill.context_len))), "[0, 1]");
+  const WorkloadShape prefix = shape(R"([{"context_len": 4096, "query_len": 128, "count": 2}])");
+  EXPECT_EQ(prefix.context_len, 4096);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The test-only faulting variants: absent from the registry unless ATTN_BENCH_TEST_VARIANTS=1;
 // with it, each takes decode batches with a two-value `fault` axis, declines prefill, and NVRTC
-// compiles every faulting kernel (no GPU needed).
+// compiles every faulting kernel (no GPU needed); the CPU test variants.
 #include "kernels/test_faults/fault_variants.hpp"
 
 #include <unistd.h>
@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "kernels/exec_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
+#include "kernels/problem.hpp"
 #include "kernels/registry.hpp"
 #include "kernels/test_faults/fault_params.hpp"
 #include "tests/target_fixtures.hpp"
@@ -153,6 +155,38 @@ TEST_F(FaultVariants, CpuReferenceCopiesIsACpuSpaceOverTheReference) {
   EXPECT_FALSE(v->supports(prefill, first, testing::hopper_target()).ok);
   EXPECT_EQ(v->work(prefill).flops, reference->work(prefill).flops);
   EXPECT_EQ(v->work(prefill).bytes, reference->work(prefill).bytes);
+}
+
+// test.cpu_incorrect writes every output element, all of them zero: a CPU case that fails
+// verification, taking the batches paged_decode.cpu_reference takes, only with the flag.
+TEST_F(FaultVariants, CpuIncorrectZeroesTheReferenceOutput) {
+  ::unsetenv("ATTN_BENCH_TEST_VARIANTS");
+  EXPECT_EQ(make_registry().find("test.cpu_incorrect"), nullptr);
+  ::setenv("ATTN_BENCH_TEST_VARIANTS", "1", 1);
+  const Registry registry = make_registry();
+  const Variant* v = registry.find("test.cpu_incorrect");
+  ASSERT_NE(v, nullptr);
+  const Variant* reference = registry.find("paged_decode.cpu_reference");
+  ASSERT_NE(reference, nullptr);
+  EXPECT_EQ(v->backend(), Backend::cpu);
+  EXPECT_EQ(v->family(), Family::paged_decode);
+  testing::SpecShape shape;
+  const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
+  const Batch prefill = generate_batch(testing::make_spec(shape, {{40, 8}}, "prefill"));
+  const Target cpu = Target::cpu();
+  EXPECT_TRUE(v->supports(decode, {}, cpu).ok);
+  EXPECT_EQ(v->supports(prefill, {}, cpu).ok, reference->supports(prefill, {}, cpu).ok);
+
+  Problem problem = Problem::on_host(decode);
+  ExecContext context;
+  context.target = cpu;
+  context.cpu_threads = 2;
+  reference->prepare(problem, {}, context)->launch();
+  const std::vector<uint8_t> right = problem.read_output();
+  ASSERT_NE(right, std::vector<uint8_t>(right.size(), 0)) << "the reference output is not all zero";
+  problem.poison_output(nullptr);
+  v->prepare(problem, {}, context)->launch();
+  EXPECT_EQ(problem.read_output(), std::vector<uint8_t>(right.size(), 0));
 }
 
 }  // namespace
