@@ -224,14 +224,15 @@ std::vector<Row> current_rows() {
   std::vector<Row> rows;
   for (const auto& [workload, spec] : verdict_workloads()) {
     const Batch batch = generate_batch(spec);
+    const BatchFeatures used = batch_features(batch);
     for (const auto& variant : registry.variants()) {
       for (const NamedTarget& t : verdict_targets()) {
         const Support by_default =
-            variant->supports(batch, variant->default_config(batch, t.target), t.target);
+            variant->check(batch, variant->default_config(batch, t.target), t.target);
         const std::vector<KernelConfig> space = every_config(variant->space(batch, t.target));
         size_t accepted = 0;
         for (const KernelConfig& config : space) {
-          if (variant->supports(batch, config, t.target)) ++accepted;
+          if (variant->check(batch, used, config, t.target)) ++accepted;
         }
         rows.push_back({workload + "\t" + variant->name() + "\t" + t.name,
                         std::string(by_default ? "accept" : "decline") + "\t" +

@@ -145,7 +145,7 @@ TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
               for (int64_t c : space[2].values) {
                 for (int64_t w : space[3].values) {
                   const KernelConfig config = make_config(int(n), int(s), int(c), int(w));
-                  if (variant.supports(batch, config, target)) cases.push_back({batch, config});
+                  if (variant.check(batch, config, target)) cases.push_back({batch, config});
                 }
               }
             }
@@ -238,7 +238,7 @@ TEST(BlockSparseSm90Gpu, BenchmarkShapesMatchTheGpuReference) {
     for (const KernelConfig& config : {variant.default_config(batch, target),
                                        make_config(64, 2, 2, 1), make_config(64, 3, 1, 1)}) {
       SCOPED_TRACE(std::string(preset) + " " + config.key());
-      ASSERT_TRUE(variant.supports(batch, config, target).ok);
+      ASSERT_TRUE(variant.check(batch, config, target).ok);
       expect_evaluator_passes(variant, batch, config, ReferenceOracle::gpu);
     }
   }

@@ -100,7 +100,7 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
 bool TensorCoreGpu::expect_passed(const Batch& batch, const KernelConfig& config) const {
   const Registry registry = make_registry();
   const Target target = Target::cuda(testing::gpu().device());
-  const Support support = variant(registry).supports(batch, config, target);
+  const Support support = variant(registry).check(batch, config, target);
   if (!support.ok && GetParam() == kTma &&
       (batch.kv_dtype != batch.dtype || support.reason.find("page size") != std::string::npos)) {
     return false;
@@ -116,7 +116,7 @@ bool TensorCoreGpu::expect_passed(const Batch& batch, const KernelConfig& config
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
 // single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
 // fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the variant's space
-// that supports() accepts.
+// that check() accepts.
 TEST_P(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
@@ -141,7 +141,7 @@ TEST_P(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
       KernelConfig candidate;
       for (const ConfigAxis& axis : variant.space(batch, target))
         candidate.set(axis.name, pick(rng, axis.values));
-      if (variant.supports(batch, candidate, target)) {
+      if (variant.check(batch, candidate, target)) {
         config = candidate;
         break;
       }
@@ -230,7 +230,7 @@ TEST_P(TensorCoreGpu, EveryAcceptedTileConfigMatchesTheReference) {
           for (int64_t s : space[2].values) {
             const KernelConfig config{
                 {"tile_tokens", t}, {"warps", w}, {"stages", s}, {"num_splits", 0}};
-            if (!variant.supports(batch, config, target)) continue;
+            if (!variant.check(batch, config, target)) continue;
             ++accepted;
             expect_passed(batch, config);
           }

@@ -68,7 +68,7 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
 }
 
 void expect_passed(const Batch& batch, const Variant& variant, const KernelConfig& config) {
-  const Support support = variant.supports(batch, config, Target::cuda(testing::gpu().device()));
+  const Support support = variant.check(batch, config, Target::cuda(testing::gpu().device()));
   ASSERT_TRUE(support.ok) << describe(batch, config) << ": " << support.reason;
   const Measurement m = evaluate_once(batch, variant, config);
   EXPECT_EQ(m.disposition, Disposition::passed) << describe(batch, config) << ": " << m.reason;
@@ -83,7 +83,7 @@ KernelConfig random_config(std::mt19937_64& rng, const Variant& variant, const B
     KernelConfig candidate;
     for (const ConfigAxis& axis : variant.space(batch, target))
       candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.supports(batch, candidate, target)) return candidate;
+    if (variant.check(batch, candidate, target)) return candidate;
   }
   return variant.default_config(batch, target);
 }
@@ -278,14 +278,14 @@ TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
         for (int64_t w : space[2].values) {
           KernelConfig config{{"block_m", m}, {"block_n", n},      {"warps", w},
                               {"stages", 2},  {"unroll_cache", 1}, {"unroll_new", 1}};
-          if (!variant.supports(batch, config, target)) continue;
+          if (!variant.check(batch, config, target)) continue;
           ++accepted;
           SCOPED_TRACE(config.key());
           expect_passed(batch, variant, config);
           config.set("stages", pick(rng, space[3].values))
               .set("unroll_cache", pick(rng, space[4].values))
               .set("unroll_new", pick(rng, space[5].values));
-          if (variant.supports(batch, config, target)) expect_passed(batch, variant, config);
+          if (variant.check(batch, config, target)) expect_passed(batch, variant, config);
         }
       }
     }
