@@ -26,6 +26,8 @@ FeatureSet blocksparse_features() {
   return FeatureSet()
       .with(feature::kQueries, {"decode", "prefill", "mixed"})
       .with(feature::kMask, {"block_sparse", "block_sparse_non_causal"})
+      .note(feature::kMask, "causal", kBlocksparseNeedsALayout)
+      .note(feature::kMask, "non_causal", kBlocksparseNeedsALayout)
       .with(feature::kSharedPrefix)
       .with(feature::kKvLayout, {"nhd", "hnd"})
       .with(feature::kDtype, {"bf16", "fp16"})

@@ -23,6 +23,9 @@ void add_blocksparse_variants(Registry& registry);
 // 128, pages of 1 to 256 tokens. The family does not define explicit masks, sliding windows,
 // soft-caps, sinks or a quantised KV cache.
 FeatureSet blocksparse_features();
+// The note of a dense batch's decline, for every blocksparse variant.
+inline constexpr char kBlocksparseNeedsALayout[] =
+    "blocksparse needs a block-sparse layout (mask.block_sparse)";
 
 // The batch's layout is there (its mask feature says so) and has one set of rows per q head.
 Support blocksparse_supports_layout(const Batch& batch);

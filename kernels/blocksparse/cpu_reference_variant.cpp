@@ -13,6 +13,8 @@ std::unique_ptr<Variant> make_blocksparse_cpu_reference() {
        // computes them: prefix_prefill.cpu_reference runs such batches).
        reference_features()
            .with(feature::kMask, {"block_sparse", "block_sparse_non_causal"})
+           .note(feature::kMask, "causal", kBlocksparseNeedsALayout)
+           .note(feature::kMask, "non_causal", kBlocksparseNeedsALayout)
            .without(feature::kSlidingWindow)
            .without(feature::kLogitsSoftCap)
            .without(feature::kAttentionSinks)

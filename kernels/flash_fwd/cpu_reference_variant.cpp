@@ -23,6 +23,7 @@ class CpuReferenceVariant : public FlashFwdVariant {
   FeatureSet features() const override {
     return reference_features()
         .with(feature::kQueries, {"prefill", "mixed"})
+        .note(feature::kQueries, "decode", "paged_decode runs decode batches")
         .with(feature::kMask, {"causal", "non_causal"})
         .without(feature::kSlidingWindow)
         .without(feature::kLogitsSoftCap)
