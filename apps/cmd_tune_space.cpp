@@ -1,6 +1,6 @@
 // attn-tune space WORKLOAD --variant GLOB [-a axis=v1,v2 ...]: each matching variant's axes and
-// how many configs survive pruning by supports(), with the refusals counted by reason. Needs no
-// GPU: CUDA variants are pruned for the device present or a described target (--arch ...).
+// how many configs survive pruning by Variant::check(), with the refusals counted by reason. Needs
+// no GPU: CUDA variants are pruned for the device present or a described target (--arch ...).
 #include <iostream>
 #include <memory>
 

@@ -2,6 +2,21 @@
 
 namespace attn {
 
+const FeatureSet& Variant::declared_features() const {
+  std::call_once(features_once_, [this] { features_ = features(); });
+  return features_;
+}
+
+Support Variant::check(const Batch& batch, const KernelConfig& config, const Target& target) const {
+  return check(batch, batch_features(batch), config, target);
+}
+
+Support Variant::check(const Batch& batch, const BatchFeatures& used, const KernelConfig& config,
+                       const Target& target) const {
+  if (Support s = check_features(declared_features(), used); !s) return s;
+  return supports(batch, config, target);
+}
+
 Support supports_sm80_target(const Target& target, const std::string& needs) {
   if (target.backend != Backend::cuda) return Support::no("needs a CUDA GPU");
   if (target.compute_capability() < 80) {

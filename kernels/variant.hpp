@@ -1,12 +1,18 @@
 // Variant: one implementation of one kernel family (e.g. paged_decode.splitkv) behind a common
 // interface. The registry (registry.hpp) holds every variant, filled by one explicit function.
 //
-// The life of one measurement: supports(batch, config, target) says yes or why not; prepare()
+// The life of one measurement: check(batch, config, target) says yes or why not; prepare()
 // compiles through the JIT, allocates scratch and binds the problem's buffers, returning a
 // Launcher; the timing core calls Launcher::launch() as often as it needs.
+//
+// check() is the one gate (docs/architecture.md, "The feature contract"): first the batch's
+// features against the variant's declaration (features(): an allow-list, so a feature the variant
+// does not name is declined), then the variant's own rules for the config (supports(): shared
+// memory, registers, tile divisibility, target arch, limits of its parameter structs).
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,20 +20,13 @@
 #include "base/family.hpp"
 #include "base/kernel_config.hpp"
 #include "kernels/exec_context.hpp"
+#include "kernels/feature_set.hpp"
 #include "kernels/problem.hpp"
+#include "kernels/support.hpp"
 #include "kernels/target.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
-
-// Yes, or no with a reason a user can act on.
-struct Support {
-  bool ok = true;
-  std::string reason;
-  static Support yes() { return {}; }
-  static Support no(std::string why) { return {false, std::move(why)}; }
-  explicit operator bool() const { return ok; }
-};
 
 // Checks every CUDA variant built on mma.sync and cp.async makes first: a CUDA target of compute
 // capability 8.0 or newer. `needs` names what the kernel uses (for the message).
@@ -66,12 +65,21 @@ class Variant {
   virtual Backend backend() const = 0;
   virtual std::string summary() const = 0;  // one line for `attn-bench list`
 
+  // Every batch feature this variant implements (workloads/batch_features.hpp); it is declined
+  // for any other a batch uses.
+  virtual FeatureSet features() const = 0;
+  // Whether this variant runs `batch` with `config` on `target`, before anything is compiled:
+  // check_features(features(), batch_features(batch)), then supports(). Every caller asks this,
+  // never supports().
+  Support check(const Batch& batch, const KernelConfig& config, const Target& target) const;
+  // The same with the batch's features computed once by the caller (batch_features(batch)), for
+  // a loop over many configs of one batch.
+  Support check(const Batch& batch, const BatchFeatures& used, const KernelConfig& config,
+                const Target& target) const;
+
   // The tunable axes and the values worth trying for this batch on this target.
   virtual std::vector<ConfigAxis> space(const Batch& batch, const Target& target) const = 0;
   virtual KernelConfig default_config(const Batch& batch, const Target& target) const = 0;
-  // Checks the batch's features and the config's validity (the family traits) before any compile.
-  virtual Support supports(const Batch& batch, const KernelConfig& config,
-                           const Target& target) const = 0;
   // The JIT programs this config needs (CUDA variants); compiling them is prepare()'s first step.
   virtual std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                            const Target& target) const {
@@ -91,6 +99,20 @@ class Variant {
   void run(Problem& problem, const KernelConfig& config, ExecContext& context) const {
     prepare(problem, config, context)->launch();
   }
+
+ protected:
+  // The variant's own rules, for a batch whose features it implements (check() has checked them):
+  // the config's validity (the family traits), the target, and limits of the kernel's parameters
+  // (a GQA group that fits one tile, 32-bit offsets). Never a list of features it refuses: those
+  // belong in features().
+  virtual Support supports(const Batch& batch, const KernelConfig& config,
+                           const Target& target) const = 0;
+
+ private:
+  // features(), built once: a search checks thousands of configs against it.
+  const FeatureSet& declared_features() const;
+  mutable std::once_flag features_once_;
+  mutable FeatureSet features_;
 };
 
 }  // namespace attn

@@ -139,7 +139,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
                to_string(context_.target.backend);
     return m;
   }
-  if (Support support = variant.supports(batch_, config, context_.target); !support) {
+  if (Support support = variant.check(batch_, config, context_.target); !support) {
     m.disposition = Disposition::unsupported;
     m.reason = support.reason;
     return m;

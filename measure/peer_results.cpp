@@ -328,7 +328,7 @@ Family peer_family(const Batch& batch, const Registry& registry) {
   const bool context = std::any_of(batch.context_lens.begin(), batch.context_lens.end(),
                                    [](int64_t c) { return c > 0; });
   const Variant* flash = registry.find("flash_fwd.cpu_reference");
-  if (!context && flash && flash->supports(batch, {}, Target::cpu())) return Family::flash_fwd;
+  if (!context && flash && flash->check(batch, {}, Target::cpu())) return Family::flash_fwd;
   return Family::prefix_prefill;
 }
 

@@ -60,6 +60,7 @@ SearchSpace build_space(const Variant& variant, const Batch& batch, const Target
     total *= axis.values.size();
   }
   space.total = total;
+  const BatchFeatures used = batch_features(batch);
   // Odometer over the axes, the last one fastest.
   std::vector<size_t> digit(space.axes.size(), 0);
   for (size_t n = 0; n < total; ++n) {
@@ -67,7 +68,7 @@ SearchSpace build_space(const Variant& variant, const Batch& batch, const Target
     for (size_t a = 0; a < space.axes.size(); ++a) {
       config.set(space.axes[a].name, space.axes[a].values[digit[a]]);
     }
-    if (Support s = variant.supports(batch, config, target); s) {
+    if (Support s = variant.check(batch, used, config, target); s) {
       space.configs.push_back(std::move(config));
     } else {
       ++space.refusals[s.reason];

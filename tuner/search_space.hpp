@@ -1,7 +1,8 @@
 // SearchSpace: the configs of one variant worth trying on one batch and target: the cartesian
 // product of the variant's axes (Variant::space, with command-line overrides applied), pruned by
-// Variant::supports() before anything is compiled. Configs keep the product's order (the first
-// axis varies slowest), so an index into `configs` is stable for the same inputs.
+// Variant::check() (the batch's features, then the config's rules) before anything is compiled.
+// Configs keep the product's order (the first axis varies slowest), so an index into `configs` is
+// stable for the same inputs.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ struct SearchSpace {
   std::vector<ConfigAxis> axes;       // after overrides
   size_t total = 0;                   // configs in the product, before pruning
   std::vector<KernelConfig> configs;  // the survivors, in product order
-  // Configs refused by supports(), counted by reason (the reason text as the variant gave it).
+  // Configs refused by Variant::check(), counted by reason (the reason text as the variant gave
+  // it).
   std::map<std::string, size_t> refusals;
   size_t pruned() const { return total - configs.size(); }
 };

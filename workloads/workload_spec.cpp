@@ -22,7 +22,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-constexpr int kHeadDims[] = {64, 80, 96, 128, 192, 256};
 constexpr int64_t kMaxBlockSize = 4096;      // block_sparse.block_size
 constexpr int64_t kMaxBlockCount = 1 << 20;  // local_blocks, vertical_stride, head_sliding_step
 constexpr int64_t kMaxTreeNodes = 4096;      // explicit.parents and branches
@@ -768,9 +767,11 @@ WorkloadSpec load_workload_file(const std::string& path) {
   if (!text) {
     switch (failure.kind) {
       case BoundedReadFailure::Kind::cannot_open:
-        throw InputError(path, {"cannot open the file: " + std::string(std::strerror(failure.error))});
+        throw InputError(path,
+                         {"cannot open the file: " + std::string(std::strerror(failure.error))});
       case BoundedReadFailure::Kind::cannot_read:
-        throw InputError(path, {"cannot read the file: " + std::string(std::strerror(failure.error))});
+        throw InputError(path,
+                         {"cannot read the file: " + std::string(std::strerror(failure.error))});
       case BoundedReadFailure::Kind::too_large:
         break;
     }

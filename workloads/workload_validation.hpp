@@ -14,6 +14,7 @@ namespace attn {
 // Per-field limits.
 inline constexpr int kMaxQueryHeads = 256;
 inline constexpr int kMaxPageSize = 256;
+inline constexpr int kHeadDims[] = {64, 80, 96, 128, 192, 256};  // model.head_dim
 inline constexpr size_t kMaxNameChars = 128;
 inline constexpr size_t kMaxDescriptionChars = 4096;
 inline constexpr size_t kMaxSequenceEntries = 65536;

@@ -22,18 +22,22 @@ void add_blocksparse_variants(Registry& registry) {
   registry.add(make_blocksparse_cpu_reference());
 }
 
-Support blocksparse_supports_batch(const Batch& batch) {
+FeatureSet blocksparse_features() {
+  return FeatureSet()
+      .with(feature::kQueries, {"decode", "prefill", "mixed"})
+      .with(feature::kMask, {"block_sparse", "block_sparse_non_causal"})
+      .note(feature::kMask, "causal", kBlocksparseNeedsALayout)
+      .note(feature::kMask, "non_causal", kBlocksparseNeedsALayout)
+      .with(feature::kSharedPrefix)
+      .with(feature::kKvLayout, {"nhd", "hnd"})
+      .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kHeadDim, {64, 128})
+      .with_range(feature::kPageSize, 1, 256);
+}
+
+Support blocksparse_supports_layout(const Batch& batch) {
   if (!batch.block_sparse) {
     return Support::no("blocksparse needs a block-sparse layout (mask.block_sparse)");
-  }
-  if (batch.explicit_mask) return Support::no("explicit masks are not part of blocksparse");
-  if (batch.sliding_window > 0) return Support::no("sliding window is not part of blocksparse");
-  if (batch.logits_soft_cap > 0) return Support::no("logits soft-cap is not part of blocksparse");
-  if (!batch.sink_logits.empty()) return Support::no("attention sinks are not part of blocksparse");
-  if (batch.kv_dtype != batch.dtype) {
-    return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                       " (quantised KV cache) is not part of blocksparse; K/V must be " +
-                       to_string(batch.dtype) + " like Q");
   }
   if (batch.block_sparse->num_heads != batch.spec.model.num_q_heads) {
     return Support::no("the layout has " + std::to_string(batch.block_sparse->num_heads) +

@@ -17,10 +17,18 @@ class Registry;
 // blocksparse.cpu_reference.
 void add_blocksparse_variants(Registry& registry);
 
-// Checks shared by every blocksparse variant: a batch with a block-sparse layout, and none of the
-// features the family does not define (explicit masks, sliding window, soft-cap, sinks, a
-// quantised KV cache).
-Support blocksparse_supports_batch(const Batch& batch);
+// What the CUDA blocksparse variants implement (blocksparse.decode: decode batches only): any
+// query shape, block-sparse masks causal within the diagonal block or not, shared prefixes, NHD
+// and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype, head dims 64 and
+// 128, pages of 1 to 256 tokens. The family does not define explicit masks, sliding windows,
+// soft-caps, sinks or a quantised KV cache.
+FeatureSet blocksparse_features();
+// The note of a dense batch's decline, for every blocksparse variant.
+inline constexpr char kBlocksparseNeedsALayout[] =
+    "blocksparse needs a block-sparse layout (mask.block_sparse)";
+
+// The batch's layout is there (its mask feature says so) and has one set of rows per q head.
+Support blocksparse_supports_layout(const Batch& batch);
 
 // Minimum traffic: Q and the output once; of K and V, once per kv head, only the keys of blocks
 // that some q head of its group keeps in some block row the sequence's new tokens occupy (the

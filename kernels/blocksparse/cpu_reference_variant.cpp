@@ -1,7 +1,7 @@
 // blocksparse.cpu_reference: the CPU oracle (kernels/reference, which applies key_visible and so
 // the batch's block-sparse layout) as a blocksparse variant.
-#include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/reference/cpu_reference_variant.hpp"
+#include "kernels/blocksparse/blocksparse_variants.hpp"
 
 namespace attn {
 
@@ -9,7 +9,17 @@ std::unique_ptr<Variant> make_blocksparse_cpu_reference() {
   return make_cpu_reference_variant(
       {Family::blocksparse,
        "CPU oracle: block-sparse attention through key_visible, double accumulation",
-       [](const Batch& batch) { return blocksparse_supports_batch(batch); },
+       // The family's masks only, and none of the features it does not define (the oracle
+       // computes them: prefix_prefill.cpu_reference runs such batches).
+       reference_features()
+           .with(feature::kMask, {"block_sparse", "block_sparse_non_causal"})
+           .note(feature::kMask, "causal", kBlocksparseNeedsALayout)
+           .note(feature::kMask, "non_causal", kBlocksparseNeedsALayout)
+           .without(feature::kSlidingWindow)
+           .without(feature::kLogitsSoftCap)
+           .without(feature::kAttentionSinks)
+           .without(feature::kKvDtype),
+       [](const Batch& batch) { return blocksparse_supports_layout(batch); },
        [](const Batch& batch) { return blocksparse_work(batch); }});
 }
 

@@ -5,9 +5,9 @@
 #include "kernels/blocksparse/blocksparse_params.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/blocksparse/decode_traits.hpp"
+#include "kernels/dtype_code_of.hpp"
 #include "kernels/flash_fwd/gathered_kv.hpp"
 #include "kernels/launch_inputs.hpp"
-#include "kernels/dtype_code_of.hpp"
 #include "kernels/params_launcher.hpp"
 
 namespace attn {
@@ -68,6 +68,12 @@ class DecodeVariant : public Variant {
            "kept blocks, per-head masks";
   }
 
+  FeatureSet features() const override {
+    return blocksparse_features()
+        .with(feature::kQueries, {"decode"})
+        .note(feature::kQueries, "blocksparse.mma runs prefill");
+  }
+
   std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
     std::vector<int64_t> tiles;
@@ -104,19 +110,8 @@ class DecodeVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
-    if (Support s = blocksparse_supports_batch(batch); !s) return s;
-    if (!batch.decode_only()) {
-      return Support::no(
-          "blocksparse.decode needs a decode batch (one query token per sequence); "
-          "blocksparse.mma runs prefill");
-    }
+    if (Support s = blocksparse_supports_layout(batch); !s) return s;
     const ModelShape& m = batch.spec.model;
-    if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
-      return Support::no("dtype " + to_string(m.dtype) + " is not bf16 or fp16");
-    }
-    if (batch.spec.kv_cache.layout == KvLayout::vllm) {
-      return Support::no("the vllm K/V layout is not gathered (nhd and hnd are)");
-    }
     if (batch.spec.group_size() > blocksparse_decode::kMaxGroup) {
       return Support::no("GQA group of " + std::to_string(batch.spec.group_size()) +
                          " q heads per kv head; at most " +
@@ -159,7 +154,7 @@ class DecodeVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "blocksparse.decode needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const DecodeConfig c(config);
     const ModelShape& m = batch.spec.model;

@@ -76,6 +76,8 @@ class MmaVariant : public Variant {
            "CSR layout row, cp.async K/V pipeline";
   }
 
+  FeatureSet features() const override { return blocksparse_features(); }
+
   // Tile sizes that divide the layout's block (the others are refused anyway).
   std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
@@ -119,7 +121,7 @@ class MmaVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
-    if (Support s = blocksparse_supports_batch(batch); !s) return s;
+    if (Support s = blocksparse_supports_layout(batch); !s) return s;
     if (Support s = gathered_kv_supports(batch); !s) return s;
     const ModelShape& m = batch.spec.model;
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
@@ -143,7 +145,7 @@ class MmaVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "blocksparse.mma needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const MmaConfig c(config);
     const ModelShape& m = batch.spec.model;

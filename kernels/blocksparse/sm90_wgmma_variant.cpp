@@ -84,6 +84,8 @@ class Sm90WgmmaVariant : public Variant {
            "CTAs per SM";
   }
 
+  FeatureSet features() const override { return blocksparse_features(); }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
         {"tile_n",
@@ -129,7 +131,7 @@ class Sm90WgmmaVariant : public Variant {
       return Support::no("needs sm_90a (Hopper: TMA, wgmma, setmaxnreg); this device is " +
                          target.arch);
     }
-    if (Support s = blocksparse_supports_batch(batch); !s) return s;
+    if (Support s = blocksparse_supports_layout(batch); !s) return s;
     if (Support s = gathered_kv_supports(batch); !s) return s;
     if (Support s =
             config_has_exactly(config, {"tile_n", "stages", "ctas_per_sm", "consumers"}, name());
@@ -155,7 +157,7 @@ class Sm90WgmmaVariant : public Variant {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda,
                 "blocksparse.sm90_wgmma needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const Sm90Config c(config);
     const ModelShape& m = batch.spec.model;

@@ -18,23 +18,16 @@ void add_flash_fwd_variants(Registry& registry) {
   registry.add(make_flash_fwd_cpu_reference());
 }
 
-Support flash_fwd_supports_batch(const Batch& batch) {
-  if (batch.decode_only()) {
-    return Support::no(
-        "a decode batch (one query token per sequence) is paged_decode's; flash_fwd needs a "
-        "sequence with more than one query token");
-  }
-  if (batch.sliding_window > 0) return Support::no("sliding window is not part of flash_fwd");
-  if (batch.logits_soft_cap > 0) return Support::no("logits soft-cap is not part of flash_fwd");
-  if (!batch.sink_logits.empty()) return Support::no("attention sinks are not part of flash_fwd");
-  if (batch.block_sparse) return Support::no("block-sparse masks are not part of flash_fwd");
-  if (batch.explicit_mask) return Support::no("explicit masks are not part of flash_fwd");
-  if (batch.kv_dtype != batch.dtype) {
-    return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                       " (quantised KV cache) is not part of flash_fwd; K/V must be " +
-                       to_string(batch.dtype) + " like Q");
-  }
-  return Support::yes();
+FeatureSet flash_fwd_features() {
+  return FeatureSet()
+      .with(feature::kQueries, {"prefill", "mixed"})
+      .note(feature::kQueries, "decode", "paged_decode runs decode batches")
+      .with(feature::kMask, {"causal", "non_causal"})
+      .with(feature::kSharedPrefix)
+      .with(feature::kKvLayout, {"nhd", "hnd"})
+      .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kHeadDim, {64, 128, 256})
+      .with_range(feature::kPageSize, 1, 256);
 }
 
 Work flash_fwd_work(const Batch& batch) {
@@ -50,12 +43,6 @@ Work flash_fwd_work(const Batch& batch) {
 
 Support gathered_kv_supports(const Batch& batch) {
   const ModelShape& m = batch.spec.model;
-  if (m.dtype != DType::bf16 && m.dtype != DType::fp16) {
-    return Support::no("dtype " + to_string(m.dtype) + " is not bf16 or fp16");
-  }
-  if (batch.spec.kv_cache.layout == KvLayout::vllm) {
-    return Support::no("the vllm K/V layout is not gathered (nhd and hnd are)");
-  }
   if (!(batch.softmax_scale > 0.0f)) return Support::no("softmax_scale must be positive");
   // Offsets within one sequence are 32-bit element counts in the kernels.
   const int64_t longest = std::max(batch.max_kv_len(), batch.max_query_len());

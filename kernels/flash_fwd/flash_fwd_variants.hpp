@@ -32,18 +32,21 @@ class FlashFwdVariant : public Variant {
   }
 };
 
-// Checks shared by every flash_fwd variant: a batch with query tokens to prefill (a decode batch,
-// one token per sequence, belongs to paged_decode), and none of the features the family does not
-// define (sliding window, soft-cap, sinks, block-sparse or explicit masks, a quantised KV cache).
-Support flash_fwd_supports_batch(const Batch& batch);
+// What the CUDA flash_fwd variants implement: prefill and mixed batches (a decode batch, one
+// token per sequence, belongs to paged_decode), causal or non-causal dense masks, shared
+// prefixes, NHD and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype,
+// head dims 64, 128 and 256, pages of 1 to 256 tokens. The family does not define sliding
+// windows, soft-caps, sinks, block-sparse or explicit masks, or a quantised KV cache.
+FeatureSet flash_fwd_features();
 
 // Minimum traffic: Q, K and V once each (K/V per kv head, contiguous), and the output. FLOPs: 2
 // multiply-adds per (query head, visible key, dim) for Q.K and P.V (visible_pairs).
 Work flash_fwd_work(const Batch& batch);
 
-// Checks of the kernels that read K/V gathered into contiguous buffers by flash_fwd_gather_kv
-// (flash_fwd.sm80_mma, blocksparse.mma): bf16/fp16, NHD or HND pools, a positive softmax scale,
-// and offsets within a sequence and token counts that fit the kernels' 32-bit arithmetic.
+// Limits of the kernels that read K/V gathered into contiguous buffers by flash_fwd_gather_kv
+// (flash_fwd.sm80_mma, blocksparse.mma; their features hold NHD or HND pools and bf16/fp16 only):
+// a positive softmax scale, and offsets within a sequence and token counts that fit the kernels'
+// 32-bit arithmetic.
 Support gathered_kv_supports(const Batch& batch);
 
 // Where a sequence's query tiles of tile_m rows start: at its first row (tile m holds rows

@@ -72,6 +72,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
            "softmax in registers";
   }
 
+  FeatureSet features() const override { return flash_fwd_features(); }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
         {"tile_m", {32, 64, 128, 256}, "query rows per CTA (16 or 32 per warp)"},
@@ -135,7 +137,6 @@ class Sm80MmaVariant : public FlashFwdVariant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
-    if (Support s = flash_fwd_supports_batch(batch); !s) return s;
     if (Support s = gathered_kv_supports(batch); !s) return s;
     const ModelShape& m = batch.spec.model;
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
@@ -156,7 +157,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
                                              ExecContext& context, float* lse) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "sm80_mma needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const Sm80Config c(config);
     const ModelShape& m = batch.spec.model;

@@ -132,6 +132,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
            "warpgroups with setmaxnreg, softmax overlapped with P.V";
   }
 
+  FeatureSet features() const override { return flash_fwd_features(); }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return sm90_attn::tile_axes("query rows", {64, 80, 128, 176, 192}, flash_sm90::kMaxConsumers);
   }
@@ -193,7 +195,6 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
       return Support::no("needs sm_90a (Hopper: TMA, wgmma, setmaxnreg); this device is " +
                          target.arch);
     }
-    if (Support s = flash_fwd_supports_batch(batch); !s) return s;
     if (Support s = gathered_kv_supports(batch); !s) return s;
     const ModelShape& m = batch.spec.model;
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "stages", "consumers"}, name());
@@ -223,7 +224,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
                                              ExecContext& context, float* lse) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "sm90_wgmma needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const Sm90Config c(config);
     const ModelShape& m = batch.spec.model;

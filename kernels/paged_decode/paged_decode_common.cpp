@@ -18,22 +18,22 @@ void add_paged_decode_variants(Registry& registry) {
   registry.add(make_paged_decode_cpu_reference());
 }
 
-Support paged_decode_supports_batch(const Batch& batch) {
-  if (!batch.decode_only()) {
-    return Support::no(
-        "paged_decode needs exactly one query token per sequence (max query_len is " +
-        std::to_string(batch.max_query_len()) + ")");
-  }
-  return Support::yes();
-}
-
-Support paged_decode_supports_layout_and_masks(const Batch& batch) {
-  if (batch.spec.kv_cache.layout == KvLayout::vllm) {
-    return Support::no("the vllm K/V layout is not implemented (nhd and hnd are)");
-  }
-  if (batch.block_sparse) return Support::no("block-sparse masks are not implemented");
-  if (batch.explicit_mask) return Support::no("explicit masks are not implemented");
-  return Support::yes();
+FeatureSet paged_decode_features() {
+  return FeatureSet()
+      .with(feature::kQueries, {"decode"})
+      .note(feature::kQueries, "prefix_prefill runs batches with longer queries")
+      // The one query token of a decode sequence is its last position: it sees every key whether
+      // the mask is causal or not.
+      .with(feature::kMask, {"causal", "non_causal"})
+      .with(feature::kSlidingWindow)
+      .with(feature::kLogitsSoftCap)
+      .with(feature::kAttentionSinks)
+      .with(feature::kSharedPrefix)
+      .with(feature::kKvLayout, {"nhd", "hnd"})
+      .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"})
+      .with(feature::kHeadDim, {64, 128, 256})
+      .with_range(feature::kPageSize, 1, 256);
 }
 
 Support paged_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,

@@ -11,11 +11,11 @@ class Registry;
 // paged_decode.cpu_reference.
 void add_paged_decode_variants(Registry& registry);
 
-// Checks shared by every paged_decode variant: one query token per sequence.
-Support paged_decode_supports_batch(const Batch& batch);
-
-// What no CUDA paged_decode kernel reads yet: the vllm K/V layout, block-sparse and explicit masks.
-Support paged_decode_supports_layout_and_masks(const Batch& batch);
+// What the CUDA paged_decode kernels implement (splitkv and tensorcore; sm90_tma without fp8 K/V):
+// decode batches, causal or not, sliding window, soft-cap, sinks, shared prefixes, NHD and HND
+// pools, bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims
+// 64, 128 and 256, pages of 1 to 256 tokens. Not the vllm layout, block-sparse or explicit masks.
+FeatureSet paged_decode_features();
 
 // Launch limits shared by the CUDA variants: the config's dynamic shared memory fits the device's
 // per-block limit (when known), and a fixed split count is 0 (auto) to max_splits.

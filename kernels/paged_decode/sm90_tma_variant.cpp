@@ -67,6 +67,15 @@ class Sm90TmaVariant : public Variant {
            "warp (Hopper)";
   }
 
+  // paged_decode's features without fp8 K/V: the TMA boxes here are 16-bit (fp8 pools:
+  // paged_decode.tensorcore).
+  FeatureSet features() const override {
+    return paged_decode_features()
+        .without(feature::kKvDtype)
+        .note(feature::kKvDtype,
+              "TMA boxes here are 16-bit: paged_decode.tensorcore reads fp8 pools");
+  }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
         {"tile_tokens", {16, 32, 64, 128, 256}, "keys per compute block (pipeline stage)"},
@@ -95,12 +104,7 @@ class Sm90TmaVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm90_target(target, "TMA, mbarrier transactions"); !s) return s;
-    if (Support s = paged_decode_supports_batch(batch); !s) return s;
-    if (Support s = tensorcore_supports_features(batch); !s) return s;
-    if (batch.kv_dtype != batch.dtype) {
-      return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                         ": TMA boxes here are 16-bit (fp8 pools: paged_decode.tensorcore)");
-    }
+    if (Support s = tensorcore_supports_limits(batch); !s) return s;
     if (Support s =
             config_has_exactly(config, {"tile_tokens", "warps", "stages", "num_splits"}, name());
         !s)
@@ -130,7 +134,7 @@ class Sm90TmaVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "sm90_tma needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const Sm90TmaConfig c(config);
     const JitProgram program = programs(batch, config, context.target).front();
@@ -159,10 +163,9 @@ class Sm90TmaVariant : public Variant {
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90TmaConfig& c) {
-    return "attn::paged_decode_sm90_tma<" +
-           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
-           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) + ", " +
-           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
+    return "attn::paged_decode_sm90_tma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) +
+           ", " + std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) + ">";
   }
 };

@@ -66,33 +66,20 @@ std::string describe_rule(int rule, const SplitKvConfig& c, const Batch& batch) 
   }
 }
 
-// The batch features splitkv's kernel does not implement. Each must be refused, never run: the
-// kernel would ignore it and compute something else, a wrong answer that only the reference
-// check would catch. Non-causal needs no refusal: the single query token of a decode sequence is
-// its last position, so it sees every key either way.
-Support splitkv_supports_features(const Batch& batch, const Target& target) {
+// Limits of the parameter struct on the features splitkv implements (paged_decode_features()):
+// fp8 scales and sink logits travel in it, one per head up to a fixed count, and the window is a
+// 32-bit integer.
+Support splitkv_supports_limits(const Batch& batch) {
   const ModelShape& m = batch.spec.model;
-  if (batch.kv_dtype != batch.dtype) {
-    if (batch.kv_dtype != DType::fp8_e4m3) {
-      return Support::no("KV dtype " + to_string(batch.kv_dtype) + " with Q dtype " +
-                         to_string(batch.dtype) + ": only fp8_e4m3 or the Q dtype");
-    }
-    if (m.num_kv_heads > splitkv::kMaxKvHeads) {
-      return Support::no("fp8_e4m3 KV with more than " + std::to_string(splitkv::kMaxKvHeads) +
-                         " kv heads (scales travel in the parameter struct)");
-    }
-    const size_t scales = batch.k_scales.size();
-    if (scales != 1 && scales != size_t(m.num_kv_heads)) {
-      return Support::no("fp8_e4m3 KV needs one scale per tensor or per kv head");
-    }
+  if (batch.kv_dtype == DType::fp8_e4m3 && m.num_kv_heads > splitkv::kMaxKvHeads) {
+    return Support::no("fp8_e4m3 KV with more than " + std::to_string(splitkv::kMaxKvHeads) +
+                       " kv heads (scales travel in the parameter struct)");
   }
-  if (Support s = paged_decode_supports_layout_and_masks(batch); !s) return s;
   if (!batch.sink_logits.empty() && m.num_q_heads > splitkv::kMaxQHeads) {
     return Support::no("attention sinks with more than " + std::to_string(splitkv::kMaxQHeads) +
                        " q heads (sinks travel in the parameter struct)");
   }
   if (batch.sliding_window > 0x7fffffff) return Support::no("sliding window over 2^31 keys");
-  (void)target;
   return Support::yes();
 }
 
@@ -168,6 +155,8 @@ class SplitKvVariant : public Variant {
            "split-KV + LSE merge";
   }
 
+  FeatureSet features() const override { return paged_decode_features(); }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
         {"tile_tokens", {16, 32, 64, 128}, "keys per pipeline stage and compute block"},
@@ -205,12 +194,7 @@ class SplitKvVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "bf16 conversions, cp.async"); !s) return s;
-    if (Support s = paged_decode_supports_batch(batch); !s) return s;
-    if (Support s = splitkv_supports_features(batch, target); !s) return s;
-    const DType dtype = batch.spec.model.dtype;
-    if (dtype != DType::bf16 && dtype != DType::fp16) {
-      return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
-    }
+    if (Support s = splitkv_supports_limits(batch); !s) return s;
     if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
       return s;
     const SplitKvConfig c(config);
@@ -240,7 +224,7 @@ class SplitKvVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "splitkv needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const SplitKvConfig c(config);
     const ModelShape& m = batch.spec.model;

@@ -42,28 +42,7 @@ DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values)
 
 }  // namespace
 
-// Batch features the kernel does not implement: refused, never run (the kernel would ignore them
-// and compute something else). Non-causal needs no refusal: the single query token of a decode
-// sequence is its last position, so it sees every key either way.
-Support tensorcore_supports_features(const Batch& batch) {
-  const DType dtype = batch.spec.model.dtype;
-  if (dtype != DType::bf16 && dtype != DType::fp16) {
-    return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
-  }
-  if (batch.kv_dtype != batch.dtype && batch.kv_dtype != DType::fp8_e4m3) {
-    return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                       " is not implemented: needs fp8_e4m3 or the Q dtype " +
-                       to_string(batch.dtype));
-  }
-  if (kv_fp8(batch)) {
-    const size_t kv_heads = size_t(batch.spec.model.num_kv_heads);
-    for (const std::vector<float>* scales : {&batch.k_scales, &batch.v_scales}) {
-      if (scales->size() != 1 && scales->size() != kv_heads) {
-        return Support::no("fp8_e4m3 KV needs one scale per tensor or per kv head");
-      }
-    }
-  }
-  if (Support s = paged_decode_supports_layout_and_masks(batch); !s) return s;
+Support tensorcore_supports_limits(const Batch& batch) {
   const int group = batch.spec.group_size();
   if (group < 1 || group > tensorcore::kMaxGroup) {
     return Support::no("GQA group size " + std::to_string(group) + " exceeds " +
@@ -116,9 +95,9 @@ TensorCoreLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& contex
           reinterpret_cast<const float*>(owned.back().address());
     }
   }
-  const TensorCoreSplitPlan plan = plan_tensorcore_splits(
-      batch, block_tokens, num_splits, context.target.sm_count,
-      resident_ctas(context, kernel, shared_bytes, threads));
+  const TensorCoreSplitPlan plan =
+      plan_tensorcore_splits(batch, block_tokens, num_splits, context.target.sm_count,
+                             resident_ctas(context, kernel, shared_bytes, threads));
   owned.push_back(upload_array(*context.cuda, plan.work));
   p.work = reinterpret_cast<const int*>(owned.back().address());
   owned.push_back(upload_array(*context.cuda, plan.seq_splits));

@@ -1,6 +1,6 @@
 // Host side shared by the tensor-core decode variants (paged_decode.tensorcore and
 // paged_decode.sm90_tma), whose kernels share one parameter block (tensorcore_params.hpp), work
-// list and split merge: the batch features they implement, and the parameters of a launch.
+// list and split merge: the limits of their tiles on a batch, and the parameters of a launch.
 #pragma once
 
 #include <utility>
@@ -15,9 +15,9 @@
 
 namespace attn {
 
-// bf16/fp16 Q; K/V of Q's dtype or fp8 e4m3 with per-tensor or per-KV-head scales; GQA groups up
-// to 16 (one mma tile of q heads); sinks one per q head; NHD or HND pools, no masks.
-Support tensorcore_supports_features(const Batch& batch);
+// The features are paged_decode_features() (sm90_tma: without fp8 K/V). Limits: GQA groups up to
+// 16 (one mma tile of q heads), sinks one per q head.
+Support tensorcore_supports_limits(const Batch& batch);
 
 // The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
 // pools and logits, sinks and fp8 scales, and the split plan for block_tokens keys per block

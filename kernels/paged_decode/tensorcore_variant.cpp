@@ -65,6 +65,8 @@ class TensorCoreVariant : public Variant {
            "split-KV merged in-kernel by LSE";
   }
 
+  FeatureSet features() const override { return paged_decode_features(); }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
         {"tile_tokens", {16, 32, 64, 128, 256}, "keys per compute block (pipeline stage)"},
@@ -98,8 +100,7 @@ class TensorCoreVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
-    if (Support s = paged_decode_supports_batch(batch); !s) return s;
-    if (Support s = tensorcore_supports_features(batch); !s) return s;
+    if (Support s = tensorcore_supports_limits(batch); !s) return s;
     if (Support s =
             config_has_exactly(config, {"tile_tokens", "warps", "stages", "num_splits"}, name());
         !s)
@@ -131,7 +132,7 @@ class TensorCoreVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "tensorcore needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const TensorCoreConfig c(config);
     const ModelShape& m = batch.spec.model;
@@ -142,16 +143,15 @@ class TensorCoreVariant : public Variant {
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     allow_dynamic_shared_memory(context, attention, smem);
 
-    TensorCoreLaunch launch = prepare_tensorcore_launch(problem, context, attention, c.tile_tokens,
-                                                        c.num_splits, smem,
-                                                        tensorcore::threads(c.warps));
+    TensorCoreLaunch launch =
+        prepare_tensorcore_launch(problem, context, attention, c.tile_tokens, c.num_splits, smem,
+                                  tensorcore::threads(c.warps));
     LaunchShape shape;
     shape.grid_x = launch.grid_x;
     shape.block_x = unsigned(tensorcore::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<ParamsLauncher<TensorCoreParams>>(context, attention, shape,
-                                                              launch.params,
-                                                              std::move(launch.owned));
+    return std::make_unique<ParamsLauncher<TensorCoreParams>>(
+        context, attention, shape, launch.params, std::move(launch.owned));
   }
 
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }

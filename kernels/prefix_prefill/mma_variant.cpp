@@ -6,8 +6,8 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/launch_inputs.hpp"
 #include "kernels/dtype_code_of.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/mma_params.hpp"
 #include "kernels/prefix_prefill/mma_traits.hpp"
@@ -115,6 +115,19 @@ class MmaVariant : public Variant {
                  "+ causal new tokens";
   }
 
+  // prefix_prefill.masked reads the batch's explicit mask and nothing else decides which keys a
+  // query sees (no causal, window or layout rule: a workload cannot combine an explicit mask
+  // with a window); prefix_prefill.mma applies the causal and window rules.
+  FeatureSet features() const override {
+    if (!explicit_mask_) return prefix_prefill_features();
+    return prefix_prefill_features()
+        .with(feature::kMask, {"explicit"})
+        .note(feature::kMask, "causal", "prefix_prefill.mma runs batches without an explicit mask")
+        .note(feature::kMask, "non_causal",
+              "prefix_prefill.mma runs batches without an explicit mask")
+        .without(feature::kSlidingWindow);
+  }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
         {"block_m", {16, 32, 64, 128}, "rows (new tokens x GQA group) per CTA"},
@@ -148,8 +161,8 @@ class MmaVariant : public Variant {
     if (rows <= 16) candidates.push_back(make(16, 64, 1));
     if (rows <= 32) candidates.push_back(make(32, 64, 2));
     if (rows <= 64) candidates.push_back(make(64, 64, 4));
-    for (const MmaConfig& c : {make(128, 64, 4), make(128, 64, 8), make(64, 64, 4), make(64, 32, 4), make(32, 32, 2),
-                               make(32, 16, 2), make(16, 16, 1)}) {
+    for (const MmaConfig& c : {make(128, 64, 4), make(128, 64, 8), make(64, 64, 4), make(64, 32, 4),
+                               make(32, 32, 2), make(32, 16, 2), make(16, 16, 1)}) {
       candidates.push_back(c);
     }
     for (const MmaConfig& c : candidates) {
@@ -165,15 +178,7 @@ class MmaVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
-    if (Support s = prefix_prefill_supports_batch(batch); !s) return s;
-    if (explicit_mask_ && !batch.explicit_mask) {
-      return Support::no(
-          "the batch has no explicit mask (mask.explicit_mask); prefix_prefill.mma "
-          "runs causal and window masks");
-    }
-    if (!explicit_mask_ && batch.explicit_mask) {
-      return Support::no("the batch has an explicit mask: prefix_prefill.masked reads it");
-    }
+    if (Support s = prefix_prefill_supports_limits(batch); !s) return s;
     if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
       return s;
     const MmaConfig c(config);
@@ -208,7 +213,7 @@ class MmaVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, name() + " needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const MmaConfig c(config);
     const ModelShape& m = batch.spec.model;
@@ -296,13 +301,13 @@ class MmaVariant : public Variant {
  private:
   std::string attention_kernel(const Batch& batch, const MmaConfig& c) const {
     auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
-    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
-           flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
+    return "attn::prefix_prefill_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
+           ", " + flag(kv_fp8(batch)) + ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " +
            flag(explicit_mask_) + ", " + flag(soft_cap(batch)) + ", " +
-           std::to_string(batch.spec.model.head_dim) + ", " +
-           std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
-           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(c.unroll_cache) + ", " + std::to_string(c.unroll_new) + ">";
+           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.block_m) + ", " +
+           std::to_string(c.block_n) + ", " + std::to_string(c.warps) + ", " +
+           std::to_string(c.stages) + ", " + std::to_string(c.unroll_cache) + ", " +
+           std::to_string(c.unroll_new) + ">";
   }
 
   bool explicit_mask_;

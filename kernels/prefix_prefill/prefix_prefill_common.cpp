@@ -19,20 +19,24 @@ void add_prefix_prefill_variants(Registry& registry) {
   registry.add(make_prefix_prefill_cpu_reference());
 }
 
-Support prefix_prefill_supports_batch(const Batch& batch) {
-  const DType dtype = batch.spec.model.dtype;
-  if (dtype != DType::bf16 && dtype != DType::fp16) {
-    return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
-  }
-  if (batch.kv_dtype != batch.dtype && batch.kv_dtype != DType::fp8_e4m3) {
-    return Support::no("KV dtype " + to_string(batch.kv_dtype) + " is neither the Q dtype " +
-                       to_string(batch.dtype) + " nor fp8_e4m3");
-  }
-  if (batch.block_sparse) {
-    return Support::no(
-        "block-sparse layouts are the blocksparse family's (prefix_prefill reads "
-        "causal, window and explicit masks)");
-  }
+FeatureSet prefix_prefill_features() {
+  return FeatureSet()
+      .with(feature::kQueries, {"decode", "prefill", "mixed"})
+      .with(feature::kMask, {"causal", "non_causal"})
+      .note(feature::kMask, "explicit", "prefix_prefill.masked reads explicit masks")
+      .note(feature::kMask, "the blocksparse family runs block-sparse masks")
+      .with(feature::kSlidingWindow)
+      .with(feature::kLogitsSoftCap)
+      .with(feature::kAttentionSinks)
+      .with(feature::kSharedPrefix)
+      .with(feature::kKvLayout, {"nhd", "hnd", "vllm"})
+      .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"})
+      .with(feature::kHeadDim, {64, 128, 256})
+      .with_range(feature::kPageSize, 1, 256);
+}
+
+Support prefix_prefill_supports_limits(const Batch& batch) {
   if (!batch.sink_logits.empty() &&
       batch.sink_logits.size() != size_t(batch.spec.model.num_q_heads)) {
     return Support::no("sink logits must have one value per q head");

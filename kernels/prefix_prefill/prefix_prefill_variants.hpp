@@ -17,9 +17,17 @@ class Registry;
 // prefix_prefill.cpu_reference.
 void add_prefix_prefill_variants(Registry& registry);
 
-// What every CUDA prefix_prefill variant needs of a batch: bf16/fp16 Q, K/V of the Q dtype or
-// fp8-e4m3, one sink logit per q head, no block-sparse layout (the blocksparse family's).
-Support prefix_prefill_supports_batch(const Batch& batch);
+// What prefix_prefill.mma implements: any query shape (decode rows pack the GQA group), causal or
+// non-causal masks, sliding window, soft-cap, sinks, shared prefixes, NHD, HND and vllm pools,
+// bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims 64, 128
+// and 256, pages of 1 to 256 tokens. Block-sparse layouts are the blocksparse family's. The other
+// CUDA variants narrow it (prefix_prefill.masked: explicit masks instead; sm90_wgmma: no window,
+// no fp8, no vllm layout).
+FeatureSet prefix_prefill_features();
+
+// Limits of the CUDA prefix_prefill kernels on a batch: one sink logit per q head, a sequence to
+// run, positions and token indices that fit their 32-bit arithmetic.
+Support prefix_prefill_supports_limits(const Batch& batch);
 
 // Byte strides of the K or V pool in the batch's layout (mma_params.hpp, PoolStrides): key-major
 // for NHD, HND and vLLM's x-packed K; dim-major for vLLM's V.

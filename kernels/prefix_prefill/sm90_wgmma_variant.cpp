@@ -70,6 +70,19 @@ class Sm90WgmmaVariant : public Variant {
            "under 64 keys) + mbarriers, wgmma, producer/consumer warpgroups, GQA rows packed";
   }
 
+  // prefix_prefill.mma's features less three: the window (this kernel masks causally and at the
+  // context's end only), fp8 K/V (its TMA boxes and wgmma are 16-bit) and the vllm layout (its
+  // x-packed K and dims-major V have no TMA page box here). prefix_prefill.mma runs all three.
+  FeatureSet features() const override {
+    return prefix_prefill_features()
+        .without(feature::kSlidingWindow)
+        .note(feature::kSlidingWindow, "prefix_prefill.mma runs windows")
+        .without(feature::kKvDtype)
+        .note(feature::kKvDtype, "prefix_prefill.mma reads fp8 caches")
+        .with(feature::kKvLayout, {"nhd", "hnd"})
+        .note(feature::kKvLayout, "prefix_prefill.mma reads the vllm layout");
+  }
+
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return sm90_attn::tile_axes("rows (new tokens x GQA group)");
   }
@@ -110,25 +123,7 @@ class Sm90WgmmaVariant : public Variant {
       return Support::no("needs sm_90a (Hopper: TMA, wgmma, setmaxnreg); this device is " +
                          target.arch);
     }
-    if (Support s = prefix_prefill_supports_batch(batch); !s) return s;
-    if (batch.explicit_mask) {
-      return Support::no("the batch has an explicit mask: prefix_prefill.masked reads it");
-    }
-    if (batch.kv_dtype != batch.dtype) {
-      return Support::no("KV dtype " + to_string(batch.kv_dtype) +
-                         ": TMA boxes and wgmma here are 16-bit (fp8_e4m3 caches: "
-                         "prefix_prefill.mma)");
-    }
-    if (batch.spec.kv_cache.layout == KvLayout::vllm) {
-      return Support::no(
-          "the vllm layout (x-packed K, dims-major V) has no TMA page box here "
-          "(prefix_prefill.mma reads it)");
-    }
-    if (effective_sliding_window(batch) > 0) {
-      return Support::no(
-          "sliding window: this variant masks causally and at the context's end "
-          "only; prefix_prefill.mma runs windows");
-    }
+    if (Support s = prefix_prefill_supports_limits(batch); !s) return s;
     if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
       return s;
     const Sm90Config c(config);
@@ -155,7 +150,7 @@ class Sm90WgmmaVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, name() + " needs a device problem");
-    const Support support = supports(batch, config, context.target);
+    const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const Sm90Config c(config);
     const ModelShape& m = batch.spec.model;

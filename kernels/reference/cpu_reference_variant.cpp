@@ -17,6 +17,22 @@ void CpuReferenceLauncher::launch() {
   if (lse_ != nullptr) std::memcpy(lse_, lse.data(), lse.size() * sizeof(float));
 }
 
+FeatureSet reference_features() {
+  return FeatureSet()
+      .with(feature::kQueries, {"decode", "prefill", "mixed"})
+      .with(feature::kMask,
+            {"causal", "non_causal", "block_sparse", "block_sparse_non_causal", "explicit"})
+      .with(feature::kSlidingWindow)
+      .with(feature::kLogitsSoftCap)
+      .with(feature::kAttentionSinks)
+      .with(feature::kSharedPrefix)
+      .with(feature::kKvLayout, {"nhd", "hnd", "vllm"})
+      .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head", "bf16", "fp16"})
+      .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+      .with_range(feature::kPageSize, 1, 256);
+}
+
 namespace {
 
 class CpuReferenceVariant : public Variant {
@@ -26,11 +42,12 @@ class CpuReferenceVariant : public Variant {
   Family family() const override { return traits_.family; }
   Backend backend() const override { return Backend::cpu; }
   std::string summary() const override { return traits_.summary; }
+  FeatureSet features() const override { return traits_.features; }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override { return {}; }
   KernelConfig default_config(const Batch&, const Target&) const override { return {}; }
   Support supports(const Batch& batch, const KernelConfig&, const Target& target) const override {
     if (target.backend != Backend::cpu) return Support::no("runs on the CPU backend only");
-    return traits_.supports_batch(batch);
+    return traits_.supports_batch ? traits_.supports_batch(batch) : Support::yes();
   }
   std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig&,
                                     ExecContext& context) const override {

@@ -1,6 +1,7 @@
 // The CPU oracle (paged_attention_reference) as a variant of any family, so that `attn-bench run`
 // works end to end on a machine without a GPU. Each family's `<family>.cpu_reference` differs
-// only in which batches it takes, how its work is counted and its one-line summary.
+// only in which batches it takes (the oracle's features within the family's scope), how its work
+// is counted and its one-line summary.
 #pragma once
 
 #include <functional>
@@ -25,10 +26,18 @@ class CpuReferenceLauncher : public Launcher {
   float* lse_;
 };
 
+// Every feature the oracle implements: every value the workload schema allows, and those only
+// batches built in code use (non-causal block-sparse masks, K/V of the other 16-bit dtype). A
+// family's CPU reference narrows it to the family's scope; a new feature joins it when
+// paged_attention_reference and key_visible implement it.
+FeatureSet reference_features();
+
 struct CpuReferenceTraits {
   Family family;
   std::string summary;
-  std::function<Support(const Batch&)> supports_batch;  // on the CPU backend
+  FeatureSet features;
+  // A rule of the family beyond the features (on the CPU backend); empty: none.
+  std::function<Support(const Batch&)> supports_batch;
   std::function<Work(const Batch&)> work;
 };
 

@@ -30,6 +30,7 @@ class CpuCopiesVariant : public Variant {
     return "TEST ONLY: prefix_prefill.cpu_reference with axes `copy` and `repeat` that change "
            "nothing";
   }
+  FeatureSet features() const override { return reference_->features(); }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     std::vector<int64_t> copies, repeats;
     for (int i = 0; i < kCopies; ++i) copies.push_back(i);
@@ -48,7 +49,7 @@ class CpuCopiesVariant : public Variant {
       return Support::no("copy must be in 0.." + std::to_string(kCopies - 1) +
                          " and repeat in 0.." + std::to_string(kRepeats - 1));
     }
-    return reference_->supports(batch, KernelConfig{}, target);
+    return reference_->check(batch, KernelConfig{}, target);
   }
   std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig&,
                                     ExecContext& context) const override {

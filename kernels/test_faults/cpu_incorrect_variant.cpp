@@ -43,11 +43,12 @@ class CpuIncorrectVariant : public Variant {
   std::string summary() const override {
     return "TEST ONLY: paged_decode.cpu_reference with its output zeroed (incorrect)";
   }
+  FeatureSet features() const override { return reference_->features(); }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override { return {}; }
   KernelConfig default_config(const Batch&, const Target&) const override { return {}; }
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    return reference_->supports(batch, config, target);
+    return reference_->check(batch, config, target);
   }
   std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
                                     ExecContext& context) const override {

@@ -46,6 +46,23 @@ class FaultVariant : public Variant {
   std::string summary() const override {
     return "TEST ONLY: " + what_ + " with fault=1; fault=0 runs paged_decode.splitkv";
   }
+  // What fault=1 takes: any decode batch of bf16/fp16 queries (its kernels compute nothing, they
+  // fail). fault=0 is further held to paged_decode.splitkv's own check.
+  FeatureSet features() const override {
+    return FeatureSet()
+        .with(feature::kQueries, {"decode"})
+        .with(feature::kMask,
+              {"causal", "non_causal", "block_sparse", "block_sparse_non_causal", "explicit"})
+        .with(feature::kSlidingWindow)
+        .with(feature::kLogitsSoftCap)
+        .with(feature::kAttentionSinks)
+        .with(feature::kSharedPrefix)
+        .with(feature::kKvLayout, {"nhd", "hnd", "vllm"})
+        .with(feature::kDtype, {"bf16", "fp16"})
+        .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head", "bf16", "fp16"})
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+        .with_range(feature::kPageSize, 1, 256);
+  }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {{"fault", {0, 1}, "1: the faulting kernel; 0: paged_decode.splitkv's default config"}};
   }
@@ -56,14 +73,10 @@ class FaultVariant : public Variant {
                    const Target& target) const override {
     if (Support s = config_has_exactly(config, {"fault"}, name()); !s) return s;
     if (config.get("fault") == 0) {
-      return good_->supports(batch, good_->default_config(batch, target), target);
+      return good_->check(batch, good_->default_config(batch, target), target);
     }
     if (Support s = supports_sm80_target(target, "nanosleep"); !s) return s;
-    if (Support s = paged_decode_supports_batch(batch); !s) return s;
     const DType dtype = batch.spec.model.dtype;
-    if (dtype != DType::bf16 && dtype != DType::fp16) {
-      return Support::no("dtype " + to_string(dtype) + " is not bf16 or fp16");
-    }
     if (kind_ == test_faults::kBadPage && batch.spec.model.effective_kv_dtype() != dtype) {
       return Support::no("the K pool is not " + to_string(dtype));  // it reads 2-byte elements
     }

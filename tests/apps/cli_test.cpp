@@ -105,8 +105,12 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   // recorded so.
   EXPECT_NE(r.out.find("prefix_prefill.cpu_reference: decode-only batch"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("flash_fwd.cpu_reference: a decode batch"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("blocksparse.cpu_reference: blocksparse needs a block-sparse layout"),
+  EXPECT_NE(r.out.find("flash_fwd.cpu_reference: does not implement: decode batches (one query "
+                       "token per sequence) (paged_decode runs decode batches)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("blocksparse.cpu_reference: does not implement: dense causal attention "
+                       "(blocksparse needs a block-sparse layout"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;

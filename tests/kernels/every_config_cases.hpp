@@ -36,7 +36,7 @@ inline std::vector<KernelConfig> configs_any_accepts(const Variant& variant,
     for (size_t a = 0; a < space.size(); ++a) config.set(space[a].name, space[a].values[at[a]]);
     const bool kept = !keep || keep(config);
     for (size_t b = 0; kept && b < batches.size(); ++b) {
-      if (variant.supports(batches[b], config, target)) {
+      if (variant.check(batches[b], config, target)) {
         out.push_back(config);
         break;
       }
@@ -62,7 +62,7 @@ inline std::vector<std::pair<size_t, KernelConfig>> rotated_config_cases(
       // The rotation's batch, or the next one that accepts the config and is not taken yet.
       for (size_t step = 0; step < n; ++step) {
         const size_t b = (k * per_config + j + step) % n;
-        if (!taken[b] && variant.supports(batches[b], configs[k], target)) {
+        if (!taken[b] && variant.check(batches[b], configs[k], target)) {
           taken[b] = true;
           out.push_back({b, configs[k]});
           break;

@@ -34,7 +34,7 @@ std::map<std::string, std::set<size_t>> accepted_pairs(const Variant& variant,
   std::map<std::string, std::set<size_t>> out;
   for (const KernelConfig& config : configs_any_accepts(variant, batches, target)) {
     for (size_t b = 0; b < batches.size(); ++b) {
-      if (variant.supports(batches[b], config, target)) out[config.key()].insert(b);
+      if (variant.check(batches[b], config, target)) out[config.key()].insert(b);
     }
   }
   return out;
@@ -50,7 +50,7 @@ void expect_rotation(const Variant& variant, const std::vector<Batch>& batches, 
   std::vector<size_t> per_batch(batches.size(), 0);
   for (const auto& [b, config] : cases) {
     ASSERT_LT(b, batches.size()) << what;
-    EXPECT_TRUE(variant.supports(batches[b], config, target)) << what << " " << config.key();
+    EXPECT_TRUE(variant.check(batches[b], config, target)) << what << " " << config.key();
     EXPECT_TRUE(ran[config.key()].insert(b).second) << what << ": " << config.key() << " twice";
     ++per_batch[b];
   }

@@ -28,7 +28,7 @@ TEST_P(EveryVariantGpu, DefaultConfigMatchesTheReferenceOnASmallBatch) {
                                       testing::test_evaluator_options());
   const Target& target = evaluator->target();
   const KernelConfig config = variant->default_config(batch, target);
-  const Support support = variant->supports(batch, config, target);
+  const Support support = variant->check(batch, config, target);
   if (!support.ok && GetParam().find("sm90") != std::string::npos && target.cc_major < 9) {
     GTEST_SKIP() << GetParam() << " needs a Hopper GPU; this one is " << target.arch;
   }

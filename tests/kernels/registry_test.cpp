@@ -54,9 +54,9 @@ TEST(Registry, HoldsThePrefixPrefillVariants) {
   testing::SpecShape shape;
   const Variant* cpu = registry.find("prefix_prefill.cpu_reference");
   const Batch prefill = generate_batch(testing::make_spec(shape, {{10, 4}, {0, 1}}));
-  EXPECT_TRUE(cpu->supports(prefill, {}, Target::cpu()).ok);
+  EXPECT_TRUE(cpu->check(prefill, {}, Target::cpu()).ok);
   const Batch decode = generate_batch(testing::make_decode_spec(shape, {10}));
-  const Support s = cpu->supports(decode, {}, Target::cpu());
+  const Support s = cpu->check(decode, {}, Target::cpu());
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("paged_decode.cpu_reference"), std::string::npos) << s.reason;
 }
@@ -77,7 +77,7 @@ TEST(Registry, DefaultConfigsAreSupportedWhereTheBatchIs) {
       shape.q_heads = 2 * group;
       const Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 100}));
       const KernelConfig config = splitkv->default_config(batch, target);
-      const Support s = splitkv->supports(batch, config, target);
+      const Support s = splitkv->check(batch, config, target);
       EXPECT_TRUE(s.ok) << "d" << head_dim << " g" << group << ": " << s.reason;
     }
   }
@@ -93,27 +93,27 @@ TEST(Registry, SplitKvDeclinesWithReasons) {
   const Batch decode = generate_batch(testing::make_decode_spec(shape, {10}));
   const KernelConfig config = splitkv->default_config(decode, gpu);
 
-  EXPECT_FALSE(splitkv->supports(decode, config, Target::cpu()).ok);
+  EXPECT_FALSE(splitkv->check(decode, config, Target::cpu()).ok);
   const Batch prefill = generate_batch(testing::make_spec(shape, {{10, 4}}));
-  Support s = splitkv->supports(prefill, config, gpu);
+  Support s = splitkv->check(prefill, config, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("one query token"), std::string::npos) << s.reason;
 
   shape.head_dim = 96;
   const Batch d96 = generate_batch(testing::make_decode_spec(shape, {10}));
-  s = splitkv->supports(d96, config, gpu);
+  s = splitkv->check(d96, config, gpu);
   EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.reason.find("head_dim 96"), std::string::npos) << s.reason;
+  EXPECT_NE(s.reason.find("head dim 96"), std::string::npos) << s.reason;
 
   KernelConfig odd_tile = config;
   odd_tile.set("tile_tokens", 24);
-  s = splitkv->supports(decode, odd_tile, gpu);
+  s = splitkv->check(decode, odd_tile, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("tile_tokens"), std::string::npos) << s.reason;
 
   KernelConfig greedy = config;
   greedy.set("heads_per_cta", 8).set("tile_tokens", 256).set("warps", 1);
-  s = splitkv->supports(decode, greedy, gpu);
+  s = splitkv->check(decode, greedy, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("registers"), std::string::npos) << s.reason;
 }

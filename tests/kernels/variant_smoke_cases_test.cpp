@@ -33,7 +33,7 @@ TEST(VariantSmokeCases, EachVariantAcceptsItsBatchWithItsDefaultConfig) {
     const bool hopper_only = name.find("sm90") != std::string::npos;
     for (const Target& target : {hopper_target(), ampere_target()}) {
       const KernelConfig config = variant->default_config(batch, target);
-      const Support support = variant->supports(batch, config, target);
+      const Support support = variant->check(batch, config, target);
       if (target.cc_major >= 9 || !hopper_only) {
         EXPECT_TRUE(support.ok) << name << " on " << target.arch << ": " << support.reason;
         EXPECT_EQ(variant->programs(batch, config, target).size(), 1u) << name;

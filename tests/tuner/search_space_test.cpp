@@ -1,4 +1,4 @@
-// The search space: the product of a variant's axes with overrides, pruned by supports() with the
+// The search space: the product of a variant's axes with overrides, pruned by check() with the
 // refusals counted by reason; the described CUDA target.
 #include <gtest/gtest.h>
 
@@ -36,7 +36,7 @@ TEST_F(SearchSpaceTest, ProductIsPrunedAndEveryRefusalCounted) {
   size_t refused = 0;
   for (const auto& [reason, count] : s.refusals) refused += count;
   EXPECT_EQ(refused, s.pruned());
-  for (const KernelConfig& c : s.configs) EXPECT_TRUE(v->supports(*batch_, c, h100)) << c.key();
+  for (const KernelConfig& c : s.configs) EXPECT_TRUE(v->check(*batch_, c, h100)) << c.key();
   // The first axis varies slowest: the product order.
   for (size_t i = 1; i < s.configs.size(); ++i) {
     EXPECT_LE(s.configs[i - 1].get(s.axes[0].name), s.configs[i].get(s.axes[0].name));

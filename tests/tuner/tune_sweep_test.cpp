@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "kernels/reference/cpu_reference_variant.hpp"
 #include "kernels/registry.hpp"
 #include "results/sqlite.hpp"
 #include "tests/tuner/tuner_test_spaces.hpp"
@@ -30,6 +31,7 @@ class AxesVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cpu; }
   std::string summary() const override { return "test"; }
+  FeatureSet features() const override { return reference_features(); }  // any batch
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {{"tile_tokens", {16, 32, 64, 128}, ""},
             {"warps", {1, 2, 4, 8}, ""},

@@ -87,7 +87,7 @@ inline void expect_matches_reference(const Variant& variant, const Batch& batch,
   auto& env = testing::gpu();
   const std::string what = variant.name() + " " + describe(batch, config);
   const Target target = Target::cuda(env.device());
-  const Support support = variant.supports(batch, config, target);
+  const Support support = variant.check(batch, config, target);
   ASSERT_TRUE(support.ok) << what << ": " << support.reason;
 
   const Problem host = Problem::on_host(batch);
@@ -140,7 +140,7 @@ inline KernelConfig random_config(const Variant& variant, const Batch& batch, co
     KernelConfig candidate;
     for (const ConfigAxis& axis : variant.space(batch, target))
       candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.supports(batch, candidate, target)) return candidate;
+    if (variant.check(batch, candidate, target)) return candidate;
   }
   return variant.default_config(batch, target);
 }

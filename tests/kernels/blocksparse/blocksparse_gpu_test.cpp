@@ -115,7 +115,7 @@ TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
       batch.causal = causal;
       const KernelConfig config{
           {"tile_m", path.tile_m}, {"tile_n", path.tile_n}, {"warps", path.warps}, {"stages", 2}};
-      ASSERT_TRUE(variant.supports(batch, config, target)) << describe(batch, config);
+      ASSERT_TRUE(variant.check(batch, config, target)) << describe(batch, config);
       expect_matches_reference(variant, batch, config);
     }
   }
@@ -170,7 +170,7 @@ TEST(BlockSparseDecodeGpu, EveryAcceptedConfigMatchesTheReference) {
       for (int64_t w : space[1].values) {
         for (int64_t s : space[2].values) {
           const KernelConfig config{{"tile_n", n}, {"warps", w}, {"stages", s}};
-          if (variant.supports(batch, config, target)) cases.push_back({batch, config});
+          if (variant.check(batch, config, target)) cases.push_back({batch, config});
         }
       }
     }
@@ -204,7 +204,7 @@ TEST(BlockSparseGpu, EvaluatorVerifiesAndTimesTheDefaultConfigs) {
     for (const char* name : {"blocksparse.mma", "blocksparse.decode"}) {
       const Variant& variant = *registry.find(name);
       const KernelConfig config = variant.default_config(batch, evaluator->target());
-      if (!variant.supports(batch, config, evaluator->target())) continue;  // decode on prefill
+      if (!variant.check(batch, config, evaluator->target())) continue;  // decode on prefill
       const Measurement m = evaluator->evaluate(variant, config);
       EXPECT_EQ(m.disposition, Disposition::passed)
           << name << " " << describe(batch, config) << ": " << m.reason;

@@ -198,7 +198,7 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
           if (rule == blocksparse_mma::kOk) rule = blocksparse_mma::check_block(block, m, n);
           const bool fits =
               blocksparse_mma::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
-          const Support support = mma.supports(prefill, c, target);
+          const Support support = mma.check(prefill, c, target);
           EXPECT_EQ(support.ok, rule == blocksparse_mma::kOk && fits) << c.key() << " " << block;
           support.ok ? ++accepted : ++refused;
           if (!support.ok) {
@@ -210,7 +210,7 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
           const int rule = blocksparse_decode::check(head_dim, n, w, s);
           const bool fits =
               blocksparse_decode::shared_bytes(head_dim, n, w, s) <= target.max_shared_per_block;
-          const Support support = decode.supports(dec, c, target);
+          const Support support = decode.check(dec, c, target);
           EXPECT_EQ(support.ok, rule == blocksparse_decode::kOk && fits) << c.key() << " " << block;
           support.ok ? ++accepted : ++refused;
         }
@@ -221,17 +221,16 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   EXPECT_GT(refused, 0);
   // Off-space tiles are refused with the block rule's reason.
   const Batch batch = prefill_batch(8, 2, 128);
-  const Support wide = mma.supports(batch, mma_config(128, 64, 8, 2), hopper());
+  const Support wide = mma.check(batch, mma_config(128, 64, 8, 2), hopper());
   EXPECT_FALSE(wide.ok);
   EXPECT_NE(wide.reason.find("divide the layout's block size 64"), std::string::npos)
       << wide.reason;
-  const Support wide_n =
-      decode.supports(decode_batch(8, 2, 128), decode_config(128, 4, 2), hopper());
+  const Support wide_n = decode.check(decode_batch(8, 2, 128), decode_config(128, 4, 2), hopper());
   EXPECT_NE(wide_n.reason.find("divide the layout's block size"), std::string::npos)
       << wide_n.reason;
   KernelConfig extra = mma_config(64, 64, 4, 2);
   extra.set("num_splits", 0);
-  EXPECT_FALSE(mma.supports(batch, extra, hopper()).ok);
+  EXPECT_FALSE(mma.check(batch, extra, hopper()).ok);
 }
 
 TEST(BlockSparseGating, DefaultsAreSupportedAndNamed) {
@@ -247,10 +246,10 @@ TEST(BlockSparseGating, DefaultsAreSupportedAndNamed) {
       for (int block : {16, 32, 64, 128, 256}) {
         for (const Target& target : {hopper(), ampere(), Target::cuda(small)}) {
           const Batch prefill = prefill_batch(8, 2, head_dim, dtype, block);
-          const Support a = mma.supports(prefill, mma.default_config(prefill, target), target);
+          const Support a = mma.check(prefill, mma.default_config(prefill, target), target);
           EXPECT_TRUE(a.ok) << head_dim << " " << block << " " << target.arch << ": " << a.reason;
           const Batch dec = decode_batch(8, 2, head_dim, dtype, block);
-          const Support b = decode.supports(dec, decode.default_config(dec, target), target);
+          const Support b = decode.check(dec, decode.default_config(dec, target), target);
           EXPECT_TRUE(b.ok) << head_dim << " " << block << " " << target.arch << ": " << b.reason;
         }
       }
@@ -283,12 +282,12 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"non-causal", "", [](Batch& b) { b.causal = false; }},
       {"hnd", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::hnd; }},
       {"fp16", "", [](Batch& b) { b.dtype = b.kv_dtype = b.spec.model.dtype = DType::fp16; }},
-      {"no layout", "block-sparse layout", [](Batch& b) { b.block_sparse.reset(); }},
+      {"no layout", "dense causal attention", [](Batch& b) { b.block_sparse.reset(); }},
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(8, 1.0f); }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
-      {"fp8 KV", "fp8_e4m3",
+      {"fp8 KV", "fp8 KV cache",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -303,12 +302,13 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
       for (const Feature& feature : features) {
         Batch batch = plain;
         feature.apply(batch);
-        const Support s = variant.supports(batch, variant.default_config(batch, gpu), gpu);
+        const Support s = variant.check(batch, variant.default_config(batch, gpu), gpu);
         if (feature.reason_mentions.empty() && !wrong_shape) {
           EXPECT_TRUE(s.ok) << name << " " << feature.name << ": " << s.reason;
         } else {
           EXPECT_FALSE(s.ok) << name << " " << feature.name << " was accepted";
-          const std::string want = wrong_shape ? "decode batch" : feature.reason_mentions;
+          const std::string want =
+              wrong_shape ? "blocksparse.mma runs prefill" : feature.reason_mentions;
           if (!wrong_shape || feature.reason_mentions.empty()) {
             EXPECT_NE(s.reason.find(want), std::string::npos) << feature.name << ": " << s.reason;
           }
@@ -319,18 +319,18 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
     for (const Feature& feature : features) {
       Batch batch = plain;
       feature.apply(batch);
-      EXPECT_EQ(cpu.supports(batch, {}, Target::cpu()).ok, feature.reason_mentions.empty())
+      EXPECT_EQ(cpu.check(batch, {}, Target::cpu()).ok, feature.reason_mentions.empty())
           << feature.name;
     }
   }
   // GQA: decode holds at most 16 q heads per kv head in the M rows; mma any group.
   const Batch big_group = decode_batch(40, 2, 64);
   const Variant& decode = *registry.find("blocksparse.decode");
-  const Support s = decode.supports(big_group, decode.default_config(big_group, gpu), gpu);
+  const Support s = decode.check(big_group, decode.default_config(big_group, gpu), gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("GQA group of 20"), std::string::npos) << s.reason;
   const Variant& mma = *registry.find("blocksparse.mma");
-  EXPECT_TRUE(mma.supports(big_group, mma.default_config(big_group, gpu), gpu).ok);
+  EXPECT_TRUE(mma.check(big_group, mma.default_config(big_group, gpu), gpu).ok);
 }
 
 // What a row of blocksparse.mma's tile sees: the kernel's element mask, applied only on tiles of
@@ -521,7 +521,7 @@ TEST(BlockSparseCpuReference, MatchesTheDenseOracle) {
   const Batch batch = sparse_batch(shape, {{0, 70}, {37, 20}}, phi3_layout(16, 1, 3));
   const Registry registry = make_registry();
   const Variant& cpu = *registry.find("blocksparse.cpu_reference");
-  ASSERT_TRUE(cpu.supports(batch, {}, Target::cpu()).ok);
+  ASSERT_TRUE(cpu.check(batch, {}, Target::cpu()).ok);
   Problem host = Problem::on_host(batch);
   ExecContext context;
   context.target = Target::cpu();
@@ -572,7 +572,7 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
     for (const Target& target : {ampere(), hopper()}) {
       std::vector<KernelConfig> accepted;
       for (const KernelConfig& config : space_configs(variant, batch, target)) {
-        if (variant.supports(batch, config, target)) accepted.push_back(config);
+        if (variant.check(batch, config, target)) accepted.push_back(config);
       }
       ASSERT_FALSE(accepted.empty());
       std::shuffle(accepted.begin(), accepted.end(), rng);

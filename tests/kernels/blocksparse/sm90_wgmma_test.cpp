@@ -1,5 +1,5 @@
 // blocksparse.sm90_wgmma on the CPU: the traits' rules (tiles, consumers, Q buffers, shared memory
-// and registers at one or two CTAs per SM, the layout's block); supports() refusing every arch but
+// and registers at one or two CTAs per SM, the layout's block); check() refusing every arch but
 // sm_90a, the features the family does not define and block sizes the 64-row warpgroups cannot
 // walk, each with a reason; the work plan (items heaviest first, entries the union of the
 // consumers' walks) with the kernel's mask decision emulated on it and compared key by key with
@@ -179,7 +179,7 @@ TEST(BlockSparseSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         const int rule =
             blocksparse_sm90::check(head_dim, int(c.get("tile_n")), int(c.get("stages")),
                                     int(c.get("consumers")), int(c.get("ctas_per_sm")), block);
-        const Support support = variant.supports(batch, c, target);
+        const Support support = variant.check(batch, c, target);
         EXPECT_EQ(support.ok, rule == blocksparse_sm90::kOk) << c.key() << " block " << block;
         support.ok ? ++accepted : ++refused;
         if (!support.ok) {
@@ -201,21 +201,21 @@ TEST(BlockSparseSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
            {make_config(64, 2, 4, 1), "ctas_per_sm must be 1 or 2"},
            {make_config(64, 2, 2, 2), "ctas_per_sm must be 1 with consumers 2"},
        }) {
-    const Support s = variant.supports(batch, r.config, target);
+    const Support s = variant.check(batch, r.config, target);
     EXPECT_FALSE(s.ok) << r.config.key();
     EXPECT_NE(s.reason.find(r.mentions), std::string::npos) << s.reason;
   }
   const Support small_block =
-      variant.supports(prefill_batch(128, DType::bf16, 32), make_config(64, 2, 1, 1), target);
+      variant.check(prefill_batch(128, DType::bf16, 32), make_config(64, 2, 1, 1), target);
   EXPECT_NE(small_block.reason.find("64 (the query rows of a consumer warpgroup, and the keys"),
             std::string::npos)
       << small_block.reason;
-  const Support wide = variant.supports(prefill_batch(256), make_config(64, 2, 1, 1), target);
+  const Support wide = variant.check(prefill_batch(256), make_config(64, 2, 1, 1), target);
   EXPECT_FALSE(wide.ok);
-  EXPECT_NE(wide.reason.find("is not 64 or 128"), std::string::npos) << wide.reason;
+  EXPECT_NE(wide.reason.find("does not implement: head dim 256"), std::string::npos) << wide.reason;
   KernelConfig extra = make_config(64, 2, 2, 1);
   extra.set("tile_m", 64);
-  EXPECT_FALSE(variant.supports(batch, extra, target).ok);
+  EXPECT_FALSE(variant.check(batch, extra, target).ok);
 }
 
 TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
@@ -223,15 +223,15 @@ TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
   const Variant& variant = sm90_variant(registry);
   const Batch batch = prefill_batch(128);
   const KernelConfig config = variant.default_config(batch, testing::hopper_target());
-  EXPECT_TRUE(variant.supports(batch, config, testing::hopper_target()).ok);
-  const Support ampere = variant.supports(batch, config, testing::ampere_target());
+  EXPECT_TRUE(variant.check(batch, config, testing::hopper_target()).ok);
+  const Support ampere = variant.check(batch, config, testing::ampere_target());
   EXPECT_FALSE(ampere.ok);
   EXPECT_NE(ampere.reason.find("needs sm_90a"), std::string::npos) << ampere.reason;
-  EXPECT_FALSE(variant.supports(batch, config, Target::cpu()).ok);
+  EXPECT_FALSE(variant.check(batch, config, Target::cpu()).ok);
   // blocksparse.mma remains for what this variant refuses.
   const Variant& mma = *registry.find("blocksparse.mma");
-  EXPECT_TRUE(mma.supports(batch, mma.default_config(batch, testing::ampere_target()),
-                           testing::ampere_target())
+  EXPECT_TRUE(mma.check(batch, mma.default_config(batch, testing::ampere_target()),
+                        testing::ampere_target())
                   .ok);
 
   struct Feature {
@@ -242,11 +242,11 @@ TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
   const std::vector<Feature> features = {
       {"non-causal", "", [](Batch& b) { b.causal = false; }},
       {"hnd", "", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::hnd; }},
-      {"no layout", "block-sparse layout", [](Batch& b) { b.block_sparse.reset(); }},
+      {"no layout", "dense causal attention", [](Batch& b) { b.block_sparse.reset(); }},
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(8, 1.0f); }},
-      {"fp8 KV", "fp8_e4m3",
+      {"fp8 KV", "fp8 KV cache",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -256,7 +256,7 @@ TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
   for (const Feature& feature : features) {
     Batch b = batch;
     feature.apply(b);
-    const Support s = variant.supports(b, config, testing::hopper_target());
+    const Support s = variant.check(b, config, testing::hopper_target());
     if (feature.reason_mentions.empty()) {
       EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
     } else {
@@ -275,7 +275,7 @@ TEST(BlockSparseSm90Gating, DefaultsAreSupportedAndNamed) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (int block : {64, 128, 256}) {
         const Batch batch = prefill_batch(head_dim, dtype, block);
-        const Support s = variant.supports(batch, variant.default_config(batch, target), target);
+        const Support s = variant.check(batch, variant.default_config(batch, target), target);
         EXPECT_TRUE(s.ok) << head_dim << " " << block << ": " << s.reason;
       }
     }
@@ -478,7 +478,7 @@ TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
         const Batch& batch = batches.back();
         int accepted = 0;
         for (const KernelConfig& config : space_configs(variant, batch, target)) {
-          if (!variant.supports(batch, config, target)) continue;
+          if (!variant.check(batch, config, target)) continue;
           ++accepted;
           JitProgram program = variant.programs(batch, config, target).front();
           program.options.push_back("--ptxas-options=-v");

@@ -82,7 +82,7 @@ TEST(FlashFwdCpuReference, WritesTheReferenceOutputAndLse) {
   EXPECT_EQ(variant->family(), Family::flash_fwd);
   for (DType dtype : {DType::bf16, DType::fp16}) {
     const Batch batch = small_prefill(true, dtype);
-    ASSERT_TRUE(variant->supports(batch, {}, Target::cpu()));
+    ASSERT_TRUE(variant->check(batch, {}, Target::cpu()));
     Problem problem = Problem::on_host(batch);
     ExecContext context;
     context.target = Target::cpu();

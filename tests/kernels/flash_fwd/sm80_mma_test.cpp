@@ -174,7 +174,7 @@ TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       for (const KernelConfig& config : space_configs(variant, batch, target)) {
         const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                   w = int(config.get("warps")), s = int(config.get("stages"));
-        const Support support = variant.supports(batch, config, target);
+        const Support support = variant.check(batch, config, target);
         const int rule = flash_sm80::check(head_dim, m, n, w, s);
         const bool device_fits =
             flash_sm80::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
@@ -207,14 +207,14 @@ TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   EXPECT_GT(refused, 0);
   // Off-space values and malformed configs are refused too.
   const Batch batch = prefill_batch(16, 4, 128);
-  EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 3, 2), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(128, 64, 8, 0), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(128, 48, 8, 2), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(128, 64, 3, 2), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(128, 64, 8, 0), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(128, 48, 8, 2), hopper()).ok);
   KernelConfig extra = make_config(128, 64, 8, 2);
   extra.set("num_splits", 0);
-  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, extra, hopper()).ok);
   KernelConfig missing{{"tile_m", 128}, {"tile_n", 64}, {"warps", 8}};
-  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("stages"), std::string::npos);
+  EXPECT_NE(variant.check(batch, missing, hopper()).reason.find("stages"), std::string::npos);
 }
 
 TEST(FlashFwdSm80Gating, DefaultConfigIsSupportedForEveryHeadDimDtypeAndDevice) {
@@ -229,7 +229,7 @@ TEST(FlashFwdSm80Gating, DefaultConfigIsSupportedForEveryHeadDimDtypeAndDevice) 
       for (const Target& target : {hopper(), ampere(), Target::cuda(small)}) {
         const Batch batch = prefill_batch(8, 1, head_dim, dtype);
         const KernelConfig config = variant.default_config(batch, target);
-        const Support support = variant.supports(batch, config, target);
+        const Support support = variant.check(batch, config, target);
         EXPECT_TRUE(support.ok) << head_dim << " " << target.arch << ": " << support.reason;
       }
     }
@@ -273,7 +273,7 @@ TEST(FlashFwdSm80Gating, FeaturesAreSupportedOrRefusedWithAReason) {
   const Variant& variant = sm80_variant(registry);
   const Variant& cpu = *registry.find("flash_fwd.cpu_reference");
   const KernelConfig config = variant.default_config(plain, gpu);
-  ASSERT_TRUE(variant.supports(plain, config, gpu)) << variant.supports(plain, config, gpu).reason;
+  ASSERT_TRUE(variant.check(plain, config, gpu)) << variant.check(plain, config, gpu).reason;
 
   const std::vector<Feature> features = {
       {"non-causal", "", [](Batch& b) { b.causal = false; }},
@@ -282,7 +282,7 @@ TEST(FlashFwdSm80Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
-      {"fp8 KV", "fp8_e4m3",
+      {"fp8 KV", "fp8 KV cache",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -299,7 +299,7 @@ TEST(FlashFwdSm80Gating, FeaturesAreSupportedOrRefusedWithAReason) {
   for (const Feature& feature : features) {
     Batch batch = plain;
     feature.apply(batch);
-    const Support s = variant.supports(batch, variant.default_config(batch, gpu), gpu);
+    const Support s = variant.check(batch, variant.default_config(batch, gpu), gpu);
     if (feature.reason_mentions.empty()) {
       EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
     } else {
@@ -310,7 +310,7 @@ TEST(FlashFwdSm80Gating, FeaturesAreSupportedOrRefusedWithAReason) {
     // The CPU reference variant declines exactly the family's refusals (not the vllm layout,
     // which it reads).
     if (feature.name != "vllm layout") {
-      EXPECT_EQ(cpu.supports(batch, {}, Target::cpu()).ok, s.ok) << feature.name;
+      EXPECT_EQ(cpu.check(batch, {}, Target::cpu()).ok, s.ok) << feature.name;
     }
   }
 }
@@ -320,21 +320,21 @@ TEST(FlashFwdSm80Gating, AnyGroupSizeAndNewerGpusOnly) {
   const Variant& variant = sm80_variant(registry);
   for (int group : {1, 3, 5, 7, 16, 40}) {
     const Batch batch = prefill_batch(2 * group, 2, 64);
-    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+    EXPECT_TRUE(variant.check(batch, variant.default_config(batch, hopper()), hopper()).ok)
         << group;
   }
   DeviceInfo turing;
   turing.cc_major = 7;
   turing.cc_minor = 5;
   const Batch batch = prefill_batch(8, 2, 64);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 4, 2), Target::cuda(turing)).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 4, 2), Target::cpu()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 64, 4, 2), Target::cuda(turing)).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 64, 4, 2), Target::cpu()).ok);
   DeviceInfo small = {};
   small.cc_major = 8;
   small.cc_minor = 6;
   small.max_shared_per_block_optin = 99 * 1024;
   const Batch d256 = prefill_batch(8, 2, 256);
-  const Support big = variant.supports(d256, make_config(128, 64, 8, 2), Target::cuda(small));
+  const Support big = variant.check(d256, make_config(128, 64, 8, 2), Target::cuda(small));
   EXPECT_FALSE(big.ok);
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
 }
@@ -388,7 +388,7 @@ TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithBoundedSpills
       for (const Target& target : {ampere(), hopper()}) {
         std::vector<KernelConfig> accepted;
         for (const KernelConfig& config : space_configs(variant, batch, target)) {
-          if (variant.supports(batch, config, target)) accepted.push_back(config);
+          if (variant.check(batch, config, target)) accepted.push_back(config);
         }
         ASSERT_FALSE(accepted.empty());
         std::shuffle(accepted.begin(), accepted.end(), rng);

@@ -1,5 +1,5 @@
 // flash_fwd.sm90_wgmma on the CPU: the traits reject invalid configs with a reason before any
-// compile; supports() refuses every arch but sm_90a and the batch features the family does not
+// compile; check() refuses every arch but sm_90a and the batch features the family does not
 // define; the index maps the kernel uses (accumulator layout, register A fragments, wgmma
 // descriptor offsets over TMA's 128-byte swizzle) agree with a model of the PTX ISA's layouts;
 // and every config of the space the traits accept compiles through NVRTC for sm_90a, for every
@@ -166,8 +166,8 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(shared_rows_scratch_bytes(64, 192), 2 * 38 * 128 * 4);
   EXPECT_EQ(shared_rows_scratch_bytes(64, 128), 0);
   EXPECT_EQ(shared_rows_scratch_bytes(128, 192), 0);
-  EXPECT_EQ(shared_bytes(64, 192, 128, 4), 1024 + 2 * 192 * 64 * 2 + 8 * 128 * 64 * 2 +
-                                               16 * 128 + barrier_bytes(4, 2) + 2 * 38 * 128 * 4);
+  EXPECT_EQ(shared_bytes(64, 192, 128, 4), 1024 + 2 * 192 * 64 * 2 + 8 * 128 * 64 * 2 + 16 * 128 +
+                                               barrier_bytes(4, 2) + 2 * 38 * 128 * 4);
   // The default at head dim 64 keeps its two Q buffers and four stages beside the ones.
   EXPECT_EQ(q_buffers(64, 192, 128, 4), 2);
   EXPECT_LE(shared_bytes(64, 192, 128, 4), kMaxSharedBytes);
@@ -435,7 +435,7 @@ TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
     for (const KernelConfig& config : space_configs(variant, batch, target)) {
       const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                 s = int(config.get("stages")), c = int(config.get("consumers"));
-      const Support support = variant.supports(batch, config, target);
+      const Support support = variant.check(batch, config, target);
       const int rule = flash_sm90::check(head_dim, m, n, s, c);
       EXPECT_EQ(support.ok, rule == flash_sm90::kOk)
           << config.key() << " d" << head_dim << ": " << support.reason;
@@ -469,14 +469,14 @@ TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Batch batch = prefill_batch(16, 4, 128);
   KernelConfig extra = make_config(128, 64, 2, 2);
   extra.set("warps", 4);
-  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, extra, hopper()).ok);
   KernelConfig missing{{"tile_m", 128}, {"tile_n", 64}, {"stages", 2}};
-  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("consumers"), std::string::npos);
+  EXPECT_NE(variant.check(batch, missing, hopper()).reason.find("consumers"), std::string::npos);
   // A device with less shared memory per block than the config needs.
   DeviceInfo small;
   small.cc_major = 9;
   small.max_shared_per_block_optin = 100 * 1024;
-  const Support big = variant.supports(batch, make_config(128, 128, 2, 2), Target::cuda(small));
+  const Support big = variant.check(batch, make_config(128, 128, 2, 2), Target::cuda(small));
   EXPECT_FALSE(big.ok);
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
 }
@@ -489,19 +489,19 @@ TEST(FlashFwdSm90Gating, OnlySm90aAndTheDefaultIsSupportedEverywhereElse) {
       for (bool causal : {true, false}) {
         const Batch batch = prefill_batch(8, 1, head_dim, dtype, causal);
         const KernelConfig config = variant.default_config(batch, hopper());
-        const Support support = variant.supports(batch, config, hopper());
+        const Support support = variant.check(batch, config, hopper());
         EXPECT_TRUE(support.ok) << head_dim << ": " << support.reason;
-        const Support ampere = variant.supports(batch, config, testing::ampere_target());
+        const Support ampere = variant.check(batch, config, testing::ampere_target());
         EXPECT_FALSE(ampere.ok);
         EXPECT_NE(ampere.reason.find("sm_90a"), std::string::npos) << ampere.reason;
-        EXPECT_FALSE(variant.supports(batch, config, Target::cpu()).ok);
+        EXPECT_FALSE(variant.check(batch, config, Target::cpu()).ok);
       }
     }
   }
   // GQA of any ratio.
   for (int group : {1, 3, 5, 7, 16, 40}) {
     const Batch batch = prefill_batch(2 * group, 2, 64);
-    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+    EXPECT_TRUE(variant.check(batch, variant.default_config(batch, hopper()), hopper()).ok)
         << group;
   }
   const Batch batch = prefill_batch(16, 16, 128);
@@ -526,7 +526,7 @@ TEST(FlashFwdSm90Gating, DefaultKeyTileFitsTheSequences) {
     spec.mask.causal = causal;
     const Batch batch = generate_batch(spec);
     const KernelConfig config = variant.default_config(batch, target);
-    EXPECT_TRUE(variant.supports(batch, config, target).ok) << config.key();
+    EXPECT_TRUE(variant.check(batch, config, target).ok) << config.key();
     EXPECT_EQ(int(config.get("tile_m")), 64 * int(config.get("consumers"))) << config.key();
     return int(config.get("tile_n")) + 1000 * int(config.get("stages")) +
            10000 * int(config.get("consumers"));
@@ -578,7 +578,7 @@ TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
-      {"fp8 KV", "fp8_e4m3",
+      {"fp8 KV", "fp8 KV cache",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -595,7 +595,7 @@ TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
   for (const Feature& feature : features) {
     Batch batch = plain;
     feature.apply(batch);
-    const Support s = variant.supports(batch, variant.default_config(batch, gpu), gpu);
+    const Support s = variant.check(batch, variant.default_config(batch, gpu), gpu);
     if (feature.reason_mentions.empty()) {
       EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
     } else {
@@ -604,7 +604,7 @@ TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
           << feature.name << ": " << s.reason;
     }
     // The same batches as the sm80 variant: the same kernel semantics.
-    EXPECT_EQ(sm80.supports(batch, sm80.default_config(batch, gpu), gpu).ok, s.ok) << feature.name;
+    EXPECT_EQ(sm80.check(batch, sm80.default_config(batch, gpu), gpu).ok, s.ok) << feature.name;
   }
 }
 
@@ -667,7 +667,7 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
         const Batch& batch = batches.back();
         int accepted = 0;
         for (const KernelConfig& config : space_configs(variant, batch, target)) {
-          if (!variant.supports(batch, config, target)) continue;
+          if (!variant.check(batch, config, target)) continue;
           ++accepted;
           JitProgram program = variant.programs(batch, config, target).front();
           program.options.push_back("--ptxas-options=-v");

@@ -39,11 +39,17 @@ TEST(PagedPoolStrides, MatchPoolOffsetForNhdAndHnd) {
 TEST(PagedPoolStrides, LayoutAndMasksTheKernelsDoNotReadAreDeclined) {
   testing::SpecShape shape;
   WorkloadSpec spec = testing::make_decode_spec(shape, {40});
-  EXPECT_TRUE(bool(paged_decode_supports_layout_and_masks(generate_batch(spec))));
+  const FeatureSet declared = paged_decode_features();
+  EXPECT_TRUE(bool(check_features(declared, batch_features(generate_batch(spec)))));
   spec.kv_cache.layout = KvLayout::vllm;
-  const Support vllm = paged_decode_supports_layout_and_masks(generate_batch(spec));
+  const Support vllm = check_features(declared, batch_features(generate_batch(spec)));
   EXPECT_FALSE(bool(vllm));
-  EXPECT_NE(vllm.reason.find("vllm"), std::string::npos) << vllm.reason;
+  EXPECT_NE(vllm.reason.find("the vllm KV layout"), std::string::npos) << vllm.reason;
+  spec.kv_cache.layout = KvLayout::nhd;
+  spec.mask.explicit_mask = ExplicitMaskSpec{};
+  const Support masked = check_features(declared, batch_features(generate_batch(spec)));
+  EXPECT_FALSE(bool(masked));
+  EXPECT_NE(masked.reason.find("explicit masks"), std::string::npos) << masked.reason;
 }
 
 }  // namespace

@@ -70,26 +70,26 @@ TEST(Sm90TmaVariant, DeclinesWhatItDoesNotRead) {
   const Variant& variant = tma_variant(registry);
   const Target hopper = testing::hopper_target();
   const Batch page16 = decode_batch(128, 16);
-  EXPECT_TRUE(variant.supports(page16, make_config(64, 4, 2), hopper));
-  EXPECT_TRUE(variant.supports(page16, variant.default_config(page16, hopper), hopper));
+  EXPECT_TRUE(variant.check(page16, make_config(64, 4, 2), hopper));
+  EXPECT_TRUE(variant.check(page16, variant.default_config(page16, hopper), hopper));
 
-  const Support ampere = variant.supports(page16, make_config(64, 4, 2), testing::ampere_target());
+  const Support ampere = variant.check(page16, make_config(64, 4, 2), testing::ampere_target());
   EXPECT_FALSE(ampere.ok);
   EXPECT_NE(ampere.reason.find("9.0"), std::string::npos) << ampere.reason;
 
-  const Support page5 = variant.supports(decode_batch(128, 5), make_config(64, 4, 2), hopper);
+  const Support page5 = variant.check(decode_batch(128, 5), make_config(64, 4, 2), hopper);
   EXPECT_FALSE(page5.ok);
   EXPECT_NE(page5.reason.find("page size 5"), std::string::npos) << page5.reason;
 
   Batch fp8 = page16;
   fp8.kv_dtype = DType::fp8_e4m3;
   fp8.k_scales = fp8.v_scales = {1.0f};
-  const Support fp8_support = variant.supports(fp8, make_config(64, 4, 2), hopper);
+  const Support fp8_support = variant.check(fp8, make_config(64, 4, 2), hopper);
   EXPECT_FALSE(fp8_support.ok);
   EXPECT_NE(fp8_support.reason.find("paged_decode.tensorcore"), std::string::npos)
       << fp8_support.reason;
 
-  const Support wrong_axes = variant.supports(page16, KernelConfig{{"tile_tokens", 64}}, hopper);
+  const Support wrong_axes = variant.check(page16, KernelConfig{{"tile_tokens", 64}}, hopper);
   EXPECT_FALSE(wrong_axes.ok);
 }
 
@@ -122,7 +122,7 @@ TEST(Sm90TmaCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
           for (int64_t w : space[1].values) {
             for (int64_t s : space[2].values) {
               const KernelConfig config = make_config(int(t), int(w), int(s));
-              if (!variant.supports(batch, config, hopper)) continue;
+              if (!variant.check(batch, config, hopper)) continue;
               // Head dim 128, bf16, page 16: every config; the other cases: t64.w4.st2.
               const bool all = head_dim == 128 && dtype == DType::bf16 && page_size == 16;
               if (!all && (t != 64 || w != 4 || s != 2)) continue;

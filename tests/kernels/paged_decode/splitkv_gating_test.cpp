@@ -33,23 +33,23 @@ TEST(SplitKvGating, UnimplementedFeaturesAreUnsupportedWithAReason) {
   const Variant& splitkv = *registry.find("paged_decode.splitkv");
   const Variant& cpu = *registry.find("paged_decode.cpu_reference");
   const KernelConfig config = splitkv.default_config(plain, gpu);
-  ASSERT_TRUE(splitkv.supports(plain, config, gpu)) << splitkv.supports(plain, config, gpu).reason;
+  ASSERT_TRUE(splitkv.check(plain, config, gpu)) << splitkv.check(plain, config, gpu).reason;
 
   const std::vector<Feature> features = {
       {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
       {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
-      {"fp16 KV under bf16 Q", "fp16",
+      {"fp16 KV under bf16 Q", "fp16 K/V under bf16 queries",
        [](Batch& b) { b.kv_dtype = DType::fp16; }},
   };
   for (const Feature& feature : features) {
     Batch batch = plain;
     feature.apply(batch);
-    const Support s = splitkv.supports(batch, config, gpu);
+    const Support s = splitkv.check(batch, config, gpu);
     EXPECT_FALSE(s.ok) << feature.name << " was accepted";
     EXPECT_NE(s.reason.find(feature.reason_mentions), std::string::npos)
         << feature.name << ": " << s.reason;
-    const Support reference = cpu.supports(batch, {}, Target::cpu());
+    const Support reference = cpu.check(batch, {}, Target::cpu());
     EXPECT_TRUE(reference.ok) << feature.name << ": " << reference.reason;
   }
 }
@@ -89,7 +89,7 @@ TEST(SplitKvGating, ImplementedFeaturesAreSupported) {
     Batch batch = plain;
     feature.apply(batch);
     const KernelConfig config = splitkv.default_config(batch, gpu);
-    const Support s = splitkv.supports(batch, config, gpu);
+    const Support s = splitkv.check(batch, config, gpu);
     EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
   }
 }
@@ -141,7 +141,7 @@ TEST(SplitKvGating, NonCausalDecodeIsSupported) {
   const Target gpu = Target::cuda(device);
   const Registry registry = make_registry();
   const Variant& splitkv = *registry.find("paged_decode.splitkv");
-  EXPECT_TRUE(splitkv.supports(batch, splitkv.default_config(batch, gpu), gpu).ok);
+  EXPECT_TRUE(splitkv.check(batch, splitkv.default_config(batch, gpu), gpu).ok);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(SplitKvGpu, RandomBatchesConfigsAndDataMatchTheReference) {
       KernelConfig candidate;
       for (const ConfigAxis& axis : splitkv.space(batch, target))
         candidate.set(axis.name, pick(rng, axis.values));
-      if (splitkv.supports(batch, candidate, target)) {
+      if (splitkv.check(batch, candidate, target)) {
         config = candidate;
         break;
       }
@@ -149,7 +149,7 @@ TEST(SplitKvGpu, EachFeatureMatchesTheReference) {
     KernelConfig config = splitkv.default_config(batch, target);
     for (int splits : {0, 1, 5}) {
       config.set("num_splits", splits);
-      ASSERT_TRUE(splitkv.supports(batch, config, target)) << c.name;
+      ASSERT_TRUE(splitkv.check(batch, config, target)) << c.name;
       const Measurement m = evaluate_once(batch, config);
       EXPECT_EQ(m.disposition, Disposition::passed)
           << c.name << " splits " << splits << " " << describe(batch.spec, config) << ": "

@@ -100,7 +100,7 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
 bool TensorCoreGpu::expect_passed(const Batch& batch, const KernelConfig& config) const {
   const Registry registry = make_registry();
   const Target target = Target::cuda(testing::gpu().device());
-  const Support support = variant(registry).supports(batch, config, target);
+  const Support support = variant(registry).check(batch, config, target);
   if (!support.ok && GetParam() == kTma &&
       (batch.kv_dtype != batch.dtype || support.reason.find("page size") != std::string::npos)) {
     return false;
@@ -118,7 +118,7 @@ void TensorCoreGpu::compile_first(
   const Target target = Target::cuda(testing::gpu().device());
   std::vector<JitProgram> programs;
   for (const auto& [batch, config] : cases) {
-    if (variant(registry).supports(*batch, config, target))
+    if (variant(registry).check(*batch, config, target))
       programs.push_back(variant(registry).programs(*batch, config, target).front());
   }
   testing::compile_in_parallel(programs);
@@ -128,7 +128,7 @@ void TensorCoreGpu::compile_first(
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
 // single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
 // fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the variant's space
-// that supports() accepts; as many cases as the case budget allows (tests/gpu_case_budget.hpp),
+// that check() accepts; as many cases as the case budget allows (tests/gpu_case_budget.hpp),
 // draws sm90_tma declines not counted.
 TEST_P(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   const Registry registry = make_registry();
@@ -157,7 +157,7 @@ TEST_P(TensorCoreGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
       KernelConfig candidate;
       for (const ConfigAxis& axis : variant.space(batch, target))
         candidate.set(axis.name, pick(rng, axis.values));
-      if (variant.supports(batch, candidate, target)) {
+      if (variant.check(batch, candidate, target)) {
         config = candidate;
         break;
       }

@@ -24,9 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Target hopper() { return testing::hopper_target(); }
+Target hopper() {
+  return testing::hopper_target();
+}
 
-Target ampere() { return testing::ampere_target(); }
+Target ampere() {
+  return testing::ampere_target();
+}
 
 Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16) {
   testing::SpecShape shape;
@@ -86,7 +90,7 @@ TEST(TensorCoreGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
           for (int64_t s : space[2].values) {
             for (int64_t n : space[3].values) {
               const KernelConfig config = make_config(int(t), int(w), int(s), int(n));
-              const Support support = variant.supports(batch, config, target);
+              const Support support = variant.check(batch, config, target);
               const int rule = tensorcore::check(head_dim, int(w), int(t), int(s));
               const bool device_fits = tensorcore::shared_bytes(head_dim, int(w), int(t), int(s)) <=
                                        target.max_shared_per_block;
@@ -124,15 +128,15 @@ TEST(TensorCoreGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   EXPECT_GT(refused, 0);
   // Off-space values are refused too.
   const Batch batch = decode_batch(32, 8, 128);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 3, 3), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 4, 1), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 4, 3, -1), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 4, 3, 129), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 3, 3), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 4, 1), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 4, 3, -1), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 4, 3, 129), hopper()).ok);
   KernelConfig extra = make_config(64, 4, 3);
   extra.set("heads_per_cta", 4);
-  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, extra, hopper()).ok);
   KernelConfig missing{{"tile_tokens", 64}, {"warps", 4}, {"num_splits", 0}};
-  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("stages"), std::string::npos);
+  EXPECT_NE(variant.check(batch, missing, hopper()).reason.find("stages"), std::string::npos);
 }
 
 TEST(TensorCoreGating, DefaultConfigIsSupportedForEveryHeadDimAndDevice) {
@@ -142,7 +146,7 @@ TEST(TensorCoreGating, DefaultConfigIsSupportedForEveryHeadDimAndDevice) {
     for (const Target& target : {hopper(), ampere()}) {
       const Batch batch = decode_batch(8, 1, head_dim);
       const KernelConfig config = variant.default_config(batch, target);
-      const Support support = variant.supports(batch, config, target);
+      const Support support = variant.check(batch, config, target);
       EXPECT_TRUE(support.ok) << head_dim << " " << target.arch << ": " << support.reason;
     }
   }
@@ -160,7 +164,7 @@ TEST(TensorCoreGating, FeaturesAreSupportedOrRefusedWithAReason) {
   const Registry registry = make_registry();
   const Variant& variant = tensorcore_variant(registry);
   const KernelConfig config = variant.default_config(plain, gpu);
-  ASSERT_TRUE(variant.supports(plain, config, gpu)) << variant.supports(plain, config, gpu).reason;
+  ASSERT_TRUE(variant.check(plain, config, gpu)) << variant.check(plain, config, gpu).reason;
 
   const std::vector<Feature> features = {
       {"soft-cap", "", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
@@ -174,7 +178,7 @@ TEST(TensorCoreGating, FeaturesAreSupportedOrRefusedWithAReason) {
          b.k_scales = {0.01f};
          b.v_scales = {0.02f};
        }},
-      {"fp8 KV scale count", "one scale per tensor or per kv head",
+      {"fp8 KV scale count", "fp8 KV cache with 3 K and 1 V scales for 2 KV heads",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f, 0.02f, 0.03f};
@@ -188,7 +192,7 @@ TEST(TensorCoreGating, FeaturesAreSupportedOrRefusedWithAReason) {
   for (const Feature& feature : features) {
     Batch batch = plain;
     feature.apply(batch);
-    const Support s = variant.supports(batch, config, gpu);
+    const Support s = variant.check(batch, config, gpu);
     if (feature.reason_mentions.empty()) {
       EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
     } else {
@@ -204,11 +208,11 @@ TEST(TensorCoreGating, GroupSizesUpToSixteenAndNewerGpusOnly) {
   const Variant& variant = tensorcore_variant(registry);
   for (int group : {1, 3, 7, 16}) {
     const Batch batch = decode_batch(2 * group, 2, 64);
-    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+    EXPECT_TRUE(variant.check(batch, variant.default_config(batch, hopper()), hopper()).ok)
         << group;
   }
   const Batch wide = decode_batch(34, 2, 64);  // group 17
-  const Support s = variant.supports(wide, variant.default_config(wide, hopper()), hopper());
+  const Support s = variant.check(wide, variant.default_config(wide, hopper()), hopper());
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("group size 17"), std::string::npos) << s.reason;
 
@@ -216,15 +220,15 @@ TEST(TensorCoreGating, GroupSizesUpToSixteenAndNewerGpusOnly) {
   turing.cc_major = 7;
   turing.cc_minor = 5;
   const Batch batch = decode_batch(8, 2, 64);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 4, 2), Target::cuda(turing)).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 4, 2), Target::cpu()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 4, 2), Target::cuda(turing)).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 4, 2), Target::cpu()).ok);
   // A device with less shared memory than the traits allow (sm_86: 99 KiB) refuses big configs.
   DeviceInfo small = {};
   small.cc_major = 8;
   small.cc_minor = 6;
   small.max_shared_per_block_optin = 99 * 1024;
   const Batch d256 = decode_batch(8, 2, 256);
-  const Support big = variant.supports(d256, make_config(64, 4, 2), Target::cuda(small));
+  const Support big = variant.check(d256, make_config(64, 4, 2), Target::cuda(small));
   EXPECT_FALSE(big.ok);
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
 }
@@ -265,7 +269,7 @@ TEST(TensorCoreCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
             for (int64_t w : space[1].values) {
               for (int64_t s : space[2].values) {
                 const KernelConfig config = make_config(int(t), int(w), int(s));
-                if (variant.supports(batch, config, target)) accepted.push_back(config);
+                if (variant.check(batch, config, target)) accepted.push_back(config);
               }
             }
           }

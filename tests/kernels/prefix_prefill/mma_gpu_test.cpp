@@ -61,7 +61,7 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
 }
 
 void expect_passed(const Batch& batch, const Variant& variant, const KernelConfig& config) {
-  const Support support = variant.supports(batch, config, Target::cuda(testing::gpu().device()));
+  const Support support = variant.check(batch, config, Target::cuda(testing::gpu().device()));
   ASSERT_TRUE(support.ok) << describe(batch, config) << ": " << support.reason;
   const Measurement m = evaluate_once(batch, variant, config);
   EXPECT_EQ(m.disposition, Disposition::passed) << describe(batch, config) << ": " << m.reason;
@@ -75,7 +75,7 @@ void compile_first(const Variant& variant,
   const Target target = Target::cuda(testing::gpu().device());
   std::vector<JitProgram> programs;
   for (const auto& [batch, config] : cases) {
-    if (variant.supports(*batch, config, target))
+    if (variant.check(*batch, config, target))
       programs.push_back(variant.programs(*batch, config, target).front());
   }
   testing::compile_in_parallel(programs);
@@ -89,7 +89,7 @@ KernelConfig random_config(std::mt19937_64& rng, const Variant& variant, const B
     KernelConfig candidate;
     for (const ConfigAxis& axis : variant.space(batch, target))
       candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.supports(batch, candidate, target)) return candidate;
+    if (variant.check(batch, candidate, target)) return candidate;
   }
   return variant.default_config(batch, target);
 }
@@ -307,13 +307,13 @@ TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
         for (int64_t w : space[2].values) {
           const KernelConfig plain{{"block_m", m}, {"block_n", n},      {"warps", w},
                                    {"stages", 2},  {"unroll_cache", 1}, {"unroll_new", 1}};
-          if (!variant.supports(batch, plain, target)) continue;
+          if (!variant.check(batch, plain, target)) continue;
           ++accepted;
           KernelConfig drawn = plain;
           drawn.set("stages", pick(rng, space[3].values))
               .set("unroll_cache", pick(rng, space[4].values))
               .set("unroll_new", pick(rng, space[5].values));
-          cases.push_back({&batch, variant.supports(batch, drawn, target) ? drawn : plain});
+          cases.push_back({&batch, variant.check(batch, drawn, target) ? drawn : plain});
         }
       }
     }

@@ -153,7 +153,7 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
                   for (int64_t un : space[5].values) {
                     const KernelConfig config =
                         make_config(int(m), int(n), int(w), int(s), int(uc), int(un));
-                    const Support support = variant.supports(batch, config, target);
+                    const Support support = variant.check(batch, config, target);
                     const int rule = prefix_prefill::check(head_dim, int(m), int(n), int(w), int(s),
                                                            int(uc), int(un), fp8, false, false);
                     const bool fits =
@@ -192,15 +192,14 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   EXPECT_GT(accepted, 0);
   EXPECT_GT(refused, 0);
   const Batch batch = prefill_batch(shape_of(8, 2, 128));
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 3, 2), hopper()).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 24, 4, 2), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 64, 3, 2), hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 24, 4, 2), hopper()).ok);
   KernelConfig extra = make_config(64, 64, 4, 2);
   extra.set("num_splits", 4);
-  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, extra, hopper()).ok);
   KernelConfig missing{
       {"block_m", 64}, {"block_n", 64}, {"warps", 4}, {"stages", 2}, {"unroll_cache", 1}};
-  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("unroll_new"),
-            std::string::npos);
+  EXPECT_NE(variant.check(batch, missing, hopper()).reason.find("unroll_new"), std::string::npos);
 }
 
 TEST(PrefixPrefillGating, DefaultConfigIsSupportedForEveryHeadDimLayoutAndDevice) {
@@ -219,7 +218,7 @@ TEST(PrefixPrefillGating, DefaultConfigIsSupportedForEveryHeadDimLayoutAndDevice
           if (std::string(name) == "prefix_prefill.masked") batch = with_causal_mask(batch);
           for (const Target& target : {hopper(), ampere(), Target::cuda(small)}) {
             const KernelConfig config = variant.default_config(batch, target);
-            const Support support = variant.supports(batch, config, target);
+            const Support support = variant.check(batch, config, target);
             EXPECT_TRUE(support.ok)
                 << name << " d" << head_dim << " " << to_string(layout) << (fp8 ? " fp8 " : " ")
                 << target.arch << ": " << support.reason;
@@ -245,20 +244,20 @@ TEST(PrefixPrefillGating, FeaturesAreSupportedOrRefusedWithAReason) {
   // 16 rows per warp: a config every flavour fits in registers (the default for this batch, 32
   // rows per warp, takes only 16-bit key-major K/V without soft-cap or mask: checked below).
   const KernelConfig config = make_config(128, 64, 8, 2);
-  ASSERT_TRUE(mma.supports(plain, config, gpu)) << mma.supports(plain, config, gpu).reason;
+  ASSERT_TRUE(mma.check(plain, config, gpu)) << mma.check(plain, config, gpu).reason;
   const KernelConfig wide = mma.default_config(plain, gpu);
   EXPECT_EQ(wide.get("warps"), 4);
-  EXPECT_TRUE(mma.supports(plain, wide, gpu));
+  EXPECT_TRUE(mma.check(plain, wide, gpu));
   for (const auto& [name, apply] : std::vector<std::pair<std::string, std::function<void(Batch&)>>>{
            {"soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
            {"vllm layout", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
            {"fp8 KV", [](Batch& b) { b = with_fp8(b, false); }}}) {
     Batch batch = plain;
     apply(batch);
-    const Support s = mma.supports(batch, wide, gpu);
+    const Support s = mma.check(batch, wide, gpu);
     EXPECT_FALSE(s.ok) << name;
     EXPECT_NE(s.reason.find("32 rows per warp"), std::string::npos) << name << ": " << s.reason;
-    EXPECT_TRUE(mma.supports(batch, mma.default_config(batch, gpu), gpu)) << name;
+    EXPECT_TRUE(mma.check(batch, mma.default_config(batch, gpu), gpu)) << name;
   }
 
   const std::vector<Feature> features = {
@@ -275,7 +274,7 @@ TEST(PrefixPrefillGating, FeaturesAreSupportedOrRefusedWithAReason) {
          b.spec.kv_cache.layout = KvLayout::vllm;
          b = with_fp8(b, true);
        }},
-      {"fp32", "dtype fp32",
+      {"fp32", "fp32 queries and output",
        [](Batch& b) {
          b.spec.model.dtype = DType::fp32;
          b.dtype = b.kv_dtype = DType::fp32;
@@ -287,7 +286,7 @@ TEST(PrefixPrefillGating, FeaturesAreSupportedOrRefusedWithAReason) {
   for (const Feature& feature : features) {
     Batch batch = plain;
     feature.apply(batch);
-    const Support s = mma.supports(batch, config, gpu);
+    const Support s = mma.check(batch, config, gpu);
     if (feature.reason_mentions.empty()) {
       EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
     } else {
@@ -297,15 +296,17 @@ TEST(PrefixPrefillGating, FeaturesAreSupportedOrRefusedWithAReason) {
     }
   }
   // The masked variant needs a mask and reads every other feature as the mma variant does.
-  const Support no_mask = masked.supports(plain, config, gpu);
+  const Support no_mask = masked.check(plain, config, gpu);
   EXPECT_FALSE(no_mask.ok);
-  EXPECT_NE(no_mask.reason.find("no explicit mask"), std::string::npos) << no_mask.reason;
+  EXPECT_NE(no_mask.reason.find("prefix_prefill.mma runs batches without an explicit mask"),
+            std::string::npos)
+      << no_mask.reason;
   Batch with_mask = with_causal_mask(with_fp8(plain, true));
   with_mask.spec.kv_cache.layout = KvLayout::vllm;
   with_mask.sink_logits.assign(12, 0.5f);
   with_mask.logits_soft_cap = 20.0f;
-  EXPECT_TRUE(masked.supports(with_mask, config, gpu).ok)
-      << masked.supports(with_mask, config, gpu).reason;
+  EXPECT_TRUE(masked.check(with_mask, config, gpu).ok)
+      << masked.check(with_mask, config, gpu).reason;
 }
 
 TEST(PrefixPrefillGating, AnyGroupThatFitsBlockMDecodeRowsAndNewerGpusOnly) {
@@ -313,17 +314,17 @@ TEST(PrefixPrefillGating, AnyGroupThatFitsBlockMDecodeRowsAndNewerGpusOnly) {
   const Variant& variant = variant_named(registry, "prefix_prefill.mma");
   for (int group : {1, 3, 5, 7, 11, 16}) {
     const Batch batch = prefill_batch(shape_of(2 * group, 2, 64));
-    EXPECT_TRUE(variant.supports(batch, make_config(16, 32, 1, 2), hopper()).ok) << group;
+    EXPECT_TRUE(variant.check(batch, make_config(16, 32, 1, 2), hopper()).ok) << group;
   }
   const Batch wide = prefill_batch(shape_of(32, 1, 64));  // group 32
-  const Support s = variant.supports(wide, make_config(16, 32, 1, 2), hopper());
+  const Support s = variant.check(wide, make_config(16, 32, 1, 2), hopper());
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("GQA group 32"), std::string::npos) << s.reason;
-  EXPECT_TRUE(variant.supports(wide, make_config(32, 32, 2, 2), hopper()).ok);
+  EXPECT_TRUE(variant.check(wide, make_config(32, 32, 2, 2), hopper()).ok);
   // query_len 1 everywhere (a decode batch) and context 0 are prefix-prefill batches too.
   const Batch decode = generate_batch(testing::make_decode_spec(shape_of(8, 2, 128), {0, 5, 99}));
   const KernelConfig decode_default = variant.default_config(decode, hopper());
-  EXPECT_TRUE(variant.supports(decode, decode_default, hopper()).ok);
+  EXPECT_TRUE(variant.check(decode, decode_default, hopper()).ok);
   // Its rows (one token x group 4) fit one 16-row tile: the default does not idle 7 of 8 warps.
   EXPECT_EQ(decode_default.get("block_m"), 16);
   EXPECT_EQ(variant.default_config(prefill_batch(shape_of(8, 2, 128)), hopper()).get("block_m"),
@@ -333,14 +334,14 @@ TEST(PrefixPrefillGating, AnyGroupThatFitsBlockMDecodeRowsAndNewerGpusOnly) {
   turing.cc_major = 7;
   turing.cc_minor = 5;
   const Batch batch = prefill_batch(shape_of(8, 2, 64));
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 4, 2), Target::cuda(turing)).ok);
-  EXPECT_FALSE(variant.supports(batch, make_config(64, 64, 4, 2), Target::cpu()).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 64, 4, 2), Target::cuda(turing)).ok);
+  EXPECT_FALSE(variant.check(batch, make_config(64, 64, 4, 2), Target::cpu()).ok);
   DeviceInfo small;
   small.cc_major = 8;
   small.cc_minor = 6;
   small.max_shared_per_block_optin = 99 * 1024;
   const Batch d256 = prefill_batch(shape_of(8, 2, 256));
-  const Support big = variant.supports(d256, make_config(128, 64, 8, 2), Target::cuda(small));
+  const Support big = variant.check(d256, make_config(128, 64, 8, 2), Target::cuda(small));
   EXPECT_FALSE(big.ok);
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
 }
@@ -427,7 +428,7 @@ TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
                 for (int64_t un : space[5].values) {
                   const KernelConfig config =
                       make_config(int(m), int(n), int(w), int(s), int(uc), int(un));
-                  if (variant.supports(batch, config, target)) accepted.push_back(config);
+                  if (variant.check(batch, config, target)) accepted.push_back(config);
                 }
       ASSERT_FALSE(accepted.empty());
       std::shuffle(accepted.begin(), accepted.end(), rng);

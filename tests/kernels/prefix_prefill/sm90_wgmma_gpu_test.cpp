@@ -100,7 +100,7 @@ void expect_all_pass(const std::vector<Case>& cases) {
   const Target target = device_target();
   std::vector<JitProgram> programs;
   for (const Case& c : cases) {
-    const Support support = variant.supports(c.batch, c.config, target);
+    const Support support = variant.check(c.batch, c.config, target);
     ASSERT_TRUE(support.ok) << describe(c.batch, c.config) << ": " << support.reason;
     programs.push_back(variant.programs(c.batch, c.config, target).front());
   }
@@ -191,7 +191,7 @@ TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
       KernelConfig candidate;
       for (const ConfigAxis& axis : variant.space(batch, target))
         candidate.set(axis.name, pick(rng, axis.values));
-      if (variant.supports(batch, candidate, target)) {
+      if (variant.check(batch, candidate, target)) {
         config = candidate;
         break;
       }
@@ -231,7 +231,7 @@ TEST(PrefixPrefillSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
           for (int64_t s : space[2].values)
             for (int64_t c : space[3].values) {
               const KernelConfig config = make_config(int(m), int(n), int(s), int(c));
-              if (!variant.supports(batch, config, target)) continue;
+              if (!variant.check(batch, config, target)) continue;
               ++accepted;
               cases.push_back({batch, config});
             }

@@ -1,5 +1,5 @@
 // prefix_prefill.sm90_wgmma on the CPU: the traits reject invalid configs (tiles, page sizes, GQA
-// groups) with a reason before any compile; supports() refuses every arch but sm_90a and the
+// groups) with a reason before any compile; check() refuses every arch but sm_90a and the
 // features this variant leaves to prefix_prefill.mma, with reasons; and every config of the space
 // the traits accept compiles through NVRTC for sm_90a, for every head dim, both dtypes and page
 // boxes smaller than and equal to the key tile, without spills, stack frames or serialised wgmma.
@@ -172,7 +172,7 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       for (const KernelConfig& config : space_configs(variant, batch)) {
         const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                   s = int(config.get("stages")), c = int(config.get("consumers"));
-        const Support support = variant.supports(batch, config, hopper());
+        const Support support = variant.check(batch, config, hopper());
         const int rule = prefix_sm90::check(head_dim, m, n, s, c, page, 3);
         EXPECT_EQ(support.ok, rule == sm90_attn::kOk)
             << config.key() << " d" << head_dim << " page " << page << ": " << support.reason;
@@ -206,21 +206,21 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Batch batch = prefill_batch(12, 4, 128);
   KernelConfig extra = make_config(128, 64, 2, 2);
   extra.set("warps", 4);
-  EXPECT_FALSE(variant.supports(batch, extra, hopper()).ok);
+  EXPECT_FALSE(variant.check(batch, extra, hopper()).ok);
   KernelConfig missing{{"tile_m", 128}, {"tile_n", 64}, {"stages", 2}};
-  EXPECT_NE(variant.supports(batch, missing, hopper()).reason.find("consumers"), std::string::npos);
+  EXPECT_NE(variant.check(batch, missing, hopper()).reason.find("consumers"), std::string::npos);
   DeviceInfo small;
   small.cc_major = 9;
   small.max_shared_per_block_optin = 100 * 1024;
-  const Support big = variant.supports(batch, make_config(128, 128, 2, 2), Target::cuda(small));
+  const Support big = variant.check(batch, make_config(128, 128, 2, 2), Target::cuda(small));
   EXPECT_FALSE(big.ok);
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
   // GQA groups beyond tile_m.
   const Batch wide = prefill_batch(80, 1, 64);
-  const Support group = variant.supports(wide, make_config(64, 64, 2, 1), hopper());
+  const Support group = variant.check(wide, make_config(64, 64, 2, 1), hopper());
   EXPECT_FALSE(group.ok);
   EXPECT_NE(group.reason.find("GQA group 80"), std::string::npos) << group.reason;
-  EXPECT_TRUE(variant.supports(wide, make_config(128, 64, 2, 2), hopper()).ok);
+  EXPECT_TRUE(variant.check(wide, make_config(128, 64, 2, 2), hopper()).ok);
 }
 
 TEST(PrefixPrefillSm90Gating, OnlySm90aAndTheDefaultIsSupportedForEveryShape) {
@@ -232,12 +232,12 @@ TEST(PrefixPrefillSm90Gating, OnlySm90aAndTheDefaultIsSupportedForEveryShape) {
         for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
           const Batch batch = prefill_batch(8, 2, head_dim, page, dtype, layout);
           const KernelConfig config = variant.default_config(batch, hopper());
-          const Support support = variant.supports(batch, config, hopper());
+          const Support support = variant.check(batch, config, hopper());
           EXPECT_TRUE(support.ok) << head_dim << " page " << page << ": " << support.reason;
-          const Support ampere = variant.supports(batch, config, testing::ampere_target());
+          const Support ampere = variant.check(batch, config, testing::ampere_target());
           EXPECT_FALSE(ampere.ok);
           EXPECT_NE(ampere.reason.find("sm_90a"), std::string::npos) << ampere.reason;
-          EXPECT_FALSE(variant.supports(batch, config, Target::cpu()).ok);
+          EXPECT_FALSE(variant.check(batch, config, Target::cpu()).ok);
         }
       }
     }
@@ -245,7 +245,7 @@ TEST(PrefixPrefillSm90Gating, OnlySm90aAndTheDefaultIsSupportedForEveryShape) {
   // GQA of any ratio up to the rows of a CTA.
   for (int group : {1, 3, 5, 7, 16, 40, 128}) {
     const Batch batch = prefill_batch(2 * group, 2, 64);
-    EXPECT_TRUE(variant.supports(batch, variant.default_config(batch, hopper()), hopper()).ok)
+    EXPECT_TRUE(variant.check(batch, variant.default_config(batch, hopper()), hopper()).ok)
         << group;
   }
   // Decode-like batches (query_len x group <= 64 rows) start from one consumer warpgroup.
@@ -277,7 +277,7 @@ TEST(PrefixPrefillSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"sinks", "", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
       {"window longer than every sequence", "", [](Batch& b) { b.sliding_window = 100000; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
-      {"fp8 KV", "fp8_e4m3",
+      {"fp8 KV", "fp8 KV cache",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -294,7 +294,7 @@ TEST(PrefixPrefillSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
   for (const Feature& feature : features) {
     Batch batch = plain;
     feature.apply(batch);
-    const Support s = variant.supports(batch, variant.default_config(batch, hopper()), hopper());
+    const Support s = variant.check(batch, variant.default_config(batch, hopper()), hopper());
     if (feature.reason_mentions.empty()) {
       EXPECT_TRUE(s.ok) << feature.name << ": " << s.reason;
     } else {
@@ -354,7 +354,7 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
         const Batch& batch = batches.back();
         int accepted = 0;
         for (const KernelConfig& config : space_configs(variant, batch)) {
-          if (!variant.supports(batch, config, target)) continue;
+          if (!variant.check(batch, config, target)) continue;
           ++accepted;
           JitProgram program = variant.programs(batch, config, target).front();
           program.options.push_back("--ptxas-options=-v");

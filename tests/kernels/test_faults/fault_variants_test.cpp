@@ -61,8 +61,8 @@ TEST_F(FaultVariants, TakeDecodeBatchesWithAFaultAxisAndCompile) {
     EXPECT_EQ(axes[0].values, std::vector<int64_t>({0, 1}));
     for (int64_t fault : {0, 1}) {
       const KernelConfig config{{"fault", fault}};
-      EXPECT_TRUE(v->supports(decode, config, target).ok) << v->name() << " fault=" << fault;
-      EXPECT_FALSE(v->supports(prefill, config, target).ok) << v->name();
+      EXPECT_TRUE(v->check(decode, config, target).ok) << v->name() << " fault=" << fault;
+      EXPECT_FALSE(v->check(prefill, config, target).ok) << v->name();
     }
     const KernelConfig faulting{{"fault", 1}};
     for (const JitProgram& program : v->programs(decode, faulting, target)) {
@@ -92,12 +92,12 @@ TEST_F(FaultVariants, BadPageReadsFarOutsideThePoolAndDeclinesAnFp8Pool) {
   WorkloadSpec fp8 = testing::make_decode_spec(shape, {100, 200});
   fp8.model.kv_dtype = DType::fp8_e4m3;
   const Batch fp8_batch = generate_batch(fp8);
-  const Support declined = v->supports(fp8_batch, faulting, target);
+  const Support declined = v->check(fp8_batch, faulting, target);
   EXPECT_FALSE(declined.ok);
   EXPECT_NE(declined.reason.find("K pool"), std::string::npos) << declined.reason;
 
   const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
-  ASSERT_TRUE(v->supports(decode, faulting, target).ok);
+  ASSERT_TRUE(v->check(decode, faulting, target).ok);
   const std::vector<JitProgram> programs = v->programs(decode, faulting, target);
   ASSERT_EQ(programs.size(), 1u);
   EXPECT_EQ(programs[0].kernels, std::vector<std::string>({"attn::test_faults::fault_kernel<4>"}));
@@ -142,17 +142,16 @@ TEST_F(FaultVariants, CpuReferenceCopiesIsACpuSpaceOverTheReference) {
   EXPECT_EQ(axes[0].values.size() * axes[1].values.size(), 24u);
   for (int64_t copy : axes[0].values) {
     for (int64_t repeat : axes[1].values) {
-      EXPECT_TRUE(v->supports(prefill, KernelConfig{{"copy", copy}, {"repeat", repeat}}, cpu).ok)
+      EXPECT_TRUE(v->check(prefill, KernelConfig{{"copy", copy}, {"repeat", repeat}}, cpu).ok)
           << copy << " " << repeat;
     }
   }
-  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 6}, {"repeat", 0}}, cpu).ok);
-  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}, {"repeat", -1}}, cpu).ok);
-  EXPECT_FALSE(v->supports(prefill, KernelConfig{{"copy", 0}}, cpu).ok) << "both axes are required";
+  EXPECT_FALSE(v->check(prefill, KernelConfig{{"copy", 6}, {"repeat", 0}}, cpu).ok);
+  EXPECT_FALSE(v->check(prefill, KernelConfig{{"copy", 0}, {"repeat", -1}}, cpu).ok);
+  EXPECT_FALSE(v->check(prefill, KernelConfig{{"copy", 0}}, cpu).ok) << "both axes are required";
   const KernelConfig first{{"copy", 0}, {"repeat", 0}};
-  EXPECT_EQ(v->supports(decode, first, cpu).ok,
-            reference->supports(decode, KernelConfig{}, cpu).ok);
-  EXPECT_FALSE(v->supports(prefill, first, testing::hopper_target()).ok);
+  EXPECT_EQ(v->check(decode, first, cpu).ok, reference->check(decode, KernelConfig{}, cpu).ok);
+  EXPECT_FALSE(v->check(prefill, first, testing::hopper_target()).ok);
   EXPECT_EQ(v->work(prefill).flops, reference->work(prefill).flops);
   EXPECT_EQ(v->work(prefill).bytes, reference->work(prefill).bytes);
 }
@@ -174,8 +173,8 @@ TEST_F(FaultVariants, CpuIncorrectZeroesTheReferenceOutput) {
   const Batch decode = generate_batch(testing::make_decode_spec(shape, {100, 200}));
   const Batch prefill = generate_batch(testing::make_spec(shape, {{40, 8}}, "prefill"));
   const Target cpu = Target::cpu();
-  EXPECT_TRUE(v->supports(decode, {}, cpu).ok);
-  EXPECT_EQ(v->supports(prefill, {}, cpu).ok, reference->supports(prefill, {}, cpu).ok);
+  EXPECT_TRUE(v->check(decode, {}, cpu).ok);
+  EXPECT_EQ(v->check(prefill, {}, cpu).ok, reference->check(prefill, {}, cpu).ok);
 
   Problem problem = Problem::on_host(decode);
   ExecContext context;
