@@ -42,7 +42,7 @@ class FeatureSet {
   FeatureSet& without(const std::string& name, const std::string& value);
 
   // Where a batch that uses the feature (any value it does not declare, or this one) is run
-  // instead, for the message: "paged_decode.tensorcore reads fp8 pools".
+  // instead, for the message: "paged_decode.sm80_mma reads fp8 pools".
   FeatureSet& note(const std::string& name, std::string text);
   FeatureSet& note(const std::string& name, const std::string& value, std::string text);
 
@@ -67,7 +67,7 @@ class FeatureSet {
 
 // Yes when `implemented` holds every feature `used` names; otherwise no, naming every one it
 // does not, then the notes: "does not implement: sliding window, fp8 KV cache (per-head scales)
-// (prefix_prefill.mma runs windows; prefix_prefill.mma reads fp8 caches)".
+// (prefix_prefill.sm80_mma runs windows; prefix_prefill.sm80_mma reads fp8 caches)".
 Support check_features(const FeatureSet& implemented, const BatchFeatures& used);
 
 }  // namespace attn

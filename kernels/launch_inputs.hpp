@@ -50,7 +50,7 @@ struct PagedPoolTensorMap {
 PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
                                          const void* pool, int box_tokens);
 
-// The same pool as a 5-D tensor whose boxes land interleaved (sm90_attn::interleaved_offset:
+// The same pool as a 5-D tensor whose boxes land interleaved (sm90_attention::interleaved_offset:
 // [keys / 8][head_dim / 64][8][64]), so that one box brings every column block of box_tokens keys
 // of one kv head and page (paged_pool_tensor_map needs a box per column block):
 //   NHD: (64, 8 tokens, kv_heads x head_dim / 64 blocks, page_size / 8, pages)

@@ -1,6 +1,7 @@
 #include "kernels/registry.hpp"
 
 #include "base/errors.hpp"
+#include "base/variant_aliases.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
@@ -15,8 +16,9 @@ void Registry::add(std::unique_ptr<Variant> variant) {
 }
 
 const Variant* Registry::find(const std::string& name) const {
+  const std::string current = current_variant_name(name);  // an older name finds today's variant
   for (const auto& v : variants_) {
-    if (v->name() == name) return v.get();
+    if (v->name() == current) return v.get();
   }
   return nullptr;
 }
@@ -24,7 +26,7 @@ const Variant* Registry::find(const std::string& name) const {
 std::vector<const Variant*> Registry::matching(const std::string& pattern) const {
   std::vector<const Variant*> out;
   for (const auto& v : variants_) {
-    if (pattern.empty() || glob_match(pattern, v->name())) out.push_back(v.get());
+    if (pattern.empty() || variant_glob_match(pattern, v->name())) out.push_back(v.get());
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// Variant: one implementation of one kernel family (e.g. paged_decode.splitkv) behind a common
+// Variant: one implementation of one kernel family (e.g. paged_decode.sm80_simt) behind a common
 // interface. The registry (registry.hpp) holds every variant, filled by one explicit function.
 //
 // The life of one measurement: check(batch, config, target) says yes or why not; prepare()
@@ -89,7 +89,7 @@ class Variant {
                                             ExecContext& context) const = 0;
   virtual Work work(const Batch& batch) const = 0;
 
-  // "<name>.<config label>", e.g. paged_decode.splitkv.h4.s0.t64.w4; the name alone when the
+  // "<name>.<config label>", e.g. paged_decode.sm80_simt.h4.s0.t64.w4; the name alone when the
   // variant has no tunables.
   std::string full_name(const KernelConfig& config) const {
     const std::string label = config.label();

@@ -9,6 +9,7 @@
 #include "base/errors.hpp"
 #include "base/family.hpp"
 #include "base/glob.hpp"
+#include "base/variant_aliases.hpp"
 #include "results/roofline.hpp"
 
 namespace attn {
@@ -79,7 +80,7 @@ std::optional<CeilingFraction> fraction_for(const ConfigTiming& c,
 
 // What makes two configs of the two sides the same config (CompareSettings::configs_by_key).
 std::string identity(const ConfigTiming& c, bool by_key) {
-  return by_key ? c.config_key : c.variant + " {" + c.config_key + "}";
+  return by_key ? c.config_key : current_variant_name(c.variant) + " {" + c.config_key + "}";
 }
 
 // The configs of one side by identity; when two variants share a key (variants mode), the faster.
@@ -110,7 +111,8 @@ std::vector<ConfigTiming> representatives(const std::vector<StoredMeasurement>& 
     if (m.disposition != Disposition::passed || m.stats.count == 0 || !(m.stats.median > 0)) {
       continue;
     }
-    auto [it, inserted] = chosen.emplace(std::make_pair(m.variant, m.config_key), &row);
+    auto [it, inserted] =
+        chosen.emplace(std::make_pair(current_variant_name(m.variant), m.config_key), &row);
     if (inserted) continue;
     const StoredMeasurement& held = *it->second;
     const bool more_thorough = is_screen(held.measurement.policy) && !is_screen(m.policy);
@@ -300,7 +302,7 @@ std::vector<StoredMeasurement> passed_on_device(const Store& store, int64_t devi
 void keep_variant(std::vector<StoredMeasurement>& rows, const std::string& glob) {
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [&](const StoredMeasurement& m) {
-                              return !glob_match(glob, m.measurement.variant);
+                              return !variant_glob_match(glob, m.measurement.variant);
                             }),
              rows.end());
 }

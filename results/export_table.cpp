@@ -8,6 +8,7 @@
 #include "base/errors.hpp"
 #include "base/glob.hpp"
 #include "base/kernel_config.hpp"
+#include "base/variant_aliases.hpp"
 #include "results/variant_names.hpp"
 
 namespace attn {
@@ -296,8 +297,9 @@ ExportResult build_export(const Store& store, const ExportOptions& options) {
     }
   }
   if (!options.variant_glob.empty() &&
-      std::none_of(variants_present.begin(), variants_present.end(),
-                   [&](const std::string& v) { return glob_match(options.variant_glob, v); })) {
+      std::none_of(variants_present.begin(), variants_present.end(), [&](const std::string& v) {
+        return variant_glob_match(options.variant_glob, v);
+      })) {
     throw UsageError("--variant '" + options.variant_glob +
                      "' matches no variant measured in the database: " + list(variants_present));
   }
@@ -307,7 +309,8 @@ ExportResult build_export(const Store& store, const ExportOptions& options) {
                                                m.family) == options.families.end()) {
       continue;
     }
-    if (!options.variant_glob.empty() && !glob_match(options.variant_glob, m.variant)) continue;
+    if (!options.variant_glob.empty() && !variant_glob_match(options.variant_glob, m.variant))
+      continue;
     selected.push_back(&m);
   }
 

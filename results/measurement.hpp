@@ -65,7 +65,7 @@ struct ClockRecord {
 
 struct Measurement {
   std::string family;   // "paged_decode"
-  std::string variant;  // "paged_decode.splitkv"
+  std::string variant;  // "paged_decode.sm80_simt"
   std::string
       config_key;  // canonical config, e.g. "heads_per_cta=4,num_splits=0,tile_tokens=64,warps=4"
   std::string config_json;  // the same config as a JSON object

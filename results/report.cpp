@@ -10,6 +10,7 @@
 #include "base/family.hpp"
 #include "base/glob.hpp"
 #include "base/kernel_config.hpp"
+#include "base/variant_aliases.hpp"
 #include "results/compare_render.hpp"
 #include "results/roofline.hpp"
 #include "results/table.hpp"
@@ -107,7 +108,8 @@ std::string devices_section(const std::vector<DeviceData>& devices) {
   std::ostringstream out;
   out << "## Devices\n\n";
   out << "| device | fingerprint | UUID | compute | SMs | memory GiB | L2 MiB | SM clock MHz | "
-         "memory clock MHz | bus bits | driver | driver's CUDA | CUDA | NVRTC | first seen | last "
+         "memory clock MHz | bus bits | driver | driver's CUDA | CUDA | NVRTC | first seen | "
+         "last "
          "seen |\n";
   out << "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|---|---|---|---|---|\n";
   for (const DeviceData& data : devices) {
@@ -195,7 +197,8 @@ Report build_report(const Store& store, const ReportRequest& request) {
     filter.passed_only = true;
     std::map<int64_t, std::vector<StoredMeasurement>> by_workload;
     for (StoredMeasurement& m : store.find_measurements(filter)) {
-      if (!request.variant.empty() && !glob_match(request.variant, m.measurement.variant)) continue;
+      if (!request.variant.empty() && !variant_glob_match(request.variant, m.measurement.variant))
+        continue;
       auto it = workloads.find(m.workload_id);
       if (it == workloads.end()) {
         std::optional<WorkloadRecord> w = store.workload(m.workload_id);

@@ -5,7 +5,7 @@
 # counts, for docs/reliability.md; logs go to $OUT.
 #
 #   OUT=$OUT scripts/gpu-sanitize.sh                     # carry: .carry (carry-build.sh)
-#   FILTER='SplitKvGpu.*' TOOLS=memcheck scripts/gpu-sanitize.sh
+#   FILTER='Sm80SimtGpu.*' TOOLS=memcheck scripts/gpu-sanitize.sh
 #
 # Environment: BUILD, OUT (scripts/gpu-env.sh), FILTER (a --gtest_filter; default below), TOOLS
 # (default "memcheck racecheck"), LIMIT (seconds per tool, default 200).
@@ -20,8 +20,8 @@ sanitizer="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
 
 # Small cases of every family: features one at a time, one tile, the diagonal, the fill and the
 # naive reference. (The tests that start worker processes are left to the plain run below.)
-default_filter='SplitKvGpu.EachFeatureMatchesTheReference'
-default_filter+=':Variants/TensorCoreGpu.EachFeatureWithOneAndManySplitsMatchesTheReference/*'
+default_filter='Sm80SimtGpu.EachFeatureMatchesTheReference'
+default_filter+=':Variants/Sm80MmaGpu.EachFeatureWithOneAndManySplitsMatchesTheReference/*'
 default_filter+=':PrefixPrefillMmaGpu.SingleTokenAndEmptyContextSequencesMatchTheReference'
 default_filter+=':PrefixPrefillSm90Gpu.OneTileMatchesTheReference'
 default_filter+=':FlashFwdSm80Gpu.CausalDiagonalAlignedToTheBottomRight'

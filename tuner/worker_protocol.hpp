@@ -25,7 +25,7 @@
 namespace attn {
 
 struct WorkerRequest {
-  std::string variant;     // registry name, "paged_decode.splitkv"
+  std::string variant;     // registry name, "paged_decode.sm80_simt"
   std::string config_key;  // KernelConfig::key()
   MeasurePolicy policy;
 };

@@ -3,7 +3,7 @@
 
 #include "base/errors.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
-#include "kernels/blocksparse/mma_traits.hpp"
+#include "kernels/blocksparse/sm80_mma_traits.hpp"
 #include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
 #include "workloads/visibility.hpp"
@@ -101,8 +101,8 @@ std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, in
       for (int h = 0; h < layout.num_heads; ++h) {
         const int32_t* crow = layout.crow.data() + size_t(h) * size_t(layout.num_blocks + 1);
         const int32_t* cols = layout.col.data() + size_t(h) * size_t(layout.max_nnz);
-        work += blocksparse_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size, tile_n,
-                                           key_limit)
+        work += blocksparse::sm80_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size,
+                                                 tile_n, key_limit)
                     .tiles;
       }
       tiles.push_back({int32_t(s), int32_t(t), work});
@@ -120,11 +120,11 @@ std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, in
 }
 
 int64_t BlockSparseSm90Plan::num_items() const {
-  return int64_t(items.size()) / blocksparse_sm90::kItemInts;
+  return int64_t(items.size()) / blocksparse::sm90_wgmma::kItemInts;
 }
 
 BlockSparseSm90Plan blocksparse_sm90_plan(const Batch& batch, int consumers, int tile_n) {
-  using namespace blocksparse_sm90;
+  using namespace blocksparse::sm90_wgmma;
   ATTN_ASSERT(batch.block_sparse.has_value(), "blocksparse plan without a layout");
   ATTN_ASSERT(consumers == 1 || consumers == 2, "blocksparse.sm90_wgmma: 1 or 2 consumers");
   ATTN_ASSERT(tile_n % kEntryKeys == 0, "blocksparse.sm90_wgmma plan: tile_n in whole entries");
@@ -159,11 +159,11 @@ BlockSparseSm90Plan blocksparse_sm90_plan(const Batch& batch, int consumers, int
           const int64_t last = std::min(pos0 + kRowsPerConsumer, kv_len) - 1;
           if (last < std::max(pos0, context)) continue;  // no new token in the warpgroup's rows
           const int q_block = int(pos0 / layout.block_size);
-          const blocksparse_mma::TileWalk walk =
-              blocksparse_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size,
-                                         kEntryKeys, int(batch.causal ? last + 1 : kv_len));
+          const blocksparse::sm80_mma::TileWalk walk =
+              blocksparse::sm80_mma::tile_walk(crow + q_block, cols, q_block, layout.block_size,
+                                               kEntryKeys, int(batch.causal ? last + 1 : kv_len));
           for (int n = 0; n < walk.tiles; ++n)
-            kept[blocksparse_mma::tile_key0(walk, n, kEntryKeys)] |= 1 << w;
+            kept[blocksparse::sm80_mma::tile_key0(walk, n, kEntryKeys)] |= 1 << w;
         }
         Item item{int32_t(h), {0, 0}, {}};
         for (const auto& [key0, bits] : kept) {

@@ -6,7 +6,7 @@
 
 namespace attn {
 
-// blocksparse.mma: one CTA per (query tile, q head).
+// blocksparse.sm80_mma: one CTA per (query tile, q head).
 struct BlockSparseMmaParams {
   const void* q;             // [total_q, num_q_heads, head_dim]
   const void* k;             // [total_kv, num_kv_heads, head_dim]
@@ -28,7 +28,7 @@ struct BlockSparseMmaParams {
   float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
 };
 
-// blocksparse.decode: one CTA per (sequence, kv head), the group's q heads in the M rows.
+// blocksparse.sm80_mma_decode: one CTA per (sequence, kv head), the group's q heads in the M rows.
 struct BlockSparseDecodeParams {
   const void* q;             // [num_seqs, num_q_heads, head_dim] (one query token per sequence)
   const void* k;             // [total_kv, num_kv_heads, head_dim]

@@ -13,12 +13,12 @@ namespace attn {
 
 class Registry;
 
-// Registers blocksparse.mma, blocksparse.sm90_wgmma, blocksparse.decode (CUDA) and
+// Registers blocksparse.sm80_mma, blocksparse.sm90_wgmma, blocksparse.sm80_mma_decode (CUDA) and
 // blocksparse.cpu_reference.
 void add_blocksparse_variants(Registry& registry);
 
-// What the CUDA blocksparse variants implement (blocksparse.decode: decode batches only): any
-// query shape, block-sparse masks causal within the diagonal block or not, shared prefixes, NHD
+// What the CUDA blocksparse variants implement (blocksparse.sm80_mma_decode: decode batches only):
+// any query shape, block-sparse masks causal within the diagonal block or not, shared prefixes, NHD
 // and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype, head dims 64 and
 // 128, pages of 1 to 256 tokens. The family does not define explicit masks, sliding windows,
 // soft-caps, sinks or a quantised KV cache.
@@ -36,7 +36,7 @@ Support blocksparse_supports_layout(const Batch& batch);
 // and P.V over the pairs key_visible admits (visible_pairs).
 Work blocksparse_work(const Batch& batch);
 
-// blocksparse.mma's CTA list: (sequence, position tile t) pairs, tile t holding the positions
+// blocksparse.sm80_mma's CTA list: (sequence, position tile t) pairs, tile t holding the positions
 // from t * tile_m to (t + 1) * tile_m - 1, for every tile with a new token, heaviest first (the key
 // tiles the kernel's walk visits, summed over q heads; ties keep sequence order). Flattened [n][2].
 std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n);
@@ -45,22 +45,22 @@ std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, in
 // consumers) and tile_n-key tiles: one item per (position tile with a new token, q head), the
 // tiles heaviest first (their entries summed over q heads; ties keep sequence order) and the q
 // heads of a tile adjacent in head order. An item's entries are the union of its consumers' walks
-// (blocksparse_mma::tile_walk of each warpgroup's block row, up to its last position) in runs of
-// 64 keys, in key order, each tagged with the consumers that keep it, padded to whole key tiles
+// (blocksparse::sm80_mma::tile_walk of each warpgroup's block row, up to its last position) in runs
+// of 64 keys, in key order, each tagged with the consumers that keep it, padded to whole key tiles
 // of tile_n / 64 entries. Field layout and entry encoding:
 // kernels/blocksparse/sm90_wgmma_traits.hpp (kItem*, kEntry*). A consumer whose 64 rows hold no new
 // token walks nothing; one's tile count ends at the tile of the last entry it keeps.
 struct BlockSparseSm90Plan {
-  std::vector<int32_t> items;    // [num_items][blocksparse_sm90::kItemInts]
+  std::vector<int32_t> items;    // [num_items][blocksparse::sm90_wgmma::kItemInts]
   std::vector<int32_t> entries;  // key0 x kEntryScale + consumer bits
   int64_t num_items() const;
 };
 BlockSparseSm90Plan blocksparse_sm90_plan(const Batch& batch, int consumers, int tile_n);
 
-// blocksparse.decode's work: one CTA per (sequence, kv head), heaviest first, each with the union
-// of its group's kept blocks in the query's block row cut into tile_n-key tiles (tiles past the
-// sequence's end dropped), each tagged with the group's q heads that keep it (bit r: q head
-// kv_head * group + r).
+// blocksparse.sm80_mma_decode's work: one CTA per (sequence, kv head), heaviest first, each with
+// the union of its group's kept blocks in the query's block row cut into tile_n-key tiles (tiles
+// past the sequence's end dropped), each tagged with the group's q heads that keep it (bit r: q
+// head kv_head * group + r).
 struct BlockSparseDecodePlan {
   std::vector<int32_t> ctas;         // [num_ctas][2] (sequence, kv head)
   std::vector<int32_t> entry_begin;  // [num_ctas + 1]

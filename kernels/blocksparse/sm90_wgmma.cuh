@@ -1,9 +1,10 @@
-// blocksparse.sm90_wgmma: block-sparse varlen attention (seed 003's semantics, as blocksparse.mma)
-// on Hopper (sm_90a), FlashAttention-3 style: TMA loads completing on mbarriers, wgmma from shared
-// memory, a producer warpgroup and one or two consumer warpgroups whose softmax of each key tile
-// overlaps the tensor cores. The consumer is flash_fwd.sm90_wgmma's (kernels/common/
-// sm90_attention.cuh, read that first); the persistent grid is prefix_prefill.sm90_wgmma's; what
-// differs is which key tiles a CTA visits and which keys a row sees.
+// blocksparse.sm90_wgmma: block-sparse varlen attention (seed 003's semantics, as
+// blocksparse.sm80_mma) on Hopper (sm_90a), FlashAttention-3 style: TMA loads completing on
+// mbarriers, wgmma from shared memory, a producer warpgroup and one or two consumer warpgroups
+// whose softmax of each key tile overlaps the tensor cores. The consumer is flash_fwd.sm90_wgmma's
+// (kernels/common/ sm90_attention.cuh, read that first); the persistent grid is
+// prefix_prefill.sm90_wgmma's; what differs is which key tiles a CTA visits and which keys a row
+// sees.
 //
 // Computes, for every sequence s (cu_seqlens), new token i at position p = context + i
 // (context = kv_len - q_len) and q head h (kv head h / group),
@@ -19,17 +20,18 @@
 //
 // Work decomposition (block = 128 x (1 + CONSUMERS) threads; grid persistent):
 // - A work item is TILE_M = 64 x CONSUMERS positions [pos0, pos0 + TILE_M) of one sequence and one
-//   q head. Tiles are aligned to absolute positions, as blocksparse.mma's (a chunk after a context
-//   reads the block rows its positions occupy), and 64 divides block_size, so each consumer's 64
-//   rows lie in one block row. The host's plan (blocksparse_sm90_plan, built once with the launch)
-//   lists the items heaviest tile first, the q heads of a tile adjacent (the group's heads read the
-//   same kv head's tiles of mostly the same kept blocks while they are in L2; the benchmark's K/V,
-//   128 MiB, do not fit in it), and for each item its entries: the union of its consumers' walks
-//   (blocksparse_mma::tile_walk of each one's block row: the row's kept blocks in runs of 64 keys,
-//   of the diagonal block only those up to the warpgroup's last position), in key order, each
-//   tagged with the consumers that keep it. With blocks of 64 the two consumers' rows are adjacent
-//   block rows, whose kept blocks differ by about one (the local window slides by a block; the
-//   vertical stripes are the same), so one load serves both for nearly every entry.
+//   q head. Tiles are aligned to absolute positions, as blocksparse.sm80_mma's (a chunk after a
+//   context reads the block rows its positions occupy), and 64 divides block_size, so each
+//   consumer's 64 rows lie in one block row. The host's plan (blocksparse_sm90_plan, built once
+//   with the launch) lists the items heaviest tile first, the q heads of a tile adjacent (the
+//   group's heads read the same kv head's tiles of mostly the same kept blocks while they are in
+//   L2; the benchmark's K/V, 128 MiB, do not fit in it), and for each item its entries: the union
+//   of its consumers' walks (blocksparse::sm80_mma::tile_walk of each one's block row: the row's
+//   kept blocks in runs of 64 keys, of the diagonal block only those up to the warpgroup's last
+//   position), in key order, each tagged with the consumers that keep it. With blocks of 64 the two
+//   consumers' rows are adjacent block rows, whose kept blocks differ by about one (the local
+//   window slides by a block; the vertical stripes are the same), so one load serves both for
+//   nearly every entry.
 // - A key tile of TILE_N keys gathers TILE_N / 64 consecutive entries of the item, whichever
 //   blocks they come from (one TMA box of 64 rows per entry and 64-dim column block, side by side
 //   in the stage): the score tile's columns are keys of different blocks, each run masked on its
@@ -49,7 +51,8 @@
 //   into the next stage, K and V on their own full/empty mbarriers. Rows past the sequence's end
 //   are the next sequence's keys (masked) or TMA's zero fill past the tensor; V rows there meet
 //   P = 0 (finite data only).
-// - Warpgroups 1 .. CONSUMERS are consumers (setmaxnreg.inc), sm90_attn::Consumer::run over the
+// - Warpgroups 1 .. CONSUMERS are consumers (setmaxnreg.inc), sm90_attention::Consumer::run over
+// the
 //   item's key tiles up to the last one holding an entry the warpgroup keeps (the rest only pass
 //   their barriers); two consumers ping-pong (IssueTurns). A run of 64 keys the warpgroup's block
 //   row does not keep (the other row's, or padding) is hidden whole; a kept run is masked element
@@ -78,19 +81,19 @@ namespace attn {
 
 template <int DTYPE, int HEAD_DIM, int TILE_N, int STAGES, int CONSUMERS, int CTAS_PER_SM,
           bool CAUSAL>
-__global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER_SM)
+__global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), CTAS_PER_SM)
     blocksparse_sm90_wgmma(const __grid_constant__ BlockSparseSm90Params p) {
-  using namespace blocksparse_sm90;
-  static_assert(check(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM) == sm90_attn::kOk,
-                "invalid blocksparse.sm90_wgmma config: see blocksparse_sm90::check");
+  using namespace blocksparse::sm90_wgmma;
+  static_assert(check(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM) == sm90_attention::kOk,
+                "invalid blocksparse.sm90_wgmma config: see blocksparse::sm90_wgmma::check");
   static_assert(register_split_fits(CONSUMERS, CTAS_PER_SM), "setmaxnreg split");
   constexpr int TILE_M = tile_m(CONSUMERS);
   constexpr int ROWS = kRowsPerConsumer;  // 64 rows per consumer warpgroup
-  constexpr int Q_BYTES = sm90_attn::q_bytes(HEAD_DIM, TILE_M);
-  constexpr int KV_BYTES = sm90_attn::kv_tile_bytes(HEAD_DIM, TILE_N);
-  constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);
-  constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
-  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
+  constexpr int Q_BYTES = sm90_attention::q_bytes(HEAD_DIM, TILE_M);
+  constexpr int KV_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int BLOCKS = sm90_attention::column_blocks(HEAD_DIM);
+  constexpr int ROW_BYTES = sm90_attention::kBlockRowBytes;  // 128
+  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;                // one column block of Q, bytes
   // A key tile gathers PIECES entries of 64 keys (any kept blocks).
   constexpr int PIECES = entries_per_tile(TILE_N);
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
@@ -124,7 +127,7 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
   }
   __syncthreads();
 
-  const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
+  const sm90_attention::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
   const int warpgroup = threadIdx.x / 128;
   if (warpgroup == 0) {
     // Producer: one thread issues every load. Key tiles are numbered across the CTA's items: tile
@@ -159,7 +162,7 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
 #pragma unroll
         for (int q = 0; q < PIECES; ++q)
           rows[q] = kv_begin + entry_key0(__ldg(p.entries + first + n * PIECES + q));
-        sm90_attn::load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, PIECES>(
+        sm90_attention::load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, PIECES>(
             k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, col0, rows);
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
@@ -173,11 +176,11 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   // This thread's two rows of the warpgroup's 64 (accumulator layout): row_in and row_in + 8.
-  const int row_in = sm90_attn::accumulator_row(tid, 0);
+  const int row_in = sm90_attention::accumulator_row(tid, 0);
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
+  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
   int g = 0;  // key tiles of the CTA's earlier items
-  sm90_attn::TurnStream stream{consumer};
+  sm90_attention::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
     const int index = stream.announced(queue, k);
     if (index < 0) return;
@@ -187,7 +190,7 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
     const int first = item[kItemFirstEntry], n_tiles = item[kItemTiles];
     const int my_tiles = item[kItemConsumerTiles + consumer];
     const int other_tiles = CONSUMERS == 2 ? item[kItemConsumerTiles + 1 - consumer] : 0;
-    const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
+    const sm90_attention::IssueTurns turns = stream.next(my_tiles, other_tiles);
     const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
     const int kv_len = p.cu_seqlens_kv[seq + 1] - p.cu_seqlens_kv[seq];
     const int context = kv_len - q_len;  // positions [context, kv_len) are the new tokens
@@ -196,8 +199,8 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
     // sequence's end): they are masked element by element, the others not at all. This thread's
     // rows (positions pos_w + row_in, + 8) see, with CAUSAL, keys up to their position.
     const int mask_from = CAUSAL ? min(kv_len, pos_w + 1) : kv_len;
-    const int limit0 = CAUSAL ? pos_w + row_in : sm90_attn::kNoLimit;
-    const int limit1 = CAUSAL ? pos_w + row_in + 8 : sm90_attn::kNoLimit;
+    const int limit0 = CAUSAL ? pos_w + row_in : sm90_attention::kNoLimit;
+    const int limit1 = CAUSAL ? pos_w + row_in + 8 : sm90_attention::kNoLimit;
     // The entries of the tile being masked; the next tile's are read a tile ahead.
     int entry[PIECES];
 #pragma unroll
@@ -214,13 +217,13 @@ __global__ void __launch_bounds__(blocksparse_sm90::threads(CONSUMERS), CTAS_PER
             if (n + 1 < my_tiles) entry[q] = __ldg(p.entries + first + (n + 1) * PIECES + q);
             const int key0 = entry_key0(e);
             if (!entry_kept_by(e, consumer)) {  // the other row's block, or padding
-              sm90_attn::mask_scores<TILE_N, PIECES>(s, tid, key0, 0, -1, -1, q);
+              sm90_attention::mask_scores<TILE_N, PIECES>(s, tid, key0, 0, -1, -1, q);
             } else if (key0 + kEntryKeys > mask_from) {
-              sm90_attn::mask_scores<TILE_N, PIECES>(s, tid, key0, kv_len, limit0, limit1, q);
+              sm90_attention::mask_scores<TILE_N, PIECES>(s, tid, key0, kv_len, limit0, limit1, q);
             }
           }
         },
-        [](int) {}, sm90_attn::ItemCursor{queue.parity(k), g, &q_empty[b]});
+        [](int) {}, sm90_attention::ItemCursor{queue.parity(k), g, &q_empty[b]});
     g += n_tiles;
 
     // Normalise and store this thread's two rows of new tokens straight from registers, while

@@ -11,18 +11,18 @@
 #include "kernels/common/sm90_persistent_traits.hpp"
 
 namespace attn {
-namespace blocksparse_sm90 {
+namespace blocksparse::sm90_wgmma {
 
-using sm90_attn::kOk;
+using sm90_attention::kOk;
 
 // Each consumer warpgroup owns 64 query rows (one wgmma M), which lie in one block row of the
 // layout whenever 64 divides the block size; a CTA's tile is 64 x consumers positions.
-constexpr int kRowsPerConsumer = sm90_attn::kConsumerRows;
+constexpr int kRowsPerConsumer = sm90_attention::kConsumerRows;
 ATTN_HOST_DEVICE constexpr int tile_m(int consumers) {
   return kRowsPerConsumer * consumers;
 }
 ATTN_HOST_DEVICE constexpr int threads(int consumers) {
-  return sm90_attn::threads(consumers);  // the producer warpgroup and the consumers
+  return sm90_attention::threads(consumers);  // the producer warpgroup and the consumers
 }
 
 // --- The work plan (host: blocksparse_sm90_plan; device: the kernel reads it) ---
@@ -68,14 +68,14 @@ constexpr int kRegisterFile = 65536;  // 32-bit registers per SM
 // Shared memory one CTA may use: the per-block opt-in limit, and with two CTAs per SM half of the
 // SM's (less the reserve).
 ATTN_HOST_DEVICE constexpr int shared_budget(int ctas_per_sm) {
-  return ctas_per_sm * (sm90_attn::kMaxSharedBytes + kReservedSharedPerCta) <= kSharedPerSm
-             ? sm90_attn::kMaxSharedBytes
+  return ctas_per_sm * (sm90_attention::kMaxSharedBytes + kReservedSharedPerCta) <= kSharedPerSm
+             ? sm90_attention::kMaxSharedBytes
              : kSharedPerSm / ctas_per_sm - kReservedSharedPerCta;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes_with(int head_dim, int tile_n, int stages,
                                                  int consumers, int q_buffers) {
-  return sm90_attn::tile_bytes(head_dim, tile_m(consumers), tile_n, stages) +
-         (q_buffers - 1) * sm90_attn::q_bytes(head_dim, tile_m(consumers)) +
+  return sm90_attention::tile_bytes(head_dim, tile_m(consumers), tile_n, stages) +
+         (q_buffers - 1) * sm90_attention::q_bytes(head_dim, tile_m(consumers)) +
          barrier_bytes(stages, q_buffers);
 }
 // Q buffers: the CTA is persistent (a work item after another); with two the next item's Q loads
@@ -118,34 +118,35 @@ ATTN_HOST_DEVICE constexpr bool register_split_fits(int consumers, int ctas_per_
 }
 
 enum Rule : int {
-  // sm90_attn::Rule's kOk .. kRegisters, then:
-  kCtasPerSm = sm90_attn::kRuleCount,  // ctas_per_sm must be 1 or 2
-  kTwoCtaShared,                       // two CTAs' shared memory exceeds the SM's
-  kTwoCtaRegisters,                    // the consumer's registers exceed its two-CTA budget
-  kTwoCtaConsumers,                    // two consumer warpgroups leave room for one CTA only
-  kBlockSize,                          // 64 must divide the layout's block size
+  // sm90_attention::Rule's kOk .. kRegisters, then:
+  kCtasPerSm = sm90_attention::kRuleCount,  // ctas_per_sm must be 1 or 2
+  kTwoCtaShared,                            // two CTAs' shared memory exceeds the SM's
+  kTwoCtaRegisters,                         // the consumer's registers exceed its two-CTA budget
+  kTwoCtaConsumers,                         // two consumer warpgroups leave room for one CTA only
+  kBlockSize,                               // 64 must divide the layout's block size
 };
 
 // block_size 0: not known yet (the config alone); checked when it is.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int stages, int consumers,
                                      int ctas_per_sm, int block_size = 0) {
-  // blocksparse.mma's head dims (the 64 and 128).
-  if (head_dim != 64 && head_dim != 128) return sm90_attn::kHeadDim;
-  if (consumers != 1 && consumers != 2) return sm90_attn::kConsumers;
+  // blocksparse.sm80_mma's head dims (the 64 and 128).
+  if (head_dim != 64 && head_dim != 128) return sm90_attention::kHeadDim;
+  if (consumers != 1 && consumers != 2) return sm90_attention::kConsumers;
   if (ctas_per_sm != 1 && ctas_per_sm != 2) return kCtasPerSm;
   const int tiles =
-      sm90_attn::check_tiles(head_dim, tile_m(consumers), tile_n, stages, consumers,
-                             shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm));
+      sm90_attention::check_tiles(head_dim, tile_m(consumers), tile_n, stages, consumers,
+                                  shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm));
   if (tiles != kOk) return tiles;
   if (ctas_per_sm == 2 && consumers == 2) return kTwoCtaConsumers;
   if (shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm) > shared_budget(ctas_per_sm))
     return kTwoCtaShared;
-  if (sm90_attn::register_estimate(head_dim, tile_n) > consumer_registers(consumers, ctas_per_sm))
-    return ctas_per_sm == 2 ? int(kTwoCtaRegisters) : int(sm90_attn::kRegisters);
+  if (sm90_attention::register_estimate(head_dim, tile_n) >
+      consumer_registers(consumers, ctas_per_sm))
+    return ctas_per_sm == 2 ? int(kTwoCtaRegisters) : int(sm90_attention::kRegisters);
   if (block_size != 0 && (block_size % kRowsPerConsumer != 0 || block_size % kEntryKeys != 0))
     return kBlockSize;
   return kOk;
 }
 
-}  // namespace blocksparse_sm90
+}  // namespace blocksparse::sm90_wgmma
 }  // namespace attn

@@ -25,10 +25,11 @@ struct Sm90Config {
         ctas_per_sm(int(c.get("ctas_per_sm"))),
         consumers(int(c.get("consumers"))) {}
   int shared_bytes(int head_dim) const {
-    return blocksparse_sm90::shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm);
+    return blocksparse::sm90_wgmma::shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm);
   }
   int check(int head_dim, int block_size = 0) const {
-    return blocksparse_sm90::check(head_dim, tile_n, stages, consumers, ctas_per_sm, block_size);
+    return blocksparse::sm90_wgmma::check(head_dim, tile_n, stages, consumers, ctas_per_sm,
+                                          block_size);
   }
 };
 
@@ -40,10 +41,10 @@ KernelConfig make_config(int tile_n, int stages, int ctas_per_sm, int consumers)
 }
 
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block_size) {
-  using namespace blocksparse_sm90;
+  using namespace blocksparse::sm90_wgmma;
   const int smem = c.shared_bytes(head_dim);
   switch (rule) {
-    case sm90_attn::kHeadDim:
+    case sm90_attention::kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64 or 128";
     case kCtasPerSm:
       return "ctas_per_sm must be 1 or 2";
@@ -53,8 +54,9 @@ std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block
              "): lower stages or tile_n, or run one CTA per SM";
     case kTwoCtaRegisters:
       return "too many registers per consumer thread for two CTAs per SM (estimate " +
-             std::to_string(sm90_attn::register_estimate(head_dim, c.tile_n)) + ", setmaxnreg " +
-             std::to_string(consumer_registers(1, 2)) + "): lower tile_n or run one CTA per SM";
+             std::to_string(sm90_attention::register_estimate(head_dim, c.tile_n)) +
+             ", setmaxnreg " + std::to_string(consumer_registers(1, 2)) +
+             "): lower tile_n or run one CTA per SM";
     case kTwoCtaConsumers:
       return "two consumer warpgroups (384 threads at up to 232 registers) leave room for one CTA "
              "per SM: ctas_per_sm must be 1 with consumers 2";
@@ -65,7 +67,7 @@ std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block
              " (a warpgroup's rows in one block row, an entry's keys in one block column)";
     default: {
       const std::string reason =
-          sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers, smem);
+          sm90_attention::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers, smem);
       return reason.empty() ? "invalid config" : reason;
     }
   }
@@ -115,7 +117,7 @@ class Sm90WgmmaVariant : public Variant {
         make_config(64, 2, 2, 1), make_config(64, 2, 1, 1)};
     for (const KernelConfig& config : candidates) {
       const Sm90Config c(config);
-      if (c.check(head_dim, block) == blocksparse_sm90::kOk &&
+      if (c.check(head_dim, block) == blocksparse::sm90_wgmma::kOk &&
           (target.max_shared_per_block <= 0 ||
            c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
         return config;
@@ -141,7 +143,7 @@ class Sm90WgmmaVariant : public Variant {
     const Sm90Config c(config);
     const int block = batch.block_sparse->block_size;
     const int rule = c.check(m.head_dim, block);
-    if (rule != blocksparse_sm90::kOk)
+    if (rule != blocksparse::sm90_wgmma::kOk)
       return Support::no(describe_rule(rule, c, m.head_dim, block));
     return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
   }
@@ -186,9 +188,9 @@ class Sm90WgmmaVariant : public Variant {
     const uint64_t kv_rows = uint64_t(std::max<int64_t>(1, batch.total_kv));
     BlockSparseSm90Params p{};
     p.q_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, q_rows, q_columns * 2,
-                                   uint32_t(blocksparse_sm90::tile_m(c.consumers)));
+                                   uint32_t(blocksparse::sm90_wgmma::tile_m(c.consumers)));
     // K and V boxes are one plan entry (64 keys): a tile gathers tile_n / 64 of them.
-    const uint32_t entry_rows = uint32_t(blocksparse_sm90::kEntryKeys);
+    const uint32_t entry_rows = uint32_t(blocksparse::sm90_wgmma::kEntryKeys);
     p.k_map = encode_tensor_map_2d(api, type, buffers[0].pointer(), kv_columns, kv_rows,
                                    kv_columns * 2, entry_rows);
     p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
@@ -210,7 +212,7 @@ class Sm90WgmmaVariant : public Variant {
     shape.grid_x = unsigned(std::max<int64_t>(
         1, std::min<int64_t>(plan.num_items(),
                              int64_t(std::max(context.target.sm_count, 1)) * c.ctas_per_sm)));
-    shape.block_x = unsigned(blocksparse_sm90::threads(c.consumers));
+    shape.block_x = unsigned(blocksparse::sm90_wgmma::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<BlockSparseSm90Params>>(context, attention, shape, p,
                                                                    std::move(buffers));

@@ -1,12 +1,12 @@
 // The FlashAttention-2 style loop of the sm_80-class tensor-core kernels (flash_fwd.sm80_mma,
-// blocksparse.mma): one CTA's TILE_M query rows of one sequence and one q head against the key
+// blocksparse.sm80_mma): one CTA's TILE_M query rows of one sequence and one q head against the key
 // tiles its family lets them see, with mma.sync m16n8k16, ldmatrix and cp.async. Runs on Ampere
 // and on Hopper. What differs between the kernels stays in them: which key tiles the CTA visits
 // (all of the sequence's up to the causal limit, or a block-sparse layout row's kept blocks),
 // which of those can hold a masked key, and whether the tile's rows may start before the
 // sequence's first query (blocksparse aligns tiles to absolute positions); each kernel's KeyTiles
 // class says them (below). Everything else, the part that is the same math, is here: a kernel is
-// its config rule's static_assert and one call of sm80_attn::attend.
+// its config rule's static_assert and one call of sm80_attention::attend.
 //
 // Computes, for the tile's query rows i (query index m0 + r of its sequence) and the keys j the
 // family's key tiles hold,
@@ -24,7 +24,7 @@
 // - K and V of one key tile (TILE_N rows) stream into one of STAGES shared-memory buffers with
 //   cp.async while earlier tiles are computed. Rows are padded by 16 bytes (head_dim 64) or, at
 //   head_dim 128 and 256, their 16-byte chunks are XOR-swizzled by the row's index mod 8
-//   (flash_sm80::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
+//   (sm80_attention::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
 //   bank-conflict free, and with the swizzle every 128-byte line a copy writes is one aligned line
 //   of shared memory. One barrier per key tile.
 // - STAGES = 1 is a split pipeline instead (FlashAttention-2's: one K buffer and one V buffer,
@@ -47,19 +47,19 @@
 #include "kernels/common/sm80_attention_traits.hpp"
 
 namespace attn {
-namespace sm80_attn {
+namespace sm80_attention {
 
 // What a kernel of the loop decides, as its KeyTiles class (flash_fwd.sm80_mma's
-// flash_sm80::DenseKeyTiles, blocksparse.mma's blocksparse_mma::KeyTiles):
+// flash_fwd::sm80_mma::DenseKeyTiles, blocksparse.sm80_mma's blocksparse::sm80_mma::KeyTiles):
 //   static constexpr bool kRowsBeforeQueries: the tile's first rows may lie before the sequence's
 //     first query (m0 < 0: rows inside the context); they load zeros and store nothing
 //   static constexpr bool kConsecutive: key tile n holds keys n * TILE_N .. + TILE_N - 1
 //   static constexpr bool kAdmitsSpills: the family's config rule admits a few spilled registers
-//     where they measured fastest (flash_fwd.sm80_mma), or none (blocksparse.mma); Q K^T's
+//     where they measured fastest (flash_fwd.sm80_mma), or none (blocksparse.sm80_mma); Q K^T's
 //     grouped k16 steps only where it does
 //   static constexpr bool kTensorRowSums: P's row sums on the tensor cores where
-//     flash_sm80::tensor_row_sums allows them (flash_fwd.sm80_mma), or always in the softmax
-//     (blocksparse.mma, where they measured slower)
+//     sm80_attention::tensor_row_sums allows them (flash_fwd.sm80_mma), or always in the softmax
+//     (blocksparse.sm80_mma, where they measured slower)
 //   static KeyTiles of(const Params& p, int row0, int q_head, int q_len, int kv_len): the CTA's
 //     key tiles, from its tile's first row row0 (the schedule's tile index x TILE_M)
 //   static float* lse(const Params& p): where the log-sum-exp goes, or null
@@ -77,11 +77,11 @@ namespace sm80_attn {
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL,
           class KeyTiles, class Params>
 __device__ __forceinline__ void attend(const Params& p) {
-  constexpr int THREADS = flash_sm80::threads(WARPS);
-  constexpr int ROW = flash_sm80::row_elements(HEAD_DIM);  // smem row, 16-bit elements
-  constexpr int WARP_ROWS = flash_sm80::warp_rows(TILE_M, WARPS);
-  constexpr int M_FRAGS = flash_sm80::m_frags(TILE_M, WARPS);
-  constexpr bool Q_IN_REGS = flash_sm80::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
+  constexpr int THREADS = sm80_attention::threads(WARPS);
+  constexpr int ROW = sm80_attention::row_elements(HEAD_DIM);  // smem row, 16-bit elements
+  constexpr int WARP_ROWS = sm80_attention::warp_rows(TILE_M, WARPS);
+  constexpr int M_FRAGS = sm80_attention::m_frags(TILE_M, WARPS);
+  constexpr bool Q_IN_REGS = sm80_attention::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
   constexpr int N_TILES = TILE_N / 8;     // n8 tiles of S per m16 fragment
   constexpr int D_TILES = HEAD_DIM / 8;   // n8 tiles of O per m16 fragment
   constexpr int K_STEPS = HEAD_DIM / 16;  // k16 steps of Q.K
@@ -140,11 +140,11 @@ __device__ __forceinline__ void attend(const Params& p) {
   constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
   static_assert(THREADS % CHUNKS == 0, "copy pattern");
   const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
-  // Pass i writes row copy_row + i * ROWS_PER_PASS (flash_sm80::copy_address).
+  // Pass i writes row copy_row + i * ROWS_PER_PASS (sm80_attention::copy_address).
   const int copy_dst =
-      copy_row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
+      copy_row * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
   auto copy_address = [&](unsigned short* tile, int i) {
-    return flash_sm80::copy_address<HEAD_DIM>(tile, copy_dst, i, ROWS_PER_PASS);
+    return sm80_attention::copy_address<HEAD_DIM>(tile, copy_dst, i, ROWS_PER_PASS);
   };
   const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
 #pragma unroll
@@ -193,24 +193,25 @@ __device__ __forceinline__ void attend(const Params& p) {
 
   // ldmatrix row addresses (lane l names row l % 8 of matrix l / 8) for k16 step 0, the chunk
   // placed by the row's index mod 8 (lane % 8); step ks is 16 ks elements on
-  // (flash_sm80::fragment_address).
+  // (sm80_attention::fragment_address).
   const int q_frag = (warp * WARP_ROWS + lane % 16) * ROW +
-                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
+                     sm80_attention::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
   const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW +
-                     flash_sm80::swizzled_chunk(HEAD_DIM, lane, (lane / 8) % 2) * 8;
-  const int v_frag = (lane % 16) * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
+                     sm80_attention::swizzled_chunk(HEAD_DIM, lane, (lane / 8) % 2) * 8;
+  const int v_frag =
+      (lane % 16) * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
   // Q K^T walks its k16 steps four at a time (one 128-byte group) where that measured faster:
   // head_dim 128, swizzled (0.3% to 2.9% less time on an H200, flash_fwd.sm80_mma). There each
   // fragment's offsets for the four 16-element steps of a group are XORed once (steps[j]), so step
   // 4 g + j reads at steps[j] + rows + 64 g (an immediate) and no ldmatrix needs an XOR of its
   // own. At head_dim 256 the four steps' fragments spilled (476.70 -> 551.89 us at 16 x 1024):
-  // there each read XORs its step in (flash_sm80::fragment_address). A family that admits no
+  // there each read XORs its step in (sm80_attention::fragment_address). A family that admits no
   // spill reads step by step: the grouped offsets stay live across the key loop, and in
-  // blocksparse.mma's 32-row warps ptxas spilled (16 bytes at 32 x 32 tiles over one warp, 32 at
-  // 128 x 32 over four with the row sums) and counted more instructions than without them (0.3%
+  // blocksparse.sm80_mma's 32-row warps ptxas spilled (16 bytes at 32 x 32 tiles over one warp, 32
+  // at 128 x 32 over four with the row sums) and counted more instructions than without them (0.3%
   // to 1.1% at sm_90a; with the row sums 2464 against 2408).
-  constexpr bool GROUPED_STEPS =
-      flash_sm80::swizzled(HEAD_DIM) && !Q_IN_REGS && HEAD_DIM == 128 && KeyTiles::kAdmitsSpills;
+  constexpr bool GROUPED_STEPS = sm80_attention::swizzled(HEAD_DIM) && !Q_IN_REGS &&
+                                 HEAD_DIM == 128 && KeyTiles::kAdmitsSpills;
   // Otherwise, with Q from shared memory, the k16 steps of Q K^T unrolled QK_UNROLL at a time: at
   // head_dim 256 eight of its sixteen (all sixteen spilled 28 bytes), which measured on an H200
   // (BENCHMARKS.md, flash_fwd, "stacked heads"), against two: d256 16x1024
@@ -233,7 +234,7 @@ __device__ __forceinline__ void attend(const Params& p) {
     if constexpr (GROUPED_STEPS) {
       return tile + steps[j] + rows + 64 * g;
     } else {
-      return flash_sm80::fragment_address<HEAD_DIM>(tile, frag, rows, 16 * (4 * g + j));
+      return sm80_attention::fragment_address<HEAD_DIM>(tile, frag, rows, 16 * (4 * g + j));
     }
   };
 
@@ -261,12 +262,12 @@ __device__ __forceinline__ void attend(const Params& p) {
   float row_sum[2 * M_FRAGS];  // this lane's columns only; summed over the quad at the end
 #pragma unroll
   for (int r = 0; r < 2 * M_FRAGS; ++r) row_max[r] = kNegInf, row_sum[r] = 0.0f;
-  // Row sums on the tensor cores (flash_sm80::tensor_row_sums): P times an n8 tile of ones, one
+  // Row sums on the tensor cores (sm80_attention::tensor_row_sums): P times an n8 tile of ones, one
   // more mma per k16 step of P V, gives every column of sums[m] the rows' sums of P; element 0
   // (row lane / 4) and element 2 (row lane / 4 + 8) are rescaled with O and read at the end, and
   // the softmax adds no sums of its own.
   constexpr bool ROW_SUMS =
-      KeyTiles::kTensorRowSums && flash_sm80::tensor_row_sums(HEAD_DIM, WARPS);
+      KeyTiles::kTensorRowSums && sm80_attention::tensor_row_sums(HEAD_DIM, WARPS);
   constexpr unsigned int ones = packed_ones<DTYPE>();
   float sums[M_FRAGS][4];
 #pragma unroll
@@ -460,7 +461,7 @@ __device__ __forceinline__ void attend(const Params& p) {
 #pragma unroll
       for (int d = 0; d < D_TILES; ++d) {
         *reinterpret_cast<unsigned int*>(
-            q_tile + row * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, row, d) * 8 +
+            q_tile + row * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, row, d) * 8 +
             2 * (lane % 4)) = pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
       }
       float* const lse = KeyTiles::lse(p);
@@ -480,10 +481,10 @@ __device__ __forceinline__ void attend(const Params& p) {
     const int r = warp * WARP_ROWS + c / CHUNKS, col = (c % CHUNKS) * 8;
     if ((!ROWS_BEFORE || m0 + r >= 0) && m0 + r < q_len) {
       *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) = *reinterpret_cast<const uint4*>(
-          q_tile + r * ROW + flash_sm80::swizzled_chunk(HEAD_DIM, r, c % CHUNKS) * 8);
+          q_tile + r * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, r, c % CHUNKS) * 8);
     }
   }
 }
 
-}  // namespace sm80_attn
+}  // namespace sm80_attention
 }  // namespace attn

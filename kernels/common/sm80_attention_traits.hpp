@@ -1,15 +1,15 @@
 // Traits of the sm_80-class attention loop (device side: kernels/common/sm80_attention.cuh) that
-// flash_fwd.sm80_mma and blocksparse.mma run: threads and per-warp tile shapes, the shared-memory
-// row layout with its ldmatrix and cp.async addresses, shared memory, the register model that
-// decides whether Q stays in registers, and where the row sums run. Included by the host (the
-// families' rules in their own traits build on these) and by the device template, so the two
-// cannot disagree. The namespace is flash_sm80's, where these rules were first measured.
+// flash_fwd.sm80_mma and blocksparse.sm80_mma run: threads and per-warp tile shapes, the
+// shared-memory row layout with its ldmatrix and cp.async addresses, shared memory, the register
+// model that decides whether Q stays in registers, and where the row sums run. Included by the host
+// (the families' rules in their own traits build on these) and by the device template, so the two
+// cannot disagree.
 #pragma once
 
 #include "base/host_device.hpp"
 
 namespace attn {
-namespace flash_sm80 {
+namespace sm80_attention {
 
 // Rows of one mma.sync m16n8k16 tile: a warp owns 16 or 32 query rows of the CTA's tile_m.
 constexpr int kMmaRows = 16;
@@ -92,7 +92,7 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // 128 (32 chunks each) spilled with Q in registers.
 // Each family limits the estimate in its own rule (its traits' kMaxRegisterEstimate):
 // flash_fwd.sm80_mma admits a few spilled loop invariants where they measured fastest,
-// blocksparse.mma none.
+// blocksparse.sm80_mma none.
 constexpr int kRegisterOverhead = 64;
 constexpr int kMaxQInRegisters = 226;
 ATTN_HOST_DEVICE constexpr int accumulator_registers(int head_dim, int tile_m, int tile_n,
@@ -137,5 +137,5 @@ ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim, int warps) {
   return head_dim >= 128 && warps == 4;
 }
 
-}  // namespace flash_sm80
+}  // namespace sm80_attention
 }  // namespace attn

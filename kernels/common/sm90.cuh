@@ -13,7 +13,7 @@
 //   swizzle atoms of 1024 bytes. Buffers must start on a 1024-byte boundary.
 // - wgmma.mma_async m64nNk16, fp32 accumulation, bf16 or fp16 inputs: both operands from shared
 //   memory (SS, N any multiple of 16 up to 256), or A from registers (RS, N = 64, 72, 128, 256;
-//   72: head dim 64 beside a column of ones, sm90_attn::Consumer's TENSOR_ROW_SUMS).
+//   72: head dim 64 beside a column of ones, sm90_attention::Consumer's TENSOR_ROW_SUMS).
 //
 // Accumulator layout of wgmma m64nN (fp32, N / 2 registers per thread): warp w of the warpgroup
 // holds rows 16w .. 16w + 15; register i of lane l holds row 16w + l / 4 + 8 * ((i / 2) % 2),
@@ -174,8 +174,9 @@ __device__ __forceinline__ unsigned long long descriptor_advance(unsigned long l
 
 // The descriptor `bytes` further along an MN-major operand whose second column block (the one at
 // LBO) stays where it is: the start address moves on by `bytes` and LBO back by as much, so every
-// k16 step of P V reads the same rows of that block (sm90_attn::Consumer's column of ones, whose
-// rows are all alike). LBO must stay at least 0: the block lies `bytes` or more past the start.
+// k16 step of P V reads the same rows of that block (sm90_attention::Consumer's column of ones,
+// whose rows are all alike). LBO must stay at least 0: the block lies `bytes` or more past the
+// start.
 __device__ __forceinline__ unsigned long long descriptor_advance_fixed_leading(
     unsigned long long desc, unsigned int bytes) {
   const unsigned int units = bytes >> 4;

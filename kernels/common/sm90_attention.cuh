@@ -32,7 +32,7 @@
 #include "kernels/common/sm90_attention_traits.hpp"
 
 namespace attn {
-namespace sm90_attn {
+namespace sm90_attention {
 
 constexpr int kNoLimit = 0x7fffffff;
 
@@ -323,10 +323,10 @@ struct Consumer {
   template <int COLS = TILE_N>
   __device__ __forceinline__ void issue_values(const unsigned char* v) {
     const unsigned long long v_desc =
-        INTERLEAVED       ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
-        : TENSOR_ROW_SUMS ? sm90::descriptor(v, ones_address - sm90::smem_address(v),
-                                             kSwizzleAtomBytes)
-                          : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
+        INTERLEAVED ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
+        : TENSOR_ROW_SUMS
+            ? sm90::descriptor(v, ones_address - sm90::smem_address(v), kSwizzleAtomBytes)
+            : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < COLS / 16; ++kk) {
@@ -619,5 +619,5 @@ struct Consumer {
   }
 };
 
-}  // namespace sm90_attn
+}  // namespace sm90_attention
 }  // namespace attn

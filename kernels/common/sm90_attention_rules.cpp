@@ -3,7 +3,7 @@
 #include "kernels/common/sm90_attention_traits.hpp"
 
 namespace attn {
-namespace sm90_attn {
+namespace sm90_attention {
 
 std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes,
                                bool any_tile_n, int max_consumers, int registers) {
@@ -28,8 +28,7 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
     case kRegisters:
       return "too many registers per consumer thread (estimate " +
              std::to_string(register_estimate(head_dim, tile_n)) + ", setmaxnreg " +
-             std::to_string(registers) + "): lower tile_n" +
-             (consumers > 2 ? " or consumers" : "");
+             std::to_string(registers) + "): lower tile_n" + (consumers > 2 ? " or consumers" : "");
     default:
       return "";
   }
@@ -51,5 +50,5 @@ std::vector<ConfigAxis> tile_axes(const std::string& rows_help, std::vector<int6
   };
 }
 
-}  // namespace sm90_attn
+}  // namespace sm90_attention
 }  // namespace attn

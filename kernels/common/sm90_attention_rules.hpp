@@ -1,6 +1,6 @@
 // Host side of the tile rules of the FA3-style Hopper kernels (sm90_attention_traits.hpp): the
 // reason a refused config gets, naming what to change. Shared by flash_fwd.sm90_wgmma and
-// prefix_prefill.sm90_wgmma, whose own rules come after sm90_attn::kRuleCount.
+// prefix_prefill.sm90_wgmma, whose own rules come after sm90_attention::kRuleCount.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 #include "kernels/common/sm90_attention_traits.hpp"
 
 namespace attn {
-namespace sm90_attn {
+namespace sm90_attention {
 
 // The reason for `rule` (kHeadDim .. kRegisters); `shared_bytes` is the kernel's footprint for
 // this config, `any_tile_n` and `max_consumers` what the kernel passed check_tiles, `registers`
@@ -25,5 +25,5 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
 std::vector<ConfigAxis> tile_axes(const std::string& rows_help,
                                   std::vector<int64_t> tile_n = {64, 128}, int max_consumers = 2);
 
-}  // namespace sm90_attn
+}  // namespace sm90_attention
 }  // namespace attn

@@ -8,7 +8,7 @@
 #include "base/host_device.hpp"
 
 namespace attn {
-namespace sm90_attn {
+namespace sm90_attention {
 
 // Rows of one wgmma m64 tile: each consumer warpgroup owns 64 query rows of the CTA's tile_m.
 constexpr int kConsumerRows = 64;
@@ -161,8 +161,8 @@ ATTN_HOST_DEVICE constexpr bool tile_n_allowed(int tile_n, bool any_width) {
 // The rules of the tiles alone; `shared_bytes` is the kernel's whole footprint for this config,
 // `max_consumers` the most consumer warpgroups the kernel takes (flash_fwd.sm90_wgmma: 3).
 ATTN_HOST_DEVICE constexpr int check_tiles(int head_dim, int tile_m, int tile_n, int stages,
-                                           int consumers, int shared_bytes,
-                                           bool any_tile_n = false, int max_consumers = 2) {
+                                           int consumers, int shared_bytes, bool any_tile_n = false,
+                                           int max_consumers = 2) {
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (consumers < 1 || consumers > max_consumers) return kConsumers;
   if (tile_m != kConsumerRows * consumers) return kTileM;
@@ -173,5 +173,5 @@ ATTN_HOST_DEVICE constexpr int check_tiles(int head_dim, int tile_m, int tile_n,
   return kOk;
 }
 
-}  // namespace sm90_attn
+}  // namespace sm90_attention
 }  // namespace attn

@@ -3,7 +3,7 @@
 // one CTA per SM runs: CTA b starts with work item b and then draws the next undone item from a
 // counter in global memory (next_item), as the hardware would hand out the CTAs of a non-persistent
 // grid. The producer announces each item to the consumers through the Q buffer that will hold its Q
-// (ItemQueue); the consumers' side of Q's barriers is sm90_attn::ItemCursor
+// (ItemQueue); the consumers' side of Q's barriers is sm90_attention::ItemCursor
 // (sm90_attention.cuh).
 #pragma once
 

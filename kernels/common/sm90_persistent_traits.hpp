@@ -26,10 +26,10 @@ ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers, int extr
 // Q buffers: two wherever they fit in shared memory, else one.
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
                                          int extra = 0, int slot_bytes = kSlotBytes) {
-  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
-                     sm90_attn::q_bytes(head_dim, tile_m) +
+  return sm90_attention::tile_bytes(head_dim, tile_m, tile_n, stages) +
+                     sm90_attention::q_bytes(head_dim, tile_m) +
                      barrier_bytes(stages, 2, extra, slot_bytes) <=
-                 sm90_attn::kMaxSharedBytes
+                 sm90_attention::kMaxSharedBytes
              ? 2
              : 1;
 }
@@ -37,22 +37,23 @@ ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, i
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
                                             int extra = 0, int slot_bytes = kSlotBytes) {
   const int buffers = q_buffers(head_dim, tile_m, tile_n, stages, extra, slot_bytes);
-  return sm90_attn::tile_bytes(head_dim, tile_m, tile_n, stages) +
-         (buffers - 1) * sm90_attn::q_bytes(head_dim, tile_m) +
+  return sm90_attention::tile_bytes(head_dim, tile_m, tile_n, stages) +
+         (buffers - 1) * sm90_attention::q_bytes(head_dim, tile_m) +
          barrier_bytes(stages, buffers, extra, slot_bytes);
 }
 
 // setmaxnreg of the producer and consumer warpgroups. With two consumers the launch gives the CTA
 // 384 x 168 registers. The non-persistent split (the producer keeps 24, the consumers take 240:
-// sm90_attn::kProducerRegisters / kConsumerRegisters) spills in a producer that walks work items
-// (36 to 56 bytes in ptxas's report for prefix_prefill's), so the consumers give 8 each:
-// 128 x 40 + 256 x 232 = 384 x 168. The consumers' arrays need at most 216 (register_estimate).
-// With one consumer there is room to spare (128 x 56 + 128 x 240 < 65536).
+// sm90_attention::kProducerRegisters / kConsumerRegisters) spills in a producer that walks work
+// items (36 to 56 bytes in ptxas's report for prefix_prefill's), so the consumers give 8 each: 128
+// x 40 + 256 x 232 = 384 x 168. The consumers' arrays need at most 216 (register_estimate). With
+// one consumer there is room to spare (128 x 56 + 128 x 240 < 65536).
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers) {
   return consumers == 1 ? 56 : 40;
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers) {
-  return consumers == 1 ? sm90_attn::kConsumerRegisters : sm90_attn::kConsumerRegisters - 8;
+  return consumers == 1 ? sm90_attention::kConsumerRegisters
+                        : sm90_attention::kConsumerRegisters - 8;
 }
 
 }  // namespace sm90_persistent

@@ -1,7 +1,7 @@
 // Host helpers of the CUDA kernels that read K/V gathered into contiguous buffers
-// (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse.mma, blocksparse.decode): int32 uploads,
-// and the gather itself, run once in prepare() (outside any timing) with flash_fwd_gather_kv
-// (gather_kv.cuh).
+// (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse.sm80_mma, blocksparse.sm80_mma_decode):
+// int32 uploads, and the gather itself, run once in prepare() (outside any timing) with
+// flash_fwd_gather_kv (gather_kv.cuh).
 #pragma once
 
 #include <cstdint>

@@ -37,7 +37,7 @@
 
 namespace attn {
 
-namespace flash_sm80 {
+namespace flash_fwd::sm80_mma {
 
 // The key tiles of a dense CTA: all of the sequence's, or with CAUSAL up to the tile's last row's
 // last visible key, TILE_N keys each from key 0.
@@ -45,8 +45,8 @@ template <int TILE_M, int TILE_N, bool CAUSAL>
 struct DenseKeyTiles {
   static constexpr bool kRowsBeforeQueries = false;  // tiles start at query 0
   static constexpr bool kConsecutive = true;         // tile n starts at key n * TILE_N
-  static constexpr bool kAdmitsSpills = true;        // flash_sm80::kMaxRegisterEstimate
-  static constexpr bool kTensorRowSums = true;       // where flash_sm80::tensor_row_sums says
+  static constexpr bool kAdmitsSpills = true;        // flash_fwd::sm80_mma::kMaxRegisterEstimate
+  static constexpr bool kTensorRowSums = true;       // where sm80_attention::tensor_row_sums says
   int m0;                                            // the tile's first query
   int tiles;                                         // key tiles to visit
 
@@ -67,14 +67,15 @@ struct DenseKeyTiles {
   __device__ __forceinline__ bool may_mask(int) const { return true; }
 };
 
-}  // namespace flash_sm80
+}  // namespace flash_fwd::sm80_mma
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
 __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashFwdParams p) {
-  static_assert(flash_sm80::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) == flash_sm80::kOk,
-                "invalid flash_fwd.sm80_mma config: see flash_sm80::check");
-  sm80_attn::attend<DTYPE, HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
-                    flash_sm80::DenseKeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
+  static_assert(flash_fwd::sm80_mma::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
+                    flash_fwd::sm80_mma::kOk,
+                "invalid flash_fwd.sm80_mma config: see flash_fwd::sm80_mma::check");
+  sm80_attention::attend<DTYPE, HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
+                         flash_fwd::sm80_mma::DenseKeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
 }
 
 }  // namespace attn

@@ -9,14 +9,14 @@
 #include "kernels/common/sm80_attention_traits.hpp"
 
 namespace attn {
-namespace flash_sm80 {
+namespace flash_fwd::sm80_mma {
 
 // The limit of register_estimate admits 32 rows x 64 keys at head_dim 128 (estimate 260), the
 // fastest non-causal config measured there (FlashAttention-2's too), and 32 rows x 128 keys at
 // head_dim 64. ptxas spills a little in some accepted configs (at c5ad04e on sm_90a: 32 of 282
 // programs over the space at 16 x 1024, causal or not, at most 136 bytes, mostly the split
 // pipeline with few warps or 32-row warps; in the d128 default a few local loads per key tile);
-// the compile test bounds it at 256. blocksparse.mma keeps 255 and no spills.
+// the compile test bounds it at 256. blocksparse.sm80_mma keeps 255 and no spills.
 constexpr int kMaxRegisterEstimate = 260;
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
@@ -37,12 +37,15 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int w
   if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 1 || stages > 4) return kStages;
-  if (tile_m != warps * kMmaRows && tile_m != warps * 2 * kMmaRows) return kTileM;
+  if (tile_m != warps * sm80_attention::kMmaRows && tile_m != warps * 2 * sm80_attention::kMmaRows)
+    return kTileM;
   if (tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return kTileN;
-  if (shared_bytes(head_dim, tile_m, tile_n, stages) > kMaxSharedBytes) return kSharedMemory;
-  if (register_estimate(head_dim, tile_m, tile_n, warps) > kMaxRegisterEstimate) return kRegisters;
+  if (sm80_attention::shared_bytes(head_dim, tile_m, tile_n, stages) > kMaxSharedBytes)
+    return kSharedMemory;
+  if (sm80_attention::register_estimate(head_dim, tile_m, tile_n, warps) > kMaxRegisterEstimate)
+    return kRegisters;
   return kOk;
 }
 
-}  // namespace flash_sm80
+}  // namespace flash_fwd::sm80_mma
 }  // namespace attn

@@ -23,10 +23,10 @@ struct Sm80Config {
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))) {}
   int shared_bytes(int head_dim) const {
-    return flash_sm80::shared_bytes(head_dim, tile_m, tile_n, stages);
+    return sm80_attention::shared_bytes(head_dim, tile_m, tile_n, stages);
   }
   int check(int head_dim) const {
-    return flash_sm80::check(head_dim, tile_m, tile_n, warps, stages);
+    return flash_fwd::sm80_mma::check(head_dim, tile_m, tile_n, warps, stages);
   }
 };
 
@@ -36,26 +36,28 @@ KernelConfig make_config(int tile_m, int tile_n, int warps, int stages) {
 
 std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
   switch (rule) {
-    case flash_sm80::kHeadDim:
+    case flash_fwd::sm80_mma::kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
-    case flash_sm80::kWarps:
+    case flash_fwd::sm80_mma::kWarps:
       return "warps must be 1, 2, 4 or 8";
-    case flash_sm80::kStages:
+    case flash_fwd::sm80_mma::kStages:
       return "stages must be 1 (split K / V pipeline), 2, 3 or 4";
-    case flash_sm80::kTileM:
+    case flash_fwd::sm80_mma::kTileM:
       return "tile_m must be " + std::to_string(16 * c.warps) + " or " +
              std::to_string(32 * c.warps) + " with " + std::to_string(c.warps) +
              " warps (16 or 32 query rows per warp)";
-    case flash_sm80::kTileN:
+    case flash_fwd::sm80_mma::kTileN:
       return "tile_n must be 16, 32, 64 or 128";
-    case flash_sm80::kSharedMemory:
+    case flash_fwd::sm80_mma::kSharedMemory:
       return "needs " + std::to_string(c.shared_bytes(head_dim)) +
-             " bytes of shared memory (limit " + std::to_string(flash_sm80::kMaxSharedBytes) +
+             " bytes of shared memory (limit " +
+             std::to_string(flash_fwd::sm80_mma::kMaxSharedBytes) +
              "): lower stages, tile_n or tile_m";
-    case flash_sm80::kRegisters:
+    case flash_fwd::sm80_mma::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(flash_sm80::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
-             ", limit " + std::to_string(flash_sm80::kMaxRegisterEstimate) +
+             std::to_string(
+                 sm80_attention::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
+             ", limit " + std::to_string(flash_fwd::sm80_mma::kMaxRegisterEstimate) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     default:
       return "invalid config";
@@ -125,7 +127,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     }
     for (const KernelConfig& config : candidates) {
       const Sm80Config c(config);
-      if (c.check(head_dim) == flash_sm80::kOk &&
+      if (c.check(head_dim) == flash_fwd::sm80_mma::kOk &&
           (target.max_shared_per_block <= 0 ||
            c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
         return config;
@@ -143,7 +145,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
       return s;
     const Sm80Config c(config);
     const int rule = c.check(m.head_dim);
-    if (rule != flash_sm80::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
+    if (rule != flash_fwd::sm80_mma::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
     return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
   }
 
@@ -189,7 +191,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     LaunchShape shape;
     shape.grid_x = unsigned(tiles.size() / 2);
     shape.grid_y = unsigned(m.num_q_heads);
-    shape.block_x = unsigned(flash_sm80::threads(c.warps));
+    shape.block_x = unsigned(sm80_attention::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<FlashFwdParams>>(context, attention, shape, p,
                                                             std::move(buffers));

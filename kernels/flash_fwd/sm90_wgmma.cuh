@@ -31,12 +31,12 @@
 //   fill) and epilogue (the stores) overlap its neighbours' items instead of being exposed: key
 //   tiles are numbered across the CTA's items (tile g in stage g % STAGES), so the producer fills
 //   the stages with the next item's first tiles while the consumers finish the current one and
-//   store it. With two Q buffers (where they fit, flash_sm90::q_buffers) the next item's Q loads
-//   then too; each consumer thread releases a Q buffer once its last S = Q K^T of the item is done
-//   (or, where the output goes out through it, once it copied its share of it out). The producer
-//   announces each item in a shared slot beside the buffer's barriers: its index (-1 when there
-//   are none left) and what the consumers need of it (flash_sm90::SlotField), so that they read
-//   no global memory at an item's start (sm90_persistent::ItemQueue).
+//   store it. With two Q buffers (where they fit, flash_fwd::sm90_wgmma::q_buffers) the next item's
+//   Q loads then too; each consumer thread releases a Q buffer once its last S = Q K^T of the item
+//   is done (or, where the output goes out through it, once it copied its share of it out). The
+//   producer announces each item in a shared slot beside the buffer's barriers: its index (-1 when
+//   there are none left) and what the consumers need of it (flash_fwd::sm90_wgmma::SlotField), so
+//   that they read no global memory at an item's start (sm90_persistent::ItemQueue).
 // - Warpgroup 0 is the producer: after setmaxnreg.dec, one thread issues TMA loads of each item's
 //   Q and of K and V for each key tile of TILE_N keys into STAGES buffers each. K and V have their
 //   own full barriers (TMA completes its bytes on them) and empty barriers (one arrival per
@@ -51,33 +51,34 @@
 //   into the next P. At head dim 64, where the softmax's FP32 work is largest per product, P V
 //   also multiplies P by 8 columns of ones (wgmma m64n72k16, V's second column block being the
 //   ones), so O's extra columns hold each row's sum and the softmax adds none itself
-//   (flash_sm90::tensor_row_sums).
+//   (flash_fwd::sm90_wgmma::tensor_row_sums).
 // - Across items (head dims 64 and 128 with two Q buffers) a consumer streams: the last P V of
 //   an item goes with the next item's first S, and the item's output is stored right after them
 //   (the consumer section below says when).
 // - Shared rows (head dim 64, three consumers, not causal): an item whose rows are all the last
 //   warpgroup's (the 64-row top tile, Item) has each warpgroup take every third key tile of
 //   those rows; the last warpgroup merges the others' partial O and statistics from a scratch
-//   area and stores the rows (flash_sm90::shares_rows).
+//   area and stores the rows (flash_fwd::sm90_wgmma::shares_rows).
 // - Stacked heads (head dim 64, two or three consumers, causal): that top tile, for up to
 //   CONSUMERS consecutive q heads, is one item (listed once per stack): warpgroup w takes head
 //   q_head + w, its 64 rows loaded into w's rows of the Q buffer (p.q_rows_map), the heads' key
 //   tiles in turn in the CTA's stream; each warpgroup stores its own head's rows
-//   (flash_sm90::stacks_heads).
+//   (flash_fwd::sm90_wgmma::stacks_heads).
 // - Causal: key tiles past the item's last visible key are never loaded (an item whose rows see
 //   no key loads neither those nor its Q); a consumer whose rows see fewer tiles skips the
 //   products of the rest (it only passes their barriers). The mask is applied only on tiles
 //   that reach a hidden key of the warpgroup's rows. At head dim 64 with three consumers, a
 //   warpgroup whose rows see none of its last tile's second half (with 128-key tiles every other
-//   warpgroup) multiplies and softmaxes that tile's first half only (flash_sm90::halves_last_tile).
+//   warpgroup) multiplies and softmaxes that tile's first half only
+//   (flash_fwd::sm90_wgmma::halves_last_tile).
 // - The last key tile, without a causal mask: where TILE_N does not divide the keys, a sequence's
 //   last tile holds fewer (1024 keys in 176-key tiles: 144 in the sixth). LAST_KEYS, which the
-//   host works out from the batch (flash_sm90::last_tile_keys: the most any sequence's last tile
-//   holds, in whole k16 steps), bounds every item's: its S is one wgmma m64nLAST_KEYS per k16
-//   step, its softmax and pack take those keys and its P V LAST_KEYS / 16 k16 steps. Keys past
+//   host works out from the batch (flash_fwd::sm90_wgmma::last_tile_keys: the most any sequence's
+//   last tile holds, in whole k16 steps), bounds every item's: its S is one wgmma m64nLAST_KEYS per
+//   k16 step, its softmax and pack take those keys and its P V LAST_KEYS / 16 k16 steps. Keys past
 //   them are past every sequence's end (P = 0), so a one-tile item's whole-tile P may go through
 //   the same P V. TILE_N: the whole tile (under a causal mask, and where ptxas serialised the
-//   narrow tile's wgmmas: flash_sm90::narrows_last_tile).
+//   narrow tile's wgmmas: flash_fwd::sm90_wgmma::narrows_last_tile).
 //
 // Shared memory (from a 1024-byte boundary, the period of the 128-byte swizzle):
 //   Q [Q_BUFFERS][HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise,
@@ -112,7 +113,7 @@
 
 namespace attn {
 
-namespace flash_sm90 {
+namespace flash_fwd::sm90_wgmma {
 
 // Key tiles the query rows [0, row_end) of a sequence need: all of its keys, or with CAUSAL those
 // up to the last row's last visible key (none when row_end <= 0).
@@ -155,7 +156,8 @@ struct Item {
 // (kSlotInts ints, SlotField).
 struct ItemView {
   int index, m0, q_head, q_begin, q_len, kv_len, n_tiles;
-  int heads;  // a stack's (flash_sm90::stacks_heads; written only where the config stacks)
+  int heads;  // a stack's (flash_fwd::sm90_wgmma::stacks_heads; written only where the config
+              // stacks)
   __device__ __forceinline__ explicit ItemView(const int (&slot)[kSlotInts])
       : index(slot[kSlotIndex]),
         m0(slot[kSlotM0]),
@@ -173,35 +175,37 @@ struct ItemView {
   }
 };
 
-}  // namespace flash_sm90
+}  // namespace flash_fwd::sm90_wgmma
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL,
           int LAST_KEYS>
-__global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
+__global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
     flash_fwd_sm90_wgmma(const __grid_constant__ FlashFwdSm90Params p) {
-  static_assert(flash_sm90::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS) == flash_sm90::kOk,
-                "invalid flash_fwd.sm90_wgmma config: see flash_sm90::check");
+  static_assert(flash_fwd::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS) ==
+                    flash_fwd::sm90_wgmma::kOk,
+                "invalid flash_fwd.sm90_wgmma config: see flash_fwd::sm90_wgmma::check");
   static_assert(LAST_KEYS % 16 == 0 && LAST_KEYS >= 16 && LAST_KEYS <= TILE_N,
                 "LAST_KEYS: whole k16 steps of a key tile");
-  static_assert(LAST_KEYS == TILE_N || flash_sm90::narrows_last_tile(HEAD_DIM, TILE_N, CAUSAL),
-                "the last tile is narrowed only where flash_sm90::narrows_last_tile says");
-  constexpr int Q_BYTES = flash_sm90::q_bytes(HEAD_DIM, TILE_M);
-  constexpr int KV_BYTES = flash_sm90::kv_tile_bytes(HEAD_DIM, TILE_N);
-  constexpr int BLOCKS = flash_sm90::column_blocks(HEAD_DIM);
-  constexpr int ROW_BYTES = flash_sm90::kBlockRowBytes;  // 128
-  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;            // one column block of Q, bytes
   static_assert(
-      flash_sm90::accumulator_row(0, 2) == 8 && flash_sm90::accumulator_column(1, 5) == 11,
-      "accumulator layout");
-  constexpr int ROWS = flash_sm90::kConsumerRows;  // 64 rows per consumer warpgroup
+      LAST_KEYS == TILE_N || flash_fwd::sm90_wgmma::narrows_last_tile(HEAD_DIM, TILE_N, CAUSAL),
+      "the last tile is narrowed only where flash_fwd::sm90_wgmma::narrows_last_tile says");
+  constexpr int Q_BYTES = flash_fwd::sm90_wgmma::q_bytes(HEAD_DIM, TILE_M);
+  constexpr int KV_BYTES = flash_fwd::sm90_wgmma::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int BLOCKS = flash_fwd::sm90_wgmma::column_blocks(HEAD_DIM);
+  constexpr int ROW_BYTES = flash_fwd::sm90_wgmma::kBlockRowBytes;  // 128
+  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;                       // one column block of Q, bytes
+  static_assert(flash_fwd::sm90_wgmma::accumulator_row(0, 2) == 8 &&
+                    flash_fwd::sm90_wgmma::accumulator_column(1, 5) == 11,
+                "accumulator layout");
+  constexpr int ROWS = flash_fwd::sm90_wgmma::kConsumerRows;  // 64 rows per consumer warpgroup
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
-  constexpr int Q_BUFFERS = flash_sm90::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
-  using Item = flash_sm90::Item<TILE_M, TILE_N, CAUSAL>;
+  constexpr int Q_BUFFERS = flash_fwd::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
+  using Item = flash_fwd::sm90_wgmma::Item<TILE_M, TILE_N, CAUSAL>;
   // Not under a causal mask: there a sequence's top tile sees few keys (one tile when none are
   // cached), and the causal programs spilled 16 bytes with it at 2 and 3 stages; such tiles are
   // stacked there instead.
-  constexpr bool SHARES_ROWS = flash_sm90::shares_rows(HEAD_DIM, TILE_M) && !CAUSAL;
-  constexpr bool STACKS = flash_sm90::stacks_heads(HEAD_DIM, TILE_M, CAUSAL);
+  constexpr bool SHARES_ROWS = flash_fwd::sm90_wgmma::shares_rows(HEAD_DIM, TILE_M) && !CAUSAL;
+  constexpr bool STACKS = flash_fwd::sm90_wgmma::stacks_heads(HEAD_DIM, TILE_M, CAUSAL);
   // The warpgroup whose rows a shared or stacked tile's are.
   constexpr int kOwner = CONSUMERS - 1;
   const float kNegInf = -__int_as_float(0x7f800000);
@@ -212,20 +216,21 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
   unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][BLOCKS][TILE_N][64]
-  // Row sums on the tensor cores (flash_sm90::tensor_row_sums): [16][64] ones.
-  constexpr bool ROW_SUMS = flash_sm90::tensor_row_sums(HEAD_DIM);
+  // Row sums on the tensor cores (flash_fwd::sm90_wgmma::tensor_row_sums): [16][64] ones.
+  constexpr bool ROW_SUMS = flash_fwd::sm90_wgmma::tensor_row_sums(HEAD_DIM);
   unsigned char* ones = v_tiles + STAGES * KV_BYTES;
   unsigned long long* q_full =
-      reinterpret_cast<unsigned long long*>(ones + flash_sm90::ones_bytes(HEAD_DIM));
+      reinterpret_cast<unsigned long long*>(ones + flash_fwd::sm90_wgmma::ones_bytes(HEAD_DIM));
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
   unsigned long long* v_full = k_empty + STAGES;
   unsigned long long* v_empty = v_full + STAGES;
-  // The item each Q buffer announces, with what the consumers need of it (flash_sm90::SlotField).
-  const sm90_persistent::ItemQueue<Q_BUFFERS, flash_sm90::kSlotInts> queue{
+  // The item each Q buffer announces, with what the consumers need of it
+  // (flash_fwd::sm90_wgmma::SlotField).
+  const sm90_persistent::ItemQueue<Q_BUFFERS, flash_fwd::sm90_wgmma::kSlotInts> queue{
       q_full, q_empty, reinterpret_cast<volatile int*>(v_empty + STAGES)};
-  const sm90_attn::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
+  const sm90_attention::KvPipeline kv{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty};
 
   if (threadIdx.x == 0) {
     queue.init(CONSUMERS);
@@ -240,7 +245,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   if constexpr (ROW_SUMS) {
     // Written by the threads and read by wgmma (the async proxy): each writer fences before the
     // barrier.
-    for (int i = threadIdx.x; i < sm90_attn::kOnesBytes / 4; i += blockDim.x)
+    for (int i = threadIdx.x; i < sm90_attention::kOnesBytes / 4; i += blockDim.x)
       reinterpret_cast<unsigned int*>(ones)[i] = packed_ones<DTYPE>();
     sm90::fence_proxy_async_shared();
   }
@@ -252,7 +257,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     // g goes to stage g % STAGES once every consumer warp released tile g - STAGES (a fresh empty
     // barrier passes parity 1), so the next item's first tiles load while the consumers finish
     // the current one.
-    sm90::setmaxnreg_dec<flash_sm90::producer_registers(CONSUMERS)>();
+    sm90::setmaxnreg_dec<flash_fwd::sm90_wgmma::producer_registers(CONSUMERS)>();
     if (threadIdx.x != 0) return;
     int next = blockIdx.x;  // the item announced next
     int g = 0;              // key tiles loaded so far
@@ -264,21 +269,22 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       const Item item(p, min(next, p.items - 1));
       const int index = queue.claim(k, next, p.items);
       if (index < 0) return;
-      queue.write(k, flash_sm90::kSlotM0, item.m0);
-      queue.write(k, flash_sm90::kSlotQHead, item.q_head);
-      queue.write(k, flash_sm90::kSlotQBegin, item.q_begin);
-      queue.write(k, flash_sm90::kSlotQLen, item.q_len);
-      queue.write(k, flash_sm90::kSlotKvLen, item.kv_len);
+      queue.write(k, flash_fwd::sm90_wgmma::kSlotM0, item.m0);
+      queue.write(k, flash_fwd::sm90_wgmma::kSlotQHead, item.q_head);
+      queue.write(k, flash_fwd::sm90_wgmma::kSlotQBegin, item.q_begin);
+      queue.write(k, flash_fwd::sm90_wgmma::kSlotQLen, item.q_len);
+      queue.write(k, flash_fwd::sm90_wgmma::kSlotKvLen, item.kv_len);
       unsigned long long* full = &queue.full[queue.buffer(k)];
-      if (STACKS && flash_sm90::stacked_item(item.m0, CONSUMERS)) {
+      if (STACKS && flash_fwd::sm90_wgmma::stacked_item(item.m0, CONSUMERS)) {
         // A stack: warpgroup w's rows (the top tile's, the last warpgroup's place in the
         // sequence) of q head q_head + w go to w's rows of the buffer, and key tile n of each
         // head follows the one before in turn.
-        const int heads = flash_sm90::stacked_heads(item.q_head, p.num_q_heads, CONSUMERS);
+        const int heads =
+            flash_fwd::sm90_wgmma::stacked_heads(item.q_head, p.num_q_heads, CONSUMERS);
         const int row = item.q_begin + item.m0 + kOwner * ROWS;
         unsigned char* q_buffer = q_tiles + queue.buffer(k) * Q_BYTES;
-        queue.write(k, flash_sm90::kSlotTiles, heads * item.n_tiles);
-        queue.write(k, flash_sm90::kSlotHeads, heads);
+        queue.write(k, flash_fwd::sm90_wgmma::kSlotTiles, heads * item.n_tiles);
+        queue.write(k, flash_fwd::sm90_wgmma::kSlotHeads, heads);
         if (item.n_tiles > 0) {
           sm90::mbarrier_expect_bytes(full, heads * BLOCKS * ROWS * ROW_BYTES);
           for (int w = 0; w < heads; ++w) {
@@ -293,16 +299,16 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
         }
         for (int n = 0; n < item.n_tiles; ++n) {
           for (int w = 0; w < heads; ++w, ++g) {
-            sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
-                k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g,
-                (item.q_head + w) / p.group * HEAD_DIM, item.kv_begin + n * TILE_N);
+            sm90_attention::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
+                k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, (item.q_head + w) / p.group * HEAD_DIM,
+                item.kv_begin + n * TILE_N);
           }
         }
         next = sm90_persistent::next_item(p.schedule, p.items);
         continue;
       }
-      queue.write(k, flash_sm90::kSlotTiles, item.n_tiles);
-      if constexpr (STACKS) queue.write(k, flash_sm90::kSlotHeads, 1);
+      queue.write(k, flash_fwd::sm90_wgmma::kSlotTiles, item.n_tiles);
+      if constexpr (STACKS) queue.write(k, flash_fwd::sm90_wgmma::kSlotHeads, 1);
       if (item.n_tiles > 0) {
         sm90::mbarrier_expect_bytes(full, Q_BYTES);
 #pragma unroll
@@ -315,9 +321,9 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       }
       const int kv_head = item.q_head / p.group;
       for (int n = 0; n < item.n_tiles; ++n, ++g) {
-        sm90_attn::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(k_tiles, v_tiles, kv, &p.k_map,
-                                                             &p.v_map, g, kv_head * HEAD_DIM,
-                                                             item.kv_begin + n * TILE_N);
+        sm90_attention::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(k_tiles, v_tiles, kv, &p.k_map,
+                                                                  &p.v_map, g, kv_head * HEAD_DIM,
+                                                                  item.kv_begin + n * TILE_N);
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
@@ -333,24 +339,26 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   // when both warpgroups need every key tile of it and some of the next, and Q has two buffers
   // (with one, the next Q loads only once this item's last S is done), at head dims up to 128;
   // otherwise its last P V is issued alone and its output stored before the next item starts.
-  sm90::setmaxnreg_inc<flash_sm90::consumer_registers(CONSUMERS)>();
-  using View = flash_sm90::ItemView;
+  sm90::setmaxnreg_inc<flash_fwd::sm90_wgmma::consumer_registers(CONSUMERS)>();
+  using View = flash_fwd::sm90_wgmma::ItemView;
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, lane = tid % 32;
   const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
   // Streaming needs the next item's Q in the other buffer, and registers for S_0 beside O while
   // the previous item's output is stored: at head_dim 256 (128 of O) ptxas spilled 676 bytes.
-  // Three consumers do not stream (their register rule, flash_sm90::check, is measured without).
+  // Three consumers do not stream (their register rule, flash_fwd::sm90_wgmma::check, is measured
+  // without).
   constexpr bool STREAM = Q_BUFFERS == 2 && HEAD_DIM <= 128 && CONSUMERS <= 2;
-  // Half key tiles (flash_sm90::halves_last_tile): a warpgroup's last key tile whose second half
-  // every row of it hides is multiplied and softmaxed over its first half only.
-  constexpr bool HALF_LAST = flash_sm90::halves_last_tile(HEAD_DIM, TILE_N, CAUSAL) && !STREAM;
+  // Half key tiles (flash_fwd::sm90_wgmma::halves_last_tile): a warpgroup's last key tile whose
+  // second half every row of it hides is multiplied and softmaxed over its first half only.
+  constexpr bool HALF_LAST =
+      flash_fwd::sm90_wgmma::halves_last_tile(HEAD_DIM, TILE_N, CAUSAL) && !STREAM;
   // The last key tile's keys without a causal mask (LAST_KEYS, the kernel's comment).
   constexpr bool NARROW_LAST = LAST_KEYS < TILE_N;
   // The keys a short last tile takes: half of it (causal) or LAST_KEYS (not).
   constexpr int LAST = HALF_LAST ? TILE_N / 2 : LAST_KEYS;
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS> c;
+  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS> c;
   c.init(tid, p.scale_log2, 0.0f, ones);
 
   // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
@@ -396,7 +404,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     unsigned short* out =
         static_cast<unsigned short*>(p.out) + it.q_begin * row_stride + it.q_head * HEAD_DIM;
     const int wg_row0 = it.m0 + consumer * ROWS;
-    const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
+    const int row0 = wg_row0 + flash_fwd::sm90_wgmma::accumulator_row(tid, 0);
     float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -481,14 +489,14 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     c.release(&kv.v_empty[stage(t)]);
   };
 
-  // Shared rows (flash_sm90::shares_rows): item k, `it`, whose rows are all the last warpgroup's,
-  // from key tile g0 of the CTA's stream. Each warpgroup multiplies those rows (the last
-  // warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns (scores_at,
+  // Shared rows (flash_fwd::sm90_wgmma::shares_rows): item k, `it`, whose rows are all the last
+  // warpgroup's, from key tile g0 of the CTA's stream. Each warpgroup multiplies those rows (the
+  // last warpgroup's Q) by key tiles consumer, consumer + CONSUMERS, ... without turns (scores_at,
   // values_at); then the others save their partial results in the scratch area and the last
   // warpgroup merges them and stores the rows. Measured on an H200 (BENCHMARKS.md, flash_fwd,
   // "shared rows").
-  float* scratch = const_cast<float*>(
-      reinterpret_cast<volatile float*>(queue.slots + Q_BUFFERS * flash_sm90::kSlotInts));
+  float* scratch = const_cast<float*>(reinterpret_cast<volatile float*>(
+      queue.slots + Q_BUFFERS * flash_fwd::sm90_wgmma::kSlotInts));
   auto sync_consumers = [] {
     asm volatile("bar.sync %0, %1;\n" ::"r"(1 + 2 * CONSUMERS), "r"(CONSUMERS * 128) : "memory");
   };
@@ -496,8 +504,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     const unsigned char* q_rows = q_tiles + queue.buffer(k) * Q_BYTES + kOwner * ROWS * ROW_BYTES;
     auto mask = [&](int n, float(&s)[TILE_N / 2]) {  // not causal: keys past the sequence
       if (n * TILE_N + TILE_N > it.kv_len)
-        sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, sm90_attn::kNoLimit,
-                                       sm90_attn::kNoLimit);
+        sm90_attention::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, sm90_attention::kNoLimit,
+                                            sm90_attention::kNoLimit);
     };
     for (int n = 0; n < it.n_tiles; ++n) {
       const int t = g0 + n;
@@ -527,8 +535,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     }
   };
 
-  // A stack (flash_sm90::stacks_heads): item k, `it`, from key tile g0 of the CTA's stream.
-  // Warpgroup w < heads multiplies its own rows (those of q head it.q_head + w) by every
+  // A stack (flash_fwd::sm90_wgmma::stacks_heads): item k, `it`, from key tile g0 of the CTA's
+  // stream. Warpgroup w < heads multiplies its own rows (those of q head it.q_head + w) by every
   // heads-th tile, w, w + heads, ..., without turns (scores_at, values_at), and passes the
   // others' barriers. Each then stores its head's rows.
   auto stacked_item = [&](int k, const View& it, int g0) {
@@ -541,8 +549,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     const int mask_from = max(0, min(it.kv_len, diagonal + 1));
     auto mask = [&](int n, float(&s)[TILE_N / 2]) {
       if (n * TILE_N + TILE_N <= mask_from) return;
-      const int limit0 = diagonal + flash_sm90::accumulator_row(tid, 0);
-      sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, limit0, limit0 + 8);
+      const int limit0 = diagonal + flash_fwd::sm90_wgmma::accumulator_row(tid, 0);
+      sm90_attention::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, limit0, limit0 + 8);
     };
     for (int n = 0; n < key_tiles; ++n) {
       const int first = g0 + n * heads, end = first + heads;
@@ -564,8 +572,8 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       finish_item(k, own);  // rows that see no key: zeros
     }
   };
-  sm90_attn::TurnStream stream{consumer, false, CONSUMERS};
-  int slot[flash_sm90::kSlotInts];
+  sm90_attention::TurnStream stream{consumer, false, CONSUMERS};
+  int slot[flash_fwd::sm90_wgmma::kSlotInts];
   queue.announced(0, slot);
   View item(slot);
   int g = 0;             // key tiles of the CTA's earlier items
@@ -573,9 +581,9 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   View done = item;
   int last_values = 0;
   for (int k = 0; item.index >= 0; ++k) {
-    // flash_sm90::shared_rows_item(item.m0, item.n_tiles, CONSUMERS), written out: calling it
-    // here changed the machine code and cost 1.7% at d64 4x4096 (1122 -> 1141 us, BENCHMARKS.md,
-    // flash_fwd, "shared rows weighed").
+    // flash_fwd::sm90_wgmma::shared_rows_item(item.m0, item.n_tiles, CONSUMERS), written out:
+    // calling it here changed the machine code and cost 1.7% at d64 4x4096 (1122 -> 1141 us,
+    // BENCHMARKS.md, flash_fwd, "shared rows weighed").
     if (SHARES_ROWS && item.m0 == -kOwner * ROWS && item.n_tiles >= CONSUMERS) {
       shared_rows_item(k, item, g);
       g += item.n_tiles;
@@ -583,7 +591,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
       item = View(slot);
       continue;
     }
-    if (STACKS && flash_sm90::stacked_item(item.m0, CONSUMERS)) {
+    if (STACKS && flash_fwd::sm90_wgmma::stacked_item(item.m0, CONSUMERS)) {
       stacked_item(k, item, g);
       g += item.n_tiles;
       queue.announced(k + 1, slot);
@@ -607,24 +615,24 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
     for (int w = 0; w < CONSUMERS; ++w) {
       if (w != consumer) other_tiles = min(other_tiles, tiles_of(item, w));
     }
-    const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
+    const sm90_attention::IssueTurns turns = stream.next(my_tiles, other_tiles);
     // Keys from mask_from on are hidden from at least one row of the warpgroup (causal, or past
     // the sequence's end): tiles reaching it are masked element by element, the others not at all.
     const int mask_from = CAUSAL ? max(0, min(kv_len, wg_row0 + offset + 1)) : kv_len;
     // This thread's two rows (accumulator layout, sm90.cuh): row0 and row0 + 8; with CAUSAL each
     // sees keys up to its row + offset.
-    const int row0 = wg_row0 + flash_sm90::accumulator_row(tid, 0);
-    const int limit0 = CAUSAL ? row0 + offset : sm90_attn::kNoLimit;
-    const int limit1 = CAUSAL ? row0 + 8 + offset : sm90_attn::kNoLimit;
+    const int row0 = wg_row0 + flash_fwd::sm90_wgmma::accumulator_row(tid, 0);
+    const int limit0 = CAUSAL ? row0 + offset : sm90_attention::kNoLimit;
+    const int limit1 = CAUSAL ? row0 + 8 + offset : sm90_attention::kNoLimit;
     auto mask = [&](int n, float(&s)[TILE_N / 2]) {
       if (n * TILE_N + TILE_N > mask_from)
-        sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+        sm90_attention::mask_scores<TILE_N>(s, tid, n * TILE_N, kv_len, limit0, limit1);
     };
     // The same on a short tile's registers: where the keys it takes reach mask_from (a half tile
     // always reaches its rows' diagonal; tested as a whole tile, as it was before the narrow ones).
     auto mask_last = [&](int n, float(&s)[LAST / 2]) {
       if (n * TILE_N + (HALF_LAST ? TILE_N : LAST) > mask_from)
-        sm90_attn::mask_scores<LAST>(s, tid, n * TILE_N, kv_len, limit0, limit1);
+        sm90_attention::mask_scores<LAST>(s, tid, n * TILE_N, kv_len, limit0, limit1);
     };
     // The warpgroup's last key tile needs only its first half where its rows see no key past that
     // (HALF_LAST), or its first LAST_KEYS (NARROW_LAST); a warpgroup of one tile takes it whole.
@@ -731,7 +739,7 @@ __global__ void __launch_bounds__(flash_sm90::threads(CONSUMERS), 1)
   }
   release_stored();
   if constexpr (STAGED) sm90::tma_store_wait<true>();  // before the CTA's shared memory goes
-  sm90_attn::IssueTurns::finish(consumer, stream.handed);
+  sm90_attention::IssueTurns::finish(consumer, stream.handed);
 }
 
 }  // namespace attn

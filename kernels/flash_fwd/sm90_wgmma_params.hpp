@@ -30,7 +30,7 @@ struct FlashFwdSm90Params {
   int group;         // num_q_heads / num_kv_heads
   float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
   // q again, with boxes of 64 rows x 64 columns: one warpgroup's rows of a stacked item
-  // (flash_sm90::stacks_heads). Last, so the other fields keep their offsets.
+  // (flash_fwd::sm90_wgmma::stacks_heads). Last, so the other fields keep their offsets.
   TensorMapBytes q_rows_map;
 };
 

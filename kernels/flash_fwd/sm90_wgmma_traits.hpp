@@ -10,39 +10,39 @@
 #include "kernels/common/sm90_persistent_traits.hpp"
 
 namespace attn {
-namespace flash_sm90 {
+namespace flash_fwd::sm90_wgmma {
 
 // The tile shapes, index maps, register split and tile rules are those of every FA3-style kernel
 // here (kernels/common/sm90_attention_traits.hpp).
-using sm90_attn::a_fragment_accumulator;
-using sm90_attn::accumulator_column;
-using sm90_attn::accumulator_row;
-using sm90_attn::column_blocks;
-using sm90_attn::k_major_step_offset;
-using sm90_attn::kBlockColumns;
-using sm90_attn::kBlockRowBytes;
-using sm90_attn::kConsumerRegisters;
-using sm90_attn::kConsumerRows;
-using sm90_attn::kMaxSharedBytes;
-using sm90_attn::kProducerRegisters;
-using sm90_attn::kRegisterOverhead;
-using sm90_attn::kSwizzleAtomBytes;
-using sm90_attn::kv_tile_bytes;
-using sm90_attn::mn_major_step_offset;
-using sm90_attn::q_bytes;
-using sm90_attn::register_estimate;
-using sm90_attn::threads;
-using sm90_attn::v_leading_bytes;
+using sm90_attention::a_fragment_accumulator;
+using sm90_attention::accumulator_column;
+using sm90_attention::accumulator_row;
+using sm90_attention::column_blocks;
+using sm90_attention::k_major_step_offset;
+using sm90_attention::kBlockColumns;
+using sm90_attention::kBlockRowBytes;
+using sm90_attention::kConsumerRegisters;
+using sm90_attention::kConsumerRows;
+using sm90_attention::kMaxSharedBytes;
+using sm90_attention::kProducerRegisters;
+using sm90_attention::kRegisterOverhead;
+using sm90_attention::kSwizzleAtomBytes;
+using sm90_attention::kv_tile_bytes;
+using sm90_attention::mn_major_step_offset;
+using sm90_attention::q_bytes;
+using sm90_attention::register_estimate;
+using sm90_attention::threads;
+using sm90_attention::v_leading_bytes;
 
-using Rule = sm90_attn::Rule;
-using sm90_attn::kConsumers;
-using sm90_attn::kHeadDim;
-using sm90_attn::kOk;
-using sm90_attn::kRegisters;
-using sm90_attn::kSharedMemory;
-using sm90_attn::kStages;
-using sm90_attn::kTileM;
-using sm90_attn::kTileN;
+using Rule = sm90_attention::Rule;
+using sm90_attention::kConsumers;
+using sm90_attention::kHeadDim;
+using sm90_attention::kOk;
+using sm90_attention::kRegisters;
+using sm90_attention::kSharedMemory;
+using sm90_attention::kStages;
+using sm90_attention::kTileM;
+using sm90_attention::kTileN;
 
 // The grid is persistent (sm90_persistent_traits.hpp): Q has two buffers wherever they fit, and
 // the barriers are Q's full and empty per buffer, full + empty for K and for V in every stage, and
@@ -91,8 +91,8 @@ ATTN_HOST_DEVICE constexpr int stacked_heads(int q_head, int num_q_heads, int co
 // Shared rows: an item whose rows are all the last consumer warpgroup's (the top query tile of a
 // sequence that is 64 rows past a multiple of 192, QueryTilesFrom::end) has every warpgroup take
 // every third key tile of those rows, and the last one merges the others' partial results
-// (sm90_attn::Consumer::merge_partial) from a scratch area after the item slots: 2 x (HEAD_DIM /
-// 2 + 4) x 128 floats. Three consumers at head dim 64 (the default there), without a causal mask
+// (sm90_attention::Consumer::merge_partial) from a scratch area after the item slots: 2 x (HEAD_DIM
+// / 2 + 4) x 128 floats. Three consumers at head dim 64 (the default there), without a causal mask
 // (with one such a tile is stacked instead; the scratch is there either way).
 ATTN_HOST_DEVICE constexpr bool shares_rows(int head_dim, int tile_m) {
   return head_dim == 64 && tile_m == 3 * kConsumerRows;
@@ -108,13 +108,13 @@ ATTN_HOST_DEVICE constexpr bool shared_rows_item(int m0, int n_tiles, int consum
 // where the softmax's FP32 work is largest per product, every config. The ones follow the V
 // stages (kOnesBytes).
 ATTN_HOST_DEVICE constexpr bool tensor_row_sums(int head_dim) {
-  return sm90_attn::tensor_row_sums_fit(head_dim);
+  return sm90_attention::tensor_row_sums_fit(head_dim);
 }
 // Half key tiles: under a causal mask a warpgroup's last key tile often holds its rows' last
 // visible key in its first half (with 128-key tiles, every other 64-row warpgroup's), so every
 // row hides the other half. There S, the softmax and P V take the first half only
-// (sm90_attn::Consumer's COLS = tile_n / 2). At head dim 64, where the softmax's issue bounds a
-// tile, with tiles of whole 32-key halves (wgmma's N and P V's k16 steps), and where no item
+// (sm90_attention::Consumer's COLS = tile_n / 2). At head dim 64, where the softmax's issue bounds
+// a tile, with tiles of whole 32-key halves (wgmma's N and P V's k16 steps), and where no item
 // streams into the next (the kernel's STREAM: an item's last P V then goes with the next item's
 // first S).
 ATTN_HOST_DEVICE constexpr bool halves_last_tile(int head_dim, int tile_n, bool causal) {
@@ -123,8 +123,9 @@ ATTN_HOST_DEVICE constexpr bool halves_last_tile(int head_dim, int tile_n, bool 
 // The last key tile: a sequence of kv_len keys (at least one) in tiles of tile_n ends on a tile
 // of (kv_len - 1) % tile_n + 1 keys. The kernel's LAST_KEYS (without a causal mask) is the most of
 // these over the batch's sequences, rounded up to whole k16 steps: S, the softmax and P V of every
-// item's last tile take that many keys (sm90_attn::Consumer's COLS); tile_n takes it whole. Under
-// a causal mask a warpgroup's last tile follows its rows' diagonal instead (halves_last_tile).
+// item's last tile take that many keys (sm90_attention::Consumer's COLS); tile_n takes it whole.
+// Under a causal mask a warpgroup's last tile follows its rows' diagonal instead
+// (halves_last_tile).
 ATTN_HOST_DEVICE constexpr int last_tile_keys(int kv_len, int tile_n) {
   return ((kv_len - 1) % tile_n + 16) / 16 * 16;
 }
@@ -139,14 +140,13 @@ ATTN_HOST_DEVICE constexpr bool narrows_last_tile(int head_dim, int tile_n, bool
   return !causal && head_dim == 128 && tile_n > 64;
 }
 ATTN_HOST_DEVICE constexpr int ones_bytes(int head_dim) {
-  return tensor_row_sums(head_dim) ? sm90_attn::kOnesBytes : 0;
+  return tensor_row_sums(head_dim) ? sm90_attention::kOnesBytes : 0;
 }
 ATTN_HOST_DEVICE constexpr int shared_rows_scratch_bytes(int head_dim, int tile_m) {
-  return shares_rows(head_dim, tile_m) ? (tile_m / kConsumerRows - 1) *
-                                             sm90_attn::partial_floats(
-                                                 head_dim, tensor_row_sums(head_dim)) *
-                                             128 * 4
-                                       : 0;
+  return shares_rows(head_dim, tile_m)
+             ? (tile_m / kConsumerRows - 1) *
+                   sm90_attention::partial_floats(head_dim, tensor_row_sums(head_dim)) * 128 * 4
+             : 0;
 }
 // The scratch and the ones go in sm90_persistent's `extra` 8-byte words.
 ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
@@ -173,15 +173,17 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // as FlashAttention-3's do: 128 x 32 + 384 x 160.
 constexpr int kMaxConsumers = 3;
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers) {
-  return consumers == 1 ? sm90_persistent::producer_registers(1)
-                        : consumers == 2 ? kProducerRegisters : 32;
+  return consumers == 1   ? sm90_persistent::producer_registers(1)
+         : consumers == 2 ? kProducerRegisters
+                          : 32;
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers) {
-  return consumers == 1 ? sm90_persistent::consumer_registers(1)
-                        : consumers == 2 ? kConsumerRegisters : 160;
+  return consumers == 1   ? sm90_persistent::consumer_registers(1)
+         : consumers == 2 ? kConsumerRegisters
+                          : 160;
 }
 
-// Key tiles of any multiple of 16 keys from 64 to 256 (sm90_attn::tile_n_allowed): the rows of
+// Key tiles of any multiple of 16 keys from 64 to 256 (sm90_attention::tile_n_allowed): the rows of
 // a tile are consecutive keys of one sequence, with no page or block structure to follow.
 constexpr bool kAnyTileN = true;
 
@@ -199,14 +201,13 @@ ATTN_HOST_DEVICE constexpr int register_limit(int consumers) {
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers) {
-  const int tiles =
-      sm90_attn::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                             shared_bytes(head_dim, tile_m, tile_n, stages), kAnyTileN,
-                             kMaxConsumers);
+  const int tiles = sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
+                                                shared_bytes(head_dim, tile_m, tile_n, stages),
+                                                kAnyTileN, kMaxConsumers);
   if (tiles != kOk) return tiles;
   if (register_estimate(head_dim, tile_n) > register_limit(consumers)) return kRegisters;
   return kOk;
 }
 
-}  // namespace flash_sm90
+}  // namespace flash_fwd::sm90_wgmma
 }  // namespace attn

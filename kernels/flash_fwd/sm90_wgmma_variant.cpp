@@ -27,10 +27,10 @@ struct Sm90Config {
         stages(int(c.get("stages"))),
         consumers(int(c.get("consumers"))) {}
   int shared_bytes(int head_dim) const {
-    return flash_sm90::shared_bytes(head_dim, tile_m, tile_n, stages);
+    return flash_fwd::sm90_wgmma::shared_bytes(head_dim, tile_m, tile_n, stages);
   }
   int check(int head_dim) const {
-    return flash_sm90::check(head_dim, tile_m, tile_n, stages, consumers);
+    return flash_fwd::sm90_wgmma::check(head_dim, tile_m, tile_n, stages, consumers);
   }
 };
 
@@ -99,15 +99,16 @@ int default_tile_n(const Batch& batch, const std::vector<int>& widths) {
   return best;
 }
 
-// The kernel's LAST_KEYS (flash_sm90::last_tile_keys): where the config narrows the last tile
-// (flash_sm90::narrows_last_tile), the most keys any sequence's last key tile holds, in whole k16
-// steps (16 where no sequence has keys); tile_n (the whole tile) elsewhere.
+// The kernel's LAST_KEYS (flash_fwd::sm90_wgmma::last_tile_keys): where the config narrows the last
+// tile (flash_fwd::sm90_wgmma::narrows_last_tile), the most keys any sequence's last key tile
+// holds, in whole k16 steps (16 where no sequence has keys); tile_n (the whole tile) elsewhere.
 int last_tile_keys(const Batch& batch, int tile_n) {
-  if (!flash_sm90::narrows_last_tile(batch.spec.model.head_dim, tile_n, batch.causal))
+  if (!flash_fwd::sm90_wgmma::narrows_last_tile(batch.spec.model.head_dim, tile_n, batch.causal))
     return tile_n;
   int keys = 16;
   for (const int64_t kv_len : batch.kv_lens) {
-    if (kv_len > 0) keys = std::max(keys, flash_sm90::last_tile_keys(int(kv_len), tile_n));
+    if (kv_len > 0)
+      keys = std::max(keys, flash_fwd::sm90_wgmma::last_tile_keys(int(kv_len), tile_n));
   }
   return keys;
 }
@@ -116,9 +117,10 @@ int last_tile_keys(const Batch& batch, int tile_n) {
 constexpr int64_t kShortItemTiles = 8;
 
 std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
-  const std::string reason = sm90_attn::describe_tile_rule(
-      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim), flash_sm90::kAnyTileN,
-      flash_sm90::kMaxConsumers, flash_sm90::consumer_registers(c.consumers));
+  const std::string reason = sm90_attention::describe_tile_rule(
+      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim),
+      flash_fwd::sm90_wgmma::kAnyTileN, flash_fwd::sm90_wgmma::kMaxConsumers,
+      flash_fwd::sm90_wgmma::consumer_registers(c.consumers));
   return reason.empty() ? "invalid config" : reason;
 }
 
@@ -135,7 +137,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   FeatureSet features() const override { return flash_fwd_features(); }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return sm90_attn::tile_axes("query rows", {64, 80, 128, 176, 192}, flash_sm90::kMaxConsumers);
+    return sm90_attention::tile_axes("query rows", {64, 80, 128, 176, 192},
+                                     flash_fwd::sm90_wgmma::kMaxConsumers);
   }
 
   // Three consumer warpgroups at head dim 64 (below). Otherwise two (128 query rows), the key
@@ -146,7 +149,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     const int head_dim = batch.spec.model.head_dim;
     auto fits = [&](const KernelConfig& config) {
       const Sm90Config c(config);
-      return c.check(head_dim) == flash_sm90::kOk &&
+      return c.check(head_dim) == flash_fwd::sm90_wgmma::kOk &&
              (target.max_shared_per_block <= 0 ||
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
     };
@@ -202,7 +205,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
       return s;
     const Sm90Config c(config);
     const int rule = c.check(m.head_dim);
-    if (rule != flash_sm90::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
+    if (rule != flash_fwd::sm90_wgmma::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
     if (flash_sm90_items(batch, c.tile_m) > INT_MAX) {
       return Support::no("more than 2^31 work items (query tiles x q heads)");
     }
@@ -241,11 +244,11 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     // kernel stacks (STACKS) listed once per stack of consecutive q heads.
     std::vector<QueryTile> tiles = flash_fwd_query_tiles(batch, c.tile_m, c.tile_n, kTilesFrom);
     WorkOrderShape order_shape = work_order_shape(batch, context.target);
-    if (flash_sm90::shares_rows(m.head_dim, c.tile_m) && !batch.causal) {
+    if (flash_fwd::sm90_wgmma::shares_rows(m.head_dim, c.tile_m) && !batch.causal) {
       tiles = weigh_shared_rows(std::move(tiles), batch.query_lens, c.tile_m, c.consumers);
       order_shape.prefer_long_tail = true;
     }
-    if (flash_sm90::stacks_heads(m.head_dim, c.tile_m, batch.causal)) {
+    if (flash_fwd::sm90_wgmma::stacks_heads(m.head_dim, c.tile_m, batch.causal)) {
       order_shape.stacked = stacked_tiles(tiles, batch.query_lens, c.tile_m, c.consumers);
       order_shape.stack_heads = c.consumers;
     }
@@ -268,9 +271,9 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
                                    kv_columns * 2, uint32_t(c.tile_n));
     p.o_map = encode_tensor_map_2d(api, type, problem.out(), q_columns, uint64_t(batch.total_q),
-                                   q_columns * 2, uint32_t(sm90_attn::kConsumerRows));
+                                   q_columns * 2, uint32_t(sm90_attention::kConsumerRows));
     p.q_rows_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, uint64_t(batch.total_q),
-                                        q_columns * 2, uint32_t(sm90_attn::kConsumerRows));
+                                        q_columns * 2, uint32_t(sm90_attention::kConsumerRows));
     p.out = problem.out();
     p.lse = lse;
     p.cu_seqlens_q = problem.cu_seqlens_q();
@@ -288,7 +291,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     // Persistent: at most one CTA per SM, each drawing work items in their order until none is
     // left.
     shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
-    shape.block_x = unsigned(flash_sm90::threads(c.consumers));
+    shape.block_x = unsigned(flash_fwd::sm90_wgmma::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<FlashFwdSm90Params>>(context, attention, shape, p,
                                                                 std::move(buffers));

@@ -35,8 +35,8 @@ std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
                                          const std::vector<int64_t>& query_lens, int tile_m,
                                          int warpgroups) {
   for (QueryTile& t : tiles) {
-    if (flash_sm90::shared_rows_item(first_row(t, query_lens, tile_m), int(t.key_tiles),
-                                     warpgroups)) {
+    if (flash_fwd::sm90_wgmma::shared_rows_item(first_row(t, query_lens, tile_m), int(t.key_tiles),
+                                                warpgroups)) {
       t.key_tiles = (t.key_tiles + warpgroups - 1) / warpgroups;
     }
   }
@@ -52,7 +52,8 @@ std::vector<bool> stacked_tiles(const std::vector<QueryTile>& tiles,
   std::vector<bool> stacked;
   stacked.reserve(tiles.size());
   for (const QueryTile& t : tiles)
-    stacked.push_back(flash_sm90::stacked_item(first_row(t, query_lens, tile_m), warpgroups));
+    stacked.push_back(
+        flash_fwd::sm90_wgmma::stacked_item(first_row(t, query_lens, tile_m), warpgroups));
   return stacked;
 }
 

@@ -42,10 +42,10 @@ struct WorkOrderShape {
   // 1136.13 -> 1131.76 / 1131.25 / 1136.24. The same rule for every order ran d64 16x1024 causal
   // no faster (210.91 / 211.98 / 211.38 -> 211.36 / 211.38 / 213.12), so it is not the default.
   bool prefer_long_tail = false;
-  // Stacked tiles (sm90_wgmma's stacks, flash_sm90::stacks_heads): where stacked[i], tiles[i] is
-  // one item per `stack_heads` consecutive q heads (listed for the q heads that are multiples of
-  // it, where the stack's first head's item would be), not one per q head. Indexed as the tiles;
-  // empty: none.
+  // Stacked tiles (sm90_wgmma's stacks, flash_fwd::sm90_wgmma::stacks_heads): where stacked[i],
+  // tiles[i] is one item per `stack_heads` consecutive q heads (listed for the q heads that are
+  // multiples of it, where the stack's first head's item would be), not one per q head. Indexed as
+  // the tiles; empty: none.
   std::vector<bool> stacked;
   int stack_heads = 1;
 };
@@ -79,12 +79,12 @@ std::vector<int32_t> flash_fwd_work_order(const std::vector<QueryTile>& tiles,
                                           int64_t* tail_pairs = nullptr);
 
 // `tiles` (one head's query tiles, flash_fwd_query_tiles, QueryTilesFrom::end) with the items
-// whose rows sm90_wgmma's consumer warpgroups share (flash_sm90::shares_rows, without a causal
-// mask: the top tile of a sequence holding only the last warpgroup's rows, with at least
-// `warpgroups` key tiles, flash_sm90::shared_rows_item) weighed as the key tiles each warpgroup
-// multiplies, their key tiles / warpgroups rounded up; heaviest first again (ties keep their
-// order). Weighed as whole items they looked as heavy as the others, so neither the head's order
-// nor the tail put them last.
+// whose rows sm90_wgmma's consumer warpgroups share (flash_fwd::sm90_wgmma::shares_rows, without a
+// causal mask: the top tile of a sequence holding only the last warpgroup's rows, with at least
+// `warpgroups` key tiles, flash_fwd::sm90_wgmma::shared_rows_item) weighed as the key tiles each
+// warpgroup multiplies, their key tiles / warpgroups rounded up; heaviest first again (ties keep
+// their order). Weighed as whole items they looked as heavy as the others, so neither the head's
+// order nor the tail put them last.
 std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
                                          const std::vector<int64_t>& query_lens, int tile_m,
                                          int warpgroups);
@@ -92,10 +92,9 @@ std::vector<QueryTile> weigh_shared_rows(std::vector<QueryTile> tiles,
 // Which of `tiles` (one head's query tiles, flash_fwd_query_tiles, QueryTilesFrom::end) sm90_wgmma
 // stacks where its config does (WorkOrderShape::stacked): with `warpgroups` consumer warpgroups of
 // 64 rows, the top tile of a sequence whose rows are all the last warpgroup's
-// (flash_sm90::stacked_item).
+// (flash_fwd::sm90_wgmma::stacked_item).
 std::vector<bool> stacked_tiles(const std::vector<QueryTile>& tiles,
-                                const std::vector<int64_t>& query_lens, int tile_m,
-                                int warpgroups);
+                                const std::vector<int64_t>& query_lens, int tile_m, int warpgroups);
 
 // When the last of `ctas` CTAs finishes if each, once free, draws the next item of `costs` in
 // order (all start at 0 with the first `ctas` items).

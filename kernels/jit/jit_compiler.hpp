@@ -27,7 +27,7 @@ namespace attn {
 struct NvrtcApi;
 
 struct JitProgram {
-  std::string name;                  // for messages, e.g. "paged_decode.splitkv.t64.w4.h4"
+  std::string name;                  // for messages, e.g. "paged_decode.sm80_simt.t64.w4.h4"
   std::string source;                // the translation unit (includes only)
   std::vector<std::string> kernels;  // name expressions, e.g. "attn::f<0, 128>"
   std::string arch;                  // "sm_90a", "sm_80", ...

@@ -6,14 +6,14 @@
 
 namespace attn {
 
-std::unique_ptr<Variant> make_paged_decode_splitkv();
-std::unique_ptr<Variant> make_paged_decode_tensorcore();
+std::unique_ptr<Variant> make_paged_decode_sm80_simt();
+std::unique_ptr<Variant> make_paged_decode_sm80_mma();
 std::unique_ptr<Variant> make_paged_decode_sm90_tma();
 std::unique_ptr<Variant> make_paged_decode_cpu_reference();
 
 void add_paged_decode_variants(Registry& registry) {
-  registry.add(make_paged_decode_splitkv());
-  registry.add(make_paged_decode_tensorcore());
+  registry.add(make_paged_decode_sm80_simt());
+  registry.add(make_paged_decode_sm80_mma());
   registry.add(make_paged_decode_sm90_tma());
   registry.add(make_paged_decode_cpu_reference());
 }

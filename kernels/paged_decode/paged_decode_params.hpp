@@ -6,7 +6,7 @@
 //   HND: K/V pool [pages, kv_heads, page_size, head_dim]
 #pragma once
 
-#include "kernels/paged_decode/splitkv_traits.hpp"
+#include "kernels/paged_decode/sm80_simt_traits.hpp"
 
 namespace attn {
 
@@ -27,19 +27,20 @@ struct PagedDecodeParams {
   int num_kv_heads;
   int page_size;
   int max_pages_per_seq;
-  int num_splits;    // grid z: the most splits of any sequence (splitkv::splits_of)
+  int num_splits;    // grid z: the most splits of any sequence (paged_decode::sm80_simt::splits_of)
   int split_tokens;  // auto split length (> 0), or 0: every sequence gets num_splits splits
   int head_chunks;   // ceil(group_size / heads_per_cta)
   int page_shift;    // log2(page_size) when it is a power of two, else -1
-  int sliding_window;  // 0: none; else the query (position kv_len - 1) sees the last w keys
-  float q_scale;     // multiplies q: softmax_scale (* log2(e) without soft-cap), fp8: * 2^120
-  float soft_cap;    // 0: none; else logits = cap * tanh(logits / cap)
+  int sliding_window;   // 0: none; else the query (position kv_len - 1) sees the last w keys
+  float q_scale;        // multiplies q: softmax_scale (* log2(e) without soft-cap), fp8: * 2^120
+  float soft_cap;       // 0: none; else logits = cap * tanh(logits / cap)
   float soft_cap_log2;  // soft_cap * log2(e)
   int has_sinks;
-  int kv_fp8;        // K/V hold e4m3 codes: scales below apply
-  float k_scale[splitkv::kMaxKvHeads];  // per kv head (a per-tensor scale is repeated)
-  float v_scale[splitkv::kMaxKvHeads];
-  float sink_log2[splitkv::kMaxQHeads];  // per q head, sink logit * log2(e)
+  int kv_fp8;                                           // K/V hold e4m3 codes: scales below apply
+  float k_scale[paged_decode::sm80_simt::kMaxKvHeads];  // per kv head (a per-tensor scale is
+                                                        // repeated)
+  float v_scale[paged_decode::sm80_simt::kMaxKvHeads];
+  float sink_log2[paged_decode::sm80_simt::kMaxQHeads];  // per q head, sink logit * log2(e)
 };
 
 }  // namespace attn

@@ -7,11 +7,11 @@ namespace attn {
 
 class Registry;
 
-// Registers paged_decode.splitkv, paged_decode.tensorcore and paged_decode.sm90_tma (CUDA) and
+// Registers paged_decode.sm80_simt, paged_decode.sm80_mma and paged_decode.sm90_tma (CUDA) and
 // paged_decode.cpu_reference.
 void add_paged_decode_variants(Registry& registry);
 
-// What the CUDA paged_decode kernels implement (splitkv and tensorcore; sm90_tma without fp8 K/V):
+// What the CUDA paged_decode kernels implement (sm80_simt and sm80_mma; sm90_tma without fp8 K/V):
 // decode batches, causal or not, sliding window, soft-cap, sinks, shared prefixes, NHD and HND
 // pools, bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims
 // 64, 128 and 256, pages of 1 to 256 tokens. Not the vllm layout, block-sparse or explicit masks.

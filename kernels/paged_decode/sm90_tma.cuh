@@ -1,7 +1,7 @@
-// paged_decode.sm90_tma: paged_decode.tensorcore's flash-decoding on the tensor cores, with the K/V
+// paged_decode.sm90_tma: paged_decode.sm80_mma's flash-decoding on the tensor cores, with the K/V
 // pages loaded by Hopper's Tensor Memory Accelerator instead of cp.async.
 //
-// Same semantics, work list, split-KV and in-kernel split merge as tensorcore.cuh (read that
+// Same semantics, work list, split-KV and in-kernel split merge as sm80_mma.cuh (read that
 // first); what differs is how a compute block's keys reach shared memory:
 // - One producer warp (the CTA's last) issues, per block, one TMA box per page the block touches
 //   (box_tokens keys x 64 dims of one KV head; head_dim / 64 boxes side by side) for K and for V,
@@ -9,7 +9,7 @@
 //   from the block table in parallel, one box each. There is no per-row address arithmetic, no
 //   copy instruction per 16 bytes, and the compute warps never wait on their own copies.
 // - The WARPS compute warps wait on "full", compute their slice of the block exactly as in
-//   tensorcore (tensorcore_block.cuh, with the 128-byte swizzled tile layout TMA writes), and
+//   sm80_mma (sm80_mma_block.cuh, with the 128-byte swizzled tile layout TMA writes), and
 //   arrive on the stage's "empty" mbarrier, which the producer waits on before reusing it.
 // - Blocks are aligned to multiples of BLOCK_TOKENS keys from the sequence's start (a box is a
 //   page or an aligned part of one), so a sliding window's first block also holds keys before the
@@ -17,48 +17,50 @@
 //   sequence end (unloaded, or the unused slots of the last page) are zeroed before P V, because
 //   0 x NaN would poison the output.
 //
-// Tunables: BLOCK_TOKENS, WARPS (compute warps), STAGES as tensorcore; BOX_TOKENS follows from the
-// page size (sm90_tma_traits.hpp). 16-bit K/V only (fp8 pools: paged_decode.tensorcore).
+// Tunables: BLOCK_TOKENS, WARPS (compute warps), STAGES as sm80_mma; BOX_TOKENS follows from the
+// page size (sm90_tma_traits.hpp). 16-bit K/V only (fp8 pools: paged_decode.sm80_mma).
 #pragma once
 
 #include "kernels/common/cp_async.cuh"
 #include "kernels/common/sm90.cuh"
+#include "kernels/paged_decode/sm80_mma_block.cuh"
+#include "kernels/paged_decode/sm80_mma_epilogue.cuh"
 #include "kernels/paged_decode/sm90_tma_params.hpp"
 #include "kernels/paged_decode/sm90_tma_traits.hpp"
-#include "kernels/paged_decode/tensorcore_block.cuh"
-#include "kernels/paged_decode/tensorcore_epilogue.cuh"
 
 namespace attn {
 
 template <int DTYPE, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES, int BOX_TOKENS>
 __global__ void __launch_bounds__((WARPS + 1) * 32)
     paged_decode_sm90_tma(const __grid_constant__ Sm90TmaParams params) {
-  static_assert(sm90_tma::check(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES, BOX_TOKENS) ==
-                    sm90_tma::kOk,
-                "invalid paged_decode.sm90_tma config: see sm90_tma::check");
-  constexpr int THREADS = tensorcore::threads(WARPS);  // compute threads
-  constexpr int M = tensorcore::kMmaRows;
-  constexpr int ROW = tensorcore::row_elements(HEAD_DIM);  // padded Q smem row, 16-bit elements
-  constexpr int WARP_TOKENS = tensorcore::warp_tokens(WARPS, BLOCK_TOKENS);
-  constexpr int TILE_BYTES = sm90_tma::tile_bytes(HEAD_DIM, BLOCK_TOKENS);
-  constexpr int HALVES = HEAD_DIM / sm90_tma::kBoxElements;  // boxes side by side in a row
-  constexpr int BOXES = BLOCK_TOKENS / BOX_TOKENS;            // box rows of a block, <= 32
-  constexpr int BOX_BYTES = BOX_TOKENS * sm90_tma::kBoxElements * 2;
-  constexpr int HALF_BYTES = BLOCK_TOKENS * sm90_tma::kBoxElements * 2;
+  static_assert(paged_decode::sm90_tma::check(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES, BOX_TOKENS) ==
+                    paged_decode::sm90_tma::kOk,
+                "invalid paged_decode.sm90_tma config: see paged_decode::sm90_tma::check");
+  constexpr int THREADS = paged_decode::sm80_mma::threads(WARPS);  // compute threads
+  constexpr int M = paged_decode::sm80_mma::kMmaRows;
+  constexpr int ROW =
+      paged_decode::sm80_mma::row_elements(HEAD_DIM);  // padded Q smem row, 16-bit elements
+  constexpr int WARP_TOKENS = paged_decode::sm80_mma::warp_tokens(WARPS, BLOCK_TOKENS);
+  constexpr int TILE_BYTES = paged_decode::sm90_tma::tile_bytes(HEAD_DIM, BLOCK_TOKENS);
+  constexpr int HALVES =
+      HEAD_DIM / paged_decode::sm90_tma::kBoxElements;  // boxes side by side in a row
+  constexpr int BOXES = BLOCK_TOKENS / BOX_TOKENS;      // box rows of a block, <= 32
+  constexpr int BOX_BYTES = BOX_TOKENS * paged_decode::sm90_tma::kBoxElements * 2;
+  constexpr int HALF_BYTES = BLOCK_TOKENS * paged_decode::sm90_tma::kBoxElements * 2;
   static_assert(BOXES <= 32, "one producer lane per box");
-  using Tile = tc::Swizzled128Tile<BLOCK_TOKENS>;
-  const TensorCoreParams& p = params.base;
+  using Tile = paged_decode::sm80_mma::Swizzled128Tile<BLOCK_TOKENS>;
+  const Sm80MmaParams& p = params.base;
 
   // [alignment slack][stage area: STAGES x (K tile, V tile)][Q][full[STAGES], empty[STAGES]].
-  // After the key loop the stage area holds the cross-warp and split merges, as in tensorcore.
+  // After the key loop the stage area holds the cross-warp and split merges, as in sm80_mma.
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + sm90_tma::kAlignment - 1) &
-      ~(unsigned long long)(sm90_tma::kAlignment - 1));
+      (reinterpret_cast<unsigned long long>(smem_raw) + paged_decode::sm90_tma::kAlignment - 1) &
+      ~(unsigned long long)(paged_decode::sm90_tma::kAlignment - 1));
   unsigned short* q_tile = reinterpret_cast<unsigned short*>(
-      smem + sm90_tma::q_offset(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES));
+      smem + paged_decode::sm90_tma::q_offset(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES));
   unsigned long long* full = reinterpret_cast<unsigned long long*>(
-      smem + sm90_tma::barrier_offset(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES));
+      smem + paged_decode::sm90_tma::barrier_offset(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES));
   unsigned long long* empty = full + STAGES;
   __shared__ int merge_here;
 
@@ -130,9 +132,9 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
   cp_async_commit();
   cp_async_wait<0>();
   compute_sync();
-  tc::QFragments<false, HEAD_DIM> q;
+  paged_decode::sm80_mma::QFragments<false, HEAD_DIM> q;
   q.init(q_tile);
-  tc::WarpState<HEAD_DIM> st;
+  paged_decode::sm80_mma::WarpState<HEAD_DIM> st;
   st.init();
 
   for (int block = block_begin; block < block_end; ++block) {
@@ -153,15 +155,15 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
       sm90::fence_proxy_async_shared();  // before TMA may write these bytes again
       __syncwarp();
     }
-    tc::attend_block<DTYPE, false, HEAD_DIM, WARP_TOKENS, Tile>(
+    paged_decode::sm80_mma::attend_block<DTYPE, false, HEAD_DIM, WARP_TOKENS, Tile>(
         k_tile, v_tile, warp * WARP_TOKENS, q, key0, first_key, kv_len, p.score_scale, p.cap_log2,
         st);
     __syncwarp();
     if (lane == 0) sm90::mbarrier_arrive(&empty[stage]);
   }
   compute_sync();  // every compute warp is done with the stages: they become the merge area
-  tc::finish_split<DTYPE, false, HEAD_DIM, WARPS>(p, st, smem, &merge_here, seq, split, kv_head,
-                                                  1.0f, compute_sync);
+  paged_decode::sm80_mma::finish_split<DTYPE, false, HEAD_DIM, WARPS>(
+      p, st, smem, &merge_here, seq, split, kv_head, 1.0f, compute_sync);
 }
 
 }  // namespace attn

@@ -1,4 +1,4 @@
-// Kernel parameters of paged_decode.sm90_tma: those of paged_decode.tensorcore (the same work
+// Kernel parameters of paged_decode.sm90_tma: those of paged_decode.sm80_mma (the same work
 // list, split merge and logits) plus the TMA descriptors of the K and V pools. Passed as a
 // __grid_constant__ parameter, so the descriptors stay in parameter space where TMA reads them.
 //
@@ -10,14 +10,14 @@
 #pragma once
 
 #include "kernels/common/tensor_map_bytes.hpp"
-#include "kernels/paged_decode/tensorcore_params.hpp"
+#include "kernels/paged_decode/sm80_mma_params.hpp"
 
 namespace attn {
 
 struct Sm90TmaParams {
   TensorMapBytes k_map;
   TensorMapBytes v_map;
-  TensorCoreParams base;
+  Sm80MmaParams base;
   int token_coordinate;  // 2 when tokens are the third coordinate (HND), 3 when the fourth (NHD)
 };
 

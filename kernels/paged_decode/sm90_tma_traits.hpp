@@ -1,15 +1,15 @@
 // Traits of paged_decode.sm90_tma: threads, shared memory and validity derived from one config.
 // Included by the host (to reject a config before compiling it) and by the device template
 // (which static_asserts the same rule), so the two can never disagree. The compute warps are
-// those of paged_decode.tensorcore (tensorcore_traits.hpp: tile shapes, merge areas, register
+// those of paged_decode.sm80_mma (sm80_mma_traits.hpp: tile shapes, merge areas, register
 // estimate); one more warp issues the TMA loads.
 #pragma once
 
 #include "base/host_device.hpp"
-#include "kernels/paged_decode/tensorcore_traits.hpp"
+#include "kernels/paged_decode/sm80_mma_traits.hpp"
 
 namespace attn {
-namespace sm90_tma {
+namespace paged_decode::sm90_tma {
 
 // TMA boxes are 64 16-bit elements (128 bytes, the widest the 128-byte swizzle allows) wide: a
 // K/V row of head_dim elements is head_dim / 64 boxes side by side.
@@ -32,9 +32,9 @@ ATTN_HOST_DEVICE constexpr int tile_bytes(int head_dim, int block_tokens) {
 }
 ATTN_HOST_DEVICE constexpr int stage_area_bytes(int head_dim, int warps, int block_tokens,
                                                 int stages) {
-  return tensorcore::max3(stages * 2 * tile_bytes(head_dim, block_tokens),
-                          tensorcore::merge_bytes(head_dim, warps),
-                          tensorcore::split_merge_bytes());
+  return paged_decode::sm80_mma::max3(stages * 2 * tile_bytes(head_dim, block_tokens),
+                                      paged_decode::sm80_mma::merge_bytes(head_dim, warps),
+                                      paged_decode::sm80_mma::split_merge_bytes());
 }
 // Alignment slack, the stage area (rounded to 16), Q [16][row_elements] (16-bit), then the full
 // and empty mbarriers of every stage.
@@ -44,10 +44,9 @@ ATTN_HOST_DEVICE constexpr int q_offset(int head_dim, int warps, int block_token
 ATTN_HOST_DEVICE constexpr int barrier_offset(int head_dim, int warps, int block_tokens,
                                               int stages) {
   return q_offset(head_dim, warps, block_tokens, stages) +
-         tensorcore::kMmaRows * tensorcore::row_elements(head_dim) * 2;
+         paged_decode::sm80_mma::kMmaRows * paged_decode::sm80_mma::row_elements(head_dim) * 2;
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens,
-                                            int stages) {
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_tokens, int stages) {
   return kAlignment + barrier_offset(head_dim, warps, block_tokens, stages) + stages * 2 * 8;
 }
 
@@ -57,7 +56,7 @@ enum Rule : int {
   kWarps,         // warps must be 1, 2, 4 or 8
   kStages,        // stages must be 2, 3 or 4
   kBlockTokens,   // block_tokens must be 16 * warps * k and at most 256
-  kSharedMemory,  // more than tensorcore::kMaxSharedBytes of shared memory
+  kSharedMemory,  // more than paged_decode::sm80_mma::kMaxSharedBytes of shared memory
   kRegisters,     // too many registers per thread (would spill)
   kPageSize,      // boxes must hold a multiple of 8 keys and tile the block or the page
 };
@@ -70,10 +69,10 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, 
   if (stages < 2 || stages > 4) return kStages;
   if (block_tokens < 16 * warps || block_tokens % (16 * warps) != 0 || block_tokens > 256)
     return kBlockTokens;
-  if (shared_bytes(head_dim, warps, block_tokens, stages) > tensorcore::kMaxSharedBytes)
+  if (shared_bytes(head_dim, warps, block_tokens, stages) > paged_decode::sm80_mma::kMaxSharedBytes)
     return kSharedMemory;
-  if (tensorcore::register_estimate(head_dim, warps, block_tokens) >
-      tensorcore::kMaxRegisterEstimate)
+  if (paged_decode::sm80_mma::register_estimate(head_dim, warps, block_tokens) >
+      paged_decode::sm80_mma::kMaxRegisterEstimate)
     return kRegisters;
   if (page_size != 0) {
     const int box = box_tokens(page_size, block_tokens);
@@ -82,5 +81,5 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, 
   return kOk;
 }
 
-}  // namespace sm90_tma
+}  // namespace paged_decode::sm90_tma
 }  // namespace attn

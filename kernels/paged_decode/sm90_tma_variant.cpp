@@ -1,13 +1,13 @@
 // Host side of paged_decode.sm90_tma (device code: sm90_tma.cuh, rules: sm90_tma_traits.hpp): the
-// tensorcore variant's launch (tensorcore_launch.hpp) plus TMA descriptors of the K and V pools.
+// sm80_mma variant's launch (sm80_mma_launch.hpp) plus TMA descriptors of the K and V pools.
 #include <algorithm>
 #include <utility>
 
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
+#include "kernels/paged_decode/sm80_mma_launch.hpp"
 #include "kernels/paged_decode/sm90_tma_params.hpp"
 #include "kernels/paged_decode/sm90_tma_traits.hpp"
-#include "kernels/paged_decode/tensorcore_launch.hpp"
 
 namespace attn {
 
@@ -23,31 +23,33 @@ struct Sm90TmaConfig {
         stages(int(c.get("stages"))),
         num_splits(int(c.get("num_splits"))) {}
   int shared_bytes(int head_dim) const {
-    return sm90_tma::shared_bytes(head_dim, warps, tile_tokens, stages);
+    return paged_decode::sm90_tma::shared_bytes(head_dim, warps, tile_tokens, stages);
   }
 };
 
 std::string describe_rule(int rule, const Sm90TmaConfig& c, int head_dim, int page_size) {
   switch (rule) {
-    case sm90_tma::kHeadDim:
+    case paged_decode::sm90_tma::kHeadDim:
       return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
-    case sm90_tma::kWarps:
+    case paged_decode::sm90_tma::kWarps:
       return "warps must be 1, 2, 4 or 8";
-    case sm90_tma::kStages:
+    case paged_decode::sm90_tma::kStages:
       return "stages must be 2, 3 or 4";
-    case sm90_tma::kBlockTokens:
+    case paged_decode::sm90_tma::kBlockTokens:
       return "tile_tokens must be a multiple of " + std::to_string(16 * c.warps) +
              " (16 keys per warp, one mma k-slice) and at most 256";
-    case sm90_tma::kSharedMemory:
+    case paged_decode::sm90_tma::kSharedMemory:
       return "needs " + std::to_string(c.shared_bytes(head_dim)) +
-             " bytes of shared memory (limit " + std::to_string(tensorcore::kMaxSharedBytes) +
+             " bytes of shared memory (limit " +
+             std::to_string(paged_decode::sm80_mma::kMaxSharedBytes) +
              "): lower stages or tile_tokens";
-    case sm90_tma::kRegisters:
+    case paged_decode::sm90_tma::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(tensorcore::register_estimate(head_dim, c.warps, c.tile_tokens)) +
-             ", limit " + std::to_string(tensorcore::kMaxRegisterEstimate) +
+             std::to_string(
+                 paged_decode::sm80_mma::register_estimate(head_dim, c.warps, c.tile_tokens)) +
+             ", limit " + std::to_string(paged_decode::sm80_mma::kMaxRegisterEstimate) +
              "): lower tile_tokens or raise warps";
-    case sm90_tma::kPageSize:
+    case paged_decode::sm90_tma::kPageSize:
       return "page size " + std::to_string(page_size) + " with tile_tokens " +
              std::to_string(c.tile_tokens) +
              ": a TMA box (a page, or the block's part of one) must hold a multiple of 8 keys and "
@@ -63,17 +65,17 @@ class Sm90TmaVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "paged_decode.tensorcore with K/V pages loaded by TMA onto mbarriers from a producer "
+    return "paged_decode.sm80_mma with K/V pages loaded by TMA onto mbarriers from a producer "
            "warp (Hopper)";
   }
 
   // paged_decode's features without fp8 K/V: the TMA boxes here are 16-bit (fp8 pools:
-  // paged_decode.tensorcore).
+  // paged_decode.sm80_mma).
   FeatureSet features() const override {
     return paged_decode_features()
         .without(feature::kKvDtype)
         .note(feature::kKvDtype,
-              "TMA boxes here are 16-bit: paged_decode.tensorcore reads fp8 pools");
+              "TMA boxes here are 16-bit: paged_decode.sm80_mma reads fp8 pools");
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -86,13 +88,14 @@ class Sm90TmaVariant : public Variant {
   }
 
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
-    // tensorcore's default shape (BENCHMARKS.md, paged_decode), shrunk until it fits.
+    // sm80_mma's default shape (BENCHMARKS.md, paged_decode), shrunk until it fits.
     const int head_dim = batch.spec.model.head_dim, warps = 4;
     int tile = 64, stages = 2;
     auto fits = [&](int t) {
       const Sm90TmaConfig c(KernelConfig{
           {"tile_tokens", t}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}});
-      return sm90_tma::check(head_dim, warps, t, stages, batch.page_size) == sm90_tma::kOk &&
+      return paged_decode::sm90_tma::check(head_dim, warps, t, stages, batch.page_size) ==
+                 paged_decode::sm90_tma::kOk &&
              (target.max_shared_per_block <= 0 ||
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
     };
@@ -104,18 +107,19 @@ class Sm90TmaVariant : public Variant {
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
     if (Support s = supports_sm90_target(target, "TMA, mbarrier transactions"); !s) return s;
-    if (Support s = tensorcore_supports_limits(batch); !s) return s;
+    if (Support s = sm80_mma_supports_limits(batch); !s) return s;
     if (Support s =
             config_has_exactly(config, {"tile_tokens", "warps", "stages", "num_splits"}, name());
         !s)
       return s;
     const Sm90TmaConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
-    const int rule = sm90_tma::check(head_dim, c.warps, c.tile_tokens, c.stages, batch.page_size);
-    if (rule != sm90_tma::kOk)
+    const int rule =
+        paged_decode::sm90_tma::check(head_dim, c.warps, c.tile_tokens, c.stages, batch.page_size);
+    if (rule != paged_decode::sm90_tma::kOk)
       return Support::no(describe_rule(rule, c, head_dim, batch.page_size));
     return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits,
-                                        tensorcore::kMaxSplits, target);
+                                        paged_decode::sm80_mma::kMaxSplits, target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -142,18 +146,19 @@ class Sm90TmaVariant : public Variant {
     const int smem = c.shared_bytes(batch.spec.model.head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
-    TensorCoreLaunch launch = prepare_tensorcore_launch(
-        problem, context, attention, c.tile_tokens, c.num_splits, smem, sm90_tma::threads(c.warps));
+    Sm80MmaLaunch launch =
+        prepare_tensorcore_launch(problem, context, attention, c.tile_tokens, c.num_splits, smem,
+                                  paged_decode::sm90_tma::threads(c.warps));
     Sm90TmaParams params{};
     params.base = launch.params;
-    const int box = sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
+    const int box = paged_decode::sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
     const PagedPoolTensorMap k_map = paged_pool_tensor_map(context, batch, problem.k_pool(), box);
     params.k_map = k_map.map;
     params.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box).map;
     params.token_coordinate = k_map.token_coordinate;
     LaunchShape shape;
     shape.grid_x = launch.grid_x;
-    shape.block_x = unsigned(sm90_tma::threads(c.warps));
+    shape.block_x = unsigned(paged_decode::sm90_tma::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<Sm90TmaParams>>(context, attention, shape, params,
                                                            std::move(launch.owned));
@@ -166,7 +171,7 @@ class Sm90TmaVariant : public Variant {
     return "attn::paged_decode_sm90_tma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) +
            ", " + std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) + ">";
+           std::to_string(paged_decode::sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) + ">";
   }
 };
 

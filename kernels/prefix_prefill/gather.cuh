@@ -1,12 +1,12 @@
 // The prefix_prefill variants' one-off gather (run by prepare(), not timed): the new tokens' K
 // and V copied from their cache slots (slot_mapping) into contiguous rows K_new / V_new, as seed
-// 002's kernel receives them; and the paged-pool addressing it shares with prefix_prefill.mma.
+// 002's kernel receives them; and the paged-pool addressing it shares with prefix_prefill.sm80_mma.
 #pragma once
 
-#include "kernels/prefix_prefill/mma_params.hpp"
+#include "kernels/prefix_prefill/sm80_mma_params.hpp"
 
 namespace attn {
-namespace pp {
+namespace prefix_prefill::sm80_mma {
 
 // Element `e` of a key: the key's page through the block table, then the layout's strides.
 __device__ __forceinline__ long long paged_offset(const PoolStrides& s, int page, int slot,
@@ -15,7 +15,7 @@ __device__ __forceinline__ long long paged_offset(const PoolStrides& s, int page
          index * s.chunk;
 }
 
-}  // namespace pp
+}  // namespace prefix_prefill::sm80_mma
 
 // prepare()'s one-off gather of the new tokens' K and V (see PrefixPrefillGatherParams).
 __global__ void prefix_prefill_gather(const PrefixPrefillGatherParams p) {
@@ -40,9 +40,11 @@ __global__ void prefix_prefill_gather(const PrefixPrefillGatherParams p) {
     if (i < info.query_len) {
       const long long slot = p.slot_mapping[info.q_start + i];
       const int page = int(slot / p.page_size), offset = int(slot % p.page_size);
-      k_src = pp::paged_offset(p.k_strides, page, offset, head, dim / p.k_chunk_elements) +
+      k_src = prefix_prefill::sm80_mma::paged_offset(p.k_strides, page, offset, head,
+                                                     dim / p.k_chunk_elements) +
               (dim % p.k_chunk_elements) * p.element_bytes;
-      v_src = pp::paged_offset(p.v_strides, page, offset, head, dim / p.v_chunk_elements) +
+      v_src = prefix_prefill::sm80_mma::paged_offset(p.v_strides, page, offset, head,
+                                                     dim / p.v_chunk_elements) +
               (dim % p.v_chunk_elements) * p.element_bytes;
     }
     for (int b = 0; b < p.element_bytes; ++b) {

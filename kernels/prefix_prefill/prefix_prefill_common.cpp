@@ -23,7 +23,7 @@ FeatureSet prefix_prefill_features() {
   return FeatureSet()
       .with(feature::kQueries, {"decode", "prefill", "mixed"})
       .with(feature::kMask, {"causal", "non_causal"})
-      .note(feature::kMask, "explicit", "prefix_prefill.masked reads explicit masks")
+      .note(feature::kMask, "explicit", "prefix_prefill.sm80_mma_masked reads explicit masks")
       .note(feature::kMask, "the blocksparse family runs block-sparse masks")
       .with(feature::kSlidingWindow)
       .with(feature::kLogitsSoftCap)

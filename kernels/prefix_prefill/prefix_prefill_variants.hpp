@@ -6,23 +6,23 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/prefix_prefill/mma_params.hpp"
+#include "kernels/prefix_prefill/sm80_mma_params.hpp"
 #include "kernels/variant.hpp"
 
 namespace attn {
 
 class Registry;
 
-// Registers prefix_prefill.mma, prefix_prefill.masked and prefix_prefill.sm90_wgmma (CUDA) and
-// prefix_prefill.cpu_reference.
+// Registers prefix_prefill.sm80_mma, prefix_prefill.sm80_mma_masked and prefix_prefill.sm90_wgmma
+// (CUDA) and prefix_prefill.cpu_reference.
 void add_prefix_prefill_variants(Registry& registry);
 
-// What prefix_prefill.mma implements: any query shape (decode rows pack the GQA group), causal or
-// non-causal masks, sliding window, soft-cap, sinks, shared prefixes, NHD, HND and vllm pools,
+// What prefix_prefill.sm80_mma implements: any query shape (decode rows pack the GQA group), causal
+// or non-causal masks, sliding window, soft-cap, sinks, shared prefixes, NHD, HND and vllm pools,
 // bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims 64, 128
 // and 256, pages of 1 to 256 tokens. Block-sparse layouts are the blocksparse family's. The other
-// CUDA variants narrow it (prefix_prefill.masked: explicit masks instead; sm90_wgmma: no window,
-// no fp8, no vllm layout).
+// CUDA variants narrow it (prefix_prefill.sm80_mma_masked: explicit masks instead; sm90_wgmma: no
+// window, no fp8, no vllm layout).
 FeatureSet prefix_prefill_features();
 
 // Limits of the CUDA prefix_prefill kernels on a batch: one sink logit per q head, a sequence to
@@ -56,7 +56,7 @@ PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context,
 // The q tiles of tile_tokens new tokens of every sequence as [num_tiles][2] (sequence, first new
 // token), heaviest first: the most KV tiles of block_n keys (context tiles from key 0, then
 // new-token tiles from new token 0) under the batch's causal and window rules (none with an
-// explicit mask), so that the last wave holds the short ones. prefix_prefill.mma launches each
+// explicit mask), so that the last wave holds the short ones. prefix_prefill.sm80_mma launches each
 // tile for every kv head, the heads fastest (its kv head comes from blockIdx: a loaded one costs it
 // registers it does not have).
 std::vector<int> prefix_prefill_tile_schedule(const Batch& batch, int tile_tokens, int block_n,

@@ -5,13 +5,13 @@
 // flash_fwd.sm90_wgmma (kernels/common/sm90_attention.cuh, read that first); what differs is where
 // the keys come from and which keys a row sees.
 //
-// Computes what prefix_prefill.mma computes (mma.cuh): for each sequence with context_len c cached
-// tokens and query_len n new tokens, new token i (position c + i) and q head h (kv head h / group)
-// attend to every cached key 0 .. c - 1, read through the page table, and, causally (j <= i, or
-// all j < n without causal), to the new tokens' keys, which prepare() gathers once into contiguous
-// rows K_new / V_new (gather.cuh). logits() scales and soft-caps; a sink logit joins the
+// Computes what prefix_prefill.sm80_mma computes (mma.cuh): for each sequence with context_len c
+// cached tokens and query_len n new tokens, new token i (position c + i) and q head h (kv head h /
+// group) attend to every cached key 0 .. c - 1, read through the page table, and, causally (j <= i,
+// or all j < n without causal), to the new tokens' keys, which prepare() gathers once into
+// contiguous rows K_new / V_new (gather.cuh). logits() scales and soft-caps; a sink logit joins the
 // denominator with no value. Not here: fp8 KV, vLLM's layout, sliding windows, explicit masks
-// (prefix_prefill.mma and .masked have them).
+// (prefix_prefill.sm80_mma and .masked have them).
 //
 // Work decomposition (block = 128 x (1 + CONSUMERS)):
 // - Work items are the (q tile, kv head) pairs of prefix_prefill_cta_schedule, in its order. The
@@ -25,16 +25,17 @@
 //   consumer thread releases a Q buffer once its last S = Q K^T of the item is done.
 // - An item is TILE_M = 64 x CONSUMERS rows of one kv head: tile_tokens = TILE_M / group
 //   consecutive new tokens of one sequence times the group's q heads, token-major (row r: token
-//   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.mma packs them; K and V
-//   are loaded once for the whole group, and a decode row (query_len 1) fills group rows. One 4-D
-//   TMA box per 64-dim column block brings exactly these rows of Q; rows past group x tile_tokens
-//   are never written nor stored (each row's scores, softmax and output stay in its own row).
+//   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.sm80_mma packs them; K
+//   and V are loaded once for the whole group, and a decode row (query_len 1) fills group rows. One
+//   4-D TMA box per 64-dim column block brings exactly these rows of Q; rows past group x
+//   tile_tokens are never written nor stored (each row's scores, softmax and output stay in its own
+//   row).
 // - Keys are walked in tiles of TILE_N: first the cached context, tiles aligned to key 0 (the last
 //   one may be partial), then the new tokens, tiles aligned to new token 0 of K_new, so no tile
 //   straddles the two. K and V tiles are stored interleaved ([TILE_N / 8][HEAD_DIM / 64][8][64]:
-//   every column block of an 8-key group side by side, sm90_attn::interleaved_offset), which the
-//   wgmma descriptors read as they read contiguous tiles (8-key groups one group stride apart), so
-//   that one TMA box brings a page's every column block: a context tile is TILE_N / BOX_TOKENS
+//   every column block of an 8-key group side by side, sm90_attention::interleaved_offset), which
+//   the wgmma descriptors read as they read contiguous tiles (8-key groups one group stride apart),
+//   so that one TMA box brings a page's every column block: a context tile is TILE_N / BOX_TOKENS
 //   page boxes for K and as many for V (BOX_TOKENS keys of one kv head and page: the whole page,
 //   or the tile's part of a page larger than the tile), one per lane of the producer warp, which
 //   look the tile's pages up in parallel. Each box costs the TMA unit about the same whatever its
@@ -42,17 +43,17 @@
 //   page and 64-dim block took 357 us, one per page for V 337 us, and one per page for K and V 329
 //   us (st2). A new-token tile is one 4-D box of K_new and one of V_new.
 // - Two ways to load a context tile, fixed at compile time by the page size
-//   (prefix_sm90::copies_context): TMA page boxes as above wherever a box tiles the page and the
-//   key tile; for the pages under 64 keys that no box tiles (1, 2, 4, 5, 24, 31, 48, 63 ...) the
-//   whole producer warpgroup copies the tile with 16-byte cp.async into the same swizzled bytes
-//   (prefix_sm90::interleaved_chunk_offset), looking the page up per key, so any page size works.
-//   The copy path only widens the accepted page sizes: at 16-key pages it took twice the time of
-//   the TMA boxes (713 us against 356 us, H200, issue-6 case, before the boxes covered whole
-//   pages). The copy
-//   pipeline is FlashAttention-3's paged-KV one: a thread copies tile n, commits, waits for its
-//   group of tile n - 1, fences the generic-proxy writes for wgmma (async proxy), and each warp's
-//   lane 0 arrives on that tile's full barrier; full barriers then count one arrival per producer
-//   warp (warp 0's lane 0 with expect_tx on the TMA-loaded new-token tiles, the others plainly).
+//   (prefix_prefill::sm90_wgmma::copies_context): TMA page boxes as above wherever a box tiles the
+//   page and the key tile; for the pages under 64 keys that no box tiles (1, 2, 4, 5, 24, 31, 48,
+//   63 ...) the whole producer warpgroup copies the tile with 16-byte cp.async into the same
+//   swizzled bytes (prefix_prefill::sm90_wgmma::interleaved_chunk_offset), looking the page up per
+//   key, so any page size works. The copy path only widens the accepted page sizes: at 16-key pages
+//   it took twice the time of the TMA boxes (713 us against 356 us, H200, issue-6 case, before the
+//   boxes covered whole pages). The copy pipeline is FlashAttention-3's paged-KV one: a thread
+//   copies tile n, commits, waits for its group of tile n - 1, fences the generic-proxy writes for
+//   wgmma (async proxy), and each warp's lane 0 arrives on that tile's full barrier; full barriers
+//   then count one arrival per producer warp (warp 0's lane 0 with expect_tx on the TMA-loaded
+//   new-token tiles, the others plainly).
 // - Keys of the last context tile past the context's end: their K rows are stale or unloaded
 //   (their scores are masked to -inf, whatever they hold), and their V rows, which P = 0
 //   multiplies, must be zero (a page slot past a sequence's end holds NaN, and 0 x NaN = NaN):
@@ -78,7 +79,7 @@
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 
 namespace attn {
-namespace prefix_sm90 {
+namespace prefix_prefill::sm90_wgmma {
 
 // One pool's (K's or V's) part of context tile keys key0 .. key0 + TILE_N - 1, copied by producer
 // thread `tid` (0..127) with cp.async into `tile` (interleaved, [TILE_N / 8][HEAD_DIM / 64][8][64],
@@ -149,34 +150,34 @@ struct Item {
   }
 };
 
-}  // namespace prefix_sm90
+}  // namespace prefix_prefill::sm90_wgmma
 
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS,
           int BOX_TOKENS>
-__global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
+__global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
-  static_assert(
-      prefix_sm90::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS, BOX_TOKENS) == sm90_attn::kOk,
-      "invalid prefix_prefill.sm90_wgmma config: see prefix_sm90::check");
-  constexpr int Q_BYTES = sm90_attn::q_bytes(HEAD_DIM, TILE_M);
-  constexpr int KV_BYTES = sm90_attn::kv_tile_bytes(HEAD_DIM, TILE_N);
-  constexpr int BLOCKS = sm90_attn::column_blocks(HEAD_DIM);
-  constexpr int ROW_BYTES = sm90_attn::kBlockRowBytes;  // 128
-  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;           // one column block of Q, bytes
-  constexpr int BOXES = TILE_N / BOX_TOKENS;            // page boxes per context tile (TMA)
-  constexpr int ROWS = sm90_attn::kConsumerRows;        // 64 rows per consumer warpgroup
+  static_assert(prefix_prefill::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS,
+                                                  BOX_TOKENS) == sm90_attention::kOk,
+                "invalid prefix_prefill.sm90_wgmma config: see prefix_prefill::sm90_wgmma::check");
+  constexpr int Q_BYTES = sm90_attention::q_bytes(HEAD_DIM, TILE_M);
+  constexpr int KV_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int BLOCKS = sm90_attention::column_blocks(HEAD_DIM);
+  constexpr int ROW_BYTES = sm90_attention::kBlockRowBytes;  // 128
+  constexpr int Q_BLOCK = TILE_M * ROW_BYTES;                // one column block of Q, bytes
+  constexpr int BOXES = TILE_N / BOX_TOKENS;                 // page boxes per context tile (TMA)
+  constexpr int ROWS = sm90_attention::kConsumerRows;        // 64 rows per consumer warpgroup
   // Context tiles by cp.async from the whole producer warpgroup, or by TMA boxes from one warp.
   // Copied pages are smaller than kCopiedPageTokens <= TILE_N keys, so BOX_TOKENS is the page size.
-  constexpr bool COPY = prefix_sm90::copies_context(BOX_TOKENS, TILE_N);
+  constexpr bool COPY = prefix_prefill::sm90_wgmma::copies_context(BOX_TOKENS, TILE_N);
   static_assert(COPY || BOXES <= 32, "one producer lane per TMA box");
   static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
   constexpr int PRODUCER_WARPS = COPY ? 4 : 1;  // arrivals on each full barrier
-  // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64], sm90_attn::interleaved_offset),
-  // so that one TMA box brings every column block of a page.
+  // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
+  // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page.
   constexpr int BOX_BYTES = BLOCKS * BOX_TOKENS * ROW_BYTES;  // one page box, every column block
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
-  constexpr int Q_BUFFERS = prefix_sm90::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
-  using Item = prefix_sm90::Item<TILE_N>;
+  constexpr int Q_BUFFERS = prefix_prefill::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
+  using Item = prefix_prefill::sm90_wgmma::Item<TILE_N>;
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
@@ -217,7 +218,7 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     // every consumer warp released tile g - STAGES (a fresh empty barrier passes parity 1), so
     // the next item's first tiles load while the consumers finish the current one. Every producer
     // thread that writes or arrives waits for that first.
-    sm90::setmaxnreg_dec<prefix_sm90::producer_registers(CONSUMERS, COPY)>();
+    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(CONSUMERS, COPY)>();
     if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int next = blockIdx.x;  // thread 0: the item it announces next
@@ -261,22 +262,22 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
           auto copy_part = [&](unsigned long long* empty, unsigned char* dst,
                                const unsigned short* pool, unsigned long long* full) {
             sm90::mbarrier_wait(&empty[s], parity);
-            prefix_sm90::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
+            prefix_prefill::sm90_wgmma::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
                 dst, pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx, threadIdx.x,
                 p.page_stride, p.token_stride);
             cp_async_commit();
             if (n > 0) {
               cp_async_wait<2>();
-              prefix_sm90::publish_copies(&full[prev], lane);
+              prefix_prefill::sm90_wgmma::publish_copies(&full[prev], lane);
             }
           };
           copy_part(k_empty, k_dst, p.k_pool, k_full);
           copy_part(v_empty, v_dst, p.v_pool, v_full);
           if (n == n_ctx - 1) {
             cp_async_wait<1>();
-            prefix_sm90::publish_copies(&k_full[s], lane);
+            prefix_prefill::sm90_wgmma::publish_copies(&k_full[s], lane);
             cp_async_wait<0>();
-            prefix_sm90::publish_copies(&v_full[s], lane);
+            prefix_prefill::sm90_wgmma::publish_copies(&v_full[s], lane);
           }
         } else if (!COPY && n < n_ctx) {
           // Lane b loads box b (keys key0 + b * BOX_TOKENS ..) when it holds a context key.
@@ -328,16 +329,16 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<prefix_sm90::consumer_registers(CONSUMERS, COPY)>();
+  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS, COPY)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
   // This thread's two rows: r0 and r0 + 8.
-  const int r0 = wg_row0 + sm90_attn::accumulator_row(tid, 0);
-  sm90_attn::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, true> c;
+  const int r0 = wg_row0 + sm90_attention::accumulator_row(tid, 0);
+  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, true> c;
   int g = 0;                       // key tiles of the CTA's earlier items
   unsigned int zeroed_parity = 0;  // of v_zeroed's next phase
-  sm90_attn::TurnStream stream{consumer};
+  sm90_attention::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
     const int b = queue.buffer(k);
     const int index = stream.announced(queue, k);
@@ -354,12 +355,12 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
     };
     const int my_tiles = tiles_of(consumer);
     const int other_tiles = CONSUMERS == 2 ? tiles_of(1 - consumer) : 0;
-    const sm90_attn::IssueTurns turns = stream.next(my_tiles, other_tiles);
+    const sm90_attention::IssueTurns turns = stream.next(my_tiles, other_tiles);
     // Padding rows borrow a valid token.
     const int token0 = t0 + min(r0, rows - 1) / p.group;
     const int token1 = t0 + min(r0 + 8, rows - 1) / p.group;
-    const int limit0 = p.causal ? token0 : sm90_attn::kNoLimit;
-    const int limit1 = p.causal ? token1 : sm90_attn::kNoLimit;
+    const int limit0 = p.causal ? token0 : sm90_attention::kNoLimit;
+    const int limit1 = p.causal ? token1 : sm90_attention::kNoLimit;
     // New-token keys from new_mask_from on are hidden from at least one row of the warpgroup.
     const int new_mask_from = p.causal ? min(q_len, t0 + wg_row0 / p.group + 1) : q_len;
     // The last context tile's rows from ctx_rows on lie past the context: zeroed in V (TMA
@@ -369,18 +370,18 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
 
     c.init(tid, p.score_scale, p.cap_log2);
     c.run(
-        sm90_attn::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
+        sm90_attention::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
         q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &q_full[b], my_tiles, item.n_tiles,
         turns,
         [&](int n, float(&s)[TILE_N / 2]) {
           if (n < n_ctx) {
             if (n == n_ctx - 1 && ctx_rows < TILE_N)
-              sm90_attn::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attn::kNoLimit,
-                                             sm90_attn::kNoLimit);
+              sm90_attention::mask_scores<TILE_N>(s, tid, n * TILE_N, ctx, sm90_attention::kNoLimit,
+                                                  sm90_attention::kNoLimit);
           } else {
             const int j0 = (n - n_ctx) * TILE_N;
             if (j0 + TILE_N > new_mask_from)
-              sm90_attn::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
+              sm90_attention::mask_scores<TILE_N>(s, tid, j0, q_len, limit0, limit1);
           }
         },
         [&](int n) {
@@ -390,15 +391,15 @@ __global__ void __launch_bounds__(sm90_attn::threads(CONSUMERS), 1)
             const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
             for (int i = tid; i < chunks; i += 128) {
               const int row = ctx_rows + i / (BLOCKS * 8), dim = (i % (BLOCKS * 8)) * 8;
-              *reinterpret_cast<uint4*>(v + sm90_attn::interleaved_offset(row, dim, HEAD_DIM)) =
-                  make_uint4(0, 0, 0, 0);
+              *reinterpret_cast<uint4*>(v + sm90_attention::interleaved_offset(
+                                                row, dim, HEAD_DIM)) = make_uint4(0, 0, 0, 0);
             }
             sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
             sm90::mbarrier_arrive(v_zeroed);
           }
           sm90::mbarrier_wait(v_zeroed, zeroed_parity);
         },
-        sm90_attn::ItemCursor{queue.parity(k), g, &q_empty[b]});
+        sm90_attention::ItemCursor{queue.parity(k), g, &q_empty[b]});
     g += item.n_tiles;
     if (zeroes) zeroed_parity ^= 1;
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "kernels/common/tensor_map_bytes.hpp"
-#include "kernels/prefix_prefill/mma_params.hpp"
+#include "kernels/prefix_prefill/sm80_mma_params.hpp"
 
 namespace attn {
 
@@ -14,7 +14,7 @@ struct PrefixPrefillSm90Params {
   TensorMapBytes q_map;
   // The K and V pools as 5-D tensors of page boxes landing interleaved (launch_inputs.hpp,
   // paged_pool_interleaved_tensor_map); encoded only where the context comes as TMA boxes
-  // (prefix_sm90::copies_context false).
+  // (prefix_prefill::sm90_wgmma::copies_context false).
   TensorMapBytes k_map;
   TensorMapBytes v_map;
   // K_new and V_new [new_rows, num_kv_heads * head_dim] as (64, 8 rows, kv heads x column blocks,
@@ -40,8 +40,8 @@ struct PrefixPrefillSm90Params {
   int tile_tokens;  // new tokens per CTA: tile_m / group (rows = tokens x group, token-major)
   int page_size;
   int max_pages_per_seq;
-  int causal;            // 0: a new token sees every new token of its sequence
-  int hnd;               // 1: HND pools (the pool maps' coordinates differ from NHD's)
+  int causal;  // 0: a new token sees every new token of its sequence
+  int hnd;     // 1: HND pools (the pool maps' coordinates differ from NHD's)
   // Logits as in PrefixPrefillParams: score_scale * q.k in the log2 domain, or with a soft-cap
   // (cap_log2 > 0) cap_log2 * tanh(score_scale * q.k).
   float score_scale;

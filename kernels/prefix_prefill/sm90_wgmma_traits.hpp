@@ -10,9 +10,9 @@
 #include "kernels/common/sm90_persistent_traits.hpp"
 
 namespace attn {
-namespace prefix_sm90 {
+namespace prefix_prefill::sm90_wgmma {
 
-using sm90_attn::kOk;
+using sm90_attention::kOk;
 
 // The grid is persistent (kernels/common/sm90_persistent_traits.hpp): Q's full and empty barriers
 // per buffer, full + empty for K and for V in every stage, `v_zeroed` (which the first consumer
@@ -69,28 +69,29 @@ ATTN_HOST_DEVICE constexpr bool copies_context(int box_tokens, int tile_n) {
 // the 8-row, 1024-byte period. Checked against that bit formula in
 // tests/kernels/prefix_prefill/sm90_wgmma_test.cpp.
 ATTN_HOST_DEVICE constexpr int swizzled_chunk_offset(int row, int chunk) {
-  return row * sm90_attn::kBlockRowBytes + ((chunk ^ (row % 8)) << 4);
+  return row * sm90_attention::kBlockRowBytes + ((chunk ^ (row % 8)) << 4);
 }
 // The same for chunk `chunk` (0 .. head_dim / 8 - 1) of key `row` of an interleaved K or V tile
-// (sm90_attn::interleaved_offset): its 8-key group, its column block's atom, then the swizzle.
+// (sm90_attention::interleaved_offset): its 8-key group, its column block's atom, then the swizzle.
 ATTN_HOST_DEVICE constexpr int interleaved_chunk_offset(int row, int chunk, int head_dim) {
-  return (row / 8) * sm90_attn::interleaved_group_bytes(head_dim) +
-         (chunk / 8) * sm90_attn::kSwizzleAtomBytes + swizzled_chunk_offset(row % 8, chunk % 8);
+  return (row / 8) * sm90_attention::interleaved_group_bytes(head_dim) +
+         (chunk / 8) * sm90_attention::kSwizzleAtomBytes +
+         swizzled_chunk_offset(row % 8, chunk % 8);
 }
 
 enum Rule : int {
-  // sm90_attn::Rule's kOk .. kRegisters, then:
-  kPageSize = sm90_attn::kRuleCount,  // a TMA box (pages of 64 keys or more) must hold a
-                                      // multiple of 8 keys, tile the page and the key tile
-  kGroup,                             // the GQA group must fit in tile_m rows (one token at least)
+  // sm90_attention::Rule's kOk .. kRegisters, then:
+  kPageSize = sm90_attention::kRuleCount,  // a TMA box (pages of 64 keys or more) must hold a
+                                           // multiple of 8 keys, tile the page and the key tile
+  kGroup,  // the GQA group must fit in tile_m rows (one token at least)
 };
 
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers, int page_size = 0, int group = 0) {
-  const int tiles = sm90_attn::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                                           shared_bytes(head_dim, tile_m, tile_n, stages));
-  if (tiles != sm90_attn::kOk) return tiles;
+  const int tiles = sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
+                                                shared_bytes(head_dim, tile_m, tile_n, stages));
+  if (tiles != sm90_attention::kOk) return tiles;
   if (page_size != 0) {
     // A TMA box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses
     // a page: keys of one box are contiguous in the pool. Copied pages (fewer keys than
@@ -100,8 +101,8 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int s
       return kPageSize;
   }
   if (group > tile_m) return kGroup;
-  return sm90_attn::kOk;
+  return sm90_attention::kOk;
 }
 
-}  // namespace prefix_sm90
+}  // namespace prefix_prefill::sm90_wgmma
 }  // namespace attn

@@ -1,5 +1,5 @@
 // Host side of prefix_prefill.sm90_wgmma (device code: sm90_wgmma.cuh, rules:
-// sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.mma,
+// sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.sm80_mma,
 // plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
 // tokens, and the pools' strides for the cp.async path (smaller pages).
 #include <algorithm>
@@ -27,11 +27,12 @@ struct Sm90Config {
         stages(int(c.get("stages"))),
         consumers(int(c.get("consumers"))) {}
   int shared_bytes(int head_dim) const {
-    return prefix_sm90::shared_bytes(head_dim, tile_m, tile_n, stages);
+    return prefix_prefill::sm90_wgmma::shared_bytes(head_dim, tile_m, tile_n, stages);
   }
   int check(const Batch& batch) const {
-    return prefix_sm90::check(batch.spec.model.head_dim, tile_m, tile_n, stages, consumers,
-                              int(batch.page_size), batch.spec.group_size());
+    return prefix_prefill::sm90_wgmma::check(batch.spec.model.head_dim, tile_m, tile_n, stages,
+                                             consumers, int(batch.page_size),
+                                             batch.spec.group_size());
   }
 };
 
@@ -42,17 +43,17 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
-  const std::string tiles = sm90_attn::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers,
-                                                          c.shared_bytes(head_dim));
+  const std::string tiles = sm90_attention::describe_tile_rule(
+      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim));
   if (!tiles.empty()) return tiles;
   switch (rule) {
-    case prefix_sm90::kPageSize:
+    case prefix_prefill::sm90_wgmma::kPageSize:
       return "page size " + std::to_string(batch.page_size) + " with tile_n " +
              std::to_string(c.tile_n) +
              ": a TMA box (a page of 64 keys or more, or the tile's part of one) must hold a "
              "multiple of 8 keys and tile both the key tile and the page; smaller pages are "
-             "copied and take any size (prefix_prefill.mma takes any page size)";
-    case prefix_sm90::kGroup:
+             "copied and take any size (prefix_prefill.sm80_mma takes any page size)";
+    case prefix_prefill::sm90_wgmma::kGroup:
       return "the GQA group " + std::to_string(batch.spec.group_size()) + " exceeds tile_m " +
              std::to_string(c.tile_m) + " (a CTA holds whole groups)";
     default:
@@ -70,21 +71,21 @@ class Sm90WgmmaVariant : public Variant {
            "under 64 keys) + mbarriers, wgmma, producer/consumer warpgroups, GQA rows packed";
   }
 
-  // prefix_prefill.mma's features less three: the window (this kernel masks causally and at the
-  // context's end only), fp8 K/V (its TMA boxes and wgmma are 16-bit) and the vllm layout (its
-  // x-packed K and dims-major V have no TMA page box here). prefix_prefill.mma runs all three.
+  // prefix_prefill.sm80_mma's features less three: the window (this kernel masks causally and at
+  // the context's end only), fp8 K/V (its TMA boxes and wgmma are 16-bit) and the vllm layout (its
+  // x-packed K and dims-major V have no TMA page box here). prefix_prefill.sm80_mma runs all three.
   FeatureSet features() const override {
     return prefix_prefill_features()
         .without(feature::kSlidingWindow)
-        .note(feature::kSlidingWindow, "prefix_prefill.mma runs windows")
+        .note(feature::kSlidingWindow, "prefix_prefill.sm80_mma runs windows")
         .without(feature::kKvDtype)
-        .note(feature::kKvDtype, "prefix_prefill.mma reads fp8 caches")
+        .note(feature::kKvDtype, "prefix_prefill.sm80_mma reads fp8 caches")
         .with(feature::kKvLayout, {"nhd", "hnd"})
-        .note(feature::kKvLayout, "prefix_prefill.mma reads the vllm layout");
+        .note(feature::kKvLayout, "prefix_prefill.sm80_mma reads the vllm layout");
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return sm90_attn::tile_axes("rows (new tokens x GQA group)");
+    return sm90_attention::tile_axes("rows (new tokens x GQA group)");
   }
 
   // Measured on an H200 (issue-6 case, BENCHMARKS.md, af2f81a: c2.st3.tm128.tn128 319.65 us,
@@ -107,7 +108,7 @@ class Sm90WgmmaVariant : public Variant {
       candidates.push_back(c);
     for (const KernelConfig& config : candidates) {
       const Sm90Config c(config);
-      if (c.check(batch) == sm90_attn::kOk &&
+      if (c.check(batch) == sm90_attention::kOk &&
           (target.max_shared_per_block <= 0 ||
            c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
         return config;
@@ -128,7 +129,7 @@ class Sm90WgmmaVariant : public Variant {
       return s;
     const Sm90Config c(config);
     const int rule = c.check(batch);
-    if (rule != sm90_attn::kOk) return Support::no(describe_rule(rule, c, batch));
+    if (rule != sm90_attention::kOk) return Support::no(describe_rule(rule, c, batch));
     const int head_dim = batch.spec.model.head_dim;
     return supports_shared_bytes(c.shared_bytes(head_dim), target);
   }
@@ -137,9 +138,10 @@ class Sm90WgmmaVariant : public Variant {
                                    const Target& target) const override {
     const Sm90Config c(config);
     JitProgram program;
-    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + ".box" +
-                   std::to_string(prefix_sm90::box_tokens(int(batch.page_size), c.tile_n));
+    program.name =
+        full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
+        to_string(batch.spec.model.dtype) + ".box" +
+        std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n));
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
     program.arch = target.arch;
@@ -171,7 +173,7 @@ class Sm90WgmmaVariant : public Variant {
     // The new tokens' K/V from their cache slots, once, here (not timed).
     const PrefixPrefillNewTokens fresh = gather_new_tokens(problem, context, gather, buffers);
     const std::vector<int> tiles = prefix_prefill_cta_schedule(
-        batch, tile_tokens, c.tile_n, c.consumers == 2 ? sm90_attn::kConsumerRows : 0);
+        batch, tile_tokens, c.tile_n, c.consumers == 2 ? sm90_attention::kConsumerRows : 0);
 
     const DriverApi& api = context.cuda->api();
     const CUtensorMapDataType type = tensor_map_type(m.dtype);
@@ -186,9 +188,9 @@ class Sm90WgmmaVariant : public Variant {
       const uint32_t box[4] = {64, 1, uint32_t(group), uint32_t(tile_tokens)};
       p.q_map = encode_tensor_map(api, type, problem.q(), 4, dims, strides, box);
     }
-    const int box_tokens = prefix_sm90::box_tokens(int(batch.page_size), c.tile_n);
+    const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-    if (!prefix_sm90::copies_context(box_tokens, c.tile_n)) {
+    if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n)) {
       p.k_map = paged_pool_interleaved_tensor_map(context, batch, problem.k_pool(), box_tokens);
       p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens);
     }
@@ -234,7 +236,7 @@ class Sm90WgmmaVariant : public Variant {
     // Persistent: one CTA per SM (the shared memory allows no second), each drawing work items
     // in the schedule's order until none is left.
     shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
-    shape.block_x = unsigned(sm90_attn::threads(c.consumers));
+    shape.block_x = unsigned(sm90_attention::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
     return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,
                                                                      std::move(buffers));
@@ -249,7 +251,8 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
            std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.consumers) + ", " +
-           std::to_string(prefix_sm90::box_tokens(int(batch.page_size), c.tile_n)) + ">";
+           std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
+           ">";
   }
 };
 

@@ -37,17 +37,17 @@ class FaultVariant : public Variant {
         what_(std::move(what)),
         good_registry_(std::make_shared<Registry>()) {
     add_paged_decode_variants(*good_registry_);
-    good_ = good_registry_->find("paged_decode.splitkv");
-    ATTN_ASSERT(good_ != nullptr, "paged_decode.splitkv is registered");
+    good_ = good_registry_->find("paged_decode.sm80_simt");
+    ATTN_ASSERT(good_ != nullptr, "paged_decode.sm80_simt is registered");
   }
   std::string name() const override { return name_; }
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "TEST ONLY: " + what_ + " with fault=1; fault=0 runs paged_decode.splitkv";
+    return "TEST ONLY: " + what_ + " with fault=1; fault=0 runs paged_decode.sm80_simt";
   }
   // What fault=1 takes: any decode batch of bf16/fp16 queries (its kernels compute nothing, they
-  // fail). fault=0 is further held to paged_decode.splitkv's own check.
+  // fail). fault=0 is further held to paged_decode.sm80_simt's own check.
   FeatureSet features() const override {
     return FeatureSet()
         .with(feature::kQueries, {"decode"})
@@ -64,7 +64,8 @@ class FaultVariant : public Variant {
         .with_range(feature::kPageSize, 1, 256);
   }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return {{"fault", {0, 1}, "1: the faulting kernel; 0: paged_decode.splitkv's default config"}};
+    return {
+        {"fault", {0, 1}, "1: the faulting kernel; 0: paged_decode.sm80_simt's default config"}};
   }
   KernelConfig default_config(const Batch&, const Target&) const override {
     return KernelConfig{{"fault", 0}};

@@ -7,7 +7,7 @@
 //   test.fault_smem       asks for 1 MiB of dynamic shared memory -> launch_failed
 //   test.fault_nan        writes NaN                -> incorrect
 // Each takes paged_decode workloads and has one axis, `fault`: 1 runs the faulting kernel, 0 runs
-// paged_decode.splitkv's default config (a correct, measured result), so a sweep mixes good and
+// paged_decode.sm80_simt's default config (a correct, measured result), so a sweep mixes good and
 // bad configs. Registered only when $ATTN_BENCH_TEST_VARIANTS is 1.
 #pragma once
 

@@ -39,8 +39,8 @@ one=$(PRESETS='prefill-dense-d128-*' VARIANT=flash_fwd.sm90_wgmma POLICY=screen 
 has "$one" "^\+ .*/attn-bench run prefill-dense-d128-4x4096 --db .* --variant flash_fwd\.sm90_wgmma --policy screen$"
 has "$one" "^\+ ctest --test-dir $build -L gpu --output-on-failure -R FlashFwd$"
 [ "$(count "$one" "calibrate|peers|seed_peers")" = 0 ] || fail "STEPS and CALIBRATE=0 ignored"
-two=$(VARIANT='blocksparse.mma' STEPS=run dry "$script" blocksparse)
-has "$two" "^\+ .*/attn-bench run prefill-phi3-small-block-sparse --db .* --variant blocksparse\.mma --policy confirm$"
+two=$(VARIANT='blocksparse.sm80_mma' STEPS=run dry "$script" blocksparse)
+has "$two" "^\+ .*/attn-bench run prefill-phi3-small-block-sparse --db .* --variant blocksparse\.sm80_mma --policy confirm$"
 has "$two" "^\+ .*/attn-bench run prefill-phi3-small-dense-causal-2x16384 --db .* --variant flash_fwd\.sm80_mma --policy confirm$"
 
 # Usage errors: an unknown suite, a PRESETS glob that names no step.

@@ -210,7 +210,7 @@ TEST_F(Cli, DevicesSaysPlainlyWhenThereIsNoGpu) {
 TEST_F(Cli, ListShowsFamiliesVariantsAndPresets) {
   const CliResult r = run({"list", "--verbose"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("paged_decode.splitkv"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("paged_decode.sm80_simt"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("paged_decode.cpu_reference"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tile_tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("default"), std::string::npos) << r.out;

@@ -142,12 +142,12 @@ TEST_F(CompareCli, UsageErrors) {
       run({"compare", "--db", db_, "--device", "H100", "--device", "H200", "--format", "yaml"})
           .exit_code,
       usage);
-  EXPECT_EQ(run({"compare", "--db", db_, "--variant", "paged_decode.splitkv", "--variant",
-                 "paged_decode.tensorcore"})
+  EXPECT_EQ(run({"compare", "--db", db_, "--variant", "paged_decode.sm80_simt", "--variant",
+                 "paged_decode.sm80_mma"})
                 .exit_code,
             usage);  // measured on two devices: --device needed
-  EXPECT_EQ(run({"compare", "--db", db_, "--variant", "paged_decode.splitkv", "--variant",
-                 "paged_decode.tensorcore", "--device", fixture_.h100_fingerprint.substr(0, 10)})
+  EXPECT_EQ(run({"compare", "--db", db_, "--variant", "paged_decode.sm80_simt", "--variant",
+                 "paged_decode.sm80_mma", "--device", fixture_.h100_fingerprint.substr(0, 10)})
                 .exit_code,
             0);
 }

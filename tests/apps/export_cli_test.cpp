@@ -237,31 +237,31 @@ static_assert(select(kA)->config_key == "tile_tokens=128,warps=4", "the a/b buck
 int main() {
   const Expect expects[] = {
       // Every measured workload: its bucket's entry.
-      {"decode-b40-c4000", kA, "paged_decode.splitkv", "tile_tokens=128,warps=4", true},
+      {"decode-b40-c4000", kA, "paged_decode.sm80_simt", "tile_tokens=128,warps=4", true},
       {"decode-b64-c3000", {"paged_decode", 64, 3000, 4, 128, "bf16", "bf16", 16},
-       "paged_decode.splitkv", "tile_tokens=128,warps=4", true},
+       "paged_decode.sm80_simt", "tile_tokens=128,warps=4", true},
       {"decode-b1-c1000", {"paged_decode", 1, 1000, 4, 128, "bf16", "", 16},
-       "paged_decode.splitkv", "tile_tokens=128,warps=4", true},
+       "paged_decode.sm80_simt", "tile_tokens=128,warps=4", true},
       {"decode-b8-c8000-p32", {"paged_decode", 8, 8000, 4, 128, "bf16", "", 32},
-       "paged_decode.splitkv", "tile_tokens=128,warps=4", true},
+       "paged_decode.sm80_simt", "tile_tokens=128,warps=4", true},
       {"decode-b8-c2000-fp8", {"paged_decode", 8, 2000, 4, 128, "bf16", "fp8_e4m3", 16},
-       "paged_decode.splitkv", "tile_tokens=64,warps=4", true},
+       "paged_decode.sm80_simt", "tile_tokens=64,warps=4", true},
       {"decode-b2-c100", {"paged_decode", 2, 100, 4, 128, "bf16", "", 16},
-       "paged_decode.splitkv", "tile_tokens=64,warps=4", true},
+       "paged_decode.sm80_mma", "tile_tokens=64,warps=4", true},
       {"decode-b2-c120", {"paged_decode", 2, 120, 4, 128, "bf16", "", 16},
-       "paged_decode.splitkv", "tile_tokens=64,warps=4", true},
+       "paged_decode.sm80_mma", "tile_tokens=64,warps=4", true},
       {"prefill-2x512", {"prefix_prefill", 2, 0, 8, 64, "fp16", "", 16},
-       "prefix_prefill.mma", "block_m=128,warps=4", true},
+       "prefix_prefill.sm80_mma", "block_m=128,warps=4", true},
       // Buckets without an entry: the nearest of the same class.
       {"batch 100 (bucket [65, 128])", {"paged_decode", 100, 4000, 4, 128, "bf16", "", 16},
-       "paged_decode.splitkv", "tile_tokens=128,warps=4", false},
+       "paged_decode.sm80_simt", "tile_tokens=128,warps=4", false},
       {"decode-b16-c16000 (nothing passed)", {"paged_decode", 16, 16000, 4, 128, "bf16", "", 16},
-       "paged_decode.splitkv", "tile_tokens=128,warps=4", false},
+       "paged_decode.sm80_simt", "tile_tokens=128,warps=4", false},
       {"batch 1, context 2000", {"paged_decode", 1, 2000, 4, 128, "bf16", "", 16},
-       "paged_decode.splitkv", "tile_tokens=128,warps=4", false},
+       "paged_decode.sm80_simt", "tile_tokens=128,warps=4", false},
       // The fp8 KV cache has one entry: every fp8 query of that class gets it, no bf16 one.
       {"fp8 KV, batch 40, context 4000",
-       {"paged_decode", 40, 4000, 4, 128, "bf16", "fp8_e4m3", 16}, "paged_decode.splitkv",
+       {"paged_decode", 40, 4000, 4, 128, "bf16", "fp8_e4m3", 16}, "paged_decode.sm80_simt",
        "tile_tokens=64,warps=4", false},
   };
   int failures = 0;

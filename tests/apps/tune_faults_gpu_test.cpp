@@ -2,7 +2,7 @@
 // kernels/test_faults) through `attn-tune tune` with worker processes. Each faulting config gets
 // its disposition (out-of-bounds write and a read through a bad page index: crashed, the worker
 // replaced; hang: timed_out in verify; too much shared memory: launch_failed; NaN: incorrect),
-// every good config (fault=0, which runs paged_decode.splitkv) is measured, the sweep goes on
+// every good config (fault=0, which runs paged_decode.sm80_simt) is measured, the sweep goes on
 // after each fault on a fresh worker, no worker is left, and the GPU is usable afterwards.
 #include <gtest/gtest.h>
 
@@ -111,7 +111,7 @@ TEST_F(TuneFaultsGpu, EachFaultGetsItsDispositionGoodConfigsAreMeasuredNoWorkerI
   // The GPU is usable afterwards: a plain sweep of the good configs measures them again.
   ::unsetenv("ATTN_BENCH_TEST_VARIANTS");
   binary_ = ATTN_BENCH_BINARY;
-  const testing::CliResult after = run({"run", workload, "--variant", "paged_decode.splitkv",
+  const testing::CliResult after = run({"run", workload, "--variant", "paged_decode.sm80_simt",
                                         "--policy", "screen", "--db", "after.db"});
   EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
 }

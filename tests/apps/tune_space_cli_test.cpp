@@ -22,7 +22,7 @@ TEST_F(TuneCli, SpacePrintsAxesCountsAndReasons) {
   const CliResult r = run({"space", "default", "--variant", "paged_decode.*", "--arch", "sm_90a",
                            "--sm-count", "132", "--smem", "232448"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("paged_decode.splitkv (cuda)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("paged_decode.sm80_simt (cuda)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tile_tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("in the product"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("sm_90a (compute 9.0), 132 SMs, 232448 B"), std::string::npos) << r.out;
@@ -32,7 +32,7 @@ TEST_F(TuneCli, SpacePrintsAxesCountsAndReasons) {
 
 TEST_F(TuneCli, SpaceAxisOverrideNarrowsTheProduct) {
   const CliResult r =
-      run({"space", "default", "--variant", "paged_decode.splitkv", "-a", "warps=4", "-a",
+      run({"space", "default", "--variant", "paged_decode.sm80_simt", "-a", "warps=4", "-a",
            "tile_tokens=64", "-a", "stages=2", "-a", "heads_per_cta=4", "-a", "num_splits=0,1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("configs   2 in the product"), std::string::npos) << r.out;
@@ -62,12 +62,12 @@ TEST_F(TuneCli, SpaceUsageErrors) {
 // finds them all cached, and the files are there for a sweep to load.
 TEST_F(TuneCli, CompileFillsTheJitCacheAheadOfASweep) {
   const std::vector<std::string> args = {
-      "compile", "default", "--variant", "paged_decode.splitkv", "--arch", "sm_90a", "-a",
-      "warps=4", "-a", "tile_tokens=32,64", "-a", "stages=2", "-a", "heads_per_cta=4", "-a",
-      "num_splits=0,1"};
+      "compile", "default",         "--variant", "paged_decode.sm80_simt", "--arch", "sm_90a",
+      "-a",      "warps=4",         "-a",        "tile_tokens=32,64",      "-a",     "stages=2",
+      "-a",      "heads_per_cta=4", "-a",        "num_splits=0,1"};
   CliResult r = run(args);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("paged_decode.splitkv: 4 configs in shard 0/1, 2 programs"),
+  EXPECT_NE(r.out.find("paged_decode.sm80_simt: 4 configs in shard 0/1, 2 programs"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("compiled  2 programs"), std::string::npos) << r.out;
@@ -85,13 +85,13 @@ TEST_F(TuneCli, CompileFillsTheJitCacheAheadOfASweep) {
 
 // --resources prints ptxas's register and spill figures for each program compiled.
 TEST_F(TuneCli, CompileResourcesReportsRegistersAndSpills) {
-  const CliResult r =
-      run({"compile", "default", "--variant", "paged_decode.splitkv", "--arch", "sm_90a", "-a",
-           "warps=4", "-a", "tile_tokens=64", "-a", "stages=2", "-a", "heads_per_cta=4", "-a",
-           "num_splits=0", "--resources"});
+  const CliResult r = run({"compile", "default", "--variant", "paged_decode.sm80_simt", "--arch",
+                           "sm_90a", "-a", "warps=4", "-a", "tile_tokens=64", "-a", "stages=2",
+                           "-a", "heads_per_cta=4", "-a", "num_splits=0", "--resources"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(std::regex_search(
-      r.out, std::regex("paged_decode\\.splitkv\\.[^:]+: [0-9]+ registers, [0-9]+ bytes spilled")))
+      r.out,
+      std::regex("paged_decode\\.sm80_simt\\.[^:]+: [0-9]+ registers, [0-9]+ bytes spilled")))
       << r.out;
 }
 
@@ -109,8 +109,8 @@ TEST_F(TuneCli, CompileUsageErrors) {
 // A sweep with an axis no variant has would search the variants' own spaces instead of the one
 // asked for: refused before any work, nothing recorded.
 TEST_F(TuneCli, TuneRefusesAnUnknownAxis) {
-  const CliResult r = run({"tune", "default", "--variant", "paged_decode.*", "--cpu", "-a",
-                           "bogus=1", "--db", "t.db"});
+  const CliResult r = run(
+      {"tune", "default", "--variant", "paged_decode.*", "--cpu", "-a", "bogus=1", "--db", "t.db"});
   EXPECT_EQ(r.exit_code, int(ExitCode::usage)) << r.out;
   EXPECT_NE(r.err.find("-a bogus: no matching variant has this axis"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "t.db"));

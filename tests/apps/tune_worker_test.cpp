@@ -382,16 +382,16 @@ TEST_F(TuneWorkers, InfrastructureFailuresStopOnceWithTheEnvironmentExitCode) {
   if (!discover_devices().devices.empty()) GTEST_SKIP() << "needs a machine without a GPU";
   const std::string workload = write("prefill.json", kTuneWorkerPrefill).string();
   const int environment = int(ExitCode::environment);
-  CliResult r = run({"tune", "default", "--variant", "paged_decode.splitkv", "--db", "g.db"});
+  CliResult r = run({"tune", "default", "--variant", "paged_decode.sm80_simt", "--db", "g.db"});
   EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
   EXPECT_NE(r.err.find("attn-tune: environment: no GPU found"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("(paged_decode.splitkv) need one"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(paged_decode.sm80_simt) need one"), std::string::npos) << r.err;
   // A glob that matches CUDA variants and a CPU one: not a sweep of the CPU one alone that exits 0
   // as if the others had been tuned, but the same stop, naming both and the way out (--cpu).
   r = run({"tune", "default", "--variant", "paged_decode.*", "--db", "g.db"});
   EXPECT_EQ(r.exit_code, environment) << r.out << r.err;
   EXPECT_NE(r.err.find("attn-tune: environment: no GPU found"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("paged_decode.splitkv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("paged_decode.sm80_simt"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("need one; pass --cpu to tune only the CPU variants "
                        "(paged_decode.cpu_reference)"),
             std::string::npos)

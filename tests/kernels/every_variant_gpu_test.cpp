@@ -40,7 +40,7 @@ TEST_P(EveryVariantGpu, DefaultConfigMatchesTheReferenceOnASmallBatch) {
   EXPECT_EQ(m.verification.reference, "cpu_reference");
 }
 
-// Test names from variant names: paged_decode.splitkv -> paged_decode_splitkv.
+// Test names from variant names: paged_decode.sm80_simt -> paged_decode_sm80_simt.
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (char& c : name) {

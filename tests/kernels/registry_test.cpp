@@ -9,24 +9,24 @@ namespace attn {
 namespace {
 
 TEST(Glob, MatchesLikeAShell) {
-  EXPECT_TRUE(glob_match("paged_decode.*", "paged_decode.splitkv"));
-  EXPECT_TRUE(glob_match("*splitkv", "paged_decode.splitkv"));
-  EXPECT_TRUE(glob_match("paged_?ecode.s*v", "paged_decode.splitkv"));
+  EXPECT_TRUE(glob_match("paged_decode.*", "paged_decode.sm80_simt"));
+  EXPECT_TRUE(glob_match("*sm80_simt", "paged_decode.sm80_simt"));
+  EXPECT_TRUE(glob_match("paged_?ecode.s*t", "paged_decode.sm80_simt"));
   EXPECT_TRUE(glob_match("*", ""));
-  EXPECT_FALSE(glob_match("flash_fwd.*", "paged_decode.splitkv"));
-  EXPECT_FALSE(glob_match("paged_decode", "paged_decode.splitkv"));
+  EXPECT_FALSE(glob_match("flash_fwd.*", "paged_decode.sm80_simt"));
+  EXPECT_FALSE(glob_match("paged_decode", "paged_decode.sm80_simt"));
   EXPECT_TRUE(glob_match("*a*b*c", "xxaxxbxxc"));
   EXPECT_FALSE(glob_match("*a*b*c", "xxaxxcxxb"));
 }
 
 TEST(Registry, HoldsThePagedDecodeVariants) {
   const Registry registry = make_registry();
-  ASSERT_NE(registry.find("paged_decode.splitkv"), nullptr);
-  ASSERT_NE(registry.find("paged_decode.tensorcore"), nullptr);
+  ASSERT_NE(registry.find("paged_decode.sm80_simt"), nullptr);
+  ASSERT_NE(registry.find("paged_decode.sm80_mma"), nullptr);
   ASSERT_NE(registry.find("paged_decode.sm90_tma"), nullptr);
   ASSERT_NE(registry.find("paged_decode.cpu_reference"), nullptr);
-  EXPECT_EQ(registry.find("paged_decode.splitkv")->backend(), Backend::cuda);
-  EXPECT_EQ(registry.find("paged_decode.tensorcore")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("paged_decode.sm80_simt")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("paged_decode.sm80_mma")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.sm90_tma")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
   EXPECT_EQ(registry.matching("paged_decode.*").size(), 4u);
@@ -41,12 +41,12 @@ TEST(Registry, HoldsThePagedDecodeVariants) {
 
 TEST(Registry, HoldsThePrefixPrefillVariants) {
   const Registry registry = make_registry();
-  ASSERT_NE(registry.find("prefix_prefill.mma"), nullptr);
-  ASSERT_NE(registry.find("prefix_prefill.masked"), nullptr);
+  ASSERT_NE(registry.find("prefix_prefill.sm80_mma"), nullptr);
+  ASSERT_NE(registry.find("prefix_prefill.sm80_mma_masked"), nullptr);
   ASSERT_NE(registry.find("prefix_prefill.sm90_wgmma"), nullptr);
   ASSERT_NE(registry.find("prefix_prefill.cpu_reference"), nullptr);
-  EXPECT_EQ(registry.find("prefix_prefill.mma")->backend(), Backend::cuda);
-  EXPECT_EQ(registry.find("prefix_prefill.masked")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("prefix_prefill.sm80_mma")->backend(), Backend::cuda);
+  EXPECT_EQ(registry.find("prefix_prefill.sm80_mma_masked")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("prefix_prefill.sm90_wgmma")->backend(), Backend::cuda);
   EXPECT_EQ(registry.find("prefix_prefill.cpu_reference")->backend(), Backend::cpu);
   EXPECT_EQ(registry.matching("prefix_prefill.*").size(), 4u);
@@ -63,7 +63,7 @@ TEST(Registry, HoldsThePrefixPrefillVariants) {
 
 TEST(Registry, DefaultConfigsAreSupportedWhereTheBatchIs) {
   const Registry registry = make_registry();
-  const Variant* splitkv = registry.find("paged_decode.splitkv");
+  const Variant* sm80_simt = registry.find("paged_decode.sm80_simt");
   DeviceInfo hopper;
   hopper.cc_major = 9;
   hopper.sm_count = 132;
@@ -76,44 +76,44 @@ TEST(Registry, DefaultConfigsAreSupportedWhereTheBatchIs) {
       shape.kv_heads = 2;
       shape.q_heads = 2 * group;
       const Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 100}));
-      const KernelConfig config = splitkv->default_config(batch, target);
-      const Support s = splitkv->check(batch, config, target);
+      const KernelConfig config = sm80_simt->default_config(batch, target);
+      const Support s = sm80_simt->check(batch, config, target);
       EXPECT_TRUE(s.ok) << "d" << head_dim << " g" << group << ": " << s.reason;
     }
   }
 }
 
-TEST(Registry, SplitKvDeclinesWithReasons) {
+TEST(Registry, Sm80SimtDeclinesWithReasons) {
   const Registry registry = make_registry();
-  const Variant* splitkv = registry.find("paged_decode.splitkv");
+  const Variant* sm80_simt = registry.find("paged_decode.sm80_simt");
   DeviceInfo ampere;
   ampere.cc_major = 8;
   const Target gpu = Target::cuda(ampere);
   testing::SpecShape shape;
   const Batch decode = generate_batch(testing::make_decode_spec(shape, {10}));
-  const KernelConfig config = splitkv->default_config(decode, gpu);
+  const KernelConfig config = sm80_simt->default_config(decode, gpu);
 
-  EXPECT_FALSE(splitkv->check(decode, config, Target::cpu()).ok);
+  EXPECT_FALSE(sm80_simt->check(decode, config, Target::cpu()).ok);
   const Batch prefill = generate_batch(testing::make_spec(shape, {{10, 4}}));
-  Support s = splitkv->check(prefill, config, gpu);
+  Support s = sm80_simt->check(prefill, config, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("one query token"), std::string::npos) << s.reason;
 
   shape.head_dim = 96;
   const Batch d96 = generate_batch(testing::make_decode_spec(shape, {10}));
-  s = splitkv->check(d96, config, gpu);
+  s = sm80_simt->check(d96, config, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("head dim 96"), std::string::npos) << s.reason;
 
   KernelConfig odd_tile = config;
   odd_tile.set("tile_tokens", 24);
-  s = splitkv->check(decode, odd_tile, gpu);
+  s = sm80_simt->check(decode, odd_tile, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("tile_tokens"), std::string::npos) << s.reason;
 
   KernelConfig greedy = config;
   greedy.set("heads_per_cta", 8).set("tile_tokens", 256).set("warps", 1);
-  s = splitkv->check(decode, greedy, gpu);
+  s = sm80_simt->check(decode, greedy, gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("registers"), std::string::npos) << s.reason;
 }

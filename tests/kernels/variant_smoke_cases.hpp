@@ -14,10 +14,10 @@ namespace attn::testing {
 
 // The CUDA variants, in the registry's order (kernels/registry.cpp).
 inline std::vector<std::string> smoke_variant_names() {
-  return {"paged_decode.splitkv",   "paged_decode.tensorcore", "paged_decode.sm90_tma",
-          "prefix_prefill.mma",     "prefix_prefill.masked",   "prefix_prefill.sm90_wgmma",
-          "flash_fwd.sm80_mma",     "flash_fwd.sm90_wgmma",    "blocksparse.mma",
-          "blocksparse.sm90_wgmma", "blocksparse.decode"};
+  return {"paged_decode.sm80_simt",  "paged_decode.sm80_mma",          "paged_decode.sm90_tma",
+          "prefix_prefill.sm80_mma", "prefix_prefill.sm80_mma_masked", "prefix_prefill.sm90_wgmma",
+          "flash_fwd.sm80_mma",      "flash_fwd.sm90_wgmma",           "blocksparse.sm80_mma",
+          "blocksparse.sm90_wgmma",  "blocksparse.sm80_mma_decode"};
 }
 
 // A small batch of the variant's family (8 q heads over 2 kv heads, head dim 128, bf16, pages of
@@ -36,7 +36,7 @@ inline Batch smoke_batch(const std::string& variant) {
   sparse.block_size = 64;
   sparse.local_blocks = 2;
   sparse.vertical_stride = 3;
-  if (variant == "blocksparse.decode") {
+  if (variant == "blocksparse.sm80_mma_decode") {
     WorkloadSpec spec = make_decode_spec(shape, {0, 63, 700, 1100});
     spec.mask.block_sparse = sparse;
     return generate_batch(spec);
@@ -44,7 +44,7 @@ inline Batch smoke_batch(const std::string& variant) {
   if (family == "paged_decode") return generate_batch(make_decode_spec(shape, {0, 17, 300, 1100}));
   if (family == "prefix_prefill") {
     WorkloadSpec spec = make_spec(shape, {{100, 17}, {0, 64}, {1000, 1}, {37, 90}}, "smoke");
-    if (variant == "prefix_prefill.masked") {
+    if (variant == "prefix_prefill.sm80_mma_masked") {
       ExplicitMaskSpec mask;
       mask.kind = ExplicitMaskKind::random;
       mask.density = 0.5;

@@ -68,9 +68,9 @@ TEST(Evaluator, ReportsTheStartOfEachPhaseForItsClock) {
   EXPECT_LE(seconds.total(), wall);
 
   phases.clear();
-  const Variant& splitkv = *registry.find("paged_decode.splitkv");
-  evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()), screen_policy(),
-                      [&](EvalPhase phase) { phases.push_back(phase); });
+  const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
+  evaluator->evaluate(sm80_simt, sm80_simt.default_config(batch, evaluator->target()),
+                      screen_policy(), [&](EvalPhase phase) { phases.push_back(phase); });
   EXPECT_TRUE(phases.empty()) << "an unsupported case has no phase";
 }
 
@@ -79,9 +79,9 @@ TEST(Evaluator, GpuVariantOnCpuIsUnsupportedWithAReason) {
   const Batch batch = generate_batch(testing::make_decode_spec(shape, {7}));
   auto evaluator = Evaluator::on_cpu(batch, {});
   const Registry registry = make_registry();
-  const Variant& splitkv = *registry.find("paged_decode.splitkv");
+  const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
   const Measurement m =
-      evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
+      evaluator->evaluate(sm80_simt, sm80_simt.default_config(batch, evaluator->target()));
   EXPECT_EQ(m.disposition, Disposition::unsupported);
   EXPECT_FALSE(m.reason.empty());
   EXPECT_TRUE(m.samples_us.empty());

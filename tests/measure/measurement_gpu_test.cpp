@@ -19,14 +19,14 @@
 namespace attn {
 namespace {
 
-Measurement measure_splitkv(const Batch& batch, MeasurePolicy policy) {
+Measurement measure_sm80_simt(const Batch& batch, MeasurePolicy policy) {
   auto& env = testing::gpu();
   Evaluator::Options options;
   options.policy = policy;
   auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
   const Registry registry = make_registry();
-  const Variant& splitkv = *registry.find("paged_decode.splitkv");
-  return evaluator->evaluate(splitkv, splitkv.default_config(batch, evaluator->target()));
+  const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
+  return evaluator->evaluate(sm80_simt, sm80_simt.default_config(batch, evaluator->target()));
 }
 
 // 8 Llama-3-8B sequences of 1024 tokens: about 20 us on an H200. The same file is the timer check
@@ -82,9 +82,9 @@ TEST(MeasurementGpu, GraphTimingOfAShortKernelIsBelowEventsAndRepeatable) {
   MeasurePolicy events = confirm_policy(), graph = confirm_policy();
   events.timer = TimerMode::events;
   graph.timer = TimerMode::graph;
-  const Measurement e = measure_splitkv(batch, events);
-  const Measurement g1 = measure_splitkv(batch, graph);
-  const Measurement g2 = measure_splitkv(batch, graph);
+  const Measurement e = measure_sm80_simt(batch, events);
+  const Measurement g1 = measure_sm80_simt(batch, graph);
+  const Measurement g2 = measure_sm80_simt(batch, graph);
   ASSERT_EQ(e.disposition, Disposition::passed) << e.reason;
   ASSERT_EQ(g1.disposition, Disposition::passed) << g1.reason;
   ASSERT_EQ(g2.disposition, Disposition::passed) << g2.reason;
@@ -106,8 +106,8 @@ TEST(MeasurementGpu, GraphTimingOfAShortKernelIsBelowEventsAndRepeatable) {
 TEST(MeasurementGpu, DecodeCaseUnderConfirmRepeatsWithinOnePercent) {
   ATTN_REQUIRE_GPU();
   const Batch batch = generate_batch(load_preset("decode-llama3-8b-64x4096"));
-  const Measurement a = measure_splitkv(batch, confirm_policy());
-  const Measurement b = measure_splitkv(batch, confirm_policy());
+  const Measurement a = measure_sm80_simt(batch, confirm_policy());
+  const Measurement b = measure_sm80_simt(batch, confirm_policy());
   ASSERT_EQ(a.disposition, Disposition::passed) << a.reason;
   ASSERT_EQ(b.disposition, Disposition::passed) << b.reason;
   const double diff = std::fabs(b.stats.median - a.stats.median) / a.stats.median;

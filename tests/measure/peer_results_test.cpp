@@ -153,7 +153,7 @@ TEST(PeerResults, PeersTakeTheWorkModelOfTheBatchsFamily) {
     EXPECT_DOUBLE_EQ(m.flops, work.flops) << preset;
   }
   EXPECT_TRUE(is_peer_variant("peer.torch.sdpa_flash"));
-  EXPECT_FALSE(is_peer_variant("paged_decode.splitkv"));
+  EXPECT_FALSE(is_peer_variant("paged_decode.sm80_simt"));
 }
 
 }  // namespace

@@ -41,8 +41,8 @@ ConfigTiming timing(const std::string& variant, const std::string& key, std::vec
 WorkloadSides one_config_each(std::vector<double> a, std::vector<double> b) {
   WorkloadSides s;
   s.workload = "w";
-  s.a = {timing("paged_decode.splitkv", "warps=4", std::move(a), 1)};
-  s.b = {timing("paged_decode.splitkv", "warps=4", std::move(b), 2)};
+  s.a = {timing("paged_decode.sm80_simt", "warps=4", std::move(a), 1)};
+  s.b = {timing("paged_decode.sm80_simt", "warps=4", std::move(b), 2)};
   return s;
 }
 
@@ -243,8 +243,8 @@ TEST(Compare, TransferRegretAndBestConfigs) {
 
 TEST(Compare, VariantsModeMatchesConfigsByKey) {
   WorkloadSides s;
-  s.a = {timing("paged_decode.splitkv", "warps=4", normal_samples(30, 100, 0.5, 1))};
-  s.b = {timing("paged_decode.tensorcore", "warps=4", normal_samples(30, 90, 0.5, 2))};
+  s.a = {timing("paged_decode.sm80_simt", "warps=4", normal_samples(30, 100, 0.5, 1))};
+  s.b = {timing("paged_decode.sm80_mma", "warps=4", normal_samples(30, 90, 0.5, 2))};
   CompareSettings by_variant;
   EXPECT_TRUE(compare_workload(s, by_variant).best_differs);
   EXPECT_FALSE(compare_workload(s, by_variant).a_best_on_b.has_value());
@@ -340,7 +340,7 @@ TEST(Compare, RepresentativesPreferConfirmThenLatest) {
   testing::fill_comparison_fixture(store);
   MeasurementFilter filter;
   filter.device_id = store.device_id(testing::sample_h100().fingerprint());
-  filter.variant = "paged_decode.splitkv";
+  filter.variant = "paged_decode.sm80_simt";
   filter.workload_id = 1;  // decode-llama
   const std::vector<ConfigTiming> configs = representatives(store.find_measurements(filter));
   ASSERT_EQ(configs.size(), 12u);
@@ -425,8 +425,8 @@ TEST_F(CompareStore, TwoRunsGiveTheSameRowsAsTheirDevices) {
 
 TEST_F(CompareStore, TwoVariantsOnOneDevice) {
   CompareRequest request;
-  request.variants = {"paged_decode.splitkv", "paged_decode.tensorcore"};
-  // Both devices measured splitkv: the device must be named.
+  request.variants = {"paged_decode.sm80_simt", "paged_decode.sm80_mma"};
+  // Both devices measured sm80_simt: the device must be named.
   try {
     compare(store_, request);
     FAIL() << "two devices measured the variants";
@@ -435,9 +435,9 @@ TEST_F(CompareStore, TwoVariantsOnOneDevice) {
   }
   request.devices = {"H100"};
   const CompareResult r = compare(store_, request);
-  ASSERT_EQ(r.rows.size(), 1u);  // tensorcore ran decode-llama only
+  ASSERT_EQ(r.rows.size(), 1u);  // sm80_mma ran decode-llama only
   const WorkloadComparison& w = r.rows[0];
-  EXPECT_EQ(w.verdict, Verdict::slower);  // tensorcore 10% slower
+  EXPECT_EQ(w.verdict, Verdict::slower);  // sm80_mma 10% slower
   EXPECT_NEAR(w.speedup.estimate, 100.0 / 110, 1e-9);
   EXPECT_FALSE(w.best_differs);  // the same key is best in both
   EXPECT_EQ(w.common_configs, 4u);

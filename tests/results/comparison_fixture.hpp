@@ -1,16 +1,16 @@
 // A results database for the compare and report tests, built through the Store API: an H100 and
 // an H200 with ceilings, one tune run on each, and synthetic samples whose medians are known.
 //
-//   decode-llama    paged_decode.splitkv, 12 configs (tile_tokens 32/64/128 x warps 2/4 x
+//   decode-llama    paged_decode.sm80_simt, 12 configs (tile_tokens 32/64/128 x warps 2/4 x
 //                   num_splits 0/8); H100 best {64, 4, 8} at 100 us, H200 best {128, 4, 8} at
 //                   75 us; the H100's best runs 82.5 us on the H200 (transfer regret 10%). Bytes
 //                   2.4e8 (80% of each device's read bandwidth), so the roofline predicts 75 us.
-//                   On the H100 also 4 paged_decode.tensorcore configs (10% slower than splitkv's
+//                   On the H100 also 4 paged_decode.sm80_mma configs (10% slower than sm80_simt's
 //                   of the same key) and a `screen` result of the best config at 90 us that the
 //                   `confirm` one (100 us) must win over.
 //   prefill-mistral flash_fwd.sm80_mma, 4 configs (block_m 64/128 x warps 4/8), the same medians
 //                   on both devices (SAME).
-//   decode-regress  paged_decode.splitkv, 2 configs; 50 us on the H100, 60 us on the H200
+//   decode-regress  paged_decode.sm80_simt, 2 configs; 50 us on the H100, 60 us on the H200
 //                   (SLOWER by 20%).
 //   only-h100       measured on the H100 only.
 // Every sample set is 21 values spread evenly over +-1% of its median (95% median interval about
@@ -149,11 +149,11 @@ inline ComparisonFixture fill_comparison_fixture(Store& store) {
       for (int splits : {0, 8}) {
         store.add_measurement(
             f.h100_run, d100, decode,
-            fixture_measurement("paged_decode", "paged_decode.splitkv", key(tile, warps, splits),
+            fixture_measurement("paged_decode", "paged_decode.sm80_simt", key(tile, warps, splits),
                                 100 * shape(tile, warps, splits, 64), decode_bytes, decode_flops));
         store.add_measurement(
             f.h200_run, d200, decode,
-            fixture_measurement("paged_decode", "paged_decode.splitkv", key(tile, warps, splits),
+            fixture_measurement("paged_decode", "paged_decode.sm80_simt", key(tile, warps, splits),
                                 75 * shape(tile, warps, splits, 128), decode_bytes, decode_flops));
       }
     }
@@ -162,16 +162,16 @@ inline ComparisonFixture fill_comparison_fixture(Store& store) {
     for (int warps : {2, 4}) {
       store.add_measurement(
           f.h100_run, d100, decode,
-          fixture_measurement("paged_decode", "paged_decode.tensorcore", key(tile, warps, 8),
+          fixture_measurement("paged_decode", "paged_decode.sm80_mma", key(tile, warps, 8),
                               110 * shape(tile, warps, 8, 64), decode_bytes, decode_flops));
     }
   }
   store.add_measurement(f.h100_run, d100, decode,
-                        fixture_measurement("paged_decode", "paged_decode.splitkv", key(64, 4, 8),
+                        fixture_measurement("paged_decode", "paged_decode.sm80_simt", key(64, 4, 8),
                                             90, decode_bytes, decode_flops, "screen"));
   // A failure on the H200 is never a best config.
-  Measurement failed = fixture_measurement("paged_decode", "paged_decode.splitkv", key(32, 2, 0), 1,
-                                           decode_bytes, decode_flops);
+  Measurement failed = fixture_measurement("paged_decode", "paged_decode.sm80_simt", key(32, 2, 0),
+                                           1, decode_bytes, decode_flops);
   failed.disposition = Disposition::incorrect;
   failed.reason = "rel_l2 0.5 > 0.02";
   store.add_measurement(f.h200_run, d200, decode, failed);
@@ -190,15 +190,15 @@ inline ComparisonFixture fill_comparison_fixture(Store& store) {
   }
   for (int splits : {0, 8}) {
     store.add_measurement(f.h100_run, d100, regress,
-                          fixture_measurement("paged_decode", "paged_decode.splitkv",
+                          fixture_measurement("paged_decode", "paged_decode.sm80_simt",
                                               key(64, 4, splits), 50 + splits, 1e8, 4e8));
     store.add_measurement(f.h200_run, d200, regress,
-                          fixture_measurement("paged_decode", "paged_decode.splitkv",
+                          fixture_measurement("paged_decode", "paged_decode.sm80_simt",
                                               key(64, 4, splits), 60 + splits, 1e8, 4e8));
   }
   store.add_measurement(
       f.h100_run, d100, only,
-      fixture_measurement("paged_decode", "paged_decode.splitkv", key(64, 4, 8), 40, 1e8, 4e8));
+      fixture_measurement("paged_decode", "paged_decode.sm80_simt", key(64, 4, 8), 40, 1e8, 4e8));
   store.finish_run(f.h100_run, "completed");
   store.finish_run(f.h200_run, "failed_cases");
   return f;

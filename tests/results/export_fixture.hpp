@@ -40,10 +40,10 @@ inline DeviceRecord export_h200() {
 }
 
 // Variants and configs of the fixture.
-inline constexpr const char* kSplitkv = "paged_decode.splitkv";
-inline constexpr const char* kTensorcore = "paged_decode.tensorcore";
-inline constexpr const char* kA = "tile_tokens=64,warps=4";   // splitkv A, tensorcore C
-inline constexpr const char* kB = "tile_tokens=128,warps=4";  // splitkv B
+inline constexpr const char* kSm80Simt = "paged_decode.sm80_simt";
+inline constexpr const char* kSm80Mma = "paged_decode.sm80_mma";
+inline constexpr const char* kA = "tile_tokens=64,warps=4";   // sm80_simt A, sm80_mma C
+inline constexpr const char* kB = "tile_tokens=128,warps=4";  // sm80_simt B
 
 // A workload spec: `count` sequences of `context` cached keys and `query` new tokens.
 inline WorkloadSpec export_workload(const std::string& name, int count, int context, int query = 1,
@@ -80,46 +80,48 @@ class ExportFixture {
     //   B, regret max 0.1, mean 0.1 (the lowest mean, A's 0.075, would have chosen A).
     const int64_t a = workload(export_workload("decode-b40-c4000", 40, 4000));
     const int64_t b = workload(export_workload("decode-b64-c3000", 64, 3000));
-    passed(a, kSplitkv, kA, 10);
-    passed(a, kSplitkv, kB, 11);
-    passed(a, kTensorcore, kA, 12);
-    passed(b, kSplitkv, kA, 34.5);
-    passed(b, kSplitkv, kB, 33);
-    passed(b, kTensorcore, kA, 30);
+    passed(a, kSm80Simt, kA, 10);
+    passed(a, kSm80Simt, kB, 11);
+    passed(a, kSm80Mma, kA, 12);
+    passed(b, kSm80Simt, kA, 34.5);
+    passed(b, kSm80Simt, kB, 33);
+    passed(b, kSm80Mma, kA, 30);
     // Bucket [1, 1] x [513, 1024]: the latest confirm result stands for a case, so A is 5 (its
     // later screen result of 3 does not count) and B (confirm 4) is best. C's 2 is unstable: left
     // out, unless include_unstable, where C wins.
     const int64_t c = workload(export_workload("decode-b1-c1000", 1, 1000));
-    passed(c, kSplitkv, kA, 5);
-    passed(c, kSplitkv, kB, 4);
-    passed(c, kSplitkv, kA, 3, "screen");
-    passed(c, kTensorcore, kA, 2, "confirm", /*unstable=*/true);
+    passed(c, kSm80Simt, kA, 5);
+    passed(c, kSm80Simt, kB, 4);
+    passed(c, kSm80Simt, kA, 3, "screen");
+    passed(c, kSm80Mma, kA, 2, "confirm", /*unstable=*/true);
     // Page size 32, batch [5, 8] x [4097, 8192]: B 6 beats A 7.
     const int64_t d =
         workload(export_workload("decode-b8-c8000-p32", 8, 8000, 1, 32, 8, 128, "bf16", "", 32));
-    passed(d, kSplitkv, kA, 7);
-    passed(d, kSplitkv, kB, 6);
+    passed(d, kSm80Simt, kA, 7);
+    passed(d, kSm80Simt, kB, 6);
     // An fp8 KV cache, batch [5, 8] x [1025, 2048]: only A.
     const int64_t e = workload(
         export_workload("decode-b8-c2000-fp8", 8, 2000, 1, 32, 8, 128, "bf16", "fp8_e4m3"));
-    passed(e, kSplitkv, kA, 9);
+    passed(e, kSm80Simt, kA, 9);
     // Batch [9, 16] x [8193, 16384]: measured, nothing passed.
     const int64_t f = workload(export_workload("decode-b16-c16000", 16, 16000));
-    failed(f, kSplitkv, kA, Disposition::incorrect);
-    failed(f, kSplitkv, kB, Disposition::unsupported);
+    failed(f, kSm80Simt, kA, Disposition::incorrect);
+    failed(f, kSm80Simt, kB, Disposition::unsupported);
     // Batch [2, 2] x [65, 128]: no config was measured on both workloads (partial). g: A 1.0,
     // B 1.2; h: C 1.5. A and C both have worst slowdown 0 on the one workload they cover; the
-    // name order breaks the tie: A (paged_decode.splitkv before paged_decode.tensorcore).
+    // name order breaks the tie: C (paged_decode.sm80_mma before paged_decode.sm80_simt).
     const int64_t g = workload(export_workload("decode-b2-c100", 2, 100));
     const int64_t h = workload(export_workload("decode-b2-c120", 2, 120));
-    passed(g, kSplitkv, kA, 1.0);
-    passed(g, kSplitkv, kB, 1.2);
-    passed(h, kTensorcore, kA, 1.5);
+    passed(g, kSm80Simt, kA, 1.0);
+    passed(g, kSm80Simt, kB, 1.2);
+    passed(h, kSm80Mma, kA, 1.5);
     // prefix_prefill, gqa 8, head_dim 64, fp16: 2 x 512 new tokens and no cached ones, batch
     // [2, 2] x context [0, 1].
     const int64_t p = workload(export_workload("prefill-2x512", 2, 0, 512, 32, 4, 64, "fp16"));
-    passed(p, "prefix_prefill.mma", "block_m=64,warps=4", 50, "confirm", false, "prefix_prefill");
-    passed(p, "prefix_prefill.mma", "block_m=128,warps=4", 40, "confirm", false, "prefix_prefill");
+    passed(p, "prefix_prefill.sm80_mma", "block_m=64,warps=4", 50, "confirm", false,
+           "prefix_prefill");
+    passed(p, "prefix_prefill.sm80_mma", "block_m=128,warps=4", 40, "confirm", false,
+           "prefix_prefill");
     store_.finish_run(run_, "completed");
   }
 
@@ -127,7 +129,7 @@ class ExportFixture {
   void add_h200_results() {
     h200_ = store_.upsert_device(export_h200());
     const int64_t a = workload(export_workload("decode-b40-c4000", 40, 4000));
-    passed(a, kSplitkv, kA, 8, "confirm", false, "paged_decode", h200_);
+    passed(a, kSm80Simt, kA, 8, "confirm", false, "paged_decode", h200_);
   }
 
   int64_t workload(const WorkloadSpec& spec) {

@@ -16,8 +16,8 @@ namespace {
 using testing::ExportFixture;
 using testing::kA;
 using testing::kB;
-using testing::kSplitkv;
-using testing::kTensorcore;
+using testing::kSm80Mma;
+using testing::kSm80Simt;
 
 const ExportEntry* find_entry(const ExportDeviceTable& table, const std::string& workload) {
   for (const ExportEntry& e : table.entries) {
@@ -60,7 +60,7 @@ TEST_F(Export, BucketsAreFamilyShapeAndPowerOfTwoRanges) {
   const ExportEntry* p32 = find_entry(t, "decode-b8-c8000-p32");
   ASSERT_NE(p32, nullptr);
   EXPECT_EQ(p32->bucket.page_size, 32);
-  EXPECT_EQ(p32->variant, kSplitkv);
+  EXPECT_EQ(p32->variant, kSm80Simt);
   EXPECT_EQ(p32->config_key, kB);
   const ExportEntry* prefill = find_entry(t, "prefill-2x512");
   ASSERT_NE(prefill, nullptr);
@@ -81,7 +81,7 @@ TEST_F(Export, ChoiceMinimisesTheWorstSlowdownAndReportsItsRegret) {
   const ExportEntry& e = *find_entry(r.tables[0], "decode-b40-c4000");
   // Worst slowdowns A 0.15, B 0.1, C 0.2: B, though it is best on no workload and A has the
   // lowest mean (0.075).
-  EXPECT_EQ(e.variant, kSplitkv);
+  EXPECT_EQ(e.variant, kSm80Simt);
   EXPECT_EQ(e.config_key, kB);
   ASSERT_EQ(e.config.size(), 2u);
   EXPECT_EQ(e.config[0], (std::pair<std::string, int64_t>{"tile_tokens", 128}));
@@ -101,7 +101,7 @@ TEST_F(Export, ChoiceMinimisesTheWorstSlowdownAndReportsItsRegret) {
   EXPECT_NEAR(*a.slowdown, 0.1, 1e-12);
   EXPECT_EQ(a.cases, 3);
   const BucketMember& b = e.members[1];
-  EXPECT_EQ(b.best.variant, kTensorcore);
+  EXPECT_EQ(b.best.variant, kSm80Mma);
   EXPECT_DOUBLE_EQ(b.best.median_us, 30);
   EXPECT_DOUBLE_EQ(b.chosen->median_us, 33);
   EXPECT_NEAR(*b.slowdown, 0.1, 1e-12);
@@ -119,7 +119,7 @@ TEST_F(Export, ConfirmResultsStandForACaseAndUnstableOnesAreLeftOut) {
   ASSERT_NE(c, nullptr);
   // A's later screen result (3 us) does not replace its confirm result (5 us); C's unstable
   // 2 us is left out: B (4 us) is best.
-  EXPECT_EQ(c->variant, kSplitkv);
+  EXPECT_EQ(c->variant, kSm80Simt);
   EXPECT_EQ(c->config_key, kB);
   EXPECT_DOUBLE_EQ(c->members[0].best.median_us, 4);
   EXPECT_EQ(c->members[0].cases, 2);
@@ -130,7 +130,7 @@ TEST_F(Export, ConfirmResultsStandForACaseAndUnstableOnesAreLeftOut) {
   with_unstable.include_unstable = true;
   r = build_export(store_, with_unstable);
   c = find_entry(r.tables[0], "decode-b1-c1000");
-  EXPECT_EQ(c->variant, kTensorcore);
+  EXPECT_EQ(c->variant, kSm80Mma);
   EXPECT_TRUE(c->members[0].best.unstable);
   EXPECT_EQ(r.tables[0].unstable_left_out, 0);
 }
@@ -142,15 +142,15 @@ TEST_F(Export, ABucketWithNoConfigOnEveryWorkloadIsPartial) {
   EXPECT_EQ(gh, find_entry(r.tables[0], "decode-b2-c120"));
   EXPECT_TRUE(gh->partial);
   EXPECT_EQ(gh->covered, 1);
-  EXPECT_EQ(gh->candidates, 3);  // A, B and C each cover one workload
-  EXPECT_EQ(gh->variant, kSplitkv);
+  EXPECT_EQ(gh->candidates, 3);      // A, B and C each cover one workload
+  EXPECT_EQ(gh->variant, kSm80Mma);  // C: the name order breaks the tie with A
   EXPECT_EQ(gh->config_key, kA);
   EXPECT_DOUBLE_EQ(gh->max_regret, 0);
   ASSERT_EQ(gh->members.size(), 2u);
-  const BucketMember& h = gh->members[0].name == "decode-b2-c120" ? gh->members[0] : gh->members[1];
-  EXPECT_FALSE(h.chosen.has_value());
-  EXPECT_FALSE(h.slowdown.has_value());
-  EXPECT_EQ(h.best.variant, kTensorcore);
+  const BucketMember& g = gh->members[0].name == "decode-b2-c100" ? gh->members[0] : gh->members[1];
+  EXPECT_FALSE(g.chosen.has_value());
+  EXPECT_FALSE(g.slowdown.has_value());
+  EXPECT_EQ(g.best.variant, kSm80Simt);
 }
 
 TEST_F(Export, FiltersByFamilyAndVariant) {
@@ -164,8 +164,8 @@ TEST_F(Export, FiltersByFamilyAndVariant) {
   options = {};
   options.variant_glob = "paged_decode.tensor*";
   r = build_export(store_, options);
-  for (const ExportEntry& e : r.tables[0].entries) EXPECT_EQ(e.variant, kTensorcore);
-  // Without splitkv the a/b bucket's choice is C, and its regret is against C alone.
+  for (const ExportEntry& e : r.tables[0].entries) EXPECT_EQ(e.variant, kSm80Mma);
+  // Without sm80_simt the a/b bucket's choice is C, and its regret is against C alone.
   const ExportEntry* ab = find_entry(r.tables[0], "decode-b40-c4000");
   ASSERT_NE(ab, nullptr);
   EXPECT_DOUBLE_EQ(ab->max_regret, 0);

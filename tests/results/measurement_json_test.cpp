@@ -10,7 +10,7 @@ namespace {
 Measurement sample_measurement() {
   Measurement m;
   m.family = "paged_decode";
-  m.variant = "paged_decode.splitkv";
+  m.variant = "paged_decode.sm80_simt";
   m.config_key = "num_splits=4,warps=4";
   m.config_json = R"({"num_splits":4,"warps":4})";
   m.backend = "cuda";

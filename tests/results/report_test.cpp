@@ -20,7 +20,7 @@ namespace {
 
 ConfigTiming config(const std::string& key, double median) {
   ConfigTiming c;
-  c.variant = "paged_decode.splitkv";
+  c.variant = "paged_decode.sm80_simt";
   c.config_key = key;
   c.median_us = median;
   c.samples = {median};
@@ -113,7 +113,7 @@ TEST(Report, GnuplotScripts) {
   EXPECT_NE(bars.find("with yerrorbars"), std::string::npos);
   EXPECT_NE(bars.find("1 with lines"), std::string::npos);
   EXPECT_EQ(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
-  EXPECT_EQ(slug("--paged_decode.splitkv--"), "paged-decode-splitkv");
+  EXPECT_EQ(slug("--paged_decode.sm80_simt--"), "paged-decode-sm80-simt");
 }
 
 // Titles carry workload and device names: a name written to run a command (gnuplot runs a
@@ -175,11 +175,11 @@ TEST_F(ReportStore, SectionsPlotsAndProvenance) {
         "## Devices", "## Ceilings", "## NVIDIA H100 80GB HBM3 (", "## NVIDIA H200 (",
         "### Roofline", "### Sweeps", "## Comparison: NVIDIA H100 80GB HBM3", "### Times",
         "### Best configs", "## Provenance", "| read_gbps | 3000.0 GB/s |",
-        "#### decode-llama / paged_decode.splitkv: num_splits x tile_tokens",
+        "#### decode-llama / paged_decode.sm80_simt: num_splits x tile_tokens",
         "| num_splits \\ tile_tokens | 32 | 64 | 128 |",
         "attn-tune tune decode-llama --variant 'paged_decode.*' --db h100-node.db",
         "(ridge point 200.0 FLOP/byte)",
-        "| decode-llama | paged_decode.splitkv | "
+        "| decode-llama | paged_decode.sm80_simt | "
         "num_splits=8,tile_tokens=64,warps=4 | 100.00 | 4 | 9.60 | 2400.0 | 80.0% |"}) {
     EXPECT_NE(md.find(text), std::string::npos) << text;
   }
@@ -187,8 +187,8 @@ TEST_F(ReportStore, SectionsPlotsAndProvenance) {
   EXPECT_NE(md.find(fixture_.h200_fingerprint), std::string::npos);
   EXPECT_EQ(count(md, "Generated at"), 1u);
 
-  // One roofline per device, one heatmap per sweep of two axes (decode-llama's splitkv on both
-  // devices, its tensorcore on the H100, prefill-mistral's on both), one bar chart.
+  // One roofline per device, one heatmap per sweep of two axes (decode-llama's sm80_simt on both
+  // devices, its sm80_mma on the H100, prefill-mistral's on both), one bar chart.
   std::vector<std::string> names;
   for (const ReportFile& f : report.scripts) names.push_back(f.name);
   const std::string h100 = fixture_.h100_fingerprint.substr(0, 8);
@@ -224,7 +224,7 @@ TEST_F(ReportStore, FiltersAndChosenAxes) {
   const std::string md = report.markdown("");
   EXPECT_EQ(md.find("## NVIDIA H100 80GB HBM3"), std::string::npos);
   EXPECT_NE(md.find("## NVIDIA H200"), std::string::npos);
-  EXPECT_EQ(md.find("paged_decode.splitkv"), std::string::npos);
+  EXPECT_EQ(md.find("paged_decode.sm80_simt"), std::string::npos);
   EXPECT_NE(md.find("#### prefill-mistral / flash_fwd.sm80_mma: block_m x warps"),
             std::string::npos);
   EXPECT_EQ(report.scripts.size(), 2u);                    // the roofline and one heatmap

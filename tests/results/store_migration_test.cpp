@@ -129,7 +129,8 @@ TEST_F(StoreMigration, V2MigratesToTheCurrentSchemaKeepingItsRows) {
     EXPECT_EQ(c.measurements, 3);
     const auto rows = store.measurements_of_run(1);
     ASSERT_EQ(rows.size(), 3u);
-    // The v2 details of the first measurement read back as written.
+    // The v2 details of the first measurement read back as written, its variant under the name
+    // it was stored with (today's paged_decode.sm80_simt).
     const Measurement& m = rows[0].measurement;
     EXPECT_EQ(m.variant, "paged_decode.splitkv");
     EXPECT_EQ(m.disposition, Disposition::passed);
@@ -167,7 +168,7 @@ TEST_F(StoreMigration, V2MigratesToTheCurrentSchemaKeepingItsRows) {
     EXPECT_NE(briefs[0].uid, briefs[1].uid);
     // And the v3 tables take rows.
     const int64_t attempt = store.begin_attempt(
-        {1, 1, 1, "paged_decode.splitkv", "k", "screen", "exhaustive", 0, "0/1", std::nullopt});
+        {1, 1, 1, "paged_decode.sm80_simt", "k", "screen", "exhaustive", 0, "0/1", std::nullopt});
     store.finish_attempt(attempt, Disposition::passed, rows[0].id);
     EXPECT_EQ(store.attempts_of_run(1, "finished"), 1);
   }
@@ -293,7 +294,7 @@ TEST_F(StoreMigration, MigratedDatabaseTakesV2Rows) {
 
   Measurement m;
   m.family = "paged_decode";
-  m.variant = "paged_decode.splitkv";
+  m.variant = "paged_decode.sm80_simt";
   m.backend = "cuda";
   m.disposition = Disposition::passed;
   m.policy = "confirm";

@@ -46,7 +46,7 @@ WorkloadRecord sample_workload() {
 Measurement stored_sample() {
   Measurement m;
   m.family = "paged_decode";
-  m.variant = "paged_decode.splitkv";
+  m.variant = "paged_decode.sm80_simt";
   m.config_key = "heads_per_cta=4,num_splits=0,tile_tokens=64,warps=4";
   m.config_json = R"({"heads_per_cta":4,"num_splits":0,"tile_tokens":64,"warps":4})";
   m.backend = "cuda";

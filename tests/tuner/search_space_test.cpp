@@ -26,7 +26,7 @@ size_t product(const std::vector<ConfigAxis>& axes) {
 }
 
 TEST_F(SearchSpaceTest, ProductIsPrunedAndEveryRefusalCounted) {
-  const Variant* v = registry_.find("paged_decode.splitkv");
+  const Variant* v = registry_.find("paged_decode.sm80_simt");
   ASSERT_NE(v, nullptr);
   const Target h100 = described_cuda_target({});
   const SearchSpace s = build_space(*v, *batch_, h100, {});
@@ -50,7 +50,7 @@ TEST_F(SearchSpaceTest, ProductIsPrunedAndEveryRefusalCounted) {
 }
 
 TEST_F(SearchSpaceTest, OverridesReplaceAnAxisAndUnknownAxesAreIgnored) {
-  const Variant* v = registry_.find("paged_decode.splitkv");
+  const Variant* v = registry_.find("paged_decode.sm80_simt");
   const Target h100 = described_cuda_target({});
   const SearchSpace s =
       build_space(*v, *batch_, h100,

@@ -13,14 +13,14 @@ namespace attn {
 namespace {
 
 TEST(Shard, ShardsCoverTheSpaceExactlyOnce) {
-  const auto configs = testing::splitkv_like_configs();
+  const auto configs = testing::sm80_simt_like_configs();
   for (uint64_t n : {1, 2, 3, 7}) {
     std::map<std::string, int> owners;
     std::vector<size_t> sizes(n, 0);
     for (uint64_t i = 0; i < n; ++i) {
       const Shard shard = parse_shard(std::to_string(i) + "/" + std::to_string(n));
       for (const KernelConfig& c : configs) {
-        if (shard.owns("paged_decode.splitkv", c.key())) {
+        if (shard.owns("paged_decode.sm80_simt", c.key())) {
           ++owners[c.key()];
           ++sizes[i];
         }

@@ -1,5 +1,5 @@
 // Every strategy against the replay evaluator, on the CPU: a synthetic landscape the size of
-// paged_decode.splitkv's space and rows replayed from a results database. The bar for the
+// paged_decode.sm80_simt's space and rows replayed from a results database. The bar for the
 // cheap strategies: within 2% of the exhaustive best using at most 25% of its measurement time.
 #include <gtest/gtest.h>
 
@@ -35,9 +35,9 @@ SearchRun search(const std::string& name, const std::vector<KernelConfig>& confi
 }
 
 TEST(Strategies, ExhaustiveMeasuresEveryConfigOnce) {
-  const auto configs = testing::splitkv_like_configs();
+  const auto configs = testing::sm80_simt_like_configs();
   const SearchRun run =
-      search("exhaustive", configs, testing::splitkv_like_landscape(configs, 1), 1);
+      search("exhaustive", configs, testing::sm80_simt_like_landscape(configs, 1), 1);
   EXPECT_EQ(run.result.history.size(), configs.size());
   std::set<size_t> seen;
   for (const Outcome& o : run.result.history) seen.insert(o.trial.config);
@@ -54,9 +54,9 @@ class CheapStrategies : public ::testing::TestWithParam<std::string> {};
 constexpr double kTimeBound = 0.25;
 
 TEST_P(CheapStrategies, WithinTwoPercentOfExhaustiveInAFractionOfItsTime) {
-  const auto configs = testing::splitkv_like_configs();
+  const auto configs = testing::sm80_simt_like_configs();
   for (uint64_t seed : {1, 2, 3, 4}) {
-    const auto cases = testing::splitkv_like_landscape(configs, seed);
+    const auto cases = testing::sm80_simt_like_landscape(configs, seed);
     const SearchRun exhaustive = search("exhaustive", configs, cases, seed);
     const SearchRun cheap = search(GetParam(), configs, cases, seed);
     ASSERT_GT(cheap.best_true_us, 0) << "seed " << seed;
@@ -71,8 +71,8 @@ TEST_P(CheapStrategies, WithinTwoPercentOfExhaustiveInAFractionOfItsTime) {
 INSTANTIATE_TEST_SUITE_P(Replay, CheapStrategies, ::testing::Values("halving", "model"));
 
 TEST(Strategies, RandomStopsAtItsBudget) {
-  const auto configs = testing::splitkv_like_configs();
-  const auto cases = testing::splitkv_like_landscape(configs, 4);
+  const auto configs = testing::sm80_simt_like_configs();
+  const auto cases = testing::sm80_simt_like_landscape(configs, 4);
   Budget trials;
   trials.trials = 50;
   const SearchRun by_trials = search("random", configs, cases, 4, trials);
@@ -92,8 +92,8 @@ TEST(Strategies, RandomStopsAtItsBudget) {
 }
 
 TEST(Strategies, ModelUsesPriorsFromAnotherWorkload) {
-  const auto configs = testing::splitkv_like_configs();
-  const auto cases = testing::splitkv_like_landscape(configs, 5);
+  const auto configs = testing::sm80_simt_like_configs();
+  const auto cases = testing::sm80_simt_like_landscape(configs, 5);
   // The "other workload": the same landscape shape, twice as slow, every 3rd config measured.
   std::vector<PriorObservation> priors;
   double mean = 0;
@@ -114,8 +114,8 @@ TEST(Strategies, ModelUsesPriorsFromAnotherWorkload) {
 // A strategy is a function of the history: stopping part-way and going on with what was measured
 // proposes exactly what one uninterrupted search does (what a resumed sweep relies on).
 TEST(Strategies, ResumingFromAPartialHistoryProposesTheSameTrials) {
-  const auto configs = testing::splitkv_like_configs();
-  const auto cases = testing::splitkv_like_landscape(configs, 6);
+  const auto configs = testing::sm80_simt_like_configs();
+  const auto cases = testing::sm80_simt_like_landscape(configs, 6);
   const SpacePoints points = SpacePoints::from_configs(configs);
   for (const std::string& name : strategy_names()) {
     auto evaluate_with = [&](ReplayEvaluator& replay, int rungs) {
@@ -149,11 +149,11 @@ TEST(Strategies, ResumingFromAPartialHistoryProposesTheSameTrials) {
 // Rows a real sweep stored: the replay evaluator reads them from a database and resamples them.
 TEST(Strategies, ReplayedRowsFromADatabase) {
   std::vector<KernelConfig> configs;
-  for (const KernelConfig& c : testing::splitkv_like_configs()) {
+  for (const KernelConfig& c : testing::sm80_simt_like_configs()) {
     if (c.get("stages") == 3 && c.get("num_splits") <= 8) configs.push_back(c);
   }
   ASSERT_EQ(configs.size(), 4u * 4 * 5 * 5);
-  const auto truth = testing::splitkv_like_landscape(configs, 8);
+  const auto truth = testing::sm80_simt_like_landscape(configs, 8);
   Store store(":memory:");
   const int64_t run = store.begin_run({"attn-tune tune", "t", "c", "Release", "x", "h", ""});
   DeviceRecord device;
@@ -165,7 +165,7 @@ TEST(Strategies, ReplayedRowsFromADatabase) {
   for (size_t i = 0; i < configs.size(); ++i) {
     Measurement m;
     m.family = "paged_decode";
-    m.variant = "paged_decode.splitkv";
+    m.variant = "paged_decode.sm80_simt";
     m.config_key = configs[i].key();
     m.config_json = configs[i].to_json().dump();
     m.backend = "cuda";
@@ -180,7 +180,7 @@ TEST(Strategies, ReplayedRowsFromADatabase) {
     store.add_measurement(run, device_id, workload_id, m);
   }
   const ReplayEvaluator replayed = ReplayEvaluator::from_store(
-      store, "replay-hash", device.fingerprint(), "paged_decode.splitkv", configs, 1);
+      store, "replay-hash", device.fingerprint(), "paged_decode.sm80_simt", configs, 1);
   ASSERT_EQ(replayed.cases().size(), configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     EXPECT_EQ(replayed.cases()[i].ok, truth[i].ok) << i;

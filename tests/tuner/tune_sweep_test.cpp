@@ -53,7 +53,7 @@ class AxesVariant : public Variant {
   }
 };
 
-// Time from the splitkv-like bowl (stages 3, heads 4); `crash_key` always crashes.
+// Time from the sm80_simt-like bowl (stages 3, heads 4); `crash_key` always crashes.
 class FakeEvaluator : public CaseEvaluator {
  public:
   std::string crash_key;
@@ -75,7 +75,7 @@ class FakeEvaluator : public CaseEvaluator {
     }
     KernelConfig full = config;
     full.set("stages", 3).set("heads_per_cta", 4);
-    const ReplayCase truth = testing::splitkv_like_landscape({full}, 1, 0.02, 0)[0];
+    const ReplayCase truth = testing::sm80_simt_like_landscape({full}, 1, 0.02, 0)[0];
     ReplayEvaluator replay({truth}, testing::fnv(config.key() + policy.name));
     const Outcome o = replay.evaluate({0, 0}, policy);
     m.samples_us = o.samples;

@@ -1,7 +1,7 @@
 // Synthetic but realistic tuning landscapes for the strategy and sweep tests: the axes of
-// paged_decode.splitkv, a smooth bowl in log2 of each axis with interactions between tile size and
-// warps and between heads and splits, a few percent of config-specific roughness, and some configs
-// that fail (as a real space has configs that do not compile or are wrong).
+// paged_decode.sm80_simt, a smooth bowl in log2 of each axis with interactions between tile size
+// and warps and between heads and splits, a few percent of config-specific roughness, and some
+// configs that fail (as a real space has configs that do not compile or are wrong).
 #pragma once
 
 #include <cmath>
@@ -14,7 +14,7 @@
 
 namespace attn::testing {
 
-inline std::vector<KernelConfig> splitkv_like_configs() {
+inline std::vector<KernelConfig> sm80_simt_like_configs() {
   std::vector<KernelConfig> out;
   for (int64_t tile : {16, 32, 64, 128})
     for (int64_t stages : {2, 3, 4, 6})
@@ -38,9 +38,9 @@ inline double hash_unit(uint64_t x) {  // deterministic in [0, 1)
 }
 
 // The landscape: true microseconds per config (about 200 us at the best), `failing` of them failed.
-inline std::vector<ReplayCase> splitkv_like_landscape(const std::vector<KernelConfig>& configs,
-                                                      uint64_t seed, double noise = 0.025,
-                                                      double failing = 0.04) {
+inline std::vector<ReplayCase> sm80_simt_like_landscape(const std::vector<KernelConfig>& configs,
+                                                        uint64_t seed, double noise = 0.025,
+                                                        double failing = 0.04) {
   std::vector<ReplayCase> cases;
   for (size_t i = 0; i < configs.size(); ++i) {
     const KernelConfig& c = configs[i];

@@ -15,10 +15,11 @@ TEST(WorkerProtocol, RequestRoundTripKeepsThePolicy) {
   overrides.timer = TimerMode::graph;
   overrides.flush_l2 = false;
   const MeasurePolicy policy = apply_overrides(confirm_policy(), overrides);
-  const std::string line = encode_request({"paged_decode.splitkv", "num_splits=4,warps=4", policy});
+  const std::string line =
+      encode_request({"paged_decode.sm80_simt", "num_splits=4,warps=4", policy});
   EXPECT_EQ(line.find('\n'), std::string::npos);
   const WorkerRequest r = decode_request(line);
-  EXPECT_EQ(r.variant, "paged_decode.splitkv");
+  EXPECT_EQ(r.variant, "paged_decode.sm80_simt");
   EXPECT_EQ(r.config_key, "num_splits=4,warps=4");
   EXPECT_EQ(r.policy.name, policy.name);
   EXPECT_EQ(r.policy.noise, 0.01);

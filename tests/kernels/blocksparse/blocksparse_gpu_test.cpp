@@ -1,11 +1,11 @@
-// The blocksparse family on the GPU: blocksparse.mma on random variable-length prefill batches
+// The blocksparse family on the GPU: blocksparse.sm80_mma on random variable-length prefill batches
 // (contexts that put the first new token anywhere in a block, lengths off every tile, GQA ratios
 // including non powers of two, head dims 64/128, bf16 and fp16, causal and not) over random
 // layouts (Phi-3 parameters with random block sizes, sliding steps and homo heads, and random
 // lower-triangular layouts with empty rows and dropped diagonals), with random configs and every
 // accepted config, and one config per path of the sm80 loop it shares with flash_fwd.sm80_mma;
-// blocksparse.decode likewise on decode batches. Every run writes into a poisoned output (0xFF:
-// NaN in bf16 and fp16) and is compared with the oracle (the CPU reference, or the tiled GPU
+// blocksparse.sm80_mma_decode likewise on decode batches. Every run writes into a poisoned output
+// (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU reference, or the tiled GPU
 // reference for a large batch; both apply key_visible): no NaN, every row within the dtype's
 // tolerance. Then the Evaluator path and a benchmark-sized prompt. The random tests check as many
 // cases as the case budget allows (tests/gpu_case_budget.hpp).
@@ -24,7 +24,7 @@ using namespace blocksparse_testing;
 TEST(BlockSparseMmaGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("blocksparse.mma");
+  const Variant& variant = *registry.find("blocksparse.sm80_mma");
   const Target target = Target::cuda(testing::gpu().device());
   const uint64_t seed = testing::test_seed_or(20261207);
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
@@ -47,7 +47,7 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   auto& env = testing::gpu();
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("blocksparse.mma");
+  const Variant& variant = *registry.find("blocksparse.sm80_mma");
   const Target target = Target::cuda(env.device());
   std::mt19937_64 rng(5);
   std::vector<std::pair<Batch, KernelConfig>> cases;
@@ -77,7 +77,7 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
   for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
 }
 
-// blocksparse.mma runs the sm80 attention loop it shares with flash_fwd.sm80_mma
+// blocksparse.sm80_mma runs the sm80 attention loop it shares with flash_fwd.sm80_mma
 // (kernels/common/sm80_attention.cuh): one config per path of that loop at head dim 128 (the
 // traits' q_in_registers decides Q in registers or in shared memory; the row sums stay in the
 // softmax for blocksparse, kTensorRowSums, where flash's rule would move them), over blocks of
@@ -87,7 +87,7 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
 TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("blocksparse.mma");
+  const Variant& variant = *registry.find("blocksparse.sm80_mma");
   const Target target = Target::cuda(testing::gpu().device());
   struct Path {
     int tile_m, tile_n, warps;
@@ -98,9 +98,9 @@ TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
   // over 2 warps; Q in registers over 8 warps.
   for (const Path& path : {Path{64, 64, 4, true, true}, Path{128, 32, 4, false, true},
                            Path{64, 32, 2, false, false}, Path{128, 64, 8, true, false}}) {
-    EXPECT_EQ(flash_sm80::q_in_registers(128, path.tile_m, path.tile_n, path.warps),
+    EXPECT_EQ(sm80_attention::q_in_registers(128, path.tile_m, path.tile_n, path.warps),
               path.q_in_registers);
-    EXPECT_EQ(flash_sm80::tensor_row_sums(128, path.warps), path.row_sums);
+    EXPECT_EQ(sm80_attention::tensor_row_sums(128, path.warps), path.row_sums);
     for (bool causal : {true, false}) {
       testing::SpecShape shape;
       shape.q_heads = 8;
@@ -126,8 +126,8 @@ TEST(BlockSparseMmaGpu, EachPathOfTheSharedLoopMatchesTheReference) {
 TEST(BlockSparseDecodeGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& decode = *registry.find("blocksparse.decode");
-  const Variant& mma = *registry.find("blocksparse.mma");
+  const Variant& decode = *registry.find("blocksparse.sm80_mma_decode");
+  const Variant& mma = *registry.find("blocksparse.sm80_mma");
   const Target target = Target::cuda(testing::gpu().device());
   const uint64_t seed = testing::test_seed_or(20261209);
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
@@ -152,7 +152,7 @@ TEST(BlockSparseDecodeGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
 TEST(BlockSparseDecodeGpu, EveryAcceptedConfigMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("blocksparse.decode");
+  const Variant& variant = *registry.find("blocksparse.sm80_mma_decode");
   const Target target = Target::cuda(testing::gpu().device());
   for (int head_dim : {64, 128}) {
     testing::SpecShape shape;
@@ -201,7 +201,7 @@ TEST(BlockSparseGpu, EvaluatorVerifiesAndTimesTheDefaultConfigs) {
   for (const WorkloadSpec& spec : {prefill, decode}) {
     const Batch batch = generate_batch(spec);
     auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
-    for (const char* name : {"blocksparse.mma", "blocksparse.decode"}) {
+    for (const char* name : {"blocksparse.sm80_mma", "blocksparse.sm80_mma_decode"}) {
       const Variant& variant = *registry.find(name);
       const KernelConfig config = variant.default_config(batch, evaluator->target());
       if (!variant.check(batch, config, evaluator->target())) continue;  // decode on prefill
@@ -219,7 +219,7 @@ TEST(BlockSparseGpu, EvaluatorVerifiesAndTimesTheDefaultConfigs) {
 TEST(BlockSparseMmaGpu, LargeBatchesMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("blocksparse.mma");
+  const Variant& variant = *registry.find("blocksparse.sm80_mma");
   const Target target = Target::cuda(testing::gpu().device());
   testing::SpecShape shape;
   shape.q_heads = 8;

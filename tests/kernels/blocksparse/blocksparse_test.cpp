@@ -1,9 +1,9 @@
 // The blocksparse family on the CPU: the traits' rules; the variants' gating (features, configs,
 // block sizes) with reasons; the host-side walks the kernels run checked key by key against
-// workloads/visibility's key_visible (blocksparse.mma's tile walk, emulated with the kernel's own
-// element mask, and blocksparse.decode's per-CTA tile list with head bits) on random layouts,
-// contexts and lengths; the work model; the CPU reference variant; and a seeded sample of accepted
-// configs compiled by NVRTC for sm_80 and sm_90a without spills.
+// workloads/visibility's key_visible (blocksparse.sm80_mma's tile walk, emulated with the kernel's
+// own element mask, and blocksparse.sm80_mma_decode's per-CTA tile list with head bits) on random
+// layouts, contexts and lengths; the work model; the CPU reference variant; and a seeded sample of
+// accepted configs compiled by NVRTC for sm_80 and sm_90a without spills.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,8 +17,8 @@
 
 #include "base/dtype.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
-#include "kernels/blocksparse/decode_traits.hpp"
-#include "kernels/blocksparse/mma_traits.hpp"
+#include "kernels/blocksparse/sm80_mma_decode_traits.hpp"
+#include "kernels/blocksparse/sm80_mma_traits.hpp"
 #include "kernels/device/device_info.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
@@ -142,7 +142,7 @@ std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& bat
 }
 
 TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
-  using namespace blocksparse_mma;
+  using namespace blocksparse::sm80_mma;
   EXPECT_EQ(check(128, 64, 64, 4, 2), kOk);
   EXPECT_EQ(check(64, 32, 32, 1, 3), kOk);
   EXPECT_EQ(check(256, 64, 64, 4, 2), kHeadDim);  // flash_fwd runs 256; the issue asks 64/128
@@ -162,27 +162,34 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(shared_bytes(128, 64, 64, 2), (64 + 2 * 2 * 64) * 128 * 2);
   EXPECT_EQ(shared_bytes(64, 64, 64, 2), (64 + 2 * 2 * 64) * 72 * 2);
 
-  using namespace blocksparse_decode;
-  EXPECT_EQ(blocksparse_decode::check(128, 64, 4, 3), blocksparse_decode::kOk);
-  EXPECT_EQ(blocksparse_decode::check(64, 16, 1, 2), blocksparse_decode::kOk);
-  EXPECT_EQ(blocksparse_decode::check(256, 64, 4, 3), blocksparse_decode::kHeadDim);
-  EXPECT_EQ(blocksparse_decode::check(128, 64, 3, 3), blocksparse_decode::kWarps);
-  EXPECT_EQ(blocksparse_decode::check(128, 64, 4, 1), blocksparse_decode::kStages);
-  EXPECT_EQ(blocksparse_decode::check(128, 32, 4, 2), blocksparse_decode::kTileN);  // 8 per warp
-  EXPECT_EQ(blocksparse_decode::check(128, 256, 4, 2), blocksparse_decode::kTileN);
-  EXPECT_EQ(blocksparse_decode::check(128, 128, 1, 4), blocksparse_decode::kSharedMemory);
-  EXPECT_EQ(blocksparse_decode::check_block(64, 128), blocksparse_decode::kBlockSize);
+  using namespace blocksparse::sm80_mma_decode;
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 4, 3), blocksparse::sm80_mma_decode::kOk);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(64, 16, 1, 2), blocksparse::sm80_mma_decode::kOk);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(256, 64, 4, 3),
+            blocksparse::sm80_mma_decode::kHeadDim);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 3, 3),
+            blocksparse::sm80_mma_decode::kWarps);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 4, 1),
+            blocksparse::sm80_mma_decode::kStages);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 32, 4, 2),
+            blocksparse::sm80_mma_decode::kTileN);  // 8 per warp
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 256, 4, 2),
+            blocksparse::sm80_mma_decode::kTileN);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 128, 1, 4),
+            blocksparse::sm80_mma_decode::kSharedMemory);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check_block(64, 128),
+            blocksparse::sm80_mma_decode::kBlockSize);
   // The merge area fits in the stage area or enlarges it.
-  EXPECT_EQ(blocksparse_decode::shared_bytes(128, 16, 1, 2),
-            blocksparse_decode::merge_bytes(128, 1) > 2 * stage_bytes(128, 16)
+  EXPECT_EQ(blocksparse::sm80_mma_decode::shared_bytes(128, 16, 1, 2),
+            blocksparse::sm80_mma_decode::merge_bytes(128, 1) > 2 * stage_bytes(128, 16)
                 ? merge_bytes(128, 1) + 16 * 136 * 2
                 : 2 * stage_bytes(128, 16) + 16 * 136 * 2);
 }
 
 TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Registry registry = make_registry();
-  const Variant& mma = *registry.find("blocksparse.mma");
-  const Variant& decode = *registry.find("blocksparse.decode");
+  const Variant& mma = *registry.find("blocksparse.sm80_mma");
+  const Variant& decode = *registry.find("blocksparse.sm80_mma_decode");
   int accepted = 0, refused = 0;
   for (int head_dim : {64, 128}) {
     for (int block : {16, 32, 64, 128}) {
@@ -194,12 +201,14 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
                     s = int(c.get("stages"));
           EXPECT_EQ(block % m, 0);  // the space lists only tiles that divide the block
           EXPECT_EQ(block % n, 0);
-          int rule = blocksparse_mma::check(head_dim, m, n, w, s);
-          if (rule == blocksparse_mma::kOk) rule = blocksparse_mma::check_block(block, m, n);
+          int rule = blocksparse::sm80_mma::check(head_dim, m, n, w, s);
+          if (rule == blocksparse::sm80_mma::kOk)
+            rule = blocksparse::sm80_mma::check_block(block, m, n);
           const bool fits =
-              blocksparse_mma::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
+              blocksparse::sm80_mma::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
           const Support support = mma.check(prefill, c, target);
-          EXPECT_EQ(support.ok, rule == blocksparse_mma::kOk && fits) << c.key() << " " << block;
+          EXPECT_EQ(support.ok, rule == blocksparse::sm80_mma::kOk && fits)
+              << c.key() << " " << block;
           support.ok ? ++accepted : ++refused;
           if (!support.ok) {
             EXPECT_FALSE(support.reason.empty());
@@ -207,11 +216,12 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         }
         for (const KernelConfig& c : space_configs(decode, dec, target)) {
           const int n = int(c.get("tile_n")), w = int(c.get("warps")), s = int(c.get("stages"));
-          const int rule = blocksparse_decode::check(head_dim, n, w, s);
-          const bool fits =
-              blocksparse_decode::shared_bytes(head_dim, n, w, s) <= target.max_shared_per_block;
+          const int rule = blocksparse::sm80_mma_decode::check(head_dim, n, w, s);
+          const bool fits = blocksparse::sm80_mma_decode::shared_bytes(head_dim, n, w, s) <=
+                            target.max_shared_per_block;
           const Support support = decode.check(dec, c, target);
-          EXPECT_EQ(support.ok, rule == blocksparse_decode::kOk && fits) << c.key() << " " << block;
+          EXPECT_EQ(support.ok, rule == blocksparse::sm80_mma_decode::kOk && fits)
+              << c.key() << " " << block;
           support.ok ? ++accepted : ++refused;
         }
       }
@@ -235,8 +245,8 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
 
 TEST(BlockSparseGating, DefaultsAreSupportedAndNamed) {
   const Registry registry = make_registry();
-  const Variant& mma = *registry.find("blocksparse.mma");
-  const Variant& decode = *registry.find("blocksparse.decode");
+  const Variant& mma = *registry.find("blocksparse.sm80_mma");
+  const Variant& decode = *registry.find("blocksparse.sm80_mma_decode");
   DeviceInfo small = {};  // sm_86: 99 KiB per block
   small.cc_major = 8;
   small.cc_minor = 6;
@@ -257,15 +267,15 @@ TEST(BlockSparseGating, DefaultsAreSupportedAndNamed) {
   }
   const Batch prefill = prefill_batch(32, 8, 128);
   EXPECT_EQ(mma.full_name(mma.default_config(prefill, hopper())),
-            "blocksparse.mma.st2.tm64.tn64.w4");
+            "blocksparse.sm80_mma.st2.tm64.tn64.w4");
   const Batch dec = decode_batch(32, 8, 128);
   EXPECT_EQ(decode.full_name(decode.default_config(dec, hopper())),
-            "blocksparse.decode.st3.tn64.w4");
+            "blocksparse.sm80_mma_decode.st3.tn64.w4");
   const JitProgram program = mma.programs(prefill, mma_config(64, 32, 2, 3), hopper()).front();
-  EXPECT_EQ(program.kernels.at(0), "attn::blocksparse_mma_attention<0, 128, 64, 32, 2, 3, true>");
+  EXPECT_EQ(program.kernels.at(0), "attn::blocksparse_sm80_mma<0, 128, 64, 32, 2, 3, true>");
   EXPECT_EQ(program.kernels.at(1), "attn::flash_fwd_gather_kv");
   const JitProgram d = decode.programs(dec, decode_config(32, 2, 4), ampere()).front();
-  EXPECT_EQ(d.kernels.at(0), "attn::blocksparse_decode_attention<0, 128, 32, 2, 4>");
+  EXPECT_EQ(d.kernels.at(0), "attn::blocksparse_sm80_mma_decode<0, 128, 32, 2, 4>");
   EXPECT_EQ(d.arch, "sm_80");
 }
 
@@ -296,9 +306,9 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
   };
   for (const bool decode_shape : {false, true}) {
     const Batch plain = decode_shape ? decode_batch(8, 2, 128) : prefill_batch(8, 2, 128);
-    for (const char* name : {"blocksparse.mma", "blocksparse.decode"}) {
+    for (const char* name : {"blocksparse.sm80_mma", "blocksparse.sm80_mma_decode"}) {
       const Variant& variant = *registry.find(name);
-      const bool wrong_shape = !decode_shape && std::string(name) == "blocksparse.decode";
+      const bool wrong_shape = !decode_shape && std::string(name) == "blocksparse.sm80_mma_decode";
       for (const Feature& feature : features) {
         Batch batch = plain;
         feature.apply(batch);
@@ -308,7 +318,7 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
         } else {
           EXPECT_FALSE(s.ok) << name << " " << feature.name << " was accepted";
           const std::string want =
-              wrong_shape ? "blocksparse.mma runs prefill" : feature.reason_mentions;
+              wrong_shape ? "blocksparse.sm80_mma runs prefill" : feature.reason_mentions;
           if (!wrong_shape || feature.reason_mentions.empty()) {
             EXPECT_NE(s.reason.find(want), std::string::npos) << feature.name << ": " << s.reason;
           }
@@ -325,16 +335,16 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
   }
   // GQA: decode holds at most 16 q heads per kv head in the M rows; mma any group.
   const Batch big_group = decode_batch(40, 2, 64);
-  const Variant& decode = *registry.find("blocksparse.decode");
+  const Variant& decode = *registry.find("blocksparse.sm80_mma_decode");
   const Support s = decode.check(big_group, decode.default_config(big_group, gpu), gpu);
   EXPECT_FALSE(s.ok);
   EXPECT_NE(s.reason.find("GQA group of 20"), std::string::npos) << s.reason;
-  const Variant& mma = *registry.find("blocksparse.mma");
+  const Variant& mma = *registry.find("blocksparse.sm80_mma");
   EXPECT_TRUE(mma.check(big_group, mma.default_config(big_group, gpu), gpu).ok);
 }
 
-// What a row of blocksparse.mma's tile sees: the kernel's element mask, applied only on tiles of
-// the diagonal block; tiles of earlier kept blocks are seen whole.
+// What a row of blocksparse.sm80_mma's tile sees: the kernel's element mask, applied only on tiles
+// of the diagonal block; tiles of earlier kept blocks are seen whole.
 bool mma_kernel_sees(bool causal, int64_t kv_len, int64_t pos, int64_t key, int64_t diagonal_key0,
                      int tile_n, int64_t key0) {
   if (key0 < diagonal_key0) return true;
@@ -384,7 +394,7 @@ TEST(BlockSparseWalk, MmaTileWalkVisitsExactlyTheVisibleKeys) {
           const int64_t last = std::min(pos0 + tile_m, kv_len) - 1;
           const int q_block = int(pos0 / block);
           for (int h = 0; h < layout.num_heads; ++h) {
-            const blocksparse_mma::TileWalk walk = blocksparse_mma::tile_walk(
+            const blocksparse::sm80_mma::TileWalk walk = blocksparse::sm80_mma::tile_walk(
                 layout.crow.data() + size_t(h) * size_t(layout.num_blocks + 1) + size_t(q_block),
                 layout.col.data() + size_t(h) * size_t(layout.max_nnz), q_block, block, tile_n,
                 int(causal ? last + 1 : kv_len));
@@ -396,7 +406,7 @@ TEST(BlockSparseWalk, MmaTileWalkVisitsExactlyTheVisibleKeys) {
               std::set<int64_t> seen;
               int64_t previous_key0 = -1;
               for (int n = 0; n < walk.tiles; ++n) {
-                const int64_t key0 = blocksparse_mma::tile_key0(walk, n, tile_n);
+                const int64_t key0 = blocksparse::sm80_mma::tile_key0(walk, n, tile_n);
                 EXPECT_GT(key0, previous_key0);  // increasing, so no key twice
                 previous_key0 = key0;
                 for (int64_t key = key0; key < key0 + tile_n; ++key) {
@@ -421,8 +431,8 @@ TEST(BlockSparseWalk, MmaTileWalkVisitsExactlyTheVisibleKeys) {
   }
 }
 
-// blocksparse.decode's tile list: per (sequence, kv head) CTA and q head of the group, the keys of
-// the tiles whose bit is set, below kv_len, are exactly key_visible's; every CTA once.
+// blocksparse.sm80_mma_decode's tile list: per (sequence, kv head) CTA and q head of the group, the
+// keys of the tiles whose bit is set, below kv_len, are exactly key_visible's; every CTA once.
 TEST(BlockSparseWalk, DecodePlanListsExactlyTheVisibleKeysPerHead) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 30; ++trial) {
@@ -567,8 +577,8 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   batches.push_back(prefill_batch(8, 2, 128, DType::fp16));
   batches.back().causal = false;  // the CAUSAL = false instantiation
   for (const Batch& batch : batches) {
-    const Variant& variant =
-        *registry.find(batch.decode_only() ? "blocksparse.decode" : "blocksparse.mma");
+    const Variant& variant = *registry.find(batch.decode_only() ? "blocksparse.sm80_mma_decode"
+                                                                : "blocksparse.sm80_mma");
     for (const Target& target : {ampere(), hopper()}) {
       std::vector<KernelConfig> accepted;
       for (const KernelConfig& config : space_configs(variant, batch, target)) {

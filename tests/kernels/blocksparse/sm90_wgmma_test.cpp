@@ -20,7 +20,7 @@
 #include <tuple>
 
 #include "kernels/blocksparse/blocksparse_variants.hpp"
-#include "kernels/blocksparse/mma_traits.hpp"
+#include "kernels/blocksparse/sm80_mma_traits.hpp"
 #include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
@@ -87,7 +87,7 @@ std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& bat
 }
 
 TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
-  using namespace blocksparse_sm90;
+  using namespace blocksparse::sm90_wgmma;
   // (head_dim, tile_n, stages, consumers, ctas_per_sm[, block_size])
   EXPECT_EQ(check(128, 64, 2, 1, 2), kOk);
   EXPECT_EQ(check(128, 64, 4, 1, 1), kOk);
@@ -96,11 +96,11 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(64, 128, 3, 1, 2), kOk);
   EXPECT_EQ(check(128, 64, 4, 2, 1), kOk);
   EXPECT_EQ(check(128, 128, 2, 2, 1), kOk);
-  EXPECT_EQ(check(256, 64, 2, 1, 1), sm90_attn::kHeadDim);  // the 64 and 128, as mma
-  EXPECT_EQ(check(96, 64, 2, 1, 1), sm90_attn::kHeadDim);
-  EXPECT_EQ(check(128, 64, 2, 3, 1), sm90_attn::kConsumers);
-  EXPECT_EQ(check(128, 32, 2, 1, 1), sm90_attn::kTileN);
-  EXPECT_EQ(check(128, 64, 5, 1, 1), sm90_attn::kStages);
+  EXPECT_EQ(check(256, 64, 2, 1, 1), sm90_attention::kHeadDim);  // the 64 and 128, as mma
+  EXPECT_EQ(check(96, 64, 2, 1, 1), sm90_attention::kHeadDim);
+  EXPECT_EQ(check(128, 64, 2, 3, 1), sm90_attention::kConsumers);
+  EXPECT_EQ(check(128, 32, 2, 1, 1), sm90_attention::kTileN);
+  EXPECT_EQ(check(128, 64, 5, 1, 1), sm90_attention::kStages);
   EXPECT_EQ(check(128, 64, 2, 1, 3), kCtasPerSm);
   EXPECT_EQ(check(128, 64, 2, 1, 0), kCtasPerSm);
   EXPECT_EQ(check(128, 64, 2, 2, 2), kTwoCtaConsumers);
@@ -110,7 +110,7 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 128, 2, 1, 2), kTwoCtaShared);
   EXPECT_EQ(check(64, 128, 4, 1, 2), kTwoCtaShared);
   // 128-key tiles at head_dim 128 with two consumers: four stages (257 KiB) exceed the block's.
-  EXPECT_EQ(check(128, 128, 4, 2, 1), sm90_attn::kSharedMemory);
+  EXPECT_EQ(check(128, 128, 4, 2, 1), sm90_attention::kSharedMemory);
   EXPECT_EQ(check(128, 64, 2, 1, 2, 64), kOk);
   EXPECT_EQ(check(128, 64, 2, 1, 2, 128), kOk);
   EXPECT_EQ(check(128, 64, 4, 2, 1, 64), kOk);         // two consumers in adjacent block rows
@@ -126,7 +126,7 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
             1024 + 2 * 64 * 128 * 2 + 4 * 64 * 128 * 2 + (2 * 2 + 4 * 2) * 8 + 2 * 16);
   EXPECT_EQ(shared_bytes(128, 128, 3, 2, 1),
             1024 + 128 * 128 * 2 + 6 * 128 * 128 * 2 + (2 + 4 * 3) * 8 + 16);
-  EXPECT_EQ(shared_budget(1), sm90_attn::kMaxSharedBytes);
+  EXPECT_EQ(shared_budget(1), sm90_attention::kMaxSharedBytes);
   EXPECT_EQ(shared_budget(2), kSharedPerSm / 2 - kReservedSharedPerCta);
   EXPECT_EQ(threads(1), 256);
   EXPECT_EQ(threads(2), 384);
@@ -153,9 +153,9 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
         for (int c : {1, 2}) {
           for (int w : {1, 2}) {
             if (check(d, n, s, w, c) != kOk) continue;
-            EXPECT_LE(sm90_attn::register_estimate(d, n), consumer_registers(w, c));
+            EXPECT_LE(sm90_attention::register_estimate(d, n), consumer_registers(w, c));
             EXPECT_LE(c * (shared_bytes(d, n, s, w, c) + kReservedSharedPerCta), kSharedPerSm);
-            EXPECT_LE(shared_bytes(d, n, s, w, c), sm90_attn::kMaxSharedBytes);
+            EXPECT_LE(shared_bytes(d, n, s, w, c), sm90_attention::kMaxSharedBytes);
           }
         }
       }
@@ -176,11 +176,12 @@ TEST(BlockSparseSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
     for (int block : {16, 32, 64, 128, 256}) {
       const Batch batch = prefill_batch(head_dim, DType::bf16, block);
       for (const KernelConfig& c : space_configs(variant, batch, target)) {
-        const int rule =
-            blocksparse_sm90::check(head_dim, int(c.get("tile_n")), int(c.get("stages")),
-                                    int(c.get("consumers")), int(c.get("ctas_per_sm")), block);
+        const int rule = blocksparse::sm90_wgmma::check(
+            head_dim, int(c.get("tile_n")), int(c.get("stages")), int(c.get("consumers")),
+            int(c.get("ctas_per_sm")), block);
         const Support support = variant.check(batch, c, target);
-        EXPECT_EQ(support.ok, rule == blocksparse_sm90::kOk) << c.key() << " block " << block;
+        EXPECT_EQ(support.ok, rule == blocksparse::sm90_wgmma::kOk)
+            << c.key() << " block " << block;
         support.ok ? ++accepted : ++refused;
         if (!support.ok) {
           EXPECT_FALSE(support.reason.empty()) << c.key();
@@ -228,8 +229,8 @@ TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
   EXPECT_FALSE(ampere.ok);
   EXPECT_NE(ampere.reason.find("needs sm_90a"), std::string::npos) << ampere.reason;
   EXPECT_FALSE(variant.check(batch, config, Target::cpu()).ok);
-  // blocksparse.mma remains for what this variant refuses.
-  const Variant& mma = *registry.find("blocksparse.mma");
+  // blocksparse.sm80_mma remains for what this variant refuses.
+  const Variant& mma = *registry.find("blocksparse.sm80_mma");
   EXPECT_TRUE(mma.check(batch, mma.default_config(batch, testing::ampere_target()),
                         testing::ampere_target())
                   .ok);
@@ -294,9 +295,10 @@ TEST(BlockSparseSm90Gating, DefaultsAreSupportedAndNamed) {
 // the element mask on kept runs reaching mask_from; else the whole run.
 bool sm90_kernel_sees(bool causal, int64_t kv_len, int64_t pos_w, int w, int64_t pos, int64_t key,
                       int32_t entry) {
-  if (!blocksparse_sm90::entry_kept_by(entry, w)) return false;
+  if (!blocksparse::sm90_wgmma::entry_kept_by(entry, w)) return false;
   const int64_t mask_from = causal ? std::min(kv_len, pos_w + 1) : kv_len;
-  if (blocksparse_sm90::entry_key0(entry) + blocksparse_sm90::kEntryKeys <= mask_from) return true;
+  if (blocksparse::sm90_wgmma::entry_key0(entry) + blocksparse::sm90_wgmma::kEntryKeys <= mask_from)
+    return true;
   return key < kv_len && (!causal || key <= pos);
 }
 
@@ -309,7 +311,7 @@ bool sm90_kernel_sees(bool causal, int64_t kv_len, int64_t pos_w, int w, int64_t
 // query row and head, the keys the plan and the kernel's mask decision let through are exactly
 // key_visible's, each once.
 TEST(BlockSparseSm90Plan, KernelMaskSeesExactlyTheVisibleKeys) {
-  using namespace blocksparse_sm90;
+  using namespace blocksparse::sm90_wgmma;
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 24; ++trial) {
     testing::SpecShape shape;
@@ -424,7 +426,7 @@ TEST(BlockSparseSm90Plan, KernelMaskSeesExactlyTheVisibleKeys) {
 // consumers' block rows are adjacent and keep nearly the same blocks: the union a CTA loads is
 // within a few percent of one row's walk, so two consumers halve the K/V loads per query row.
 TEST(BlockSparseSm90Plan, TwoConsumersShareNearlyEveryTileOnThePhi3Layout) {
-  using namespace blocksparse_sm90;
+  using namespace blocksparse::sm90_wgmma;
   testing::SpecShape shape;
   shape.q_heads = 4;
   shape.kv_heads = 1;

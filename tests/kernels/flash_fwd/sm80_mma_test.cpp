@@ -79,23 +79,23 @@ std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& bat
 // step's group of four as an immediate 64 elements each) for every step.
 TEST(FlashFwdSm80Traits, FragmentAddressesXorTheStepBeforeAddingWholeRows) {
   for (int head_dim : {128, 256}) {
-    ASSERT_TRUE(flash_sm80::swizzled(head_dim));
-    const int row = flash_sm80::row_elements(head_dim);
+    ASSERT_TRUE(sm80_attention::swizzled(head_dim));
+    const int row = sm80_attention::row_elements(head_dim);
     const std::vector<unsigned short> buffer(96 * row + 256);
     const unsigned short* tile = buffer.data();
     for (int lane = 0; lane < 32; ++lane) {
       const int frags[3] = {
-          (lane % 16) * row + flash_sm80::swizzled_chunk(head_dim, lane, lane / 16) * 8,
+          (lane % 16) * row + sm80_attention::swizzled_chunk(head_dim, lane, lane / 16) * 8,
           ((lane / 16) * 8 + lane % 8) * row +
-              flash_sm80::swizzled_chunk(head_dim, lane, (lane / 8) % 2) * 8,
-          (16 + lane % 16) * row + flash_sm80::swizzled_chunk(head_dim, lane, lane / 16) * 8};
+              sm80_attention::swizzled_chunk(head_dim, lane, (lane / 8) % 2) * 8,
+          (16 + lane % 16) * row + sm80_attention::swizzled_chunk(head_dim, lane, lane / 16) * 8};
       for (int frag : frags) {
         for (int rows = 0; rows < 64 * row; rows += 16 * row) {
           for (int dp = 0; dp < head_dim / 16; ++dp) {
             const long want = long((frag + rows) ^ (16 * dp));
             const auto got = head_dim == 128
-                                 ? flash_sm80::fragment_address<128>(tile, frag, rows, 16 * dp)
-                                 : flash_sm80::fragment_address<256>(tile, frag, rows, 16 * dp);
+                                 ? sm80_attention::fragment_address<128>(tile, frag, rows, 16 * dp)
+                                 : sm80_attention::fragment_address<256>(tile, frag, rows, 16 * dp);
             EXPECT_EQ(long(got - tile), want)
                 << head_dim << " " << lane << " " << rows << " " << dp;
             const int low_step = frag ^ (16 * (dp % 4));
@@ -109,7 +109,8 @@ TEST(FlashFwdSm80Traits, FragmentAddressesXorTheStepBeforeAddingWholeRows) {
 }
 
 TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
-  using namespace flash_sm80;
+  using namespace flash_fwd::sm80_mma;
+  using namespace sm80_attention;
   EXPECT_EQ(check(128, 128, 64, 8, 2), kOk);
   EXPECT_EQ(check(128, 128, 32, 4, 2), kOk);
   EXPECT_EQ(check(96, 128, 64, 8, 2), kHeadDim);
@@ -155,7 +156,7 @@ TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
 // The row sums come from the tensor cores where that measured faster: head dims 128 and 256 over
 // 4 warps; over 2 or 8 warps and at head dim 64 the softmax keeps its FADDs.
 TEST(FlashFwdSm80Traits, RowSumsOnTheTensorCoresAtHeadDims128And256Over4Warps) {
-  using flash_sm80::tensor_row_sums;
+  using sm80_attention::tensor_row_sums;
   EXPECT_TRUE(tensor_row_sums(128, 4));
   EXPECT_TRUE(tensor_row_sums(256, 4));
   EXPECT_FALSE(tensor_row_sums(64, 4));
@@ -175,10 +176,10 @@ TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                   w = int(config.get("warps")), s = int(config.get("stages"));
         const Support support = variant.check(batch, config, target);
-        const int rule = flash_sm80::check(head_dim, m, n, w, s);
+        const int rule = flash_fwd::sm80_mma::check(head_dim, m, n, w, s);
         const bool device_fits =
-            flash_sm80::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
-        EXPECT_EQ(support.ok, rule == flash_sm80::kOk && device_fits)
+            sm80_attention::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
+        EXPECT_EQ(support.ok, rule == flash_fwd::sm80_mma::kOk && device_fits)
             << config.key() << " d" << head_dim << " " << target.arch << ": " << support.reason;
         if (support.ok) {
           ++accepted;
@@ -187,14 +188,14 @@ TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         ++refused;
         const std::string& why = support.reason;
         switch (rule) {
-          case flash_sm80::kTileM:
+          case flash_fwd::sm80_mma::kTileM:
             EXPECT_NE(why.find("tile_m must be"), std::string::npos) << why;
             break;
-          case flash_sm80::kSharedMemory:
-          case flash_sm80::kOk:  // the device's own limit
+          case flash_fwd::sm80_mma::kSharedMemory:
+          case flash_fwd::sm80_mma::kOk:  // the device's own limit
             EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
             break;
-          case flash_sm80::kRegisters:
+          case flash_fwd::sm80_mma::kRegisters:
             EXPECT_NE(why.find("registers"), std::string::npos) << why;
             break;
           default:
@@ -402,9 +403,9 @@ TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithBoundedSpills
       }
     }
   }
-  // The register rule admits a few configs that spill a little (flash_sm80::kMaxRegisterEstimate:
-  // loop-invariant values reloaded once per key tile, where it measured fastest); nothing spills
-  // more than that.
+  // The register rule admits a few configs that spill a little
+  // (flash_fwd::sm80_mma::kMaxRegisterEstimate: loop-invariant values reloaded once per key tile,
+  // where it measured fastest); nothing spills more than that.
   const std::regex spills("([0-9]+) bytes spill (stores|loads)");
   constexpr int kMaxSpillBytes = 256;
   for (Job& job : jobs) {

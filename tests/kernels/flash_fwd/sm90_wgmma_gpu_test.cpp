@@ -3,8 +3,8 @@
 // diagonal, several sequences so TMA boxes cross into the next sequence's rows), GQA ratios
 // including non powers of two, head dims 64/128/256, bf16 and fp16, causal and not, and every
 // config of the space (without a causal mask at head dim 128 those over tiles wider than 64 keys
-// narrow each item's last key tile: flash_sm90::narrows_last_tile). Every run writes into a
-// poisoned output and a NaN-filled LSE buffer and is compared with the oracle
+// narrow each item's last key tile: flash_fwd::sm90_wgmma::narrows_last_tile). Every run writes
+// into a poisoned output and a NaN-filled LSE buffer and is compared with the oracle
 // (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
 
@@ -137,9 +137,9 @@ TEST(FlashFwdSm90Gpu, CausalDiagonalAlignedToTheBottomRight) {
 // H200, so each CTA runs several, of key-tile counts that differ from item to item (the
 // pipeline's stages and phases are numbered across items): 24 sequences of uneven lengths
 // (queries of 1 to 513 tokens on contexts of 0 to 1000), GQA 4, causal (bf16) and not (fp16);
-// configs with two Q buffers and with one (flash_sm90::q_buffers), one, two and three consumers,
-// head dims 64, 128 and 256; with and without LSE; each launched twice (the second launch runs on
-// the work counters the first one zeroed).
+// configs with two Q buffers and with one (flash_fwd::sm90_wgmma::q_buffers), one, two and three
+// consumers, head dims 64, 128 and 256; with and without LSE; each launched twice (the second
+// launch runs on the work counters the first one zeroed).
 TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -188,12 +188,12 @@ TEST(FlashFwdSm90Gpu, ManyItemsPerCtaMatchTheReference) {
 // The top tile of a sequence 64 rows past a multiple of the tile (64, 256, 448, 640, 1024 for 192
 // rows; 64, 320, 1088 for 128; query tiles end at the sequence's last row) holds only the last
 // warpgroup's rows. At head dim 64 with a causal mask such tiles of up to that many consecutive q
-// heads are stacked in one item (flash_sm90::stacks_heads; 8 heads: stacks of 3, 3 and 2, or four
-// of 2; 5 heads: 3 and 2, or 2, 2 and 1), over contexts of 0 to 1000 keys (one key tile to
-// several, the diagonal anywhere in them), bf16. Without the mask (fp16) three consumers share
-// the tile's rows (flash_sm90::shares_rows: the warpgroups split its key tiles and merge through
-// shared memory) and two take the ordinary path. Two and three consumers in 2 to 4 stages, GQA
-// 8 / 2 (stacks that span two kv heads) and 5 / 5, with and without LSE, two launches each.
+// heads are stacked in one item (flash_fwd::sm90_wgmma::stacks_heads; 8 heads: stacks of 3, 3 and
+// 2, or four of 2; 5 heads: 3 and 2, or 2, 2 and 1), over contexts of 0 to 1000 keys (one key tile
+// to several, the diagonal anywhere in them), bf16. Without the mask (fp16) three consumers share
+// the tile's rows (flash_fwd::sm90_wgmma::shares_rows: the warpgroups split its key tiles and merge
+// through shared memory) and two take the ordinary path. Two and three consumers in 2 to 4 stages,
+// GQA 8 / 2 (stacks that span two kv heads) and 5 / 5, with and without LSE, two launches each.
 TEST(FlashFwdSm90Gpu, TopTilesStackedOrSharedMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -206,7 +206,7 @@ TEST(FlashFwdSm90Gpu, TopTilesStackedOrSharedMatchTheReference) {
   for (bool causal : {true, false}) {
     for (const auto& [consumers, tile_n, stages] :
          {std::tuple{3, 128, 4}, {3, 64, 2}, {3, 80, 3}, {2, 128, 4}, {2, 96, 2}}) {
-      EXPECT_EQ(flash_sm90::stacks_heads(64, 64 * consumers, causal), causal);
+      EXPECT_EQ(flash_fwd::sm90_wgmma::stacks_heads(64, 64 * consumers, causal), causal);
       const KernelConfig config = make_config(64 * consumers, tile_n, stages, consumers);
       testing::SpecShape shape;
       shape.q_heads = tile_n % 128 == 0 ? 8 : 5;

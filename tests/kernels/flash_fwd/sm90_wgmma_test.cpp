@@ -72,7 +72,7 @@ std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& bat
 }
 
 TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
-  using namespace flash_sm90;
+  using namespace flash_fwd::sm90_wgmma;
   EXPECT_EQ(check(128, 128, 128, 2, 2), kOk);
   EXPECT_EQ(check(64, 64, 64, 3, 1), kOk);
   EXPECT_EQ(check(256, 128, 64, 2, 2), kOk);
@@ -133,8 +133,8 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_FALSE(tensor_row_sums(256));
   EXPECT_EQ(ones_bytes(64), 16 * 128);
   EXPECT_EQ(ones_bytes(128), 0);
-  EXPECT_EQ(sm90_attn::output_registers(64, true), 36);
-  EXPECT_EQ(sm90_attn::output_registers(128), 64);
+  EXPECT_EQ(sm90_attention::output_registers(64, true), 36);
+  EXPECT_EQ(sm90_attention::output_registers(128), 64);
   // Half key tiles under a causal mask at head dim 64, of whole 32-key halves.
   EXPECT_TRUE(halves_last_tile(64, 128, true));
   EXPECT_TRUE(halves_last_tile(64, 64, true));
@@ -161,8 +161,8 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_FALSE(narrows_last_tile(256, 80, false));
   // Shared rows' scratch: three consumers at head dim 64, two warpgroups' partials of 36 O
   // values (the sums among them) and 2 maxima per thread; none elsewhere.
-  EXPECT_EQ(sm90_attn::partial_floats(64, true), 38);
-  EXPECT_EQ(sm90_attn::partial_floats(128), 64 + 4);
+  EXPECT_EQ(sm90_attention::partial_floats(64, true), 38);
+  EXPECT_EQ(sm90_attention::partial_floats(128), 64 + 4);
   EXPECT_EQ(shared_rows_scratch_bytes(64, 192), 2 * 38 * 128 * 4);
   EXPECT_EQ(shared_rows_scratch_bytes(64, 128), 0);
   EXPECT_EQ(shared_rows_scratch_bytes(128, 192), 0);
@@ -220,7 +220,8 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
           // the 1024-byte aligned tiles.
           const int buffers = q_buffers(d, 64 * c, n, s);
           const int scratch = shared_rows_scratch_bytes(d, 64 * c) + ones_bytes(d);
-          const int one = sm90_attn::tile_bytes(d, 64 * c, n, s) + barrier_bytes(s, 1) + scratch;
+          const int one =
+              sm90_attention::tile_bytes(d, 64 * c, n, s) + barrier_bytes(s, 1) + scratch;
           const int two = one + q_bytes(d, 64 * c) + barrier_bytes(s, 2) - barrier_bytes(s, 1);
           EXPECT_EQ(buffers, two <= kMaxSharedBytes ? 2 : 1)
               << d << " " << c << " " << n << " " << s;
@@ -272,7 +273,7 @@ TEST(FlashFwdSm90Traits, QueryTilesFromTheEndPutThePartialTileAtTheTop) {
 // wants: per warp, the mma.m16n8k16 A layout (register x: row l / 4 + 8 (x % 2), columns
 // 8 (x / 2) + 2 (l % 4) + {0, 1} of the k16 slice).
 TEST(FlashFwdSm90Layout, AccumulatorAndRegisterAFragmentsFollowThePtxLayouts) {
-  using namespace flash_sm90;
+  using namespace flash_fwd::sm90_wgmma;
   for (int n : {64, 80, 128, 176, 192, 256}) {
     std::set<std::pair<int, int>> seen;
     for (int tid = 0; tid < 128; ++tid) {
@@ -334,7 +335,7 @@ int mn_major_read(int start, int lbo, int sbo, int k, int mn) {
 // where TMA put them: Q (A, [rows][dims] K-major) and K (B of S = Q K^T, [keys][dims] K-major) in
 // column blocks of 64 dims; V (B of O = P V, [keys][dims], MN-major with the transpose bit).
 TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
-  using namespace flash_sm90;
+  using namespace flash_fwd::sm90_wgmma;
   for (int head_dim : {64, 128, 256}) {
     for (int tile_n : {64, 80, 96, 128, 160, 176, 192}) {
       const int blocks = column_blocks(head_dim);
@@ -385,7 +386,7 @@ TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
 // by the descriptors of interleaved_k_step_offset / interleaved_v_step_offset with SBO
 // interleaved_group_bytes (and LBO one atom for V) exactly where the boxes put each key and dim.
 TEST(FlashFwdSm90Layout, InterleavedDescriptorsReadWhatPageBoxesWrote) {
-  using namespace sm90_attn;
+  using namespace sm90_attention;
   for (int head_dim : {64, 128, 256}) {
     for (int tile_n : {64, 128}) {
       const int blocks = column_blocks(head_dim);
@@ -436,8 +437,8 @@ TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                 s = int(config.get("stages")), c = int(config.get("consumers"));
       const Support support = variant.check(batch, config, target);
-      const int rule = flash_sm90::check(head_dim, m, n, s, c);
-      EXPECT_EQ(support.ok, rule == flash_sm90::kOk)
+      const int rule = flash_fwd::sm90_wgmma::check(head_dim, m, n, s, c);
+      EXPECT_EQ(support.ok, rule == flash_fwd::sm90_wgmma::kOk)
           << config.key() << " d" << head_dim << ": " << support.reason;
       if (support.ok) {
         ++accepted;
@@ -446,13 +447,13 @@ TEST(FlashFwdSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       ++refused;
       const std::string& why = support.reason;
       switch (rule) {
-        case flash_sm90::kTileM:
+        case flash_fwd::sm90_wgmma::kTileM:
           EXPECT_NE(why.find("tile_m must be"), std::string::npos) << why;
           break;
-        case flash_sm90::kSharedMemory:
+        case flash_fwd::sm90_wgmma::kSharedMemory:
           EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
           break;
-        case flash_sm90::kRegisters:
+        case flash_fwd::sm90_wgmma::kRegisters:
           EXPECT_NE(why.find("registers"), std::string::npos) << why;
           break;
         default:
@@ -627,7 +628,7 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
   EXPECT_EQ(a.name.find(".last"), std::string::npos) << a.name;
   EXPECT_EQ(a.arch, "sm_90a");
   // Tiles of 80 keys end at 100 keys on 20, at 40 on 40 (48 in whole steps); tiles of 64 are
-  // not narrowed (flash_sm90::narrows_last_tile), nor are other head dims.
+  // not narrowed (flash_fwd::sm90_wgmma::narrows_last_tile), nor are other head dims.
   EXPECT_EQ(variant.programs(full, make_config(64, 80, 3, 1), hopper()).front().kernels[0],
             "attn::flash_fwd_sm90_wgmma<0, 128, 64, 80, 3, 1, false, 48>");
   EXPECT_EQ(variant.programs(full, make_config(64, 64, 3, 1), hopper()).front().kernels[0],

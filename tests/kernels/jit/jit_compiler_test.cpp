@@ -38,10 +38,10 @@ class JitCompilerTest : public ::testing::Test {
     device.cc_major = cc_major;
     device.sm_count = 100;
     const Registry registry = make_registry();
-    const Variant* splitkv = registry.find("paged_decode.splitkv");
+    const Variant* sm80_simt = registry.find("paged_decode.sm80_simt");
     const Target target = Target::cuda(device);
-    const KernelConfig config = splitkv->default_config(batch_, target);
-    return splitkv->programs(batch_, config, target).front();
+    const KernelConfig config = sm80_simt->default_config(batch_, target);
+    return sm80_simt->programs(batch_, config, target).front();
   }
 
   fs::path dir_;
@@ -134,7 +134,7 @@ TEST_F(JitCompilerTest, StaticAssertMirrorsTheHostRule) {
   // The device template refuses a config the host traits reject (tile not a multiple of rows).
   JitCompiler jit(JitOptions{dir_.string()});
   JitProgram program = decode_program(8, DType::bf16);
-  program.kernels = {"attn::paged_decode_splitkv<0, 128, 4, 4, 12>"};
+  program.kernels = {"attn::paged_decode_sm80_simt<0, 128, 4, 4, 12>"};
   EXPECT_THROW(jit.compile(program), CompileError);
 }
 

@@ -43,7 +43,7 @@ const Variant& tma_variant(const Registry& registry) {
 }
 
 TEST(Sm90TmaTraits, RulesNameTheFirstBrokenConstraint) {
-  using namespace sm90_tma;
+  using namespace paged_decode::sm90_tma;
   EXPECT_EQ(check(128, 4, 64, 2, 16), kOk);
   EXPECT_EQ(check(128, 4, 64, 2), kOk);  // page size not known yet
   EXPECT_EQ(check(96, 4, 64, 2, 16), kHeadDim);
@@ -86,7 +86,7 @@ TEST(Sm90TmaVariant, DeclinesWhatItDoesNotRead) {
   fp8.k_scales = fp8.v_scales = {1.0f};
   const Support fp8_support = variant.check(fp8, make_config(64, 4, 2), hopper);
   EXPECT_FALSE(fp8_support.ok);
-  EXPECT_NE(fp8_support.reason.find("paged_decode.tensorcore"), std::string::npos)
+  EXPECT_NE(fp8_support.reason.find("paged_decode.sm80_mma"), std::string::npos)
       << fp8_support.reason;
 
   const Support wrong_axes = variant.check(page16, KernelConfig{{"tile_tokens", 64}}, hopper);

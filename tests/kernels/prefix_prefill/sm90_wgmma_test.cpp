@@ -1,10 +1,10 @@
 // prefix_prefill.sm90_wgmma on the CPU: the traits reject invalid configs (tiles, page sizes, GQA
 // groups) with a reason before any compile; check() refuses every arch but sm_90a and the
-// features this variant leaves to prefix_prefill.mma, with reasons; and every config of the space
-// the traits accept compiles through NVRTC for sm_90a, for every head dim, both dtypes and page
-// boxes smaller than and equal to the key tile, without spills, stack frames or serialised wgmma.
-// (The index maps the kernel shares with flash_fwd.sm90_wgmma are checked against the PTX ISA's
-// layouts in tests/kernels/flash_fwd/sm90_wgmma_test.cpp.)
+// features this variant leaves to prefix_prefill.sm80_mma, with reasons; and every config of the
+// space the traits accept compiles through NVRTC for sm_90a, for every head dim, both dtypes and
+// page boxes smaller than and equal to the key tile, without spills, stack frames or serialised
+// wgmma. (The index maps the kernel shares with flash_fwd.sm90_wgmma are checked against the PTX
+// ISA's layouts in tests/kernels/flash_fwd/sm90_wgmma_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -66,16 +66,16 @@ std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& bat
 }
 
 TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
-  using namespace prefix_sm90;
+  using namespace prefix_prefill::sm90_wgmma;
   // The tile rules are flash_fwd.sm90_wgmma's.
-  EXPECT_EQ(check(128, 128, 128, 2, 2), sm90_attn::kOk);
-  EXPECT_EQ(check(96, 128, 64, 2, 2), sm90_attn::kHeadDim);
-  EXPECT_EQ(check(128, 192, 64, 2, 3), sm90_attn::kConsumers);
-  EXPECT_EQ(check(128, 128, 64, 2, 1), sm90_attn::kTileM);
-  EXPECT_EQ(check(128, 128, 96, 2, 2), sm90_attn::kTileN);
-  EXPECT_EQ(check(128, 128, 64, 1, 2), sm90_attn::kStages);
-  EXPECT_EQ(check(256, 128, 64, 3, 2), sm90_attn::kSharedMemory);
-  EXPECT_EQ(check(256, 64, 128, 2, 1), sm90_attn::kSharedMemory);
+  EXPECT_EQ(check(128, 128, 128, 2, 2), sm90_attention::kOk);
+  EXPECT_EQ(check(96, 128, 64, 2, 2), sm90_attention::kHeadDim);
+  EXPECT_EQ(check(128, 192, 64, 2, 3), sm90_attention::kConsumers);
+  EXPECT_EQ(check(128, 128, 64, 2, 1), sm90_attention::kTileM);
+  EXPECT_EQ(check(128, 128, 96, 2, 2), sm90_attention::kTileN);
+  EXPECT_EQ(check(128, 128, 64, 1, 2), sm90_attention::kStages);
+  EXPECT_EQ(check(256, 128, 64, 3, 2), sm90_attention::kSharedMemory);
+  EXPECT_EQ(check(256, 64, 128, 2, 1), sm90_attention::kSharedMemory);
   // Pages under 64 keys that no TMA box tiles are copied with cp.async, key by key: any size.
   // Pages a box tiles (multiples of 8 that divide the key tile) and larger pages are TMA boxes.
   for (int page : {1, 2, 4, 5, 24, 31, 48, 63}) {
@@ -110,7 +110,7 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
             1024 + 2 * 128 * 128 * 2 + 4 * 128 * 128 * 2 + 13 * 8 + 2 * 16);
   EXPECT_EQ(q_buffers(128, 128, 128, 3), 1);
   EXPECT_EQ(shared_bytes(128, 128, 128, 3), 1024 + 128 * 128 * 2 + 6 * 128 * 128 * 2 + 15 * 8 + 16);
-  EXPECT_LE(shared_bytes(128, 128, 128, 3), sm90_attn::kMaxSharedBytes);
+  EXPECT_LE(shared_bytes(128, 128, 128, 3), sm90_attention::kMaxSharedBytes);
   // The register split fits the register file at one CTA per SM, in multiples of 8; with two
   // consumers the producer takes 16 registers from them (32 when it copies pages), which still
   // hold their arrays in every head dim (its largest tile_n).
@@ -123,10 +123,10 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
       EXPECT_EQ(consumer_registers(consumers, copies) % 8, 0);
       for (auto [head_dim, tile_n] : {std::pair{64, 128}, {128, 128}, {256, 64}})
         EXPECT_GE(consumer_registers(consumers, copies),
-                  sm90_attn::register_estimate(head_dim, tile_n));
+                  sm90_attention::register_estimate(head_dim, tile_n));
     }
   }
-  EXPECT_EQ(consumer_registers(1), sm90_attn::kConsumerRegisters);
+  EXPECT_EQ(consumer_registers(1), sm90_attention::kConsumerRegisters);
 }
 
 // The cp.async path writes chunk c of row r where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts it: the
@@ -136,7 +136,8 @@ TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
     for (int chunk = 0; chunk < 8; ++chunk) {
       const int linear = row * 128 + chunk * 16;
       const int tma = linear ^ (((linear >> 7) & 7) << 4);
-      EXPECT_EQ(prefix_sm90::swizzled_chunk_offset(row, chunk), tma) << row << " " << chunk;
+      EXPECT_EQ(prefix_prefill::sm90_wgmma::swizzled_chunk_offset(row, chunk), tma)
+          << row << " " << chunk;
     }
   }
   // In the interleaved tiles (the layout the page boxes write) chunk c of key r lands where TMA's
@@ -144,9 +145,9 @@ TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
   for (int head_dim : {64, 128, 256}) {
     for (int row = 0; row < 128; ++row) {
       for (int chunk = 0; chunk < head_dim / 8; ++chunk) {
-        const int linear = sm90_attn::interleaved_offset(row, chunk * 8, head_dim);
+        const int linear = sm90_attention::interleaved_offset(row, chunk * 8, head_dim);
         const int tma = linear ^ (((linear >> 7) & 7) << 4);
-        EXPECT_EQ(prefix_sm90::interleaved_chunk_offset(row, chunk, head_dim), tma)
+        EXPECT_EQ(prefix_prefill::sm90_wgmma::interleaved_chunk_offset(row, chunk, head_dim), tma)
             << head_dim << " " << row << " " << chunk;
       }
     }
@@ -155,7 +156,8 @@ TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
   for (int row = 0; row < 8; ++row) {
     int seen = 0;
     for (int chunk = 0; chunk < 8; ++chunk)
-      seen |= 1 << ((prefix_sm90::swizzled_chunk_offset(row, chunk) - row * 128) / 16);
+      seen |=
+          1 << ((prefix_prefill::sm90_wgmma::swizzled_chunk_offset(row, chunk) - row * 128) / 16);
     EXPECT_EQ(seen, 0xff) << row;
   }
 }
@@ -173,8 +175,8 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                   s = int(config.get("stages")), c = int(config.get("consumers"));
         const Support support = variant.check(batch, config, hopper());
-        const int rule = prefix_sm90::check(head_dim, m, n, s, c, page, 3);
-        EXPECT_EQ(support.ok, rule == sm90_attn::kOk)
+        const int rule = prefix_prefill::sm90_wgmma::check(head_dim, m, n, s, c, page, 3);
+        EXPECT_EQ(support.ok, rule == sm90_attention::kOk)
             << config.key() << " d" << head_dim << " page " << page << ": " << support.reason;
         if (support.ok) {
           ++accepted;
@@ -182,16 +184,16 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
         }
         const std::string& why = support.reason;
         switch (rule) {
-          case sm90_attn::kTileM:
+          case sm90_attention::kTileM:
             EXPECT_NE(why.find("tile_m must be"), std::string::npos) << why;
             break;
-          case sm90_attn::kSharedMemory:
+          case sm90_attention::kSharedMemory:
             EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
             break;
-          case sm90_attn::kRegisters:
+          case sm90_attention::kRegisters:
             EXPECT_NE(why.find("registers"), std::string::npos) << why;
             break;
-          case prefix_sm90::kPageSize:
+          case prefix_prefill::sm90_wgmma::kPageSize:
             EXPECT_NE(why.find("page size " + std::to_string(page)), std::string::npos) << why;
             break;
           default:

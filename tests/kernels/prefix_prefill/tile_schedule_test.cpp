@@ -3,7 +3,7 @@
 // thin_rows, the (sequence, kv head) units of thin sequences (the decodes of a mixed batch) are
 // taken apart, heaviest first over all heads, and interleaved with the others in proportion to
 // their cost, so that the last head's long decodes do not start last. And
-// prefix_prefill_tile_schedule, prefix_prefill.mma's flat order.
+// prefix_prefill_tile_schedule, prefix_prefill.sm80_mma's flat order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -87,8 +87,8 @@ TEST(PrefixPrefillTileSchedule, ThresholdBelowEverySequenceKeepsThePlainOrder) {
             prefix_prefill_cta_schedule(batch, kTileTokens, kBlockN, 0));
 }
 
-// prefix_prefill.mma's table: (sequence, first new token) pairs over all sequences, heaviest first,
-// ties in the sequences' order; the kernel runs each for every kv head.
+// prefix_prefill.sm80_mma's table: (sequence, first new token) pairs over all sequences, heaviest
+// first, ties in the sequences' order; the kernel runs each for every kv head.
 TEST(PrefixPrefillTileSchedule, MmaTilesHeaviestFirstOverAllSequences) {
   const std::vector<int> table =
       prefix_prefill_tile_schedule(mixed_batch(), kTileTokens, kBlockN, false);

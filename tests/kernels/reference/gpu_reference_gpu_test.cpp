@@ -176,7 +176,7 @@ TEST(GpuReferenceEvaluator, AutoKeepsTheCpuOracleForSmallProblemsAndGpuForcesIt)
   testing::SpecShape shape;
   const Batch batch = generate_batch(testing::make_decode_spec(shape, {0, 5, 40, 129, 1000}));
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("paged_decode.splitkv");
+  const Variant& variant = *registry.find("paged_decode.sm80_simt");
   for (ReferenceOracle oracle :
        {ReferenceOracle::automatic, ReferenceOracle::cpu, ReferenceOracle::gpu}) {
     auto evaluator =

@@ -70,16 +70,16 @@ TEST_F(FaultVariants, TakeDecodeBatchesWithAFaultAxisAndCompile) {
     }
     EXPECT_EQ(v->programs(decode, KernelConfig{{"fault", 0}}, target)
                       .front()
-                      .source.find("splitkv.cuh") != std::string::npos,
+                      .source.find("sm80_simt.cuh") != std::string::npos,
               true)
-        << "fault=0 runs paged_decode.splitkv";
+        << "fault=0 runs paged_decode.sm80_simt";
   }
   fs::remove_all(dir);
 }
 
 // The bad-page fault reads 2-byte elements of the K pool through a page number far outside any
-// pool: it declines an fp8 pool, compiles its own kernel (not splitkv's), and the page it reads is
-// beyond the largest pool the workload limits allow, at least ~256 GiB past the pool's start.
+// pool: it declines an fp8 pool, compiles its own kernel (not sm80_simt's), and the page it reads
+// is beyond the largest pool the workload limits allow, at least ~256 GiB past the pool's start.
 TEST_F(FaultVariants, BadPageReadsFarOutsideThePoolAndDeclinesAnFp8Pool) {
   ::setenv("ATTN_BENCH_TEST_VARIANTS", "1", 1);
   const Registry registry = make_registry();

@@ -1,0 +1,80 @@
+// Traits of blocksparse.sm80_mma_decode: threads, tile shapes, shared memory and validity derived
+// from one config (head_dim, tile_n, warps, stages). Included by the host (to refuse a config with
+// a reason before compiling it) and by the device template (which static_asserts the same rule).
+#pragma once
+
+#include "base/host_device.hpp"
+
+namespace attn {
+namespace blocksparse::sm80_mma_decode {
+
+// The q heads of one GQA group fill the M rows of an mma.sync m16n8k16 tile (rows past the group
+// are padding), so one CTA reads each K/V tile once for the whole group.
+constexpr int kMmaRows = 16;
+constexpr int kMaxGroup = kMmaRows;
+
+ATTN_HOST_DEVICE constexpr int threads(int warps) {
+  return warps * 32;
+}
+// Each warp owns a contiguous slice of every key tile and its own softmax state.
+ATTN_HOST_DEVICE constexpr int warp_keys(int tile_n, int warps) {
+  return tile_n / warps;
+}
+// A padded shared-memory row of Q, K or V (16-bit): 16 bytes of padding keep ldmatrix
+// bank-conflict free.
+ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
+  return head_dim + 8;
+}
+ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int tile_n) {
+  return 2 * tile_n * row_elements(head_dim) * 2;
+}
+// The cross-warp merge after the key loop: each warp's [16][head_dim] output and its 16 row maxima
+// and sums, as floats.
+ATTN_HOST_DEVICE constexpr int merge_bytes(int head_dim, int warps) {
+  return warps * kMmaRows * (head_dim + 2) * 4;
+}
+// STAGES K/V buffers (reused by the merge), then Q [16][row_elements].
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int warps, int stages) {
+  return (stages * stage_bytes(head_dim, tile_n) > merge_bytes(head_dim, warps)
+              ? stages * stage_bytes(head_dim, tile_n)
+              : merge_bytes(head_dim, warps)) +
+         kMmaRows * row_elements(head_dim) * 2;
+}
+// Per-thread registers: the output accumulator (16 x head_dim floats over 32 lanes), Q's A
+// fragments (kept in registers), the warp's scores, and addresses, statistics and fragments in
+// flight (paged_decode.sm80_mma's allowance for the same loop).
+ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n, int warps) {
+  return head_dim / 2 + head_dim / 4 + 3 * warp_keys(tile_n, warps) / 4 + 56;
+}
+
+constexpr int kMaxSharedBytes = 227 * 1024;
+constexpr int kMaxRegisterEstimate = 255;
+
+enum Rule : int {
+  kOk = 0,
+  kHeadDim,       // head_dim must be 64 or 128
+  kWarps,         // warps must be 1, 2, 4 or 8
+  kStages,        // stages must be 2, 3 or 4
+  kTileN,         // tile_n must be a multiple of 16 * warps, at most 128
+  kSharedMemory,  // more than kMaxSharedBytes of shared memory
+  kRegisters,     // too many registers per thread (would spill)
+  kBlockSize,     // tile_n must divide the layout's block size
+};
+
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int warps, int stages) {
+  if (head_dim != 64 && head_dim != 128) return kHeadDim;
+  if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
+  if (stages < 2 || stages > 4) return kStages;
+  if (tile_n < 16 * warps || tile_n % (16 * warps) != 0 || tile_n > 128) return kTileN;
+  if (shared_bytes(head_dim, tile_n, warps, stages) > kMaxSharedBytes) return kSharedMemory;
+  if (register_estimate(head_dim, tile_n, warps) > kMaxRegisterEstimate) return kRegisters;
+  return kOk;
+}
+
+// A key tile lies inside one layout block, so one bit per q head says whether it is kept.
+ATTN_HOST_DEVICE constexpr int check_block(int block_size, int tile_n) {
+  return block_size % tile_n == 0 ? kOk : kBlockSize;
+}
+
+}  // namespace blocksparse::sm80_mma_decode
+}  // namespace attn

@@ -1,0 +1,123 @@
+// Host side shared by paged_decode.sm80_mma and paged_decode.sm90_tma (sm80_mma_launch.hpp).
+#include "kernels/paged_decode/sm80_mma_launch.hpp"
+
+#include <algorithm>
+
+#include "kernels/launch_inputs.hpp"
+#include "kernels/paged_decode/paged_decode_variants.hpp"
+#include "kernels/paged_decode/sm80_mma_split_plan.hpp"
+#include "kernels/paged_decode/sm80_mma_traits.hpp"
+
+namespace attn {
+
+namespace {
+
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+
+// CTAs of the attention kernel one SM holds at once, as the smallest of the shared-memory, thread
+// and register limits (the per-block shared-memory limit stands in for the SM's, within a few KiB
+// on sm_80+; registers are allocated per warp in units of 256).
+int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads) {
+  int resident = context.target.max_shared_per_block > 0 && shared_bytes > 0
+                     ? context.target.max_shared_per_block / shared_bytes
+                     : 1;
+  resident = std::min(resident, 2048 / threads);
+  int registers = 0;
+  ATTN_CU_CHECK(context.cuda->api(),
+                cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
+  const int per_warp = (registers * 32 + 255) / 256 * 256;
+  if (per_warp > 0) resident = std::min(resident, 65536 / (per_warp * (threads / 32)));
+  return std::max(1, resident);
+}
+
+// A device copy of a host array, owned by the launcher.
+template <typename T>
+DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values) {
+  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(T));
+  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(T));
+  return buffer;
+}
+
+}  // namespace
+
+Support sm80_mma_supports_limits(const Batch& batch) {
+  const int group = batch.spec.group_size();
+  if (group < 1 || group > paged_decode::sm80_mma::kMaxGroup) {
+    return Support::no("GQA group size " + std::to_string(group) + " exceeds " +
+                       std::to_string(paged_decode::sm80_mma::kMaxGroup) +
+                       " (the q heads of a KV head fill the 16 rows of one mma tile)");
+  }
+  if (!batch.sink_logits.empty() &&
+      batch.sink_logits.size() != size_t(batch.spec.model.num_q_heads)) {
+    return Support::no("sink logits must have one value per q head");
+  }
+  return Support::yes();
+}
+
+Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, CUfunction kernel,
+                                        int block_tokens, int num_splits, int shared_bytes,
+                                        int threads) {
+  const Batch& batch = problem.batch();
+  const ModelShape& m = batch.spec.model;
+  Sm80MmaLaunch launch;
+  Sm80MmaParams& p = launch.params;
+  p.q = problem.q();
+  p.k_pool = problem.k_pool();
+  p.v_pool = problem.v_pool();
+  p.block_table = problem.block_table();
+  p.kv_lens = problem.kv_lens();
+  p.out = problem.out();
+  const PagedPoolStrides strides = paged_pool_strides(batch);  // elements
+  p.page_stride = strides.page;
+  p.token_stride = strides.token;
+  p.head_stride = strides.head;
+  p.num_seqs = batch.num_seqs;
+  p.num_q_heads = m.num_q_heads;
+  p.num_kv_heads = m.num_kv_heads;
+  p.group = batch.spec.group_size();
+  p.page_size = batch.page_size;
+  p.max_pages_per_seq = batch.max_pages_per_seq;
+  p.sliding_window = effective_sliding_window(batch);
+  const LogitTransform logits = log2_logit_transform(batch);
+  p.score_scale = logits.score_scale;
+  p.cap_log2 = logits.cap_log2;
+  std::vector<DeviceBuffer>& owned = launch.owned;
+  if (!batch.sink_logits.empty()) {
+    owned.push_back(upload_array(*context.cuda, sink_logits_log2(batch)));
+    p.sink_log2 = reinterpret_cast<const float*>(owned.back().address());
+  }
+  if (kv_fp8(batch)) {
+    for (const std::vector<float>* scales : {&batch.k_scales, &batch.v_scales}) {
+      owned.push_back(upload_array(*context.cuda, scales_per_kv_head(*scales, m.num_kv_heads)));
+      (scales == &batch.k_scales ? p.k_scale : p.v_scale) =
+          reinterpret_cast<const float*>(owned.back().address());
+    }
+  }
+  const Sm80MmaSplitPlan plan =
+      plan_tensorcore_splits(batch, block_tokens, num_splits, context.target.sm_count,
+                             resident_ctas(context, kernel, shared_bytes, threads));
+  owned.push_back(upload_array(*context.cuda, plan.work));
+  p.work = reinterpret_cast<const int*>(owned.back().address());
+  owned.push_back(upload_array(*context.cuda, plan.seq_splits));
+  p.seq_splits = reinterpret_cast<const int*>(owned.back().address());
+  owned.push_back(upload_array(*context.cuda, plan.seq_partial));
+  p.seq_partial = reinterpret_cast<const int*>(owned.back().address());
+  // Counters start at zero; the CTA that merges a (sequence, KV head) resets its counter.
+  owned.push_back(upload_array(
+      *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(m.num_kv_heads), 0)));
+  p.split_counters = reinterpret_cast<int*>(owned.back().address());
+  if (plan.partial_rows > 0) {
+    const size_t rows = size_t(plan.partial_rows) * size_t(m.num_q_heads);
+    const size_t out_bytes = rows * size_t(m.head_dim) * sizeof(float);
+    CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
+    p.partial_out = reinterpret_cast<float*>(scratch);
+    p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
+  }
+
+  launch.grid_x = unsigned(int64_t(plan.items()) * m.num_kv_heads);
+  return launch;
+}
+
+}  // namespace attn

@@ -1,0 +1,167 @@
+// Host side of paged_decode.sm80_mma (device code: sm80_mma.cuh, rules: sm80_mma_traits.hpp).
+#include "kernels/config_axes.hpp"
+#include "kernels/launch_inputs.hpp"
+#include "kernels/paged_decode/paged_decode_variants.hpp"
+#include "kernels/paged_decode/sm80_mma_launch.hpp"
+#include "kernels/paged_decode/sm80_mma_traits.hpp"
+#include "kernels/rule_message.hpp"
+
+namespace attn {
+
+namespace {
+
+// tile_tokens: keys per compute block (one pipeline stage); a block spans several pages or part
+// of one, whatever the page size.
+struct Sm80MmaConfig {
+  int tile_tokens, warps, stages, num_splits;
+  explicit Sm80MmaConfig(const KernelConfig& c)
+      : tile_tokens(int(c.get("tile_tokens"))),
+        warps(int(c.get("warps"))),
+        stages(int(c.get("stages"))),
+        num_splits(int(c.get("num_splits"))) {}
+  int shared_bytes(int head_dim, int kv_bytes) const {
+    return paged_decode::sm80_mma::shared_bytes(head_dim, warps, tile_tokens, stages, kv_bytes);
+  }
+};
+
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+// Bytes of one K/V element: 1 for fp8 codes, 2 for bf16/fp16.
+int kv_bytes(const Batch& batch) {
+  return kv_fp8(batch) ? 1 : 2;
+}
+
+// The rule a config breaks, in words (the text lives beside the rule in sm80_mma_traits.hpp).
+std::string describe_rule(int rule, const Sm80MmaConfig& c, int head_dim, int kv_bytes) {
+  namespace traits = paged_decode::sm80_mma;
+  return fill_rule(
+      traits::rule_text(rule),
+      {{"head_dim", head_dim},
+       {"keys_per_slice", 16 * c.warps},
+       {"shared_bytes", c.shared_bytes(head_dim, kv_bytes)},
+       {"shared_limit", traits::kMaxSharedBytes},
+       {"register_estimate", traits::register_estimate(head_dim, c.warps, c.tile_tokens)},
+       {"register_limit", traits::kMaxRegisterEstimate}});
+}
+
+// The tunable axes; the defaults are the fastest of a sweep on an H200 (BENCHMARKS.md,
+// paged_decode): two stages halve the shared memory of three, and the extra CTAs per SM hide more
+// latency than the deeper pipeline did. Re-checked after the barrier per block went (8afcf39): at
+// 4 splits st2.t64.w4 294.75 us vs st3 308.35, and t128.w8 lost on lognormal-96 and page 1. fp8
+// K/V (26e61ec+): t64.st2 195.3 us on fp8 64 x 4096 vs t64.st3 196.9, t256.w8 207.0, t128 220.6.
+const ConfigAxes& axes() {
+  static const ConfigAxes kAxes{
+      {"tile_tokens", {16, 32, 64, 128, 256}, "keys per compute block (pipeline stage)", 64},
+      {"warps", {1, 2, 4, 8}, "warps per CTA, each with its own slice of every block's keys", 4},
+      {"stages", {2, 3, 4}, "cp.async pipeline depth: blocks in flight", 2},
+      {"num_splits", {0, 1, 2, 4, 8, 16, 32}, "splits of each sequence's keys; 0 = auto", 0},
+  };
+  return kAxes;
+}
+
+class Sm80MmaVariant : public Variant {
+ public:
+  std::string name() const override { return "paged_decode.sm80_mma"; }
+  Family family() const override { return Family::paged_decode; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, per-sequence "
+           "split-KV merged in-kernel by LSE";
+  }
+
+  FeatureSet features() const override { return paged_decode_features(); }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return axes().space();
+  }
+
+  // The defaults of axes(), with tile_tokens halved until the config fits (head dim 256).
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    const int head_dim = batch.spec.model.head_dim;
+    KernelConfig config = axes().defaults();
+    auto fits = [&](const KernelConfig& k) {
+      const Sm80MmaConfig c(k);
+      return paged_decode::sm80_mma::check(head_dim, c.warps, c.tile_tokens, c.stages,
+                                           kv_bytes(batch)) == paged_decode::sm80_mma::kOk &&
+             (target.max_shared_per_block <= 0 ||
+              c.shared_bytes(head_dim, kv_bytes(batch)) <= target.max_shared_per_block);
+    };
+    while (!fits(config) && config.get("tile_tokens") > 16 * config.get("warps")) {
+      config.set("tile_tokens", config.get("tile_tokens") / 2);
+    }
+    return config;
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
+    if (Support s = sm80_mma_supports_limits(batch); !s) return s;
+    if (Support s = axes().has_exactly(config, name()); !s) return s;
+    const Sm80MmaConfig c(config);
+    const int head_dim = batch.spec.model.head_dim;
+    const int rule =
+        paged_decode::sm80_mma::check(head_dim, c.warps, c.tile_tokens, c.stages, kv_bytes(batch));
+    if (rule != paged_decode::sm80_mma::kOk)
+      return Support::no(describe_rule(rule, c, head_dim, kv_bytes(batch)));
+    return paged_decode_supports_launch(c.shared_bytes(head_dim, kv_bytes(batch)), c.num_splits,
+                                        paged_decode::sm80_mma::kMaxSplits, target);
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const Sm80MmaConfig c(config);
+    const int code = dtype_code_of(batch.spec.model.dtype);
+    const int head_dim = batch.spec.model.head_dim;
+    JitProgram program;
+    program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
+                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "");
+    program.source = "#include \"kernels/paged_decode/sm80_mma.cuh\"\n";
+    program.kernels = {attention_kernel(code, kv_fp8(batch), head_dim, c)};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "sm80_mma needs a device problem");
+    const Support support = check(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const Sm80MmaConfig c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    const int code = dtype_code_of(m.dtype);
+    CUfunction attention =
+        context.loader->function(program, attention_kernel(code, kv_fp8(batch), m.head_dim, c));
+    const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
+    allow_dynamic_shared_memory(context, attention, smem);
+
+    Sm80MmaLaunch launch =
+        prepare_tensorcore_launch(problem, context, attention, c.tile_tokens, c.num_splits, smem,
+                                  paged_decode::sm80_mma::threads(c.warps));
+    LaunchShape shape;
+    shape.grid_x = launch.grid_x;
+    shape.block_x = unsigned(paged_decode::sm80_mma::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    return std::make_unique<ParamsLauncher<Sm80MmaParams>>(context, attention, shape, launch.params,
+                                                           std::move(launch.owned));
+  }
+
+  Work work(const Batch& batch) const override { return paged_decode_work(batch); }
+
+ private:
+  static std::string attention_kernel(int code, bool fp8, int head_dim, const Sm80MmaConfig& c) {
+    return "attn::paged_decode_sm80_mma<" + std::to_string(code) + ", " + (fp8 ? "true" : "false") +
+           ", " + std::to_string(head_dim) + ", " + std::to_string(c.warps) + ", " +
+           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_paged_decode_sm80_mma() {
+  return std::make_unique<Sm80MmaVariant>();
+}
+
+}  // namespace attn
