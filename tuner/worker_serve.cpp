@@ -93,10 +93,14 @@ std::vector<WorkerFault> parse_worker_faults(const std::string& text) {
     }
     std::string kind = entry.substr(0, colon);
     std::optional<EvalPhase> phase;
+    bool at_startup = false;
     if (const size_t at = kind.find('@'); at != std::string::npos) {
-      phase = eval_phase_from_string(kind.substr(at + 1));
-      if (!phase) {
-        throw UsageError("worker fault '" + entry + "': phase is compile, verify or measure");
+      const std::string when = kind.substr(at + 1);
+      at_startup = when == "startup";
+      phase = eval_phase_from_string(when);
+      if (!phase && !at_startup) {
+        throw UsageError("worker fault '" + entry +
+                         "': phase is startup, compile, verify or measure");
       }
       kind = kind.substr(0, at);
     }
@@ -104,12 +108,18 @@ std::vector<WorkerFault> parse_worker_faults(const std::string& text) {
       throw UsageError("worker fault '" + entry +
                        "': kind is hang, abort, segv, exit, sleep or sticky");
     }
-    if (kind == "sticky" && phase) {
+    if (kind == "sticky" && (phase || at_startup)) {
       throw UsageError("worker fault '" + entry + "': a sticky fault takes no phase");
     }
-    faults.push_back({kind, phase, entry.substr(colon + 1)});
+    faults.push_back({kind, phase, entry.substr(colon + 1), at_startup});
   }
   return faults;
+}
+
+void meet_startup_faults(const std::vector<WorkerFault>& faults, const std::string& workload) {
+  for (const WorkerFault& f : faults) {
+    if (f.at_startup && workload.find(f.pattern) != std::string::npos) meet_fault(f.kind);
+  }
 }
 
 int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
@@ -134,7 +144,7 @@ int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
       const std::string name = variant->full_name(config) + " " + request.policy.name;
       std::optional<Measurement> injected;
       for (const WorkerFault& f : faults) {
-        if (f.phase || !matches(f, name, request.config_key)) continue;
+        if (f.phase || f.at_startup || !matches(f, name, request.config_key)) continue;
         if (f.kind == "sticky") injected = injected_sticky(*variant, config, request.policy);
         meet_fault(f.kind);
       }
