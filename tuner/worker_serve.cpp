@@ -124,9 +124,9 @@ void meet_startup_faults(const std::vector<WorkerFault>& faults, const std::stri
 
 int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
                  const std::vector<WorkerFault>& faults) {
-  ::signal(SIGINT, SIG_IGN);
+  // WorkerProcess set both before exec; again here for a worker started some other way.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_IGN);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() == 1) return 0;  // the orchestrator died before the line above
   if (!send_all(fd, nlohmann::json{{"ready", true}}.dump())) return 0;
   std::string buffer, line;
   std::string lost;  // why this worker's CUDA context is unusable; it then serves nothing more

@@ -1,7 +1,9 @@
 // The worker's side of tuner/worker_protocol.hpp: answer requests on one socket until the
-// orchestrator closes it. The worker ignores SIGINT (Ctrl-C in the terminal reaches the whole
-// process group; the orchestrator finishes the case in flight and then stops the worker) and asks
-// the kernel to kill it when its parent dies, so a `kill -9` of the orchestrator leaves no worker.
+// orchestrator closes it. The worker ignores SIGINT, SIGTERM and SIGHUP (Ctrl-C in the terminal,
+// `timeout` and a closed terminal reach the whole process group; the orchestrator finishes the
+// case in flight and then stops the worker) and dies with its parent (PR_SET_PDEATHSIG, set by
+// tuner/worker_process.hpp before exec), so a `kill -9` of the orchestrator leaves no worker; when
+// the orchestrator closes the socket, the worker exits.
 // It reports the start of each evaluation phase, and after a sticky CUDA error (the evaluator's
 // context is lost) it says so with the answer and refuses every later request with an error, so an
 // orchestrator that reused it would stop instead of recording wrong results.
