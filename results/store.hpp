@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/process_identity.hpp"
 #include "results/ceilings.hpp"
 #include "results/measurement.hpp"
 #include "results/records.hpp"
@@ -30,8 +31,10 @@ struct StoredRun {
   int64_t id = 0;
   std::string uid;  // random, 32 hex digits (schema v3); what merge recognises a run by
   RunRecord record;
-  std::optional<std::string> finished_at;  // empty while running, or when the run was interrupted
+  std::optional<std::string> finished_at;  // empty while running
   std::string status;                      // "running" until finish_run
+  // The process that began it (schema v5); nullopt for rows written before.
+  std::optional<ProcessIdentity> owner;
 };
 
 // An A/A check: one case measured twice in one process (attn-bench run --repeat-check).
@@ -109,6 +112,9 @@ struct StoreOpening {
   // process makes meanwhile are not seen, nor those still in the file's -wal (unread_wal_bytes).
   bool immutable = false;
   int64_t unread_wal_bytes = 0;  // size of PATH-wal when read as immutable (0: none)
+  // read_write: runs left 'running' by a process of this host that is gone, closed as
+  // 'interrupted' on this opening.
+  int64_t stale_runs_closed = 0;
 };
 
 // One row of schema_migrations.
@@ -174,7 +180,7 @@ struct MeasurementBrief {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating if needed) and migrates. ":memory:" gives a private in-memory database.
   // Throws EnvironmentError if the file's schema is newer than kSchemaVersion or it is not a
@@ -192,9 +198,20 @@ class Store {
   // The connection, for pragmas a caller needs (tests: max_page_count, query_only).
   Database& database() { return *db_; }
 
+  // Records this process as the run's owner (base/process_identity.hpp).
   int64_t begin_run(const RunRecord& run);
-  // status: "completed", "failed_cases", "error: ..."
+  // status: "completed", "failed_cases", "interrupted", "error: ..."
   void finish_run(int64_t run_id, const std::string& status);
+  // Closes as 'interrupted' every run left 'running' whose owner was a process of this host that
+  // is gone (killed, crashed, its pid now another process's); finished_at becomes the time of its
+  // last record. Done on every read_write opening; returns how many it closed.
+  int64_t close_runs_of_gone_processes();
+  // What a process about to exit at once (a second Ctrl-C, a fatal signal) does with its runs:
+  // from a connection of its own, closes this process's runs still 'running' in the database at
+  // `path` with `status`, waiting at most `timeout_ms` for the write lock. Never throws; returns
+  // how many it closed (0 when it could not: the next writer closes them as 'interrupted').
+  static int64_t close_runs_of_this_process(const std::string& path, const std::string& status,
+                                            int timeout_ms) noexcept;
   int64_t upsert_device(const DeviceRecord& device);        // by fingerprint
   int64_t upsert_workload(const WorkloadRecord& workload);  // by hash
   // Writes the measurement and its raw samples in one transaction.
