@@ -200,10 +200,12 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
     ahead = std::make_unique<CompileAhead>(*backend.jit, 2);
     sweep.set_compile_ahead(ahead.get(), 2 * case_evaluator->slots());
   }
-  // Ctrl-C: stop between trials, finish the one in flight, choose winners from what was measured
-  // and exit 130; a second Ctrl-C exits at once (apps/interrupt.hpp).
+  // Ctrl-C, SIGTERM, SIGHUP: stop between trials, finish the one in flight, choose winners from
+  // what was measured, close the run as interrupted and exit 130; a second signal exits at once,
+  // closing the run first (apps/interrupt.hpp).
   std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-tune");
+  interrupt->close_runs_in(db);
   sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
   const RunRecord record = run_record("attn-tune tune", invocation);
   TuneReport report;

@@ -122,19 +122,21 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     if (v->backend() == target_.backend) variants.push_back(v);
   }
   report.run_id = store_.begin_run(run);
-  device_id_ = store_.upsert_device(device_);
-  device_ids_.clear();
-  for (const DeviceRecord& d : slot_devices_) device_ids_.push_back(store_.upsert_device(d));
-  if (device_ids_.empty()) device_ids_.push_back(device_id_);
-  workload_id_ =
-      store_.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
-  for (const Variant* v : variants) {
-    const SearchSpace space = build_space(*v, batch_, target_, options_.overrides);
-    size_t n = 0;
-    for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
-    total_ += planned_trials(options_.strategy, n, options_.budget);
-  }
+  // Whatever ends the run early (an exception from the database, a worker, a strategy) closes its
+  // row with the reason before it goes on up.
   try {
+    device_id_ = store_.upsert_device(device_);
+    device_ids_.clear();
+    for (const DeviceRecord& d : slot_devices_) device_ids_.push_back(store_.upsert_device(d));
+    if (device_ids_.empty()) device_ids_.push_back(device_id_);
+    workload_id_ =
+        store_.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
+    for (const Variant* v : variants) {
+      const SearchSpace space = build_space(*v, batch_, target_, options_.overrides);
+      size_t n = 0;
+      for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
+      total_ += planned_trials(options_.strategy, n, options_.budget);
+    }
     for (const Variant* v : variants) {
       if (stop_ && stop_()) {
         report.interrupted = true;
@@ -143,6 +145,18 @@ TuneReport TuneSweep::run(const RunRecord& run) {
       report.variants.push_back(tune_variant(*v, report.run_id));
       if (report.variants.back().budget_exhausted && stop_ && stop_()) report.interrupted = true;
     }
+    if (stop_ && stop_()) report.interrupted = true;
+
+    std::vector<Candidate> all;
+    for (VariantSummary& s : report.variants) {
+      if (!s.winner) continue;
+      store_winner(s.variant, *s.winner, report.run_id);
+      all.push_back(s.winner->winner);
+      for (const Candidate& c : s.winner->tied) all.push_back(c);
+    }
+    report.overall = choose_winner(all);
+    if (report.overall && report.variants.size() > 1)
+      store_winner("*", *report.overall, report.run_id);
   } catch (const std::exception& e) {
     try {
       store_.finish_run(report.run_id, std::string("error: ") + e.what());
@@ -150,18 +164,6 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     }
     throw;
   }
-  if (stop_ && stop_()) report.interrupted = true;
-
-  std::vector<Candidate> all;
-  for (VariantSummary& s : report.variants) {
-    if (!s.winner) continue;
-    store_winner(s.variant, *s.winner, report.run_id);
-    all.push_back(s.winner->winner);
-    for (const Candidate& c : s.winner->tied) all.push_back(c);
-  }
-  report.overall = choose_winner(all);
-  if (report.overall && report.variants.size() > 1)
-    store_winner("*", *report.overall, report.run_id);
   store_.finish_run(report.run_id, report.interrupted      ? "interrupted"
                                    : report.failures() > 0 ? "failed_cases"
                                                            : "completed");

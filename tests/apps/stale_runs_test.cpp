@@ -1,8 +1,9 @@
 // A run never stays `running` once its process is gone: one killed with SIGKILL is marked
 // `interrupted` by the next command that opens the database for writing (its row records the
-// process: host, pid and start time), and one whose process is alive is left alone. `attn-tune db
-// info` shows the status.
+// process: host, pid and start time), one whose process is alive is left alone, and one that
+// aborts closes its own row on the way out. `attn-tune db info` shows the status.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,6 +118,42 @@ TEST_F(StaleRuns, ARunWhoseProcessIsAliveIsLeftRunning) {
   EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 2"), "completed");
   EXPECT_EQ(tune->wait(), 0) << testing::slurp(dir_ / "slow.err");
   EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 1"), "completed");
+}
+
+// SIGABRT (what abort() raises) while a config is evaluated: the process closes its run row before
+// it dies of the signal. (One that dies inside a write transaction of its own cannot: its run is
+// closed as 'interrupted' by the next writer, as after a kill -9.)
+TEST_F(StaleRuns, AnAbortClosesTheRunRowOnTheWayOut) {
+  // About a millisecond per CPU reference launch: an evaluation takes a good part of a second, so
+  // the signal sent just after an attempt is written lands in the evaluation, not in a write.
+  const fs::path workload = write("slower.json", R"({
+  "schema_version": 1,
+  "name": "stale-abort",
+  "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16},
+  "sequences": [{"context_len": 56, "query_len": 8}],
+  "seed": 7
+})");
+  const fs::path db = dir_ / "abort.db";
+  // No core file: the process dies of SIGABRT on purpose.
+  struct rlimit previous {};
+  ::getrlimit(RLIMIT_CORE, &previous);
+  struct rlimit none = previous;
+  none.rlim_cur = 0;
+  ::setrlimit(RLIMIT_CORE, &none);
+  // Halving: its first evaluations (the screen policy) are the short ones.
+  std::unique_ptr<Child> tune = sweep_until(workload, db, 1, "abort", "halving");
+  ::setrlimit(RLIMIT_CORE, &previous);
+  const int64_t attempts = db_number(db, "SELECT count(*) FROM attempts");
+  ASSERT_TRUE(
+      eventually([&] { return db_number(db, "SELECT count(*) FROM attempts") > attempts; }, 60));
+  ::kill(tune->pid(), SIGABRT);
+  const int status = tune->wait();
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 1"),
+            "error: killed by signal 6 (Aborted)");
+  EXPECT_NE(db_text(db, "SELECT finished_at FROM runs WHERE id = 1"), "NULL");
 }
 
 }  // namespace
