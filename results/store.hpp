@@ -55,8 +55,9 @@ struct AttemptRecord {
   std::optional<int64_t> worker_pid;
 };
 
-// Per config of one (workload, device, variant): attempts that never came back or came back
-// crashed or timed out (the quarantine counts these).
+// Per config of one (workload, device, variant): finished attempts that came back crashed or
+// timed out (the quarantine counts these). An attempt left 'started' by a process that is gone (a
+// kill -9 of the tuner) is not the config's fault and is not counted.
 struct AttemptFailures {
   std::string config_key;
   int64_t count = 0;

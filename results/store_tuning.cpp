@@ -63,7 +63,7 @@ std::vector<AttemptFailures> Store::attempt_failures(int64_t workload_id, int64_
   Statement s(*db_, R"sql(
     SELECT config_key, count(*) FROM attempts
     WHERE workload_id = ? AND device_id = ? AND variant = ?
-      AND (status = 'started' OR disposition IN ('crashed', 'timed_out'))
+      AND status = 'finished' AND disposition IN ('crashed', 'timed_out')
     GROUP BY config_key ORDER BY config_key)sql");
   s.bind(1, workload_id).bind(2, device_id).bind(3, variant);
   std::vector<AttemptFailures> out;

@@ -130,13 +130,18 @@ class CrashSafety : public testing::Cli {
 
   std::vector<std::string> tune_args(const fs::path& workload, const fs::path& db,
                                      bool workers) const {
-    std::vector<std::string> args = {ATTN_TUNE_BINARY, "tune", workload.string(), "--variant",
-                                     "test.cpu_reference_copies", "--strategy", "halving", "--db",
-                                     db.string(), "--cpu", "--threads", "1",
-                                     // A kill -9 in mid-evaluation counts towards a config's
-                                     // quarantine (docs/tuning.md); lifted so that every config
-                                     // is measured in the end, which the test checks.
-                                     "--quarantine-after", "1000"};
+    std::vector<std::string> args = {ATTN_TUNE_BINARY,
+                                     "tune",
+                                     workload.string(),
+                                     "--variant",
+                                     "test.cpu_reference_copies",
+                                     "--strategy",
+                                     "halving",
+                                     "--db",
+                                     db.string(),
+                                     "--cpu",
+                                     "--threads",
+                                     "1"};
     if (workers) {
       args.insert(args.end(), {"--isolate", "workers", "--deadline-seconds", "60"});
     }

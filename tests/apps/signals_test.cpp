@@ -235,7 +235,8 @@ TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
 
 // attn-tune tune with a worker that hangs: the first Ctrl-C waits for the case in flight (up to
 // its deadline), a second one exits at once; the worker does not outlive it, the run is closed as
-// 'interrupted', the attempt in flight is left 'started' (as after a kill), and the sweep resumes.
+// 'interrupted', the attempt in flight is left 'started' (its owner gone: it is evaluated again on
+// resume and does not count towards the quarantine), and the sweep resumes.
 TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
   const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";

@@ -194,7 +194,8 @@ TEST_F(StoreMigration, FixtureIsAVersion4DatabaseWithAKilledRun) {
 }
 
 // v5: runs get an owner process, attempts a heartbeat. Rows from before have neither: the run the
-// fixture's kill left 'running' has no process to judge, so no opening closes it.
+// fixture's kill left 'running' has no process to judge, so no opening closes it, and its attempt
+// left 'started' does not count towards the quarantine.
 TEST_F(StoreMigration, V4MigratesToV5WithoutOwnersAndLeavesItsKilledRunAlone) {
   const std::string v4 = load(4);
   Store store(v4);
@@ -208,6 +209,7 @@ TEST_F(StoreMigration, V4MigratesToV5WithoutOwnersAndLeavesItsKilledRunAlone) {
   EXPECT_EQ(runs[1].status, "running");
   EXPECT_FALSE(runs[1].finished_at.has_value());
   EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM attempts WHERE heartbeat_at IS NOT NULL"), 0);
+  EXPECT_TRUE(store.attempt_failures(2, 1, "test.cpu_reference_copies").empty());
   EXPECT_EQ(store.winners_of_run(1).size(), 2u);  // the winner and the config tied with it
   // New runs record their owner.
   const int64_t run = store.begin_run({"attn-tune tune", "0", "c", "Release", "x", "h", ""});

@@ -352,7 +352,7 @@ TEST(StoreMemory, FailedMeasurementWritesNothing) {
 }
 
 // An attempt's measurement and the attempt's finish are one transaction: both land, or (when either
-// fails) neither, and the attempt stays 'started' for the quarantine to count.
+// fails) neither, and the attempt stays 'started'.
 TEST(StoreMemory, FinishAttemptWithWritesTheMeasurementAndTheAttemptTogether) {
   Store store(":memory:");
   const int64_t run = store.begin_run(sample_run());
