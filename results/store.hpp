@@ -55,6 +55,29 @@ struct AttemptRecord {
   std::optional<int64_t> worker_pid;
 };
 
+// How claim_attempt decides (tuner/tune_sweep.hpp): a case is one (workload, variant, config,
+// policy) on any of `device_ids` (the sweep's devices: a result or a claim on any of them counts).
+struct ClaimRules {
+  std::vector<int64_t> device_ids;
+  int quarantine_after = 2;   // finished attempts that crashed or timed out that stop a config
+  double stale_seconds = 60;  // a claim whose heartbeat is older than this is abandoned
+};
+
+// What claim_attempt found, and did.
+struct Claim {
+  enum class Kind {
+    claimed,      // no result and no live claim: the attempt row is written, the case is ours
+    measured,     // a result is stored (by an earlier run, or another tuner just now)
+    busy,         // another tuner's live claim: evaluating it now; ask again later
+    quarantined,  // the config crashed or timed out quarantine_after times
+  };
+  Kind kind = Kind::claimed;
+  int64_t attempt_id = 0;                        // claimed
+  std::optional<StoredMeasurement> measurement;  // measured: the latest result
+  int64_t failures = 0;                          // quarantined: how many
+  std::optional<ProcessIdentity> holder;         // busy: whose claim (nullopt: rows before v5)
+};
+
 // Per config of one (workload, device, variant): finished attempts that came back crashed or
 // timed out (the quarantine counts these). An attempt left 'started' by a process that is gone (a
 // kill -9 of the tuner) is not the config's fault and is not counted.
@@ -229,6 +252,15 @@ class Store {
 
   // The tuner (store_tuning.cpp).
   int64_t begin_attempt(const AttemptRecord& attempt);
+  // Claims a case for this process in one write transaction (BEGIN IMMEDIATE), so that tuners on
+  // one sweep never evaluate the same case twice: a stored result (any disposition but crashed or
+  // timed out) answers it; a quarantined config is refused; an open attempt of another process
+  // whose run is 'running', whose heartbeat is at most `stale_seconds` old and whose owner is not
+  // known to be gone (base/process_identity.hpp) makes it busy; otherwise the attempt row is
+  // written with a fresh heartbeat (an abandoned claim is taken over and stays 'started').
+  Claim claim_attempt(const AttemptRecord& attempt, const ClaimRules& rules);
+  // Renews the heartbeat of the run's open attempts (AttemptHeartbeat calls it).
+  void beat_attempts(int64_t run_id);
   void finish_attempt(int64_t attempt_id, Disposition disposition,
                       std::optional<int64_t> measurement_id, const std::string& note = {});
   // The measurement an attempt produced (with its samples) and the attempt finished with it, in
