@@ -334,61 +334,69 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   const fs::path results_path = folder.path() / "peers.jsonl";
 
   session.begin(store, run_record("attn-bench peers", invocation));
-  std::vector<std::string> runner_argv = {python,
-                                          script.string(),
-                                          dump_dir.string(),
-                                          "--out",
-                                          results_path.string(),
-                                          "--policy-json",
-                                          policy_to_json(options.policy).dump(),
-                                          "--device",
-                                          args.cpu ? "cpu" : std::to_string(args.device)};
-  if (!args.peers.empty()) {
-    runner_argv.push_back("--peers");
-    runner_argv.push_back(args.peers);
-  }
-  std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
-            << std::flush;
-  const int runner_code = run_child(runner_argv);
   std::string runner_failure;
-  std::vector<PeerRow> peer_rows;
-  if (fs::exists(results_path)) {
-    PeerResults results = read_peer_results(results_path.string());
-    const PeerResultsHeader& h = results.header;
-    if (h.spec_hash != batch.spec_hash) {
-      throw std::logic_error("the peer runner measured another batch (" + h.spec_hash + ")");
+  const BenchReport* finished = nullptr;
+  try {
+    std::vector<std::string> runner_argv = {python,
+                                            script.string(),
+                                            dump_dir.string(),
+                                            "--out",
+                                            results_path.string(),
+                                            "--policy-json",
+                                            policy_to_json(options.policy).dump(),
+                                            "--device",
+                                            args.cpu ? "cpu" : std::to_string(args.device)};
+    if (!args.peers.empty()) {
+      runner_argv.push_back("--peers");
+      runner_argv.push_back(args.peers);
     }
-    const bool on_gpu = session.backend() == "cuda";
-    if (on_gpu && h.device_kind() == "gpu" && !h.device_uuid().empty() &&
-        uuid_digits(h.device_uuid()) != uuid_digits(session.device().uuid)) {
-      throw EnvironmentError("the peers ran on GPU " + h.device_uuid() + ", ours on " +
-                             session.device().uuid + " (check CUDA_VISIBLE_DEVICES and --device)");
+    std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
+              << std::flush;
+    const int runner_code = run_child(runner_argv);
+    std::vector<PeerRow> peer_rows;
+    if (fs::exists(results_path)) {
+      PeerResults results = read_peer_results(results_path.string());
+      const PeerResultsHeader& h = results.header;
+      if (h.spec_hash != batch.spec_hash) {
+        throw std::logic_error("the peer runner measured another batch (" + h.spec_hash + ")");
+      }
+      const bool on_gpu = session.backend() == "cuda";
+      if (on_gpu && h.device_kind() == "gpu" && !h.device_uuid().empty() &&
+          uuid_digits(h.device_uuid()) != uuid_digits(session.device().uuid)) {
+        throw EnvironmentError("the peers ran on GPU " + h.device_uuid() + ", ours on " +
+                               session.device().uuid +
+                               " (check CUDA_VISIBLE_DEVICES and --device)");
+      }
+      peer_rows = std::move(results.rows);
     }
-    peer_rows = std::move(results.rows);
-  }
-  if (runner_code != 0) {
-    runner_failure = "the peer runner exited with " + std::to_string(runner_code) +
-                     (peer_rows.empty() ? " and recorded no peer" : "");
-  }
+    if (runner_code != 0) {
+      runner_failure = "the peer runner exited with " + std::to_string(runner_code) +
+                       (peer_rows.empty() ? " and recorded no peer" : "");
+    }
 
-  // Our variants, as `attn-bench run` runs them.
-  std::cout << "\n" << std::flush;
-  const std::vector<BenchCase> cases = session.cases(registry);
-  {
-    Progress progress(std::cerr, cases.size(), stderr_is_terminal());
-    for (const BenchCase& c : cases) {
-      progress.begin(c.full_name);
-      session.measure(c);
-      progress.finish_step();
+    // Our variants, as `attn-bench run` runs them.
+    std::cout << "\n" << std::flush;
+    const std::vector<BenchCase> cases = session.cases(registry);
+    {
+      Progress progress(std::cerr, cases.size(), stderr_is_terminal());
+      for (const BenchCase& c : cases) {
+        progress.begin(c.full_name);
+        session.measure(c);
+        progress.finish_step();
+      }
     }
+    // The peers join the same run (session.record writes each at once).
+    for (PeerRow& row : peer_rows) {
+      apply_peer_work(batch, registry, row.measurement);
+      const Family family = *family_from_string(row.measurement.family);
+      session.record(row.measurement.variant, family, row.measurement);
+    }
+    finished = &session.finish(false);
+  } catch (const std::exception& e) {
+    session.fail(e.what());  // the run row says why it ended
+    throw;
   }
-  // The peers join the same run (session.record writes each at once).
-  for (PeerRow& row : peer_rows) {
-    apply_peer_work(batch, registry, row.measurement);
-    const Family family = *family_from_string(row.measurement.family);
-    session.record(row.measurement.variant, family, row.measurement);
-  }
-  const BenchReport& report = session.finish(false);
+  const BenchReport& report = *finished;
 
   std::vector<TableRow> rows;
   for (const BenchRow& r : report.rows) {
@@ -460,13 +468,21 @@ int import_results(const PeersArgs& args, const Invocation& invocation) {
   const DeviceCeilings ceilings = store.ceilings(device.fingerprint());
   bool failed = false;
   std::vector<TableRow> rows;
-  for (PeerRow& row : results.rows) {
-    Measurement& m = row.measurement;
-    apply_peer_work(batch, registry, m);
-    apply_ceiling(*family_from_string(m.family), ceilings, m);
-    store.add_measurement(run_id, device_id, workload_id, m);
-    failed |= m.disposition != Disposition::passed && m.disposition != Disposition::unsupported;
-    rows.push_back({m.variant, "peer", &m});
+  try {
+    for (PeerRow& row : results.rows) {
+      Measurement& m = row.measurement;
+      apply_peer_work(batch, registry, m);
+      apply_ceiling(*family_from_string(m.family), ceilings, m);
+      store.add_measurement(run_id, device_id, workload_id, m);
+      failed |= m.disposition != Disposition::passed && m.disposition != Disposition::unsupported;
+      rows.push_back({m.variant, "peer", &m});
+    }
+  } catch (const std::exception& e) {
+    try {
+      store.finish_run(run_id, std::string("error: ") + e.what());
+    } catch (const std::exception&) {  // the database itself may be what failed
+    }
+    throw;
   }
   store.finish_run(run_id, failed ? "failed_cases" : "completed");
   std::cout << "workload  " << workload.name << " (" << workload.hash.substr(0, 12) << ")\n"

@@ -254,10 +254,12 @@ int run(const RunArgs& args, const Invocation& invocation) {
   const RunRecord record = run_record("attn-bench run", invocation);
   session.begin(store, record);
   Progress progress(std::cerr, total, stderr_is_terminal());
-  // Ctrl-C: the case in progress finishes and is recorded, the rest are not run, the run is marked
-  // interrupted and what ran is printed; a second Ctrl-C exits at once (apps/interrupt.hpp).
+  // Ctrl-C, SIGTERM, SIGHUP: the case in progress finishes and is recorded, the rest are not run,
+  // the run is marked interrupted and what ran is printed; a second signal exits at once, closing
+  // the run first (apps/interrupt.hpp).
   std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-bench");
+  interrupt->close_runs_in(db);
   size_t ran = 0;
   try {
     run_gbench(invocation.argv.front(), gbench, context, named_cases,

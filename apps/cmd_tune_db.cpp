@@ -9,6 +9,7 @@
 #include "apps/database_path.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
+#include "base/process_identity.hpp"
 #include "results/device_json.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
@@ -56,6 +57,23 @@ std::string schema_status(const StoreOpening& o) {
          std::to_string(Store::kSchemaVersion) + ", and older builds then refuse it";
 }
 
+// A run's status, and for one still 'running' whether its process is: a run whose process is
+// gone is closed as 'interrupted' by the next command that writes to the database.
+std::string status_text(const StoredRun& r) {
+  if (r.status != "running" || !r.owner) return r.status;
+  const std::string pid = std::to_string(r.owner->pid);
+  switch (owner_state(*r.owner)) {
+    case OwnerState::alive:
+      return "running (process " + pid + ")";
+    case OwnerState::gone:
+      return "running, but its process " + pid +
+             " is gone (the next command that writes to this database marks it interrupted)";
+    case OwnerState::elsewhere:
+      return "running (process " + pid + " on " + r.owner->host + ")";
+  }
+  return r.status;
+}
+
 // A commit as `git log --oneline` shows it: 12 hex digits, "+dirty" kept.
 std::string short_commit(const std::string& commit) {
   const size_t hex = commit.find_first_not_of("0123456789abcdef");
@@ -100,6 +118,13 @@ json summary_json(const Store& store, const StoreSummary& s) {
   for (const auto& [r, measurements] : s.runs) {
     json run = run_json(r);
     run["measurements"] = measurements;
+    if (r.owner) {
+      run["owner"] = {{"host", r.owner->host},
+                      {"pid", r.owner->pid},
+                      {"process", to_string(owner_state(*r.owner))}};
+    } else {
+      run["owner"] = nullptr;
+    }
     runs.push_back(std::move(run));
   }
   json workloads = json::array();
@@ -231,7 +256,8 @@ void print_summary(const Store& store, const StoreSummary& s, int limit, std::os
     out << "  [" << r.id << "] " << r.record.tool << " " << r.record.tool_version << " ("
         << short_commit(r.record.git_commit) << ", " << r.record.build_type << ") "
         << r.record.started_at << " .. " << r.finished_at.value_or("(not finished)") << "  "
-        << r.status << ", " << measurements << " measurements, host " << r.record.host << "\n";
+        << status_text(r) << ", " << measurements << " measurements, host " << r.record.host
+        << "\n";
     out << "      " << abbreviated(r.record.command_line, 160) << "\n";
   }
 

@@ -45,6 +45,7 @@ struct TuneArgs {
   std::string shard = "0/1";
   uint64_t seed = 1;
   int quarantine_after = 2;
+  double claim_timeout = 60;
   int device = 0;
   std::optional<std::string> devices;  // "0,1": one worker per GPU
   bool cpu = false;
@@ -88,6 +89,8 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   options.seed = args.seed;
   if (args.quarantine_after < 1) throw UsageError("--quarantine-after must be at least 1");
   options.quarantine_after = args.quarantine_after;
+  if (!(args.claim_timeout > 0)) throw UsageError("--claim-timeout must be > 0");
+  options.claim_stale_seconds = args.claim_timeout;
   const Registry registry = make_registry();
   if (registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
@@ -200,10 +203,12 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
     ahead = std::make_unique<CompileAhead>(*backend.jit, 2);
     sweep.set_compile_ahead(ahead.get(), 2 * case_evaluator->slots());
   }
-  // Ctrl-C: stop between trials, finish the one in flight, choose winners from what was measured
-  // and exit 130; a second Ctrl-C exits at once (apps/interrupt.hpp).
+  // Ctrl-C, SIGTERM, SIGHUP: stop between trials, finish the one in flight, choose winners from
+  // what was measured, close the run as interrupted and exit 130; a second signal exits at once,
+  // closing the run first (apps/interrupt.hpp).
   std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-tune");
+  interrupt->close_runs_in(db);
   sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
   const RunRecord record = run_record("attn-tune tune", invocation);
   TuneReport report;
@@ -245,11 +250,14 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   for (const VariantSummary& s : report.variants) {
     const std::string phases =
         s.phase_seconds.known() ? " (" + s.phase_seconds.describe() + ")" : std::string();
+    const std::string others =
+        s.by_other_tuners > 0 ? format(" (%zu stored by other tuners meanwhile)", s.by_other_tuners)
+                              : std::string();
     out << format(
-        "%s: %zu configs (%zu in shard %s): %zu measured, %zu from the database, %zu "
+        "%s: %zu configs (%zu in shard %s): %zu measured, %zu from the database%s, %zu "
         "failed, %zu quarantined, %.1fs evaluating%s%s\n",
         s.variant.c_str(), s.space, s.shard_configs, options.shard.label().c_str(), s.evaluated,
-        s.resumed, s.failed, s.quarantined, s.measure_seconds, phases.c_str(),
+        s.resumed, others.c_str(), s.failed, s.quarantined, s.measure_seconds, phases.c_str(),
         s.budget_exhausted ? " (budget spent)" : "");
     if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
     all_phases.add(s.phase_seconds);
@@ -287,6 +295,9 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--seed", args->seed, "seed of the random and model strategies (default 1)");
   cmd->add_option("--quarantine-after", args->quarantine_after,
                   "skip a config after this many attempts crashed or hung (default 2)");
+  cmd->add_option("--claim-timeout", args->claim_timeout,
+                  "seconds without a heartbeat after which another tuner's claim on a config "
+                  "(on the same database) is taken over (default 60)");
   CLI::Option* device = cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
   cmd->add_option("--devices", args->devices,
                   "GPU ordinals, e.g. 0,1: one worker per GPU, configs dealt to whichever is free "

@@ -27,6 +27,7 @@ struct WorkerArgs {
 int serve(const WorkerArgs& args) {
   const char* fault_text = std::getenv("ATTN_TUNE_WORKER_FAULTS");
   const std::vector<WorkerFault> faults = parse_worker_faults(fault_text ? fault_text : "");
+  meet_startup_faults(faults, args.workload);
   const WorkloadSpec spec = load_workload_argument(args.workload);
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();

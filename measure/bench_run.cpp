@@ -143,17 +143,20 @@ const RepeatCheck& BenchSession::repeat_check(const BenchCase& bench_case) {
   return report_.repeat_checks.back();
 }
 
+void BenchSession::fail(const std::string& reason) noexcept {
+  if (!store_) return;
+  try {
+    store_->finish_run(report_.run_id, "error: " + reason);
+  } catch (...) {
+  }
+}
+
 const BenchReport& BenchSession::finish(bool interrupted) {
   ATTN_ASSERT(store_, "BenchSession::begin() must come before finish()");
   store_->finish_run(report_.run_id, interrupted            ? "interrupted"
                                      : report_.any_failed() ? "failed_cases"
                                                             : "completed");
   return report_;
-}
-
-void BenchSession::fail(const std::string& why) {
-  ATTN_ASSERT(store_, "BenchSession::begin() must come before fail()");
-  store_->finish_run(report_.run_id, "error: " + why);
 }
 
 }  // namespace attn

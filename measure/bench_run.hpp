@@ -98,9 +98,11 @@ class BenchSession {
   // Closes the run ("completed" or "failed_cases"; "interrupted" when the caller stopped early)
   // and returns everything measured.
   const BenchReport& finish(bool interrupted = false);
-  // Closes the run as "error: <why>" when the caller cannot go on (an exception between begin()
-  // and finish()), so that it does not stay "running".
-  void fail(const std::string& why);
+  // Closes the run as "error: <reason>" when the caller cannot go on (an exception between begin()
+  // and finish()), so that it does not stay "running". Never throws: it is called while an
+  // exception is on its way up, and the database may be what failed (the next writer then closes
+  // the run as interrupted).
+  void fail(const std::string& reason) noexcept;
 
  private:
   BenchSession(const Batch& batch, const BenchOptions& options);

@@ -9,6 +9,7 @@
 
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
+#include "base/process_identity.hpp"
 #include "results/sqlite.hpp"
 #include "results/store_rows.hpp"
 
@@ -247,6 +248,19 @@ ALTER TABLE devices RENAME COLUMN driver_version TO cuda_driver_version;
 ALTER TABLE devices ADD COLUMN driver_version TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Schema v5 (reliability of processes and records): which process owns a run (host, pid and the
+// process's start time, base/process_identity.hpp), so that the next process that opens the file
+// for writing closes as 'interrupted' a run left 'running' by a process that is gone; and the
+// heartbeat of an attempt, which its tuner renews while it evaluates, so that another tuner on the
+// same sweep can tell a claim on a config that is being worked on from one that was abandoned.
+// Rows written before have no owner and no heartbeat (NULL): their runs are never closed this way.
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE runs ADD COLUMN owner_host TEXT;
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE runs ADD COLUMN owner_start TEXT;
+ALTER TABLE attempts ADD COLUMN heartbeat_at TEXT;
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited. A column
 // added to `measurements` is also a row of the field table (results/measurement_fields.cpp), which
@@ -267,6 +281,7 @@ constexpr Migration kMigrations[] = {
      "the NVIDIA driver version of devices (driver_version), the CUDA version it supports "
      "(cuda_driver_version, the old driver_version)",
      kSchemaV4},
+    {5, "owner process (host, pid, start time) of runs; heartbeat of attempts", kSchemaV5},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");
@@ -439,6 +454,7 @@ Store::Store(const std::string& path, StoreAccess access) {
   db_->exec("PRAGMA foreign_keys = ON");
   db_->exec("PRAGMA synchronous = NORMAL");
   migrate();
+  opening_.stale_runs_closed = close_runs_of_gone_processes();
 }
 
 void Store::migrate() {
@@ -476,20 +492,83 @@ int64_t Store::begin_run(const RunRecord& run) {
   ATTN_ASSERT(
       is_utc_timestamp(started_at),
       "RunRecord::started_at must be ISO 8601 UTC (utc_timestamp_now()), got '" + started_at + "'");
+  const ProcessIdentity owner = this_process();
   Statement s(*db_, R"sql(
     INSERT INTO runs (tool, tool_version, git_commit, build_type, command_line, host, started_at,
-                      status, uid)
+                      status, uid, owner_host, owner_pid, owner_start)
     VALUES (:tool, :tool_version, :git_commit, :build_type, :command_line, :host, :started_at,
-            'running', lower(hex(randomblob(16)))))sql");
+            'running', lower(hex(randomblob(16))), :owner_host, :owner_pid, :owner_start))sql");
   s.bind(":tool", run.tool)
       .bind(":tool_version", run.tool_version)
       .bind(":git_commit", run.git_commit)
       .bind(":build_type", run.build_type)
       .bind(":command_line", run.command_line)
       .bind(":host", run.host)
-      .bind(":started_at", started_at);
+      .bind(":started_at", started_at)
+      .bind(":owner_host", owner.host)
+      .bind(":owner_pid", owner.pid)
+      .bind(":owner_start", owner.start);
   s.run();
   return db_->last_insert_rowid();
+}
+
+namespace {
+
+// A closed run's finished_at when its process is gone: the time of its last record (its start,
+// an attempt begun, finished or beating, a measurement), not the time someone noticed.
+constexpr const char* kLastSignOfLife = R"sql(
+  max(started_at,
+      coalesce((SELECT max(max(a.started_at, coalesce(a.finished_at, ''),
+                               coalesce(a.heartbeat_at, '')))
+                FROM attempts a WHERE a.run_id = runs.id), ''),
+      coalesce((SELECT max(m.created_at) FROM measurements m WHERE m.run_id = runs.id), '')))sql";
+
+}  // namespace
+
+int64_t Store::close_runs_of_gone_processes() {
+  // Reads first, and takes the write lock only when some run's process is gone.
+  std::vector<int64_t> gone;
+  {
+    Statement s(*db_, R"sql(
+      SELECT id, owner_host, owner_pid, coalesce(owner_start, '') FROM runs
+      WHERE status = 'running' AND owner_pid IS NOT NULL AND owner_host = ?)sql");
+    s.bind(1, this_host_name());
+    while (s.step()) {
+      const ProcessIdentity owner{s.column_text(1), s.column_int64(2), s.column_text(3)};
+      if (owner_state(owner) == OwnerState::gone) gone.push_back(s.column_int64(0));
+    }
+  }
+  if (gone.empty()) return 0;
+  Transaction transaction(*db_);
+  Statement close(*db_, std::string("UPDATE runs SET status = 'interrupted', finished_at = ") +
+                            kLastSignOfLife + " WHERE id = ? AND status = 'running'");
+  int64_t closed = 0;
+  for (int64_t id : gone) {
+    close.bind(1, id);
+    close.run();
+    closed += db_->changes();
+    close.reset();
+  }
+  transaction.commit();
+  return closed;
+}
+
+int64_t Store::close_runs_of_this_process(const std::string& path, const std::string& status,
+                                          int timeout_ms) noexcept {
+  try {
+    const ProcessIdentity me = this_process();
+    Database db(path, SQLITE_OPEN_READWRITE);
+    db.busy_timeout(timeout_ms);
+    Statement s(db, R"sql(
+      UPDATE runs SET status = ?, finished_at = ?
+      WHERE status = 'running' AND owner_host = ? AND owner_pid = ? AND owner_start = ?)sql");
+    s.bind(1, status).bind(2, utc_timestamp_now()).bind(3, me.host).bind(4, me.pid);
+    s.bind(5, me.start);
+    s.run();
+    return db.changes();
+  } catch (...) {  // a database that cannot take it now is closed by the next writer instead
+    return 0;
+  }
 }
 
 void Store::finish_run(int64_t run_id, const std::string& status) {
@@ -693,7 +772,7 @@ std::vector<StoredMeasurement> Store::measurements_of_run(int64_t run_id) const 
 std::optional<StoredRun> Store::run(int64_t run_id) const {
   Statement s(*db_, R"sql(
     SELECT tool, tool_version, git_commit, build_type, command_line, host, started_at,
-           finished_at, status, uid
+           finished_at, status, uid, owner_host, owner_pid, owner_start
     FROM runs WHERE id = ?)sql");
   s.bind(1, run_id);
   if (!s.step()) return std::nullopt;
@@ -710,6 +789,10 @@ std::optional<StoredRun> Store::run(int64_t run_id) const {
   run.record.started_at = s.column_text(c++);
   run.finished_at = s.column_optional_text(c++);
   run.status = s.column_text(c++);
+  if (const std::optional<int64_t> pid = s.column_optional_int64(11)) {
+    run.owner = ProcessIdentity{s.column_optional_text(10).value_or(""), *pid,
+                                s.column_optional_text(12).value_or("")};
+  }
   return run;
 }
 

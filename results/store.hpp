@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/process_identity.hpp"
 #include "results/ceilings.hpp"
 #include "results/measurement.hpp"
 #include "results/records.hpp"
@@ -30,8 +31,10 @@ struct StoredRun {
   int64_t id = 0;
   std::string uid;  // random, 32 hex digits (schema v3); what merge recognises a run by
   RunRecord record;
-  std::optional<std::string> finished_at;  // empty while running, or when the run was interrupted
+  std::optional<std::string> finished_at;  // empty while running
   std::string status;                      // "running" until finish_run
+  // The process that began it (schema v5); nullopt for rows written before.
+  std::optional<ProcessIdentity> owner;
 };
 
 // An A/A check: one case measured twice in one process (attn-bench run --repeat-check).
@@ -52,8 +55,32 @@ struct AttemptRecord {
   std::optional<int64_t> worker_pid;
 };
 
-// Per config of one (workload, device, variant): attempts that never came back or came back
-// crashed or timed out (the quarantine counts these).
+// How claim_attempt decides (tuner/tune_sweep.hpp): a case is one (workload, variant, config,
+// policy) on any of `device_ids` (the sweep's devices: a result or a claim on any of them counts).
+struct ClaimRules {
+  std::vector<int64_t> device_ids;
+  int quarantine_after = 2;   // finished attempts that crashed or timed out that stop a config
+  double stale_seconds = 60;  // a claim whose heartbeat is older than this is abandoned
+};
+
+// What claim_attempt found, and did.
+struct Claim {
+  enum class Kind {
+    claimed,      // no result and no live claim: the attempt row is written, the case is ours
+    measured,     // a result is stored (by an earlier run, or another tuner just now)
+    busy,         // another tuner's live claim: evaluating it now; ask again later
+    quarantined,  // the config crashed or timed out quarantine_after times
+  };
+  Kind kind = Kind::claimed;
+  int64_t attempt_id = 0;                        // claimed
+  std::optional<StoredMeasurement> measurement;  // measured: the latest result
+  int64_t failures = 0;                          // quarantined: how many
+  std::optional<ProcessIdentity> holder;         // busy: whose claim (nullopt: rows before v5)
+};
+
+// Per config of one (workload, device, variant): finished attempts that came back crashed or
+// timed out (the quarantine counts these). An attempt left 'started' by a process that is gone (a
+// kill -9 of the tuner) is not the config's fault and is not counted.
 struct AttemptFailures {
   std::string config_key;
   int64_t count = 0;
@@ -109,6 +136,9 @@ struct StoreOpening {
   // process makes meanwhile are not seen, nor those still in the file's -wal (unread_wal_bytes).
   bool immutable = false;
   int64_t unread_wal_bytes = 0;  // size of PATH-wal when read as immutable (0: none)
+  // read_write: runs left 'running' by a process of this host that is gone, closed as
+  // 'interrupted' on this opening.
+  int64_t stale_runs_closed = 0;
 };
 
 // One row of schema_migrations.
@@ -174,7 +204,7 @@ struct MeasurementBrief {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating if needed) and migrates. ":memory:" gives a private in-memory database.
   // Throws EnvironmentError if the file's schema is newer than kSchemaVersion or it is not a
@@ -192,9 +222,20 @@ class Store {
   // The connection, for pragmas a caller needs (tests: max_page_count, query_only).
   Database& database() { return *db_; }
 
+  // Records this process as the run's owner (base/process_identity.hpp).
   int64_t begin_run(const RunRecord& run);
-  // status: "completed", "failed_cases", "error: ..."
+  // status: "completed", "failed_cases", "interrupted", "error: ..."
   void finish_run(int64_t run_id, const std::string& status);
+  // Closes as 'interrupted' every run left 'running' whose owner was a process of this host that
+  // is gone (killed, crashed, its pid now another process's); finished_at becomes the time of its
+  // last record. Done on every read_write opening; returns how many it closed.
+  int64_t close_runs_of_gone_processes();
+  // What a process about to exit at once (a second Ctrl-C, a fatal signal) does with its runs:
+  // from a connection of its own, closes this process's runs still 'running' in the database at
+  // `path` with `status`, waiting at most `timeout_ms` for the write lock. Never throws; returns
+  // how many it closed (0 when it could not: the next writer closes them as 'interrupted').
+  static int64_t close_runs_of_this_process(const std::string& path, const std::string& status,
+                                            int timeout_ms) noexcept;
   int64_t upsert_device(const DeviceRecord& device);        // by fingerprint
   int64_t upsert_workload(const WorkloadRecord& workload);  // by hash
   // Writes the measurement and its raw samples in one transaction.
@@ -211,6 +252,15 @@ class Store {
 
   // The tuner (store_tuning.cpp).
   int64_t begin_attempt(const AttemptRecord& attempt);
+  // Claims a case for this process in one write transaction (BEGIN IMMEDIATE), so that tuners on
+  // one sweep never evaluate the same case twice: a stored result (any disposition but crashed or
+  // timed out) answers it; a quarantined config is refused; an open attempt of another process
+  // whose run is 'running', whose heartbeat is at most `stale_seconds` old and whose owner is not
+  // known to be gone (base/process_identity.hpp) makes it busy; otherwise the attempt row is
+  // written with a fresh heartbeat (an abandoned claim is taken over and stays 'started').
+  Claim claim_attempt(const AttemptRecord& attempt, const ClaimRules& rules);
+  // Renews the heartbeat of the run's open attempts (AttemptHeartbeat calls it).
+  void beat_attempts(int64_t run_id);
   void finish_attempt(int64_t attempt_id, Disposition disposition,
                       std::optional<int64_t> measurement_id, const std::string& note = {});
   // The measurement an attempt produced (with its samples) and the attempt finished with it, in

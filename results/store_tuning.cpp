@@ -1,5 +1,8 @@
 // The tuner's part of the store: attempts, winners and measurement lookups (attn-tune tune).
+#include <algorithm>
+
 #include "base/errors.hpp"
+#include "base/process_identity.hpp"
 #include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "results/store_rows.hpp"
@@ -9,9 +12,9 @@ namespace attn {
 int64_t Store::begin_attempt(const AttemptRecord& a) {
   Statement s(*db_, R"sql(
     INSERT INTO attempts (uid, run_id, device_id, workload_id, variant, config_key, policy,
-                          strategy, rung, shard, worker_pid, status, started_at)
+                          strategy, rung, shard, worker_pid, status, started_at, heartbeat_at)
     VALUES (lower(hex(randomblob(16))), :run_id, :device_id, :workload_id, :variant, :config_key,
-            :policy, :strategy, :rung, :shard, :worker_pid, 'started', :now))sql");
+            :policy, :strategy, :rung, :shard, :worker_pid, 'started', :now, :now))sql");
   s.bind(":run_id", a.run_id)
       .bind(":device_id", a.device_id)
       .bind(":workload_id", a.workload_id)
@@ -25,6 +28,81 @@ int64_t Store::begin_attempt(const AttemptRecord& a) {
       .bind(":now", utc_timestamp_now());
   s.run();
   return db_->last_insert_rowid();
+}
+
+Claim Store::claim_attempt(const AttemptRecord& a, const ClaimRules& rules) {
+  ATTN_ASSERT(!rules.device_ids.empty(), "claim_attempt: no device");
+  Transaction transaction(*db_);
+  Claim claim;
+  // A result already stored answers the case: the latest one on any of the sweep's devices.
+  std::optional<int64_t> measured;
+  for (int64_t device_id : rules.device_ids) {
+    Statement s(*db_, R"sql(
+      SELECT max(id) FROM measurements
+      WHERE workload_id = ? AND device_id = ? AND variant = ? AND config_key = ? AND policy = ?
+        AND disposition NOT IN ('crashed', 'timed_out'))sql");
+    s.bind(1, a.workload_id).bind(2, device_id).bind(3, a.variant).bind(4, a.config_key);
+    s.bind(5, a.policy);
+    if (s.step() && !s.is_null(0)) measured = std::max(measured.value_or(0), s.column_int64(0));
+  }
+  if (measured) {
+    Statement s(*db_, measurement_select_sql() + " WHERE id = ?");
+    s.bind(1, *measured);
+    std::vector<StoredMeasurement> rows = read_measurements(*db_, s);
+    ATTN_ASSERT(rows.size() == 1, "claim_attempt: the measurement just found is gone");
+    claim.kind = Claim::Kind::measured;
+    claim.measurement = std::move(rows.front());
+    transaction.commit();
+    return claim;
+  }
+  for (int64_t device_id : rules.device_ids) {
+    Statement s(*db_, R"sql(
+      SELECT count(*) FROM attempts
+      WHERE workload_id = ? AND device_id = ? AND variant = ? AND config_key = ?
+        AND status = 'finished' AND disposition IN ('crashed', 'timed_out'))sql");
+    s.bind(1, a.workload_id).bind(2, device_id).bind(3, a.variant).bind(4, a.config_key);
+    if (s.step()) claim.failures += s.column_int64(0);
+  }
+  if (claim.failures >= rules.quarantine_after) {
+    claim.kind = Claim::Kind::quarantined;
+    transaction.commit();
+    return claim;
+  }
+  // Open attempts of the case: another tuner's claim, live or abandoned.
+  for (int64_t device_id : rules.device_ids) {
+    Statement s(*db_, R"sql(
+      SELECT r.status, (julianday('now') - julianday(a.heartbeat_at)) * 86400.0, r.owner_host,
+             r.owner_pid, r.owner_start
+      FROM attempts a JOIN runs r ON r.id = a.run_id
+      WHERE a.workload_id = ? AND a.device_id = ? AND a.variant = ? AND a.config_key = ?
+        AND a.policy = ? AND a.status = 'started')sql");
+    s.bind(1, a.workload_id).bind(2, device_id).bind(3, a.variant).bind(4, a.config_key);
+    s.bind(5, a.policy);
+    while (s.step()) {
+      const std::optional<double> age = s.column_optional_double(1);
+      if (s.column_text(0) != "running" || !age || *age > rules.stale_seconds) continue;
+      std::optional<ProcessIdentity> holder;
+      if (const std::optional<int64_t> pid = s.column_optional_int64(3)) {
+        holder = ProcessIdentity{s.column_optional_text(2).value_or(""), *pid,
+                                 s.column_optional_text(4).value_or("")};
+        if (owner_state(*holder) == OwnerState::gone) continue;
+      }
+      claim.kind = Claim::Kind::busy;
+      claim.holder = holder;
+      transaction.commit();
+      return claim;
+    }
+  }
+  claim.kind = Claim::Kind::claimed;
+  claim.attempt_id = begin_attempt(a);
+  transaction.commit();
+  return claim;
+}
+
+void Store::beat_attempts(int64_t run_id) {
+  Statement s(*db_, "UPDATE attempts SET heartbeat_at = ? WHERE run_id = ? AND status = 'started'");
+  s.bind(1, utc_timestamp_now()).bind(2, run_id);
+  s.run();
 }
 
 void Store::finish_attempt(int64_t attempt_id, Disposition disposition,
@@ -63,7 +141,7 @@ std::vector<AttemptFailures> Store::attempt_failures(int64_t workload_id, int64_
   Statement s(*db_, R"sql(
     SELECT config_key, count(*) FROM attempts
     WHERE workload_id = ? AND device_id = ? AND variant = ?
-      AND (status = 'started' OR disposition IN ('crashed', 'timed_out'))
+      AND status = 'finished' AND disposition IN ('crashed', 'timed_out')
     GROUP BY config_key ORDER BY config_key)sql");
   s.bind(1, workload_id).bind(2, device_id).bind(3, variant);
   std::vector<AttemptFailures> out;

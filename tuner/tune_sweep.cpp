@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <map>
+#include <thread>
 
 #include "base/errors.hpp"
 #include "base/progress.hpp"
+#include "results/attempt_heartbeat.hpp"
 #include "results/table.hpp"
 
 namespace attn {
@@ -122,19 +125,24 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     if (v->backend() == target_.backend) variants.push_back(v);
   }
   report.run_id = store_.begin_run(run);
-  device_id_ = store_.upsert_device(device_);
-  device_ids_.clear();
-  for (const DeviceRecord& d : slot_devices_) device_ids_.push_back(store_.upsert_device(d));
-  if (device_ids_.empty()) device_ids_.push_back(device_id_);
-  workload_id_ =
-      store_.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
-  for (const Variant* v : variants) {
-    const SearchSpace space = build_space(*v, batch_, target_, options_.overrides);
-    size_t n = 0;
-    for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
-    total_ += planned_trials(options_.strategy, n, options_.budget);
-  }
+  // Whatever ends the run early (an exception from the database, a worker, a strategy) closes its
+  // row with the reason before it goes on up.
   try {
+    device_id_ = store_.upsert_device(device_);
+    device_ids_.clear();
+    for (const DeviceRecord& d : slot_devices_) device_ids_.push_back(store_.upsert_device(d));
+    if (device_ids_.empty()) device_ids_.push_back(device_id_);
+    workload_id_ =
+        store_.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
+    for (const Variant* v : variants) {
+      const SearchSpace space = build_space(*v, batch_, target_, options_.overrides);
+      size_t n = 0;
+      for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
+      total_ += planned_trials(options_.strategy, n, options_.budget);
+    }
+    // Other tuners on this sweep see the open attempts of this run as live claims while it beats.
+    const AttemptHeartbeat heartbeat(store_.opening().path, report.run_id,
+                                     std::min(10.0, options_.claim_stale_seconds / 4));
     for (const Variant* v : variants) {
       if (stop_ && stop_()) {
         report.interrupted = true;
@@ -143,6 +151,18 @@ TuneReport TuneSweep::run(const RunRecord& run) {
       report.variants.push_back(tune_variant(*v, report.run_id));
       if (report.variants.back().budget_exhausted && stop_ && stop_()) report.interrupted = true;
     }
+    if (stop_ && stop_()) report.interrupted = true;
+
+    std::vector<Candidate> all;
+    for (VariantSummary& s : report.variants) {
+      if (!s.winner) continue;
+      store_winner(s.variant, *s.winner, report.run_id);
+      all.push_back(s.winner->winner);
+      for (const Candidate& c : s.winner->tied) all.push_back(c);
+    }
+    report.overall = choose_winner(all);
+    if (report.overall && report.variants.size() > 1)
+      store_winner("*", *report.overall, report.run_id);
   } catch (const std::exception& e) {
     try {
       store_.finish_run(report.run_id, std::string("error: ") + e.what());
@@ -150,18 +170,6 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     }
     throw;
   }
-  if (stop_ && stop_()) report.interrupted = true;
-
-  std::vector<Candidate> all;
-  for (VariantSummary& s : report.variants) {
-    if (!s.winner) continue;
-    store_winner(s.variant, *s.winner, report.run_id);
-    all.push_back(s.winner->winner);
-    for (const Candidate& c : s.winner->tied) all.push_back(c);
-  }
-  report.overall = choose_winner(all);
-  if (report.overall && report.variants.size() > 1)
-    store_winner("*", *report.overall, report.run_id);
   store_.finish_run(report.run_id, report.interrupted      ? "interrupted"
                                    : report.failures() > 0 ? "failed_cases"
                                                            : "completed");
@@ -255,7 +263,13 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     std::chrono::steady_clock::time_point start;
   };
   std::map<size_t, Started> in_flight;  // by the trial's index in its batch
-  auto begin_evaluation = [&](const Trial& trial, size_t tag, size_t slot) {
+  const ClaimRules rules{distinct_device_ids(), options_.quarantine_after,
+                         options_.claim_stale_seconds};
+  // Claims the trial for `slot`: begins its evaluation (true), or learns that the database now
+  // answers it (another tuner measured it, or the config is quarantined: `answer` is set, true),
+  // or that another live tuner holds it (false: offer it again later).
+  auto claim_and_begin = [&](const Trial& trial, size_t tag, size_t slot,
+                             std::optional<Outcome>& answer) -> bool {
     const KernelConfig& config = configs[trial.config];
     const MeasurePolicy policy = rung_policy(trial.rung, rungs);
     const std::optional<int64_t> pid = evaluator_.slot_process(slot);
@@ -269,8 +283,25 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
                           trial.rung,
                           options_.shard.label(),
                           pid};
-    in_flight[tag] = {store_.begin_attempt(attempt), std::chrono::steady_clock::now()};
-    evaluator_.begin(slot, {tag, &variant, config, policy});
+    Claim claim = store_.claim_attempt(attempt, rules);
+    switch (claim.kind) {
+      case Claim::Kind::claimed:
+        in_flight[tag] = {claim.attempt_id, std::chrono::steady_clock::now()};
+        evaluator_.begin(slot, {tag, &variant, config, policy});
+        return true;
+      case Claim::Kind::measured:
+        ++summary.by_other_tuners;
+        known[{config.key(), policy.name}] = std::move(*claim.measurement);
+        answer = answer_without_evaluating(trial);
+        return true;
+      case Claim::Kind::quarantined:
+        failures[config.key()] = claim.failures;
+        answer = answer_without_evaluating(trial);
+        return true;
+      case Claim::Kind::busy:
+        return false;
+    }
+    return false;
   };
   auto finish_evaluation = [&](const Trial& trial, const CaseResult& result) -> Outcome {
     const Started started = in_flight.at(result.tag);
@@ -304,6 +335,8 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   // with one worker per GPU). Outcomes go back to the strategy in trial order, whichever slot
   // finished first, so a sweep proposes the same on one GPU or several. The budget and a stop
   // request are checked before each trial; what is in flight is always finished and recorded.
+  // Trials another tuner holds are passed over and offered again on the next pass, after an
+  // evaluation in flight comes back or a short wait; the line saying so is printed once per trial.
   std::vector<Outcome> history;
   size_t trials = 0;
   double cost = 0;
@@ -313,35 +346,59 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
       const std::vector<Trial> batch = strategy->propose(history);
       if (batch.empty()) break;
       std::vector<std::optional<Outcome>> outcomes(batch.size());
-      size_t next = 0;
+      std::vector<size_t> pending(batch.size());  // indices not yet answered or begun, in order
+      for (size_t i = 0; i < batch.size(); ++i) pending[i] = i;
+      std::vector<bool> announced(batch.size(), false);
       for (;;) {
-        while (next < batch.size() && !stopped) {
+        for (auto it = pending.begin(); it != pending.end() && !stopped;) {
+          const size_t i = *it;
           if ((stop_ && stop_()) || options_.budget.exhausted(trials, cost)) {
             summary.budget_exhausted = true;
             stopped = true;
             break;
           }
-          if (std::optional<Outcome> answer = answer_without_evaluating(batch[next])) {
-            outcomes[next++] = std::move(*answer);
+          if (std::optional<Outcome> answer = answer_without_evaluating(batch[i])) {
+            outcomes[i] = std::move(*answer);
             ++trials;
+            it = pending.erase(it);
             continue;
           }
           const std::optional<size_t> slot = evaluator_.idle_slot();
           if (!slot) break;
-          if (compile_ahead_) {
-            for (size_t i = next + 1; i < batch.size() && i <= next + compile_ahead_depth_; ++i) {
-              compile_ahead_->enqueue(variant.programs(batch_, configs[batch[i].config], target_));
+          std::optional<Outcome> answer;
+          if (!claim_and_begin(batch[i], i, *slot, answer)) {
+            if (!announced[i]) {
+              announced[i] = true;
+              progress_line(variant.full_name(configs[batch[i].config]) + " (" +
+                            rung_policy(batch[i].rung, rungs).name +
+                            "): another tuner is evaluating it; waiting for its result");
+            }
+            ++it;
+            continue;
+          }
+          if (answer) {
+            outcomes[i] = std::move(*answer);
+          } else if (compile_ahead_) {
+            for (auto ahead = std::next(it);
+                 ahead != pending.end() && ahead - it <= std::ptrdiff_t(compile_ahead_depth_);
+                 ++ahead) {
+              compile_ahead_->enqueue(
+                  variant.programs(batch_, configs[batch[*ahead].config], target_));
             }
           }
-          begin_evaluation(batch[next], next, *slot);
-          ++next;
           ++trials;
+          it = pending.erase(it);
         }
-        if (in_flight.empty()) break;
-        const CaseResult result = evaluator_.wait();
-        Outcome out = finish_evaluation(batch.at(result.tag), result);
-        cost += out.cost_seconds;
-        outcomes[result.tag] = std::move(out);
+        if (!in_flight.empty()) {
+          const CaseResult result = evaluator_.wait();
+          Outcome out = finish_evaluation(batch.at(result.tag), result);
+          cost += out.cost_seconds;
+          outcomes[result.tag] = std::move(out);
+          continue;
+        }
+        if (stopped || pending.empty()) break;
+        // Only trials other tuners hold are left: look at the database again in a moment.
+        std::this_thread::sleep_for(std::chrono::duration<double>(options_.claim_poll_seconds));
       }
       for (std::optional<Outcome>& o : outcomes) {
         if (o) history.push_back(std::move(*o));

@@ -1,11 +1,15 @@
 // TuneSweep: attn-tune tune for one workload on one backend. For each matching variant: build and
 // prune its space, keep this shard's configs, and let the strategy propose trials under the budget.
 // Each trial whose (workload, device, variant, config, policy) is already in the database is
-// answered from it (resume); any other is evaluated with an attempt row written before and
-// finished after, and its measurement stored at once. A config with `quarantine_after` attempts
-// that never came back, crashed or timed out is not tried again. At the end the winner of each
-// variant and over all variants is chosen from the confirm-policy results (tuner/winner.hpp) and
-// stored with the configs tied with it.
+// answered from it (resume); any other is claimed (Store::claim_attempt: the attempt row, written
+// in one transaction with the checks) and evaluated, and its measurement stored at once with the
+// attempt finished. A trial another live tuner holds is left for later and, once that tuner has
+// stored its result, answered from the database; so several tuners on one sweep share it, each
+// case evaluated once. While the sweep runs, a thread renews the heartbeat of its open attempts.
+// A config with `quarantine_after` attempts that came back crashed or timed out is not tried
+// again; an attempt cut off by the death of its tuner (a kill -9) does not count. At the end the
+// winner of each variant and over all variants is chosen from the confirm-policy results
+// (tuner/winner.hpp) and stored with the configs tied with it.
 //
 // The evaluation itself is behind CaseEvaluator, so the same sweep runs with the in-process
 // Evaluator (attn-tune tune) or anything a test supplies.
@@ -83,12 +87,19 @@ struct TuneOptions {
   uint64_t seed = 1;
   int quarantine_after = 2;
   bool use_priors = true;  // model: seed with this variant's results on other workloads/devices
+  // Claims: another tuner's claim whose heartbeat is older than this is abandoned and taken over.
+  // The heartbeat is renewed every min(10, claim_stale_seconds / 4) seconds.
+  double claim_stale_seconds = 60;
+  // How often a tuner left with only trials other tuners hold looks at the database again.
+  double claim_poll_seconds = 0.05;
 };
 
 struct VariantSummary {
   std::string variant;
   size_t space = 0, shard_configs = 0;
   size_t evaluated = 0, resumed = 0, failed = 0, quarantined = 0;
+  // Of `resumed`: results another tuner stored while this one ran (claims it found taken).
+  size_t by_other_tuners = 0;
   double measure_seconds = 0;  // wall time of the evaluations this run made
   // The same evaluations' seconds in each phase, as far as the evaluator reports them (all zero
   // when it does not: PhaseSeconds::known()). Their total is at most measure_seconds; the rest is

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,16 +44,61 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv) {
   for (std::string& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
+  // The child reports a failed exec on this pipe; a successful exec closes it (O_CLOEXEC).
+  int exec_error[2];
+  if (::pipe2(exec_error, O_CLOEXEC) != 0) {
+    const int e = errno;
     ::close(fds[0]);
-    throw EnvironmentError("worker: cannot start " + argv[0] + ": " + std::strerror(rc));
+    ::close(fds[1]);
+    throw EnvironmentError(std::string("worker: pipe: ") + std::strerror(e));
+  }
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  const pid_t parent = ::getpid();
+  // Every signal blocked across the fork: until the child has set its own dispositions, a signal
+  // to the process group would run the parent's handlers (apps/interrupt.hpp) in the child.
+  sigset_t all_signals, parent_mask;
+  sigfillset(&all_signals);
+  ::pthread_sigmask(SIG_BLOCK, &all_signals, &parent_mask);
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child: async-signal-safe calls only, until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the line above
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &ignore, nullptr);
+    ::sigprocmask(SIG_SETMASK, &no_signals, nullptr);  // a mask survives exec
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    ::execve(cargs[0], cargs.data(), environ);
+    const int e = errno;
+    ssize_t ignored = ::write(exec_error[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &parent_mask, nullptr);
+  ::close(exec_error[1]);
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(exec_error[0]);
+    ::close(fds[0]);
+    throw EnvironmentError("worker: cannot start " + argv[0] +
+                           ": fork: " + std::strerror(fork_errno));
+  }
+  int child_errno = 0;
+  ssize_t n = 0;
+  while ((n = ::read(exec_error[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(exec_error[0]);
+  if (n == ssize_t(sizeof child_errno)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(fds[0]);
+    throw EnvironmentError("worker: cannot start " + argv[0] + ": " + std::strerror(child_errno));
   }
   pid_ = pid;
   fd_ = fds[0];

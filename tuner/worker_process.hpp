@@ -1,8 +1,18 @@
-// WorkerProcess: one child process started with posix_spawn (never fork: the orchestrator may hold
-// a CUDA context), joined to the parent by a Unix socket pair. The child's end is passed as
-// `--fd N` appended to its argv; its stdout goes to the parent's stderr, so stray prints cannot
-// corrupt the protocol. Move-only; the destructor kills (SIGKILL) and reaps a child still there,
-// so no worker outlives its owner or stays a zombie.
+// WorkerProcess: one child process joined to the parent by a Unix socket pair. The child's end is
+// passed as `--fd N` appended to its argv; its stdout goes to the parent's stderr, so stray prints
+// cannot corrupt the protocol. Started with fork and an immediate exec: between the two the child
+// makes only async-signal-safe calls on what the parent prepared, so the parent's threads, locks
+// and CUDA context (if any) do not matter, and the parent blocks every signal across the fork, so
+// that none runs the parent's handlers in the child. In that window the child
+//   - asks the kernel to SIGKILL it when its parent dies (PR_SET_PDEATHSIG, kept across exec), and
+//     then checks that its parent is still the process that forked it, so that a parent killed
+//     with SIGKILL at any moment, even while the worker is still starting, leaves no worker;
+//   - ignores SIGINT, SIGTERM and SIGHUP, which reach a whole process group (Ctrl-C, `timeout`, a
+//     closed terminal): the orchestrator acts on them and stops its workers itself; and SIGPIPE,
+//     so that a stray print to a closed pipe cannot kill a worker in the middle of a case.
+// PR_SET_PDEATHSIG fires when the thread that forked the child ends: construct workers on the
+// thread that lives as long as they should (the sweep's). Move-only; the destructor kills
+// (SIGKILL) and reaps a child still there, so no worker outlives its owner or stays a zombie.
 #pragma once
 
 #include <sys/types.h>

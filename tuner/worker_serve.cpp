@@ -93,10 +93,14 @@ std::vector<WorkerFault> parse_worker_faults(const std::string& text) {
     }
     std::string kind = entry.substr(0, colon);
     std::optional<EvalPhase> phase;
+    bool at_startup = false;
     if (const size_t at = kind.find('@'); at != std::string::npos) {
-      phase = eval_phase_from_string(kind.substr(at + 1));
-      if (!phase) {
-        throw UsageError("worker fault '" + entry + "': phase is compile, verify or measure");
+      const std::string when = kind.substr(at + 1);
+      at_startup = when == "startup";
+      phase = eval_phase_from_string(when);
+      if (!phase && !at_startup) {
+        throw UsageError("worker fault '" + entry +
+                         "': phase is startup, compile, verify or measure");
       }
       kind = kind.substr(0, at);
     }
@@ -104,19 +108,25 @@ std::vector<WorkerFault> parse_worker_faults(const std::string& text) {
       throw UsageError("worker fault '" + entry +
                        "': kind is hang, abort, segv, exit, sleep or sticky");
     }
-    if (kind == "sticky" && phase) {
+    if (kind == "sticky" && (phase || at_startup)) {
       throw UsageError("worker fault '" + entry + "': a sticky fault takes no phase");
     }
-    faults.push_back({kind, phase, entry.substr(colon + 1)});
+    faults.push_back({kind, phase, entry.substr(colon + 1), at_startup});
   }
   return faults;
 }
 
+void meet_startup_faults(const std::vector<WorkerFault>& faults, const std::string& workload) {
+  for (const WorkerFault& f : faults) {
+    if (f.at_startup && workload.find(f.pattern) != std::string::npos) meet_fault(f.kind);
+  }
+}
+
 int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
                  const std::vector<WorkerFault>& faults) {
-  ::signal(SIGINT, SIG_IGN);
+  // WorkerProcess set both before exec; again here for a worker started some other way.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_IGN);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() == 1) return 0;  // the orchestrator died before the line above
   if (!send_all(fd, nlohmann::json{{"ready", true}}.dump())) return 0;
   std::string buffer, line;
   std::string lost;  // why this worker's CUDA context is unusable; it then serves nothing more
@@ -134,7 +144,7 @@ int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
       const std::string name = variant->full_name(config) + " " + request.policy.name;
       std::optional<Measurement> injected;
       for (const WorkerFault& f : faults) {
-        if (f.phase || !matches(f, name, request.config_key)) continue;
+        if (f.phase || f.at_startup || !matches(f, name, request.config_key)) continue;
         if (f.kind == "sticky") injected = injected_sticky(*variant, config, request.policy);
         meet_fault(f.kind);
       }

@@ -78,11 +78,14 @@ inline int processes_with(const std::string& marker, const char* file = "environ
 
 // A child process started with posix_spawn, its environment that of the test plus `extra_env`
 // ("NAME=value" entries, which win over the inherited ones), stdout and stderr going to files. For
-// tests that signal a running binary or run two at once.
+// tests that signal a running binary or run two at once. With `own_process_group` it leads a new
+// process group (its id is its pid), as a job of an interactive shell does, so that a test can
+// signal the group the way a closed terminal does.
 class Child {
  public:
   Child(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
-        const std::filesystem::path& out, const std::filesystem::path& err) {
+        const std::filesystem::path& out, const std::filesystem::path& err,
+        bool own_process_group = false) {
     std::vector<std::string> storage = args;
     std::vector<char*> argv;
     for (std::string& a : storage) argv.push_back(a.data());
@@ -96,7 +99,14 @@ class Child {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    if (own_process_group) {
+      posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+      posix_spawnattr_setpgroup(&attributes, 0);
+    }
+    const int rc = ::posix_spawn(&pid_, argv[0], &actions, &attributes, argv.data(), envp.data());
+    posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) pid_ = -1;
   }

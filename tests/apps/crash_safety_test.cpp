@@ -94,18 +94,27 @@ void expect_consistent(const fs::path& path, int kills) {
     WHERE a.status = 'finished'
       AND NOT EXISTS (SELECT 1 FROM measurements m WHERE m.id = a.measurement_id))sql"),
             0);
-  // Attempts left 'started' are accounted for: each belongs to a run that never finished (a killed
-  // one), at most one per run (evaluations run one at a time), and no more than there were kills.
+  // Attempts left 'started' are accounted for: each belongs to a killed run (still 'running' if it
+  // was the last thing done to the file, else closed as 'interrupted' by the next process that
+  // opened it), at most one per run (evaluations run one at a time), and no more than there were
+  // kills.
   EXPECT_EQ(scalar(db, R"sql(
     SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id
-    WHERE a.status = 'started' AND (r.status != 'running' OR r.finished_at IS NOT NULL))sql"),
+    WHERE a.status = 'started' AND r.status NOT IN ('running', 'interrupted'))sql"),
+            0);
+  // Every killed run but the last was closed by the next opening, with the time of its last
+  // record.
+  EXPECT_LE(scalar(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+  EXPECT_EQ(scalar(db, R"sql(
+    SELECT count(*) FROM runs WHERE status = 'interrupted' AND finished_at IS NULL)sql"),
             0);
   EXPECT_EQ(scalar(db, R"sql(
     SELECT count(*) FROM (SELECT run_id FROM attempts WHERE status = 'started'
                           GROUP BY run_id HAVING count(*) > 1))sql"),
             0);
   EXPECT_LE(scalar(db, "SELECT count(*) FROM attempts WHERE status = 'started'"), kills);
-  EXPECT_LE(scalar(db, "SELECT count(*) FROM runs WHERE status = 'running'"), kills);
+  EXPECT_LE(scalar(db, "SELECT count(*) FROM runs WHERE status IN ('running', 'interrupted')"),
+            kills);
   // No duplicates: the sweep measured each (workload, device, variant, config, policy) once.
   EXPECT_EQ(scalar(db, R"sql(
     SELECT count(*) FROM (SELECT 1 FROM measurements
@@ -121,13 +130,18 @@ class CrashSafety : public testing::Cli {
 
   std::vector<std::string> tune_args(const fs::path& workload, const fs::path& db,
                                      bool workers) const {
-    std::vector<std::string> args = {ATTN_TUNE_BINARY, "tune", workload.string(), "--variant",
-                                     "test.cpu_reference_copies", "--strategy", "halving", "--db",
-                                     db.string(), "--cpu", "--threads", "1",
-                                     // A kill -9 in mid-evaluation counts towards a config's
-                                     // quarantine (docs/tuning.md); lifted so that every config
-                                     // is measured in the end, which the test checks.
-                                     "--quarantine-after", "1000"};
+    std::vector<std::string> args = {ATTN_TUNE_BINARY,
+                                     "tune",
+                                     workload.string(),
+                                     "--variant",
+                                     "test.cpu_reference_copies",
+                                     "--strategy",
+                                     "halving",
+                                     "--db",
+                                     db.string(),
+                                     "--cpu",
+                                     "--threads",
+                                     "1"};
     if (workers) {
       args.insert(args.end(), {"--isolate", "workers", "--deadline-seconds", "60"});
     }
@@ -211,7 +225,8 @@ TEST_F(CrashSafety, KillNineAtRandomPointsLosesNothingAndResumesWithoutDuplicate
       if (current) {
         Database db(round.db.string(), SQLITE_OPEN_READONLY);
         started_attempts += scalar(db, "SELECT count(*) FROM attempts WHERE status = 'started'");
-        killed_runs += scalar(db, "SELECT count(*) FROM runs WHERE status = 'running'");
+        killed_runs +=
+            scalar(db, "SELECT count(*) FROM runs WHERE status IN ('running', 'interrupted')");
       }
     }
     // The same command resumes and completes the sweep.
@@ -227,6 +242,7 @@ TEST_F(CrashSafety, KillNineAtRandomPointsLosesNothingAndResumesWithoutDuplicate
     EXPECT_NE(out.find("0 quarantined"), std::string::npos) << out;
     expect_consistent(round.db, round.kills);
     Database db(round.db.string(), SQLITE_OPEN_READONLY);
+    EXPECT_EQ(scalar(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 0);
     // Halving screens every config; each was measured exactly once under screen.
     EXPECT_EQ(scalar(db,
                      "SELECT count(DISTINCT config_key) FROM measurements WHERE policy = 'screen' "

@@ -149,7 +149,7 @@ TEST_F(Signals, BenchRunStopsAfterTheCaseInProgressWithASummary) {
 }
 
 // attn-bench run: a second Ctrl-C during a long case exits at once, and the database stays
-// consistent (the run row keeps status 'running', as after a kill).
+// consistent; the quitting process still closes its run row as 'interrupted'.
 TEST_F(Signals, BenchRunSecondCtrlCExitsAtOnce) {
   const fs::path workload = write("long.json", kLongPrefill);
   const fs::path db = dir_ / "run.db";
@@ -173,7 +173,8 @@ TEST_F(Signals, BenchRunSecondCtrlCExitsAtOnce) {
   const std::string err = testing::slurp(dir_ / "err");
   EXPECT_EQ(exit_code(status), kInterrupted) << status << err;
   EXPECT_NE(err.find("attn-bench: Ctrl-C again: quitting now"), std::string::npos) << err;
-  EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "running");
+  EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
+  EXPECT_NE(text(db, "SELECT finished_at FROM runs WHERE id = 1"), "NULL");
   EXPECT_EQ(query(db, "SELECT count(*) FROM measurements"), 0);
   expect_consistent(db);
 }
@@ -233,8 +234,9 @@ TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
 }
 
 // attn-tune tune with a worker that hangs: the first Ctrl-C waits for the case in flight (up to
-// its deadline), a second one exits at once; the worker does not outlive it, the attempt in flight
-// is left 'started' in a run left 'running' (as after a kill), and the sweep resumes.
+// its deadline), a second one exits at once; the worker does not outlive it, the run is closed as
+// 'interrupted', the attempt in flight is left 'started' (its owner gone: it is evaluated again on
+// resume and does not count towards the quarantine), and the sweep resumes.
 TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
   const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";
@@ -282,7 +284,7 @@ TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
   EXPECT_NE(err.find("attn-tune: Ctrl-C again: quitting now"), std::string::npos) << err;
   EXPECT_TRUE(eventually([&] { return testing::processes_with(marker_) == 0; }, 5))
       << "the hung worker outlived the orchestrator";
-  EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "running");
+  EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
   EXPECT_EQ(query(db, "SELECT count(*) FROM attempts WHERE status = 'started'"), 1);
   // What came before the hang was recorded, each with its finished attempt.
   EXPECT_GE(query(db, "SELECT count(*) FROM measurements"), 1);

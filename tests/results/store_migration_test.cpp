@@ -1,7 +1,8 @@
 // Migration from every earlier schema (tests/results/fixtures/schema_vN.sql: v1 as attn-bench
-// 0.1.0 wrote it, v2 and v3 as the results library before schema v3 and v4 wrote them) to the
-// current one, the v2 tables and columns, v4's driver columns, and read-only opening, which
-// migrates a copy in memory and leaves the file as it was.
+// 0.1.0 wrote it, v2 and v3 as the results library before schema v3 and v4 wrote them, v4 as
+// `attn-tune tune` before schema v5 wrote it) to the current one, the v2 tables and columns, v4's
+// driver columns, v5's owners, and read-only opening, which migrates a copy in memory and leaves
+// the file as it was.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -181,8 +182,42 @@ TEST_F(StoreMigration, V2MigratesToTheCurrentSchemaKeepingItsRows) {
             2);
 }
 
-// Every version before this build's has a fixture, and each migrates with its rows intact: a new
-// schema step needs a fixture of the version before it.
+TEST_F(StoreMigration, FixtureIsAVersion4DatabaseWithAKilledRun) {
+  const std::string v4 = load(4);
+  EXPECT_EQ(scalar_of(v4, "PRAGMA user_version"), 4);
+  EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+  EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM attempts WHERE status = 'started'"), 1);
+  EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM winners WHERE verdict = 'winner'"), 1);
+  EXPECT_EQ(scalar_of(v4,
+                      "SELECT count(*) FROM pragma_table_info('runs') WHERE name = "
+                      "'owner_pid'"),
+            0);
+}
+
+// v5: runs get an owner process, attempts a heartbeat. Rows from before have neither: the run the
+// fixture's kill left 'running' has no process to judge, so no opening closes it, and its attempt
+// left 'started' does not count towards the quarantine.
+TEST_F(StoreMigration, V4MigratesToV5WithoutOwnersAndLeavesItsKilledRunAlone) {
+  const std::string v4 = load(4);
+  Store store(v4);
+  EXPECT_EQ(store.opening().file_schema_version, 4);
+  EXPECT_EQ(store.opening().stale_runs_closed, 0);
+  const std::vector<StoredRun> runs = store.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_FALSE(runs[0].owner.has_value());
+  EXPECT_FALSE(runs[1].owner.has_value());
+  EXPECT_EQ(runs[0].status, "completed");
+  EXPECT_EQ(runs[1].status, "running");
+  EXPECT_FALSE(runs[1].finished_at.has_value());
+  EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM attempts WHERE heartbeat_at IS NOT NULL"), 0);
+  EXPECT_TRUE(store.attempt_failures(2, 1, "test.cpu_reference_copies").empty());
+  EXPECT_EQ(store.winners_of_run(1).size(), 2u);  // the winner and the config tied with it
+  // New runs record their owner.
+  const int64_t run = store.begin_run({"attn-tune tune", "0", "c", "Release", "x", "h", ""});
+  ASSERT_TRUE(store.run(run)->owner.has_value());
+  EXPECT_EQ(store.run(run)->owner->pid, int64_t(::getpid()));
+}
+
 // v4: the old driver_version ("13.0", the CUDA version the driver supported) becomes
 // cuda_driver_version, the driver's own version is unknown (''), and every fingerprint stays what
 // it was and what DeviceRecord::fingerprint() computes from the migrated row, so the device keeps
@@ -230,6 +265,8 @@ TEST_F(StoreMigration, V3MigratesToV4WithTheDriverUnknown) {
   EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM devices WHERE cuda_driver_version = '13.0'"), 2);
 }
 
+// Every version before this build's has a fixture, and each migrates with its rows intact: a new
+// schema step needs a fixture of the version before it.
 TEST_F(StoreMigration, EveryEarlierSchemaMigratesToTheCurrentOne) {
   const char* tables[] = {"runs", "devices", "workloads", "measurements", "samples"};
   for (int version = 1; version < Store::kSchemaVersion; ++version) {

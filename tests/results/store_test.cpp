@@ -101,7 +101,7 @@ void expect_same(const Measurement& a, const Measurement& b) {
 
 TEST(StoreMemory, OpensAtTheCurrentSchemaVersion) {
   Store store(":memory:");
-  EXPECT_EQ(Store::kSchemaVersion, 4);
+  EXPECT_EQ(Store::kSchemaVersion, 5);
   EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   StoreCounts c = store.counts();
   EXPECT_EQ(c.runs, 0);
@@ -352,7 +352,7 @@ TEST(StoreMemory, FailedMeasurementWritesNothing) {
 }
 
 // An attempt's measurement and the attempt's finish are one transaction: both land, or (when either
-// fails) neither, and the attempt stays 'started' for the quarantine to count.
+// fails) neither, and the attempt stays 'started'.
 TEST(StoreMemory, FinishAttemptWithWritesTheMeasurementAndTheAttemptTogether) {
   Store store(":memory:");
   const int64_t run = store.begin_run(sample_run());

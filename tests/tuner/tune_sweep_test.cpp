@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "base/errors.hpp"
+#include "base/process_identity.hpp"
 #include "kernels/reference/cpu_reference_variant.hpp"
 #include "kernels/registry.hpp"
 #include "results/sqlite.hpp"
@@ -58,9 +61,11 @@ class FakeEvaluator : public CaseEvaluator {
  public:
   std::string crash_key;
   std::map<std::string, int> calls;
+  std::chrono::milliseconds delay{0};  // each evaluation takes this long
   Measurement evaluate(const Variant& v, const KernelConfig& config,
                        const MeasurePolicy& policy) override {
     ++calls[config.key() + "|" + policy.name];
+    if (delay.count() > 0) std::this_thread::sleep_for(delay);
     Measurement m;
     m.family = "paged_decode";
     m.variant = v.name();
@@ -502,6 +507,99 @@ TEST_F(TuneSweepTest, ACrashingConfigIsQuarantinedAfterRepeatedFailures) {
   }
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM attempts WHERE disposition = 'crashed'"), 2);
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM runs WHERE status = 'failed_cases'"), 3);
+}
+
+// Two sweeps of one space on one database at once (two tuners): each case is claimed before it is
+// evaluated, so between them they evaluate every config once; each ends with the whole space
+// measured, answering the other's configs from the database, and both choose the same winner.
+TEST_F(TuneSweepTest, TwoSweepsOnOneDatabaseShareTheSpaceAndEvaluateEachConfigOnce) {
+  const std::string db = (dir_ / "shared.db").string();
+  { Store create(db); }  // the schema once, before the race
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  options.claim_poll_seconds = 0.002;
+  FakeEvaluator evaluators[2];
+  TuneReport reports[2];
+  std::thread tuners[2];
+  for (int i = 0; i < 2; ++i) {
+    evaluators[i].delay = std::chrono::milliseconds(3);
+    tuners[i] = std::thread([&, i] {
+      Store store(db);
+      std::ostringstream progress;
+      TuneSweep s(store, batch_, registry_, device_, Target::cpu(), evaluators[i], options,
+                  progress);
+      reports[i] = s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
+    });
+  }
+  for (std::thread& t : tuners) t.join();
+  EXPECT_EQ(evaluators[0].calls.size() + evaluators[1].calls.size(), size_t(kSpace));
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("tuner " + std::to_string(i));
+    EXPECT_GT(evaluators[i].calls.size(), 0u);
+    for (const auto& [key, n] : evaluators[i].calls) EXPECT_EQ(n, 1) << key;
+    const VariantSummary& v = reports[i].variants.at(0);
+    EXPECT_EQ(v.evaluated, evaluators[i].calls.size());
+    EXPECT_EQ(v.evaluated + v.resumed, size_t(kSpace));
+    ASSERT_TRUE(v.winner);
+    EXPECT_EQ(v.winner->winner.config_key, reports[0].variants.at(0).winner->winner.config_key);
+  }
+  EXPECT_GT(reports[0].variants[0].by_other_tuners + reports[1].variants[0].by_other_tuners, 0u);
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM measurements"), kSpace);
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM attempts"), kSpace);
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM runs WHERE status = 'completed'"), 2);
+}
+
+// A config another live tuner holds is waited for, then answered from the result it stores; the
+// rest of the space is evaluated meanwhile.
+TEST_F(TuneSweepTest, AConfigAnotherTunerHoldsIsAnsweredFromItsResult) {
+  const std::string db = (dir_ / "held.db").string();
+  const std::string held_key = "num_splits=0,tile_tokens=16,warps=1";
+  int64_t holder_run = 0, holder_attempt = 0, device = 0, workload = 0;
+  {
+    Store store(db);
+    holder_run = store.begin_run({"attn-tune tune", "t", "c", "Release", "other", "h", ""});
+    device = store.upsert_device(device_);
+    workload =
+        store.upsert_workload({batch_.spec_hash, batch_.spec.name, canonical_json(batch_.spec)});
+    holder_attempt =
+        store.begin_attempt({holder_run, device, workload, "paged_decode.test_axes", held_key,
+                             "confirm", "exhaustive", 0, "0/1", std::nullopt});
+    // Its owner: another live process (this test's parent).
+    Statement s(store.database(),
+                "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_start = ? WHERE id = ?");
+    s.bind(1, this_host_name())
+        .bind(2, int64_t(::getppid()))
+        .bind(3, process_start(::getppid()).value_or(""))
+        .bind(4, holder_run);
+    s.run();
+  }
+  std::thread holder([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Store store(db);
+    FakeEvaluator its_evaluator;
+    KernelConfig config;
+    for (const auto& [axis, value] : std::vector<std::pair<std::string, int64_t>>{
+             {"num_splits", 0}, {"tile_tokens", 16}, {"warps", 1}}) {
+      config.set(axis, value);
+    }
+    const Measurement m =
+        its_evaluator.evaluate(*registry_.find("paged_decode.test_axes"), config, confirm_policy());
+    store.finish_attempt_with(holder_attempt, holder_run, device, workload, m);
+    store.finish_run(holder_run, "completed");
+  });
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  options.claim_poll_seconds = 0.01;
+  FakeEvaluator evaluator;
+  const TuneReport report = sweep(db, options, evaluator);
+  holder.join();
+  const VariantSummary& v = report.variants.at(0);
+  EXPECT_EQ(v.evaluated, size_t(kSpace - 1));
+  EXPECT_EQ(v.resumed, 1u);
+  EXPECT_EQ(v.by_other_tuners, 1u);
+  EXPECT_EQ(evaluator.calls.count(held_key + "|confirm"), 0u);
+  EXPECT_NE(progress_.find("another tuner is evaluating it"), std::string::npos) << progress_;
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM measurements"), kSpace);
 }
 
 }  // namespace

@@ -61,6 +61,18 @@ TEST(WorkerFaults, PhasesAndStickyFaults) {
   EXPECT_THROW(parse_worker_faults("sticky@verify:a"), UsageError);
 }
 
+TEST(WorkerFaults, StartupFaultsAreMetOnlyWhileStartingAndByTheirWorkload) {
+  const auto faults = parse_worker_faults("hang@startup:slow.json;exit@verify:b");
+  ASSERT_EQ(faults.size(), 2u);
+  EXPECT_TRUE(faults[0].at_startup);
+  EXPECT_FALSE(faults[0].phase.has_value());
+  EXPECT_FALSE(faults[1].at_startup);
+  EXPECT_THROW(parse_worker_faults("sticky@startup:a"), UsageError);
+  // A workload the pattern is not in meets nothing (a hang would never return here).
+  meet_startup_faults(faults, "/tmp/fast.json");
+  meet_startup_faults(parse_worker_faults("sleep@verify:fast"), "/tmp/fast.json");
+}
+
 TEST(WorkerProtocol, PhaseLinesRoundTripAndOthersAreNotPhases) {
   for (EvalPhase p : {EvalPhase::compile, EvalPhase::verify, EvalPhase::measure}) {
     EXPECT_EQ(decode_phase(nlohmann::json::parse(encode_phase(p))), p);
