@@ -1,19 +1,23 @@
-#include <filesystem>
+#include <sys/stat.h>
 
 #include "apps/commands.hpp"
+#include "base/bounded_file.hpp"
 #include "base/errors.hpp"
 #include "workloads/presets.hpp"
 
 namespace attn {
 
 WorkloadSpec load_workload_argument(const std::string& argument) {
-  // A file wins: a user's ./default.json must not be shadowed by the built-in preset.
-  std::error_code error;
-  if (std::filesystem::exists(argument, error)) return load_workload_file(argument);
+  // A file wins: a user's ./default.json must not be shadowed by the built-in preset. Anything
+  // at that path counts (lstat: a FIFO, a directory, a dangling or looping link too), so that
+  // the loader says what is wrong with it instead of "no such preset".
+  struct stat info {};
+  if (::lstat(argument.c_str(), &info) == 0) return load_workload_file(argument);
   if (preset_text(argument)) return load_preset(argument);
   std::string known;
   for (const auto& name : preset_names()) known += (known.empty() ? "" : ", ") + name;
-  throw InputError(argument, {"no such file, and no preset of that name (presets: " + known + ")"});
+  throw InputError(printable_path(argument),
+                   {"no such file, and no preset of that name (presets: " + known + ")"});
 }
 
 }  // namespace attn

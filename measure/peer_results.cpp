@@ -303,7 +303,7 @@ PeerResults read_peer_results(const std::string& path) {
   if (!text) {
     std::string why = failure.kind == BoundedReadFailure::Kind::too_large
                           ? "larger than 256 MiB"
-                          : std::string("cannot be read: ") + std::strerror(failure.error);
+                          : describe_failure(failure, kMaxResultsBytes);
     throw InputError(path, {why});
   }
   return parse_peer_results(*text, path);

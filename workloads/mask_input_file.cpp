@@ -14,16 +14,11 @@ nlohmann::json read_mask_json_file(const std::string& path, const std::string& e
   BoundedReadFailure failure;
   const std::optional<std::string> bytes = read_bounded_file(path, kMaxMaskFileBytes, failure);
   if (!bytes) {
-    switch (failure.kind) {
-      case BoundedReadFailure::Kind::cannot_open:
-        throw InputError(path, {"cannot open the file"});
-      case BoundedReadFailure::Kind::cannot_read:
-        throw InputError(path, {"cannot read the file"});
-      case BoundedReadFailure::Kind::too_large:
-        break;
+    if (failure.kind == BoundedReadFailure::Kind::too_large) {
+      throw InputError(path, {"the file has more than " + std::to_string(kMaxMaskFileBytes) +
+                              " bytes, over the limit for mask files"});
     }
-    throw InputError(path, {"the file has more than " + std::to_string(kMaxMaskFileBytes) +
-                            " bytes, over the limit for mask files"});
+    throw InputError(path, {describe_failure(failure, kMaxMaskFileBytes)});
   }
   const std::string& text = *bytes;
 

@@ -28,16 +28,23 @@ std::optional<std::string> read_path(const std::string& path, std::string& probl
   BoundedReadFailure failure;
   std::optional<std::string> bytes = read_bounded_file(path, kMaxReferencedFileBytes, failure);
   if (bytes) return bytes;
+  const std::string shown = "\"" + printable_path(path) + "\"";
   switch (failure.kind) {
     case BoundedReadFailure::Kind::cannot_open:
-      problem = "cannot open \"" + path + "\": " + std::strerror(failure.error);
+      problem = "cannot open " + shown + ": " + std::strerror(failure.error);
       break;
     case BoundedReadFailure::Kind::cannot_read:
-      problem = "cannot read \"" + path + "\": " + std::strerror(failure.error);
+      problem = "cannot read " + shown + ": " + std::strerror(failure.error);
+      break;
+    case BoundedReadFailure::Kind::nul_in_path:
+      problem = "must not contain a NUL byte (\\u0000), got " + shown;
       break;
     case BoundedReadFailure::Kind::too_large:
-      problem = "\"" + path + "\" is larger than the limit of " +
-                std::to_string(kMaxReferencedFileBytes) + " bytes";
+      problem = shown + " is larger than the limit of " + std::to_string(kMaxReferencedFileBytes) +
+                " bytes";
+      break;
+    case BoundedReadFailure::Kind::not_regular:
+      problem = shown + " is " + failure.file_type + ", not a regular file";
       break;
   }
   return std::nullopt;
@@ -73,7 +80,7 @@ std::optional<ReferencedFile> read_referenced_file(const std::string& file,
     if (out.resolved_path.empty()) {
       std::string known;
       for (const auto& n : builtin_file_names()) known += (known.empty() ? "" : ", ") + n;
-      problem = "no built-in file \"" + name + "\" (built-in files: " + known + ")";
+      problem = "no built-in file \"" + printable_path(name) + "\" (built-in files: " + known + ")";
       return std::nullopt;
     }
   } else {

@@ -1,5 +1,7 @@
 #include "workloads/strict_json.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <utility>
 
@@ -152,6 +154,61 @@ class DomBuilder {
     return true;
   }
 
+  // nlohmann quotes what it read last ("last read: '...'"), which can run over many lines of the
+  // file: only the end of its last line is kept (at most 40 bytes), control characters escaped.
+  static std::string one_line_excerpt(const std::string& message) {
+    const std::string marker = "last read: '";
+    const size_t begin = message.find(marker);
+    if (begin == std::string::npos) return message;
+    const size_t start = begin + marker.size();
+    size_t end = message.find("'; expected ", start);  // the expected token is quoted too
+    if (end == std::string::npos) end = message.rfind('\'');
+    if (end == std::string::npos || end < start) return message;
+    std::string excerpt = message.substr(start, end - start);
+    // nlohmann writes a control character as <U+000A>; a raw one is possible in other messages.
+    // The last line with something on it: a break at the very end (an unterminated string
+    // stops there) is dropped first.
+    const std::vector<std::string> breaks = {"<U+000A>", "<U+000D>", "\n", "\r"};
+    for (bool trimmed = true; trimmed;) {
+      trimmed = false;
+      for (const std::string& line_break : breaks) {
+        if (excerpt.size() >= line_break.size() &&
+            excerpt.compare(excerpt.size() - line_break.size(), line_break.size(), line_break) ==
+                0) {
+          excerpt.erase(excerpt.size() - line_break.size());
+          trimmed = true;
+        }
+      }
+    }
+    size_t line_start = 0;
+    for (const std::string& line_break : breaks) {
+      const size_t at = excerpt.rfind(line_break);
+      if (at != std::string::npos) line_start = std::max(line_start, at + line_break.size());
+    }
+    excerpt.erase(0, line_start);
+    constexpr size_t kMaxExcerpt = 40;
+    bool cut = false;
+    if (excerpt.size() > kMaxExcerpt) {
+      size_t from = excerpt.size() - kMaxExcerpt;
+      while (from < excerpt.size() && (static_cast<unsigned char>(excerpt[from]) & 0xC0) == 0x80) {
+        ++from;
+      }
+      excerpt.erase(0, from);
+      cut = true;
+    }
+    std::string shown = cut ? "..." : "";
+    for (char c : excerpt) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+        char escaped[8];
+        std::snprintf(escaped, sizeof escaped, "\\x%02X", unsigned(static_cast<unsigned char>(c)));
+        shown += escaped;
+      } else {
+        shown += c;
+      }
+    }
+    return message.substr(0, start) + shown + message.substr(end);
+  }
+
   // nlohmann's message without its "[json.exception...] parse error at line L, column C: "
   // prefix (our line and column count characters and are computed above), shortened: the "last
   // read" text of an unterminated string can be the rest of the file.
@@ -165,6 +222,7 @@ class DomBuilder {
       size_t colon = message.find(": ");
       if (colon != std::string::npos) message.erase(0, colon + 2);
     }
+    message = one_line_excerpt(message);
     constexpr size_t kMaxLength = 200;
     if (message.size() > kMaxLength) {
       size_t cut = kMaxLength;

@@ -39,6 +39,13 @@ TraceCsv parse_trace_csv(std::string_view text) {
       ++skipped;
     }
   };
+  // Only the first problem quotes the file (one short excerpt); the others name their line.
+  bool quoted_one = false;
+  auto got = [&](std::string_view line) {
+    if (quoted_one) return std::string();
+    quoted_one = true;
+    return ", got " + quoted(line);
+  };
   size_t line_number = 0;
   size_t begin = 0;
   while (begin < text.size()) {
@@ -50,7 +57,7 @@ TraceCsv parse_trace_csv(std::string_view text) {
     ++line_number;
     if (line_number == 1) {
       if (line != kHeader) {
-        problem(1, "expected the header \"prompt_len,output_len\", got " + quoted(line));
+        problem(1, "expected the header \"prompt_len,output_len\"" + got(line));
       }
       continue;
     }
@@ -61,7 +68,7 @@ TraceCsv parse_trace_csv(std::string_view text) {
         comma == std::string_view::npos ? -1 : positive_integer(line.substr(comma + 1));
     if (prompt < 0 || output < 0) {
       problem(line_number, "expected two integers in 1.." + std::to_string(kMaxTraceLength) +
-                               " as \"prompt_len,output_len\", got " + quoted(line));
+                               " as \"prompt_len,output_len\"" + got(line));
       continue;
     }
     if (int64_t(out.rows.size()) == kMaxTraceRows) {

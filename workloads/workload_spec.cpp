@@ -401,6 +401,13 @@ class SpecReader : public JsonFieldReader {
       ok = false;
       return std::nullopt;
     }
+    // A path is cut at a NUL byte by every system call: refused, never shortened.
+    if (const size_t nul = file->find('\0'); nul != std::string::npos) {
+      add(p + "/file", "must not contain a NUL byte (\\u0000 at byte " + std::to_string(nul) +
+                           " of \"" + printable_path(*file) + "\")");
+      ok = false;
+      return std::nullopt;
+    }
     if (!need_bytes && known_sha256 && !known_sha256->empty() && known_path) {
       return ReferencedFile{*known_path, "", *known_sha256};
     }
@@ -765,18 +772,11 @@ WorkloadSpec load_workload_file(const std::string& path) {
   BoundedReadFailure failure;
   const std::optional<std::string> text = read_bounded_file(path, max_bytes, failure);
   if (!text) {
-    switch (failure.kind) {
-      case BoundedReadFailure::Kind::cannot_open:
-        throw InputError(path,
-                         {"cannot open the file: " + std::string(std::strerror(failure.error))});
-      case BoundedReadFailure::Kind::cannot_read:
-        throw InputError(path,
-                         {"cannot read the file: " + std::string(std::strerror(failure.error))});
-      case BoundedReadFailure::Kind::too_large:
-        break;
+    if (failure.kind == BoundedReadFailure::Kind::too_large) {
+      throw InputError(path, {"(top level): the file is larger than the limit of " +
+                              std::to_string(max_bytes) + " bytes"});
     }
-    throw InputError(path, {"(top level): the file is larger than the limit of " +
-                            std::to_string(max_bytes) + " bytes"});
+    throw InputError(path, {describe_failure(failure, max_bytes)});
   }
   return parse_workload(*text, path, directory_of(path));
 }

@@ -128,10 +128,10 @@ class Child {
     exited_ = true;
     return status;
   }
-  // True (with the wait status) once the child has exited.
-  bool exited(int& status) {
+  // True (with the wait status, and with `usage` what the child used) once the child has exited.
+  bool exited(int& status, struct rusage* usage = nullptr) {
     if (exited_) return true;
-    exited_ = ::waitpid(pid_, &status, WNOHANG) == pid_;
+    exited_ = ::wait4(pid_, &status, WNOHANG, usage) == pid_;
     return exited_;
   }
 
@@ -139,6 +139,46 @@ class Child {
   pid_t pid_ = -1;
   bool exited_ = false;
 };
+
+// One run of a binary, measured: its exit code (-1 when killed), output, wall time, peak resident
+// set (KiB) and CPU time, both of the binary alone (tests/apps/peak_rss_runner.cpp says why
+// wait4 on a child of the test process would count the test's own memory).
+struct MeasuredRun {
+  int exit_code = -1;
+  std::string out, err;
+  double seconds = 0;
+  long max_resident_kib = 0;
+  double cpu_seconds = 0;
+  bool killed = false;  // still running after the time limit: killed (a hang, e.g. on a FIFO)
+};
+
+// Runs `argv` (argv[0] the binary) through attn_peak_rss with `extra_env`, its output in
+// `out_dir`/stdout and stderr, killing it after `limit_seconds`, so that a test of a hang fails
+// instead of hanging.
+inline MeasuredRun run_measured(const std::vector<std::string>& argv,
+                                const std::vector<std::string>& extra_env,
+                                const std::filesystem::path& out_dir, double limit_seconds) {
+  const std::filesystem::path report = out_dir / "peak-rss";
+  std::filesystem::remove(report);
+  std::vector<std::string> wrapped = {ATTN_PEAK_RSS_BINARY, report.string(), "--"};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  const auto start = std::chrono::steady_clock::now();
+  Child child(wrapped, extra_env, out_dir / "stdout", out_dir / "stderr");
+  int status = 0;
+  MeasuredRun r;
+  const bool done = eventually([&] { return child.exited(status); }, limit_seconds);
+  if (!done) {
+    ::kill(child.pid(), SIGKILL);  // the binary dies with its runner (PR_SET_PDEATHSIG)
+    status = child.wait();
+    r.killed = true;
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream(report) >> r.max_resident_kib >> r.cpu_seconds;
+  r.out = slurp(out_dir / "stdout");
+  r.err = slurp(out_dir / "stderr");
+  return r;
+}
 
 class Cli : public ::testing::Test {
  protected:

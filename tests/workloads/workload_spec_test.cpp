@@ -588,7 +588,7 @@ TEST(WorkloadFile, UnreadableFileNamesThePathAndTheReason) {
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.source(), directory);
-    EXPECT_PROBLEM(e.problems(), "Is a directory");
+    EXPECT_PROBLEM(e.problems(), "the file is a directory, not a regular file");
   }
 }
 
