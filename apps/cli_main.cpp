@@ -1,6 +1,7 @@
 #include "apps/cli_main.hpp"
 
 #include <iostream>
+#include <new>
 
 #include "apps/commands.hpp"
 #include "base/errors.hpp"
@@ -24,6 +25,13 @@ int run_cli(CLI::App& app, const std::vector<std::string>& args, const std::stri
                                                            : "error";
     std::cerr << program << ": " << kind << ": " << e.what() << "\n";
     return to_int(e.code());
+  } catch (const std::bad_alloc& e) {
+    // The machine ran out of memory (or a size no allocation can hold was asked for): what was
+    // asked is not wrong, this machine cannot hold it.
+    std::cerr << program << ": environment: out of host memory (" << e.what()
+              << "); --max-host-memory sets the budget checked before allocating, see "
+                 "docs/workload.md\n";
+    return to_int(ExitCode::environment);
   } catch (const std::exception& e) {
     std::cerr << program << ": internal error: " << e.what() << "\n";
     return to_int(ExitCode::internal);

@@ -22,6 +22,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/database_path.hpp"
+#include "apps/memory_budget.hpp"
 #include "apps/policy_flags.hpp"
 #include "base/build_info.hpp"
 #include "base/embedded_file.hpp"
@@ -38,6 +39,7 @@
 #include "results/table.hpp"
 #include "tuner/worker_protocol.hpp"
 #include "workloads/batch_dump.hpp"
+#include "workloads/mask_checks.hpp"
 #include "workloads/presets.hpp"
 
 extern char** environ;
@@ -66,6 +68,7 @@ struct PeersArgs {
   bool cpu = false;
   size_t threads = 0;
   std::string reference = "auto";
+  std::string max_host_memory;
   // import
   std::string results;
   std::string import_workload;
@@ -301,6 +304,8 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
     throw UsageError("--runner '" + args.runner +
                      "': no run_peers.py there (name the tools/peers folder of a checkout)");
   }
+  check_mask_limits(spec);
+  check_host_memory(spec, args.workload, MemoryUse::peers, args.max_host_memory);
   const Batch batch = generate_batch(spec);
   if (!args.cpu) {
     const DeviceDiscovery discovery = discover_devices();
@@ -456,6 +461,8 @@ int import_results(const PeersArgs& args, const Invocation& invocation) {
   } else {
     spec = parse_workload(workload.canonical_json, args.results + " (its spec)");
   }
+  check_mask_limits(spec);
+  check_host_memory(spec, args.results, MemoryUse::batch, args.max_host_memory);
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();
   const std::string db = results_database_path(args.db);
@@ -518,6 +525,7 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
   cmd->add_flag("--cpu", args->cpu,
                 "the CPU backend: our CPU reference variant and the CPU test peers only");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  add_max_host_memory_flag(cmd, args->max_host_memory);
   cmd->add_option(
       "--reference", args->reference,
       "the oracle of ours and the peers: cpu, gpu or auto (default; as attn-bench run)");

@@ -10,6 +10,7 @@
 #include "apps/database_path.hpp"
 #include "apps/gbench_driver.hpp"
 #include "apps/interrupt.hpp"
+#include "apps/memory_budget.hpp"
 #include "apps/policy_flags.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
@@ -19,6 +20,7 @@
 #include "results/store.hpp"
 #include "results/table.hpp"
 #include "workloads/batch.hpp"
+#include "workloads/mask_checks.hpp"
 #include "workloads/presets.hpp"
 
 namespace attn {
@@ -37,6 +39,7 @@ struct RunArgs {
   bool cpu = false;
   size_t threads = 0;
   std::string reference = "auto";
+  std::string max_host_memory;
 };
 
 void print_batch(const Batch& batch, std::ostream& out) {
@@ -185,6 +188,10 @@ int run(const RunArgs& args, const Invocation& invocation) {
   options.reference = reference_oracle_from(args);
   GbenchOptions gbench{invocation.benchmark_args};
 
+  // The host memory the run will hold, against the budget, before anything is allocated.
+  check_mask_limits(spec);
+  check_host_memory(spec, args.workload.empty() ? "preset " + spec.name : args.workload,
+                    args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
@@ -321,6 +328,7 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--device", args->device, "GPU ordinal (default 0)");
   cmd->add_flag("--cpu", args->cpu, "run the CPU backend even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  add_max_host_memory_flag(cmd, args->max_host_memory);
   cmd->add_option("--reference", args->reference,
                   "oracle that verifies GPU variants: cpu (double precision), gpu (naive fp32 "
                   "kernel) or auto (gpu above a work threshold; default)");

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "apps/memory_budget.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
 #include "kernels/jit/jit_compiler.hpp"
@@ -24,6 +25,7 @@
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "workloads/batch.hpp"
+#include "workloads/mask_checks.hpp"
 
 namespace attn {
 
@@ -70,6 +72,8 @@ int compile(const CompileArgs& args) {
                      "' matches no CUDA variant (see `attn-bench list`): only CUDA variants "
                      "have programs to compile");
   }
+  check_mask_limits(spec);
+  check_host_memory(spec, args.workload, MemoryUse::batch, "");
   const Batch batch = generate_batch(spec);
   require_known_axes(variants, batch, overrides);
   const TargetChoice target = choose_cuda_target(args.target);
@@ -127,7 +131,8 @@ int compile(const CompileArgs& args) {
       std::cerr << "attn-tune: NVRTC rejected " << names[i] << " (log: " << e.log_path()
                 << "); a sweep records its config compile_failed\n";
     }
-    if (live) std::cerr << format("\rcompile   %zu/%zu programs", i + 1, pending.size()) << std::flush;
+    if (live)
+      std::cerr << format("\rcompile   %zu/%zu programs", i + 1, pending.size()) << std::flush;
   }
   if (live && !pending.empty()) std::cerr << "\n";
   const double wall =

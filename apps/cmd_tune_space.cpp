@@ -4,12 +4,14 @@
 #include <iostream>
 #include <memory>
 
+#include "apps/memory_budget.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/errors.hpp"
 #include "kernels/registry.hpp"
 #include "results/table.hpp"
 #include "tuner/search_space.hpp"
 #include "workloads/batch.hpp"
+#include "workloads/mask_checks.hpp"
 
 namespace attn {
 
@@ -52,6 +54,8 @@ int space(const SpaceArgs& args) {
   if (variants.empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
+  check_mask_limits(spec);
+  check_host_memory(spec, args.workload, MemoryUse::batch, "");
   const Batch batch = generate_batch(spec);
   require_known_axes(variants, batch, overrides);
   bool any_cuda = false;

@@ -12,6 +12,7 @@
 
 #include "apps/database_path.hpp"
 #include "apps/interrupt.hpp"
+#include "apps/memory_budget.hpp"
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
@@ -29,6 +30,7 @@
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
+#include "workloads/mask_checks.hpp"
 
 namespace attn {
 
@@ -53,6 +55,7 @@ struct TuneArgs {
   std::string isolate;  // "workers", "none"; empty: workers with a GPU, none on the CPU
   std::optional<double> deadline_seconds;  // every phase
   std::string deadline;                    // "compile=120,verify=60,measure=300"
+  std::string max_host_memory;
 };
 
 std::string describe_choice(const WinnerChoice& w) {
@@ -95,6 +98,13 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   if (registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
+  // The host memory of the sweep against the budget, before anything is allocated: each
+  // evaluating process (one per --devices GPU) holds a run's worth.
+  const int processes =
+      args.devices ? int(parse_device_list(*args.devices, std::nullopt).size()) : 1;
+  check_mask_limits(spec);
+  check_host_memory(spec, args.workload, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
+                    args.max_host_memory, processes);
   const Batch batch = generate_batch(spec);
   require_known_axes(registry.matching(args.variant), batch, options.overrides);
   const std::string db = results_database_path(args.db);
@@ -307,6 +317,7 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
                 "tune the CPU variants: even when a GPU exists, and without one when --variant "
                 "also matches CUDA variants (else exit 4)");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
+  add_max_host_memory_flag(cmd, args->max_host_memory);
   cmd->add_option("--isolate", args->isolate,
                   "workers: evaluate in worker processes (default with a GPU); none: in this "
                   "process (default on the CPU)");

@@ -4,12 +4,15 @@
 #include <memory>
 
 #include "apps/commands.hpp"
+#include "apps/memory_budget.hpp"
+#include "base/byte_size.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "measure/verify.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/batch_dump.hpp"
 #include "workloads/batch_summary.hpp"
+#include "workloads/mask_checks.hpp"
 
 namespace attn {
 
@@ -20,22 +23,39 @@ struct WorkloadArgs {
   std::string out_dir;
   bool no_reference = false;
   size_t threads = 0;
+  std::string max_host_memory;
 };
 
-// Validation covers the generated batch too (pool capacity, mask files against the lengths):
-// everything that could refuse the workload later is checked here, and no tensor is filled.
+// Validation covers what generating the batch could refuse (pool capacity, mask sizes, mask
+// files against the lengths) and what a run would need of host memory, without building the
+// batch: it answers at once and in little memory for any workload.
 void validate(const WorkloadArgs& args) {
-  const Batch batch = generate_batch(load_workload_argument(args.workload));
-  std::cout << "ok: " << batch.spec.name << " (" << batch.spec_hash << ")\n";
+  const WorkloadSpec spec = load_workload_argument(args.workload);
+  check_mask_limits(spec);
+  const int64_t need = check_host_memory(spec, args.workload, MemoryUse::run, args.max_host_memory);
+  check_mask_files(spec);
+  std::cout << "ok: " << spec.name << " (" << content_hash(spec) << ")\n";
+  std::cout << "memory: attn-bench run needs about " << format_bytes(need)
+            << " of host memory (budget " << format_bytes(host_memory_budget(args.max_host_memory))
+            << ")\n";
+}
+
+// The batch of a workload, once its host memory for `use` is within the budget.
+Batch budgeted_batch(const WorkloadArgs& args, MemoryUse use) {
+  const WorkloadSpec spec = load_workload_argument(args.workload);
+  check_mask_limits(spec);
+  check_host_memory(spec, args.workload, use, args.max_host_memory);
+  return generate_batch(spec);
 }
 
 void show(const WorkloadArgs& args) {
-  const Batch batch = generate_batch(load_workload_argument(args.workload));
+  const Batch batch = budgeted_batch(args, MemoryUse::batch);
   std::cout << format_batch_summary(batch, summarize_batch(batch));
 }
 
 void dump(const WorkloadArgs& args) {
-  const Batch batch = generate_batch(load_workload_argument(args.workload));
+  const Batch batch =
+      budgeted_batch(args, args.no_reference ? MemoryUse::dump : MemoryUse::dump_with_reference);
   std::vector<DumpTensor> tensors = batch_tensors(batch);
   nlohmann::json extra = nullptr;
   if (!args.no_reference) {
@@ -59,6 +79,7 @@ CLI::App* add_action(CLI::App* parent, const std::string& name, const std::strin
   CLI::App* cmd = parent->add_subcommand(name, help);
   cmd->add_option("workload", args->workload, "workload.json or a preset name (a file wins)")
       ->required();
+  add_max_host_memory_flag(cmd, args->max_host_memory);
   return cmd;
 }
 
@@ -78,7 +99,8 @@ void add_workload_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<WorkloadArgs>();
   CLI::App* workload = app.add_subcommand("workload", "Validate, summarise or dump a workload");
   workload->require_subcommand(1);
-  add_action(workload, "validate", "Check a workload and the batch it generates", args)
+  add_action(workload, "validate",
+             "Check a workload and estimate the host memory a run needs, without building it", args)
       ->callback([args, &invocation] {
         validate(*args);
         invocation.exit_code = 0;

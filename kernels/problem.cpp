@@ -17,11 +17,20 @@ std::vector<uint8_t> bytes_of_int32(const std::vector<T>& values) {
   return out;
 }
 
-// The index arrays, as kernels read them (int32).
+// The index arrays as kernels read them (int32), except the padded block table: a host problem
+// has none (the CPU references read the batch's CSR page table), and a device problem uploads it
+// straight from padded_block_table, one copy on the host for as long as the upload takes.
 void set_index_arrays(const Batch& batch, std::vector<std::vector<uint8_t>>& host) {
-  host[Problem::kBlockTable] = bytes_of_int32(batch.block_table);
   host[Problem::kKvLens] = bytes_of_int32(batch.kv_lens);
   host[Problem::kCuSeqlensQ] = bytes_of_int32(batch.cu_seqlens_q);
+}
+
+// The device's padded block table, [num_seqs, max_pages_per_seq] int32.
+DeviceBuffer upload_block_table(const Batch& batch, const CudaContext& context) {
+  const std::vector<int32_t> table = padded_block_table(batch);
+  DeviceBuffer buffer(context, table.size() * sizeof(int32_t));
+  buffer.upload(table.data(), table.size() * sizeof(int32_t));
+  return buffer;
 }
 
 size_t data_bytes(const Batch& batch, int tensor) {
@@ -59,9 +68,13 @@ Problem Problem::on_device(const Problem& host, const CudaContext& context) {
   p.backend_ = Backend::cuda;
   p.context_ = &context;
   for (int t = 0; t < kTensorCount; ++t) {
-    p.bytes_[t] = host.bytes_[t];
-    p.device_.emplace_back(context, host.bytes_[t]);
-    p.device_.back().upload(host.host_[t].data(), host.bytes_[t]);
+    if (t == kBlockTable) {
+      p.device_.push_back(upload_block_table(*host.batch_, context));
+    } else {
+      p.device_.emplace_back(context, host.bytes_[t]);
+      p.device_.back().upload(host.host_[size_t(t)].data(), host.bytes_[t]);
+    }
+    p.bytes_[t] = p.device_.back().bytes();
   }
   return p;
 }
@@ -75,9 +88,14 @@ Problem Problem::generated_on_device(const Batch& batch, const CudaContext& cont
   std::vector<std::vector<uint8_t>> index(kTensorCount);
   set_index_arrays(batch, index);
   for (int t = 0; t < kTensorCount; ++t) {
-    p.bytes_[t] = index[size_t(t)].empty() ? data_bytes(batch, t) : index[size_t(t)].size();
-    p.device_.emplace_back(context, p.bytes_[t]);
-    p.device_.back().upload(index[size_t(t)].data(), index[size_t(t)].size());
+    if (t == kBlockTable) {
+      p.device_.push_back(upload_block_table(batch, context));
+    } else {
+      p.bytes_[t] = index[size_t(t)].empty() ? data_bytes(batch, t) : index[size_t(t)].size();
+      p.device_.emplace_back(context, p.bytes_[t]);
+      p.device_.back().upload(index[size_t(t)].data(), index[size_t(t)].size());
+    }
+    p.bytes_[t] = p.device_.back().bytes();
   }
   fill_batch_on_device(batch, p.device_[kQ].address(), p.device_[kKPool].address(),
                        p.device_[kVPool].address(), context, loader, stream);

@@ -8,7 +8,9 @@
 //                page_size, kv_heads, head_dim]; fp8 pools hold codes (batch.k_scales)
 //   v_pool       as k_pool (vLLM: [num_pages, kv_heads, head_dim, page_size])
 //   out          [total_q, num_q_heads, head_dim]
-//   block_table  [num_seqs, max_pages_per_seq]
+//   block_table  [num_seqs, max_pages_per_seq] (workloads/batch.hpp, padded_block_table): on the
+//                device only; a host problem has none (the CPU references read the batch's CSR
+//                page table), so block_table() is null there
 //   kv_lens      [num_seqs]
 //   cu_seqlens_q [num_seqs + 1]
 #pragma once

@@ -7,6 +7,7 @@
 #include "kernels/device/sticky_errors.hpp"
 #include "kernels/reference/gpu_tiled_reference.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
+#include "measure/device_memory.hpp"
 #include "measure/verify.hpp"
 
 namespace attn {
@@ -60,8 +61,16 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
                                               std::shared_ptr<const DriverApi> api,
                                               const DeviceInfo& device, JitCompiler& jit,
                                               Options options) {
+  // The device's free memory against what the batch needs there, before anything is allocated
+  // (on the device or for the host problem).
+  auto cuda = std::make_unique<CudaContext>(std::move(api), device);
+  const bool gpu_reference =
+      use_gpu_reference(batch, options.reference, options.gpu_reference_min_work);
+  check_device_memory(device_memory_need(batch, gpu_reference, Problem::prefers_device_fill(batch),
+                                         int64_t(device.l2_bytes)),
+                      *cuda, "workload \"" + batch.spec.name + "\"");
   std::unique_ptr<Evaluator> e(new Evaluator(batch, std::move(options)));
-  e->cuda_ = std::make_unique<CudaContext>(std::move(api), device);
+  e->cuda_ = std::move(cuda);
   e->stream_ = std::make_unique<Stream>(*e->cuda_);
   e->loader_ = std::make_unique<KernelLoader>(*e->cuda_, jit);
   e->workspace_ = std::make_unique<Workspace>(*e->cuda_);

@@ -131,13 +131,6 @@ Batch generate_batch(const WorkloadSpec& spec) {
   }
   b.poison_page = order[next];
 
-  const size_t width = size_t(b.max_pages_per_seq);
-  b.block_table.assign(n * width, b.poison_page);
-  for (size_t s = 0; s < n; ++s) {
-    std::copy(b.page_indices.begin() + b.page_indptr[s],
-              b.page_indices.begin() + b.page_indptr[s + 1], b.block_table.begin() + s * width);
-  }
-
   // New tokens are the last query_len positions of each sequence.
   b.slot_mapping.resize(size_t(b.total_q));
   for (size_t s = 0; s < n; ++s) {
@@ -153,6 +146,17 @@ Batch generate_batch(const WorkloadSpec& spec) {
   if (spec.mask.block_sparse) b.block_sparse = build_block_sparse_layout(spec, b.max_kv_len());
   if (spec.mask.explicit_mask) b.explicit_mask = build_explicit_mask(b);
   return b;
+}
+
+std::vector<int32_t> padded_block_table(const Batch& batch) {
+  const size_t n = size_t(batch.num_seqs);
+  const size_t width = size_t(batch.max_pages_per_seq);
+  std::vector<int32_t> table(n * width, batch.poison_page);
+  for (size_t s = 0; s < n; ++s) {
+    std::copy(batch.page_indices.begin() + batch.page_indptr[s],
+              batch.page_indices.begin() + batch.page_indptr[s + 1], table.begin() + s * width);
+  }
+  return table;
 }
 
 }  // namespace attn

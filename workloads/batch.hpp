@@ -28,8 +28,8 @@ struct Batch {
   int64_t total_kv = 0;
 
   // Paging. The pool holds num_pages pages: the ones sequences use, plus one poison page (filled
-  // with NaN) that every padding entry of block_table points to, so a kernel that reads past a
-  // sequence's pages produces NaN instead of plausible numbers.
+  // with NaN) that every padding entry of the padded block table (padded_block_table) points to,
+  // so a kernel that reads past a sequence's pages produces NaN instead of plausible numbers.
   int page_size = 0;
   int64_t num_pages = 0;
   int32_t poison_page = 0;
@@ -38,14 +38,13 @@ struct Batch {
   std::vector<int32_t> last_page_len;  // [num_seqs], tokens in the last page (1..page_size; 0 if
                                        // the sequence has no pages)
   int max_pages_per_seq = 0;
-  std::vector<int32_t> block_table;   // [num_seqs, max_pages_per_seq], padded with poison_page
   std::vector<int64_t> slot_mapping;  // [total_q], cache slot (page * page_size + offset) of
                                       // each new token
 
   // Prefix sharing (allocation shared_prefix): the first shared_prefix_len[s] tokens of sequence s
   // live on pages it shares with sequence prefix_source[s], and hold that sequence's data. Without
   // sharing, prefix_source[s] == s and shared_prefix_len[s] == 0.
-  std::vector<int32_t> prefix_source;     // [num_seqs]
+  std::vector<int32_t> prefix_source;      // [num_seqs]
   std::vector<int64_t> shared_prefix_len;  // [num_seqs]
 
   // Element types and dequantisation. K/V of an fp8 KV cache hold codes; the value a kernel must
@@ -59,9 +58,9 @@ struct Batch {
   // logits_soft_cap > 0, then masked, then softmax with the q head's sink logit (if any) in the
   // denominator. A query row with no visible key outputs zeros.
   float softmax_scale = 0.0f;
-  float logits_soft_cap = 0.0f;  // 0: none
-  int64_t sliding_window = 0;    // 0: none; else a query at position p sees keys p-w+1 .. p
-  bool causal = true;            // false: a query sees all kv_len keys of its sequence
+  float logits_soft_cap = 0.0f;    // 0: none
+  int64_t sliding_window = 0;      // 0: none; else a query at position p sees keys p-w+1 .. p
+  bool causal = true;              // false: a query sees all kv_len keys of its sequence
   std::vector<float> sink_logits;  // [num_q_heads], empty without sinks
   std::optional<BlockSparseLayout> block_sparse;
   std::optional<ExplicitMask> explicit_mask;
@@ -76,5 +75,13 @@ struct Batch {
 // Builds the batch the spec describes. Deterministic: the same spec gives the same batch on every
 // platform (the page shuffle uses the counter RNG, not the standard library's distributions).
 Batch generate_batch(const WorkloadSpec& spec);
+
+// The page table padded to a rectangle, [num_seqs, max_pages_per_seq]: row s holds sequence s's
+// pages in token order (page_indices), then poison_page. It grows with sequences x the longest
+// sequence (a million one-token sequences beside one of 2047 tokens on one-token pages: 8 GiB),
+// so it is not part of the Batch: it is built where it is read (the CUDA variants' and the GPU
+// references' inputs, kernels/problem.cpp, and a batch dump). The CPU references read the CSR
+// form.
+std::vector<int32_t> padded_block_table(const Batch& batch);
 
 }  // namespace attn

@@ -122,7 +122,7 @@ std::vector<DumpTensor> batch_tensors(const Batch& batch) {
   }
   out.push_back(vector_tensor(
       "block_table", integer_dtype<int32_t>(), {seqs, int64_t(batch.max_pages_per_seq)},
-      batch.block_table,
+      padded_block_table(batch),
       "page ids [num_seqs, max_pages_per_seq] in token order, padded with the poison page"));
   out.push_back(index_tensor("page_indptr", batch.page_indptr,
                              "CSR row pointers [num_seqs + 1] into page_indices"));

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 #include <sstream>
+#include <vector>
 
 #include "workloads/batch_data.hpp"
 #include "workloads/visibility.hpp"
@@ -99,8 +99,12 @@ BatchSummary summarize_batch(const Batch& batch) {
   s.sequences = batch.num_seqs;
   s.query_tokens = batch.total_q;
   s.kv_tokens = batch.total_kv;
-  s.pages_used =
-      int64_t(std::set<int32_t>(batch.page_indices.begin(), batch.page_indices.end()).size());
+  // Distinct pages (shared prefixes repeat theirs): one bit per pool page, not a tree node each.
+  std::vector<bool> used(size_t(batch.num_pages), false);
+  for (int32_t page : batch.page_indices) {
+    if (!used[size_t(page)]) ++s.pages_used;
+    used[size_t(page)] = true;
+  }
   s.pages_capacity = batch.num_pages;
   const double kv_element = double(size_of(batch.kv_dtype));
   s.kv_bytes = 2.0 * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;

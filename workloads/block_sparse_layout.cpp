@@ -67,9 +67,17 @@ struct HeadRule {
 
 }  // namespace
 
-BlockSparseLayout block_sparse_layout_from_parameters(const BlockSparseSpec& params,
-                                                      int num_q_heads, int64_t max_kv_len,
-                                                      const std::string& source) {
+namespace {
+
+// The parameters' head rules and the layout's size, every limit checked: nothing is allocated
+// beyond one rule per head.
+struct ParameterLayoutPlan {
+  std::vector<HeadRule> rules;
+  BlockSparseLayoutSize size;
+};
+
+ParameterLayoutPlan plan_parameter_layout(const BlockSparseSpec& params, int num_q_heads,
+                                          int64_t max_kv_len, const std::string& source) {
   std::vector<std::string> problems;
   const std::string at = "/mask/block_sparse/";
   if (params.block_size < 1) problems.push_back(at + "block_size: must be at least 1");
@@ -91,18 +99,35 @@ BlockSparseLayout block_sparse_layout_from_parameters(const BlockSparseSpec& par
   if ((num_blocks + 1) * num_q_heads > kMaxBlockSparseEntries) {
     throw too_large((num_blocks + 1) * num_q_heads);
   }
-  std::vector<HeadRule> rules;
+  ParameterLayoutPlan plan;
   int64_t max_nnz = 0;
   for (int h = 0; h < num_q_heads; ++h) {
     const int64_t rule_head = params.homo_head ? 0 : h;
-    rules.emplace_back(params.local_blocks, params.vertical_stride,
-                       rule_head * int64_t(params.head_sliding_step) + 1);
+    plan.rules.emplace_back(params.local_blocks, params.vertical_stride,
+                            rule_head * int64_t(params.head_sliding_step) + 1);
     int64_t nnz = 0;
-    for (int64_t i = 0; i < num_blocks; ++i) nnz += rules.back().row_count(i);
+    for (int64_t i = 0; i < num_blocks; ++i) nnz += plan.rules.back().row_count(i);
     max_nnz = std::max(max_nnz, nnz);
   }
   if (max_nnz * num_q_heads > kMaxBlockSparseEntries) throw too_large(max_nnz * num_q_heads);
+  plan.size = {num_q_heads, num_blocks, max_nnz};
+  return plan;
+}
 
+}  // namespace
+
+BlockSparseLayoutSize block_sparse_layout_size(const BlockSparseSpec& params, int num_q_heads,
+                                               int64_t max_kv_len, const std::string& source) {
+  return plan_parameter_layout(params, num_q_heads, max_kv_len, source).size;
+}
+
+BlockSparseLayout block_sparse_layout_from_parameters(const BlockSparseSpec& params,
+                                                      int num_q_heads, int64_t max_kv_len,
+                                                      const std::string& source) {
+  const ParameterLayoutPlan plan = plan_parameter_layout(params, num_q_heads, max_kv_len, source);
+  const std::vector<HeadRule>& rules = plan.rules;
+  const int64_t num_blocks = plan.size.num_blocks;
+  const int64_t max_nnz = plan.size.max_nnz;
   BlockSparseLayout layout;
   layout.block_size = params.block_size;
   layout.num_heads = num_q_heads;

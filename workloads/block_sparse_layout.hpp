@@ -49,6 +49,26 @@ inline constexpr int64_t kMaxBlockSparseEntries = int64_t(1) << 28;
 // num_q_heads or 1 (one head: every q head uses it).
 BlockSparseLayout build_block_sparse_layout(const WorkloadSpec& spec, int64_t max_kv_len);
 
+// The shape of a layout as built for the workload: num_heads q heads of num_blocks rows, the
+// longest head keeping max_nnz blocks. Its bytes: 4 * num_heads * (num_blocks + 1 + max_nnz).
+struct BlockSparseLayoutSize {
+  int64_t num_heads = 0;
+  int64_t num_blocks = 0;
+  int64_t max_nnz = 0;
+  int64_t bytes() const { return 4 * num_heads * (num_blocks + 1 + max_nnz); }
+};
+
+// The size of the layout the parameters describe, counted without building it (O(heads x
+// blocks)); throws as block_sparse_layout_from_parameters does when it is over the limit.
+BlockSparseLayoutSize block_sparse_layout_size(const BlockSparseSpec& params, int num_q_heads,
+                                               int64_t max_kv_len, const std::string& source);
+
+// A layout file read and checked against the workload (its q heads, its longest sequence) as
+// read_block_sparse_layout_file does, without building the layout: the size it would have.
+BlockSparseLayoutSize check_block_sparse_layout_file(const std::string& path,
+                                                     const std::string& expected_sha256,
+                                                     int num_q_heads, int64_t max_kv_len);
+
 // The two sources build_block_sparse_layout chooses between. `source` names the workload in
 // messages about the parameters.
 BlockSparseLayout block_sparse_layout_from_parameters(const BlockSparseSpec& params,

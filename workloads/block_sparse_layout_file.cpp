@@ -174,11 +174,15 @@ void read_dense_head(const json& rows, int64_t h, int64_t num_blocks,
   }
 }
 
-}  // namespace
+// The file's heads, read and checked against the workload; nothing of the workload's size built.
+struct LayoutFileHeads {
+  LayoutHeader header;
+  std::vector<std::vector<int32_t>> crows, cols;  // [file heads]
+  BlockSparseLayoutSize size;                     // of the layout built for num_q_heads heads
+};
 
-BlockSparseLayout read_block_sparse_layout_file(const std::string& path,
-                                                const std::string& expected_sha256, int num_q_heads,
-                                                int64_t max_kv_len) {
+LayoutFileHeads read_layout_file_heads(const std::string& path, const std::string& expected_sha256,
+                                       int num_q_heads, int64_t max_kv_len) {
   const json doc = read_mask_json_file(path, expected_sha256);
   ProblemList problems;
   static const std::set<std::string> kKnownKeys = {"block_size", "num_heads", "num_blocks",
@@ -206,7 +210,9 @@ BlockSparseLayout read_block_sparse_layout_file(const std::string& path,
   }
   problems.throw_if_any(path);
 
-  // The file against the workload it serves, before the per-block contents.
+  // The file against the workload it serves, before the per-block contents. A one-head file is
+  // repeated for every q head: the layout built holds num_q_heads rows of offsets, whatever the
+  // file declares, and that is what the limit bounds.
   if (header.num_heads != num_q_heads && header.num_heads != 1) {
     problems.add("/num_heads: the layout has " + std::to_string(header.num_heads) +
                  " heads, but the model has " + std::to_string(num_q_heads) +
@@ -218,8 +224,9 @@ BlockSparseLayout read_block_sparse_layout_file(const std::string& path,
                  std::to_string(header.num_blocks * header.block_size) +
                  " tokens, but the longest sequence has " + std::to_string(max_kv_len));
   }
-  if (header.num_heads * (header.num_blocks + 1) > kMaxBlockSparseEntries) {
-    problems.add("/num_blocks: " + std::to_string(header.num_heads) + " heads of " +
+  const int64_t built_heads = std::max<int64_t>(header.num_heads, num_q_heads);
+  if (built_heads * (header.num_blocks + 1) > kMaxBlockSparseEntries) {
+    problems.add("/num_blocks: " + std::to_string(built_heads) + " q heads of " +
                  std::to_string(header.num_blocks) + " blocks exceed the limit of " +
                  std::to_string(kMaxBlockSparseEntries) + " layout entries");
   }
@@ -238,40 +245,61 @@ BlockSparseLayout read_block_sparse_layout_file(const std::string& path,
   }
   problems.throw_if_any(path);
 
-  // Heads are read one after another into per-head vectors, then laid out with the col stride.
-  std::vector<std::vector<int32_t>> crows(size_t(header.num_heads));
-  std::vector<std::vector<int32_t>> cols(size_t(header.num_heads));
+  // Heads are read one after another into per-head vectors (the file's heads, not the model's).
+  LayoutFileHeads out;
+  out.header = header;
+  out.crows.resize(size_t(header.num_heads));
+  out.cols.resize(size_t(header.num_heads));
   for (int64_t h = 0; h < header.num_heads && shape_ok; ++h) {
     if (has_csr) {
       read_csr_head((*heads_csr_crow)[size_t(h)], (*heads_csr_col)[size_t(h)], h, header.num_blocks,
-                    crows[size_t(h)], cols[size_t(h)], problems);
+                    out.crows[size_t(h)], out.cols[size_t(h)], problems);
     } else {
-      read_dense_head((*heads_dense)[size_t(h)], h, header.num_blocks, crows[size_t(h)],
-                      cols[size_t(h)], problems);
+      read_dense_head((*heads_dense)[size_t(h)], h, header.num_blocks, out.crows[size_t(h)],
+                      out.cols[size_t(h)], problems);
     }
   }
   problems.throw_if_any(path);
 
-  // One head in the file: every q head uses it.
-  BlockSparseLayout layout;
-  layout.block_size = int(header.block_size);
-  layout.num_heads = num_q_heads;
-  layout.num_blocks = int(header.num_blocks);
   size_t max_nnz = 0;
-  for (const auto& c : cols) max_nnz = std::max(max_nnz, c.size());
+  for (const auto& c : out.cols) max_nnz = std::max(max_nnz, c.size());
   if (int64_t(max_nnz) * num_q_heads > kMaxBlockSparseEntries) {
     throw InputError(path, {"/col: " + std::to_string(max_nnz) + " kept blocks per head over " +
                             std::to_string(num_q_heads) + " q heads exceed the limit of " +
                             std::to_string(kMaxBlockSparseEntries) + " layout entries"});
   }
+  out.size = {num_q_heads, header.num_blocks, int64_t(max_nnz)};
+  return out;
+}
+
+}  // namespace
+
+BlockSparseLayoutSize check_block_sparse_layout_file(const std::string& path,
+                                                     const std::string& expected_sha256,
+                                                     int num_q_heads, int64_t max_kv_len) {
+  return read_layout_file_heads(path, expected_sha256, num_q_heads, max_kv_len).size;
+}
+
+BlockSparseLayout read_block_sparse_layout_file(const std::string& path,
+                                                const std::string& expected_sha256, int num_q_heads,
+                                                int64_t max_kv_len) {
+  const LayoutFileHeads file =
+      read_layout_file_heads(path, expected_sha256, num_q_heads, max_kv_len);
+
+  // One head in the file: every q head uses it.
+  BlockSparseLayout layout;
+  layout.block_size = int(file.header.block_size);
+  layout.num_heads = num_q_heads;
+  layout.num_blocks = int(file.header.num_blocks);
+  const size_t max_nnz = size_t(file.size.max_nnz);
   layout.max_nnz = int(max_nnz);
-  layout.crow.reserve(size_t(num_q_heads) * size_t(header.num_blocks + 1));
+  layout.crow.reserve(size_t(num_q_heads) * size_t(file.header.num_blocks + 1));
   layout.col.assign(size_t(num_q_heads) * max_nnz, -1);
   for (int h = 0; h < num_q_heads; ++h) {
-    const size_t source_head = header.num_heads == 1 ? 0 : size_t(h);
-    const auto& c = crows[source_head];
+    const size_t source_head = file.header.num_heads == 1 ? 0 : size_t(h);
+    const auto& c = file.crows[source_head];
     layout.crow.insert(layout.crow.end(), c.begin(), c.end());
-    std::copy(cols[source_head].begin(), cols[source_head].end(),
+    std::copy(file.cols[source_head].begin(), file.cols[source_head].end(),
               layout.col.begin() + ptrdiff_t(size_t(h) * max_nnz));
   }
   return layout;

@@ -11,6 +11,7 @@
 namespace attn {
 
 struct Batch;
+struct SequenceLengths;
 
 struct ExplicitMask {
   std::vector<int64_t> offsets;  // [num_seqs + 1]: sequence s's grid starts at bits[offsets[s]]
@@ -36,6 +37,11 @@ ExplicitMask build_explicit_mask(const Batch& batch);
 // Where each sequence's grid starts: prefix sums of query_len * kv_len, [num_seqs + 1]. Throws
 // InputError when the total is over kMaxExplicitMaskEntries.
 std::vector<int64_t> explicit_mask_offsets(const Batch& batch);
+
+// The file kind's check without the grid: reads the file and checks it against the sequences'
+// lengths (in batch order), as read_explicit_mask_file does. Throws InputError as it does.
+void check_explicit_mask_file(const std::vector<SequenceLengths>& lengths, const std::string& path,
+                              const std::string& expected_sha256);
 
 // The file kind's reader (format in docs/masks.md): the grid for the batch's lengths, from one
 // entry per sequence or a single entry for sequences of one shape. `expected_sha256` as in

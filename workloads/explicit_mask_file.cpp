@@ -2,6 +2,8 @@
 // '1' per sequence, for masks no rule generates (a tree exported from a speculative decoder, a
 // pattern from a paper). Shapes are checked against the batch's lengths before the grid is built.
 #include <algorithm>
+#include <functional>
+#include <utility>
 
 #include "base/errors.hpp"
 #include "workloads/batch.hpp"
@@ -64,13 +66,14 @@ void check_entry(const json& entry, const std::string& at, int64_t query_len, in
   }
 }
 
-}  // namespace
+// (query_len, kv_len) of sequence s.
+using ShapeOf = std::function<std::pair<int64_t, int64_t>(size_t)>;
 
-ExplicitMask read_explicit_mask_file(const Batch& batch, const std::string& path,
-                                     const std::string& expected_sha256) {
-  ExplicitMask mask;
-  mask.offsets = explicit_mask_offsets(batch);  // bounds the grid before the file is read
-  const json doc = read_mask_json_file(path, expected_sha256);
+// Reads the file and checks it against `num_seqs` sequences of the shapes `shape_of` gives; the
+// parsed document, each entry's rows of the right shape.
+json read_checked_mask_file(size_t num_seqs, const ShapeOf& shape_of, const std::string& path,
+                            const std::string& expected_sha256) {
+  json doc = read_mask_json_file(path, expected_sha256);
 
   ProblemList problems;
   for (const auto& item : doc.items()) {
@@ -81,9 +84,8 @@ ExplicitMask read_explicit_mask_file(const Batch& batch, const std::string& path
   if (!doc.contains("sequences")) problems.add("/sequences: missing (required)");
   problems.throw_if_any(path);
   const json& entries = doc.at("sequences");
-  if (!entries.is_array() ||
-      (entries.size() != 1 && int64_t(entries.size()) != int64_t(batch.num_seqs))) {
-    problems.add("/sequences: expected an array of " + std::to_string(batch.num_seqs) +
+  if (!entries.is_array() || (entries.size() != 1 && entries.size() != num_seqs)) {
+    problems.add("/sequences: expected an array of " + std::to_string(num_seqs) +
                  " entries (one per sequence) or of 1 (for every sequence), got " +
                  (entries.is_array() ? std::to_string(entries.size()) + " entries"
                                      : json_type_name(entries)));
@@ -91,29 +93,54 @@ ExplicitMask read_explicit_mask_file(const Batch& batch, const std::string& path
   }
 
   const bool shared = entries.size() == 1;
-  if (shared) {
+  if (shared && num_seqs > 0) {
     // One grid for every sequence: they must all have the first one's shape.
-    for (size_t s = 1; s < size_t(batch.num_seqs); ++s) {
-      if (batch.query_lens[s] != batch.query_lens[0] || batch.kv_lens[s] != batch.kv_lens[0]) {
+    const auto first = shape_of(0);
+    for (size_t s = 1; s < num_seqs; ++s) {
+      const auto other = shape_of(s);
+      if (other != first) {
         problems.add("/sequences: a single entry serves every sequence, but sequence " +
-                     std::to_string(s) + " has " + shape(batch.query_lens[s], batch.kv_lens[s]) +
-                     " and sequence 0 " + shape(batch.query_lens[0], batch.kv_lens[0]) +
+                     std::to_string(s) + " has " + shape(other.first, other.second) +
+                     " and sequence 0 " + shape(first.first, first.second) +
                      " (give one entry per sequence)");
         break;
       }
     }
-    if (batch.num_seqs > 0) {
-      check_entry(entries[0], "/sequences/0", batch.query_lens[0], batch.kv_lens[0],
-                  batch.num_seqs == 1 ? "sequence 0" : "every sequence", problems);
-    }
-  } else {
-    for (size_t s = 0; s < size_t(batch.num_seqs); ++s) {
-      check_entry(entries[s], "/sequences/" + std::to_string(s), batch.query_lens[s],
-                  batch.kv_lens[s], "sequence " + std::to_string(s), problems);
+    check_entry(entries[0], "/sequences/0", first.first, first.second,
+                num_seqs == 1 ? "sequence 0" : "every sequence", problems);
+  } else if (!shared) {
+    for (size_t s = 0; s < num_seqs; ++s) {
+      const auto [query_len, kv_len] = shape_of(s);
+      check_entry(entries[s], "/sequences/" + std::to_string(s), query_len, kv_len,
+                  "sequence " + std::to_string(s), problems);
     }
   }
   problems.throw_if_any(path);
+  return doc;
+}
 
+}  // namespace
+
+void check_explicit_mask_file(const std::vector<SequenceLengths>& lengths, const std::string& path,
+                              const std::string& expected_sha256) {
+  read_checked_mask_file(
+      lengths.size(),
+      [&](size_t s) {
+        return std::make_pair(lengths[s].query_len, lengths[s].context_len + lengths[s].query_len);
+      },
+      path, expected_sha256);
+}
+
+ExplicitMask read_explicit_mask_file(const Batch& batch, const std::string& path,
+                                     const std::string& expected_sha256) {
+  ExplicitMask mask;
+  mask.offsets = explicit_mask_offsets(batch);  // bounds the grid before the file is read
+  const json doc = read_checked_mask_file(
+      size_t(batch.num_seqs),
+      [&](size_t s) { return std::make_pair(batch.query_lens[s], batch.kv_lens[s]); }, path,
+      expected_sha256);
+  const json& entries = doc.at("sequences");
+  const bool shared = entries.size() == 1;
   mask.bits.resize(size_t(mask.offsets.back()));
   for (size_t s = 0; s < size_t(batch.num_seqs); ++s) {
     const json& rows = entries[shared ? 0 : s].at("rows");

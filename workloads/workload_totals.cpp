@@ -47,6 +47,7 @@ WorkloadTotals workload_totals(const WorkloadSpec& spec) {
     const int64_t pages = kv_len / page_size + (kv_len % page_size != 0 ? 1 : 0);
     t.total_kv = saturating_add(t.total_kv, saturating_mul(times, kv_len));
     t.total_q = saturating_add(t.total_q, saturating_mul(times, lengths.query_len));
+    t.page_entries = saturating_add(t.page_entries, saturating_mul(times, pages));
     t.max_pages_per_seq = std::max(t.max_pages_per_seq, pages);
   };
   if (t.num_seqs <= kMaxSequences) {

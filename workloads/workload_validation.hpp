@@ -34,8 +34,9 @@ inline constexpr int64_t kMaxQueryBytes = int64_t(16) << 30;   // Q, inclusive
 // sequences: then each entry counts `count` times its largest possible lengths, without drawing.
 struct WorkloadTotals {
   int64_t num_seqs = 0;
-  int64_t total_kv = 0;    // sum of (context_len + query_len)
-  int64_t total_q = 0;     // sum of query_len
+  int64_t total_kv = 0;      // sum of (context_len + query_len)
+  int64_t total_q = 0;       // sum of query_len
+  int64_t page_entries = 0;  // sum of ceil(kv_len / page_size): the CSR page table's entries
   int64_t used_pages = 0;  // sum of ceil(kv_len / page_size), less the pages a shared prefix saves
   int64_t pool_pages = 0;  // the pool's capacity (page_plan.hpp), excluding the poison page
   int64_t num_pages = 0;   // pool_pages + 1 (the poison page)

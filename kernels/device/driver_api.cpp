@@ -58,7 +58,11 @@ void throw_driver_error(const DriverApi& api, CUresult result, const char* expr,
   const char* text = nullptr;
   api.cuGetErrorName(result, &name);
   api.cuGetErrorString(result, &text);
-  throw CallError("CUDA driver", result, name ? name : "", text ? text : "", expr, file, line);
+  // Out of device memory is the machine's limit, not a bug (docs/exit-codes.md).
+  const ExitCode code =
+      result == CUDA_ERROR_OUT_OF_MEMORY ? ExitCode::environment : ExitCode::internal;
+  throw CallError("CUDA driver", result, name ? name : "", text ? text : "", expr, file, line,
+                  code);
 }
 
 }  // namespace attn

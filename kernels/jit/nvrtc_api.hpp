@@ -49,11 +49,14 @@ std::vector<std::string> cuda_toolkit_roots();
 
 }  // namespace attn
 
-#define ATTN_NVRTC_CHECK(api, call)                                                               \
-  do {                                                                                            \
-    nvrtcResult attn_nvrtc_result_ = (api).call;                                                  \
-    if (attn_nvrtc_result_ != NVRTC_SUCCESS)                                                      \
-      throw ::attn::CallError("NVRTC", attn_nvrtc_result_,                                        \
-                              (api).nvrtcGetErrorString(attn_nvrtc_result_), "", #call, __FILE__, \
-                              __LINE__);                                                          \
+// NVRTC out of memory is the machine's limit (exit code environment); anything else a bug.
+#define ATTN_NVRTC_CHECK(api, call)                                                              \
+  do {                                                                                           \
+    nvrtcResult attn_nvrtc_result_ = (api).call;                                                 \
+    if (attn_nvrtc_result_ != NVRTC_SUCCESS)                                                     \
+      throw ::attn::CallError(                                                                   \
+          "NVRTC", attn_nvrtc_result_, (api).nvrtcGetErrorString(attn_nvrtc_result_), "", #call, \
+          __FILE__, __LINE__,                                                                    \
+          attn_nvrtc_result_ == NVRTC_ERROR_OUT_OF_MEMORY ? ::attn::ExitCode::environment        \
+                                                          : ::attn::ExitCode::internal);         \
   } while (0)

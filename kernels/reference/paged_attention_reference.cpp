@@ -125,7 +125,8 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
   const PoolAddressing k_pool(batch, DataStream::key), v_pool(batch, DataStream::value);
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
-    const int32_t* pages = host.block_table() + int64_t(row.seq) * batch.max_pages_per_seq;
+    // The CSR page table: a host problem has no padded block table.
+    const int32_t* pages = batch.page_indices.data() + batch.page_indptr[size_t(row.seq)];
     auto page_of = [&](int64_t j) { return pages[j / batch.page_size]; };
     auto slot_of = [&](int64_t j) { return int(j % batch.page_size); };
     std::vector<double> q(static_cast<size_t>(D));

@@ -29,7 +29,13 @@ TEST_F(WorkloadCli, ValidatePrintsNameAndHashForAPresetAndAFile) {
   const std::string hash = content_hash(load_preset("default"));
   CliResult r = run({"workload", "validate", "default"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "ok: " + load_preset("default").name + " (" + hash + ")\n");
+  // The name and hash, then the host memory a run needs against the budget.
+  EXPECT_EQ(r.out.rfind("ok: " + load_preset("default").name + " (" + hash +
+                            ")\nmemory: " + "attn-bench run needs about ",
+                        0),
+            0u)
+      << r.out;
+  EXPECT_NE(r.out.find(" of host memory (budget "), std::string::npos) << r.out;
   const fs::path file = write("mine.json", std::string(*preset_text("default")));
   r = run({"workload", "validate", file.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;

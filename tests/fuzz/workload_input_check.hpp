@@ -46,8 +46,8 @@ inline void check_workload_input(std::string_view text) {
   try {
     again = parse_workload(canonical, "canonical", kNoBaseDir);
   } catch (const InputError& e) {
-    throw PropertyViolation(std::string("the canonical form does not parse: ") + e.what() +
-                            "\n" + canonical);
+    throw PropertyViolation(std::string("the canonical form does not parse: ") + e.what() + "\n" +
+                            canonical);
   }
   if (canonical_json(again) != canonical) {
     throw PropertyViolation("the canonical form is not a fixed point:\n" + canonical + "\n" +
@@ -72,7 +72,7 @@ inline void check_workload_input(std::string_view text) {
       batch.total_q != totals.total_q || batch.num_pages != totals.num_pages) {
     throw PropertyViolation("the batch's sizes differ from the totals the limits checked");
   }
-  for (int32_t page : batch.block_table) {
+  for (int32_t page : padded_block_table(batch)) {
     if (page < 0 || page >= batch.num_pages) {
       throw PropertyViolation("a block table entry is outside the pool: " + std::to_string(page));
     }

@@ -17,10 +17,10 @@ std::string bytes_of(const std::vector<T>& v) {
 
 std::string metadata_hash(const Batch& b) {
   return sha256_hex(bytes_of(b.context_lens) + bytes_of(b.query_lens) + bytes_of(b.page_indices) +
-                    bytes_of(b.block_table) + bytes_of(b.slot_mapping) + bytes_of(b.prefix_source) +
-                    bytes_of(b.shared_prefix_len) + bytes_of(b.k_scales) + bytes_of(b.v_scales) +
-                    bytes_of(b.sink_logits) + std::to_string(b.poison_page) +
-                    std::to_string(b.num_pages));
+                    bytes_of(padded_block_table(b)) + bytes_of(b.slot_mapping) +
+                    bytes_of(b.prefix_source) + bytes_of(b.shared_prefix_len) +
+                    bytes_of(b.k_scales) + bytes_of(b.v_scales) + bytes_of(b.sink_logits) +
+                    std::to_string(b.poison_page) + std::to_string(b.num_pages));
 }
 
 std::string data_hash(const Batch& b) {

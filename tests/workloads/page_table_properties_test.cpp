@@ -42,6 +42,7 @@ TEST_P(PageTableProperties, EveryTokenHasExactlyOneSlot) {
   // same position, whose data comes from the prefix source.
   std::map<int64_t, std::set<int>> users;
   std::set<int32_t> all_pages;
+  const std::vector<int32_t> block_table = padded_block_table(b);
   for (int s = 0; s < b.num_seqs; ++s) {
     const int64_t pages = (b.kv_lens[size_t(s)] + page_size - 1) / page_size;
     ASSERT_EQ(b.page_indptr[size_t(s) + 1] - b.page_indptr[size_t(s)], pages);
@@ -51,13 +52,13 @@ TEST_P(PageTableProperties, EveryTokenHasExactlyOneSlot) {
       ASSERT_GE(page, 0);
       ASSERT_LT(page, b.num_pages);
       ASSERT_NE(page, b.poison_page);
-      ASSERT_EQ(b.block_table[size_t(s) * size_t(b.max_pages_per_seq) + size_t(pos / page_size)],
+      ASSERT_EQ(block_table[size_t(s) * size_t(b.max_pages_per_seq) + size_t(pos / page_size)],
                 page);
       users[int64_t(page) * page_size + pos % page_size].insert(s);
       all_pages.insert(page);
     }
     for (int k = int(pages); k < b.max_pages_per_seq; ++k) {
-      ASSERT_EQ(b.block_table[size_t(s) * size_t(b.max_pages_per_seq) + size_t(k)], b.poison_page);
+      ASSERT_EQ(block_table[size_t(s) * size_t(b.max_pages_per_seq) + size_t(k)], b.poison_page);
     }
   }
   for (const auto& [slot, seqs] : users) {

@@ -15,7 +15,7 @@ void generate(benchmark::State& state, WorkloadSpec spec) {
   for (auto _ : state) {
     Batch batch = generate_batch(spec);
     pages = batch.num_pages;
-    benchmark::DoNotOptimize(batch.block_table.data());
+    benchmark::DoNotOptimize(batch.page_indices.data());
   }
   state.counters["pages"] = double(pages);
 }

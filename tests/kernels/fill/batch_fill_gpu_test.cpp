@@ -92,11 +92,14 @@ TEST(BatchFillGpu, DeviceFillEqualsHostFillByteForByte) {
       for (int64_t n : batch.shared_prefix_len) shared |= n > 0;
       ASSERT_TRUE(shared) << "no sequence shares a prefix: " << what;
     }
+    // The host fill uploaded against the device fill (a host problem has no block table; its
+    // upload builds one).
     const Problem host = Problem::on_host(batch);
+    const Problem uploaded = Problem::on_device(host, *env.context);
     const Problem device = Problem::generated_on_device(batch, *env.context, loader, stream);
     for (Problem::Tensor t : {Problem::kQ, Problem::kKPool, Problem::kVPool, Problem::kBlockTable,
                               Problem::kKvLens, Problem::kCuSeqlensQ}) {
-      const std::vector<uint8_t> a = host.download(t), b = device.download(t);
+      const std::vector<uint8_t> a = uploaded.download(t), b = device.download(t);
       EXPECT_EQ(sha256_of(a), sha256_of(b))
           << "tensor " << int(t) << ", first difference " << first_difference(a, b) << "; " << what;
     }

@@ -70,7 +70,7 @@ TEST(PagedReference, CausalWindowIsExact) {
   const int D = shape.head_dim;
   // Query token 0 sees keys 0..5; key 6 (page 1, slot 2) is visible to tokens 1 and 2 only.
   auto* v_pool = static_cast<uint16_t*>(const_cast<void*>(host.v_pool()));
-  const int64_t key6 = pool_offset(batch, DataStream::value, batch.block_table[1], 2, 0, 0);
+  const int64_t key6 = pool_offset(batch, DataStream::value, batch.page_indices[1], 2, 0, 0);
   for (int d = 0; d < D; ++d) v_pool[key6 + d] = float_to_bf16(100.0f);
   const std::vector<float> after = paged_attention_reference(host, 1);
   const size_t row = size_t(shape.q_heads) * D;  // one query token, all heads

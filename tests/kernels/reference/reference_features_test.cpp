@@ -33,7 +33,7 @@ class HandProblem {
   // Stores `value` in the cache's element type (fp8: the code of `value`, read back times scale).
   void set_kv(DataStream stream, int seq, int64_t position, int head, int dim, float value) {
     const int32_t page =
-        batch_.block_table[size_t(seq * batch_.max_pages_per_seq + position / batch_.page_size)];
+        batch_.page_indices[size_t(batch_.page_indptr[size_t(seq)] + position / batch_.page_size)];
     const int64_t i =
         pool_offset(batch_, stream, page, int(position % batch_.page_size), head, dim);
     void* pool = mutable_ptr(stream == DataStream::key ? host_.k_pool() : host_.v_pool());

@@ -1,0 +1,52 @@
+#include "measure/device_memory.hpp"
+
+#include <algorithm>
+
+#include "base/byte_size.hpp"
+#include "base/errors.hpp"
+#include "workloads/memory_estimate.hpp"
+
+namespace attn {
+
+DeviceMemoryNeed device_memory_need(const Batch& batch, bool gpu_reference, bool device_fill,
+                                    int64_t l2_bytes) {
+  const BatchMemory m = estimate_batch_memory(batch.spec);
+  const int64_t n = batch.num_seqs;
+  DeviceMemoryNeed need;
+  // Q and the output, the pools, the padded block table, kv_lens and cu_seqlens_q (int32); a
+  // device fill uploads the CSR page table for its kernels besides.
+  need.inputs = 2 * m.query + m.kv_pools + m.block_table + 4 * n + 4 * (n + 1);
+  if (device_fill) need.inputs += 4 * (n + 1) + 4 * int64_t(batch.page_indices.size());
+  need.masks = m.masks;
+  if (gpu_reference) {
+    need.reference = m.reference;
+    if (device_fill) need.reference += 2 * m.query + m.kv_pools + m.block_table;
+  }
+  // The flush buffer is twice the L2; the rotation's copies of small problems add up to about
+  // twice the L2 more (measure/evaluator.cpp).
+  need.timing = std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
+  // Split-KV partial outputs and other workspaces, the modules of the variants, and the rounding
+  // of every allocation: a tenth of the rest, and 256 MiB.
+  need.margin =
+      (need.inputs + need.masks + need.reference + need.timing) / 10 + (int64_t(256) << 20);
+  return need;
+}
+
+void check_device_memory(const DeviceMemoryNeed& need, const CudaContext& context,
+                         const std::string& source) {
+  size_t free_bytes = 0, total_bytes = 0;
+  context.make_current();
+  ATTN_CU_CHECK(context.api(), cuMemGetInfo(&free_bytes, &total_bytes));
+  if (need.total() <= int64_t(free_bytes)) return;
+  throw InputError(
+      source,
+      {"(device memory): the batch needs about " + format_bytes(need.total()) + " on " +
+       context.info().name + " (inputs " + format_bytes(need.inputs) + ", masks " +
+       format_bytes(need.masks) + ", GPU reference " + format_bytes(need.reference) + ", timing " +
+       format_bytes(need.timing) + ", workspace margin " + format_bytes(need.margin) + "), and " +
+       format_bytes(int64_t(free_bytes)) + " of its " + format_bytes(int64_t(total_bytes)) +
+       " are free; use a smaller batch (fewer or shorter sequences, fewer pages) or free "
+       "the GPU"});
+}
+
+}  // namespace attn
