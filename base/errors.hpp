@@ -27,17 +27,27 @@ class UsageError : public Error {
   explicit UsageError(const std::string& message) : Error(ExitCode::usage, message) {}
 };
 
-// An input file (workload, layout, trace) is malformed or inconsistent. Holds every problem found,
-// each already prefixed with where it is (a JSON pointer or line:column).
+// How many problems an InputError lists; the rest are counted ("... and N more problems"), so that
+// a file with a million wrong keys gives a screenful, not a million lines.
+inline constexpr size_t kMaxListedProblems = 50;
+
+// An input file (workload, layout, trace) is malformed or inconsistent. Holds the problems found,
+// each already prefixed with where it is (a JSON pointer or line:column): the first
+// kMaxListedProblems of them, and how many more there were (`more`: problems a reader counted
+// without recording them, added to those over the limit here). The message shows each problem on
+// one line (control characters escaped, at most 1000 bytes).
 class InputError : public Error {
  public:
-  InputError(std::string source, std::vector<std::string> problems);
+  InputError(std::string source, std::vector<std::string> problems, size_t more = 0);
   const std::string& source() const noexcept { return source_; }
   const std::vector<std::string>& problems() const noexcept { return problems_; }
+  // Every problem found: the listed ones and those only counted.
+  size_t problem_count() const noexcept { return problems_.size() + more_; }
 
  private:
   std::string source_;
   std::vector<std::string> problems_;
+  size_t more_ = 0;
 };
 
 // The machine cannot do what was asked: no GPU or driver, no NVRTC, an unreadable cache, a database

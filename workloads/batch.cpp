@@ -59,8 +59,9 @@ int64_t Batch::max_kv_len() const {
 
 Batch generate_batch(const WorkloadSpec& spec) {
   // Specs built in code skip parse_workload: check them here, before anything is allocated.
-  std::vector<std::string> problems = validate_workload(spec);
-  if (!problems.empty()) throw InputError("workload \"" + spec.name + "\"", problems);
+  size_t omitted = 0;
+  std::vector<std::string> problems = validate_workload(spec, &omitted);
+  if (!problems.empty()) throw InputError("workload \"" + spec.name + "\"", problems, omitted);
 
   Batch b;
   b.spec = spec;

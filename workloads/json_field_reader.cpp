@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "base/errors.hpp"
 #include "workloads/strict_json.hpp"
 
 namespace attn {
@@ -68,6 +69,14 @@ std::string hex_code_point(uint32_t cp) {
 
 }  // namespace
 
+void JsonFieldReader::add(const std::string& pointer, const std::string& message) {
+  if (problems.size() < kMaxListedProblems) {
+    problems.push_back(pointer + ": " + message);
+  } else {
+    ++omitted_problems;
+  }
+}
+
 void JsonFieldReader::check_keys(const json& object, const std::string& pointer,
                                  const std::vector<std::string>& allowed,
                                  const std::vector<std::string>& v2_only) {
@@ -83,10 +92,16 @@ void JsonFieldReader::check_keys(const json& object, const std::string& pointer,
       continue;
     }
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    if (problems.size() >= kMaxListedProblems) {  // counted, not described
+      ++omitted_problems;
+      continue;
+    }
     std::string message = "unknown key (expected one of: " + expected + ")";
     std::string best;
     size_t best_distance = 3;  // suggest only close spellings
     for (const auto& candidate : sorted) {
+      // Lengths 3 or more apart are 3 or more edits apart: a long key costs nothing here.
+      if (key.size() + 3 <= candidate.size() || candidate.size() + 3 <= key.size()) continue;
       size_t distance = edit_distance(key, candidate);
       if (distance < best_distance) {
         best_distance = distance;
@@ -156,6 +171,28 @@ std::optional<double> JsonFieldReader::number(const json& object, const std::str
     bound << lo;
     add(pointer + "/" + key, "must be a finite number " + std::string(lo_inclusive ? ">= " : "> ") +
                                  bound.str() + ", got " + show(*value));
+    ok = false;
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> JsonFieldReader::positive_float(const json& object,
+                                                      const std::string& pointer, const char* key,
+                                                      bool required, bool& ok) {
+  const std::optional<double> v = number(object, pointer, key, required, 0.0, false, ok);
+  if (!v) return std::nullopt;
+  const float as_float = static_cast<float>(*v);
+  const json& value = object.at(key);
+  if (!std::isfinite(as_float)) {
+    add(pointer + "/" + key,
+        "must be at most 3.4028235e+38 (it is used as a 32-bit float), got " + show(value));
+    ok = false;
+    return std::nullopt;
+  }
+  if (!(as_float > 0.0f)) {
+    add(pointer + "/" + key,
+        "rounds to 0 as a 32-bit float (the smallest positive one is 1.4e-45), got " + show(value));
     ok = false;
     return std::nullopt;
   }

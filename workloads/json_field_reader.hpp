@@ -17,7 +17,10 @@ namespace attn {
 
 class JsonFieldReader {
  public:
+  // The first kMaxListedProblems problems (base/errors.hpp); the rest are only counted, so that a
+  // document of a million unknown keys costs no more than a readable message.
   std::vector<std::string> problems;
+  size_t omitted_problems = 0;
 
  protected:
   using json = nlohmann::json;
@@ -28,9 +31,7 @@ class JsonFieldReader {
 
   explicit JsonFieldReader(int version) : version_(version) {}
 
-  void add(const std::string& pointer, const std::string& message) {
-    problems.push_back(pointer + ": " + message);
-  }
+  void add(const std::string& pointer, const std::string& message);
 
   // Rejects keys outside `allowed`; keys of `v2_only` are rejected in a schema_version 1 file.
   void check_keys(const json& object, const std::string& pointer,
@@ -50,6 +51,11 @@ class JsonFieldReader {
   // wrong (reported as `integer` does).
   std::optional<double> number(const json& object, const std::string& pointer, const char* key,
                                bool required, double lo, bool lo_inclusive, bool& ok);
+
+  // A number field > 0 that is used as a 32-bit float: it must stay finite and above 0 once
+  // converted (1e39 would become infinity, 1e-50 zero). The double is returned as written.
+  std::optional<double> positive_float(const json& object, const std::string& pointer,
+                                       const char* key, bool required, bool& ok);
 
   // The member `key` if it is present and of the JSON type `is` tests for (`kind` names it in the
   // message); null otherwise, with `ok` cleared when it was required or has the wrong type.

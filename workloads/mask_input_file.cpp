@@ -53,11 +53,7 @@ void ProblemList::add(std::string problem) {
 
 void ProblemList::throw_if_any(const std::string& source) const {
   if (recorded_.empty()) return;
-  std::vector<std::string> problems = recorded_;
-  if (omitted_ > 0) {
-    problems.push_back("... and " + std::to_string(omitted_) + " more problems");
-  }
-  throw InputError(source, problems);
+  throw InputError(source, recorded_, omitted_);
 }
 
 }  // namespace attn

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/errors.hpp"
+
 namespace attn {
 
 // Mask files are larger than workload files: a dense layout or an explicit mask is a grid of
@@ -25,11 +27,11 @@ nlohmann::json read_mask_json_file(const std::string& path, const std::string& e
 // counts the rest, so that the message stays readable.
 class ProblemList {
  public:
-  explicit ProblemList(size_t limit = 20) : limit_(limit) {}
+  explicit ProblemList(size_t limit = kMaxListedProblems) : limit_(limit) {}
   void add(std::string problem);
   bool empty() const { return recorded_.empty(); }
-  // Throws InputError(source, problems) when there are any, the last line saying how many were
-  // left out.
+  // Throws InputError(source, problems) when there are any, its last line saying how many more
+  // were found.
   void throw_if_any(const std::string& source) const;
 
  private:

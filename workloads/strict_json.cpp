@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "base/errors.hpp"
+
 namespace attn {
 
 using nlohmann::json;
@@ -35,7 +37,13 @@ class DomBuilder {
     Frame& frame = frames_.back();
     frame.key = key;
     frame.key_is_duplicate = frame.value->contains(key);
-    if (frame.key_is_duplicate) result_.problems.push_back(pointer() + ": duplicate key");
+    if (frame.key_is_duplicate) {
+      if (result_.problems.size() < kMaxListedProblems) {
+        result_.problems.push_back(pointer() + ": duplicate key");
+      } else {
+        ++result_.omitted_problems;
+      }
+    }
     return true;
   }
 

@@ -24,7 +24,9 @@ struct StrictJsonLimits {
 
 struct StrictJsonResult {
   nlohmann::json value;               // the document; a duplicate key keeps its first value
-  std::vector<std::string> problems;  // "line L, column C: ..." or "<pointer>: ..."
+  std::vector<std::string> problems;  // "line L, column C: ..." or "<pointer>: ..."; at most
+                                      // kMaxListedProblems (base/errors.hpp)
+  size_t omitted_problems = 0;        // found beyond those (duplicate keys)
   bool complete = false;              // parsed to the end of the input (problems may still list
                                       // duplicate keys); false after a syntax error, an input
                                       // that is too large, nested too deeply or holds too many

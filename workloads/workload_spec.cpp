@@ -174,12 +174,12 @@ class SpecReader : public JsonFieldReader {
       }
     }
 
+    // Both are used as 32-bit floats (Batch::softmax_scale, logits_soft_cap).
     if (member(*object, p, "softmax_scale", false)) {
-      if (auto v = number(*object, p, "softmax_scale", false, 0.0, false, ok))
-        model.softmax_scale = v;
+      if (auto v = positive_float(*object, p, "softmax_scale", false, ok)) model.softmax_scale = v;
     }
     if (member(*object, p, "logits_soft_cap", false)) {
-      if (auto v = number(*object, p, "logits_soft_cap", false, 0.0, false, ok)) {
+      if (auto v = positive_float(*object, p, "logits_soft_cap", false, ok)) {
         model.logits_soft_cap = v;
       }
     }
@@ -212,9 +212,12 @@ class SpecReader : public JsonFieldReader {
     std::vector<double> logits;
     for (size_t h = 0; h < value->size(); ++h) {
       const json& logit = (*value)[h];
-      if (!logit.is_number() || !std::isfinite(logit.get<double>())) {
+      // Used as a 32-bit float (Batch::sink_logits): finite there too.
+      if (!logit.is_number() || !std::isfinite(static_cast<float>(logit.get<double>()))) {
         add(where + "/" + std::to_string(h),
-            "expected a finite number, got " + describe_wrong_type(logit));
+            "expected a finite number of at most 3.4028235e+38 in magnitude (it is used as a "
+            "32-bit float), got " +
+                describe_wrong_type(logit));
         ok = false;
         continue;
       }
@@ -749,21 +752,23 @@ double WorkloadSpec::effective_softmax_scale() const {
   return 1.0 / std::sqrt(double(model.head_dim));
 }
 
-std::vector<std::string> validate_workload(const WorkloadSpec& spec) {
+std::vector<std::string> validate_workload(const WorkloadSpec& spec, size_t* omitted) {
   SpecReader reader("", &spec);
   reader.read(to_json(spec));
+  if (omitted != nullptr) *omitted = reader.omitted_problems;
   return reader.problems;
 }
 
 WorkloadSpec parse_workload(std::string_view text, const std::string& source,
                             const std::string& base_dir) {
   StrictJsonResult parsed = parse_strict_json(text);
-  if (!parsed.complete) throw InputError(source, parsed.problems);
+  if (!parsed.complete) throw InputError(source, parsed.problems, parsed.omitted_problems);
   SpecReader reader(base_dir, nullptr);
   WorkloadSpec spec = reader.read(parsed.value);
   std::vector<std::string> problems = std::move(parsed.problems);  // duplicate keys
   problems.insert(problems.end(), reader.problems.begin(), reader.problems.end());
-  if (!problems.empty()) throw InputError(source, problems);
+  const size_t omitted = parsed.omitted_problems + reader.omitted_problems;
+  if (!problems.empty() || omitted > 0) throw InputError(source, problems, omitted);
   return spec;
 }
 

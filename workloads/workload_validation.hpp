@@ -48,8 +48,9 @@ struct WorkloadTotals {
 // Requires page_size >= 1, non-negative lengths and counts, and loaded trace rows.
 WorkloadTotals workload_totals(const WorkloadSpec& spec);
 
-// Every problem with the spec (the same rules and messages as parse_workload, each prefixed with
-// the JSON pointer of the field); empty when it is valid.
-std::vector<std::string> validate_workload(const WorkloadSpec& spec);
+// The problems with the spec (the same rules and messages as parse_workload, each prefixed with
+// the JSON pointer of the field): the first kMaxListedProblems (base/errors.hpp), and in
+// `omitted`, when given, how many more were found. Empty when it is valid.
+std::vector<std::string> validate_workload(const WorkloadSpec& spec, size_t* omitted = nullptr);
 
 }  // namespace attn

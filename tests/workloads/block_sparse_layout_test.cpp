@@ -421,17 +421,19 @@ TEST(BlockSparseLayoutFile, AMissingFileNamesThePath) {
 
 TEST(BlockSparseLayoutFile, ManyProblemsAreCappedWithACount) {
   std::string rows;
-  for (int i = 0; i < 40; ++i)
-    rows += std::string(i ? "," : "") + "\"" + std::string(40, 'x') + "\"";
+  for (int i = 0; i < 80; ++i)
+    rows += std::string(i ? "," : "") + "\"" + std::string(80, 'x') + "\"";
   const std::string path = write_temp_file(
       "many.json",
-      R"({"block_size": 1, "num_heads": 1, "num_blocks": 40, "dense": [[)" + rows + "]]}");
+      R"({"block_size": 1, "num_heads": 1, "num_blocks": 80, "dense": [[)" + rows + "]]}");
   try {
-    read_block_sparse_layout_file(path, "", 1, 40);
+    read_block_sparse_layout_file(path, "", 1, 80);
     FAIL() << "accepted";
   } catch (const InputError& e) {
-    EXPECT_LE(e.problems().size(), 21u);
-    EXPECT_NE(e.problems().back().find("and 20 more problems"), std::string::npos) << e.what();
+    EXPECT_EQ(e.problems().size(), kMaxListedProblems);
+    EXPECT_EQ(e.problem_count(), 80u);
+    EXPECT_NE(std::string(e.what()).find("\n  ... and 30 more problems"), std::string::npos)
+        << e.what();
   }
 }
 
