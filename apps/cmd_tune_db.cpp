@@ -1,8 +1,10 @@
 // attn-tune db info [--db PATH] [--json] [--limit N]: what a results database holds, without
 // changing it. The file is opened read-only; one at an older schema is migrated in memory only.
+// attn-tune db check [--db PATH]: SQLite's integrity check of the file, read-only.
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "base/errors.hpp"
 #include "base/process_identity.hpp"
 #include "results/device_json.hpp"
+#include "results/sqlite.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
 
@@ -302,6 +305,50 @@ int db_info(const DbInfoArgs& args) {
   return 0;
 }
 
+// attn-tune db check: SQLite's full integrity check of any file, read-only. 0 when sound, 4
+// (environment) when damaged or not an SQLite file.
+int db_check(const std::string& db) {
+  const std::string path = results_database_path(db);
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw UsageError("'" + path + "': no such database (--db, $ATTN_DB, else ./attn-bench.db)");
+  }
+  constexpr size_t kLimit = 50;
+  std::vector<std::string> problems;
+  int64_t pages = 0;
+  try {
+    Database database(path, SQLITE_OPEN_READONLY);
+    problems = integrity_problems(database, /*quick=*/false, kLimit);
+    if (problems.empty()) {
+      Statement count(database, "PRAGMA page_count");
+      if (count.step()) pages = count.column_int64(0);
+    }
+  } catch (const CallError& e) {
+    problems.push_back(e.what());
+  }
+  if (problems.empty()) {
+    std::cout << "ok: " << path << " passes SQLite's integrity check (" << pages << " pages)\n";
+    return 0;
+  }
+  std::cout << "damaged: " << path << " fails SQLite's integrity check"
+            << (problems.size() >= kLimit ? " (the first " + std::to_string(kLimit) + " problems)"
+                                          : "")
+            << ":\n";
+  size_t shown = 0;
+  for (const std::string& problem : problems) {
+    std::istringstream lines(problem);  // SQLite's rows hold several lines
+    for (std::string line; std::getline(lines, line) && shown < kLimit; ++shown) {
+      std::cout << "  " << line << "\n";
+    }
+  }
+  std::cout << "Writing commands refuse it. Restore it from a copy, or recover what is readable "
+               "into a new file (`sqlite3 "
+            << path
+            << " .recover | sqlite3 recovered.db`) and "
+               "check that.\n";
+  return to_int(ExitCode::environment);
+}
+
 }  // namespace
 
 void add_tune_db_command(CLI::App& app, Invocation& invocation) {
@@ -317,6 +364,13 @@ void add_tune_db_command(CLI::App& app, Invocation& invocation) {
   info->add_option("--limit", args->limit,
                    "how many of the latest runs and workloads to list (default 20; 0: all)");
   info->callback([args, &invocation] { invocation.exit_code = db_info(*args); });
+  auto check_db = std::make_shared<std::string>();
+  CLI::App* check = db->add_subcommand(
+      "check",
+      "Run SQLite's integrity check over a database file, read-only: exit 0 when sound, 4 when "
+      "damaged");
+  check->add_option("--db", *check_db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
+  check->callback([check_db, &invocation] { invocation.exit_code = db_check(*check_db); });
 }
 
 }  // namespace attn

@@ -63,6 +63,8 @@ bool is_environment_failure(int rc) {
     case SQLITE_PERM:
     case SQLITE_NOLFS:
     case SQLITE_NOMEM:
+    case SQLITE_CORRUPT:  // a damaged file is the machine's (the disk's), not a bug of ours
+    case SQLITE_NOTADB:
       return true;
     default:
       return false;
@@ -358,6 +360,25 @@ void Transaction::commit() {
   ATTN_ASSERT(!committed_, "Transaction::commit() called twice");
   db_.exec(nested_ ? "RELEASE attn_nested" : "COMMIT");
   committed_ = true;
+}
+
+// ------------------------------------------------------------------------------ integrity
+
+std::vector<std::string> integrity_problems(Database& db, bool quick, size_t limit) {
+  std::vector<std::string> problems;
+  try {
+    Statement check(db, quick ? "PRAGMA quick_check(" + std::to_string(limit) + ")"
+                              : "PRAGMA integrity_check(" + std::to_string(limit) + ")");
+    while (check.step()) {
+      const std::string line = check.column_text(0);
+      if (line != "ok") problems.push_back(line);
+    }
+  } catch (const CallError& e) {
+    // SQLITE_CORRUPT or SQLITE_NOTADB before the check could list anything.
+    problems.push_back(e.what());
+  }
+  if (problems.size() > limit) problems.resize(limit);
+  return problems;
 }
 
 // ------------------------------------------------------------------------------------ backup

@@ -21,7 +21,8 @@ namespace attn {
 
 // True for result codes that say the machine, not the program, failed: a full disk or
 // max_page_count (SQLITE_FULL), a read-only file or connection, an I/O error, a file that cannot be
-// opened, no permission, no memory. Their CallError carries ExitCode::environment.
+// opened, no permission, no memory, a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB). Their
+// CallError carries ExitCode::environment.
 bool is_environment_failure(int rc);
 
 // Throws CallError for result code `rc` of a call on connection `db` (which may be null).
@@ -163,6 +164,13 @@ class Transaction {
   bool nested_ = false;
   bool committed_ = false;
 };
+
+// What SQLite's own check finds wrong with a database file: nothing (empty) for a sound one, else
+// its messages ("*** in database main *** Page 7: ..."), at most `limit` of them. `quick`: PRAGMA
+// quick_check (the b-trees, records and free list; O(size)); otherwise PRAGMA integrity_check,
+// which also checks every index against its table. A file too damaged to be read at all gives
+// one message, the error's. Only reads.
+std::vector<std::string> integrity_problems(Database& db, bool quick, size_t limit = 20);
 
 // Copies every page of `from` (schema and rows, user_version and application_id included) over
 // `to`, with SQLite's online backup API, so that `to` becomes a copy of `from`: e.g. a file into a

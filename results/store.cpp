@@ -445,6 +445,21 @@ Store::Store(const std::string& path, StoreAccess access) {
   }
 
   if (!in_memory) {
+    // A damaged file is refused before anything is written to it (enable_wal below rewrites the
+    // header of a file in rollback mode): a write into a file whose b-trees are broken can lose
+    // the rows that are still readable. The file is left byte for byte as it was.
+    const std::vector<std::string> damage = integrity_problems(*db_, /*quick=*/true, 3);
+    if (!damage.empty()) {
+      // SQLite's report, on one line and short: `db check` lists it in full.
+      std::string found;
+      for (const std::string& line : damage) found += (found.empty() ? "" : "; ") + line;
+      for (char& c : found) c = c == '\n' ? ';' : c;
+      if (found.size() > 300) found = found.substr(0, 300) + "...";
+      throw EnvironmentError("'" + path + "' is damaged: SQLite's quick_check reports: " + found +
+                             ". It was left untouched; `attn-tune db check --db " + path +
+                             "` lists the damage. Restore it from a copy, or pass another --db "
+                             "(`sqlite3 FILE .recover` may save what is readable).");
+    }
     // WAL: readers (compare, report) never block the one writer. The mode is persistent in the
     // file. A file system without shared memory keeps the rollback journal, which still works.
     opening_.journal_mode = enable_wal(*db_);
