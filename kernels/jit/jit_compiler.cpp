@@ -1,9 +1,13 @@
 #include "kernels/jit/jit_compiler.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -75,7 +79,9 @@ std::string JitCompiler::default_cache_dir() {
     return std::string(xdg) + "/attn-bench/jit";
   if (const char* home = std::getenv("HOME"); home && *home)
     return std::string(home) + "/.cache/attn-bench/jit";
-  return (fs::temp_directory_path() / "attn-bench-jit").string();
+  // A folder of this user's own in the shared temporary folder: cubins are loaded from the cache,
+  // so nobody else may be able to put one there (check_cache_folder).
+  return (fs::temp_directory_path() / ("attn-bench-jit-" + std::to_string(::geteuid()))).string();
 }
 
 JitCompiler::JitCompiler(JitOptions options)
@@ -94,6 +100,39 @@ JitCompiler::~JitCompiler() = default;
 
 void JitCompiler::check_cache_folder(const std::string& dir) {
   std::error_code error;
+  // The folder itself is made private (0700) when we create it; its parents as the umask says.
+  if (!fs::exists(dir, error)) {
+    const fs::path parent = fs::path(dir).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, error);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw EnvironmentError("JIT cache folder " + dir + " cannot be created: " +
+                             std::strerror(errno) + " (set ATTN_JIT_CACHE_DIR)");
+    }
+  }
+  // Cached cubins are loaded and run: a folder another user owns, or one that others may write
+  // into, could hand us their code under a key we trust.
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) {
+    throw EnvironmentError("JIT cache folder " + dir + " cannot be read: " + std::strerror(errno) +
+                           " (set ATTN_JIT_CACHE_DIR)");
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    throw EnvironmentError("JIT cache folder " + dir + " is not a folder (set ATTN_JIT_CACHE_DIR)");
+  }
+  if (info.st_uid != ::geteuid()) {
+    throw EnvironmentError("JIT cache folder " + dir + " belongs to another user (uid " +
+                           std::to_string(info.st_uid) +
+                           "): its cubins are not trusted; set ATTN_JIT_CACHE_DIR to a folder of "
+                           "your own");
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(info.st_mode & 07777));
+    throw EnvironmentError("JIT cache folder " + dir +
+                           " is writable by its group or by others (mode " + mode +
+                           "): its cubins are not trusted; `chmod go-w " + dir +
+                           "`, or set ATTN_JIT_CACHE_DIR to a private folder");
+  }
   fs::create_directories(fs::path(dir) / "failed", error);
   if (error) {
     throw EnvironmentError("JIT cache folder " + dir + " cannot be created: " + error.message() +
@@ -135,9 +174,28 @@ std::string JitCompiler::entry_path(const std::string& key) const {
   return (fs::path(cache_dir_) / key.substr(0, 2) / (key + ".cubin")).string();
 }
 
+std::optional<std::string> read_verified_cache_entry(const std::string& entry_path) {
+  std::ifstream hash_file(entry_path + ".sha256", std::ios::binary);
+  std::string recorded;
+  if (!(hash_file >> recorded) || recorded.size() != 64) return std::nullopt;
+  std::ifstream in(entry_path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (sha256_hex(bytes) != recorded) return std::nullopt;
+  return bytes;
+}
+
+void write_verified_cache_entry(const std::string& entry_path, const std::string& bytes) {
+  // The hash first: a reader that finds the new entry with the old hash (or the reverse, when
+  // two processes write one key) sees a mismatch and recompiles; it never loads unchecked bytes.
+  write_file_atomically(entry_path + ".sha256", sha256_hex(bytes) + "\n");
+  write_file_atomically(entry_path, bytes);
+}
+
 bool JitCompiler::read_cache(const std::string& key, CompiledProgram* out) const {
-  std::ifstream in(entry_path(key), std::ios::binary);
-  if (!in) return false;
+  const std::optional<std::string> entry = read_verified_cache_entry(entry_path(key));
+  if (!entry) return false;  // missing, or damaged or changed since it was written: recompiled
+  std::istringstream in(*entry);
   std::string magic(sizeof(kCacheMagic) - 1, '\0');
   in.read(magic.data(), std::streamsize(magic.size()));
   if (magic != kCacheMagic) return false;
@@ -168,7 +226,7 @@ void JitCompiler::write_cache(const CompiledProgram& compiled) const {
   fs::path path = entry_path(compiled.key);
   std::error_code error;
   fs::create_directories(path.parent_path(), error);
-  write_file_atomically(path, bytes);
+  write_verified_cache_entry(path.string(), bytes);
 }
 
 CompiledProgram JitCompiler::compile(const JitProgram& program) {

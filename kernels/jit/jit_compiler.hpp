@@ -7,15 +7,20 @@
 // the binary does not depend on the source tree.
 //
 // Cache: <dir>/<key[0..1]>/<key>.cubin, where key = SHA-256 of the NVRTC version, arch, options,
-// source, name expressions and every embedded header. Written to a temporary file and renamed, so a
-// reader never sees a partial entry. <dir> is $ATTN_JIT_CACHE_DIR, else
-// $XDG_CACHE_HOME/attn-bench/jit, else ~/.cache/attn-bench/jit. A failed compile leaves its source,
-// options and log in <dir>/failed/<key>.log.
+// source, name expressions and every embedded header, and beside it <key>.cubin.sha256, the
+// SHA-256 of the entry's bytes. Each is written to a temporary file and renamed, so a reader never
+// sees a partial file; an entry whose bytes do not hash to the recorded value (damaged, cut short,
+// changed) is a cache miss: compiled again and overwritten, never loaded. <dir> is
+// $ATTN_JIT_CACHE_DIR, else $XDG_CACHE_HOME/attn-bench/jit, else ~/.cache/attn-bench/jit, else
+// (neither variable set) <tmp>/attn-bench-jit-<uid>. The folder must belong to this user and not be
+// writable by its group or others (a folder this program creates is 0700): cubins are loaded and
+// run. A failed compile leaves its source, options and log in <dir>/failed/<key>.log.
 #pragma once
 
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +67,12 @@ struct JitOptions {
   size_t threads = 0;     // compile threads; 0: one per hardware thread
 };
 
+// A cache entry's bytes when they hash to the SHA-256 recorded beside them (<entry>.sha256);
+// nullopt when either file is missing or they do not match: the entry must not be used.
+std::optional<std::string> read_verified_cache_entry(const std::string& entry_path);
+// Writes the entry and its SHA-256 beside it, each atomically (the hash first).
+void write_verified_cache_entry(const std::string& entry_path, const std::string& bytes);
+
 class JitCompiler {
  public:
   // Loads NVRTC; throws EnvironmentError when it is missing or the cache folder is unusable
@@ -81,9 +92,10 @@ class JitCompiler {
 
   // The default cache folder from the environment (see the header comment).
   static std::string default_cache_dir();
-  // Creates the folder if needed and checks that it can be listed and written (a file is written
-  // by atomic rename and removed); throws EnvironmentError naming the folder otherwise, so that an
-  // unusable cache stops a run once instead of failing every compile.
+  // Creates the folder if needed (0700) and checks that it belongs to this user, is not writable
+  // by its group or others, and can be listed and written (a file is written by atomic rename and
+  // removed); throws EnvironmentError naming the folder otherwise, so that an unusable or untrusted
+  // cache stops a run once instead of failing every compile.
   static void check_cache_folder(const std::string& dir);
 
  private:
