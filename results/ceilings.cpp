@@ -1,6 +1,13 @@
 #include "results/ceilings.hpp"
 
+#include <cmath>
+
 namespace attn {
+
+std::string describe_clock(const CeilingRecord& record) {
+  if (!record.sm_clock_mhz) return "SM clock not recorded";
+  return "at " + std::to_string(std::lround(*record.sm_clock_mhz)) + " MHz";
+}
 
 std::optional<double> DeviceCeilings::value(const std::string& metric) const {
   auto it = by_metric.find(metric);

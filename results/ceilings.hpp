@@ -25,7 +25,14 @@ struct CeilingRecord {
   bool unstable = false;
   std::string tool_version, git_commit;
   std::string measured_at;  // ISO 8601 UTC; empty: the store sets it
+  // The SM clock it was measured at (the median clock-probe reading of its samples, else NVML's
+  // reading at the end); empty when not known: calibrated before schema v6 recorded it, or with
+  // neither reading.
+  std::optional<double> sm_clock_mhz;
 };
+
+// "at 1620 MHz", or "SM clock not recorded" for a ceiling without one.
+std::string describe_clock(const CeilingRecord& record);
 
 // The latest record of each metric for one device.
 struct DeviceCeilings {
