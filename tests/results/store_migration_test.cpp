@@ -470,14 +470,14 @@ TEST_F(StoreMigration, MigratedDatabaseTakesV2Rows) {
 
 TEST(Ceilings, FractionUsesTheFamilysBoundAndNeverInventsACeiling) {
   DeviceCeilings none;
-  const CeilingFraction a = fraction_of_ceiling(Bound::memory, 3000, 1, none);
+  const CeilingFraction a = fraction_of_ceiling(Bound::memory, {3000, 0, 1, 0}, none);
   EXPECT_EQ(a.ceiling, "read_bw");
   EXPECT_FALSE(a.fraction.has_value());
   DeviceCeilings c;
   c.by_metric[kReadGbps].value = 4000;
   c.by_metric[kBf16Tflops].value = 800;
-  EXPECT_DOUBLE_EQ(*fraction_of_ceiling(Bound::memory, 3000, 1, c).fraction, 0.75);
-  const CeilingFraction t = fraction_of_ceiling(Bound::compute, 3000, 400, c);
+  EXPECT_DOUBLE_EQ(*fraction_of_ceiling(Bound::memory, {3000, 0, 1, 0}, c).fraction, 0.75);
+  const CeilingFraction t = fraction_of_ceiling(Bound::compute, {3000, 0, 400, 0}, c);
   EXPECT_EQ(t.ceiling, "bf16_tensor");
   EXPECT_DOUBLE_EQ(*t.fraction, 0.5);
 }
