@@ -3,7 +3,8 @@
 // is read once per sequence (logical) and once per (page, slot, kv head) in memory (unique). Random
 // small batches over many seeds, each feature forced on in turn: sliding windows, block-sparse
 // layouts, explicit masks, causal and non-causal prefill, shared prefixes, fp8 KV, GQA groups and
-// sequences without queries or keys.
+// sequences without queries or keys. The visible pairs behind the FLOPs are checked over the same
+// mask.
 #include "workloads/traffic.hpp"
 
 #include <algorithm>
@@ -26,6 +27,7 @@ struct DenseCount {
   int64_t rows = 0;         // (sequence, kv head, key) some query of the group sees
   int64_t unique_rows = 0;  // distinct (page, slot, kv head) of those rows
   int64_t pages = 0;        // distinct (sequence, page) holding such a row
+  int64_t pairs = 0;        // (sequence, q head, query, key) with the key visible to the query
 };
 
 DenseCount dense_count(const Batch& b) {
@@ -41,6 +43,10 @@ DenseCount dense_count(const Batch& b) {
           for (int64_t i = 0; i < b.query_lens[size_t(s)] && !seen; ++i) {
             seen = key_visible(b, s, h, i, k);
           }
+        }
+        for (int h = g * group; h < (g + 1) * group; ++h) {
+          for (int64_t i = 0; i < b.query_lens[size_t(s)]; ++i)
+            count.pairs += key_visible(b, s, h, i, k);
         }
         if (!seen) continue;
         ++count.rows;
@@ -250,6 +256,9 @@ TEST_P(TrafficAgainstDenseMask, EqualsTheBruteForceCount) {
     EXPECT_EQ(contiguous.page_entries, 0);
     EXPECT_DOUBLE_EQ(contiguous.bytes(), expected_bytes(b, dense.rows, 0));
     EXPECT_DOUBLE_EQ(contiguous.unique_bytes(), contiguous.bytes());
+
+    // The FLOPs (4 x head_dim x visible pairs) come from the same visibility.
+    EXPECT_EQ(visible_pairs(b), dense.pairs);
   }
   if (feature == Feature::shared_prefix) {
     EXPECT_GT(shared_rows_seen, 10);
