@@ -20,8 +20,8 @@ namespace {
 
 std::string memory_reason(const CeilingFraction& f) {
   std::string why = format(
-      "%.1f%% of the DRAM read ceiling (%.0f GB/s): above it, the kernel read less than the "
-      "logical minimum from DRAM and the rest from the L2",
+      "above the DRAM ceiling: L2 reuse. %.1f%% of the DRAM read ceiling (%.0f GB/s): the kernel "
+      "read less than the logical minimum from DRAM and the rest from the L2",
       *f.fraction * 100, *f.ceiling_value);
   if (f.unique_fraction && *f.unique_fraction < *f.fraction) {
     why += format(
@@ -42,13 +42,14 @@ std::string compute_reason(const CeilingFraction& f) {
   std::string why;
   if (f.clock_scaled) {
     why = format(
-        "%.1f%% of the bf16 GEMM rate calibrated at %.0f MHz and scaled to this kernel's %.0f MHz "
-        "(%.0f TFLOP/s): above it, the calibration GEMM runs below the tensor cores' peak",
+        "above the bf16 ceiling: the calibration GEMM runs below the tensor cores' peak. %.1f%% "
+        "of the bf16 GEMM rate calibrated at %.0f MHz and scaled to this kernel's %.0f MHz "
+        "(%.0f TFLOP/s)",
         *f.fraction * 100, *f.calibrated_mhz, f.result_mhz, *f.ceiling_value);
   } else if (!f.calibrated_mhz) {
     why = format(
-        "%.1f%% of the bf16 GEMM rate as calibrated (%.0f TFLOP/s), whose SM clock was not "
-        "recorded: it is not scaled to this kernel's clock",
+        "above the bf16 ceiling: not scaled to this kernel's clock. %.1f%% of the bf16 GEMM rate "
+        "as calibrated (%.0f TFLOP/s), whose SM clock was not recorded",
         *f.fraction * 100, *f.ceiling_value);
     if (f.result_mhz > 0) why += format(" (%.0f MHz)", f.result_mhz);
     why +=
@@ -56,8 +57,8 @@ std::string compute_reason(const CeilingFraction& f) {
         "`attn-bench calibrate` again to record it";
   } else {
     why = format(
-        "%.1f%% of the bf16 GEMM rate calibrated at %.0f MHz (%.0f TFLOP/s): this kernel's SM "
-        "clock was not read, so the ceiling is not scaled to it",
+        "above the bf16 ceiling: this kernel's SM clock was not read. %.1f%% of the bf16 GEMM "
+        "rate calibrated at %.0f MHz (%.0f TFLOP/s), not scaled to the kernel's clock",
         *f.fraction * 100, *f.calibrated_mhz, *f.ceiling_value);
   }
   if (f.peak_tflops && f.peak_fraction) {
@@ -73,8 +74,8 @@ std::string compute_reason(const CeilingFraction& f) {
 std::string above_ceiling_reason(const CeilingFraction& f) {
   if (f.above_peak()) {
     return format(
-        "%.1f%% of the datasheet dense bf16 peak at %.0f MHz (%.0f TFLOP/s): no kernel exceeds "
-        "it, so the time or the FLOP count of this result is wrong",
+        "above the datasheet peak: the time or the FLOP count of this result is wrong. %.1f%% of "
+        "the datasheet dense bf16 peak at %.0f MHz (%.0f TFLOP/s), which no kernel exceeds",
         *f.peak_fraction * 100, f.result_mhz, *f.peak_tflops);
   }
   if (!f.above_ceiling() || !f.ceiling_value) return "";

@@ -22,8 +22,9 @@ std::string fraction_text(const CeilingFraction& f, const std::string& missing =
 // 100%; `missing` when the device or the clock is not known.
 std::string peak_text(const CeilingFraction& f, const std::string& missing = "-");
 
-// Why the fraction is above its ceiling (or the rate above the datasheet peak), as one sentence
-// for a note; empty when it is neither.
+// Why the fraction is above its ceiling (or the rate above the datasheet peak), for a note: a
+// headline ("above the DRAM ceiling: L2 reuse", "above the bf16 ceiling: ...", "above the
+// datasheet peak: ...") and then the numbers; empty when it is neither.
 std::string above_ceiling_reason(const CeilingFraction& f);
 
 // A note under a table for a bf16 ceiling that could not be scaled to the kernel's clock because

@@ -320,7 +320,9 @@ TEST(Compare, AFractionAboveItsCeilingIsMarkedAndExplained) {
   ASSERT_TRUE(result.rows[0].a_against.above_ceiling());
   std::string md = compare_markdown(result);
   EXPECT_NE(md.find("| 120.0%* | 60.0% |"), std::string::npos) << md;
-  EXPECT_NE(md.find("* w, A: 120.0% of the DRAM read ceiling"), std::string::npos) << md;
+  EXPECT_NE(md.find("* w, A: above the DRAM ceiling: L2 reuse. 120.0% of the DRAM read ceiling"),
+            std::string::npos)
+      << md;
   EXPECT_EQ(md.find("* w, B:"), std::string::npos) << md;
   // B's bf16 ceiling has no clock: the comparison says its compute fractions are not scaled.
   EXPECT_NE(md.find("Not scaled on GPU B"), std::string::npos) << md;

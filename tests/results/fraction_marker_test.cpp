@@ -34,6 +34,7 @@ TEST(FractionMarker, AboveTheReadCeilingSharedPagesExplainIt) {
       fraction_of_ceiling(Bound::memory, {4480, 3600, 1, 0}, ceilings_with(1620));
   EXPECT_EQ(fraction_text(f), "112.0%*");
   const std::string why = above_ceiling_reason(f);
+  EXPECT_EQ(why.rfind("above the DRAM ceiling: L2 reuse. ", 0), 0u) << why;
   EXPECT_TRUE(has(why, "112.0% of the DRAM read ceiling")) << why;
   EXPECT_TRUE(has(why, "common prefix")) << why;
   EXPECT_TRUE(has(why, "90.0%")) << why;  // the unique minimum's fraction
@@ -45,6 +46,7 @@ TEST(FractionMarker, AboveTheReadCeilingWithoutSharingTheL2ExplainsIt) {
       fraction_of_ceiling(Bound::memory, {6000, 6000, 1, 0}, ceilings_with(1620));
   EXPECT_EQ(fraction_text(f), "150.0%*");
   const std::string why = above_ceiling_reason(f);
+  EXPECT_EQ(why.rfind("above the DRAM ceiling: L2 reuse. ", 0), 0u) << why;
   EXPECT_TRUE(has(why, "from the L2")) << why;
   EXPECT_FALSE(has(why, "common prefix")) << why;
   // Recorded before the unique bytes were counted: the same reason.
@@ -60,6 +62,7 @@ TEST(FractionMarker, AboveTheScaledBf16CeilingTheGemmAndThePeakExplainIt) {
   ASSERT_TRUE(f.above_ceiling());
   EXPECT_EQ(fraction_text(f), "105.2%*");
   const std::string why = above_ceiling_reason(f);
+  EXPECT_EQ(why.rfind("above the bf16 ceiling: the calibration GEMM runs below", 0), 0u) << why;
   EXPECT_TRUE(has(why, "calibrated at 1620 MHz and scaled to this kernel's 1980 MHz")) << why;
   EXPECT_TRUE(has(why, "below the tensor cores' peak")) << why;
   EXPECT_TRUE(has(why, "datasheet dense bf16 peak at 1980 MHz is 1071 TFLOP/s")) << why;
@@ -71,6 +74,7 @@ TEST(FractionMarker, AnUnscaledBf16CeilingSaysWhy) {
       fraction_of_ceiling(Bound::compute, {0, 0, 760, 1980}, ceilings_with(std::nullopt));
   EXPECT_EQ(fraction_text(f), "108.6%*");
   const std::string why = above_ceiling_reason(f);
+  EXPECT_EQ(why.rfind("above the bf16 ceiling: not scaled to this kernel's clock. ", 0), 0u) << why;
   EXPECT_TRUE(has(why, "SM clock was not recorded")) << why;
   EXPECT_TRUE(has(why, "attn-bench calibrate")) << why;
   EXPECT_EQ(peak_text(f), "-");  // no device given
@@ -92,6 +96,8 @@ TEST(FractionMarker, AboveTheDatasheetPeakIsMarkedAsWrong) {
       fraction_of_ceiling(Bound::compute, {0, 0, 1200, 1980}, ceilings_with(1620), &h100);
   EXPECT_TRUE(f.above_peak());
   EXPECT_EQ(peak_text(f), "112.1% of 1071*");
+  EXPECT_EQ(above_ceiling_reason(f).rfind("above the datasheet peak: ", 0), 0u)
+      << above_ceiling_reason(f);
   EXPECT_TRUE(has(above_ceiling_reason(f), "is wrong")) << above_ceiling_reason(f);
 }
 
