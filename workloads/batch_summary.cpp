@@ -131,7 +131,7 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
       << " in the pool (page size " << batch.page_size << ", the poison page included)\n";
   out << "bytes      KV " << human_bytes(s.kv_bytes) << " in the sequences' pages (pools "
       << human_bytes(s.kv_pool_bytes) << "), Q " << human_bytes(s.q_bytes) << "\n";
-  out << "traffic    minimum " << human_bytes(s.minimum_bytes) << " per pass, "
+  out << "traffic    minimum " << human_bytes(s.minimum_bytes) << " logical per pass, "
       << human_bytes(s.unique_minimum_bytes)
       << " unique (Q, output, the K/V rows some query sees and their page-table entries; "
          "unique: rows of pages shared through a common prefix once)\n";

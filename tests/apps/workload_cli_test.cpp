@@ -64,6 +64,7 @@ TEST_F(WorkloadCli, ShowSummarisesTheBatch) {
   EXPECT_NE(r.out.find("kv tokens " + std::to_string(batch.total_kv)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FLOP useful"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("traffic    minimum "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" logical per pass, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" unique (Q, output, the K/V rows some query sees"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("causal"), std::string::npos) << r.out;
