@@ -82,7 +82,7 @@ int calibrate(CalibrateArgs args) {
                        (e.ceiling.unstable ? " (unstable)" : ""),
                    format("%.1f", m.stats.median), std::to_string(m.stats.count),
                    format("%.2f%%", m.timing.noise * 100),
-                   m.clocks.median_mhz > 0 ? format("%.0f", m.clocks.median_mhz) : "-",
+                   e.ceiling.sm_clock_mhz ? format("%.0f", *e.ceiling.sm_clock_mhz) : "-",
                    e.ceiling.method});
     if (e.ceiling.unstable)
       std::cerr << "attn-bench: " << e.ceiling.metric << ": unstable: " << m.unstable_reason

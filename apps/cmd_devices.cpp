@@ -33,8 +33,9 @@ void print_ceilings(const DeviceInfo& d, const std::string& nvrtc_version, const
     return;
   }
   for (const auto& [metric, r] : c.by_metric) {
-    std::cout << format("    %-20s %.1f %s%s  (%s, attn-bench %s, %s)\n", metric.c_str(), r.value,
-                        metric == kBf16Tflops ? "TFLOP/s" : "GB/s", r.unstable ? " unstable" : "",
+    std::cout << format("    %-20s %.1f %s%s  (%s, %s, attn-bench %s, %s)\n", metric.c_str(),
+                        r.value, metric == kBf16Tflops ? "TFLOP/s" : "GB/s",
+                        r.unstable ? " unstable" : "", describe_clock(r).c_str(),
                         r.measured_at.c_str(), r.tool_version.c_str(), r.method.c_str());
   }
 }

@@ -17,6 +17,7 @@
 #include "base/progress.hpp"
 #include "measure/bench_run.hpp"
 #include "measure/device_records.hpp"
+#include "results/fraction_marker.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
 #include "workloads/batch.hpp"
@@ -96,16 +97,21 @@ void print_ceilings(const BenchSession& session, std::ostream& out) {
     std::string text;
     for (const auto& [metric, record] : c.by_metric) {
       text += (text.empty() ? "" : ", ") + metric + " " + format("%.1f", record.value);
+      if (metric == kBf16Tflops) text += " (" + describe_clock(record) + ")";
     }
     out << "ceilings  " << text << " (calibrated " << c.by_metric.begin()->second.measured_at
         << ")\n";
+    if (c.by_metric.count(kBf16Tflops)) {
+      const std::string note = unscaled_ceiling_note(c.by_metric.at(kBf16Tflops));
+      if (!note.empty()) out << "note      " << note << "\n";
+    }
   }
   out << std::endl;
 }
 
-std::string fraction_cell(const Measurement& m) {
-  if (!m.ceiling_fraction) return "-";
-  return format("%.1f%% %s", *m.ceiling_fraction * 100, m.ceiling.c_str());
+std::string fraction_cell(const CeilingFraction& f) {
+  if (!f.fraction) return "-";
+  return fraction_text(f) + " " + f.ceiling;
 }
 
 void print_report(const BenchReport& report, const std::string& db, std::ostream& out) {
@@ -121,12 +127,14 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
   table.add_column("GB/s", A::right);
   table.add_column("TFLOP/s", A::right);
   table.add_column("of ceiling", A::right);
+  table.add_column("of peak", A::right);
   table.add_column("SM MHz", A::right);
   table.add_column("rel_err", A::right);
   std::vector<std::string> notes;
   for (const auto& row : report.rows) {
     const Measurement& m = row.measurement;
     const bool timed = m.disposition == Disposition::passed;
+    const CeilingFraction& against = row.against;
     const std::string status = timed && m.unstable ? "unstable" : to_string(m.disposition);
     const std::string timer = m.timing.timer == "graph"
                                   ? format("graph x%d", m.timing.launches_per_sample)
@@ -136,10 +144,14 @@ void print_report(const BenchReport& report, const std::string& db, std::ostream
                    timed ? std::to_string(m.stats.count) : "-",
                    timed ? format("%.2f%%", m.timing.noise * 100) : "-", timed ? timer : "-",
                    timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
-                   timed ? fraction_cell(m) : "-",
+                   timed ? fraction_cell(against) : "-", timed ? peak_text(against) : "-",
                    timed && m.clocks.median_mhz > 0 ? format("%.0f", m.clocks.median_mhz) : "-",
                    m.verification.checked ? format("%.1e", m.verification.rel_l2_error) : "-"});
     if (!m.reason.empty()) notes.push_back(row.full_name + ": " + m.reason);
+    if (timed) {
+      const std::string why = above_ceiling_reason(against);
+      if (!why.empty()) notes.push_back(kAboveCeilingMarker + (" " + row.full_name) + ": " + why);
+    }
     if (timed && m.unstable) notes.push_back(row.full_name + ": unstable: " + m.unstable_reason);
     if (timed && m.timing.discarded > 0) {
       notes.push_back(row.full_name + ": " + std::to_string(m.timing.discarded) + " of " +

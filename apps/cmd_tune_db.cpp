@@ -241,7 +241,8 @@ void print_summary(const Store& store, const StoreSummary& s, int limit, std::os
       bool first = true;
       for (const auto& [metric, c] : d.ceilings.by_metric) {
         out << (first ? "      ceilings      " : "                    ")
-            << format("%s %.1f%s, %s, %s", metric.c_str(), c.value, c.unstable ? " (unstable)" : "",
+            << format("%s %.1f%s, %s, %s, %s", metric.c_str(), c.value,
+                      c.unstable ? " (unstable)" : "", describe_clock(c).c_str(),
                       c.measured_at.c_str(), c.method.c_str())
             << "\n";
         first = false;

@@ -11,6 +11,7 @@
 
 #include "apps/gbench_reporters.hpp"
 #include "base/errors.hpp"
+#include "results/fraction_marker.hpp"
 
 namespace attn {
 
@@ -190,7 +191,11 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
             outcomes.record_timed(name);
             state.SetIterationTime(m.stats.median * 1e-6);
             for (const auto& [key, value] : gbench_counters(row)) state.counters[key] = value;
-            if (m.unstable) state.SetLabel("unstable: " + m.unstable_reason);
+            std::string label;
+            if (m.unstable) label = "unstable: " + m.unstable_reason;
+            const std::string above = above_ceiling_reason(row.against);
+            if (!above.empty()) label += (label.empty() ? "" : "; ") + above;
+            if (!label.empty()) state.SetLabel(label);
           }
         })
         ->UseManualTime()

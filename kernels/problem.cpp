@@ -108,6 +108,12 @@ bool Problem::prefers_device_fill(const Batch& batch) {
   return bytes >= kDeviceFillThresholdBytes;
 }
 
+size_t Problem::total_bytes() const {
+  size_t total = 0;
+  for (size_t bytes : bytes_) total += bytes;
+  return total;
+}
+
 std::vector<uint8_t> Problem::download(Tensor t) const {
   if (backend_ == Backend::cpu) return host_[t];
   std::vector<uint8_t> out(bytes_[t]);

@@ -57,6 +57,7 @@ class Problem {
   const int32_t* cu_seqlens_q() const { return static_cast<const int32_t*>(address(kCuSeqlensQ)); }
 
   size_t out_bytes() const { return bytes_[kOut]; }
+  size_t total_bytes() const;  // every tensor's bytes: what one more copy of the problem takes
   // Fills the output with 0xFF bytes (NaN in bf16 and fp16) so that an element a kernel forgets
   // to write fails verification. Asynchronous on `stream` for a device problem.
   void poison_output(const Stream* stream);

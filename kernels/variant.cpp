@@ -1,5 +1,7 @@
 #include "kernels/variant.hpp"
 
+#include "workloads/visibility.hpp"
+
 namespace attn {
 
 const FeatureSet& Variant::declared_features() const {
@@ -15,6 +17,15 @@ Support Variant::check(const Batch& batch, const BatchFeatures& used, const Kern
                        const Target& target) const {
   if (Support s = check_features(declared_features(), used); !s) return s;
   return supports(batch, config, target);
+}
+
+Work minimum_work(const Batch& batch, KvStorage storage) {
+  const MinimumTraffic traffic = minimum_traffic(batch, storage);
+  Work work;
+  work.bytes = traffic.bytes();
+  work.unique_bytes = traffic.unique_bytes();
+  work.flops = 4.0 * batch.spec.model.head_dim * double(visible_pairs(batch));
+  return work;
 }
 
 Support supports_sm80_target(const Target& target, const std::string& needs) {

@@ -25,6 +25,7 @@
 #include "kernels/support.hpp"
 #include "kernels/target.hpp"
 #include "workloads/batch.hpp"
+#include "workloads/traffic.hpp"
 
 namespace attn {
 
@@ -42,11 +43,18 @@ Support supports_shared_bytes(long long shared_bytes, const Target& target);
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
                            const std::string& variant);
 
-// Minimum memory traffic and useful FLOPs of a problem, counted from actual lengths and the mask.
+// Minimum memory traffic and useful FLOPs of a problem, counted from actual lengths and the masks
+// (workloads/traffic.hpp says what the bytes count).
 struct Work {
-  double bytes = 0;
-  double flops = 0;
+  double bytes = 0;         // logical minimum: shared prefix rows once per sequence
+  double unique_bytes = 0;  // unique minimum: each row in memory once
+  double flops = 0;         // 4 x head_dim x visible (q head, query, key) pairs
 };
+
+// The Work of a kernel that reads K and V from `storage`: minimum_traffic's logical and unique
+// bytes, and 2 multiply-adds per (q head, visible key, dim) for Q.K and P.V (visible_pairs: the
+// same visibility the traffic counts).
+Work minimum_work(const Batch& batch, KvStorage storage);
 
 // A problem bound to a config, ready to run. launch() enqueues the work (CUDA: on the stream the
 // variant was prepared with; CPU: runs it to completion).

@@ -94,11 +94,18 @@ void BenchSession::begin(Store& store, const RunRecord& run) {
   ceilings_ = store.ceilings(device_.fingerprint());
 }
 
+void BenchSession::set_against_ceiling(Family family, BenchRow& row) const {
+  apply_ceiling(family, ceilings_, row.measurement);
+  if (row.measurement.ceiling_fraction) {
+    row.against = ceiling_fraction_of(family, row.measurement, ceilings_, &device_);
+  }
+}
+
 BenchRow BenchSession::measure_and_store(const BenchCase& bench_case) {
   ATTN_ASSERT(store_, "BenchSession::begin() must come before measure()");
-  BenchRow row{bench_case.full_name, 0, {}};
+  BenchRow row{bench_case.full_name, 0, {}, {}};
   row.measurement = state_->evaluator->evaluate(*bench_case.variant, bench_case.config);
-  apply_ceiling(bench_case.variant->family(), ceilings_, row.measurement);
+  set_against_ceiling(bench_case.variant->family(), row);
   row.measurement_id =
       store_->add_measurement(report_.run_id, device_id_, workload_id_, row.measurement);
   return row;
@@ -116,8 +123,8 @@ const std::vector<float>& BenchSession::reference_output() {
 const BenchRow& BenchSession::record(const std::string& full_name, Family family,
                                      Measurement measurement) {
   ATTN_ASSERT(store_, "BenchSession::begin() must come before record()");
-  BenchRow row{full_name, 0, std::move(measurement)};
-  apply_ceiling(family, ceilings_, row.measurement);
+  BenchRow row{full_name, 0, std::move(measurement), {}};
+  set_against_ceiling(family, row);
   row.measurement_id =
       store_->add_measurement(report_.run_id, device_id_, workload_id_, row.measurement);
   report_.rows.push_back(std::move(row));

@@ -13,6 +13,7 @@
 #include "kernels/registry.hpp"
 #include "measure/reference_oracle.hpp"
 #include "measure/timing_policy.hpp"
+#include "results/ceilings.hpp"
 #include "results/records.hpp"
 #include "results/store.hpp"
 #include "workloads/batch.hpp"
@@ -40,6 +41,10 @@ struct BenchRow {
   std::string full_name;
   int64_t measurement_id = 0;
   Measurement measurement;
+  // The measurement against its family's ceiling on this device, with the datasheet peak and what
+  // explains a fraction above 100% (results/fraction_marker.hpp); no fraction when not timed or
+  // not calibrated.
+  CeilingFraction against;
 };
 
 // The A/A noise floor of one case: measured twice in a row in one process.
@@ -107,6 +112,8 @@ class BenchSession {
  private:
   BenchSession(const Batch& batch, const BenchOptions& options);
   BenchRow measure_and_store(const BenchCase& bench_case);
+  // Sets row.measurement's ceiling and fraction, and row.against.
+  void set_against_ceiling(Family family, BenchRow& row) const;
   struct State;
   const Batch& batch_;
   BenchOptions options_;

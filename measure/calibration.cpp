@@ -107,6 +107,14 @@ JitProgram gemm_mma_sync_program(const std::string& arch, int stages) {
   return program;
 }
 
+std::optional<double> ceiling_clock_mhz(const Measurement& m) {
+  if (m.clocks.median_mhz > 0) return m.clocks.median_mhz;
+  if (m.clocks.nvml_sm_clock_mhz && *m.clocks.nvml_sm_clock_mhz > 0) {
+    return m.clocks.nvml_sm_clock_mhz;
+  }
+  return std::nullopt;
+}
+
 std::string check_calibration_options(const CalibrationOptions& o, const std::string& arch) {
   if (o.stream_bytes < (size_t(1) << 20) || o.stream_bytes % 16 != 0)
     return "the stream buffer must be at least 1 MiB and a multiple of 16 bytes";
@@ -194,6 +202,7 @@ std::vector<CalibrationEntry> calibrate_device(
     entry.ceiling.sample_count = int64_t(m.stats.count);
     entry.ceiling.noise = m.timing.noise;
     entry.ceiling.unstable = m.unstable;
+    entry.ceiling.sm_clock_mhz = ceiling_clock_mhz(m);
     return entry;
   };
 

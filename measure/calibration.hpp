@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ JitProgram gemm_wgmma_program(const std::string& arch, int bn, int consumers, in
 JitProgram gemm_mma_sync_program(const std::string& arch, int stages);
 // Empty when the options are valid for `arch`; else what is wrong.
 std::string check_calibration_options(const CalibrationOptions& options, const std::string& arch);
+
+// The SM clock a ceiling was measured at, from its measurement: the median clock-probe reading
+// of the kept samples, else NVML's reading at the end, else nullopt (not known).
+std::optional<double> ceiling_clock_mhz(const Measurement& measurement);
 
 struct CalibrationEntry {
   CeilingRecord ceiling;    // value 0 when it could not be measured

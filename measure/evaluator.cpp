@@ -8,6 +8,7 @@
 #include "kernels/reference/gpu_tiled_reference.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "measure/device_memory.hpp"
+#include "measure/rotation_copies.hpp"
 #include "measure/verify.hpp"
 
 namespace attn {
@@ -140,6 +141,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
   Measurement m = case_measurement(variant, config, policy);
   const Work work = variant.work(batch_);
   m.bytes = work.bytes;
+  m.unique_bytes = work.unique_bytes;
   m.flops = work.flops;
 
   if (variant.backend() != context_.target.backend) {
@@ -221,12 +223,14 @@ std::vector<Launcher*> Evaluator::rotation(const Variant& variant, const KernelC
                                            Launcher& first,
                                            std::vector<std::unique_ptr<Launcher>>& owned) {
   // Copies of the inputs so that the launches of one graph together read at least twice the L2
-  // from DRAM; capped so a tiny problem does not need thousands of copies.
-  constexpr size_t kMaxCopies = 64;
-  const double footprint = std::max(1.0, variant.work(batch_).bytes);
-  const double l2 = double(cuda_->info().l2_bytes);
+  // from DRAM: by what one launch must read (a window's rows, a shared prefix once), within the
+  // device memory left (copies made for an earlier case are already counted as used).
+  size_t free = 0, total = 0;
+  ATTN_CU_CHECK(cuda_->api(), cuMemGetInfo(&free, &total));
+  const double copy = double(host_.total_bytes());
   const size_t copies =
-      std::clamp<size_t>(size_t(std::ceil(2 * l2 / footprint)), size_t(1), kMaxCopies);
+      rotation_copies(variant.work(batch_).unique_bytes, double(cuda_->info().l2_bytes), copy,
+                      double(free) + double(rotation_problems_.size()) * copy);
   while (rotation_problems_.size() + 1 < copies) {
     rotation_problems_.push_back(Problem::on_device(host_, *cuda_));
   }

@@ -339,6 +339,7 @@ void apply_peer_work(const Batch& batch, const Registry& registry, Measurement& 
   ATTN_ASSERT(model != nullptr, "every family has a cpu_reference variant");
   const Work work = model->work(batch);
   m.bytes = work.bytes;
+  m.unique_bytes = work.unique_bytes;
   m.flops = work.flops;
 }
 

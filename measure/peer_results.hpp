@@ -66,7 +66,8 @@ WorkloadRecord peer_workload_record(const PeerResultsHeader& header, const std::
 // are given: blocksparse for a block-sparse layout, paged_decode for a decode batch, flash_fwd for
 // dense attention flash_fwd serves (no context), else prefix_prefill.
 Family peer_family(const Batch& batch, const Registry& registry);
-// Sets family, bytes and flops of a peer measurement from that family's work model.
+// Sets family, bytes (logical and unique) and flops of a peer measurement from that family's work
+// model: peers are set against the same byte and FLOP counts as our variants.
 void apply_peer_work(const Batch& batch, const Registry& registry, Measurement& measurement);
 
 }  // namespace attn

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "results/records.hpp"
+
 namespace attn {
 
 // Metric names, as stored in ceilings.metric.
@@ -25,7 +27,14 @@ struct CeilingRecord {
   bool unstable = false;
   std::string tool_version, git_commit;
   std::string measured_at;  // ISO 8601 UTC; empty: the store sets it
+  // The SM clock it was measured at (the median clock-probe reading of its samples, else NVML's
+  // reading at the end); empty when not known: calibrated before schema v6 recorded it, or with
+  // neither reading.
+  std::optional<double> sm_clock_mhz;
 };
+
+// "at 1620 MHz", or "SM clock not recorded" for a ceiling without one.
+std::string describe_clock(const CeilingRecord& record);
 
 // The latest record of each metric for one device.
 struct DeviceCeilings {
@@ -37,11 +46,39 @@ struct DeviceCeilings {
 // Which ceiling a result is set against: memory-bound families against the read bandwidth,
 // compute-bound ones against the bf16 tensor-core rate.
 enum class Bound { memory, compute };
-struct CeilingFraction {
-  std::string ceiling;             // "read_bw" or "bf16_tensor"
-  std::optional<double> fraction;  // nullopt when the device has no such ceiling
+
+// What a result achieved, as setting it against a ceiling needs it.
+struct AchievedRate {
+  double gbps = 0;          // the logical minimum bytes / median
+  double unique_gbps = 0;   // the unique minimum bytes / median; 0 when not known
+  double tflops = 0;        // useful FLOPs / median
+  double sm_clock_mhz = 0;  // the SM clock the result ran at; 0 when not known
 };
-CeilingFraction fraction_of_ceiling(Bound bound, double gbps, double tflops,
-                                    const DeviceCeilings& ceilings);
+
+// A result against its bound's ceiling. Memory: the read bandwidth as calibrated (DRAM bandwidth
+// does not follow the SM clock). Compute: the tensor cores' rate is proportional to the SM clock,
+// and the calibration GEMM runs power-limited at a lower clock than attention kernels, so the
+// calibrated rate is scaled to the result's clock (value x result clock / calibration clock) when
+// both clocks are known, and used as measured otherwise (clock_scaled says which).
+struct CeilingFraction {
+  std::string ceiling;                  // "read_bw" or "bf16_tensor"
+  std::optional<double> fraction;       // achieved / ceiling_value; nullopt: no such ceiling
+  std::optional<double> ceiling_value;  // GB/s or TFLOP/s, as the fraction is against it
+  // Memory: the unique minimum's rate over the ceiling (shared prefix rows once), when known.
+  std::optional<double> unique_fraction;
+  // Compute: the clocks, and the datasheet peak at the result's clock (DeviceRecord known to
+  // results/tensor_peak.hpp).
+  std::optional<double> calibrated_mhz;  // the ceiling's clock; nullopt: not recorded
+  double result_mhz = 0;                 // the result's clock; 0: not known
+  bool clock_scaled = false;
+  std::optional<double> peak_tflops;
+  std::optional<double> peak_fraction;  // achieved / peak_tflops
+  bool above_ceiling() const { return fraction && *fraction > 1.0; }
+  bool above_peak() const { return peak_fraction && *peak_fraction > 1.0; }
+};
+// `device`, when given, adds the datasheet peak of a compute-bound result.
+CeilingFraction fraction_of_ceiling(Bound bound, const AchievedRate& rate,
+                                    const DeviceCeilings& ceilings,
+                                    const DeviceRecord* device = nullptr);
 
 }  // namespace attn

@@ -74,8 +74,9 @@ std::optional<CeilingFraction> fraction_for(const ConfigTiming& c,
                                             const CompareSettings& settings) {
   const std::optional<Bound> bound = bound_of_family(c.family);
   if (!bound || !(c.median_us > 0)) return std::nullopt;
-  const double gbps = c.bytes / (c.median_us * 1e3), tflops = c.flops / (c.median_us * 1e6);
-  return fraction_of_ceiling(*bound, gbps, tflops, ceilings_of(settings, c.device_id));
+  const auto device = settings.devices.find(c.device_id);
+  return fraction_of_ceiling(*bound, c.rate(), ceilings_of(settings, c.device_id),
+                             device == settings.devices.end() ? nullptr : &device->second);
 }
 
 // What makes two configs of the two sides the same config (CompareSettings::configs_by_key).
@@ -103,6 +104,16 @@ const ConfigTiming& fastest(const std::vector<ConfigTiming>& configs) {
 }
 
 }  // namespace
+
+AchievedRate ConfigTiming::rate() const {
+  AchievedRate r;
+  if (!(median_us > 0)) return r;
+  r.gbps = bytes / (median_us * 1e3);
+  r.unique_gbps = unique_bytes ? *unique_bytes / (median_us * 1e3) : 0;
+  r.tflops = flops / (median_us * 1e6);
+  r.sm_clock_mhz = sm_clock_mhz;
+  return r;
+}
 
 std::vector<ConfigTiming> representatives(const std::vector<StoredMeasurement>& measurements) {
   std::map<std::pair<std::string, std::string>, const StoredMeasurement*> chosen;
@@ -133,6 +144,8 @@ std::vector<ConfigTiming> representatives(const std::vector<StoredMeasurement>& 
     c.median_us = m.stats.median;
     c.bytes = m.bytes;
     c.flops = m.flops;
+    c.unique_bytes = m.unique_bytes;
+    c.sm_clock_mhz = achieved_rate(m).sm_clock_mhz;
     c.samples = m.kept_samples();
     c.unstable = m.unstable;
     if (c.samples.empty()) continue;  // statistics without samples cannot be tested: left out
@@ -177,9 +190,11 @@ WorkloadComparison compare_workload(const WorkloadSides& sides, const CompareSet
   if (const auto a_fraction = fraction_for(out.a_best, settings)) {
     out.ceiling = a_fraction->ceiling;
     out.a_fraction = a_fraction->fraction;
+    out.a_against = *a_fraction;
   }
   if (const auto b_fraction = fraction_for(out.b_best, settings)) {
     out.b_fraction = b_fraction->fraction;
+    out.b_against = *b_fraction;
   }
 
   const auto a = by_identity(sides.a, settings.configs_by_key);
@@ -475,6 +490,7 @@ CompareResult compare(const Store& store, const CompareRequest& request) {
     if (!device_ids.count(d.id)) continue;
     result.devices.push_back(d);
     settings.ceilings[d.id] = store.ceilings(d.fingerprint);
+    settings.devices[d.id] = d.record;
   }
   result.ceilings = settings.ceilings;
 

@@ -29,9 +29,12 @@ struct ConfigTiming {
   int64_t measurement_id = 0, run_id = 0, device_id = 0;
   std::string family, variant, config_key, policy;
   double median_us = 0;
-  double bytes = 0, flops = 0;  // minimum traffic and useful FLOPs of the problem
-  std::vector<double> samples;  // the kept samples, microseconds
+  double bytes = 0, flops = 0;         // minimum traffic (logical) and useful FLOPs of the problem
+  std::optional<double> unique_bytes;  // unique minimum traffic, when recorded
+  double sm_clock_mhz = 0;             // the clock it ran at (achieved_rate); 0: not known
+  std::vector<double> samples;         // the kept samples, microseconds
   bool unstable = false;
+  AchievedRate rate() const;  // from the median
 };
 
 // Per (variant, config key), the measurement that speaks for the config: passed and timed, of the
@@ -71,6 +74,7 @@ struct CompareSettings {
   bool configs_by_key = false;
   double threshold = kDefaultRegressionThreshold;  // is_regression's (0.05 = 5%)
   std::map<int64_t, DeviceCeilings> ceilings;  // by device id; a device without one: not calibrated
+  std::map<int64_t, DeviceRecord> devices;     // by device id, for the datasheet peak
 };
 
 struct WorkloadComparison {
@@ -84,6 +88,7 @@ struct WorkloadComparison {
   Verdict verdict = Verdict::same;  // speedup_verdict(speedup)
   std::string ceiling;  // "read_bw" or "bf16_tensor" (the family's bound); empty: unknown family
   std::optional<double> a_fraction, b_fraction;  // of each best's device ceiling
+  CeilingFraction a_against, b_against;          // the same, with what explains a fraction > 1
   bool best_differs = false;
   std::optional<ConfigTiming> a_best_on_b;  // B's measurement of A's best config, when it has one
   std::optional<double> transfer_regret;    // of a_best_on_b against b_best

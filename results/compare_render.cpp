@@ -3,6 +3,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "results/fraction_marker.hpp"
 #include "results/table.hpp"
 
 namespace attn {
@@ -110,16 +111,35 @@ std::string compare_markdown(const CompareResult& result, int level) {
     out << "| " << cell(r.workload) << " | " << median_cell(r.a_best, r.comparison.a) << " | "
         << median_cell(r.b_best, r.comparison.b) << " | " << format_speedup(r.speedup) << " | "
         << to_string(r.verdict) << (r.regression ? " (regression)" : "") << " | "
-        << (r.ceiling.empty() ? "n/a" : r.ceiling) << " | " << percent(r.a_fraction) << " | "
-        << percent(r.b_fraction) << " | "
+        << (r.ceiling.empty() ? "n/a" : r.ceiling) << " | " << fraction_text(r.a_against) << " | "
+        << fraction_text(r.b_against) << " | "
         << (r.predicted_b_us ? format("%.2f", *r.predicted_b_us) : "n/a") << " | "
         << percent(r.prediction_error, "%+.1f%%") << " |\n";
   }
   out << "\nA fraction of ceiling is the best config's achieved rate over its device's calibrated "
-         "ceiling for the family's bound (`read_bw`: read GB/s, `bf16_tensor`: bf16 TFLOP/s); "
-         "n/a when the device was not calibrated. B predicted = A's median x A's ceiling / B's "
-         "ceiling (the roofline: the same fraction of each device's bound); error = measured / "
-         "predicted - 1; n/a on one device or without both ceilings.\n\n";
+         "ceiling for the family's bound (`read_bw`: read GB/s of the logical minimum bytes, "
+         "`bf16_tensor`: bf16 TFLOP/s, the ceiling scaled to the config's SM clock where the "
+         "calibration recorded its own); n/a when the device was not calibrated. B predicted = "
+         "A's median x A's ceiling / B's ceiling (the roofline: the same fraction of each "
+         "device's bound); error = measured / predicted - 1; n/a on one device or without both "
+         "ceilings.\n\n";
+  std::string above;
+  for (const WorkloadComparison& r : result.rows) {
+    for (const auto& [side, f] :
+         {std::pair<const char*, const CeilingFraction*>{"A", &r.a_against}, {"B", &r.b_against}}) {
+      const std::string why = above_ceiling_reason(*f);
+      if (!why.empty())
+        above += std::string(kAboveCeilingMarker) + " " + cell(r.workload) + ", " + side + ": " +
+                 why + ".\n";
+    }
+  }
+  for (const StoredDevice& d : result.devices) {
+    const auto it = result.ceilings.find(d.id);
+    if (it == result.ceilings.end() || !it->second.by_metric.count(kBf16Tflops)) continue;
+    const std::string note = unscaled_ceiling_note(it->second.by_metric.at(kBf16Tflops));
+    if (!note.empty()) above += "Not scaled on " + cell(device_label(d)) + ": " + note + ".\n";
+  }
+  if (!above.empty()) out << above << "\n";
 
   out << h << "# Best configs\n\n";
   out << "| workload | A's best | B's best | differs | A's best on B us | transfer regret | "

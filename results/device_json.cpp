@@ -16,7 +16,8 @@ json ceilings_json(const DeviceCeilings& ceilings) {
                    {"noise", r.noise},
                    {"unstable", r.unstable},
                    {"tool_version", r.tool_version},
-                   {"git_commit", r.git_commit}};
+                   {"git_commit", r.git_commit},
+                   {"sm_clock_mhz", r.sm_clock_mhz ? json(*r.sm_clock_mhz) : json(nullptr)}};
   }
   return out;
 }

@@ -87,9 +87,17 @@ struct Measurement {
   std::string ceiling;
   std::optional<double> ceiling_fraction;  // achieved rate / ceiling
   Verification verification;
-  double bytes = 0;  // minimum traffic of the problem
+  // Minimum traffic of the problem (workloads/traffic.hpp): `bytes` reads rows of K/V pages that
+  // sequences share through a common prefix once per sequence (logical), `unique_bytes` once
+  // (empty in results recorded before it was counted).
+  double bytes = 0;
+  std::optional<double> unique_bytes;
   double flops = 0;  // useful FLOPs of the problem
   double gbps() const { return stats.median > 0 ? bytes / (stats.median * 1e3) : 0; }
+  // unique_bytes / median in GB/s; 0 when either is missing.
+  double unique_gbps() const {
+    return stats.median > 0 && unique_bytes ? *unique_bytes / (stats.median * 1e3) : 0;
+  }
   double tflops() const { return stats.median > 0 ? flops / (stats.median * 1e6) : 0; }
   // The kept samples (samples_us without the discarded ones).
   std::vector<double> kept_samples() const;

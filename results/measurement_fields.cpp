@@ -233,6 +233,7 @@ std::vector<MeasurementField> make_fields() {
       field({"tolerance", "REAL", verified}, checks, "tolerance", &V::tolerance),
       field({"reference", "TEXT", verified}, checks, "reference", &V::reference),
       field({"bytes", "REAL"}, "bytes", &M::bytes),
+      field({"unique_bytes", "REAL"}, "unique_bytes", &M::unique_bytes),
       field({"flops", "REAL"}, "flops", &M::flops),
   };
 }

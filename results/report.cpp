@@ -12,6 +12,7 @@
 #include "base/kernel_config.hpp"
 #include "base/variant_aliases.hpp"
 #include "results/compare_render.hpp"
+#include "results/fraction_marker.hpp"
 #include "results/roofline.hpp"
 #include "results/table.hpp"
 
@@ -133,19 +134,20 @@ std::string ceilings_section(const std::vector<DeviceData>& devices) {
   out << "## Ceilings\n\n";
   out << "The latest of each metric `attn-bench calibrate` measured per device "
          "(docs/measurement.md).\n\n";
-  out << "| device | metric | value | method | samples | noise | unstable | measured at | tool "
-         "| commit |\n";
-  out << "|---|---|--:|---|--:|--:|---|---|---|---|\n";
+  out << "| device | metric | value | SM clock | method | samples | noise | unstable | measured at "
+         "| tool | commit |\n";
+  out << "|---|---|--:|---|---|--:|--:|---|---|---|---|\n";
   std::vector<std::string> uncalibrated;
   for (const DeviceData& data : devices) {
     if (data.ceilings.empty()) uncalibrated.push_back(device_label(data.device));
     for (const auto& [metric, c] : data.ceilings.by_metric) {
       const char* unit = metric == kBf16Tflops ? "TFLOP/s" : "GB/s";
       out << "| " << cell(device_label(data.device)) << " | " << metric << " | "
-          << format("%.1f %s", c.value, unit) << " | " << cell(c.method) << " | " << c.sample_count
-          << " | " << format("%.2f%%", c.noise * 100) << " | " << (c.unstable ? "yes" : "no")
-          << " | " << c.measured_at << " | " << cell(c.tool_version) << " | " << cell(c.git_commit)
-          << " |\n";
+          << format("%.1f %s", c.value, unit) << " | "
+          << (c.sm_clock_mhz ? format("%.0f MHz", *c.sm_clock_mhz) : "not recorded") << " | "
+          << cell(c.method) << " | " << c.sample_count << " | " << format("%.2f%%", c.noise * 100)
+          << " | " << (c.unstable ? "yes" : "no") << " | " << c.measured_at << " | "
+          << cell(c.tool_version) << " | " << cell(c.git_commit) << " |\n";
     }
   }
   out << "\n";
@@ -263,7 +265,7 @@ Report build_report(const Store& store, const ReportRequest& request) {
     roofline.title = {"Roofline of " + label};
     roofline.read_gbps = data.ceilings.value(kReadGbps);
     roofline.bf16_tflops = data.ceilings.value(kBf16Tflops);
-    std::ostringstream points;
+    std::ostringstream points, above;
     points << "| workload | variant | best config | median us | FLOP/byte | TFLOP/s | GB/s | of "
               "ceiling |\n";
     points << "|---|---|---|--:|--:|--:|--:|--:|\n";
@@ -281,15 +283,21 @@ Report build_report(const Store& store, const ReportRequest& request) {
         const double intensity = best.bytes > 0 ? best.flops / best.bytes : 0;
         if (intensity > 0 && tflops > 0)
           roofline.points.push_back({best.family, intensity, tflops});
-        std::optional<double> fraction;
+        CeilingFraction fraction;
         if (const std::optional<Family> f = family_from_string(best.family)) {
-          fraction = fraction_of_ceiling(bound_of(*f), gbps, tflops, data.ceilings).fraction;
+          fraction =
+              fraction_of_ceiling(bound_of(*f), best.rate(), data.ceilings, &data.device.record);
         }
         points << "| " << cell(w.name) << " | " << cell(variant) << " | "
                << cell(best.config_key.empty() ? "(none)" : best.config_key) << " | "
                << format("%.2f", best.median_us) << " | " << format("%.4g", intensity) << " | "
                << format("%.2f", tflops) << " | " << format("%.1f", gbps) << " | "
-               << (fraction ? format("%.1f%%", *fraction * 100) : "n/a") << " |\n";
+               << fraction_text(fraction) << " |\n";
+        const std::string why = above_ceiling_reason(fraction);
+        if (!why.empty()) {
+          above << kAboveCeilingMarker << " " << cell(w.name) << " / " << cell(variant) << ": "
+                << why << ".\n";
+        }
         sweeps.push_back({w.name, w.hash, variant, std::move(configs)});
       }
     }
@@ -307,11 +315,19 @@ Report build_report(const Store& store, const ReportRequest& request) {
                      *roofline.bf16_tflops * 1000 / *roofline.read_gbps);
     }
     body << ". Each point is the best config of one variant on one workload: arithmetic "
-            "intensity = useful FLOPs / minimum bytes, against achieved TFLOP/s.\n\n";
+            "intensity = useful FLOPs / minimum bytes, against achieved TFLOP/s. Of ceiling: "
+            "GB/s of the logical minimum bytes over the read ceiling, or TFLOP/s over the bf16 "
+            "ceiling scaled to the config's SM clock where the calibration recorded its own.\n\n";
     if (data.configs.empty()) {
       body << "No passed measurement on this device.\n\n";
     } else {
       body << points.str() << "\n";
+      std::string notes = above.str();
+      if (data.ceilings.by_metric.count(kBf16Tflops)) {
+        const std::string note = unscaled_ceiling_note(data.ceilings.by_metric.at(kBf16Tflops));
+        if (!note.empty()) notes += "Not scaled: " + note + ".\n";
+      }
+      if (!notes.empty()) body << notes << "\n";
     }
 
     // Heatmaps of the sweeps over two axes.

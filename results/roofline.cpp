@@ -6,8 +6,22 @@ Bound bound_of(Family family) {
   return family == Family::paged_decode ? Bound::memory : Bound::compute;
 }
 
+AchievedRate achieved_rate(const Measurement& m) {
+  AchievedRate rate;
+  rate.gbps = m.gbps();
+  rate.unique_gbps = m.unique_gbps();
+  rate.tflops = m.tflops();
+  rate.sm_clock_mhz = m.clocks.median_mhz > 0 ? m.clocks.median_mhz : m.clocks.expected_mhz;
+  return rate;
+}
+
+CeilingFraction ceiling_fraction_of(Family family, const Measurement& m,
+                                    const DeviceCeilings& ceilings, const DeviceRecord* device) {
+  return fraction_of_ceiling(bound_of(family), achieved_rate(m), ceilings, device);
+}
+
 void apply_ceiling(Family family, const DeviceCeilings& ceilings, Measurement& m) {
-  const CeilingFraction f = fraction_of_ceiling(bound_of(family), m.gbps(), m.tflops(), ceilings);
+  const CeilingFraction f = ceiling_fraction_of(family, m, ceilings);
   m.ceiling = f.ceiling;
   m.ceiling_fraction =
       m.disposition == Disposition::passed && m.stats.median > 0 ? f.fraction : std::nullopt;

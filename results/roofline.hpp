@@ -13,7 +13,18 @@ namespace attn {
 
 Bound bound_of(Family family);
 
-// Sets m.ceiling and m.ceiling_fraction (left empty when the device has no such ceiling).
+// What `m` achieved: its logical and unique GB/s, TFLOP/s, and the SM clock it ran at (the median
+// clock-probe reading of its kept samples, else the expected clock, else not known).
+AchievedRate achieved_rate(const Measurement& m);
+
+// `m` against its family's ceiling (ceilings.hpp: compute ceilings scaled to m's clock); with
+// `device`, the datasheet peak beside it.
+CeilingFraction ceiling_fraction_of(Family family, const Measurement& m,
+                                    const DeviceCeilings& ceilings,
+                                    const DeviceRecord* device = nullptr);
+
+// Sets m.ceiling and m.ceiling_fraction (left empty when the device has no such ceiling, or m was
+// not timed): the fraction as measured, above 1 included.
 void apply_ceiling(Family family, const DeviceCeilings& ceilings, Measurement& m);
 
 // The device's ceiling for a bound: its read bandwidth (GB/s) for memory, its bf16 tensor rate

@@ -261,6 +261,15 @@ ALTER TABLE runs ADD COLUMN owner_start TEXT;
 ALTER TABLE attempts ADD COLUMN heartbeat_at TEXT;
 )sql";
 
+// Schema v6 (bytes users can trust): the unique minimum traffic of a measurement (rows of pages
+// shared through a common prefix once; `bytes` stays the logical minimum), and the SM clock each
+// ceiling was measured at, so that a compute ceiling can be set against a kernel at the clock the
+// kernel ran at. Both nullable: rows written before read back as not known.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE measurements ADD COLUMN unique_bytes REAL;
+ALTER TABLE ceilings ADD COLUMN sm_clock_mhz REAL CHECK (sm_clock_mhz IS NULL OR sm_clock_mhz > 0);
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited. A column
 // added to `measurements` is also a row of the field table (results/measurement_fields.cpp), which
@@ -282,6 +291,7 @@ constexpr Migration kMigrations[] = {
      "(cuda_driver_version, the old driver_version)",
      kSchemaV4},
     {5, "owner process (host, pid, start time) of runs; heartbeat of attempts", kSchemaV5},
+    {6, "unique minimum bytes of measurements; SM clock of ceilings", kSchemaV6},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");
@@ -691,8 +701,8 @@ int64_t Store::add_ceiling(const std::string& device_fingerprint, const CeilingR
   ATTN_ASSERT(is_utc_timestamp(measured_at), "CeilingRecord::measured_at must be ISO 8601 UTC");
   Statement s(*db_, R"sql(
     INSERT INTO ceilings (device_fingerprint, metric, value, method, sample_count, noise, unstable,
-                          tool_version, git_commit, measured_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+                          tool_version, git_commit, measured_at, sm_clock_mhz)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
   s.bind(1, device_fingerprint)
       .bind(2, c.metric)
       .bind(3, c.value)
@@ -702,7 +712,8 @@ int64_t Store::add_ceiling(const std::string& device_fingerprint, const CeilingR
       .bind(7, int64_t(c.unstable ? 1 : 0))
       .bind(8, c.tool_version)
       .bind(9, c.git_commit)
-      .bind(10, measured_at);
+      .bind(10, measured_at)
+      .bind(11, c.sm_clock_mhz && *c.sm_clock_mhz > 0 ? c.sm_clock_mhz : std::nullopt);
   s.run();
   return db_->last_insert_rowid();
 }
@@ -711,7 +722,7 @@ DeviceCeilings Store::ceilings(const std::string& device_fingerprint) const {
   // Timestamps sort in time order; the id breaks ties within one millisecond.
   Statement s(*db_, R"sql(
     SELECT metric, value, method, sample_count, noise, unstable, tool_version, git_commit,
-           measured_at
+           measured_at, sm_clock_mhz
     FROM ceilings WHERE device_fingerprint = ? ORDER BY measured_at, id)sql");
   s.bind(1, device_fingerprint);
   DeviceCeilings out;
@@ -727,6 +738,7 @@ DeviceCeilings Store::ceilings(const std::string& device_fingerprint) const {
     c.tool_version = s.column_text(i++);
     c.git_commit = s.column_text(i++);
     c.measured_at = s.column_text(i++);
+    c.sm_clock_mhz = s.column_optional_double(i++);
     out.by_metric[c.metric] = c;  // later rows replace earlier ones
   }
   return out;

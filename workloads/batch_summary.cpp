@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "workloads/batch_data.hpp"
+#include "workloads/traffic.hpp"
 #include "workloads/visibility.hpp"
 
 namespace attn {
@@ -110,6 +111,9 @@ BatchSummary summarize_batch(const Batch& batch) {
   s.kv_bytes = 2.0 * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;
   s.kv_pool_bytes = 2.0 * double(pool_elements(batch)) * kv_element;
   s.q_bytes = double(query_elements(batch)) * double(size_of(batch.dtype));
+  const MinimumTraffic traffic = minimum_traffic(batch, KvStorage::paged);
+  s.minimum_bytes = traffic.bytes();
+  s.unique_minimum_bytes = traffic.unique_bytes();
   s.visible_pairs = visible_pairs(batch);
   s.useful_flops = 4.0 * m.head_dim * double(s.visible_pairs);
   s.features = features_of(batch);
@@ -129,8 +133,12 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
       << batch.max_kv_len() << ")\n";
   out << "pages      " << s.pages_used << " used of " << s.pages_capacity
       << " in the pool (page size " << batch.page_size << ", the poison page included)\n";
-  out << "bytes      KV " << human_bytes(s.kv_bytes) << " read per pass (pools "
+  out << "bytes      KV " << human_bytes(s.kv_bytes) << " in the sequences' pages (pools "
       << human_bytes(s.kv_pool_bytes) << "), Q " << human_bytes(s.q_bytes) << "\n";
+  out << "traffic    minimum " << human_bytes(s.minimum_bytes) << " logical per pass, "
+      << human_bytes(s.unique_minimum_bytes)
+      << " unique (Q, output, the K/V rows some query sees and their page-table entries; "
+         "unique: rows of pages shared through a common prefix once)\n";
   out << "work       " << human_count(double(s.visible_pairs))
       << " visible (head, query, key) pairs, " << human_count(s.useful_flops)
       << "FLOP useful (4 * head_dim * pairs)\n";

@@ -124,6 +124,76 @@ int64_t visible_key_count(const Batch& batch, int seq, int q_head, int64_t q_ind
   return count;
 }
 
+std::vector<KeyRange> visible_key_ranges(const Batch& batch, int seq, int kv_head) {
+  const size_t s = size_t(seq);
+  const int64_t c = batch.context_lens[s], q = batch.query_lens[s], kv_len = batch.kv_lens[s];
+  std::vector<KeyRange> out;
+  if (q <= 0 || kv_len <= 0) return out;
+  // Appends [first, last], joined to the previous range when they touch (callers go in order).
+  auto append = [&out](int64_t first, int64_t last) {
+    if (!out.empty() && out.back().last + 1 >= first) {
+      out.back().last = std::max(out.back().last, last);
+    } else {
+      out.push_back({first, last});
+    }
+  };
+  if (batch.explicit_mask) {
+    const ExplicitMask& mask = *batch.explicit_mask;
+    std::vector<uint8_t> seen(size_t(kv_len), 0);
+    const uint8_t* grid = mask.bits.data() + mask.offsets[s];
+    for (int64_t i = 0; i < q; ++i) {
+      const uint8_t* row = grid + i * kv_len;
+      for (int64_t k = 0; k < kv_len; ++k) seen[size_t(k)] |= row[k];
+    }
+    for (int64_t k = 0; k < kv_len; ++k) {
+      if (seen[size_t(k)]) append(k, k);
+    }
+    return out;
+  }
+  // Without a layout, each query's keys are one interval whose ends only grow with its position,
+  // and each interval holds its own query's key, so together they are one interval: the first
+  // query's lower end to the last query's upper end (the last key, causal or not).
+  if (!batch.block_sparse) {
+    append(rule_interval(batch, kv_len, c).lo, kv_len - 1);
+    return out;
+  }
+  // Block-sparse: the queries of block row i together see [lo(first), hi(last)] by the rules, so
+  // of a kept key block they see its part inside that interval. That part always ends at the
+  // block's last key (a causal query block sees a key block only from the diagonal on, and then
+  // past its end), so a block's visible keys are the widest such suffix over the rows and heads
+  // that keep it.
+  const BlockSparseLayout& layout = *batch.block_sparse;
+  const int64_t bs = layout.block_size;
+  const int64_t blocks = (kv_len + bs - 1) / bs;
+  const int64_t none = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> start(size_t(blocks), none);  // per key block: its first visible key
+  const int group = batch.spec.group_size();
+  for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+    for (int64_t i = c / bs; i < blocks; ++i) {
+      const int64_t first = std::max(c, i * bs), last = std::min(kv_len, (i + 1) * bs) - 1;
+      const int64_t lo = rule_interval(batch, kv_len, first).lo;
+      const int64_t hi = rule_interval(batch, kv_len, last).hi;
+      const BlockSparseLayout::Row row = layout.row(h, int(i));
+      for (const int32_t* j = row.begin; j != row.end; ++j) {
+        if (*j >= blocks) break;  // kept blocks past this sequence's end (columns ascend)
+        const int64_t k_lo = int64_t(*j) * bs, k_hi = std::min(kv_len, k_lo + bs) - 1;
+        const int64_t a = std::max(k_lo, lo), b = std::min(k_hi, hi);
+        if (a > b) continue;
+        ATTN_ASSERT(b == k_hi, "a block's visible keys end at its last key");
+        start[size_t(*j)] = std::min(start[size_t(*j)], a);
+      }
+    }
+  }
+  for (int64_t j = 0; j < blocks; ++j) {
+    if (start[size_t(j)] != none) append(start[size_t(j)], std::min(kv_len, (j + 1) * bs) - 1);
+  }
+  return out;
+}
+
+bool key_ranges_depend_on_kv_head(const Batch& batch) {
+  return batch.block_sparse.has_value() && !batch.explicit_mask;
+}
+
 int64_t visible_pairs(const Batch& batch) {
   const int64_t heads = batch.spec.model.num_q_heads;
   int64_t total = 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "workloads/batch.hpp"
 
@@ -31,5 +32,25 @@ int64_t visible_key_count(const Batch& batch, int seq, int q_head, int64_t q_ind
 // block-sparse, with a per-query count only for the few blocks a rule cuts through; the set bits
 // times num_q_heads for an explicit mask. Saturates at INT64_MAX.
 int64_t visible_pairs(const Batch& batch);
+
+// Key positions first .. last of one sequence (inclusive).
+struct KeyRange {
+  int64_t first = 0;
+  int64_t last = -1;
+  int64_t size() const { return last - first + 1; }
+};
+
+// The keys of sequence `seq` that some query of some q head of kv head `kv_head`'s GQA group (q
+// heads kv_head * group .. (kv_head + 1) * group - 1) sees: the K/V rows of that kv head a kernel
+// has to read. Sorted, disjoint and not adjacent; empty for a sequence without queries. One range
+// without a layout or mask (the first query's window start to the last key: each query's keys are
+// one interval and the intervals overlap); per kept key block with a block-sparse layout, from the
+// union over the group's heads, O(group x kept blocks of the sequence's rows); the columns with a
+// set bit with an explicit mask (the same for every head), a pass over the sequence's grid.
+std::vector<KeyRange> visible_key_ranges(const Batch& batch, int seq, int kv_head);
+
+// Whether visible_key_ranges can differ between kv heads: only a block-sparse layout's rows are
+// per q head.
+bool key_ranges_depend_on_kv_head(const Batch& batch);
 
 }  // namespace attn

@@ -6,7 +6,6 @@
 #include "kernels/blocksparse/sm80_mma_traits.hpp"
 #include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
-#include "workloads/visibility.hpp"
 
 namespace attn {
 
@@ -48,36 +47,7 @@ Support blocksparse_supports_layout(const Batch& batch) {
 }
 
 Work blocksparse_work(const Batch& batch) {
-  const ModelShape& m = batch.spec.model;
-  const double element = double(size_of(batch.dtype));
-  Work work;
-  work.bytes = 2.0 * double(batch.total_q) * m.num_q_heads * m.head_dim * element;
-  work.flops = 4.0 * m.head_dim * double(visible_pairs(batch));
-  if (!batch.block_sparse) return work;
-  const BlockSparseLayout& layout = *batch.block_sparse;
-  const int64_t bs = layout.block_size;
-  const int group = batch.spec.group_size();
-  double keys = 0;  // (kv head, key) pairs read at least once
-  std::vector<char> needed;
-  for (int s = 0; s < batch.num_seqs; ++s) {
-    const int64_t q_len = batch.query_lens[size_t(s)], kv_len = batch.kv_lens[size_t(s)];
-    if (q_len == 0) continue;
-    const int64_t first_row = batch.context_lens[size_t(s)] / bs, last_row = (kv_len - 1) / bs;
-    for (int kv_head = 0; kv_head < m.num_kv_heads; ++kv_head) {
-      needed.assign(size_t(last_row + 1), 0);
-      for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
-        for (int64_t i = first_row; i <= last_row; ++i) {
-          const BlockSparseLayout::Row row = layout.row(h, int(i));
-          for (const int32_t* j = row.begin; j != row.end; ++j) needed[size_t(*j)] = 1;
-        }
-      }
-      for (int64_t j = 0; j <= last_row; ++j) {
-        if (needed[size_t(j)]) keys += double(std::min(kv_len, (j + 1) * bs) - j * bs);
-      }
-    }
-  }
-  work.bytes += 2.0 * keys * m.head_dim * element;
-  return work;
+  return minimum_work(batch, KvStorage::contiguous);
 }
 
 std::vector<int32_t> blocksparse_mma_schedule(const Batch& batch, int tile_m, int tile_n) {

@@ -30,10 +30,9 @@ inline constexpr char kBlocksparseNeedsALayout[] =
 // The batch's layout is there (its mask feature says so) and has one set of rows per q head.
 Support blocksparse_supports_layout(const Batch& batch);
 
-// Minimum traffic: Q and the output once; of K and V, once per kv head, only the keys of blocks
-// that some q head of its group keeps in some block row the sequence's new tokens occupy (the
-// union, clipped to the sequence). FLOPs: 2 multiply-adds per (q head, visible key, dim) for Q.K
-// and P.V over the pairs key_visible admits (visible_pairs).
+// minimum_work over K/V gathered per sequence (no page table, nothing shared): Q and the output
+// once; of K and V, per kv head, the keys some q head of its group sees through its own layout
+// rows (the union). FLOPs: 4 * head_dim per visible (q head, query, key) triple.
 Work blocksparse_work(const Batch& batch);
 
 // blocksparse.sm80_mma's CTA list: (sequence, position tile t) pairs, tile t holding the positions

@@ -4,7 +4,6 @@
 #include <climits>
 
 #include "kernels/registry.hpp"
-#include "workloads/visibility.hpp"
 
 namespace attn {
 
@@ -31,14 +30,7 @@ FeatureSet flash_fwd_features() {
 }
 
 Work flash_fwd_work(const Batch& batch) {
-  const ModelShape& m = batch.spec.model;
-  const double element = double(size_of(batch.dtype));
-  Work work;
-  const double q_and_out = 2.0 * double(batch.total_q) * m.num_q_heads * m.head_dim * element;
-  const double kv = 2.0 * double(batch.total_kv) * m.num_kv_heads * m.head_dim * element;
-  work.bytes = q_and_out + kv;
-  work.flops = 4.0 * m.head_dim * double(visible_pairs(batch));
-  return work;
+  return minimum_work(batch, KvStorage::contiguous);
 }
 
 Support gathered_kv_supports(const Batch& batch) {

@@ -39,8 +39,9 @@ class FlashFwdVariant : public Variant {
 // windows, soft-caps, sinks, block-sparse or explicit masks, or a quantised KV cache.
 FeatureSet flash_fwd_features();
 
-// Minimum traffic: Q, K and V once each (K/V per kv head, contiguous), and the output. FLOPs: 2
-// multiply-adds per (query head, visible key, dim) for Q.K and P.V (visible_pairs).
+// minimum_work over K/V gathered per sequence: Q, the visible K and V rows once per kv head
+// (causal: every key is some query's), and the output. FLOPs: 2 multiply-adds per (query head,
+// visible key, dim) for Q.K and P.V (visible_pairs).
 Work flash_fwd_work(const Batch& batch);
 
 // Limits of the kernels that read K/V gathered into contiguous buffers by flash_fwd_gather_kv

@@ -2,7 +2,6 @@
 
 #include "kernels/registry.hpp"
 #include "kernels/target.hpp"
-#include "workloads/visibility.hpp"
 
 namespace attn {
 
@@ -53,18 +52,7 @@ PagedPoolStrides paged_pool_strides(const Batch& batch) {
 }
 
 Work paged_decode_work(const Batch& batch) {
-  const ModelShape& m = batch.spec.model;
-  const double element = double(size_of(batch.dtype));
-  const double kv_element = double(size_of(batch.kv_dtype));  // fp8 caches move half the bytes
-  const double kv_tokens = double(batch.total_kv);
-  Work work;
-  const double q_and_out = 2.0 * double(batch.total_q) * m.num_q_heads * m.head_dim * element;
-  const double kv = 2.0 * kv_tokens * m.num_kv_heads * m.head_dim * kv_element;
-  const double pages = double(batch.page_indices.size()) * 4.0 + double(batch.num_seqs) * 4.0;
-  work.bytes = q_and_out + kv + pages;
-  // Only the pairs the masks let through are useful work (a sliding window skips the rest).
-  work.flops = 4.0 * m.head_dim * double(visible_pairs(batch));
-  return work;
+  return minimum_work(batch, KvStorage::paged);
 }
 
 }  // namespace attn

@@ -28,9 +28,11 @@ struct PagedPoolStrides {
 };
 PagedPoolStrides paged_pool_strides(const Batch& batch);
 
-// Minimum traffic: Q, each sequence's K and V rows once per KV head (in the KV dtype), the used
-// block-table entries, kv_lens and the output. FLOPs: 2 multiply-adds per (query head, visible
-// key, dim) for Q.K and P.V, counting only the keys the masks leave visible (visible_pairs).
+// minimum_work through the page table: Q, each sequence's visible K and V rows once per kv head
+// (in the KV dtype: a sliding window reads only its window), the block-table entries of the pages
+// holding them, fp8 scales and the output; shared prefix pages once per sequence (bytes) and once
+// in memory (unique_bytes). FLOPs: 2 multiply-adds per (query head, visible key, dim) for Q.K and
+// P.V, counting only the keys the masks leave visible (visible_pairs).
 Work paged_decode_work(const Batch& batch);
 
 }  // namespace attn

@@ -19,9 +19,7 @@ std::unique_ptr<Variant> make_prefix_prefill_cpu_reference() {
          }
          return Support::yes();
        },
-       [](const Batch& batch) {
-         return prefix_prefill_work(batch, batch.explicit_mask.has_value());
-       }});
+       [](const Batch& batch) { return prefix_prefill_work(batch); }});
 }
 
 }  // namespace attn

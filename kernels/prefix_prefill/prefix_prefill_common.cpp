@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "kernels/registry.hpp"
-#include "workloads/visibility.hpp"
 
 namespace attn {
 
@@ -278,19 +277,8 @@ std::vector<int> prefix_prefill_cta_schedule(const Batch& batch, int tile_tokens
   return table;
 }
 
-Work prefix_prefill_work(const Batch& batch, bool reads_explicit_mask) {
-  const ModelShape& m = batch.spec.model;
-  const double element = double(size_of(batch.dtype));
-  const double kv_element = double(size_of(batch.kv_dtype));
-  Work work;
-  const double q_and_out = 2.0 * double(batch.total_q) * m.num_q_heads * m.head_dim * element;
-  const double kv = 2.0 * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;
-  const double pages = double(batch.page_indices.size()) * 4.0 + double(batch.num_seqs) * 16.0;
-  const double mask =
-      reads_explicit_mask && batch.explicit_mask ? double(batch.explicit_mask->bits.size()) : 0.0;
-  work.bytes = q_and_out + kv + pages + mask;
-  work.flops = 4.0 * m.head_dim * double(visible_pairs(batch));
-  return work;
+Work prefix_prefill_work(const Batch& batch) {
+  return minimum_work(batch, KvStorage::paged);
 }
 
 }  // namespace attn

@@ -76,9 +76,11 @@ std::vector<int> prefix_prefill_tile_schedule(const Batch& batch, int tile_token
 std::vector<int> prefix_prefill_cta_schedule(const Batch& batch, int tile_tokens, int block_n,
                                              int thin_rows);
 
-// Minimum traffic: Q and the output, each sequence's K and V rows once per kv head (in the KV
-// dtype: context and new tokens), the used block-table entries, and the explicit mask's bytes when
-// the variant reads one. FLOPs: 4 * head_dim per visible (q head, query, key) triple.
-Work prefix_prefill_work(const Batch& batch, bool reads_explicit_mask);
+// minimum_work through the page table: Q and the output, each sequence's visible K and V rows once
+// per kv head (in the KV dtype: context and new tokens), the block-table entries of the pages
+// holding them, fp8 scales, and the explicit mask's bytes when the batch has one (only the
+// variants that read it take such a batch). FLOPs: 4 * head_dim per visible (q head, query, key)
+// triple.
+Work prefix_prefill_work(const Batch& batch);
 
 }  // namespace attn

@@ -298,9 +298,7 @@ class MmaVariant : public Variant {
                                                                  std::move(buffers));
   }
 
-  Work work(const Batch& batch) const override {
-    return prefix_prefill_work(batch, explicit_mask_);
-  }
+  Work work(const Batch& batch) const override { return prefix_prefill_work(batch); }
 
  private:
   std::string attention_kernel(const Batch& batch, const MmaConfig& c) const {

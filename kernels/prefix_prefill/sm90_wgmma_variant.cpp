@@ -242,7 +242,7 @@ class Sm90WgmmaVariant : public Variant {
                                                                      std::move(buffers));
   }
 
-  Work work(const Batch& batch) const override { return prefix_prefill_work(batch, false); }
+  Work work(const Batch& batch) const override { return prefix_prefill_work(batch); }
 
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {

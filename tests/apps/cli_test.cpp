@@ -133,6 +133,39 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   }
 }
 
+// A fraction above its ceiling is printed with a marker and a note that says why, and stored as
+// measured. A CPU run against a read ceiling set far below what it reaches stands in for a GPU
+// kernel that beats the DRAM ceiling.
+TEST_F(Cli, AFractionAboveTheCeilingIsMarkedWithItsReason) {
+  const std::vector<std::string> args = {"run",      "--cpu", "--samples", "2",
+                                         "--warmup", "0",     "--noise",   "0.9"};
+  ASSERT_EQ(run(args).exit_code, 0);
+  {
+    Store store((dir_ / "attn-bench.db").string());
+    const std::vector<StoredDevice> devices = store.devices();
+    ASSERT_EQ(devices.size(), 1u);
+    store.add_ceiling(devices[0].fingerprint,
+                      {kReadGbps, 1e-6, "set by the test", 1, 0, false, "t", "c", "", 1000});
+  }
+  const CliResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("%* read_bw"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("* paged_decode.cpu_reference: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("* paged_decode.cpu_reference: above the DRAM ceiling: L2 reuse. "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("of the DRAM read ceiling (0 GB/s): the kernel read less than the logical "
+                       "minimum from DRAM"),
+            std::string::npos)
+      << r.out;
+  Store store((dir_ / "attn-bench.db").string());
+  const auto rows = store.measurements_of_run(2);
+  ASSERT_FALSE(rows.empty());
+  ASSERT_TRUE(rows[0].measurement.ceiling_fraction.has_value());
+  EXPECT_GT(*rows[0].measurement.ceiling_fraction, 1.0);
+  EXPECT_TRUE(rows[0].measurement.unique_bytes.has_value());
+}
+
 TEST_F(Cli, CpuRunOfAPrefillBatchUsesThePrefixPrefillReference) {
   const fs::path file = write("prefill.json", R"({
   "schema_version": 2,

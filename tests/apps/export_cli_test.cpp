@@ -129,6 +129,15 @@ TEST_F(ExportCli, DbInfoOnAnOlderSchemaSaysSoAndLeavesItOlder) {
   EXPECT_NE(r.out.find("(in memory only)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 measurements"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("default-decode-small"), std::string::npos) << r.out;
+  // The JSON marks the same steps, with no time: they are not in the file.
+  const CliResult j = run({"db", "info", "--db", db, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const nlohmann::json info = nlohmann::json::parse(j.out);
+  ASSERT_GE(info.at("migrations").size(), 2u);
+  EXPECT_FALSE(info["migrations"][0]["in_memory"].get<bool>());
+  EXPECT_TRUE(info["migrations"][0]["applied_at"].is_string());
+  EXPECT_TRUE(info["migrations"][1]["in_memory"].get<bool>());
+  EXPECT_TRUE(info["migrations"][1]["applied_at"].is_null());
   EXPECT_EQ(bytes(db), before);
   Database check(db, SQLITE_OPEN_READONLY);
   Statement version(check, "PRAGMA user_version");

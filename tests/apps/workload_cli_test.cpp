@@ -69,6 +69,10 @@ TEST_F(WorkloadCli, ShowSummarisesTheBatch) {
   EXPECT_NE(r.out.find("sequences  " + std::to_string(batch.num_seqs)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kv tokens " + std::to_string(batch.total_kv)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FLOP useful"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("traffic    minimum "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" logical per pass, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" unique (Q, output, the K/V rows some query sees"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("causal"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kv_len histogram"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("#"), std::string::npos) << r.out;

@@ -74,5 +74,18 @@ TEST_F(CalibrationPrograms, BadConfigsAreRejectedBeforeCompiling) {
   EXPECT_NE(check_calibration_options(o, "sm_90a"), "");
 }
 
+// A ceiling records the clock it was measured at: the probe's median, else NVML's reading.
+TEST(CalibrationClock, TheProbesMedianElseNvmlElseNotKnown) {
+  Measurement m;
+  EXPECT_FALSE(ceiling_clock_mhz(m).has_value());
+  m.clocks.nvml_sm_clock_mhz = 1650;
+  EXPECT_EQ(ceiling_clock_mhz(m), 1650.0);
+  m.clocks.median_mhz = 1620;
+  EXPECT_EQ(ceiling_clock_mhz(m), 1620.0);
+  m.clocks.median_mhz = 0;
+  m.clocks.nvml_sm_clock_mhz = 0;
+  EXPECT_FALSE(ceiling_clock_mhz(m).has_value());
+}
+
 }  // namespace
 }  // namespace attn

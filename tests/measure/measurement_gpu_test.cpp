@@ -1,6 +1,7 @@
-// The measurement core on a GPU: calibration gives plausible ceilings, the clock probe reads a
-// plausible SM clock, graph timing of a short decode kernel is below events timing by about the
-// launch overhead and repeatable, and a decode case under `confirm` repeats within 1%.
+// The measurement core on a GPU: calibration gives plausible ceilings at a recorded SM clock (the
+// GEMM under the datasheet peak at that clock), the clock probe reads a plausible SM clock, graph
+// timing of a short decode kernel is below events timing by about the launch overhead and
+// repeatable, and a decode case under `confirm` repeats within 1%.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +11,9 @@
 #include "kernels/registry.hpp"
 #include "measure/calibration.hpp"
 #include "measure/clock_probe.hpp"
+#include "measure/device_records.hpp"
 #include "measure/evaluator.hpp"
+#include "results/tensor_peak.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/presets.hpp"
@@ -72,6 +75,19 @@ TEST(MeasurementGpu, CalibrationGivesPositivePlausibleCeilings) {
     } else {
       EXPECT_GT(e.ceiling.value, 50);    // any tensor-core GEMM on sm_80+ beats this
       EXPECT_LT(e.ceiling.value, 2500);  // no bf16 dense rate this side of Blackwell
+    }
+    // Each ceiling records the SM clock it was measured at; the GEMM stays under the datasheet
+    // peak at that clock where the device's peak is known.
+    ASSERT_TRUE(e.ceiling.sm_clock_mhz.has_value()) << e.ceiling.metric;
+    EXPECT_GT(*e.ceiling.sm_clock_mhz, 200) << e.ceiling.metric;
+    EXPECT_LT(*e.ceiling.sm_clock_mhz, 3500) << e.ceiling.metric;
+    std::printf("%-12s at %.0f MHz\n", e.ceiling.metric.c_str(), *e.ceiling.sm_clock_mhz);
+    if (e.ceiling.metric == kBf16Tflops) {
+      const DeviceRecord device = device_record(env.device(), env.jit->nvrtc_version());
+      if (const auto peak = datasheet_bf16_tflops(device, *e.ceiling.sm_clock_mhz)) {
+        std::printf("bf16 datasheet peak at that clock: %.1f TFLOP/s\n", *peak);
+        EXPECT_LT(e.ceiling.value, 1.02 * *peak);
+      }
     }
   }
 }

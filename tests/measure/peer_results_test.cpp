@@ -150,6 +150,8 @@ TEST(PeerResults, PeersTakeTheWorkModelOfTheBatchsFamily) {
     const Work work = registry.find(family + ".cpu_reference")->work(batch);
     EXPECT_EQ(m.family, family);
     EXPECT_DOUBLE_EQ(m.bytes, work.bytes) << preset;
+    ASSERT_TRUE(m.unique_bytes.has_value()) << preset;
+    EXPECT_DOUBLE_EQ(*m.unique_bytes, work.unique_bytes) << preset;
     EXPECT_DOUBLE_EQ(m.flops, work.flops) << preset;
   }
   EXPECT_TRUE(is_peer_variant("peer.torch.sdpa_flash"));

@@ -38,6 +38,14 @@ ConfigTiming timing(const std::string& variant, const std::string& key, std::vec
   return c;
 }
 
+StoredDevice stored_device(int64_t id, const std::string& name) {
+  StoredDevice d;
+  d.id = id;
+  d.record.name = name;
+  d.fingerprint = "f" + std::to_string(id);
+  return d;
+}
+
 WorkloadSides one_config_each(std::vector<double> a, std::vector<double> b) {
   WorkloadSides s;
   s.workload = "w";
@@ -292,6 +300,33 @@ TEST(Compare, RooflinePredictionAndCeilingFractions) {
   WorkloadSides one_device = one_config_each({100, 100, 100}, {80, 80, 80});
   one_device.b[0].device_id = 1;
   EXPECT_FALSE(compare_workload(one_device, settings).predicted_b_us.has_value());
+}
+
+TEST(Compare, AFractionAboveItsCeilingIsMarkedAndExplained) {
+  DeviceCeilings a;
+  a.by_metric[kReadGbps].value = 2000;
+  a.by_metric[kBf16Tflops] = {kBf16Tflops, 600, "gemm", 20, 0.001, false, "t", "c", "", 1620};
+  DeviceCeilings b = a;
+  b.by_metric[kReadGbps].value = 4000;
+  b.by_metric[kBf16Tflops].sm_clock_mhz.reset();  // calibrated before the clock was recorded
+  CompareSettings settings;
+  settings.ceilings = {{1, a}, {2, b}};
+  // 2.4e8 bytes in 100 us = 2400 GB/s: 120% of A's 2000, 60% of B's 4000.
+  CompareResult result;
+  result.rows = {compare_workload(
+      one_config_each(std::vector<double>(25, 100.0), std::vector<double>(25, 100.0)), settings)};
+  result.ceilings = settings.ceilings;
+  result.devices = {stored_device(1, "GPU A"), stored_device(2, "GPU B")};
+  ASSERT_TRUE(result.rows[0].a_against.above_ceiling());
+  std::string md = compare_markdown(result);
+  EXPECT_NE(md.find("| 120.0%* | 60.0% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("* w, A: above the DRAM ceiling: L2 reuse. 120.0% of the DRAM read ceiling"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("* w, B:"), std::string::npos) << md;
+  // B's bf16 ceiling has no clock: the comparison says its compute fractions are not scaled.
+  EXPECT_NE(md.find("Not scaled on GPU B"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Not scaled on GPU A"), std::string::npos) << md;
 }
 
 StoredDevice stored(int64_t id, const std::string& name, const std::string& fingerprint,

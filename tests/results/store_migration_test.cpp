@@ -1,8 +1,9 @@
 // Migration from every earlier schema (tests/results/fixtures/schema_vN.sql: v1 as attn-bench
 // 0.1.0 wrote it, v2 and v3 as the results library before schema v3 and v4 wrote them, v4 as
-// `attn-tune tune` before schema v5 wrote it) to the current one, the v2 tables and columns, v4's
-// driver columns, v5's owners, and read-only opening, which migrates a copy in memory and leaves
-// the file as it was.
+// `attn-tune tune` before schema v5 wrote it, v5 as the results library before schema v6 wrote
+// it) to the current one, the v2 tables and columns, v4's driver columns, v5's owners, v6's
+// unique bytes and ceiling clocks, and read-only opening, which migrates a copy in memory and
+// leaves the file as it was.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -216,13 +217,80 @@ TEST_F(StoreMigration, V4MigratesToV5WithoutOwnersAndLeavesItsKilledRunAlone) {
   const int64_t run = store.begin_run({"attn-tune tune", "0", "c", "Release", "x", "h", ""});
   ASSERT_TRUE(store.run(run)->owner.has_value());
   EXPECT_EQ(store.run(run)->owner->pid, int64_t(::getpid()));
+  // v6 follows v5 in the same opening: its columns are there and empty.
+  EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM measurements WHERE unique_bytes IS NOT NULL"), 0);
+  EXPECT_EQ(scalar_of(v4, "SELECT count(*) FROM ceilings WHERE sm_clock_mhz IS NOT NULL"), 0);
+  EXPECT_EQ(scalar_of(v4, "PRAGMA user_version"), Store::kSchemaVersion);
+}
+
+TEST_F(StoreMigration, FixtureIsAVersion5Database) {
+  const std::string v5 = load(5);
+  EXPECT_EQ(scalar_of(v5, "PRAGMA user_version"), 5);
+  EXPECT_EQ(scalar_of(v5, "PRAGMA application_id"), 0x6174746e);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM measurements"), 2);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM attempts"), 2);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM winners"), 1);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM ceilings"), 2);
+  EXPECT_EQ(scalar_of(v5,
+                      "SELECT count(*) FROM pragma_table_info('measurements') WHERE name = "
+                      "'unique_bytes'"),
+            0);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM devices WHERE driver_version = '580.95.05'"), 1);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM runs WHERE owner_pid IS NOT NULL"), 1);
+}
+
+TEST_F(StoreMigration, V5MigratesToTheCurrentSchemaKeepingItsRowsWithoutInventingTheV6Values) {
+  const std::string v5 = load(5);
+  {
+    Store store(v5);
+    EXPECT_EQ(store.opening().file_schema_version, 5);
+    EXPECT_TRUE(store.opening().migrated);
+    const auto rows = store.measurements_of_run(1);
+    ASSERT_EQ(rows.size(), 2u);
+    const Measurement& m = rows[0].measurement;
+    EXPECT_EQ(m.variant, "paged_decode.sm90_tma");
+    EXPECT_EQ(m.disposition, Disposition::passed);
+    EXPECT_EQ(m.samples_us.size(), 20u);
+    EXPECT_DOUBLE_EQ(m.bytes, 1.321e9);
+    ASSERT_TRUE(m.ceiling_fraction.has_value());
+    EXPECT_DOUBLE_EQ(*m.ceiling_fraction, 1.3212);  // stored as measured, never rewritten
+    // v6: the unique bytes and the ceilings' clock were not recorded: empty, not guessed.
+    EXPECT_FALSE(m.unique_bytes.has_value());
+    EXPECT_EQ(rows[1].measurement.disposition, Disposition::unsupported);
+    const auto winners = store.winners_of_run(1);
+    ASSERT_EQ(winners.size(), 1u);
+    EXPECT_EQ(winners[0].measurement_id, rows[0].id);
+    EXPECT_EQ(store.attempts_of_run(1, "finished"), 2);
+    const std::vector<StoredDevice> devices = store.devices();
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0].record.driver_version, "580.95.05");
+    const DeviceCeilings ceilings = store.ceilings(devices[0].fingerprint);
+    EXPECT_EQ(ceilings.value(kBf16Tflops), 713.2);
+    EXPECT_FALSE(ceilings.by_metric.at(kBf16Tflops).sm_clock_mhz.has_value());
+    EXPECT_EQ(describe_clock(ceilings.by_metric.at(kBf16Tflops)), "SM clock not recorded");
+    // The migrated file takes v6 values.
+    CeilingRecord gemm = ceilings.by_metric.at(kBf16Tflops);
+    gemm.value = 701.5;
+    gemm.measured_at = "2026-11-24T10:00:00.000Z";
+    gemm.sm_clock_mhz = 1620;
+    store.add_ceiling(devices[0].fingerprint, gemm);
+    const DeviceCeilings after = store.ceilings(devices[0].fingerprint);
+    EXPECT_EQ(after.value(kBf16Tflops), 701.5);
+    EXPECT_EQ(after.by_metric.at(kBf16Tflops).sm_clock_mhz, 1620.0);
+    EXPECT_EQ(describe_clock(after.by_metric.at(kBf16Tflops)), "at 1620 MHz");
+  }
+  EXPECT_EQ(scalar_of(v5, "PRAGMA user_version"), Store::kSchemaVersion);
+  EXPECT_EQ(scalar_of(v5, "SELECT count(*) FROM schema_migrations"), Store::kSchemaVersion);
+  // A clock that is not positive is refused by the schema.
+  Database db(v5, SQLITE_OPEN_READWRITE);
+  EXPECT_THROW(db.exec("UPDATE ceilings SET sm_clock_mhz = 0 WHERE id = 1"), CallError);
 }
 
 // v4: the old driver_version ("13.0", the CUDA version the driver supported) becomes
 // cuda_driver_version, the driver's own version is unknown (''), and every fingerprint stays what
 // it was and what DeviceRecord::fingerprint() computes from the migrated row, so the device keeps
 // its ceilings and results; the same board seen again with its driver known is a new device.
-TEST_F(StoreMigration, V3MigratesToV4WithTheDriverUnknown) {
+TEST_F(StoreMigration, V3MigratesThroughV4WithTheDriverUnknown) {
   const std::string v3 = load(3);
   ASSERT_FALSE(v3.empty());
   ASSERT_EQ(scalar_of(v3, "PRAGMA user_version"), 3);
@@ -263,6 +331,10 @@ TEST_F(StoreMigration, V3MigratesToV4WithTheDriverUnknown) {
   EXPECT_EQ(scalar_of(v3, "PRAGMA user_version"), Store::kSchemaVersion);
   EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM devices WHERE driver_version = ''"), 2);
   EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM devices WHERE cuda_driver_version = '13.0'"), 2);
+  // v5 and v6 follow v4 in the same opening: v6's columns are there and empty.
+  EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM measurements WHERE unique_bytes IS NULL"),
+            scalar_of(v3, "SELECT count(*) FROM measurements"));
+  EXPECT_EQ(scalar_of(v3, "SELECT count(*) FROM ceilings WHERE sm_clock_mhz IS NOT NULL"), 0);
 }
 
 // Every version before this build's has a fixture, and each migrates with its rows intact: a new
@@ -398,14 +470,14 @@ TEST_F(StoreMigration, MigratedDatabaseTakesV2Rows) {
 
 TEST(Ceilings, FractionUsesTheFamilysBoundAndNeverInventsACeiling) {
   DeviceCeilings none;
-  const CeilingFraction a = fraction_of_ceiling(Bound::memory, 3000, 1, none);
+  const CeilingFraction a = fraction_of_ceiling(Bound::memory, {3000, 0, 1, 0}, none);
   EXPECT_EQ(a.ceiling, "read_bw");
   EXPECT_FALSE(a.fraction.has_value());
   DeviceCeilings c;
   c.by_metric[kReadGbps].value = 4000;
   c.by_metric[kBf16Tflops].value = 800;
-  EXPECT_DOUBLE_EQ(*fraction_of_ceiling(Bound::memory, 3000, 1, c).fraction, 0.75);
-  const CeilingFraction t = fraction_of_ceiling(Bound::compute, 3000, 400, c);
+  EXPECT_DOUBLE_EQ(*fraction_of_ceiling(Bound::memory, {3000, 0, 1, 0}, c).fraction, 0.75);
+  const CeilingFraction t = fraction_of_ceiling(Bound::compute, {3000, 0, 400, 0}, c);
   EXPECT_EQ(t.ceiling, "bf16_tensor");
   EXPECT_DOUBLE_EQ(*t.fraction, 0.5);
 }

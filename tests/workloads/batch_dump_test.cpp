@@ -4,6 +4,7 @@
 
 #include "tests/test_support.hpp"
 #include "workloads/batch_summary.hpp"
+#include "workloads/traffic.hpp"
 
 namespace attn {
 namespace {
@@ -73,6 +74,12 @@ TEST(BatchSummary, CountsFeaturesAndLog2Histogram) {
   EXPECT_EQ(s.kv_tokens, 114);
   EXPECT_EQ(s.visible_pairs, int64_t(shape.q_heads) * (1 + 2 + 3 + 4 + 4));
   EXPECT_DOUBLE_EQ(s.useful_flops, 4.0 * shape.head_dim * double(s.visible_pairs));
+  // The window reads 1 + 2 + 3 + 4 + 4 keys per kv head of the 114 in the cache.
+  const MinimumTraffic traffic = minimum_traffic(batch, KvStorage::paged);
+  EXPECT_EQ(traffic.kv_rows, int64_t(shape.kv_heads) * 14);
+  EXPECT_DOUBLE_EQ(s.minimum_bytes, traffic.bytes());
+  EXPECT_DOUBLE_EQ(s.unique_minimum_bytes, traffic.unique_bytes());
+  EXPECT_LT(s.minimum_bytes, s.kv_bytes);
   ASSERT_EQ(s.kv_length_histogram.size(), 7u);  // 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64-127
   EXPECT_EQ(s.kv_length_histogram[0].lo, 1);
   EXPECT_EQ(s.kv_length_histogram[0].count, 1);

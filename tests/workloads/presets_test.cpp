@@ -61,6 +61,17 @@ TEST(PresetTest, TheIssuesPresetsExist) {
   EXPECT_EQ(gemma.model.head_dim, 256);
   EXPECT_EQ(gemma.model.logits_soft_cap, 50.0);
   EXPECT_EQ(load_preset("decode-mistral-7b-sliding-window").model.sliding_window, 4096);
+  // Windowed decode over 8192-key contexts, for the bytes a window reads.
+  for (const auto& [name, window] :
+       {std::pair<const char*, int64_t>{"decode-llama3-8b-64x8192-window4096", 4096},
+        {"decode-llama3-8b-64x8192-window128", 128}}) {
+    SCOPED_TRACE(name);
+    const Batch windowed = generate_batch(load_preset(name));
+    EXPECT_EQ(windowed.sliding_window, window);
+    EXPECT_EQ(windowed.num_seqs, 64);
+    EXPECT_EQ(windowed.max_kv_len(), 8192);
+    EXPECT_TRUE(windowed.decode_only());
+  }
   EXPECT_TRUE(load_preset("decode-gpt-oss-20b-sinks").model.attention_sinks);
   Batch long_context = generate_batch(load_preset("decode-llama3-8b-128k"));
   EXPECT_EQ(long_context.max_kv_len(), 131072);
