@@ -137,7 +137,9 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     for (const Variant* v : variants) {
       const SearchSpace space = build_space(*v, batch_, target_, options_.overrides);
       size_t n = 0;
-      for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
+      for (const KernelConfig& c : space.configs) {
+        n += options_.shard.owns(batch_.spec_hash, v->name(), c.key());
+      }
       total_ += planned_trials(options_.strategy, n, options_.budget);
     }
     // Other tuners on this sweep see the open attempts of this run as live claims while it beats.
@@ -183,7 +185,10 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   summary.space = space.configs.size();
   std::vector<KernelConfig> configs;
   for (const KernelConfig& c : space.configs) {
-    if (options_.shard.owns(variant.name(), c.key())) configs.push_back(c);
+    if (options_.shard.map && !options_.shard.mapped(batch_.spec_hash, variant.name(), c.key())) {
+      ++summary.unmapped;
+    }
+    if (options_.shard.owns(batch_.spec_hash, variant.name(), c.key())) configs.push_back(c);
   }
   summary.shard_configs = configs.size();
   if (configs.empty()) return summary;

@@ -97,6 +97,9 @@ struct TuneOptions {
 struct VariantSummary {
   std::string variant;
   size_t space = 0, shard_configs = 0;
+  // Configs of the space that the shard map does not list (each shard then takes them by the hash
+  // rule); 0 without a map.
+  size_t unmapped = 0;
   size_t evaluated = 0, resumed = 0, failed = 0, quarantined = 0;
   // Of `resumed`: results another tuner stored while this one ran (claims it found taken).
   size_t by_other_tuners = 0;
