@@ -16,15 +16,6 @@ namespace attn {
 
 namespace {
 
-// Trials a strategy is expected to make over n configs, for the progress line's total.
-size_t planned_trials(const std::string& strategy, size_t n, const Budget& budget) {
-  size_t planned = n;
-  if (strategy == "halving") planned = n + std::min(n, std::max<size_t>(3, n / 8) * 2);
-  if (strategy == "model") planned = std::min(n, std::max<size_t>(12, n / 33) + 40);
-  if (budget.trials) planned = std::min(planned, *budget.trials);
-  return planned;
-}
-
 std::string median_text(double us) {
   return format("%.2f us", us);
 }
