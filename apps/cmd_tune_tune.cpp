@@ -59,21 +59,6 @@ struct TuneArgs {
   std::string max_host_memory;
 };
 
-std::string describe_choice(const WinnerChoice& w) {
-  std::string text =
-      w.winner.variant + " {" + w.winner.config_key + "} " + format("%.2f us", w.winner.median_us);
-  for (size_t i = 0; i < w.tied.size(); ++i) {
-    text += format("\n            tied: %s {%s} %+.2f%%", w.tied[i].variant.c_str(),
-                   w.tied[i].config_key.c_str(), w.tied_difference[i] * 100);
-  }
-  if (w.closest_beaten) {
-    text += format("\n            beats the closest challenger %s {%s} by %.2f%%",
-                   w.closest_beaten->variant.c_str(), w.closest_beaten->config_key.c_str(),
-                   w.beaten_difference * 100);
-  }
-  return text;
-}
-
 int tune(const TuneArgs& args, const Invocation& invocation) {
   // Everything the user gave is checked before any work.
   const WorkloadSpec spec = load_workload_argument(args.workload);

@@ -19,6 +19,8 @@
 #include "results/sqlite.hpp"
 #include "tests/tuner/tuner_test_spaces.hpp"
 #include "tuner/compile_ahead.hpp"
+#include "tuner/stored_winners.hpp"
+#include "tuner/sweep_plan.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "workloads/presets.hpp"
 
@@ -488,6 +490,69 @@ TEST_F(TuneSweepTest, ShardsMergedCoverTheSpaceOnceAndMergeIsIdempotent) {
   EXPECT_TRUE(none.calls.empty());
   EXPECT_EQ(merged.variants[0].resumed, size_t(kSpace));
   EXPECT_TRUE(merged.variants[0].winner);
+}
+
+// A planned sweep (a shard map balanced by cost) whose shards ran on different boards of one
+// model: each shard takes exactly what the map gives it, and the winners chosen over the merged
+// shards measuring nothing are the winners of one sweep over the whole space.
+TEST_F(TuneSweepTest, PlannedShardsOnSeveralBoardsMergeToTheWinnersOfOneSweep) {
+  registry_.add(std::make_unique<SecondAxesVariant>());
+  SweepPlanRequest request;
+  request.batches = {&batch_};
+  request.variants = registry_.matching("paged_decode.test_axes*");
+  request.target = Target::cpu();
+  request.strategy = "exhaustive";
+  request.shards = 3;
+  const auto map = std::make_shared<const ShardMap>(plan_sweep(request).map);
+  ASSERT_EQ(map->entries().size(), size_t(2 * kSpace));
+
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  std::vector<std::string> shards;
+  for (uint64_t i = 0; i < 3; ++i) {
+    options.shard = parse_shard(std::to_string(i) + "/3");
+    options.shard.map = map;
+    shards.push_back((dir_ / ("shard" + std::to_string(i) + ".db")).string());
+    DeviceRecord board = device_;
+    board.uuid = "board-" + std::to_string(i);
+    FakeEvaluator evaluator;
+    sweep(shards.back(), options, evaluator, {}, {board});
+    std::set<std::string> planned, measured;
+    for (const ShardMapEntry& e : map->entries()) {
+      if (e.shard == i) planned.insert(e.variant + " " + e.config_key);
+    }
+    Store store(shards.back());
+    const std::vector<StoredMeasurement> rows = store.find_measurements({});
+    for (const StoredMeasurement& m : rows) {
+      measured.insert(m.measurement.variant + " " + m.measurement.config_key);
+    }
+    EXPECT_EQ(rows.size(), planned.size()) << "shard " << i;
+    EXPECT_EQ(measured, planned) << "shard " << i;
+  }
+  const std::string all = (dir_ / "all.db").string();
+  Store into(all);
+  for (const std::string& s : shards) into.merge_from(s);
+  EXPECT_EQ(into.counts().measurements, 2 * kSpace);
+  EXPECT_EQ(into.counts().devices, 4);  // the sweep's device row, and a board per shard
+
+  options.shard = Shard{};
+  FakeEvaluator whole;
+  const TuneReport one = sweep((dir_ / "one.db").string(), options, whole);
+  DeviceRecord board0 = device_;
+  board0.uuid = "board-0";
+  const std::vector<StoredWinners> pooled =
+      choose_stored_winners(into, {batch_.spec_hash}, {board0.fingerprint()}, "");
+  ASSERT_EQ(pooled.size(), 1u);
+  EXPECT_EQ(pooled[0].devices, 3u);
+  ASSERT_EQ(pooled[0].variants.size(), one.variants.size());
+  for (size_t v = 0; v < one.variants.size(); ++v) {
+    ASSERT_TRUE(one.variants[v].winner);
+    EXPECT_EQ(pooled[0].variants[v].configs, size_t(kSpace));
+    EXPECT_EQ(describe_choice(pooled[0].variants[v].choice),
+              describe_choice(*one.variants[v].winner));
+  }
+  ASSERT_TRUE(pooled[0].overall && one.overall);
+  EXPECT_EQ(describe_choice(*pooled[0].overall), describe_choice(*one.overall));
 }
 
 TEST_F(TuneSweepTest, ACrashingConfigIsQuarantinedAfterRepeatedFailures) {
