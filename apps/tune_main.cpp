@@ -1,5 +1,5 @@
 // attn-tune: sweeps the tunable configs of kernel variants for a workload (space, compile, tune,
-// merge), and reads the results back (export, db info, compare, report).
+// plan, merge), and reads the results back (export, db info, compare, report).
 // Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
 #include "apps/cli_main.hpp"
 #include "apps/tune_commands.hpp"
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_tune_space_command(app, invocation);
   add_tune_compile_command(app, invocation);
   add_tune_tune_command(app, invocation);
+  add_tune_plan_command(app, invocation);
   add_tune_merge_command(app, invocation);
   add_tune_compare_command(app, invocation);
   add_tune_report_command(app, invocation);
