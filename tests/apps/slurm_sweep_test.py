@@ -2,7 +2,7 @@
 """A cluster sweep under a real Slurm, on this machine (docs/cluster.md).
 
 Starts munged, slurmctld and slurmd with a generated one-node configuration in a temporary
-folder, plans a CPU sweep of the test variant test.cpu_delays (24 configs whose order is known) as
+folder, plans a CPU sweep of the test variant test.delays (24 configs whose order is known) as
 a 4-task job array with `attn-tune plan`, submits it with the plan's submit.sh, cancels one task in
 the middle of its shard and requeues it, waits for the merge job, and checks that every config of
 the space was recorded exactly once, that the merged winners are a single-process sweep's, and
@@ -31,7 +31,7 @@ import time
 TIME_LIMIT = 170  # seconds for the whole test; CTest's TIMEOUT is a little longer
 SHARDS = 4
 CANCELLED_SHARD = 2
-VARIANT = "test.cpu_delays"
+VARIANT = "test.delays"
 CONFIGS = {f"delay_ms={d}" for d in range(10, 34)}  # its space (kernels/test_faults)
 FASTEST = "delay_ms=10"
 DAEMONS = ["munged", "slurmctld", "slurmd"]

@@ -1,10 +1,10 @@
-// test.cpu_delays: prefix_prefill.cpu_reference followed by a sleep of `delay_ms` milliseconds, one
+// test.delays: prefix_prefill.cpu_reference followed by a sleep of `delay_ms` milliseconds, one
 // axis of 24 values (10 to 33), so that a CPU sweep has a landscape whose order is known: every
 // config is about 1 ms slower than the one before, and the fastest wins by some 10%, far outside
 // the noise of a sleep. Sweeps of it must agree on the winner however they are split, which is what
 // the cluster-sweep test checks (tests/apps/slurm_sweep_test.py); each config takes some 0.5 s to
-// evaluate, long enough to stop a shard in the middle. Registered only with
-// ATTN_BENCH_TEST_VARIANTS=1.
+// evaluate, long enough to stop a shard in the middle. Its name holds no "cpu", so that the CLI
+// tests' `--variant '*cpu*'` runs do not take it. Registered only with ATTN_BENCH_TEST_VARIANTS=1.
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -32,16 +32,16 @@ class DelayedLauncher : public Launcher {
   std::chrono::milliseconds delay_;
 };
 
-class CpuDelaysVariant : public Variant {
+class DelaysVariant : public Variant {
  public:
   static constexpr int64_t kFirstDelayMs = 10, kDelays = 24;
 
-  CpuDelaysVariant() : own_(std::make_shared<Registry>()) {
+  DelaysVariant() : own_(std::make_shared<Registry>()) {
     add_prefix_prefill_variants(*own_);
     reference_ = own_->find("prefix_prefill.cpu_reference");
     ATTN_ASSERT(reference_ != nullptr, "prefix_prefill.cpu_reference is registered");
   }
-  std::string name() const override { return "test.cpu_delays"; }
+  std::string name() const override { return "test.delays"; }
   Family family() const override { return Family::prefix_prefill; }
   Backend backend() const override { return Backend::cpu; }
   std::string summary() const override {
@@ -80,8 +80,8 @@ class CpuDelaysVariant : public Variant {
 
 }  // namespace
 
-std::unique_ptr<Variant> make_test_cpu_delays_variant() {
-  return std::make_unique<CpuDelaysVariant>();
+std::unique_ptr<Variant> make_test_delays_variant() {
+  return std::make_unique<DelaysVariant>();
 }
 
 }  // namespace attn
