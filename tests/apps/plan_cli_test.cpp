@@ -51,7 +51,7 @@ class PlanCli : public testing::Cli {
   std::string workload_;
 };
 
-bool executable(const fs::path& path) {
+bool is_executable_file(const fs::path& path) {
   struct stat s {};
   return ::stat(path.c_str(), &s) == 0 && (s.st_mode & S_IXUSR);
 }
@@ -66,7 +66,7 @@ TEST_F(PlanCli, WritesTheScriptsAndAMapThatEachShardFollows) {
   EXPECT_NE(r.out.find("shard 2    8 configs, estimated"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("next      " + plan.string() + "/submit.sh"), std::string::npos) << r.out;
   for (const char* name : {"sweep.sbatch", "merge.sbatch", "submit.sh", "run-local.sh"}) {
-    EXPECT_TRUE(executable(plan / name)) << name;
+    EXPECT_TRUE(is_executable_file(plan / name)) << name;
   }
   const std::string readme = testing::slurp(plan / "README.md");
   EXPECT_NE(readme.find("| 2 | 8 |"), std::string::npos) << readme;

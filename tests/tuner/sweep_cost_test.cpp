@@ -8,7 +8,7 @@
 namespace attn {
 namespace {
 
-Target cuda_target(int sms) {
+Target cuda_target_of_sms(int sms) {
   Target t;
   t.backend = Backend::cuda;
   t.arch = "sm_90a";
@@ -20,12 +20,12 @@ TEST(SweepCost, LaunchTimesFollowTheRooflineOfTheTarget) {
   // CPU: 20 us of overhead plus the FLOPs at 1 GFLOP/s.
   EXPECT_NEAR(modelled_launch_us({0, 0, 1e6}, Target::cpu()), 20 + 1000, 1e-6);
   // CUDA, bound by bytes (3 TB/s on 132 SMs), then by FLOPs (500 TFLOP/s).
-  EXPECT_NEAR(modelled_launch_us({3e9, 3e9, 1e9}, cuda_target(132)), 5 + 1000, 1e-6);
-  EXPECT_NEAR(modelled_launch_us({3e3, 3e3, 5e11}, cuda_target(132)), 5 + 1000, 1e-6);
+  EXPECT_NEAR(modelled_launch_us({3e9, 3e9, 1e9}, cuda_target_of_sms(132)), 5 + 1000, 1e-6);
+  EXPECT_NEAR(modelled_launch_us({3e3, 3e3, 5e11}, cuda_target_of_sms(132)), 5 + 1000, 1e-6);
   // Half the SMs: twice the time.
-  EXPECT_NEAR(modelled_launch_us({3e9, 3e9, 0}, cuda_target(66)), 5 + 2000, 1e-6);
+  EXPECT_NEAR(modelled_launch_us({3e9, 3e9, 0}, cuda_target_of_sms(66)), 5 + 2000, 1e-6);
   // A target without an SM count is taken as the reference GPU.
-  EXPECT_NEAR(modelled_launch_us({3e9, 3e9, 0}, cuda_target(0)), 5 + 1000, 1e-6);
+  EXPECT_NEAR(modelled_launch_us({3e9, 3e9, 0}, cuda_target_of_sms(0)), 5 + 1000, 1e-6);
 }
 
 TEST(SweepCost, SamplingTakesTwiceTheMinimumSamplesUnderTheTimeCap) {

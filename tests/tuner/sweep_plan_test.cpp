@@ -60,7 +60,7 @@ class PlannedVariant : public Variant {
   int programs_;
 };
 
-Target cuda_target() {
+Target planned_cuda_target() {
   Target t;
   t.backend = Backend::cuda;
   t.arch = "sm_90a";
@@ -68,7 +68,7 @@ Target cuda_target() {
   return t;
 }
 
-double largest(const std::vector<double>& loads) {
+double largest_load(const std::vector<double>& loads) {
   return *std::max_element(loads.begin(), loads.end());
 }
 
@@ -95,7 +95,7 @@ TEST(SweepPlan, BalanceByCostPutsTheLargestFirstOnTheLeastLoadedShard) {
     for (size_t i = 0; i < costs.size(); ++i) loads[shards[i]] += costs[i];
     const double total = std::accumulate(costs.begin(), costs.end(), 0.0);
     const double bound = std::max(*std::max_element(costs.begin(), costs.end()), total / n);
-    EXPECT_LE(largest(loads), 4.0 / 3.0 * bound) << n << " shards";
+    EXPECT_LE(largest_load(loads), 4.0 / 3.0 * bound) << n << " shards";
   }
 }
 
@@ -166,9 +166,9 @@ TEST_F(SweepPlanTest, ConfigsThatShareAProgramShareItsCompile) {
   // 6 CUDA configs over 2 programs: each program's 2 s of compiling split among its 3 users.
   const PlannedVariant shared("test.shared", Backend::cuda, 6, 0, 2);
   SweepPlanRequest r = request({&shared}, 2);
-  r.target = cuda_target();
+  r.target = planned_cuda_target();
   const SweepPlan plan = plan_sweep(r);
-  const double launch = modelled_launch_us({0, 0, 0}, cuda_target());
+  const double launch = modelled_launch_us({0, 0, 0}, planned_cuda_target());
   const double each =
       config_seconds("exhaustive", 6, {}, launch, Backend::cuda, kModelledCompileSeconds / 3);
   for (const ShardMapEntry& e : plan.map.entries()) {

@@ -4,13 +4,16 @@
 // the shards that did not finish, and submit.sh makes the merge depend on the array.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "tuner/sweep_scripts.hpp"
 
@@ -221,6 +224,75 @@ TEST_F(SweepScriptsTest, RunLocalGivesEachLaneItsOwnGpus) {
       << log_;
   EXPECT_GE(occurrences(log_, "tune gpus=7,6\n"), 1u) << log_;
   EXPECT_GE(occurrences(log_, "tune gpus=5,4\n"), 1u) << log_;
+}
+
+// How a stop reaches attn-tune in a task: once, whoever sends it. Under Slurm a cancel, requeue or
+// preemption signals every process of the job (the script and attn-tune); the time-limit warning
+// (USR1) signals the script alone, which passes it on; run-local.sh signals the script alone.
+TEST_F(SweepScriptsTest, EveryStopReachesAttnTuneOnce) {
+  write_plan();
+  // attn-tune running a shard: says it started, and notes each SIGTERM before it exits 130.
+  write_script(dir_ / "bin" / "attn-tune", R"sh(#!/bin/bash
+trap 'echo TERM >> "$FAKE_LOG"; exit 130' TERM
+echo "started $$" >> "$FAKE_LOG"
+for i in $(seq 300); do sleep 0.1; done
+)sh");
+  const std::string log = (dir_ / "log").string();
+  const std::string status = scripts_.dir + "/status/shard-1";
+  // Starts the task script as `env` says, waits for attn-tune; returns both pids.
+  const auto start = [&](const char* shard_variable) -> std::pair<pid_t, pid_t> {
+    fs::remove(log);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string path = "PATH=" + (dir_ / "bin").string() + ":/usr/bin:/bin";
+      const std::string fake_log = "FAKE_LOG=" + log;
+      const std::string shard = std::string(shard_variable) + "=1";
+      const std::string script = scripts_.dir + "/sweep.sbatch";
+      const std::string out = (dir_ / "task.out").string();
+      std::freopen(out.c_str(), "w", stdout);
+      const char* env[] = {path.c_str(), fake_log.c_str(), shard.c_str(), nullptr};
+      ::execle("/bin/bash", "bash", script.c_str(), static_cast<char*>(nullptr), env);
+      ::_exit(127);
+    }
+    pid_t child = 0;
+    for (int i = 0; i < 200 && child == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      const std::string text = file_text(log);
+      if (text.rfind("started ", 0) == 0) child = std::stoi(text.substr(8));
+    }
+    return {pid, child};
+  };
+  const auto finish = [&](pid_t pid) {
+    int wait_status = 0;
+    ::waitpid(pid, &wait_status, 0);
+    return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  };
+
+  // Slurm's cancel: SIGTERM to the script and to attn-tune.
+  auto [script, tune] = start("SLURM_ARRAY_TASK_ID");
+  ASSERT_GT(tune, 0) << file_text(dir_ / "task.out");
+  EXPECT_EQ(file_text(status).rfind("running on ", 0), 0u);
+  ::kill(script, SIGTERM);
+  ::kill(tune, SIGTERM);
+  EXPECT_EQ(finish(script), 130);
+  EXPECT_EQ(occurrences(file_text(log), "TERM\n"), 1u) << file_text(log);
+  EXPECT_EQ(file_text(status).rfind("exit 130 on ", 0), 0u) << file_text(status);
+
+  // The time-limit warning: USR1 to the script alone, passed on as SIGTERM.
+  std::tie(script, tune) = start("SLURM_ARRAY_TASK_ID");
+  ASSERT_GT(tune, 0);
+  ::kill(script, SIGUSR1);
+  EXPECT_EQ(finish(script), 130);
+  EXPECT_EQ(occurrences(file_text(log), "TERM\n"), 1u) << file_text(log);
+
+  // run-local.sh's stop: SIGTERM to the script alone, passed on.
+  std::tie(script, tune) = start("ATTN_SWEEP_SHARD");
+  ASSERT_GT(tune, 0);
+  ::kill(script, SIGTERM);
+  EXPECT_EQ(finish(script), 130);
+  EXPECT_EQ(occurrences(file_text(log), "TERM\n"), 1u) << file_text(log);
+  EXPECT_NE(file_text(dir_ / "task.out").find("shard 1/3 ended with exit 130"), std::string::npos)
+      << file_text(dir_ / "task.out");
 }
 
 TEST_F(SweepScriptsTest, SubmitMakesTheMergeDependOnTheArray) {
