@@ -7,6 +7,7 @@
 // (run-local.sh, which this process becomes) and exits with its code.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -176,6 +177,10 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
   request.shards = args.shards;
   LaunchTimes history;
   if (!args.history.empty()) {
+    std::error_code missing;
+    if (!fs::is_regular_file(args.history, missing)) {
+      throw UsageError("--history '" + args.history + "': no such database");
+    }
     const Store store(args.history, StoreAccess::read_only);
     history = recorded_launch_times(store, {batch.spec_hash});
     request.history = &history;

@@ -106,6 +106,13 @@ TEST_F(PlanCli, WritesTheScriptsAndAMapThatEachShardFollows) {
               1)
         << key;
   }
+  // A plan with that database as its history takes the 8 launch times it recorded.
+  std::vector<std::string> with_history = plan_args("plan2", 3);
+  with_history.insert(with_history.end(), {"--history", "one.db"});
+  ASSERT_EQ(run(with_history).exit_code, 0);
+  const std::string readme2 = testing::slurp(dir_ / "plan2" / "README.md");
+  EXPECT_NE(readme2.find("| test.cpu_reference_copies | 24 | 8 | "), std::string::npos) << readme2;
+  EXPECT_NE(readme.find("| test.cpu_reference_copies | 24 | 0 | "), std::string::npos) << readme;
   // The same plan again rewrites the same files; another into a folder with shards is refused.
   EXPECT_EQ(run(plan_args("plan", 3)).exit_code, 0);
   fs::create_directories(plan / "shards");
@@ -154,6 +161,9 @@ TEST_F(PlanCli, RefusesWhatItCannotPlan) {
   refused(plan_args("plan", 0), "--shards must be at least 1");
   refused(plan_args("plan", 25), "--shards 25 is more than the 24 configs");
   refused(plan_args("a plan", 2), "letters, digits and _./+,=:@- only");
+  std::vector<std::string> history = plan_args("plan", 2);
+  history.insert(history.end(), {"--history", "none.db"});
+  refused(history, "--history 'none.db': no such database");
   std::vector<std::string> args = plan_args("plan", 2);
   args[3] = "nothing.*";
   refused(args, "matches no variant");
