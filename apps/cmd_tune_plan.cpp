@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -127,6 +128,24 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
   }
   if (args.slurm.local_parallel < 1) throw UsageError("--parallel must be at least 1");
   if (args.slurm.stop_seconds < 0) throw UsageError("--stop-before must not be negative");
+  if (!args.slurm.time.empty()) {
+    const std::optional<long> limit = slurm_time_seconds(args.slurm.time);
+    const std::string lower = [&] {
+      std::string t = args.slurm.time;
+      for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+      return t;
+    }();
+    if (!limit && lower != "infinite" && lower != "unlimited") {
+      throw UsageError("--time '" + args.slurm.time +
+                       "': not a Slurm time limit (minutes, minutes:seconds, "
+                       "hours:minutes:seconds, days-hours[:minutes[:seconds]])");
+    }
+    if (limit && *limit <= args.slurm.stop_seconds) {
+      throw UsageError("--time " + args.slurm.time + " is not longer than --stop-before " +
+                       std::to_string(args.slurm.stop_seconds) +
+                       " s: every task would be told to stop as it starts");
+    }
+  }
   if (args.slurm.max_running && *args.slurm.max_running == 0) {
     throw UsageError("--max-running must be at least 1");
   }

@@ -32,6 +32,43 @@ std::string array_range(const SweepScripts& s) {
 
 }  // namespace
 
+std::optional<long> slurm_time_seconds(const std::string& text) {
+  std::vector<long> parts;
+  long days = 0;
+  std::string rest = text;
+  const size_t dash = text.find('-');
+  const auto number = [](const std::string& digits) -> std::optional<long> {
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return std::stol(digits);
+  };
+  if (dash != std::string::npos) {
+    const std::optional<long> d = number(text.substr(0, dash));
+    if (!d) return std::nullopt;
+    days = *d;
+    rest = text.substr(dash + 1);
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = rest.find(':', start);
+    const std::optional<long> part = number(rest.substr(start, colon - start));
+    if (!part) return std::nullopt;
+    parts.push_back(*part);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3) return std::nullopt;
+  if (dash != std::string::npos) {  // days-hours[:minutes[:seconds]]
+    while (parts.size() < 3) parts.push_back(0);
+    return ((days * 24 + parts[0]) * 60 + parts[1]) * 60 + parts[2];
+  }
+  if (parts.size() == 1) return parts[0] * 60;             // minutes
+  if (parts.size() == 2) return parts[0] * 60 + parts[1];  // minutes:seconds
+  return (parts[0] * 60 + parts[1]) * 60 + parts[2];       // hours:minutes:seconds
+}
+
 std::string shell_word(const std::string& text) {
   const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -45,6 +45,11 @@ struct SweepScripts {
   int local_parallel = 1;                   // run-local.sh's default --parallel
 };
 
+// Seconds of a Slurm time limit ("minutes", "minutes:seconds", "hours:minutes:seconds",
+// "days-hours", "days-hours:minutes", "days-hours:minutes:seconds"); nullopt for "infinite",
+// "unlimited" or anything else.
+std::optional<long> slurm_time_seconds(const std::string& text);
+
 // A word the shell reads back as `text`: as it is when it holds only [A-Za-z0-9_./=:,+@%-],
 // else in single quotes.
 std::string shell_word(const std::string& text);

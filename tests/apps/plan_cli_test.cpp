@@ -161,6 +161,11 @@ TEST_F(PlanCli, RefusesWhatItCannotPlan) {
   refused(plan_args("plan", 0), "--shards must be at least 1");
   refused(plan_args("plan", 25), "--shards 25 is more than the 24 configs");
   refused(plan_args("a plan", 2), "letters, digits and _./+,=:@- only");
+  std::vector<std::string> limit = plan_args("plan", 2);
+  limit.insert(limit.end(), {"--time", "2:00"});
+  refused(limit, "--time 2:00 is not longer than --stop-before 180 s");
+  limit.back() = "2h";
+  refused(limit, "--time '2h': not a Slurm time limit");
   std::vector<std::string> history = plan_args("plan", 2);
   history.insert(history.end(), {"--history", "none.db"});
   refused(history, "--history 'none.db': no such database");

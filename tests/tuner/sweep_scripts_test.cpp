@@ -317,6 +317,18 @@ TEST_F(SweepScriptsTest, SubmitMakesTheMergeDependOnTheArray) {
   EXPECT_NE(shell(submit + " --shards"), 0) << out_;
 }
 
+TEST(SlurmTime, EveryFormOfATimeLimitIsRead) {
+  EXPECT_EQ(slurm_time_seconds("90"), 90 * 60);
+  EXPECT_EQ(slurm_time_seconds("10:30"), 10 * 60 + 30);
+  EXPECT_EQ(slurm_time_seconds("4:00:00"), 4 * 3600);
+  EXPECT_EQ(slurm_time_seconds("2-12"), 2 * 86400 + 12 * 3600);
+  EXPECT_EQ(slurm_time_seconds("1-02:03"), 86400 + 2 * 3600 + 3 * 60);
+  EXPECT_EQ(slurm_time_seconds("1-02:03:04"), 86400 + 2 * 3600 + 3 * 60 + 4);
+  for (const char* bad : {"", "infinite", "1:2:3:4", "1-", "-1", "a:00", "1h", "1-2-3", "3:"}) {
+    EXPECT_EQ(slurm_time_seconds(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(ShellWord, TheShellReadsEachWordBack) {
   EXPECT_EQ(shell_word("paged_decode.sm80_simt"), "paged_decode.sm80_simt");
   EXPECT_EQ(shell_word("/a/b-c/d=1,2"), "/a/b-c/d=1,2");
