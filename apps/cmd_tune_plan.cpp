@@ -1,10 +1,10 @@
-// attn-tune plan WORKLOAD --variant GLOB --shards N --out DIR [--strategy S ...] [--partition P
-// --gpus-per-task G --time T ...] [--local [--parallel P]]: splits a sweep over the tasks of a
-// Slurm job array. Every config of the pruned spaces gets an estimated cost and a shard, balanced
-// by cost (tuner/sweep_plan.hpp); DIR receives the shard map, the array and merge scripts,
-// submit.sh, run-local.sh and a README (tuner/sweep_scripts.hpp). Needs no GPU: CUDA variants are
-// pruned for the target chosen as `space` chooses it. --local then runs the plan on this machine
-// (run-local.sh, which this process becomes) and exits with its code.
+// attn-tune plan WORKLOAD|--suite NAME --variant GLOB --shards N --out DIR [--strategy S ...]
+// [--partition P --gpus-per-task G --time T ...] [--local [--parallel P]]: splits a sweep over the
+// tasks of a Slurm job array. Every config of the pruned spaces (of every workload of a suite) gets
+// an estimated cost and a shard, balanced by cost (tuner/sweep_plan.hpp); DIR receives the shard
+// map, the array and merge scripts, submit.sh, run-local.sh and a README (tuner/sweep_scripts.hpp).
+// Needs no GPU: CUDA variants are pruned for the target chosen as `space` chooses it. --local then
+// runs the plan on this machine (run-local.sh, which this process becomes) and exits with its code.
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include "tuner/sweep_scripts.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/mask_checks.hpp"
+#include "workloads/suites.hpp"
 
 namespace attn {
 
@@ -37,6 +38,7 @@ namespace fs = std::filesystem;
 
 struct PlanArgs {
   std::string workload;
+  std::string suite;
   std::string variant;
   std::vector<std::string> axes;
   std::string strategy = "halving";
@@ -112,7 +114,13 @@ void check_out_folder(const fs::path& dir, const std::string& map_text) {
 }
 
 int plan(const PlanArgs& args, const Invocation& invocation) {
-  const WorkloadSpec spec = load_workload_argument(args.workload);
+  // The workloads: one, or every workload of a suite.
+  std::vector<WorkloadSpec> specs;
+  if (args.suite.empty()) {
+    specs.push_back(load_workload_argument(args.workload));
+  } else {
+    specs = load_suite(args.suite).workloads;
+  }
   std::vector<AxisOverride> overrides;
   for (const std::string& text : args.axes) overrides.push_back(parse_axis_override(text));
   make_strategy(args.strategy, SpacePoints{}, args.seed);  // validates the name
@@ -162,10 +170,11 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
   if (matching.empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
-  check_mask_limits(spec);
-  check_host_memory(spec, args.workload, MemoryUse::batch, "");
-  const Batch batch = generate_batch(spec);
-  require_known_axes(matching, batch, overrides);
+  for (const WorkloadSpec& spec : specs) {
+    check_mask_limits(spec);
+    check_host_memory(spec, args.suite.empty() ? args.workload : "workload " + spec.name,
+                      MemoryUse::batch, "");
+  }
 
   // The backend the tasks tune: the CPU variants with --cpu, else the CUDA ones, pruned for the
   // target `space` would choose.
@@ -188,7 +197,6 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
         "--variant '" + args.variant + "' matches no " + to_string(backend) + " variant" +
         (args.cpu ? std::string() : "; add --cpu to plan a sweep of the CPU variants"));
   }
-  request.batches = {&batch};
   request.overrides = overrides;
   request.strategy = args.strategy;
   request.budget.trials = args.budget_trials;
@@ -200,11 +208,20 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
     if (!fs::is_regular_file(args.history, missing)) {
       throw UsageError("--history '" + args.history + "': no such database");
     }
+    std::vector<std::string> hashes;
+    for (const WorkloadSpec& spec : specs) hashes.push_back(content_hash(spec));
     const Store store(args.history, StoreAccess::read_only);
-    history = recorded_launch_times(store, {batch.spec_hash});
+    history = recorded_launch_times(store, hashes);
     request.history = &history;
   }
-  const SweepPlan sweep = plan_sweep(request);
+  // One batch at a time: a suite's batches need not all be in memory at once.
+  SweepPlanner planner(request);
+  for (const WorkloadSpec& spec : specs) {
+    const Batch batch = generate_batch(spec);
+    require_known_axes(matching, batch, overrides);
+    planner.add(batch);
+  }
+  const SweepPlan sweep = planner.finish();
 
   // What every shard runs: `attn-tune tune` with the plan's options; the scripts add the shard.
   SweepScripts scripts = args.slurm;
@@ -212,11 +229,19 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
   scripts.shards = args.shards;
   scripts.attn_tune =
       args.attn_tune.empty() ? own_executable() : fs::absolute(args.attn_tune).string();
+  // A file by its absolute path (its own relative references resolve against its folder); a
+  // preset or built-in suite by its name.
   std::error_code error;
-  const std::string workload = fs::is_regular_file(args.workload, error)
-                                   ? fs::absolute(args.workload).string()
-                                   : args.workload;
-  scripts.tune_args = {workload, "--variant", args.variant, "--strategy", args.strategy};
+  const auto argument = [&](const std::string& text) {
+    return fs::is_regular_file(text, error) ? fs::absolute(text).string() : text;
+  };
+  if (args.suite.empty()) {
+    scripts.tune_args = {argument(args.workload)};
+  } else {
+    scripts.tune_args = {"--suite", argument(args.suite)};
+  }
+  scripts.tune_args.insert(scripts.tune_args.end(),
+                           {"--variant", args.variant, "--strategy", args.strategy});
   for (const std::string& a : args.axes)
     scripts.tune_args.insert(scripts.tune_args.end(), {"-a", a});
   if (args.budget_trials) {
@@ -246,9 +271,12 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
   }
   scripts.winner_args = {"--variant", args.variant};
 
-  const std::string sweep_text = "workload " + spec.name + " (" + batch.spec_hash.substr(0, 12) +
-                                 "), variants " + args.variant + " on " + target_text +
-                                 ", strategy " + args.strategy;
+  const std::string workloads_text =
+      args.suite.empty()
+          ? "workload " + specs[0].name + " (" + content_hash(specs[0]).substr(0, 12) + ")"
+          : "suite " + args.suite + " (" + std::to_string(specs.size()) + " workloads)";
+  const std::string sweep_text = workloads_text + ", variants " + args.variant + " on " +
+                                 target_text + ", strategy " + args.strategy;
   const std::string map_text = sweep.map.text("attn-tune shard map: " + sweep_text +
                                               "\nwritten by attn-tune plan; read by "
                                               "attn-tune tune --shard i/" +
@@ -266,7 +294,7 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
              plan_readme(scripts, sweep, quote_command_line(invocation.argv), sweep_text), false);
 
   std::ostream& out = std::cout;
-  out << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << ")\n";
+  out << (args.suite.empty() ? "workload  " : "suite     ") << workloads_text << "\n";
   out << "target    " << target_text << "\n";
   out << "strategy  " << args.strategy << ", " << sweep.configs() << " configs of "
       << request.variants.size() << " variant(s) in " << args.shards
@@ -303,7 +331,12 @@ void add_tune_plan_command(CLI::App& app, Invocation& invocation) {
       "plan",
       "Split a sweep over a Slurm job array, shards balanced by estimated cost: write "
       "the scripts (or run them here with --local)");
-  add_space_selection(*cmd, args->workload, args->variant, args->axes);
+  CLI::Option* workload = add_space_selection(*cmd, args->workload, args->variant, args->axes);
+  workload->required(false);
+  cmd->add_option("--suite", args->suite,
+                  "plan every workload of a suite (a built-in suite's name or a suite file): the "
+                  "shards are balanced over all of them")
+      ->excludes(workload);
   cmd->add_option("--shards", args->shards, "tasks of the job array, one shard each")->required();
   cmd->add_option("--out", args->out,
                   "the plan's folder: scripts, shard map, and the shards' databases and logs "
@@ -350,7 +383,12 @@ void add_tune_plan_command(CLI::App& app, Invocation& invocation) {
                   "run-local.sh: shards at once (default 1), each on its own --gpus-per-task "
                   "GPUs");
   args->target.add_to(*cmd);
-  cmd->callback([args, &invocation] { invocation.exit_code = plan(*args, invocation); });
+  cmd->callback([args, &invocation] {
+    if (args->workload.empty() && args->suite.empty()) {
+      throw UsageError("plan needs a workload (workload.json, a preset name) or --suite NAME");
+    }
+    invocation.exit_code = plan(*args, invocation);
+  });
 }
 
 }  // namespace attn

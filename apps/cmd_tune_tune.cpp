@@ -98,8 +98,8 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   const Batch batch = generate_batch(spec);
   require_known_axes(registry.matching(args.variant), batch, options.overrides);
   if (options.shard.map && !options.shard.map->lists_workload(batch.spec_hash)) {
-    throw UsageError("--shard-map " + args.shard_map + " lists no config of workload " + spec.name +
-                     " (" + batch.spec_hash.substr(0, 12) +
+    throw UsageError("--shard-map " + args.shard_map + " was not planned for workload " +
+                     spec.name + " (" + batch.spec_hash.substr(0, 12) +
                      "): it was planned for other workloads, or this one changed since; plan "
                      "the sweep again");
   }

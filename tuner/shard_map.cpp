@@ -51,6 +51,10 @@ ShardMap::ShardMap(uint64_t shards) : shards_(shards) {
   if (shards == 0) throw UsageError("a shard map needs at least one shard");
 }
 
+void ShardMap::add_workload(const std::string& workload_hash) {
+  if (workloads_.insert(workload_hash).second) workload_order_.push_back(workload_hash);
+}
+
 void ShardMap::add(ShardMapEntry entry) {
   if (entry.shard >= shards_) {
     throw UsageError("shard " + std::to_string(entry.shard) + " of a map of " +
@@ -61,7 +65,7 @@ void ShardMap::add(ShardMapEntry entry) {
     throw UsageError("the shard map lists " + entry.variant + " {" + entry.config_key +
                      "} of workload " + entry.workload_hash.substr(0, 12) + " twice");
   }
-  workloads_.insert(entry.workload_hash);
+  add_workload(entry.workload_hash);
   entries_.push_back(std::move(entry));
 }
 
@@ -89,6 +93,7 @@ std::string ShardMap::text(const std::string& comment) const {
   for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
   out << "# workload hash\tvariant\tconfig\tshard\testimated seconds\n";
   out << "shards\t" << shards_ << "\n";
+  for (const std::string& w : workload_order_) out << "workload\t" << w << "\n";
   for (const ShardMapEntry& e : entries_) {
     out << e.workload_hash << "\t" << e.variant << "\t" << e.config_key << "\t" << e.shard << "\t"
         << seconds_text(e.estimated_seconds) << "\n";
@@ -114,6 +119,14 @@ ShardMap ShardMap::parse(const std::string& text, const std::string& source) {
         break;
       }
       map.emplace(*shards);
+      continue;
+    }
+    if (fields.size() == 2 && fields[0] == "workload") {
+      if (fields[1].empty()) {
+        problems.push_back(where + "the workload hash must not be empty");
+      } else {
+        map->add_workload(fields[1]);
+      }
       continue;
     }
     if (fields.size() != 5) {

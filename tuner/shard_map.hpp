@@ -9,6 +9,7 @@
 // The file is text, tab-separated, one config a line after a header:
 //   # attn-tune shard map: ...        (comment lines start with '#')
 //   shards  4
+//   workload  <workload hash>          (each workload planned, some of whose spaces may be empty)
 //   <workload hash> <variant> <config key> <shard> <estimated seconds>
 #pragma once
 
@@ -33,12 +34,14 @@ class ShardMap {
   explicit ShardMap(uint64_t shards);
 
   uint64_t shards() const { return shards_; }
+  // A workload the plan covers (its configs are added with add(); it may have none).
+  void add_workload(const std::string& workload_hash);
   // Throws UsageError for a shard out of range or a config listed twice.
   void add(ShardMapEntry entry);
   const std::vector<ShardMapEntry>& entries() const { return entries_; }
   std::optional<uint64_t> shard_of(const std::string& workload_hash, const std::string& variant,
                                    const std::string& config_key) const;
-  // Whether any config of the workload is listed (a map planned for another workload lists none).
+  // Whether the plan covered the workload (a map planned for other workloads did not).
   bool lists_workload(const std::string& workload_hash) const;
   // The estimated seconds of each shard, summed over its entries.
   std::vector<double> shard_seconds() const;
@@ -54,6 +57,7 @@ class ShardMap {
   uint64_t shards_ = 1;
   std::vector<ShardMapEntry> entries_;
   std::map<std::tuple<std::string, std::string, std::string>, size_t> index_;
+  std::vector<std::string> workload_order_;
   std::set<std::string> workloads_;
 };
 

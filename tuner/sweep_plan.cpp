@@ -80,85 +80,95 @@ double SweepPlan::seconds() const {
   return std::accumulate(shard_seconds.begin(), shard_seconds.end(), 0.0);
 }
 
-SweepPlan plan_sweep(const SweepPlanRequest& request) {
-  if (request.shards == 0) throw UsageError("a sweep needs at least one shard");
-  SweepPlan plan;
-  std::vector<ShardMapEntry> entries;
-  for (const Batch* batch : request.batches) {
-    for (const Variant* variant : request.variants) {
-      const SearchSpace space = build_space(*variant, *batch, request.target, request.overrides);
-      PlannedSpace planned{batch->spec.name, batch->spec_hash, variant->name(),
-                           space.configs.size()};
-      if (space.configs.empty()) {
-        plan.spaces.push_back(planned);
-        continue;
-      }
-      const double model_us = modelled_launch_us(variant->work(*batch), request.target);
-      // Each JIT program's compile is shared by the configs that use it.
-      std::vector<std::vector<std::string>> programs;
-      std::map<std::string, size_t> users;
-      if (request.target.backend == Backend::cuda) {
-        for (const KernelConfig& c : space.configs) {
-          std::vector<std::string> ids;
-          for (const JitProgram& p : variant->programs(*batch, c, request.target)) {
-            ids.push_back(program_identity(p));
-            ++users[ids.back()];
-          }
-          programs.push_back(std::move(ids));
-        }
-      }
-      for (size_t i = 0; i < space.configs.size(); ++i) {
-        const std::string key = space.configs[i].key();
-        double launch_us = model_us;
-        if (request.history) {
-          const auto it = request.history->find({batch->spec_hash, variant->name(), key});
-          if (it != request.history->end()) {
-            launch_us = it->second;
-            ++planned.recorded;
-          }
-        }
-        double compile = 0;
-        if (!programs.empty()) {
-          for (const std::string& id : programs[i]) {
-            compile += kModelledCompileSeconds / double(users[id]);
-          }
-        }
-        const double seconds =
-            config_seconds(request.strategy, space.configs.size(), request.budget, launch_us,
-                           request.target.backend, compile);
-        planned.seconds += seconds;
-        entries.push_back({batch->spec_hash, variant->name(), key, 0, seconds});
-      }
-      plan.spaces.push_back(planned);
+SweepPlanner::SweepPlanner(SweepPlanRequest request) : request_(std::move(request)) {
+  if (request_.shards == 0) throw UsageError("a sweep needs at least one shard");
+}
+
+void SweepPlanner::add(const Batch& batch) {
+  workloads_.push_back(batch.spec_hash);
+  for (const Variant* variant : request_.variants) {
+    const SearchSpace space = build_space(*variant, batch, request_.target, request_.overrides);
+    PlannedSpace planned{batch.spec.name, batch.spec_hash, variant->name(), space.configs.size()};
+    if (space.configs.empty()) {
+      spaces_.push_back(planned);
+      continue;
     }
+    const double model_us = modelled_launch_us(variant->work(batch), request_.target);
+    // Each JIT program's compile is shared by the configs that use it.
+    std::vector<std::vector<std::string>> programs;
+    std::map<std::string, size_t> users;
+    if (request_.target.backend == Backend::cuda) {
+      for (const KernelConfig& c : space.configs) {
+        std::vector<std::string> ids;
+        for (const JitProgram& p : variant->programs(batch, c, request_.target)) {
+          ids.push_back(program_identity(p));
+          ++users[ids.back()];
+        }
+        programs.push_back(std::move(ids));
+      }
+    }
+    for (size_t i = 0; i < space.configs.size(); ++i) {
+      const std::string key = space.configs[i].key();
+      double launch_us = model_us;
+      if (request_.history) {
+        const auto it = request_.history->find({batch.spec_hash, variant->name(), key});
+        if (it != request_.history->end()) {
+          launch_us = it->second;
+          ++planned.recorded;
+        }
+      }
+      double compile = 0;
+      if (!programs.empty()) {
+        for (const std::string& id : programs[i]) {
+          compile += kModelledCompileSeconds / double(users[id]);
+        }
+      }
+      const double seconds =
+          config_seconds(request_.strategy, space.configs.size(), request_.budget, launch_us,
+                         request_.target.backend, compile);
+      planned.seconds += seconds;
+      entries_.push_back({batch.spec_hash, variant->name(), key, 0, seconds});
+    }
+    spaces_.push_back(planned);
   }
-  if (entries.empty()) {
+}
+
+SweepPlan SweepPlanner::finish() const {
+  if (entries_.empty()) {
     throw UsageError(
         "no config of the sweep survives pruning: nothing to plan (see attn-tune "
         "space)");
   }
-  if (request.shards > entries.size()) {
-    throw UsageError("--shards " + std::to_string(request.shards) + " is more than the " +
-                     std::to_string(entries.size()) + " configs of the sweep");
+  if (request_.shards > entries_.size()) {
+    throw UsageError("--shards " + std::to_string(request_.shards) + " is more than the " +
+                     std::to_string(entries_.size()) + " configs of the sweep");
   }
-
+  SweepPlan plan;
+  plan.spaces = spaces_;
   std::vector<double> costs;
-  for (const ShardMapEntry& e : entries) costs.push_back(e.estimated_seconds);
-  const std::vector<uint64_t> shards = balance_by_cost(costs, request.shards);
-  plan.map = ShardMap(request.shards);
-  plan.shard_configs.assign(request.shards, 0);
-  plan.shard_seconds.assign(request.shards, 0.0);
-  std::vector<double> by_hash(request.shards, 0.0);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    ShardMapEntry& e = entries[i];
+  for (const ShardMapEntry& e : entries_) costs.push_back(e.estimated_seconds);
+  const std::vector<uint64_t> shards = balance_by_cost(costs, request_.shards);
+  plan.map = ShardMap(request_.shards);
+  for (const std::string& w : workloads_) plan.map.add_workload(w);
+  plan.shard_configs.assign(request_.shards, 0);
+  plan.shard_seconds.assign(request_.shards, 0.0);
+  std::vector<double> by_hash(request_.shards, 0.0);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    ShardMapEntry e = entries_[i];
     e.shard = shards[i];
     ++plan.shard_configs[e.shard];
     plan.shard_seconds[e.shard] += e.estimated_seconds;
-    by_hash[hash_shard(e.variant, e.config_key, request.shards)] += e.estimated_seconds;
+    by_hash[hash_shard(e.variant, e.config_key, request_.shards)] += e.estimated_seconds;
     plan.map.add(std::move(e));
   }
   plan.hash_largest_seconds = *std::max_element(by_hash.begin(), by_hash.end());
   return plan;
+}
+
+SweepPlan plan_sweep(const SweepPlanRequest& request) {
+  SweepPlanner planner(request);
+  for (const Batch* batch : request.batches) planner.add(*batch);
+  return planner.finish();
 }
 
 }  // namespace attn

@@ -69,4 +69,21 @@ std::string estimate_text(double seconds);
 // Throws UsageError when no config survives pruning, or there are more shards than configs.
 SweepPlan plan_sweep(const SweepPlanRequest& request);
 
+// plan_sweep one workload at a time, so that the batches of a sweep of many (a suite) need not all
+// be in memory at once: add() each, then finish(). The request's batches are not used.
+class SweepPlanner {
+ public:
+  explicit SweepPlanner(SweepPlanRequest request);
+  // Every config of the workload's spaces, with its estimate.
+  void add(const Batch& batch);
+  // The split; throws as plan_sweep does.
+  SweepPlan finish() const;
+
+ private:
+  SweepPlanRequest request_;
+  std::vector<std::string> workloads_;
+  std::vector<ShardMapEntry> entries_;
+  std::vector<PlannedSpace> spaces_;
+};
+
 }  // namespace attn

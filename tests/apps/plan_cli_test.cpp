@@ -84,7 +84,10 @@ TEST_F(PlanCli, WritesTheScriptsAndAMapThatEachShardFollows) {
   std::set<std::string> planned;
   std::istringstream map(testing::slurp(plan / "shard-map.tsv"));
   for (std::string line; std::getline(map, line);) {
-    if (line.empty() || line[0] == '#' || line.rfind("shards\t", 0) == 0) continue;
+    if (line.empty() || line[0] == '#' || line.rfind("shards\t", 0) == 0 ||
+        line.rfind("workload\t", 0) == 0) {
+      continue;
+    }
     std::vector<std::string> f;
     std::istringstream fields(line);
     for (std::string field; std::getline(fields, field, '\t');) f.push_back(field);
@@ -152,6 +155,40 @@ TEST_F(PlanCli, LocalRunsEveryShardThenMergesAndPrintsTheWinners) {
   EXPECT_EQ(db_number(merged, "SELECT count(*) FROM runs"), 6);
 }
 
+TEST_F(PlanCli, ASuiteIsOneArrayOverAllItsWorkloads) {
+  const std::string suite =
+      write("two.json", R"({"schema_version": 1, "name": "two",
+    "workloads": [)" + testing::tiny_prefill_json("first", 7) +
+                            "," + testing::tiny_prefill_json("second", 8) + "]}")
+          .string();
+  std::vector<std::string> args = plan_args("plan", 4);
+  args[1] = "--suite";
+  args.insert(args.begin() + 2, suite);
+  args.insert(args.end(), {"--local", "--parallel", "2"});
+  const CliResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("suite     suite " + suite + " (2 workloads)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("48 configs of 1 variant(s) in 4 shards"), std::string::npos) << r.out;
+  const std::string sweep = testing::slurp(dir_ / "plan" / "sweep.sbatch");
+  EXPECT_NE(sweep.find(" tune --suite " + suite + " --variant "), std::string::npos) << sweep;
+  // Every shard tuned both workloads; the merge chose for each.
+  EXPECT_NE(r.out.find("merged.db: 8 runs, 48 measurements"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("winners   first ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("winners   second ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("every shard finished"), std::string::npos) << r.out;
+  const fs::path merged = dir_ / "plan" / "merged.db";
+  EXPECT_EQ(db_number(merged,
+                      "SELECT count(*) FROM (SELECT DISTINCT workload_id, config_key "
+                      "FROM measurements)"),
+            48);
+  // No workload without a workload or a suite.
+  args = plan_args("plan", 2);
+  args.erase(args.begin() + 1);
+  const CliResult none = run(args);
+  EXPECT_EQ(none.exit_code, testing::kUsage);
+  EXPECT_NE(none.err.find("plan needs a workload"), std::string::npos) << none.err;
+}
+
 TEST_F(PlanCli, RefusesWhatItCannotPlan) {
   const auto refused = [&](std::vector<std::string> args, const std::string& why) {
     const CliResult r = run(args);
@@ -194,7 +231,7 @@ TEST_F(PlanCli, TuneRefusesAMapThatDoesNotFit) {
   args.insert(args.end(), {"--shard", "1/3", "--shard-map", map});
   r = run(args);
   EXPECT_EQ(r.exit_code, testing::kUsage);
-  EXPECT_NE(r.err.find("lists no config of workload other"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was not planned for workload other"), std::string::npos) << r.err;
   // A damaged map is an input error, with its line.
   const std::string bad = write("bad.tsv", "shards\t3\nw\tv\n").string();
   args = tune;

@@ -40,6 +40,14 @@ TEST(ShardMap, TextReadsBackAsTheSameMap) {
   EXPECT_EQ(back.shard_of("w1", "u", "a=2"), std::nullopt);
   EXPECT_TRUE(back.lists_workload("w2"));
   EXPECT_FALSE(back.lists_workload("w3"));
+  // A workload planned without a config (its spaces were empty) is listed all the same.
+  ShardMap with_empty = three_shard_map();
+  with_empty.add_workload("w0");
+  const std::string empty_text = with_empty.text("");
+  EXPECT_NE(empty_text.find("\nworkload\tw1\nworkload\tw2\nworkload\tw0\n"), std::string::npos)
+      << empty_text;
+  EXPECT_TRUE(ShardMap::parse(empty_text, "map.tsv").lists_workload("w0"));
+  EXPECT_EQ(ShardMap::parse(empty_text, "map.tsv").text(""), empty_text);
   const std::vector<double> seconds = back.shard_seconds();
   ASSERT_EQ(seconds.size(), 3u);
   EXPECT_NEAR(seconds[0], 0.25, 1e-9);
@@ -71,6 +79,8 @@ TEST(ShardMap, MalformedFilesAreRefusedWithTheirLine) {
   const std::string twice = problem("shards\t2\nw\tv\ta=1\t1\t1\nw\tv\ta=1\t0\t1\n");
   EXPECT_EQ(twice.rfind("line 3: ", 0), 0u) << twice;
   EXPECT_NE(twice.find("twice"), std::string::npos) << twice;
+  EXPECT_NE(problem("shards\t2\nworkload\t\n").find("line 2: the workload hash"),
+            std::string::npos);
   EXPECT_EQ(problem("shards\t2\n# a comment\n\nw\tv\ta=1\t1\t1\n"), "accepted");
   EXPECT_THROW(ShardMap(0), UsageError);
   ShardMap map(2);

@@ -182,6 +182,36 @@ TEST_F(SweepPlanTest, ConfigsThatShareAProgramShareItsCompile) {
               kModelledCompileSeconds * (1 - 1.0 / 3), 1e-9);
 }
 
+// A variant that declines one workload by name: that workload's space is empty.
+class DecliningVariant : public PlannedVariant {
+ public:
+  DecliningVariant() : PlannedVariant("test.declining", Backend::cpu, 6, 1e6) {}
+  Support supports(const Batch& batch, const KernelConfig&, const Target&) const override {
+    return batch.spec.name == "declined" ? Support::no("test") : Support::yes();
+  }
+};
+
+TEST_F(SweepPlanTest, APlannerTakesWorkloadsOneAtATimeAndListsEvenThoseWithoutConfigs) {
+  const DecliningVariant variant;
+  WorkloadSpec other = load_preset("default");
+  other.name = "declined";
+  const Batch declined = generate_batch(other);
+  SweepPlanRequest r = request({&variant}, 4);
+  SweepPlanner planner(r);
+  planner.add(batch_);
+  planner.add(declined);
+  const SweepPlan plan = planner.finish();
+  EXPECT_EQ(plan.configs(), 6u);
+  ASSERT_EQ(plan.spaces.size(), 2u);
+  EXPECT_EQ(plan.spaces[1].workload, "declined");
+  EXPECT_EQ(plan.spaces[1].configs, 0u);
+  EXPECT_TRUE(plan.map.lists_workload(batch_.spec_hash));
+  EXPECT_TRUE(plan.map.lists_workload(declined.spec_hash));
+  // The same as plan_sweep over both batches.
+  r.batches = {&batch_, &declined};
+  EXPECT_EQ(plan_sweep(r).map.text(""), plan.map.text(""));
+}
+
 TEST_F(SweepPlanTest, RefusesMoreShardsThanConfigsAndAnEmptySweep) {
   const PlannedVariant three("test.three", Backend::cpu, 3, 1e6);
   EXPECT_NO_THROW(plan_sweep(request({&three}, 3)));
