@@ -213,12 +213,12 @@ struct WorkloadOutcome {
 
 // Verifies and times every matching variant on one workload: prints the batch, the device and the
 // table, records a run in `store`. The workload was validated and its memory checked by the caller.
-WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
-                             const Invocation& invocation, const BenchOptions& options,
-                             const Registry& registry, const std::string& db, Store& store,
+WorkloadOutcome run_workload(const Batch& batch, const RunArgs& args, const Invocation& invocation,
+                             const BenchOptions& options, const Registry& registry,
+                             const std::string& db, Store& store,
                              std::vector<SuiteRow>* suite_rows) {
   GbenchOptions gbench{invocation.benchmark_args};
-  const Batch batch = generate_batch(spec);
+  const WorkloadSpec& spec = batch.spec;
 
   // With a --benchmark_format, stdout belongs to Google Benchmark's reporter (JSON or CSV must
   // stay parseable); attn-bench's own lines go to stderr then.
@@ -320,7 +320,7 @@ WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
   }
   if (report.any_failed()) return {to_int(ExitCode::failed_cases), false};
   if (!report.any_passed()) {
-    std::cerr << "attn-bench: no variant could run " << spec.name << " (all unsupported)\n";
+    std::cerr << "attn-bench: no variant could run this workload (all unsupported)\n";
     return {to_int(ExitCode::failed_cases), false};
   }
   return {to_int(ExitCode::ok), false};
@@ -402,6 +402,9 @@ int run(const RunArgs& args, const Invocation& invocation) {
     check_host_memory(spec, args.workload.empty() ? "workload " + spec.name : args.workload,
                       args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
   }
+  // The first batch is built before the database is opened: a workload whose referenced files
+  // fail only then leaves no database behind.
+  std::optional<Batch> first_batch = generate_batch(specs.front());
   const Registry registry = make_registry();
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
@@ -420,7 +423,9 @@ int run(const RunArgs& args, const Invocation& invocation) {
       std::cerr << "attn-bench: suite " << suite_name << ": workload " << i + 1 << " of "
                 << specs.size() << "\n";
     }
-    const WorkloadOutcome outcome = run_workload(specs[i], args, invocation, options, registry, db,
+    const Batch batch = i == 0 ? std::move(*first_batch) : generate_batch(specs[i]);
+    first_batch.reset();
+    const WorkloadOutcome outcome = run_workload(batch, args, invocation, options, registry, db,
                                                  store, suite_name.empty() ? nullptr : &suite_rows);
     // The first failure's code stands, except that an interruption stops the suite.
     if (exit_code == to_int(ExitCode::ok)) exit_code = outcome.exit_code;
