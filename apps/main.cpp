@@ -17,8 +17,10 @@ int main(int argc, char** argv) {
     (arg.rfind("--benchmark_", 0) == 0 ? invocation.benchmark_args : cli_args).push_back(arg);
   }
 
-  CLI::App app{"attn-bench: benchmark and verify attention kernels that read a paged KV cache"};
+  CLI::App app{"attn-bench: benchmark and verify attention kernels that read a paged KV cache",
+               "attn-bench"};
   app.set_version_flag("--version", "attn-bench " + tool_version() + " (" + git_commit() + ")");
+  app.set_help_all_flag("--help-all", "Print this help and every command's help, then exit");
   app.require_subcommand(1);
   add_run_command(app, invocation);
   add_list_command(app, invocation);

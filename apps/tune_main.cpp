@@ -11,8 +11,10 @@ int main(int argc, char** argv) {
   invocation.argv.assign(argv, argv + argc);
   const std::vector<std::string> args(argv + 1, argv + argc);
 
-  CLI::App app{"attn-tune: search the configs of attention kernel variants for a workload"};
+  CLI::App app{"attn-tune: search the configs of attention kernel variants for a workload",
+               "attn-tune"};
   app.set_version_flag("--version", "attn-tune " + tool_version() + " (" + git_commit() + ")");
+  app.set_help_all_flag("--help-all", "Print this help and every command's help, then exit");
   app.require_subcommand(1);
   add_tune_space_command(app, invocation);
   add_tune_compile_command(app, invocation);
