@@ -4,6 +4,7 @@
 
 #include "apps/cli_main.hpp"
 #include "apps/commands.hpp"
+#include "apps/completion.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, invocation);
   add_workload_command(app, invocation);
   add_peers_command(app, invocation);
+  add_completion_command(app, "attn-bench", invocation.exit_code);
 
   // Checked before parsing: a subcommand's callback runs inside parse().
   if (!invocation.benchmark_args.empty() && (cli_args.empty() || cli_args.front() != "run")) {

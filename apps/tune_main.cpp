@@ -2,6 +2,7 @@
 // merge), and reads the results back (export, db info, compare, report).
 // Exit codes: docs/exit-codes.md (base/exit_codes.hpp).
 #include "apps/cli_main.hpp"
+#include "apps/completion.hpp"
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
 
@@ -25,5 +26,6 @@ int main(int argc, char** argv) {
   add_tune_export_command(app, invocation);
   add_tune_db_command(app, invocation);
   add_tune_worker_command(app, invocation);
+  add_completion_command(app, "attn-tune", invocation.exit_code);
   return run_cli(app, args, "attn-tune", invocation);
 }

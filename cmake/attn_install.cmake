@@ -32,18 +32,28 @@ if(ATTN_BENCHMARK_LIBRARY MATCHES "\\.so")
           DESTINATION ${ATTN_INSTALL_PRIVATE_LIBDIR})
 endif()
 
-# What the programs print about themselves, generated from the programs: every command's help.
+# What the programs print about themselves, generated from the programs' command-line
+# definitions: every command's help, and the bash and zsh completion scripts.
 set(ATTN_CLI_TEXT_DIR ${CMAKE_BINARY_DIR}/share)
-add_custom_command(
-  OUTPUT ${ATTN_CLI_TEXT_DIR}/help/attn-bench.txt ${ATTN_CLI_TEXT_DIR}/help/attn-tune.txt
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${ATTN_CLI_TEXT_DIR}/help
-  COMMAND $<TARGET_FILE:attn-bench> --help-all > ${ATTN_CLI_TEXT_DIR}/help/attn-bench.txt
-  COMMAND $<TARGET_FILE:attn-tune> --help-all > ${ATTN_CLI_TEXT_DIR}/help/attn-tune.txt
-  DEPENDS attn-bench attn-tune
-  COMMENT "Writing the installed help text of attn-bench and attn-tune")
-add_custom_target(attn_cli_text ALL
-  DEPENDS ${ATTN_CLI_TEXT_DIR}/help/attn-bench.txt ${ATTN_CLI_TEXT_DIR}/help/attn-tune.txt)
+set(ATTN_CLI_TEXT_FILES)
+foreach(program attn-bench attn-tune)
+  set(outputs ${ATTN_CLI_TEXT_DIR}/help/${program}.txt ${ATTN_CLI_TEXT_DIR}/bash/${program}
+              ${ATTN_CLI_TEXT_DIR}/zsh/_${program})
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${ATTN_CLI_TEXT_DIR}/help ${ATTN_CLI_TEXT_DIR}/bash
+            ${ATTN_CLI_TEXT_DIR}/zsh
+    COMMAND $<TARGET_FILE:${program}> --help-all > ${ATTN_CLI_TEXT_DIR}/help/${program}.txt
+    COMMAND $<TARGET_FILE:${program}> completion bash > ${ATTN_CLI_TEXT_DIR}/bash/${program}
+    COMMAND $<TARGET_FILE:${program}> completion zsh > ${ATTN_CLI_TEXT_DIR}/zsh/_${program}
+    DEPENDS ${program}
+    COMMENT "Writing the help text and shell completion of ${program}")
+  list(APPEND ATTN_CLI_TEXT_FILES ${outputs})
+endforeach()
+add_custom_target(attn_cli_text ALL DEPENDS ${ATTN_CLI_TEXT_FILES})
 install(DIRECTORY ${ATTN_CLI_TEXT_DIR}/help DESTINATION ${ATTN_INSTALL_DOCDIR})
+install(DIRECTORY ${ATTN_CLI_TEXT_DIR}/bash/ DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+install(DIRECTORY ${ATTN_CLI_TEXT_DIR}/zsh/ DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
 
 # Data: the files built into the binaries, for users and other tools to read.
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/presets DESTINATION ${ATTN_INSTALL_DATADIR}

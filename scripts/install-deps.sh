@@ -3,12 +3,13 @@
 # draws the SVG plots of `attn-tune report`; clang and libclang-rt-dev, which holds libFuzzer and
 # clang's sanitizer runtimes, build `make test-asan` and `make fuzz`; python3-numpy is what the peer
 # runner's tests, tools/peers/tests, run with under /usr/bin/python3; python3-jsonschema checks the
-# workload schema against the presets and the malformed test files), and checks that the CUDA
+# workload schema against the presets and the malformed test files; zsh loads the generated zsh
+# completion in its test), and checks that the CUDA
 # toolkit's headers are present. Safe to run repeatedly: it does nothing when all is there.
 set -euo pipefail
 
 packages=(g++ cmake ninja-build make git libcli11-dev nlohmann-json3-dev libsqlite3-dev
-          libbenchmark-dev libgtest-dev libbenchmark-tools python3-scipy python3-numpy python3-jsonschema
+          libbenchmark-dev libgtest-dev libbenchmark-tools python3-scipy python3-numpy python3-jsonschema zsh
           gnuplot-nox clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -53,6 +53,15 @@ grep -q -- 'export' "$share/doc/attn-bench/help/attn-tune.txt" || fail "attn-tun
 for doc in README.md BENCHMARKS.md docs/workload.md; do
   [ -s "$share/doc/attn-bench/$doc" ] || fail "$doc is not installed"
 done
+for completion in bash-completion/completions/attn-bench bash-completion/completions/attn-tune \
+                  zsh/site-functions/_attn-bench zsh/site-functions/_attn-tune; do
+  [ -s "$share/$completion" ] || fail "share/$completion is not installed"
+done
+cmp -s "$share/bash-completion/completions/attn-bench" <("$bench" completion bash) ||
+  fail "the installed bash completion differs from what attn-bench prints"
+bash --norc --noprofile -c "source '$share/bash-completion/completions/attn-tune' && complete -p attn-tune" \
+  > /dev/null || fail "the installed bash completion of attn-tune does not load"
+
 # The carried Google Benchmark library is found beside the installed program, not in the build.
 # (Whole outputs into variables: `grep -q` in a pipe under pipefail fails when it exits first.)
 libraries=$(ldd "$bench")
