@@ -14,10 +14,8 @@ WorkloadSpec load_workload_argument(const std::string& argument) {
   struct stat info {};
   if (::lstat(argument.c_str(), &info) == 0) return load_workload_file(argument);
   if (preset_text(argument)) return load_preset(argument);
-  std::string known;
-  for (const auto& name : preset_names()) known += (known.empty() ? "" : ", ") + name;
   throw InputError(printable_path(argument),
-                   {"no such file, and no preset of that name (presets: " + known + ")"});
+                   {"no such file, and no preset of that name" + preset_hint(argument)});
 }
 
 }  // namespace attn
