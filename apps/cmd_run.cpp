@@ -12,6 +12,7 @@
 #include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
 #include "apps/policy_flags.hpp"
+#include "apps/run_report.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
@@ -107,73 +108,6 @@ void print_ceilings(const BenchSession& session, std::ostream& out) {
     }
   }
   out << std::endl;
-}
-
-std::string fraction_cell(const CeilingFraction& f) {
-  if (!f.fraction) return "-";
-  return fraction_text(f) + " " + f.ceiling;
-}
-
-void print_report(const BenchReport& report, const std::string& db, std::ostream& out) {
-  TextTable table;
-  using A = TextTable::Align;
-  table.add_column("variant", A::left);
-  table.add_column("status", A::left);
-  table.add_column("median_us", A::right);
-  table.add_column("p10..p90_us", A::right);
-  table.add_column("n", A::right);
-  table.add_column("noise", A::right);
-  table.add_column("timer", A::left);
-  table.add_column("GB/s", A::right);
-  table.add_column("TFLOP/s", A::right);
-  table.add_column("of ceiling", A::right);
-  table.add_column("of peak", A::right);
-  table.add_column("SM MHz", A::right);
-  table.add_column("rel_err", A::right);
-  std::vector<std::string> notes;
-  for (const auto& row : report.rows) {
-    const Measurement& m = row.measurement;
-    const bool timed = m.disposition == Disposition::passed;
-    const CeilingFraction& against = row.against;
-    const std::string status = timed && m.unstable ? "unstable" : to_string(m.disposition);
-    const std::string timer = m.timing.timer == "graph"
-                                  ? format("graph x%d", m.timing.launches_per_sample)
-                                  : (m.timing.timer.empty() ? "-" : m.timing.timer);
-    table.add_row({row.full_name, status, timed ? format("%.2f", m.stats.median) : "-",
-                   timed ? format("%.2f..%.2f", m.stats.p10, m.stats.p90) : "-",
-                   timed ? std::to_string(m.stats.count) : "-",
-                   timed ? format("%.2f%%", m.timing.noise * 100) : "-", timed ? timer : "-",
-                   timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
-                   timed ? fraction_cell(against) : "-", timed ? peak_text(against) : "-",
-                   timed && m.clocks.median_mhz > 0 ? format("%.0f", m.clocks.median_mhz) : "-",
-                   m.verification.checked ? format("%.1e", m.verification.rel_l2_error) : "-"});
-    if (!m.reason.empty()) notes.push_back(row.full_name + ": " + m.reason);
-    if (timed) {
-      const std::string why = above_ceiling_reason(against);
-      if (!why.empty()) notes.push_back(kAboveCeilingMarker + (" " + row.full_name) + ": " + why);
-    }
-    if (timed && m.unstable) notes.push_back(row.full_name + ": unstable: " + m.unstable_reason);
-    if (timed && m.timing.discarded > 0) {
-      notes.push_back(row.full_name + ": " + std::to_string(m.timing.discarded) + " of " +
-                      std::to_string(m.samples_us.size()) + " samples discarded (SM clock below " +
-                      format("%.0f", m.clocks.expected_mhz) + " MHz x threshold)");
-    }
-  }
-  table.print(out);
-  for (const auto& note : notes) out << "\n" << note << "\n";
-  for (const RepeatCheck& check : report.repeat_checks) {
-    const Measurement& a = check.first.measurement;
-    const Measurement& b = check.second.measurement;
-    if (a.disposition != Disposition::passed || b.disposition != Disposition::passed) continue;
-    out << format(
-        "\nrepeat-check %s: medians %.3f us and %.3f us, difference %+.3f%% (%s; the "
-        "A/A noise floor of this case under %s)\n",
-        check.first.full_name.c_str(), a.stats.median, b.stats.median,
-        check.comparison.relative_difference * 100, to_string(check.comparison.verdict).c_str(),
-        a.policy.c_str());
-  }
-  out << "\nrecorded  run " << report.run_id << " in " << db << " (policy "
-      << (report.rows.empty() ? "-" : report.rows.front().measurement.policy) << ")\n";
 }
 
 ReferenceOracle reference_oracle_from(const RunArgs& args) {
