@@ -20,6 +20,7 @@
 #include <optional>
 #include <sstream>
 
+#include "apps/case_progress.hpp"
 #include "apps/commands.hpp"
 #include "apps/database_path.hpp"
 #include "apps/interrupt.hpp"
@@ -318,6 +319,11 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
   options.reference = reference_oracle_from(args);
+  // The bar shows each sample of the case in hand; Ctrl-C stops sampling between two samples.
+  Progress* progress_now = nullptr;
+  std::optional<InterruptHandler> interrupt;
+  options.sampling = case_progress_hooks(
+      &progress_now, [&interrupt] { return interrupt.has_value() && interrupt->requested(); });
   const Registry registry = make_registry();
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
@@ -370,7 +376,6 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   session.begin(store, run_record("attn-bench peers", invocation));
   // Ctrl-C, SIGTERM, SIGHUP: the case in progress finishes (or the runner is stopped), what ran is
   // recorded and printed, the run is marked interrupted (apps/interrupt.hpp).
-  std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-bench");
   interrupt->close_runs_in(db);
   std::string runner_failure;
@@ -381,12 +386,14 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
     const std::vector<BenchCase> cases = session.cases(registry);
     {
       Progress progress(std::cerr, cases.size(), stderr_is_terminal());
+      progress_now = &progress;
       for (const BenchCase& c : cases) {
         if (interrupt->requested()) break;
         progress.begin(c.full_name);
         session.measure(c);
         progress.finish_step();
       }
+      progress_now = nullptr;
     }
     PeerRunnerOutcome peers;
     if (!interrupt->requested() && !chosen.empty()) {

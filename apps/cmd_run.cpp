@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "apps/case_progress.hpp"
 #include "apps/commands.hpp"
 #include "apps/database_path.hpp"
 #include "apps/gbench_driver.hpp"
@@ -42,6 +43,8 @@ struct RunArgs {
   size_t threads = 0;
   std::string reference = "auto";
   std::string max_host_memory;
+  std::string format = "table";  // of the run's table: table, csv, md, json (apps/run_report.hpp)
+  bool quiet = false;            // the table only: no header lines, no progress
 };
 
 void print_batch(const Batch& batch, std::ostream& out) {
@@ -132,6 +135,13 @@ int run(const RunArgs& args, const Invocation& invocation) {
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
   options.reference = reference_oracle_from(args);
+  const std::optional<RunFormat> run_format = run_format_from_string(args.format);
+  if (!run_format) throw UsageError("--format '" + args.format + "': use table, csv, md or json");
+  // The bar shows each sample of the case in hand; Ctrl-C stops sampling between two samples.
+  Progress* progress_now = nullptr;
+  std::optional<InterruptHandler> interrupt;
+  options.sampling = case_progress_hooks(
+      &progress_now, [&interrupt] { return interrupt.has_value() && interrupt->requested(); });
   GbenchOptions gbench{invocation.benchmark_args};
 
   // The host memory the run will hold, against the budget, before anything is allocated.
@@ -147,17 +157,22 @@ int run(const RunArgs& args, const Invocation& invocation) {
   Store store(db);
 
   // With a --benchmark_format, stdout belongs to Google Benchmark's reporter (JSON or CSV must
-  // stay parseable); attn-bench's own lines go to stderr then.
+  // stay parseable); attn-bench's own lines go to stderr then. With --format csv, md or json the
+  // table alone is on stdout, the lines about the batch and device on stderr; --quiet drops them.
   std::ostream& out = gbench.has_format() ? std::cerr : std::cout;
+  std::ostream discarded(nullptr);
+  std::ostream& header = args.quiet                                               ? discarded
+                         : gbench.has_format() || *run_format != RunFormat::table ? std::cerr
+                                                                                  : std::cout;
   if (build_type() == "Debug") {
     std::cerr << "attn-bench: WARNING: this is a Debug build; host-side timings are not "
                  "representative\n";
   }
-  print_batch(batch, out);
+  print_batch(batch, header);
   BenchSession session = BenchSession::open(batch, options);
-  print_device(session, out);
+  print_device(session, header);
   session.load_ceilings(store);
-  print_ceilings(session, out);
+  print_ceilings(session, header);
 
   std::vector<std::pair<std::string, BenchCase>> named_cases;
   for (BenchCase& c : session.cases(registry)) {
@@ -206,11 +221,11 @@ int run(const RunArgs& args, const Invocation& invocation) {
 
   const RunRecord record = run_record("attn-bench run", invocation);
   session.begin(store, record);
-  Progress progress(std::cerr, total, stderr_is_terminal());
+  Progress progress(args.quiet ? discarded : std::cerr, total, !args.quiet && stderr_is_terminal());
+  progress_now = &progress;
   // Ctrl-C, SIGTERM, SIGHUP: the case in progress finishes and is recorded, the rest are not run,
   // the run is marked interrupted and what ran is printed; a second signal exits at once, closing
   // the run first (apps/interrupt.hpp).
-  std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-bench");
   interrupt->close_runs_in(db);
   size_t ran = 0;
@@ -232,7 +247,9 @@ int run(const RunArgs& args, const Invocation& invocation) {
   const bool interrupted = interrupt->requested();
   interrupt.reset();
   const BenchReport& report = session.finish(interrupted);
-  print_report(report, db, out);
+  progress.clear();  // the table starts on a line of its own
+  progress_now = nullptr;
+  print_report(report, db, out, *run_format);
 
   if (interrupted) {
     std::cerr << "attn-bench: interrupted: " << ran << " of " << total
@@ -275,6 +292,11 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_flag("--cpu", args->cpu, "run the CPU backend even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
   add_max_host_memory_flag(cmd, args->max_host_memory);
+  cmd->add_option("--format", args->format,
+                  "the run's table: table (default), csv, md or json; csv, md and json print the "
+                  "table alone on stdout (independent of --benchmark_format)");
+  cmd->add_flag("-q,--quiet", args->quiet,
+                "print the table only: no lines about the batch and device, no progress");
   cmd->add_option("--reference", args->reference,
                   "oracle that verifies GPU variants: cpu (double precision), gpu (naive fp32 "
                   "kernel) or auto (gpu above a work threshold; default)");
