@@ -4,6 +4,8 @@
 // all; and the machine-readable listings (`list --json`, `devices --json`) parse.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -164,6 +166,33 @@ TEST_F(CliManners, DevicesAsJsonSaysWhyThereIsNoGpu) {
     EXPECT_TRUE(devices["gpus"][0].contains("ceilings"));
   }
   EXPECT_TRUE(devices.contains("nvrtc"));
+}
+
+// On a terminal (here a pseudo-terminal from util-linux's `script`, 60 columns) every line of
+// `list` fits the width and a description continues under its own column; in a pipe each entry
+// stays one line, for grep.
+TEST_F(CliManners, ListWrapsToTheTerminalAndNotInAPipe) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1)";
+  const std::string command =
+      "cd " + testing::quote(dir_.string()) + " && COLUMNS=60 script -qec " +
+      testing::quote(std::string(ATTN_BENCH_BINARY) + " list decode-llama3-8b-64x4096") +
+      " /dev/null > terminal.txt 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::string text = testing::slurp(dir_ / "terminal.txt");
+  text.erase(std::remove(text.begin(), text.end(), '\r'), text.end());
+  std::istringstream lines(text);
+  size_t continued = 0;
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), 60u) << line;
+    continued += line.rfind(std::string(20, ' '), 0) == 0;
+  }
+  EXPECT_GT(continued, 2u) << text;
+  const CliResult piped = run({"list", "decode-llama3-8b-64x4096-hnd"});
+  ASSERT_EQ(piped.exit_code, 0);
+  size_t entries = 0;
+  std::istringstream piped_lines(piped.out);
+  for (std::string line; std::getline(piped_lines, line);) entries += !line.empty();
+  EXPECT_EQ(entries, 2u) << piped.out;  // the heading and the one preset, on one line
 }
 
 }  // namespace
