@@ -1,6 +1,6 @@
-// attn-bench run [workload.json | PRESET]: verify and time every variant that supports the
-// workload, each case a Google Benchmark benchmark (apps/gbench_driver.hpp); --benchmark_* flags
-// pass through.
+// attn-bench run [workload.json | PRESET | --suite NAME]: verify and time every variant that
+// supports the workload, each case a Google Benchmark benchmark (apps/gbench_driver.hpp);
+// --benchmark_* flags pass through.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -25,6 +25,7 @@
 #include "workloads/batch.hpp"
 #include "workloads/mask_checks.hpp"
 #include "workloads/presets.hpp"
+#include "workloads/suites.hpp"
 
 namespace attn {
 
@@ -33,6 +34,7 @@ namespace {
 struct RunArgs {
   std::string workload;
   std::string preset;
+  std::string suite;
   std::string db;
   std::string variant;
   std::string config;
@@ -122,11 +124,7 @@ ReferenceOracle reference_oracle_from(const RunArgs& args) {
   return *oracle;
 }
 
-int run(const RunArgs& args, const Invocation& invocation) {
-  // Everything the user gave is checked before any GPU work.
-  const WorkloadSpec spec = args.workload.empty()
-                                ? load_preset(args.preset.empty() ? "default" : args.preset)
-                                : load_workload_argument(args.workload);
+BenchOptions bench_options_from(const RunArgs& args) {
   BenchOptions options;
   options.variant_filter = args.variant;
   if (!args.config.empty()) options.config_override = KernelConfig::from_key(args.config);
@@ -135,39 +133,48 @@ int run(const RunArgs& args, const Invocation& invocation) {
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
   options.reference = reference_oracle_from(args);
-  const std::optional<RunFormat> run_format = run_format_from_string(args.format);
-  if (!run_format) throw UsageError("--format '" + args.format + "': use table, csv, md or json");
+  return options;
+}
+
+// One workload's rows, for the table of a suite.
+struct SuiteRow {
+  std::string workload;
+  int64_t run_id = 0;
+  BenchRow row;
+};
+
+// The outcome of one workload's run.
+struct WorkloadOutcome {
+  int exit_code = 0;
+  bool interrupted = false;
+};
+
+// Verifies and times every matching variant on one workload: prints the batch, the device and the
+// table, records a run in `store`. The workload was validated and its memory checked by the caller.
+WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
+                             const Invocation& invocation, const BenchOptions& bench_options,
+                             const Registry& registry, const std::string& db, Store& store,
+                             std::vector<SuiteRow>* suite_rows) {
+  GbenchOptions gbench{invocation.benchmark_args};
+  const Batch batch = generate_batch(spec);
+  const RunFormat run_format = *run_format_from_string(args.format);  // checked by run()
   // The bar shows each sample of the case in hand; Ctrl-C stops sampling between two samples.
   Progress* progress_now = nullptr;
   std::optional<InterruptHandler> interrupt;
+  BenchOptions options = bench_options;
   options.sampling = case_progress_hooks(
       &progress_now, [&interrupt] { return interrupt.has_value() && interrupt->requested(); });
-  GbenchOptions gbench{invocation.benchmark_args};
-
-  // The host memory the run will hold, against the budget, before anything is allocated.
-  check_mask_limits(spec);
-  check_host_memory(spec, args.workload.empty() ? "preset " + spec.name : args.workload,
-                    args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
-  const Batch batch = generate_batch(spec);
-  const Registry registry = make_registry();
-  if (!args.variant.empty() && registry.matching(args.variant).empty()) {
-    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
-  }
-  const std::string db = results_database_path(args.db);
-  Store store(db);
 
   // With a --benchmark_format, stdout belongs to Google Benchmark's reporter (JSON or CSV must
-  // stay parseable); attn-bench's own lines go to stderr then. With --format csv, md or json the
-  // table alone is on stdout, the lines about the batch and device on stderr; --quiet drops them.
-  std::ostream& out = gbench.has_format() ? std::cerr : std::cout;
+  // stay parseable); attn-bench's own lines go to stderr then. With --format csv, md or json (or
+  // a suite in one of them) the table alone is on stdout, the lines about the batch and device
+  // on stderr; --quiet drops them.
+  const bool suite_in_a_format = suite_rows != nullptr && run_format != RunFormat::table;
+  std::ostream& out = gbench.has_format() || suite_in_a_format ? std::cerr : std::cout;
   std::ostream discarded(nullptr);
   std::ostream& header = args.quiet                                               ? discarded
-                         : gbench.has_format() || *run_format != RunFormat::table ? std::cerr
-                                                                                  : std::cout;
-  if (build_type() == "Debug") {
-    std::cerr << "attn-bench: WARNING: this is a Debug build; host-side timings are not "
-                 "representative\n";
-  }
+                         : !gbench.has_format() && run_format == RunFormat::table ? std::cout
+                                                                                  : std::cerr;
   print_batch(batch, header);
   BenchSession session = BenchSession::open(batch, options);
   print_device(session, header);
@@ -181,7 +188,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   if (named_cases.empty()) {
     std::cerr << "attn-bench: no " << session.backend() << " variant matches '" << args.variant
               << "'\n";
-    return to_int(ExitCode::usage);
+    return {to_int(ExitCode::usage), false};
   }
   size_t total = 0;
   for (const auto& [name, c] : named_cases) {
@@ -216,7 +223,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
                [](const BenchCase&) -> const BenchRow* {
                  throw std::logic_error("--benchmark_list_tests runs nothing");
                });
-    return to_int(ExitCode::ok);
+    return {to_int(ExitCode::ok), false};
   }
 
   const RunRecord record = run_record("attn-bench run", invocation);
@@ -249,25 +256,150 @@ int run(const RunArgs& args, const Invocation& invocation) {
   const BenchReport& report = session.finish(interrupted);
   progress.clear();  // the table starts on a line of its own
   progress_now = nullptr;
-  print_report(report, db, out, *run_format);
+  if (!(suite_in_a_format && args.quiet)) {
+    print_report(report, db, out, suite_in_a_format ? RunFormat::table : run_format);
+  }
+  if (suite_rows) {
+    for (const BenchRow& row : report.rows) suite_rows->push_back({spec.name, report.run_id, row});
+  }
 
   if (interrupted) {
     std::cerr << "attn-bench: interrupted: " << ran << " of " << total
               << " cases ran and are recorded in run " << report.run_id << " (status "
               << "'interrupted'); the database is consistent; the rest were not run\n";
-    return to_int(ExitCode::interrupted);
+    return {to_int(ExitCode::interrupted), true};
   }
 
   if (report.rows.empty()) {
     std::cerr << "attn-bench: --benchmark_filter '" << gbench.filter() << "' matched no case\n";
-    return to_int(ExitCode::usage);
+    return {to_int(ExitCode::usage), false};
   }
-  if (report.any_failed()) return to_int(ExitCode::failed_cases);
+  if (report.any_failed()) return {to_int(ExitCode::failed_cases), false};
   if (!report.any_passed()) {
-    std::cerr << "attn-bench: no variant could run this workload (all unsupported)\n";
-    return to_int(ExitCode::failed_cases);
+    std::cerr << "attn-bench: no variant could run " << spec.name << " (all unsupported)\n";
+    return {to_int(ExitCode::failed_cases), false};
   }
-  return to_int(ExitCode::ok);
+  return {to_int(ExitCode::ok), false};
+}
+
+// The suite's table: every case of every workload, the fastest passed one of each workload
+// marked, with its fraction of the ceiling.
+void print_suite_table(const std::string& suite, const std::vector<SuiteRow>& rows,
+                       std::ostream& out) {
+  std::map<std::string, double> best;
+  for (const SuiteRow& r : rows) {
+    const Measurement& m = r.row.measurement;
+    if (m.disposition != Disposition::passed) continue;
+    auto it = best.find(r.workload);
+    if (it == best.end() || m.stats.median < it->second) best[r.workload] = m.stats.median;
+  }
+  TextTable table;
+  using A = TextTable::Align;
+  table.add_column("workload", A::left);
+  table.add_column("variant", A::left);
+  table.add_column("status", A::left);
+  table.add_column("median_us", A::right);
+  table.add_column("GB/s", A::right);
+  table.add_column("TFLOP/s", A::right);
+  table.add_column("of ceiling", A::right);
+  table.add_column("best", A::left);
+  // Declined variants are left out (each workload's own table names them and why); a workload
+  // that no variant ran keeps one row saying so.
+  std::map<std::string, bool> ran;
+  for (const SuiteRow& r : rows) {
+    ran[r.workload] |= r.row.measurement.disposition != Disposition::unsupported;
+  }
+  std::map<std::string, bool> shown;
+  for (const SuiteRow& r : rows) {
+    const Measurement& m = r.row.measurement;
+    if (m.disposition == Disposition::unsupported) {
+      if (ran[r.workload] || shown[r.workload]) continue;
+      shown[r.workload] = true;
+      table.add_row({r.workload, "-", "unsupported", "-", "-", "-", "-", ""});
+      continue;
+    }
+    const bool timed = m.disposition == Disposition::passed;
+    const bool fastest = timed && best.count(r.workload) && best[r.workload] == m.stats.median;
+    table.add_row({r.workload, r.row.full_name, to_string(m.disposition),
+                   timed ? format("%.2f", m.stats.median) : "-",
+                   timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
+                   timed ? fraction_cell(r.row.against) : "-", fastest ? "*" : ""});
+  }
+  out << "\nsuite     " << suite << ": " << best.size() << " workloads with a passing variant\n";
+  table.print(out);
+}
+
+int run(const RunArgs& args, const Invocation& invocation) {
+  // Everything the user gave is checked before any GPU work: the workloads (a suite's all of
+  // them), the options and each workload's host memory.
+  std::vector<WorkloadSpec> specs;
+  std::string suite_name;
+  if (!args.suite.empty()) {
+    if (!args.workload.empty() || !args.preset.empty()) {
+      throw UsageError("--suite runs the suite's workloads: give no workload or --preset with it");
+    }
+    GbenchOptions gbench{invocation.benchmark_args};
+    if (gbench.has_format() || !gbench.out_file().empty() || gbench.lists_only()) {
+      throw UsageError(
+          "--suite runs one benchmark set per workload: --benchmark_format, --benchmark_out and "
+          "--benchmark_list_tests need a single workload");
+    }
+    Suite suite = load_suite(args.suite);
+    suite_name = suite.name;
+    specs = std::move(suite.workloads);
+  } else {
+    specs.push_back(args.workload.empty()
+                        ? load_preset(args.preset.empty() ? "default" : args.preset)
+                        : load_workload_argument(args.workload));
+  }
+  const BenchOptions options = bench_options_from(args);
+  const std::optional<RunFormat> run_format = run_format_from_string(args.format);
+  if (!run_format) throw UsageError("--format '" + args.format + "': use table, csv, md or json");
+  for (const WorkloadSpec& spec : specs) {
+    check_mask_limits(spec);
+    check_host_memory(spec, args.workload.empty() ? "workload " + spec.name : args.workload,
+                      args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
+  }
+  const Registry registry = make_registry();
+  if (!args.variant.empty() && registry.matching(args.variant).empty()) {
+    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
+  }
+  const std::string db = results_database_path(args.db);
+  Store store(db);
+  if (build_type() == "Debug") {
+    std::cerr << "attn-bench: WARNING: this is a Debug build; host-side timings are not "
+                 "representative\n";
+  }
+
+  std::vector<SuiteRow> suite_rows;
+  int exit_code = to_int(ExitCode::ok);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!suite_name.empty() && !args.quiet) {
+      std::cerr << "attn-bench: suite " << suite_name << ": workload " << i + 1 << " of "
+                << specs.size() << "\n";
+    }
+    const WorkloadOutcome outcome = run_workload(specs[i], args, invocation, options, registry, db,
+                                                 store, suite_name.empty() ? nullptr : &suite_rows);
+    // The first failure's code stands, except that an interruption stops the suite.
+    if (exit_code == to_int(ExitCode::ok)) exit_code = outcome.exit_code;
+    if (outcome.interrupted) {
+      exit_code = outcome.exit_code;
+      break;
+    }
+    if (!suite_name.empty() && i + 1 < specs.size() && !args.quiet) {
+      (*run_format == RunFormat::table ? std::cout : std::cerr) << "\n";
+    }
+  }
+  if (!suite_name.empty() && *run_format == RunFormat::table) {
+    GbenchOptions gbench{invocation.benchmark_args};
+    print_suite_table(suite_name, suite_rows, gbench.has_format() ? std::cerr : std::cout);
+  } else if (!suite_name.empty()) {
+    // One document for the whole suite on stdout: each row with its workload and run.
+    std::vector<WorkloadRow> rows;
+    for (const SuiteRow& r : suite_rows) rows.push_back({r.workload, r.run_id, &r.row});
+    print_workload_rows(suite_name, rows, db, std::cout, *run_format);
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -281,6 +413,9 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
       "workload.json or a preset name (a file wins; default: the built-in preset 'default')");
   cmd->add_option("--preset", args->preset, "run a built-in preset (see `attn-bench list`)")
       ->excludes(workload);
+  cmd->add_option("--suite", args->suite,
+                  "run every workload of a suite (a built-in suite's name or a suite file) and "
+                  "print one combined table");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
   cmd->add_option("--config", args->config,
@@ -294,7 +429,8 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   add_max_host_memory_flag(cmd, args->max_host_memory);
   cmd->add_option("--format", args->format,
                   "the run's table: table (default), csv, md or json; csv, md and json print the "
-                  "table alone on stdout (independent of --benchmark_format)");
+                  "table alone on stdout (one for a whole --suite; independent of "
+                  "--benchmark_format)");
   cmd->add_flag("-q,--quiet", args->quiet,
                 "print the table only: no lines about the batch and device, no progress");
   cmd->add_option("--reference", args->reference,

@@ -32,6 +32,7 @@
 #include "tuner/worker_evaluator.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/mask_checks.hpp"
+#include "workloads/suites.hpp"
 
 namespace attn {
 
@@ -39,6 +40,7 @@ namespace {
 
 struct TuneArgs {
   std::string workload;
+  std::string suite;
   std::string variant;
   std::vector<std::string> axes;
   std::string strategy = "halving";
@@ -74,7 +76,8 @@ std::string describe_choice(const WinnerChoice& w) {
   return text;
 }
 
-int tune(const TuneArgs& args, const Invocation& invocation) {
+// One workload's sweep; `winner` receives the overall winner's description, when there is one.
+int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner = nullptr) {
   // Everything the user gave is checked before any work.
   const WorkloadSpec spec = load_workload_argument(args.workload);
   TuneOptions options;
@@ -278,6 +281,10 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   if (report.overall && report.variants.size() > 1) {
     out << "overall     " << describe_choice(*report.overall) << "\n";
   }
+  if (winner && report.overall) {
+    *winner = report.overall->winner.variant + " {" + report.overall->winner.config_key + "} " +
+              format("%.2f us", report.overall->winner.median_us);
+  }
   if (all_phases.known()) {
     out << "phases    " << all_phases.describe()
         << format(" over all variants (%.1fs evaluating)\n", all_seconds);
@@ -291,13 +298,54 @@ int tune(const TuneArgs& args, const Invocation& invocation) {
   return report.failures() > 0 ? to_int(ExitCode::failed_cases) : to_int(ExitCode::ok);
 }
 
+// Every workload of a suite in turn, each a sweep of its own (workers load it as "SUITE#NAME"),
+// then the winners side by side. An interruption stops the suite; the rerun resumes.
+int tune_suite(const TuneArgs& args, const Invocation& invocation) {
+  if (!args.workload.empty()) {
+    throw UsageError("--suite tunes the suite's workloads: give no workload with it");
+  }
+  const Suite suite = load_suite(args.suite);
+  for (const WorkloadSpec& spec : suite.workloads) {
+    check_mask_limits(spec);
+    check_host_memory(spec, "workload " + spec.name, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
+                      args.max_host_memory);
+  }
+  std::vector<std::pair<std::string, std::string>> winners;
+  int exit_code = to_int(ExitCode::ok);
+  for (size_t i = 0; i < suite.workloads.size(); ++i) {
+    TuneArgs one = args;
+    one.suite.clear();
+    one.workload = args.suite + "#" + suite.workloads[i].name;
+    std::cerr << "attn-tune: suite " << suite.name << ": workload " << i + 1 << " of "
+              << suite.workloads.size() << "\n";
+    std::string winner = "-";
+    const int code = tune(one, invocation, &winner);
+    winners.emplace_back(suite.workloads[i].name, winner);
+    if (exit_code == to_int(ExitCode::ok)) exit_code = code;
+    if (code == to_int(ExitCode::interrupted)) return code;
+    std::cout << "\n";
+  }
+  TextTable table;
+  table.add_column("workload", TextTable::Align::left);
+  table.add_column("winner", TextTable::Align::left);
+  for (const auto& [workload, winner] : winners) table.add_row({workload, winner});
+  std::cout << "suite     " << suite.name << ": winners\n";
+  table.print(std::cout);
+  return exit_code;
+}
+
 }  // namespace
 
 void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "Search each variant's configs for a workload; store attempts, results, winners");
-  add_space_selection(*cmd, args->workload, args->variant, args->axes);
+  CLI::Option* workload = add_space_selection(*cmd, args->workload, args->variant, args->axes);
+  workload->required(false);
+  cmd->add_option("--suite", args->suite,
+                  "tune every workload of a suite (a built-in suite's name or a suite file), then "
+                  "print the winners side by side")
+      ->excludes(workload);
   cmd->add_option("--strategy", args->strategy, "exhaustive, random, halving (default) or model");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--budget-trials", args->budget_trials, "evaluations per variant at most");
@@ -329,7 +377,13 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
       "(seconds from the phase's start; default 300 each); a worker past one is killed");
   cmd->add_option("--deadline-seconds", args->deadline_seconds,
                   "with workers: the same deadline for every phase (--deadline entries override)");
-  cmd->callback([args, &invocation] { invocation.exit_code = tune(*args, invocation); });
+  cmd->callback([args, &invocation] {
+    if (args->workload.empty() && args->suite.empty()) {
+      throw UsageError("tune needs a workload (workload.json, a preset name) or --suite NAME");
+    }
+    invocation.exit_code =
+        args->suite.empty() ? tune(*args, invocation) : tune_suite(*args, invocation);
+  });
 }
 
 }  // namespace attn

@@ -37,7 +37,8 @@ void add_peers_command(CLI::App& app, Invocation& invocation);
 nlohmann::json dump_verification_fields(const Batch& batch, const std::string& oracle);
 
 // The spec a positional workload argument names: a file when one exists at that path, else a
-// built-in preset. Neither is an InputError (exit 3) that lists the presets.
+// built-in preset, else "SUITE#WORKLOAD" (one workload of a suite file or built-in suite). None of
+// these is an InputError (exit 3) that lists the presets.
 WorkloadSpec load_workload_argument(const std::string& argument);
 
 // argv joined, each argument single-quoted when it holds anything but [A-Za-z0-9_./=:,+-].

@@ -10,6 +10,7 @@
 #include "base/family.hpp"
 #include "kernels/registry.hpp"
 #include "workloads/presets.hpp"
+#include "workloads/suites.hpp"
 
 namespace attn {
 
@@ -44,6 +45,9 @@ struct ValueRule {
   bool files_too;
 };
 
+std::vector<std::string> suites() {
+  return suite_names();
+}
 std::vector<std::string> presets() {
   return preset_names();
 }
@@ -75,6 +79,7 @@ std::vector<std::string> shells() {
 const ValueRule kValueRules[] = {
     {"", "workload", presets, true},  // the positional workload: a preset or a file
     {"", "--preset", presets, false},
+    {"", "--suite", suites, true},  // a built-in suite or a suite file
     {"", "--variant", variant_words, false},
     {"", "--family", family_words, false},
     {"", "--policy", policies, false},

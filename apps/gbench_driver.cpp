@@ -163,7 +163,14 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
   if (argc > 1) {
     throw UsageError(std::string("unknown Google Benchmark flag '") + argv[1] + "'");
   }
-  for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
+  // Google Benchmark keeps one context per process: the first call's stands (a suite runs one call
+  // per workload, without a --benchmark_format, so no reporter shows it). Shutdown() is never
+  // called: it frees the context without forgetting it, and a second call would use it.
+  static bool context_added = false;
+  if (!context_added) {
+    for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
+    context_added = true;
+  }
 
   GbenchOutcomes outcomes;
   for (const auto& [name, bench_case] : named_cases) {
@@ -217,7 +224,6 @@ void run_gbench(const std::string& argv0, const GbenchOptions& options,
   }
   benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   benchmark::ClearRegisteredBenchmarks();
-  benchmark::Shutdown();
 }
 
 }  // namespace attn

@@ -38,11 +38,6 @@ const std::vector<std::string>& value_keys() {
   return keys;
 }
 
-std::string fraction_cell(const CeilingFraction& f) {
-  if (!f.fraction) return "-";
-  return fraction_text(f) + " " + f.ceiling;
-}
-
 ordered_json optional_number(const std::optional<double>& v) {
   return v ? ordered_json(*v) : ordered_json(nullptr);
 }
@@ -231,6 +226,60 @@ void print_json(const BenchReport& report, const std::string& db, std::ostream& 
 }
 
 }  // namespace
+
+std::string fraction_cell(const CeilingFraction& f) {
+  if (!f.fraction) return "-";
+  return fraction_text(f) + " " + f.ceiling;
+}
+
+void print_workload_rows(const std::string& suite, const std::vector<WorkloadRow>& rows,
+                         const std::string& db, std::ostream& out, RunFormat format) {
+  if (format == RunFormat::json) {
+    ordered_json doc;
+    doc["suite"] = suite;
+    doc["database"] = db;
+    doc["rows"] = ordered_json::array();
+    for (const WorkloadRow& r : rows) {
+      ordered_json values = {{"workload", r.workload}, {"run_id", r.run_id}};
+      values.update(report_row(*r.row).values);
+      values["notes"] = notes_of(*r.row);
+      doc["rows"].push_back(std::move(values));
+    }
+    out << doc.dump(2) << "\n" << std::flush;
+    return;
+  }
+  if (format == RunFormat::csv) {
+    out << "workload,run_id";
+    for (const std::string& key : value_keys()) out << "," << key;
+    out << "\n";
+    for (const WorkloadRow& r : rows) {
+      const ordered_json values = report_row(*r.row).values;
+      out << csv_field(r.workload) << "," << r.run_id;
+      for (const std::string& key : value_keys()) out << "," << csv_field(values[key]);
+      out << "\n";
+    }
+    out << std::flush;
+    return;
+  }
+  // md (and table, which suites print as their own combined table instead)
+  out << "| workload | run |";
+  for (const auto& [name, align] : table_columns()) out << " " << name << " |";
+  out << "\n|---|---:|";
+  for (const auto& [name, align] : table_columns()) {
+    out << (align == TextTable::Align::right ? "---:|" : "---|");
+  }
+  out << "\n";
+  std::vector<std::string> notes;
+  for (const WorkloadRow& r : rows) {
+    out << "| " << md_cell(r.workload) << " | " << r.run_id << " |";
+    for (const std::string& cell : report_row(*r.row).cells) out << " " << md_cell(cell) << " |";
+    out << "\n";
+    for (std::string& note : notes_of(*r.row)) notes.push_back(r.workload + ": " + note);
+  }
+  if (!notes.empty()) out << "\n";
+  for (const std::string& note : notes) out << "- " << md_cell(note) << "\n";
+  out << "\nSuite " << suite << ", recorded in `" << db << "`.\n" << std::flush;
+}
 
 std::string to_string(RunFormat format) {
   switch (format) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "measure/bench_run.hpp"
 
@@ -22,5 +23,18 @@ std::optional<RunFormat> run_format_from_string(const std::string& text);
 // recorded (`db`).
 void print_report(const BenchReport& report, const std::string& db, std::ostream& out,
                   RunFormat format = RunFormat::table);
+
+// The rows of several workloads' runs (a suite) as one document in `format` (csv, md or json):
+// the same columns as print_report's with the workload and its run id first.
+struct WorkloadRow {
+  std::string workload;
+  int64_t run_id = 0;
+  const BenchRow* row = nullptr;
+};
+void print_workload_rows(const std::string& suite, const std::vector<WorkloadRow>& rows,
+                         const std::string& db, std::ostream& out, RunFormat format);
+
+// "87.2% read_bw" (a fraction above 100% marked), or "-" without a ceiling.
+std::string fraction_cell(const CeilingFraction& f);
 
 }  // namespace attn

@@ -40,8 +40,9 @@ TargetChoice choose_cuda_target(const TargetArgs& args);
 std::string describe(const Target& target);
 
 // The arguments that name a space, the same in space, compile and tune: the workload (positional),
-// --variant GLOB and the repeatable -a axis=v1,v2 overrides.
-void add_space_selection(CLI::App& cmd, std::string& workload, std::string& variant,
-                         std::vector<std::string>& axes);
+// --variant GLOB and the repeatable -a axis=v1,v2 overrides. Returns the workload option (required;
+// tune relaxes it for --suite).
+CLI::Option* add_space_selection(CLI::App& cmd, std::string& workload, std::string& variant,
+                                 std::vector<std::string>& axes);
 
 }  // namespace attn

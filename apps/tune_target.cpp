@@ -44,13 +44,16 @@ std::string describe(const Target& t) {
                 t.max_shared_per_block);
 }
 
-void add_space_selection(CLI::App& cmd, std::string& workload, std::string& variant,
-                         std::vector<std::string>& axes) {
-  cmd.add_option("workload", workload, "workload.json or a preset name")->required();
+CLI::Option* add_space_selection(CLI::App& cmd, std::string& workload, std::string& variant,
+                                 std::vector<std::string>& axes) {
+  CLI::Option* option =
+      cmd.add_option("workload", workload, "workload.json, a preset name or SUITE#WORKLOAD")
+          ->required();
   cmd.add_option("--variant", variant, "variants whose name matches this glob (default all)");
   cmd.add_option("-a,--axis", axes,
                  "try these values of an axis instead of the variant's own: -a tile_tokens=32,64 "
                  "(repeatable)");
+  return option;
 }
 
 }  // namespace attn

@@ -3,7 +3,7 @@
 #
 #   bin/attn-bench, bin/attn-tune
 #   lib/attn-bench/           Google Benchmark's shared library when the build links one (Debian's)
-#   share/attn-bench/         presets/, traces/ (the built-in samples), workload.schema.json
+#   share/attn-bench/         presets/, suites/, traces/ (the built-in samples), workload.schema.json
 #   share/bash-completion/completions/, share/zsh/site-functions/   shell completion
 #   share/doc/attn-bench/     README.md, BENCHMARKS.md, docs/, help/ (every command's --help)
 #   lib/cmake/attn-bench/     attn-benchConfig.cmake: the two programs as imported targets and
@@ -56,8 +56,8 @@ install(DIRECTORY ${ATTN_CLI_TEXT_DIR}/bash/ DESTINATION ${CMAKE_INSTALL_DATADIR
 install(DIRECTORY ${ATTN_CLI_TEXT_DIR}/zsh/ DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
 
 # Data: the files built into the binaries, for users and other tools to read.
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/presets DESTINATION ${ATTN_INSTALL_DATADIR}
-        FILES_MATCHING PATTERN "*.json")
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/presets ${CMAKE_SOURCE_DIR}/workloads/suites
+        DESTINATION ${ATTN_INSTALL_DATADIR} FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/traces DESTINATION ${ATTN_INSTALL_DATADIR})
 install(FILES ${CMAKE_SOURCE_DIR}/workloads/schema/workload.schema.json
         DESTINATION ${ATTN_INSTALL_DATADIR})

@@ -3,6 +3,7 @@
 // the device buffers the parameters point into (gathered K/V, schedules, sinks, scales ...).
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,8 @@ class ParamsLauncher : public Launcher {
   void launch() override {
     if (shape_.grid_x > 0) attn::launch(*context_.cuda, kernel_, shape_, *context_.stream, params_);
   }
+  std::string plan() const override { return plan_; }
+  void set_plan(std::string plan) { plan_ = std::move(plan); }
 
  private:
   ExecContext context_;
@@ -32,6 +35,7 @@ class ParamsLauncher : public Launcher {
   LaunchShape shape_;
   Params params_;
   std::vector<DeviceBuffer> owned_;  // params_ points into them
+  std::string plan_;
 };
 
 }  // namespace attn

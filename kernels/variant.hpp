@@ -62,6 +62,9 @@ class Launcher {
  public:
   virtual ~Launcher() = default;
   virtual void launch() = 0;
+  // What the variant's planner chose for this problem beyond the config (how the work is dealt to
+  // CTAs), recorded with the measurement; empty when it plans nothing.
+  virtual std::string plan() const { return {}; }
 };
 
 class Variant {

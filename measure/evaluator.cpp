@@ -161,6 +161,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
   phase(EvalPhase::compile);
   try {
     launcher = variant.prepare(problem, config, context_);
+    m.plan = launcher->plan();
   } catch (const CompileError& e) {
     m.disposition = Disposition::compile_failed;
     m.reason = e.what();

@@ -69,6 +69,9 @@ struct Measurement {
   std::string
       config_key;  // canonical config, e.g. "heads_per_cta=4,num_splits=0,tile_tokens=64,warps=4"
   std::string config_json;  // the same config as a JSON object
+  // What the variant's planner chose for this batch beyond the config (how the work was dealt to
+  // CTAs, e.g. "balanced: 99 CTAs per KV head ..."); empty when the variant plans nothing.
+  std::string plan;
   std::string backend;      // "cuda" or "cpu"
   Disposition disposition = Disposition::unsupported;
   std::string reason;  // why it is not `passed`; empty when passed

@@ -183,6 +183,7 @@ std::vector<MeasurementField> make_fields() {
       field({"variant", "TEXT"}, "variant", &M::variant),
       field({"config_key", "TEXT"}, "config_key", &M::config_key),
       field({"config_json", "TEXT"}, "config_json", &M::config_json),
+      field({"plan", "TEXT"}, "plan", &M::plan),
       field({"backend", "TEXT"}, "backend", &M::backend),
       field({"disposition", "TEXT"}, "disposition", &M::disposition),
       field({"reason", "TEXT"}, "reason", &M::reason),

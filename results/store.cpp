@@ -270,6 +270,12 @@ ALTER TABLE measurements ADD COLUMN unique_bytes REAL;
 ALTER TABLE ceilings ADD COLUMN sm_clock_mhz REAL CHECK (sm_clock_mhz IS NULL OR sm_clock_mhz > 0);
 )sql";
 
+// Schema v7 (a planner instead of fixed defaults): what a variant's planner chose for the batch
+// beyond its config (the work's split over CTAs). Rows written before have none ('').
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE measurements ADD COLUMN plan TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Each step takes the database from version - 1 to version, in one transaction that also sets
 // PRAGMA user_version. Steps are only ever appended; a released step is never edited. A column
 // added to `measurements` is also a row of the field table (results/measurement_fields.cpp), which
@@ -292,6 +298,7 @@ constexpr Migration kMigrations[] = {
      kSchemaV4},
     {5, "owner process (host, pid, start time) of runs; heartbeat of attempts", kSchemaV5},
     {6, "unique minimum bytes of measurements; SM clock of ceilings", kSchemaV6},
+    {7, "the planner's choices of measurements (plan)", kSchemaV7},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion,
               "one migration per schema version; the last one is Store::kSchemaVersion");

@@ -204,7 +204,7 @@ struct MeasurementBrief {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // Opens (creating if needed) and migrates. ":memory:" gives a private in-memory database.
   // Throws EnvironmentError if the file's schema is newer than kSchemaVersion or it is not a

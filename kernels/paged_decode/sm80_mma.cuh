@@ -8,18 +8,19 @@
 // block_table[s, t / page_size] at slot t % page_size. logits() scales, and soft-caps when asked;
 // a sliding window keeps the last w keys; a sink logit joins the denominator with no value.
 //
-// Work decomposition (a 1-D grid over a host-built work list):
-// - A CTA owns one KV head of one split of one sequence and all `group` query heads that share
-//   it: the q heads are the M rows of 16 x 8 x 16 mma tiles (rows past the group are zero
-//   padding), so each K/V byte is read from memory once per KV head, whatever the GQA ratio.
+// Work decomposition (a 1-D grid over a host-built work list, decode_work_plan.hpp):
+// - A CTA owns one KV head and all `group` query heads that share it, over its segments (chunks
+//   of sequences, in order): the q heads are the M rows of 16 x 8 x 16 mma tiles (rows past the
+//   group are zero padding), so each K/V byte is read from memory once per KV head, whatever the
+//   GQA ratio.
 // - The sequence's visible keys are cut into compute blocks of BLOCK_TOKENS keys; a block spans
-//   several pages or part of one (every key row is addressed through the block table). Each
-//   sequence's blocks are dealt to its own number of contiguous splits (split-KV), chosen on the
-//   host so that long and short sequences give CTAs of similar work; the work list runs the
-//   longest splits first. A split of a multi-split sequence writes a normalised partial output
-//   and its log2-sum-exp; the last of the sequence's CTAs to finish (an atomic count per
-//   sequence and KV head) merges them, so there is no second kernel. With one split the CTA
-//   writes `out` itself.
+//   several pages or part of one (every key row is addressed through the block table). The host
+//   lays the sequences' blocks end to end and gives each CTA of one wave the same number of them
+//   (a CTA may finish one sequence and start the next), or, with a fixed split count, one equal
+//   split per CTA. A chunk of a sequence cut into several writes a normalised partial output and
+//   its log2-sum-exp; the last of the sequence's CTAs to finish (an atomic count per sequence and
+//   KV head) merges them, so there is no second kernel. A sequence in one chunk is written to
+//   `out` directly.
 // - K and V of a block stream into one of STAGES shared-memory buffers with cp.async while
 //   earlier blocks are computed. Rows are padded by 16 bytes so ldmatrix is bank-conflict free.
 //   Each warp copies the rows it computes, so the pipeline needs no barrier between warps.
@@ -79,141 +80,145 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_sm80_mma(const Sm80Mm
       paged_decode::sm80_mma::stage_area_bytes(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES, KV_BYTES));
   __shared__ int merge_here;
 
-  const int item = blockIdx.x / p.num_kv_heads, kv_head = blockIdx.x % p.num_kv_heads;
-  const int seq = p.work[2 * item], split = p.work[2 * item + 1];
-  const int num_splits = p.seq_splits[seq];
+  const int cta = blockIdx.x / p.num_kv_heads, kv_head = blockIdx.x % p.num_kv_heads;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int q_head0 = kv_head * p.group;
 
-  // Visible keys [first_key, kv_len): the window keeps the last sliding_window of them. Blocks
-  // start at first_key, so no key before it is ever loaded.
-  const int kv_len = p.kv_lens[seq];
-  const int first_key =
-      (p.sliding_window > 0 && kv_len > p.sliding_window) ? kv_len - p.sliding_window : 0;
-  const int blocks = max(0, kv_len - first_key + BLOCK_TOKENS - 1) / BLOCK_TOKENS;
-  const int blocks_per_split = (blocks + num_splits - 1) / num_splits;
-  const int block_begin = min(blocks, split * blocks_per_split);
-  const int block_end = min(blocks, block_begin + blocks_per_split);
+  // The CTA's segments in order: each a chunk of one sequence, computed and finished (written,
+  // or merged by the chunk's last CTA) before the next begins.
+  for (int segment = p.cta_work[cta]; segment < p.cta_work[cta + 1]; ++segment) {
+    const int seq = p.work[4 * segment], split = p.work[4 * segment + 1];
+    const int block_begin = p.work[4 * segment + 2], block_end = p.work[4 * segment + 3];
 
-  // Copy pattern: each warp copies its own WARP_TOKENS rows of every block (the rows it computes),
-  // so a stage needs no barrier between warps: lane copies chunk (lane % CHUNKS) of the warp's
-  // rows lane / CHUNKS + i * ROWS_PER_PASS. Page numbers of the block after next are fetched from
-  // the block table one iteration ahead (their latency hides behind the current block's compute),
-  // and the row's page and slot advance by increments instead of a division per row.
-  const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
-  const int copy_col = (lane % CHUNKS) * 16;  // bytes
-  const int copy_row = warp * WARP_TOKENS + lane / CHUNKS;
-  const char* k_head =
-      static_cast<const char*>(p.k_pool) + kv_head * p.head_stride * KV_BYTES + copy_col;
-  const char* v_head =
-      static_cast<const char*>(p.v_pool) + kv_head * p.head_stride * KV_BYTES + copy_col;
-  // Rows of a block: page and slot advance from the first row's by increments (one division).
-  // Page numbers of the next block to copy are held in registers where that costs few of them.
-  constexpr bool PREFETCH = PASSES <= 8;
-  int next_page[PASSES];
-  auto fetch_pages = [&](int block) {
-    const int t0 = first_key + block * BLOCK_TOKENS + copy_row;
-    int page = t0 / p.page_size, slot = t0 - page * p.page_size;
+    // Visible keys [first_key, kv_len): the window keeps the last sliding_window of them. Blocks
+    // start at first_key, so no key before it is ever loaded.
+    const int kv_len = p.kv_lens[seq];
+    const int first_key =
+        (p.sliding_window > 0 && kv_len > p.sliding_window) ? kv_len - p.sliding_window : 0;
+
+    // Copy pattern: each warp copies its own WARP_TOKENS rows of every block (the rows it
+    // computes), so a stage needs no barrier between warps: lane copies chunk (lane % CHUNKS) of
+    // the warp's rows lane / CHUNKS + i * ROWS_PER_PASS. Page numbers of the block after next are
+    // fetched from the block table one iteration ahead (their latency hides behind the current
+    // block's compute), and the row's page and slot advance by increments instead of a division per
+    // row.
+    const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
+    const int copy_col = (lane % CHUNKS) * 16;  // bytes
+    const int copy_row = warp * WARP_TOKENS + lane / CHUNKS;
+    const char* k_head =
+        static_cast<const char*>(p.k_pool) + kv_head * p.head_stride * KV_BYTES + copy_col;
+    const char* v_head =
+        static_cast<const char*>(p.v_pool) + kv_head * p.head_stride * KV_BYTES + copy_col;
+    // Rows of a block: page and slot advance from the first row's by increments (one division).
+    // Page numbers of the next block to copy are held in registers where that costs few of them.
+    constexpr bool PREFETCH = PASSES <= 8;
+    int next_page[PASSES];
+    auto fetch_pages = [&](int block) {
+      const int t0 = first_key + block * BLOCK_TOKENS + copy_row;
+      int page = t0 / p.page_size, slot = t0 - page * p.page_size;
 #pragma unroll
-    for (int i = 0; i < PASSES; ++i) {
-      next_page[i] = t0 + i * ROWS_PER_PASS < kv_len ? pages[page] : 0;
-      slot += ROWS_PER_PASS;
-      while (slot >= p.page_size) {
-        slot -= p.page_size;
-        ++page;
-      }
-    }
-  };
-  auto load_block = [&](int block, int stage) {
-    unsigned char* k_dst = smem + stage * 2 * TILE_BYTES + copy_row * ROW_BYTES + copy_col;
-    unsigned char* v_dst = k_dst + TILE_BYTES;
-    const int t0 = first_key + block * BLOCK_TOKENS + copy_row;
-    int page = t0 / p.page_size, slot = t0 - page * p.page_size;
-#pragma unroll
-    for (int i = 0; i < PASSES; ++i) {
-      const bool valid = t0 + i * ROWS_PER_PASS < kv_len;
-      long long offset = 0;  // invalid rows: an in-bounds address that is not read
-      if (valid) {
-        const int physical = PREFETCH ? next_page[i] : pages[page];
-        offset = (long long)physical * p.page_stride + (long long)slot * p.token_stride;
-      }
-      // The lanes of a row read it together (256 bytes at head dim 128 in bf16): 128-byte L2
-      // fetches instead of 32-byte sectors (1.8% faster on 64 x 4096 on an H200).
-      cp_async_16_prefetch<128>(k_dst + i * ROWS_PER_PASS * ROW_BYTES, k_head + offset * KV_BYTES,
-                                valid);
-      cp_async_16_prefetch<128>(v_dst + i * ROWS_PER_PASS * ROW_BYTES, v_head + offset * KV_BYTES,
-                                valid);
-      slot += ROWS_PER_PASS;
-      while (slot >= p.page_size) {
-        slot -= p.page_size;
-        ++page;
-      }
-    }
-  };
-
-  // Prologue: STAGES - 1 blocks in flight, then Q (in the first group, so the first wait covers
-  // it). Every stage commits a group (possibly empty) so the wait count below stays exact.
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (block_begin + s < block_end) {
-      if (PREFETCH) fetch_pages(block_begin + s);
-      load_block(block_begin + s, s);
-    }
-    if (s == 0) {
-      // Q rows of the group; padding rows are zero (their scores are 0, finite, never written).
-      constexpr int Q_CHUNKS = HEAD_DIM / 8;
-      for (int c = tid; c < M * Q_CHUNKS; c += THREADS) {
-        const int r = c / Q_CHUNKS, col = (c % Q_CHUNKS) * 8;
-        const bool valid = r < p.group;
-        const long long row = valid ? (long long)seq * p.num_q_heads + q_head0 + r : 0;
-        cp_async_16(q_tile + r * ROW + col,
-                    static_cast<const char*>(p.q) + (row * HEAD_DIM + col) * 2, valid);
-      }
-    }
-    cp_async_commit();
-  }
-  if (PREFETCH && block_begin + STAGES - 1 < block_end) fetch_pages(block_begin + STAGES - 1);
-
-  paged_decode::sm80_mma::WarpState<HEAD_DIM> st;
-  st.init();
-  paged_decode::sm80_mma::QFragments<KV_FP8, HEAD_DIM> q;
-  // fp8 dequantisation, folded into the logits' scale and the output.
-  const float score_scale = KV_FP8 ? p.score_scale * p.k_scale[kv_head] : p.score_scale;
-  const float v_scale = KV_FP8 ? p.v_scale[kv_head] : 1.0f;
-
-  for (int block = block_begin; block < block_end; ++block) {
-    const int i = block - block_begin;
-    cp_async_wait<STAGES - 2>();
-    if (i == 0) {
-      __syncthreads();  // Q, copied by every warp, visible to all
-      if constexpr (KV_FP8 && DTYPE != kDTypeFp16) {
-        // The products run in f16: convert Q in place (exact for |q| < 65504).
-        unsigned int* words = reinterpret_cast<unsigned int*>(q_tile);
-        for (int w = tid; w < M * ROW / 2; w += THREADS) {
-          const float2 v = unpack2<DTYPE>(words[w]);
-          words[w] = pack2<kDTypeFp16>(v.x, v.y);
+      for (int i = 0; i < PASSES; ++i) {
+        next_page[i] = t0 + i * ROWS_PER_PASS < kv_len ? pages[page] : 0;
+        slot += ROWS_PER_PASS;
+        while (slot >= p.page_size) {
+          slot -= p.page_size;
+          ++page;
         }
-        __syncthreads();
       }
-      q.init(q_tile);
-    } else {
-      __syncwarp();  // the warp's copies of this block visible to all its lanes; block - 1 consumed
-    }
-    if (block + STAGES - 1 < block_end) load_block(block + STAGES - 1, (i + STAGES - 1) % STAGES);
-    cp_async_commit();
-    if (PREFETCH && block + STAGES < block_end) fetch_pages(block + STAGES);
+    };
+    auto load_block = [&](int block, int stage) {
+      unsigned char* k_dst = smem + stage * 2 * TILE_BYTES + copy_row * ROW_BYTES + copy_col;
+      unsigned char* v_dst = k_dst + TILE_BYTES;
+      const int t0 = first_key + block * BLOCK_TOKENS + copy_row;
+      int page = t0 / p.page_size, slot = t0 - page * p.page_size;
+#pragma unroll
+      for (int i = 0; i < PASSES; ++i) {
+        const bool valid = t0 + i * ROWS_PER_PASS < kv_len;
+        long long offset = 0;  // invalid rows: an in-bounds address that is not read
+        if (valid) {
+          const int physical = PREFETCH ? next_page[i] : pages[page];
+          offset = (long long)physical * p.page_stride + (long long)slot * p.token_stride;
+        }
+        // The lanes of a row read it together (256 bytes at head dim 128 in bf16): 128-byte L2
+        // fetches instead of 32-byte sectors (1.8% faster on 64 x 4096 on an H200).
+        cp_async_16_prefetch<128>(k_dst + i * ROWS_PER_PASS * ROW_BYTES, k_head + offset * KV_BYTES,
+                                  valid);
+        cp_async_16_prefetch<128>(v_dst + i * ROWS_PER_PASS * ROW_BYTES, v_head + offset * KV_BYTES,
+                                  valid);
+        slot += ROWS_PER_PASS;
+        while (slot >= p.page_size) {
+          slot -= p.page_size;
+          ++page;
+        }
+      }
+    };
 
-    const unsigned char* k_tile = smem + (i % STAGES) * 2 * TILE_BYTES;
-    paged_decode::sm80_mma::attend_block<MMA_DTYPE, KV_FP8, HEAD_DIM, WARP_TOKENS,
-                                         paged_decode::sm80_mma::PaddedTile<ROW_BYTES>>(
-        k_tile, k_tile + TILE_BYTES, warp * WARP_TOKENS, q,
-        first_key + block * BLOCK_TOKENS + warp * WARP_TOKENS, first_key, kv_len, score_scale,
-        p.cap_log2, st);
+    // Prologue: STAGES - 1 blocks in flight, then Q (in the first group, so the first wait covers
+    // it). Every stage commits a group (possibly empty) so the wait count below stays exact.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (block_begin + s < block_end) {
+        if (PREFETCH) fetch_pages(block_begin + s);
+        load_block(block_begin + s, s);
+      }
+      if (s == 0) {
+        // Q rows of the group; padding rows are zero (their scores are 0, finite, never written).
+        constexpr int Q_CHUNKS = HEAD_DIM / 8;
+        for (int c = tid; c < M * Q_CHUNKS; c += THREADS) {
+          const int r = c / Q_CHUNKS, col = (c % Q_CHUNKS) * 8;
+          const bool valid = r < p.group;
+          const long long row = valid ? (long long)seq * p.num_q_heads + q_head0 + r : 0;
+          cp_async_16(q_tile + r * ROW + col,
+                      static_cast<const char*>(p.q) + (row * HEAD_DIM + col) * 2, valid);
+        }
+      }
+      cp_async_commit();
+    }
+    if (PREFETCH && block_begin + STAGES - 1 < block_end) fetch_pages(block_begin + STAGES - 1);
+
+    paged_decode::sm80_mma::WarpState<HEAD_DIM> st;
+    st.init();
+    paged_decode::sm80_mma::QFragments<KV_FP8, HEAD_DIM> q;
+    // fp8 dequantisation, folded into the logits' scale and the output.
+    const float score_scale = KV_FP8 ? p.score_scale * p.k_scale[kv_head] : p.score_scale;
+    const float v_scale = KV_FP8 ? p.v_scale[kv_head] : 1.0f;
+
+    for (int block = block_begin; block < block_end; ++block) {
+      const int i = block - block_begin;
+      cp_async_wait<STAGES - 2>();
+      if (i == 0) {
+        __syncthreads();  // Q, copied by every warp, visible to all
+        if constexpr (KV_FP8 && DTYPE != kDTypeFp16) {
+          // The products run in f16: convert Q in place (exact for |q| < 65504).
+          unsigned int* words = reinterpret_cast<unsigned int*>(q_tile);
+          for (int w = tid; w < M * ROW / 2; w += THREADS) {
+            const float2 v = unpack2<DTYPE>(words[w]);
+            words[w] = pack2<kDTypeFp16>(v.x, v.y);
+          }
+          __syncthreads();
+        }
+        q.init(q_tile);
+      } else {
+        __syncwarp();  // the warp's copies of this block visible to all its lanes; block - 1
+                       // consumed
+      }
+      if (block + STAGES - 1 < block_end) load_block(block + STAGES - 1, (i + STAGES - 1) % STAGES);
+      cp_async_commit();
+      if (PREFETCH && block + STAGES < block_end) fetch_pages(block + STAGES);
+
+      const unsigned char* k_tile = smem + (i % STAGES) * 2 * TILE_BYTES;
+      paged_decode::sm80_mma::attend_block<MMA_DTYPE, KV_FP8, HEAD_DIM, WARP_TOKENS,
+                                           paged_decode::sm80_mma::PaddedTile<ROW_BYTES>>(
+          k_tile, k_tile + TILE_BYTES, warp * WARP_TOKENS, q,
+          first_key + block * BLOCK_TOKENS + warp * WARP_TOKENS, first_key, kv_len, score_scale,
+          p.cap_log2, st);
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the stage buffers become the merge area
+    paged_decode::sm80_mma::finish_split<DTYPE, KV_FP8, HEAD_DIM, WARPS>(
+        p, st, smem, &merge_here, seq, split, kv_head, v_scale, [] { __syncthreads(); });
+    __syncthreads();  // every thread is done with the merge area and Q before the next segment
   }
-  cp_async_wait<0>();
-  __syncthreads();  // the stage buffers become the merge area
-  paged_decode::sm80_mma::finish_split<DTYPE, KV_FP8, HEAD_DIM, WARPS>(
-      p, st, smem, &merge_here, seq, split, kv_head, v_scale, [] { __syncthreads(); });
 }
 
 }  // namespace attn

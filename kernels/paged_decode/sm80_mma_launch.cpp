@@ -5,7 +5,6 @@
 
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
-#include "kernels/paged_decode/sm80_mma_split_plan.hpp"
 #include "kernels/paged_decode/sm80_mma_traits.hpp"
 
 namespace attn {
@@ -57,8 +56,8 @@ Support sm80_mma_supports_limits(const Batch& batch) {
 }
 
 Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, CUfunction kernel,
-                                        int block_tokens, int num_splits, int shared_bytes,
-                                        int threads) {
+                                        int block_tokens, bool aligned_blocks, int num_splits,
+                                        DecodeSchedule schedule, int shared_bytes, int threads) {
   const Batch& batch = problem.batch();
   const ModelShape& m = batch.spec.model;
   Sm80MmaLaunch launch;
@@ -95,11 +94,19 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
           reinterpret_cast<const float*>(owned.back().address());
     }
   }
-  const Sm80MmaSplitPlan plan =
-      plan_tensorcore_splits(batch, block_tokens, num_splits, context.target.sm_count,
-                             resident_ctas(context, kernel, shared_bytes, threads));
+  DecodeWorkInputs inputs;
+  inputs.block_tokens = block_tokens;
+  inputs.aligned_blocks = aligned_blocks;
+  inputs.fixed_splits = num_splits;
+  inputs.sm_count = context.target.sm_count;
+  inputs.resident_per_sm = resident_ctas(context, kernel, shared_bytes, threads);
+  inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
+  const DecodeWorkPlan plan = plan_decode_work(batch, schedule, inputs);
+  launch.plan = plan.description;
   owned.push_back(upload_array(*context.cuda, plan.work));
   p.work = reinterpret_cast<const int*>(owned.back().address());
+  owned.push_back(upload_array(*context.cuda, plan.cta_work));
+  p.cta_work = reinterpret_cast<const int*>(owned.back().address());
   owned.push_back(upload_array(*context.cuda, plan.seq_splits));
   p.seq_splits = reinterpret_cast<const int*>(owned.back().address());
   owned.push_back(upload_array(*context.cuda, plan.seq_partial));
@@ -116,7 +123,7 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
     p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
   }
 
-  launch.grid_x = unsigned(int64_t(plan.items()) * m.num_kv_heads);
+  launch.grid_x = unsigned(int64_t(plan.ctas()) * m.num_kv_heads);
   return launch;
 }
 

@@ -3,11 +3,13 @@
 // list and split merge: the limits of their tiles on a batch, and the parameters of a launch.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/exec_context.hpp"
+#include "kernels/paged_decode/decode_work_plan.hpp"
 #include "kernels/paged_decode/sm80_mma_params.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/problem.hpp"
@@ -20,16 +22,19 @@ namespace attn {
 Support sm80_mma_supports_limits(const Batch& batch);
 
 // The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
-// pools and logits, sinks and fp8 scales, and the split plan for block_tokens keys per block
-// (num_splits 0: auto, from the CTAs an SM holds of this kernel). `owned` keeps the device arrays
-// the parameters point to; grid_x is the CTA count.
+// pools and logits, sinks and fp8 scales, and the work plan for block_tokens keys per block (from
+// key 0 when aligned_blocks, else from the first visible key)
+// (decode_work_plan.hpp: num_splits > 0 fixed, else `schedule` over the CTAs an SM holds of this
+// kernel). `owned` keeps the device arrays the parameters point to; grid_x is the CTA count; `plan`
+// says what the planner chose.
 struct Sm80MmaLaunch {
   Sm80MmaParams params{};
   unsigned grid_x = 0;
   std::vector<DeviceBuffer> owned;
+  std::string plan;
 };
 Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, CUfunction kernel,
-                                        int block_tokens, int num_splits, int shared_bytes,
-                                        int threads);
+                                        int block_tokens, bool aligned_blocks, int num_splits,
+                                        DecodeSchedule schedule, int shared_bytes, int threads);
 
 }  // namespace attn

@@ -16,11 +16,15 @@ struct Sm80MmaParams {
   const int* block_table;  // [num_seqs, max_pages_per_seq], padding points at the poison page
   const int* kv_lens;      // [num_seqs]
   void* out;               // [num_seqs, num_q_heads, head_dim]
-  // Work list: CTA i computes split work[i / num_kv_heads] of KV head i % num_kv_heads, longest
-  // splits first. A sequence with seq_splits[s] > 1 keeps its splits' partial results in rows
-  // seq_partial[s] .. + seq_splits[s] - 1; the last of its CTAs to finish merges them.
-  const int* work;         // [num_work, 2] (sequence, split)
-  const int* seq_splits;   // [num_seqs] splits of each sequence's visible keys, >= 1
+  // Work list (kernels/paged_decode/decode_work_plan.hpp): CTA i computes, for KV head
+  // i % num_kv_heads, the segments work[cta_work[c] .. cta_work[c + 1]) in order, c = i /
+  // num_kv_heads; a segment is (sequence, chunk, first block, end block), blocks of
+  // block_tokens visible keys. A sequence with seq_splits[s] > 1 chunks keeps their partial
+  // results in rows seq_partial[s] .. + seq_splits[s] - 1; the last of its CTAs to finish merges
+  // them.
+  const int* work;         // [segments, 4]
+  const int* cta_work;     // [ctas + 1]
+  const int* seq_splits;   // [num_seqs] chunks of each sequence's visible keys, >= 1
   const int* seq_partial;  // [num_seqs] first partial row of each sequence
   int* split_counters;     // [num_seqs, num_kv_heads] finished splits; zero between launches
   float* partial_out;      // [partial rows, num_q_heads, head_dim], normalised per split

@@ -66,8 +66,8 @@ class Sm80MmaVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, per-sequence "
-           "split-KV merged in-kernel by LSE";
+    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, keys dealt to "
+           "one wave of CTAs in equal shares (split-KV merged in-kernel by LSE)";
   }
 
   FeatureSet features() const override { return paged_decode_features(); }
@@ -76,10 +76,21 @@ class Sm80MmaVariant : public Variant {
     return axes().space();
   }
 
-  // The defaults of axes(), with tile_tokens halved until the config fits (head dim 256).
+  // The planner's tile for the batch, with tile_tokens halved until the config fits; the split of
+  // the keys over CTAs is planned at launch (num_splits 0: decode_work_plan.hpp, balanced).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     KernelConfig config = axes().defaults();
+    // Smaller tiles of fewer warps where a CTA of 64 keys and 4 warps holds too many registers to
+    // keep enough warps per SM: head dim 256 (241 registers), and fp8 K/V (whose converts add to
+    // each block's work), unless the GQA group already fills the mma rows. On the decode-shapes
+    // suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs 354 us, GQA 2 287 vs 342; fp8 GQA 4
+    // 178 vs 186, GQA 8 183 vs 187; but MQA d256 126 vs 116, fp8 GQA 16 194 vs 187.
+    const int group = batch.spec.group_size();
+    if ((head_dim >= 256 && group < 16) || (kv_fp8(batch) && group <= 8)) {
+      config.set("tile_tokens", 32);
+      config.set("warps", 2);
+    }
     auto fits = [&](const KernelConfig& k) {
       const Sm80MmaConfig c(k);
       return paged_decode::sm80_mma::check(head_dim, c.warps, c.tile_tokens, c.stages,
@@ -137,15 +148,19 @@ class Sm80MmaVariant : public Variant {
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     allow_dynamic_shared_memory(context, attention, smem);
 
-    Sm80MmaLaunch launch =
-        prepare_tensorcore_launch(problem, context, attention, c.tile_tokens, c.num_splits, smem,
-                                  paged_decode::sm80_mma::threads(c.warps));
+    // Blocks count from the first visible key; with num_splits 0 the planner deals them to one
+    // wave of CTAs in equal shares (decode_work_plan.hpp).
+    Sm80MmaLaunch launch = prepare_tensorcore_launch(
+        problem, context, attention, c.tile_tokens, /*aligned_blocks=*/false, c.num_splits,
+        DecodeSchedule::balanced, smem, paged_decode::sm80_mma::threads(c.warps));
     LaunchShape shape;
     shape.grid_x = launch.grid_x;
     shape.block_x = unsigned(paged_decode::sm80_mma::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<ParamsLauncher<Sm80MmaParams>>(context, attention, shape, launch.params,
-                                                           std::move(launch.owned));
+    auto launcher = std::make_unique<ParamsLauncher<Sm80MmaParams>>(
+        context, attention, shape, launch.params, std::move(launch.owned));
+    launcher->set_plan(launch.plan);
+    return launcher;
   }
 
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }

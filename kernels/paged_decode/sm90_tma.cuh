@@ -64,21 +64,21 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
   unsigned long long* empty = full + STAGES;
   __shared__ int merge_here;
 
-  const int item = blockIdx.x / p.num_kv_heads, kv_head = blockIdx.x % p.num_kv_heads;
-  const int seq = p.work[2 * item], split = p.work[2 * item + 1];
-  const int num_splits = p.seq_splits[seq];
+  // One segment per CTA (the host plans it so: decode_work_plan.hpp, per-sequence schedule).
+  const int segment = p.cta_work[blockIdx.x / p.num_kv_heads],
+            kv_head = blockIdx.x % p.num_kv_heads;
+  const int seq = p.work[4 * segment], split = p.work[4 * segment + 1];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int q_head0 = kv_head * p.group;
 
-  // Visible keys [first_key, kv_len); blocks are aligned to BLOCK_TOKENS from key 0.
+  // Visible keys [first_key, kv_len); blocks are aligned to BLOCK_TOKENS from key 0, and the
+  // segment's blocks count from the first that holds a visible key.
   const int kv_len = p.kv_lens[seq];
   const int first_key =
       (p.sliding_window > 0 && kv_len > p.sliding_window) ? kv_len - p.sliding_window : 0;
   const int first_block = first_key / BLOCK_TOKENS;
-  const int blocks = max(0, (kv_len + BLOCK_TOKENS - 1) / BLOCK_TOKENS - first_block);
-  const int blocks_per_split = (blocks + num_splits - 1) / num_splits;
-  const int block_begin = first_block + min(blocks, split * blocks_per_split);
-  const int block_end = first_block + min(blocks, split * blocks_per_split + blocks_per_split);
+  const int block_begin = first_block + p.work[4 * segment + 2];
+  const int block_end = first_block + p.work[4 * segment + 3];
 
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {

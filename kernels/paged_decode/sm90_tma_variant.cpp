@@ -11,7 +11,23 @@
 
 namespace attn {
 
+std::unique_ptr<Variant> make_paged_decode_sm80_mma();
+
 namespace {
+
+// The cp.async path's launcher under sm90_tma's name: the same launch, the plan saying why TMA
+// was not used.
+class FallbackLauncher : public Launcher {
+ public:
+  FallbackLauncher(std::unique_ptr<Launcher> inner, std::string why)
+      : inner_(std::move(inner)), why_(std::move(why)) {}
+  void launch() override { inner_->launch(); }
+  std::string plan() const override { return "cp.async path (" + why_ + "); " + inner_->plan(); }
+
+ private:
+  std::unique_ptr<Launcher> inner_;
+  std::string why_;
+};
 
 // tile_tokens: keys per compute block (one pipeline stage), aligned to multiples of itself from
 // the sequence's start; warps: compute warps (one producer warp more).
@@ -69,14 +85,11 @@ class Sm90TmaVariant : public Variant {
            "warp (Hopper)";
   }
 
-  // paged_decode's features without fp8 K/V: the TMA boxes here are 16-bit (fp8 pools:
-  // paged_decode.sm80_mma).
-  FeatureSet features() const override {
-    return paged_decode_features()
-        .without(feature::kKvDtype)
-        .note(feature::kKvDtype,
-              "TMA boxes here are 16-bit: paged_decode.sm80_mma reads fp8 pools");
-  }
+  // All of paged_decode's features: where TMA cannot load the pages (fp8 pools: the boxes here
+  // are 16-bit; pages whose boxes cannot tile the config's block, such as 1 or 48 keys), the
+  // variant runs the cp.async kernel of paged_decode.sm80_mma with the same config instead of
+  // declining, and its plan says so.
+  FeatureSet features() const override { return paged_decode_features(); }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
@@ -100,8 +113,10 @@ class Sm90TmaVariant : public Variant {
               c.shared_bytes(head_dim) <= target.max_shared_per_block);
     };
     while (!fits(tile) && tile > 16 * warps) tile /= 2;
-    return KernelConfig{
+    const KernelConfig config{
         {"tile_tokens", tile}, {"warps", warps}, {"stages", stages}, {"num_splits", 0}};
+    return fallback_reason(batch, config).empty() ? config
+                                                  : cp_async_->default_config(batch, target);
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,
@@ -112,6 +127,7 @@ class Sm90TmaVariant : public Variant {
             config_has_exactly(config, {"tile_tokens", "warps", "stages", "num_splits"}, name());
         !s)
       return s;
+    if (!fallback_reason(batch, config).empty()) return cp_async_->check(batch, config, target);
     const Sm90TmaConfig c(config);
     const int head_dim = batch.spec.model.head_dim;
     const int rule =
@@ -124,6 +140,7 @@ class Sm90TmaVariant : public Variant {
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
+    if (!fallback_reason(batch, config).empty()) return cp_async_->programs(batch, config, target);
     const Sm90TmaConfig c(config);
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
@@ -138,6 +155,9 @@ class Sm90TmaVariant : public Variant {
                                     ExecContext& context) const override {
     const Batch& batch = problem.batch();
     ATTN_ASSERT(problem.backend() == Backend::cuda, "sm90_tma needs a device problem");
+    if (const std::string why = fallback_reason(batch, config); !why.empty()) {
+      return std::make_unique<FallbackLauncher>(cp_async_->prepare(problem, config, context), why);
+    }
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const Sm90TmaConfig c(config);
@@ -146,9 +166,11 @@ class Sm90TmaVariant : public Variant {
     const int smem = c.shared_bytes(batch.spec.model.head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
-    Sm80MmaLaunch launch =
-        prepare_tensorcore_launch(problem, context, attention, c.tile_tokens, c.num_splits, smem,
-                                  paged_decode::sm90_tma::threads(c.warps));
+    // Blocks aligned to the tile from key 0 (the TMA boxes); one chunk per CTA, the split counts
+    // the planner's (decode_work_plan.hpp, per-sequence schedule).
+    Sm80MmaLaunch launch = prepare_tensorcore_launch(
+        problem, context, attention, c.tile_tokens, /*aligned_blocks=*/true, c.num_splits,
+        DecodeSchedule::per_sequence, smem, paged_decode::sm90_tma::threads(c.warps));
     Sm90TmaParams params{};
     params.base = launch.params;
     const int box = paged_decode::sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
@@ -160,13 +182,34 @@ class Sm90TmaVariant : public Variant {
     shape.grid_x = launch.grid_x;
     shape.block_x = unsigned(paged_decode::sm90_tma::threads(c.warps));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<ParamsLauncher<Sm90TmaParams>>(context, attention, shape, params,
-                                                           std::move(launch.owned));
+    auto launcher = std::make_unique<ParamsLauncher<Sm90TmaParams>>(
+        context, attention, shape, params, std::move(launch.owned));
+    launcher->set_plan(launch.plan);
+    return launcher;
   }
 
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
+  // Why TMA cannot load this batch's pages for this config (empty: it can): the cp.async kernel
+  // runs then. A config that breaks another rule is judged by TMA's rules (and declined).
+  static std::string fallback_reason(const Batch& batch, const KernelConfig& config) {
+    if (batch.kv_dtype == DType::fp8_e4m3) return "fp8 K/V: the TMA boxes here are 16-bit";
+    const auto tile = config.find("tile_tokens"), warps = config.find("warps"),
+               stages = config.find("stages");
+    if (!tile || !warps || !stages) return {};
+    if (paged_decode::sm90_tma::check(batch.spec.model.head_dim, int(*warps), int(*tile),
+                                      int(*stages),
+                                      batch.page_size) == paged_decode::sm90_tma::kPageSize) {
+      return "pages of " + std::to_string(batch.page_size) +
+             " keys: TMA boxes cannot tile them with tile_tokens " + std::to_string(*tile);
+    }
+    return {};
+  }
+
+  // paged_decode.sm80_mma: the same config axes, loads by cp.async.
+  std::unique_ptr<Variant> cp_async_ = make_paged_decode_sm80_mma();
+
   static std::string attention_kernel(const Batch& batch, const Sm90TmaConfig& c) {
     return "attn::paged_decode_sm90_tma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) +

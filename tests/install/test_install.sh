@@ -44,6 +44,9 @@ presets_source=$(ls "$source"/workloads/presets/*.json | wc -l)
 presets_installed=$(ls "$share"/attn-bench/presets/*.json | wc -l)
 [ "$presets_source" -eq "$presets_installed" ] ||
   fail "$presets_installed presets installed of $presets_source"
+suites_source=$(ls "$source"/workloads/suites/*.json | wc -l)
+suites_installed=$(ls "$share"/attn-bench/suites/*.json | wc -l)
+[ "$suites_source" -eq "$suites_installed" ] || fail "$suites_installed suites installed of $suites_source"
 cmp -s "$share/attn-bench/workload.schema.json" <("$bench" workload schema) ||
   fail "the installed schema differs from what attn-bench prints"
 ls "$share"/attn-bench/traces/chat-sample.csv > /dev/null

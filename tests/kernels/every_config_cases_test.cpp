@@ -91,17 +91,18 @@ TEST(EveryConfigCases, OneBatchPerConfigRotatesOverAll) {
   EXPECT_EQ(cases.size(), configs_any_accepts(variant, batches, hopper_target()).size());
 }
 
-// A batch the variant declines (sm90_tma and fp8 K/V) passes its configs to the one it accepts;
-// a filter keeps part of the space.
+// A batch the variant declines (sm80_mma and a GQA group of 32, more than one mma tile of
+// heads) passes its configs to the one it accepts; a filter keeps part of the space.
 TEST(EveryConfigCases, DeclinedBatchesPassTheirConfigsOnAndFiltersApply) {
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("paged_decode.sm90_tma");
+  const Variant& variant = *registry.find("paged_decode.sm80_mma");
   SpecShape shape;
   shape.head_dim = 128;
-  WorkloadSpec fp8 = make_decode_spec(shape, {1, 100, 1100});
-  fp8.model.kv_dtype = DType::fp8_e4m3;
+  SpecShape wide = shape;
+  wide.q_heads = 32;
+  wide.kv_heads = 1;
   const std::vector<Batch> batches = {generate_batch(make_decode_spec(shape, {1, 100, 1100})),
-                                      generate_batch(fp8)};
+                                      generate_batch(make_decode_spec(wide, {1, 100, 1100}))};
   const Target target = hopper_target();
   const ConfigFilter no_splits = [](const KernelConfig& c) { return c.get("num_splits") == 0; };
   const auto cases = rotated_config_cases(variant, batches, target, 1, no_splits);

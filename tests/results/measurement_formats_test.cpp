@@ -57,8 +57,8 @@ Measurement full_measurement() {
 }
 
 // Top-level JSON keys and columns added after the fixtures were written (schema v6: the unique
-// minimum traffic).
-const std::vector<std::string> kAddedSinceTheFixtures = {"unique_bytes"};
+// minimum traffic; v7: the planner's choices).
+const std::vector<std::string> kAddedSinceTheFixtures = {"unique_bytes", "plan"};
 
 bool added_since_the_fixtures(const std::string& name) {
   return std::find(kAddedSinceTheFixtures.begin(), kAddedSinceTheFixtures.end(), name) !=
@@ -161,7 +161,13 @@ TEST(MeasurementFormats, JsonIsTheFormatBeforeTheTable) {
 TEST(MeasurementFormats, JsonOfTheFormatBeforeTheTableReadsBackEveryField) {
   for (const Measurement& m : {full_measurement(), gated_measurement()}) {
     const std::string name = m.stats.count > 0 ? "measurement_full.json" : "measurement_gated.json";
-    const Measurement back = measurement_from_json(nlohmann::json::parse(fixture(name)));
+    // The worker protocol requires every field: the added ones join with their defaults.
+    nlohmann::json j = nlohmann::json::parse(fixture(name));
+    const nlohmann::json defaults_json = measurement_to_json(Measurement{});
+    for (const std::string& key : kAddedSinceTheFixtures) {
+      if (!j.contains(key)) j[key] = defaults_json.at(key);
+    }
+    const Measurement back = measurement_from_json(j);
     const Measurement defaults;
     for (const MeasurementField& f : measurement_fields()) {
       // A field the fixture does not have reads back as its default.
@@ -184,6 +190,13 @@ TEST(MeasurementFormats, TheFieldsAddedSinceTheFixturesAreWrittenAndReadBack) {
   EXPECT_EQ(rows[0].measurement.unique_bytes, 1.0e9);
   EXPECT_FALSE(rows[1].measurement.unique_bytes.has_value());
   EXPECT_TRUE(measurement_to_json(old).at("unique_bytes").is_null());
+  // v7: the plan, text as written, empty when the variant plans nothing.
+  Measurement planned = full_measurement();
+  planned.plan = "balanced: 97 CTAs per KV head x 4 KV heads on 396 slots (3 per SM)";
+  EXPECT_EQ(measurement_to_json(planned).at("plan"), planned.plan);
+  s.store.add_measurement(s.run, s.device, s.workload, planned);
+  EXPECT_EQ(s.store.measurements_of_run(s.run).at(2).measurement.plan, planned.plan);
+  EXPECT_EQ(measurement_from_json(measurement_to_json(planned)).plan, planned.plan);
 }
 
 TEST(MeasurementFormats, StoredRowIsTheFormatBeforeTheTable) {

@@ -286,6 +286,39 @@ TEST_F(StoreMigration, V5MigratesToTheCurrentSchemaKeepingItsRowsWithoutInventin
   EXPECT_THROW(db.exec("UPDATE ceilings SET sm_clock_mhz = 0 WHERE id = 1"), CallError);
 }
 
+TEST_F(StoreMigration, FixtureIsAVersion6Database) {
+  const std::string v6 = load(6);
+  EXPECT_EQ(scalar_of(v6, "PRAGMA user_version"), 6);
+  EXPECT_EQ(scalar_of(v6, "SELECT count(*) FROM measurements"), 4);
+  EXPECT_EQ(scalar_of(v6, "SELECT count(*) FROM samples"), 5);
+  EXPECT_EQ(
+      scalar_of(v6, "SELECT count(*) FROM pragma_table_info('measurements') WHERE name = 'plan'"),
+      0);
+}
+
+TEST_F(StoreMigration, V6MigratesToTheCurrentSchemaWithNoPlanRecorded) {
+  const std::string v6 = load(6);
+  Store store(v6);
+  EXPECT_EQ(store.opening().file_schema_version, 6);
+  EXPECT_TRUE(store.opening().migrated);
+  const auto rows = store.measurements_of_run(1);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].measurement.variant, "paged_decode.cpu_reference");
+  EXPECT_EQ(rows[0].measurement.disposition, Disposition::passed);
+  EXPECT_EQ(rows[0].measurement.samples_us.size(), 5u);
+  EXPECT_TRUE(rows[0].measurement.unique_bytes.has_value());
+  EXPECT_EQ(rows[0].measurement.plan, "");  // not recorded before v7: empty, not invented
+  // The migrated file takes a plan.
+  Measurement m = rows[0].measurement;
+  m.plan = "balanced: 1 CTA per KV head";
+  const int64_t run = store.begin_run(RunRecord{});
+  const int64_t id = store.add_measurement(run, rows[0].device_id, rows[0].workload_id, m);
+  const auto again = store.measurements_of_run(run);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, id);
+  EXPECT_EQ(again[0].measurement.plan, "balanced: 1 CTA per KV head");
+}
+
 // v4: the old driver_version ("13.0", the CUDA version the driver supported) becomes
 // cuda_driver_version, the driver's own version is unknown (''), and every fingerprint stays what
 // it was and what DeviceRecord::fingerprint() computes from the migrated row, so the device keeps

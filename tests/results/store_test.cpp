@@ -101,7 +101,7 @@ void expect_same(const Measurement& a, const Measurement& b) {
 
 TEST(StoreMemory, OpensAtTheCurrentSchemaVersion) {
   Store store(":memory:");
-  EXPECT_EQ(Store::kSchemaVersion, 6);
+  EXPECT_EQ(Store::kSchemaVersion, 7);
   EXPECT_EQ(store.schema_version(), Store::kSchemaVersion);
   StoreCounts c = store.counts();
   EXPECT_EQ(c.runs, 0);

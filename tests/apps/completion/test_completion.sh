@@ -62,6 +62,8 @@ expect decode-llama3-8b-64x4096 attn-bench run decode-llama3-8b-64x
 expect 'paged_decode.*' attn-bench run --variant paged_decode.
 expect paged_decode.sm90_tma attn-bench run --variant paged_decode.sm9
 expect screen attn-bench run --policy s
+expect decode-shapes attn-bench run --suite decode-s
+expect decode-shapes attn-tune tune --suite dec
 expect schema attn-bench workload s
 expect validate attn-bench workload v
 expect decode-llama3-8b-64x4096 attn-bench workload validate decode-llama3-8b-64

@@ -41,7 +41,7 @@ attn-tune: wrote export.hpp
 --- export.hpp
 // Best kernel configs per workload bucket, exported by attn-tune export.
 <line with the time of the run>
-// from h100-vs-h200.db (schema version 6) with:
+// from h100-vs-h200.db (schema version 7) with:
 //   attn-tune export --db h100-vs-h200.db --all-devices --format cpp -o export.hpp
 // Do not edit: rerun the command. Self-contained C++17; docs/export.md explains the
 // buckets, the choice and the regret.

@@ -65,7 +65,7 @@ TEST(Sm90TmaTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(shared_bytes(128, 4, 64, 2), kAlignment + barrier_offset(128, 4, 64, 2) + 32);
 }
 
-TEST(Sm90TmaVariant, DeclinesWhatItDoesNotRead) {
+TEST(Sm90TmaVariant, DeclinesWhatItCannotRunAndFallsBackWhereTmaCannotLoad) {
   const Registry registry = make_registry();
   const Variant& variant = tma_variant(registry);
   const Target hopper = testing::hopper_target();
@@ -77,17 +77,27 @@ TEST(Sm90TmaVariant, DeclinesWhatItDoesNotRead) {
   EXPECT_FALSE(ampere.ok);
   EXPECT_NE(ampere.reason.find("9.0"), std::string::npos) << ampere.reason;
 
-  const Support page5 = variant.check(decode_batch(128, 5), make_config(64, 4, 2), hopper);
-  EXPECT_FALSE(page5.ok);
-  EXPECT_NE(page5.reason.find("page size 5"), std::string::npos) << page5.reason;
-
+  // Pages TMA boxes cannot tile and fp8 pools run on the cp.async kernel: accepted with
+  // sm80_mma's rules (programs of sm80_mma), not declined.
+  const Registry& r = registry;
+  const Variant& cp_async = *r.find("paged_decode.sm80_mma");
+  for (int page : {1, 5, 48}) {
+    const Batch odd = decode_batch(128, page);
+    EXPECT_TRUE(variant.check(odd, make_config(64, 4, 2), hopper)) << "page " << page;
+    EXPECT_TRUE(variant.check(odd, variant.default_config(odd, hopper), hopper)) << page;
+    EXPECT_EQ(variant.programs(odd, make_config(64, 4, 2), hopper).front().name,
+              cp_async.programs(odd, make_config(64, 4, 2), hopper).front().name);
+  }
   Batch fp8 = page16;
   fp8.kv_dtype = DType::fp8_e4m3;
   fp8.k_scales = fp8.v_scales = {1.0f};
-  const Support fp8_support = variant.check(fp8, make_config(64, 4, 2), hopper);
-  EXPECT_FALSE(fp8_support.ok);
-  EXPECT_NE(fp8_support.reason.find("paged_decode.sm80_mma"), std::string::npos)
-      << fp8_support.reason;
+  EXPECT_TRUE(variant.check(fp8, make_config(64, 4, 2), hopper));
+  EXPECT_EQ(variant.programs(fp8, make_config(64, 4, 2), hopper).front().source,
+            cp_async.programs(fp8, make_config(64, 4, 2), hopper).front().source);
+  // A config the cp.async kernel cannot run either is declined with its rule.
+  const Support too_big = variant.check(fp8, make_config(256, 1, 4), hopper);
+  EXPECT_FALSE(too_big.ok);
+  EXPECT_FALSE(too_big.reason.empty());
 
   const Support wrong_axes = variant.check(page16, KernelConfig{{"tile_tokens", 64}}, hopper);
   EXPECT_FALSE(wrong_axes.ok);

@@ -60,6 +60,17 @@ class WorkloadSchema(unittest.TestCase):
             with self.subTest(preset=os.path.basename(path)):
                 self.assertEqual(self.schema_errors(load(path)), [])
 
+    def test_every_workload_written_out_in_a_suite_validates(self):
+        checked = 0
+        for path in sorted(glob.glob(os.path.join(ROOT, "workloads", "suites", "*.json"))):
+            for i, workload in enumerate(load(path)["workloads"]):
+                if isinstance(workload, str):
+                    continue  # a preset's name: the presets are checked above
+                with self.subTest(suite=os.path.basename(path), workload=i):
+                    self.assertEqual(self.schema_errors(workload), [])
+                    checked += 1
+        self.assertGreater(checked, 0)
+
     def test_every_malformed_file_is_refused_by_both(self):
         beyond = beyond_schema()
         names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(MALFORMED, "*.json")))

@@ -1,0 +1,216 @@
+#include "kernels/paged_decode/decode_work_plan.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <queue>
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace attn {
+
+namespace {
+
+// A CTA's fixed cost in compute blocks' worth of time: the prologue's first loads, Q, and the
+// epilogue's merge and writes, which no other work of that CTA hides.
+constexpr int64_t kCtaStartupBlocks = 2;
+
+std::string format(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* pattern, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, pattern);
+  std::vsnprintf(text, sizeof text, pattern, args);
+  va_end(args);
+  return text;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// One chunk per CTA, CTAs longest first (ties keep sequence order).
+struct Chunk {
+  int32_t seq, chunk;
+  int64_t begin, end;
+};
+
+void add_chunks(const std::vector<int64_t>& blocks, const std::vector<int32_t>& splits,
+                std::vector<Chunk>& out) {
+  for (size_t s = 0; s < blocks.size(); ++s) {
+    const int64_t n = blocks[s], per = ceil_div(n, splits[s]);
+    for (int32_t k = 0; k < splits[s]; ++k) {
+      const int64_t begin = std::min(n, k * per);
+      out.push_back({int32_t(s), k, begin, std::min(n, begin + per)});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Chunk& a, const Chunk& b) {
+    return a.end - a.begin > b.end - b.begin;
+  });
+}
+
+// When the busiest SM finishes, in blocks' worth of time, with the chunks' CTAs (each chunk once
+// per KV head) dealt in list order to the SM with the least work so far. Decode is bound by memory:
+// an SM streams its CTAs' blocks at about the same rate however many of them it holds, so the
+// time is the SM's total, each CTA adding its start-up cost.
+int64_t greedy_makespan(const std::vector<Chunk>& chunks, int64_t kv_heads, int64_t sms) {
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> load;
+  for (int64_t i = 0; i < sms; ++i) load.push(0);
+  int64_t makespan = 0;
+  for (const Chunk& c : chunks) {
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      const int64_t end = load.top() + (c.end - c.begin) + kCtaStartupBlocks;
+      load.pop();
+      makespan = std::max(makespan, end);
+      load.push(end);
+    }
+  }
+  return makespan;
+}
+
+void set_partial_rows(DecodeWorkPlan& plan) {
+  plan.seq_partial.assign(plan.seq_splits.size(), 0);
+  plan.partial_rows = 0;
+  for (size_t s = 0; s < plan.seq_splits.size(); ++s) {
+    plan.seq_partial[s] = int32_t(plan.partial_rows);
+    if (plan.seq_splits[s] > 1) plan.partial_rows += plan.seq_splits[s];
+  }
+}
+
+void one_chunk_per_cta(const std::vector<Chunk>& chunks, DecodeWorkPlan& plan) {
+  plan.cta_work.push_back(0);
+  for (const Chunk& c : chunks) {
+    plan.work.insert(plan.work.end(), {c.seq, c.chunk, int32_t(c.begin), int32_t(c.end)});
+    plan.cta_work.push_back(int32_t(plan.work.size() / 4));
+  }
+}
+
+DecodeWorkPlan fixed_plan(const std::vector<int64_t>& blocks, int splits) {
+  DecodeWorkPlan plan;
+  plan.seq_splits.assign(blocks.size(), int32_t(splits));
+  std::vector<Chunk> chunks;
+  add_chunks(blocks, plan.seq_splits, chunks);
+  one_chunk_per_cta(chunks, plan);
+  plan.description =
+      format("fixed: %d splits per sequence, %d CTAs per KV head", splits, plan.ctas());
+  return plan;
+}
+
+DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
+                                 const DecodeWorkInputs& in) {
+  const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
+  const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0));
+  const int64_t longest = blocks.empty() ? 0 : *std::max_element(blocks.begin(), blocks.end());
+  const int64_t least_share = std::max<int64_t>(2, ceil_div(longest, in.max_splits));
+  DecodeWorkPlan best;
+  int64_t best_makespan = INT64_MAX, best_waves = 0;
+  // Candidate shares: the one that fills each of 1..8 waves, and no split at all.
+  std::vector<std::pair<int64_t, int64_t>> shares;  // (share, waves; 0: whole sequences)
+  for (int64_t waves : {1, 2, 3, 4, 6, 8}) {
+    shares.push_back({ceil_div(total * kv_heads, waves * slots), waves});
+  }
+  shares.push_back({std::max<int64_t>(1, longest), 0});
+  for (auto [share, waves] : shares) {
+    share = std::max(share, least_share);
+    DecodeWorkPlan plan;
+    plan.seq_splits.reserve(blocks.size());
+    for (int64_t n : blocks) {
+      plan.seq_splits.push_back(int32_t(std::clamp<int64_t>(ceil_div(n, share), 1, in.max_splits)));
+    }
+    std::vector<Chunk> chunks;
+    add_chunks(blocks, plan.seq_splits, chunks);
+    const int64_t makespan = greedy_makespan(chunks, kv_heads, std::max(1, in.sm_count));
+    if (makespan < best_makespan) {
+      best_makespan = makespan;
+      best_waves = waves;
+      one_chunk_per_cta(chunks, plan);
+      best = std::move(plan);
+    }
+  }
+  const int64_t split = std::count_if(best.seq_splits.begin(), best.seq_splits.end(),
+                                      [](int32_t s) { return s > 1; });
+  best.description = format(
+      "per sequence: %d CTAs per KV head on %lld slots (%d per SM), %lld of %zu sequences split "
+      "(%s), estimated %lld block-times",
+      best.ctas(), (long long)slots, in.resident_per_sm, (long long)split, blocks.size(),
+      best_waves > 0 ? format("share for %lld waves", (long long)best_waves).c_str()
+                     : "whole sequences",
+      (long long)best_makespan);
+  return best;
+}
+
+DecodeWorkPlan balanced_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
+                             const DecodeWorkInputs& in) {
+  const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
+  const int64_t ctas = std::max<int64_t>(1, slots / kv_heads);
+  const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0));
+  const int64_t longest = blocks.empty() ? 0 : *std::max_element(blocks.begin(), blocks.end());
+  // A sequence laid across CTAs spans at most ceil(n / share) + 1 of them.
+  const int64_t share = std::max(
+      {ceil_div(total, ctas), int64_t(2), ceil_div(longest, std::max(1, in.max_splits - 1))});
+  DecodeWorkPlan plan;
+  plan.seq_splits.assign(blocks.size(), 0);
+  plan.cta_work.push_back(0);
+  int64_t room = share;
+  for (size_t s = 0; s < blocks.size(); ++s) {
+    const int64_t n = blocks[s];
+    int64_t pos = 0;
+    do {
+      if (room == 0) {
+        plan.cta_work.push_back(int32_t(plan.work.size() / 4));
+        room = share;
+      }
+      const int64_t take = std::min(n - pos, room);
+      plan.work.insert(plan.work.end(),
+                       {int32_t(s), plan.seq_splits[s]++, int32_t(pos), int32_t(pos + take)});
+      pos += take;
+      room -= take;
+    } while (pos < n);
+  }
+  plan.cta_work.push_back(int32_t(plan.work.size() / 4));
+  const int64_t split = std::count_if(plan.seq_splits.begin(), plan.seq_splits.end(),
+                                      [](int32_t c) { return c > 1; });
+  plan.description = format(
+      "balanced: %d CTAs per KV head x %lld KV heads on %lld slots (%d per SM), %lld blocks of "
+      "%d keys each, %d segments, %lld of %zu sequences split",
+      plan.ctas(), (long long)kv_heads, (long long)slots, in.resident_per_sm, (long long)share,
+      in.block_tokens, plan.segments(), (long long)split, blocks.size());
+  return plan;
+}
+
+}  // namespace
+
+std::vector<int64_t> decode_visible_blocks(const Batch& batch, int block_tokens,
+                                           bool aligned_blocks) {
+  std::vector<int64_t> blocks(size_t(batch.num_seqs));
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int64_t kv_len = batch.kv_lens[size_t(s)];
+    int64_t first = 0;
+    if (batch.sliding_window > 0 && kv_len > batch.sliding_window) {
+      first = kv_len - batch.sliding_window;
+    }
+    blocks[size_t(s)] = aligned_blocks ? ceil_div(kv_len, block_tokens) - first / block_tokens
+                                       : ceil_div(kv_len - first, block_tokens);
+  }
+  return blocks;
+}
+
+DecodeWorkPlan plan_decode_work(const Batch& batch, DecodeSchedule schedule,
+                                const DecodeWorkInputs& inputs) {
+  const std::vector<int64_t> blocks =
+      decode_visible_blocks(batch, inputs.block_tokens, inputs.aligned_blocks);
+  const int64_t kv_heads = std::max(1, batch.spec.model.num_kv_heads);
+  DecodeWorkPlan plan;
+  if (inputs.fixed_splits > 0 || schedule == DecodeSchedule::fixed) {
+    plan = fixed_plan(blocks, std::max(1, inputs.fixed_splits));
+  } else if (schedule == DecodeSchedule::per_sequence) {
+    plan = per_sequence_plan(blocks, kv_heads, inputs);
+  } else {
+    plan = balanced_plan(blocks, kv_heads, inputs);
+  }
+  set_partial_rows(plan);
+  return plan;
+}
+
+}  // namespace attn

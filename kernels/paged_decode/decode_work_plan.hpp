@@ -1,0 +1,61 @@
+// How the tensor-core decode kernels (paged_decode.sm80_mma, paged_decode.sm90_tma) deal a
+// batch's keys to CTAs: plain host code, chosen from the lengths, the KV heads and the GPU's CTA
+// slots, and described in words for the measurement record.
+//
+// A segment is a range of one sequence's compute blocks (a chunk); a CTA walks its segments in
+// order (for each KV head: the grid is ctas() x num_kv_heads). A sequence cut into several chunks
+// keeps their partial results in rows seq_partial[s] .. + seq_splits[s] - 1, merged by the last of
+// its CTAs to finish.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/batch.hpp"
+
+namespace attn {
+
+enum class DecodeSchedule {
+  // fixed_splits > 0: every sequence in that many equal splits, one CTA each (empty ones too).
+  fixed,
+  // One chunk per CTA; the split counts are those of the candidate per-CTA share (the ones that
+  // fill 1 to 8 waves, or none) whose CTAs, dealt longest first to the least loaded SM, leave the
+  // busiest SM least to do, a per-CTA start-up cost included.
+  per_sequence,
+  // Stream-K: one wave of CTAs (the slots the KV heads leave), each given the same number of
+  // blocks from the sequences laid end to end, so a CTA may finish one sequence and start the
+  // next; no CTA waits for a second wave and none idles at the end.
+  balanced,
+};
+
+struct DecodeWorkPlan {
+  std::vector<int32_t> seq_splits;   // [num_seqs] chunks of each sequence, 1..max_splits
+  std::vector<int32_t> seq_partial;  // [num_seqs] first partial-result row of each sequence
+  std::vector<int32_t> work;         // [segments, 4] (sequence, chunk, first block, end block)
+  std::vector<int32_t> cta_work;     // [ctas + 1] each CTA's segments: work rows [c, c + 1)
+  int64_t partial_rows = 0;          // chunks of sequences with more than one
+  std::string description;           // e.g. "balanced: 396 CTAs (3 per SM), 42 blocks each"
+  int ctas() const { return int(cta_work.size()) - 1; }
+  int segments() const { return int(work.size() / 4); }
+};
+
+struct DecodeWorkInputs {
+  int block_tokens = 64;
+  // Blocks aligned to block_tokens from key 0 (sm90_tma's TMA boxes) instead of from the first
+  // visible key.
+  bool aligned_blocks = false;
+  int fixed_splits = 0;  // > 0: DecodeSchedule::fixed
+  int sm_count = 1;
+  int resident_per_sm = 1;  // CTAs of the kernel one SM holds at once
+  int max_splits = 128;     // chunks one sequence may have (the merge's shared memory)
+};
+
+// Compute blocks of each sequence's visible keys (the window's, when it hides some).
+std::vector<int64_t> decode_visible_blocks(const Batch& batch, int block_tokens,
+                                           bool aligned_blocks);
+
+DecodeWorkPlan plan_decode_work(const Batch& batch, DecodeSchedule schedule,
+                                const DecodeWorkInputs& inputs);
+
+}  // namespace attn
