@@ -16,9 +16,6 @@ namespace attn {
 namespace {
 
 using nlohmann::json;
-using test::has_problem;
-using test::joined;
-using test::problems_of;
 using Rows = std::vector<std::pair<int64_t, int64_t>>;
 
 json trace_workload(const json& trace) {
@@ -100,13 +97,13 @@ TEST(TraceFormats, CsvFieldsMayBeQuotedAndExtraColumnsAreIgnored) {
       "a,12,3,\"said \"\"hi\"\"\"\n"
       "\"b\",7,1,\n";
   TraceRows parsed = parse_trace(text, TraceFormat::csv, {"prompt, tokens", "out"});
-  EXPECT_EQ(joined(parsed.problems), "");
+  EXPECT_EQ(test::joined(parsed.problems), "");
   EXPECT_EQ(parsed.rows, (Rows{{12, 3}, {7, 1}}));
 }
 
 TEST(TraceFormats, TheDefaultCsvLayoutStillReadsPromptLenAndOutputLen) {
   TraceRows parsed = parse_trace("prompt_len,output_len\r\n5,6\r\n", TraceFormat::csv, {});
-  EXPECT_EQ(joined(parsed.problems), "");
+  EXPECT_EQ(test::joined(parsed.problems), "");
   EXPECT_EQ(parsed.rows, (Rows{{5, 6}}));
   EXPECT_EQ(trace_format_for("a/b.jsonl"), TraceFormat::jsonl);
   EXPECT_EQ(trace_format_for("b.json"), TraceFormat::json);
@@ -118,20 +115,20 @@ TEST(TraceFormats, EachWrongCsvIsRefusedWithItsLine) {
   auto problems = [&](const std::string& text) {
     return parse_trace(text, TraceFormat::csv, azure).problems;
   };
-  EXPECT_TRUE(has_problem(problems("TIMESTAMP,Context,GeneratedTokens\nx,1,2\n"),
-                          {"line 1: no column \"ContextTokens\" in the header"}));
-  EXPECT_TRUE(has_problem(problems("ContextTokens,ContextTokens,GeneratedTokens\n1,1,2\n"),
-                          {"line 1: more than one column \"ContextTokens\""}));
-  EXPECT_TRUE(has_problem(problems("t,ContextTokens,GeneratedTokens\nx,1\n"),
-                          {"line 2: expected 3 comma-separated fields"}));
-  EXPECT_TRUE(has_problem(
+  EXPECT_TRUE(test::has_problem(problems("TIMESTAMP,Context,GeneratedTokens\nx,1,2\n"),
+                                {"line 1: no column \"ContextTokens\" in the header"}));
+  EXPECT_TRUE(test::has_problem(problems("ContextTokens,ContextTokens,GeneratedTokens\n1,1,2\n"),
+                                {"line 1: more than one column \"ContextTokens\""}));
+  EXPECT_TRUE(test::has_problem(problems("t,ContextTokens,GeneratedTokens\nx,1\n"),
+                                {"line 2: expected 3 comma-separated fields"}));
+  EXPECT_TRUE(test::has_problem(
       problems("t,ContextTokens,GeneratedTokens\nx,1,0\n"),
       {"line 2: column \"GeneratedTokens\": expected an integer in 1..2147483647", "got \"0\""}));
-  EXPECT_TRUE(has_problem(problems("t,ContextTokens,GeneratedTokens\nx,\"1,2\n"),
-                          {"line 2: expected 3 comma-separated fields"}));
-  EXPECT_TRUE(has_problem(problems("t,ContextTokens,GeneratedTokens\n"),
-                          {"line 2: the trace has no rows"}));
-  EXPECT_TRUE(has_problem(problems(""), {"line 1: the file is empty"}));
+  EXPECT_TRUE(test::has_problem(problems("t,ContextTokens,GeneratedTokens\nx,\"1,2\n"),
+                                {"line 2: expected 3 comma-separated fields"}));
+  EXPECT_TRUE(test::has_problem(problems("t,ContextTokens,GeneratedTokens\n"),
+                                {"line 2: the trace has no rows"}));
+  EXPECT_TRUE(test::has_problem(problems(""), {"line 1: the file is empty"}));
   // A file with problems gives no rows, and at most 10 problems and a count.
   std::string many = "t,ContextTokens,GeneratedTokens\n";
   for (int i = 0; i < 30; ++i) many += "x,-1,2\n";
@@ -148,18 +145,19 @@ TEST(TraceFormats, EachWrongJsonLinesFileIsRefusedWithItsLine) {
   };
   const std::string good = "{\"prompt_tokens\": 4, \"completion_tokens\": 2}\n";
   EXPECT_EQ(parse_trace(good + good, TraceFormat::jsonl, sharegpt).rows, (Rows{{4, 2}, {4, 2}}));
-  EXPECT_TRUE(
-      has_problem(problems(good + "[1, 2]\n"), {"line 2: expected a JSON object, got array"}));
-  EXPECT_TRUE(has_problem(problems(good + "{\"prompt_tokens\": 4}\n"),
-                          {"line 2: no key \"completion_tokens\""}));
-  EXPECT_TRUE(has_problem(
+  EXPECT_TRUE(test::has_problem(problems(good + "[1, 2]\n"),
+                                {"line 2: expected a JSON object, got array"}));
+  EXPECT_TRUE(test::has_problem(problems(good + "{\"prompt_tokens\": 4}\n"),
+                                {"line 2: no key \"completion_tokens\""}));
+  EXPECT_TRUE(test::has_problem(
       problems("{\"prompt_tokens\": 4.5, \"completion_tokens\": 2}\n"),
       {"line 1: \"prompt_tokens\": expected an integer in 1..2147483647", "got \"4.5\""}));
-  EXPECT_TRUE(has_problem(problems(good + "{\"prompt_tokens\": 4, \"prompt_tokens\": 5}\n"),
-                          {"line 2: expected one JSON object", "duplicate key"}));
-  EXPECT_TRUE(has_problem(problems(good + "\n" + good), {"line 2: expected one JSON object"}));
-  EXPECT_TRUE(has_problem(problems("{\"prompt_tokens\": NaN, \"completion_tokens\": 1}\n"),
-                          {"line 1: expected one JSON object"}));
+  EXPECT_TRUE(test::has_problem(problems(good + "{\"prompt_tokens\": 4, \"prompt_tokens\": 5}\n"),
+                                {"line 2: expected one JSON object", "duplicate key"}));
+  EXPECT_TRUE(
+      test::has_problem(problems(good + "\n" + good), {"line 2: expected one JSON object"}));
+  EXPECT_TRUE(test::has_problem(problems("{\"prompt_tokens\": NaN, \"completion_tokens\": 1}\n"),
+                                {"line 1: expected one JSON object"}));
 }
 
 TEST(TraceFormats, EachWrongJsonArraysFileIsRefused) {
@@ -171,45 +169,47 @@ TEST(TraceFormats, EachWrongJsonArraysFileIsRefused) {
                         TraceFormat::json, vllm)
                 .rows,
             (Rows{{3, 1}, {4, 2}}));
-  EXPECT_TRUE(has_problem(problems("{\"input_lens\": [3, 4], \"output_lens\": [1]}"),
-                          {"\"input_lens\" has 2 entries, \"output_lens\" 1"}));
-  EXPECT_TRUE(has_problem(problems("{\"input_lens\": [3], \"output_lens\": [\"1\"]}"),
-                          {"/output_lens/0: expected an integer in 1..2147483647"}));
-  EXPECT_TRUE(has_problem(problems("{\"input_lens\": 3, \"output_lens\": [1]}"),
-                          {"/input_lens: expected an array, got integer"}));
-  EXPECT_TRUE(has_problem(problems("{\"output_lens\": [1]}"), {"/input_lens: missing member"}));
-  EXPECT_TRUE(has_problem(problems("[1]"), {"(top level): expected an object"}));
-  EXPECT_TRUE(has_problem(problems("{\"input_lens\": [], \"output_lens\": []}"), {"no rows"}));
+  EXPECT_TRUE(test::has_problem(problems("{\"input_lens\": [3, 4], \"output_lens\": [1]}"),
+                                {"\"input_lens\" has 2 entries, \"output_lens\" 1"}));
+  EXPECT_TRUE(test::has_problem(problems("{\"input_lens\": [3], \"output_lens\": [\"1\"]}"),
+                                {"/output_lens/0: expected an integer in 1..2147483647"}));
+  EXPECT_TRUE(test::has_problem(problems("{\"input_lens\": 3, \"output_lens\": [1]}"),
+                                {"/input_lens: expected an array, got integer"}));
+  EXPECT_TRUE(
+      test::has_problem(problems("{\"output_lens\": [1]}"), {"/input_lens: missing member"}));
+  EXPECT_TRUE(test::has_problem(problems("[1]"), {"(top level): expected an object"}));
+  EXPECT_TRUE(
+      test::has_problem(problems("{\"input_lens\": [], \"output_lens\": []}"), {"no rows"}));
 }
 
 TEST(TraceFormats, TheWorkloadRefusesAWrongFormatOrMappingAndNamesTheFormatItRead) {
-  auto problems = [](const json& trace) { return problems_of(trace_workload(trace)); };
-  EXPECT_TRUE(
-      has_problem(problems({{"file", "builtin:chat-sample"}, {"format", "tsv"}}),
-                  {"/sequences/0/trace/format: must be one of \"csv\", \"jsonl\", \"json\""}));
-  EXPECT_TRUE(has_problem(
+  auto problems = [](const json& trace) { return test::problems_of(trace_workload(trace)); };
+  EXPECT_TRUE(test::has_problem(
+      problems({{"file", "builtin:chat-sample"}, {"format", "tsv"}}),
+      {"/sequences/0/trace/format: must be one of \"csv\", \"jsonl\", \"json\""}));
+  EXPECT_TRUE(test::has_problem(
       problems({{"file", "builtin:chat-sample"}, {"columns", {{"context", "a"}, {"query", "a"}}}}),
       {"/sequences/0/trace/columns: context and query must name different columns"}));
+  EXPECT_TRUE(test::has_problem(
+      problems({{"file", "builtin:chat-sample"}, {"columns", {{"context", "a"}}}}),
+      {"/sequences/0/trace/columns/query: missing required key"}));
   EXPECT_TRUE(
-      has_problem(problems({{"file", "builtin:chat-sample"}, {"columns", {{"context", "a"}}}}),
-                  {"/sequences/0/trace/columns/query: missing required key"}));
-  EXPECT_TRUE(
-      has_problem(problems({{"file", "builtin:chat-sample"},
-                            {"columns", {{"context", "a"}, {"query", "b"}, {"qurey", "c"}}}}),
-                  {"/sequences/0/trace/columns/qurey: unknown key"}));
-  EXPECT_TRUE(has_problem(
+      test::has_problem(problems({{"file", "builtin:chat-sample"},
+                                  {"columns", {{"context", "a"}, {"query", "b"}, {"qurey", "c"}}}}),
+                        {"/sequences/0/trace/columns/qurey: unknown key"}));
+  EXPECT_TRUE(test::has_problem(
       problems({{"file", "builtin:chat-sample"},
                 {"columns", {{"context", "ContextTokens"}, {"query", "GeneratedTokens"}}}}),
       {"/sequences/0/trace/file: \"builtin:chat-sample\" (csv) line 1: no column "
        "\"ContextTokens\""}));
   // A JSON lines file read as CSV: the format named in the message says what was assumed.
   EXPECT_TRUE(
-      has_problem(problems({{"file", "builtin:sharegpt-lengths-sample"}, {"format", "csv"}}),
-                  {"(csv) line 1: the header's quoting is broken"}));
+      test::has_problem(problems({{"file", "builtin:sharegpt-lengths-sample"}, {"format", "csv"}}),
+                        {"(csv) line 1: the header's quoting is broken"}));
   // Version 1 files have no traces at all.
   json v1 = trace_workload({{"file", "builtin:chat-sample"}});
   v1["schema_version"] = 1;
-  EXPECT_TRUE(has_problem(problems_of(v1), {"needs schema_version 2"}));
+  EXPECT_TRUE(test::has_problem(test::problems_of(v1), {"needs schema_version 2"}));
 }
 
 }  // namespace
