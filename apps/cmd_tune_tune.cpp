@@ -17,6 +17,7 @@
 #include "apps/tune_commands.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
+#include "base/progress.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
@@ -217,6 +218,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   interrupt.emplace("attn-tune");
   interrupt->close_runs_in(db);
   sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
+  sweep.set_progress_terminal(stderr_is_terminal());  // a bar on a terminal, lines in a log
   const RunRecord record = run_record("attn-tune tune", invocation);
   TuneReport report;
   try {

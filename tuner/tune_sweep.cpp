@@ -102,11 +102,28 @@ void TuneSweep::note_outcome(const Outcome& out, bool top_rung, const std::strin
 void TuneSweep::progress_line(const std::string& what) {
   const double eta =
       done_ > 0 && total_ > done_ ? elapsed_ / double(done_) * double(total_ - done_) : 0;
-  progress_ << "attn-tune: [" << done_ << "/" << total_ << "] " << what << " | best "
-            << (best_name_.empty() ? "-" : median_text(best_us_) + " " + best_name_)
-            << " | failures " << failures_ << " | ETA " << (done_ > 0 ? format_duration(eta) : "-")
-            << "\n"
-            << std::flush;
+  const std::string best = best_name_.empty() ? "-" : median_text(best_us_) + " " + best_name_;
+  const std::string eta_text = done_ > 0 ? format_duration(eta) : "-";
+  if (!terminal_) {
+    progress_ << "attn-tune: [" << done_ << "/" << total_ << "] " << what << " | best " << best
+              << " | failures " << failures_ << " | ETA " << eta_text << "\n"
+              << std::flush;
+    return;
+  }
+  constexpr size_t kWidth = 20;
+  const size_t filled = total_ > 0 ? std::min(kWidth, done_ * kWidth / total_) : 0;
+  std::string line = "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] " +
+                     std::to_string(done_) + "/" + std::to_string(total_) + " ETA " + eta_text +
+                     " | best " + best + " | failures " + std::to_string(failures_) + " | " + what;
+  constexpr size_t kMaxLine = 159;  // wider would wrap, and "\r" redraws only a line's last part
+  if (line.size() > kMaxLine) line = line.substr(0, kMaxLine - 3) + "...";
+  progress_ << "\r\033[K" << line << std::flush;
+  drawn_ = true;
+}
+
+void TuneSweep::clear_progress() {
+  if (drawn_) progress_ << "\r\033[K" << std::flush;
+  drawn_ = false;
 }
 
 TuneReport TuneSweep::run(const RunRecord& run) {
@@ -157,12 +174,14 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     if (report.overall && report.variants.size() > 1)
       store_winner("*", *report.overall, report.run_id);
   } catch (const std::exception& e) {
+    clear_progress();
     try {
       store_.finish_run(report.run_id, std::string("error: ") + e.what());
     } catch (const std::exception&) {  // the database itself may be what failed
     }
     throw;
   }
+  clear_progress();
   store_.finish_run(report.run_id, report.interrupted      ? "interrupted"
                                    : report.failures() > 0 ? "failed_cases"
                                                            : "completed");

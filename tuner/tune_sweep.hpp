@@ -138,6 +138,10 @@ class TuneSweep {
     compile_ahead_ = ahead;
     compile_ahead_depth_ = depth;
   }
+  // On a terminal, the progress is one bar redrawn in place (the count, the ETA, the best so far,
+  // the failures, the trial in hand) and cleared when the sweep ends; elsewhere one plain line per
+  // trial (the default), so logs keep every trial.
+  void set_progress_terminal(bool terminal) { terminal_ = terminal; }
   TuneReport run(const RunRecord& run);
 
  private:
@@ -146,6 +150,7 @@ class TuneSweep {
                                     const std::vector<KernelConfig>& configs) const;
   void store_winner(const std::string& scope, const WinnerChoice& choice, int64_t run_id);
   void progress_line(const std::string& what);
+  void clear_progress();
   void note_outcome(const Outcome& out, bool top_rung, const std::string& name,
                     const std::string& policy, const Measurement& m);
   std::vector<int64_t> distinct_device_ids() const;
@@ -161,6 +166,7 @@ class TuneSweep {
   CaseEvaluator& evaluator_;
   TuneOptions options_;
   std::ostream& progress_;
+  bool terminal_ = false, drawn_ = false;
   std::function<bool()> stop_;
   std::vector<DeviceRecord> slot_devices_;
   int64_t device_id_ = 0, workload_id_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/errors.hpp"
+#include "base/nearest_name.hpp"
 
 namespace attn {
 
@@ -23,6 +24,12 @@ std::optional<std::string> stem(std::string_view path) {
 
 }  // namespace
 
+std::string preset_hint(const std::string& name) {
+  const std::optional<std::string> nearest = nearest_name(name, preset_names(), 3);
+  return (nearest ? "; did you mean \"" + *nearest + "\"?" : std::string()) +
+         " (`attn-bench list` lists the presets)";
+}
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (size_t i = 0; i < kWorkloadPresets_count; ++i) {
@@ -41,11 +48,7 @@ std::optional<std::string_view> preset_text(const std::string& name) {
 
 WorkloadSpec load_preset(const std::string& name) {
   std::optional<std::string_view> text = preset_text(name);
-  if (!text) {
-    std::string known;
-    for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-    throw UsageError("unknown workload preset \"" + name + "\" (presets: " + known + ")");
-  }
+  if (!text) throw UsageError("unknown workload preset \"" + name + "\"" + preset_hint(name));
   return parse_workload(*text, "preset:" + name);
 }
 

@@ -2,6 +2,7 @@
 // evaluation, a rerun resumes without duplicates, shards merged cover the space once, a config
 // that keeps crashing is quarantined, and a stop request leaves the run resumable.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <unistd.h>
 #include <chrono>
@@ -168,10 +169,12 @@ class TuneSweepTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   TuneReport sweep(const std::string& db, TuneOptions options, CaseEvaluator& evaluator,
-                   std::function<bool()> stop = {}, std::vector<DeviceRecord> slot_devices = {}) {
+                   std::function<bool()> stop = {}, std::vector<DeviceRecord> slot_devices = {},
+                   bool terminal = false) {
     Store store(db);
     std::ostringstream progress;
     TuneSweep s(store, batch_, registry_, device_, Target::cpu(), evaluator, options, progress);
+    s.set_progress_terminal(terminal);
     if (stop) s.set_stop_request(stop);
     if (!slot_devices.empty()) s.set_slot_devices(slot_devices);
     TuneReport r = s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
@@ -665,6 +668,24 @@ TEST_F(TuneSweepTest, AConfigAnotherTunerHoldsIsAnsweredFromItsResult) {
   EXPECT_EQ(evaluator.calls.count(held_key + "|confirm"), 0u);
   EXPECT_NE(progress_.find("another tuner is evaluating it"), std::string::npos) << progress_;
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM measurements"), kSpace);
+}
+
+TEST_F(TuneSweepTest, OnATerminalTheProgressIsOneBarClearedAtTheEnd) {
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  FakeEvaluator evaluator;
+  sweep((dir_ / "bar.db").string(), options, evaluator, {}, {}, /*terminal=*/true);
+  EXPECT_EQ(progress_.find('\n'), std::string::npos) << "a bar leaves no lines behind";
+  EXPECT_NE(progress_.find("\r\033[K["), std::string::npos) << progress_;
+  EXPECT_NE(progress_.find(std::to_string(kSpace) + "/" + std::to_string(kSpace)),
+            std::string::npos);
+  ASSERT_GE(progress_.size(), 4u);
+  EXPECT_EQ(progress_.substr(progress_.size() - 4), "\r\033[K") << "cleared at the end";
+
+  FakeEvaluator again;
+  sweep((dir_ / "lines.db").string(), options, again);  // not a terminal: a line per trial
+  EXPECT_EQ(size_t(std::count(progress_.begin(), progress_.end(), '\n')), size_t(kSpace));
+  EXPECT_EQ(progress_.find('\r'), std::string::npos);
 }
 
 }  // namespace
