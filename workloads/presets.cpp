@@ -1,7 +1,5 @@
 #include "workloads/presets.hpp"
 
-#include <algorithm>
-
 #include "base/errors.hpp"
 #include "base/nearest_name.hpp"
 
@@ -9,17 +7,8 @@ namespace attn {
 
 namespace {
 
-constexpr std::string_view kPresetDir = "workloads/presets/";
-constexpr std::string_view kPresetExtension = ".json";
-
-// "workloads/presets/default.json" -> "default"; nullopt for names outside that pattern.
-std::optional<std::string> stem(std::string_view path) {
-  if (path.size() <= kPresetDir.size() + kPresetExtension.size()) return std::nullopt;
-  if (path.substr(0, kPresetDir.size()) != kPresetDir) return std::nullopt;
-  if (path.substr(path.size() - kPresetExtension.size()) != kPresetExtension) return std::nullopt;
-  path.remove_prefix(kPresetDir.size());
-  path.remove_suffix(kPresetExtension.size());
-  return std::string(path);
+EmbeddedNamedFiles presets() {
+  return {kWorkloadPresets, kWorkloadPresets_count, "workloads/presets/", ".json"};
 }
 
 }  // namespace
@@ -31,19 +20,11 @@ std::string preset_hint(const std::string& name) {
 }
 
 std::vector<std::string> preset_names() {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < kWorkloadPresets_count; ++i) {
-    if (auto name = stem(kWorkloadPresets[i].name)) names.push_back(*name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return presets().names();
 }
 
 std::optional<std::string_view> preset_text(const std::string& name) {
-  for (size_t i = 0; i < kWorkloadPresets_count; ++i) {
-    if (stem(kWorkloadPresets[i].name) == name) return kWorkloadPresets[i].text();
-  }
-  return std::nullopt;
+  return presets().text(name);
 }
 
 WorkloadSpec load_preset(const std::string& name) {
