@@ -248,13 +248,13 @@ while [ $# -gt 0 ]; do
     *) echo "run-local.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
 done
-todo=()
+pending=()
 if [ -z "$list" ]; then
-  for ((i = 0; i < shards; i++)); do todo+=("$i"); done
+  for ((i = 0; i < shards; i++)); do pending+=("$i"); done
 else
-  IFS=, read -r -a todo <<< "$list"
+  IFS=, read -r -a pending <<< "$list"
 fi
-for i in "${todo[@]}"; do
+for i in "${pending[@]}"; do
   case "$i" in
     "" | *[!0-9]*) echo "run-local.sh: --shards: '$i' is not a shard number" >&2; exit 2 ;;
   esac
@@ -302,8 +302,8 @@ while :; do
       if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then unfinished+=("${names[lane]}"); fi
       pids[lane]=
     fi
-    if [ -z "$stopping" ] && [ "$next" -lt ${#todo[@]} ]; then
-      i=${todo[next]}
+    if [ -z "$stopping" ] && [ "$next" -lt ${#pending[@]} ]; then
+      i=${pending[next]}
       next=$((next + 1))
       on=
       if [ "$gpus" -gt 0 ]; then on=$(IFS=,; echo "${visible[*]:lane * gpus:gpus}"); fi
@@ -322,7 +322,7 @@ while :; do
   sleep 1
 done
 if [ -n "$stopping" ]; then
-  left=("${unfinished[@]}" "${todo[@]:next}")
+  left=("${unfinished[@]}" "${pending[@]:next}")
   list=$(IFS=,; echo "${left[*]}")
   echo "attn-sweep: stopped; resume with: $dir/run-local.sh --shards $list" >&2
   exit 130
