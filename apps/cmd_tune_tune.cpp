@@ -7,8 +7,10 @@
 // GPU) each evaluation runs in an `attn-tune worker` process (tuner/worker_evaluator.hpp): one that
 // hangs is killed at its phase's deadline, one that dies or loses its CUDA context to a sticky
 // error is recorded as crashed, and the sweep goes on with a fresh worker.
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "apps/database_path.hpp"
 #include "apps/interrupt.hpp"
@@ -58,7 +60,8 @@ struct TuneArgs {
   size_t threads = 0;
   std::string isolate;  // "workers", "none"; empty: workers with a GPU, none on the CPU
   std::optional<double> deadline_seconds;  // every phase
-  std::string deadline;                    // "compile=120,verify=60,measure=300"
+  double stop_grace = 1.0;  // after a stop signal, seconds a worker may take to end its case
+  std::string deadline;     // "compile=120,verify=60,measure=300"
   std::string max_host_memory;
 };
 
@@ -110,6 +113,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   if (args.isolate != "workers" && args.isolate != "none" && !args.isolate.empty()) {
     throw UsageError("--isolate must be 'workers' or 'none'");
   }
+  if (!(args.stop_grace >= 0)) throw UsageError("--stop-grace must be >= 0");
   if (args.deadline_seconds && *args.deadline_seconds <= 0) {
     throw UsageError("--deadline-seconds must be > 0");
   }
@@ -160,6 +164,12 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
                            backend.note.substr(0, backend.note.find(": tuning")) +
                            " (with --cpu the numbers name CPU worker slots)");
   }
+  // Ctrl-C, SIGTERM, SIGHUP: installed below, once the database is open; the evaluations in
+  // flight stop sampling when it asks (between two samples).
+  std::optional<InterruptHandler> interrupt;
+  const std::function<bool()> stop_requested = [&interrupt] {
+    return interrupt && interrupt->requested();
+  };
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<CaseEvaluator> case_evaluator;
   WorkerEvaluator* worker_evaluator = nullptr;
@@ -174,11 +184,15 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     worker.devices = devices;
     if (!backend.gpu()) worker.argv.push_back("--cpu");
     worker.deadlines = deadlines;
+    worker.stop_requested = stop_requested;
+    worker.stop_grace_seconds = args.stop_grace;
     auto w = std::make_unique<WorkerEvaluator>(std::move(worker));
     worker_evaluator = w.get();
     case_evaluator = std::move(w);
   } else {
-    evaluator = open_tune_evaluator(backend, batch, args.threads);
+    SamplingHooks hooks;
+    hooks.stop_requested = stop_requested;
+    evaluator = open_tune_evaluator(backend, batch, args.threads, std::move(hooks));
     case_evaluator = std::make_unique<InProcessEvaluator>(*evaluator);
   }
   const DeviceRecord& device = backend.device;
@@ -211,10 +225,10 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     ahead = std::make_unique<CompileAhead>(*backend.jit, 2);
     sweep.set_compile_ahead(ahead.get(), 2 * case_evaluator->slots());
   }
-  // Ctrl-C, SIGTERM, SIGHUP: stop between trials, finish the one in flight, choose winners from
-  // what was measured, close the run as interrupted and exit 130; a second signal exits at once,
-  // closing the run first (apps/interrupt.hpp).
-  std::optional<InterruptHandler> interrupt;
+  // Ctrl-C, SIGTERM, SIGHUP: stop between two samples of the case in flight (not recorded: the
+  // resumed sweep measures it again), choose winners from what was measured, close the run as
+  // interrupted and exit 130; a second signal exits at once, closing the run first
+  // (apps/interrupt.hpp).
   interrupt.emplace("attn-tune");
   interrupt->close_runs_in(db);
   sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
@@ -376,6 +390,11 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
       "(seconds from the phase's start; default 300 each); a worker past one is killed");
   cmd->add_option("--deadline-seconds", args->deadline_seconds,
                   "with workers: the same deadline for every phase (--deadline entries override)");
+  cmd->add_option("--stop-grace", args->stop_grace,
+                  "with workers: after Ctrl-C or SIGTERM, seconds a case in flight may take to end "
+                  "(its sampling stops after the sample in hand; a worker still compiling or "
+                  "verifying is killed after this)")
+      ->capture_default_str();
   cmd->callback([args, &invocation] {
     if (args->workload.empty() && args->suite.empty()) {
       throw UsageError("tune needs a workload (workload.json, a preset name) or --suite NAME");

@@ -32,7 +32,11 @@ int serve(const WorkerArgs& args) {
   const Batch batch = generate_batch(spec);
   const Registry registry = make_registry();
   BackendChoice backend = choose_tune_backend(args.cpu, args.device);
-  std::unique_ptr<Evaluator> evaluator = open_tune_evaluator(backend, batch, args.threads);
+  // The orchestrator's stop request (SIGUSR1) ends sampling after the sample in hand.
+  SamplingHooks hooks;
+  hooks.stop_requested = worker_stop_requested;
+  std::unique_ptr<Evaluator> evaluator =
+      open_tune_evaluator(backend, batch, args.threads, std::move(hooks));
   return serve_worker(args.fd, registry, *evaluator, faults);
 }
 

@@ -175,7 +175,7 @@ InterruptHandler::InterruptHandler(const char* program) {
     // A hangup is never taken as a second request (delivered_again): another signal quits.
     const char* again = ctrl_c ? "Ctrl-C again" : sig == SIGTERM ? "send it again" : "SIGTERM";
     std::snprintf(g_first_message[i], sizeof g_first_message[i],
-                  "\n%s: %s: stopping after the case in progress (%s to quit at once)\n", program,
+                  "\n%s: %s: stopping after the sample in hand (%s to quit at once)\n", program,
                   name, again);
     std::snprintf(g_second_message[i], sizeof g_second_message[i],
                   "\n%s: %s again: quitting now; the database is consistent\n", program, name);

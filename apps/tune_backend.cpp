@@ -15,8 +15,10 @@ BackendChoice choose_tune_backend(bool cpu, int device) {
 }
 
 std::unique_ptr<Evaluator> open_tune_evaluator(BackendChoice& backend, const Batch& batch,
-                                               size_t threads) {
-  return open_evaluator(backend, batch, Evaluator::Options{confirm_policy(), threads});
+                                               size_t threads, SamplingHooks sampling) {
+  Evaluator::Options options{confirm_policy(), threads};
+  options.sampling = std::move(sampling);
+  return open_evaluator(backend, batch, options);
 }
 
 std::vector<DeviceRecord> slot_device_records(const BackendChoice& backend,

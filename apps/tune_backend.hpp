@@ -17,9 +17,10 @@ namespace attn {
 // The backend of `attn-tune tune` and `attn-tune worker`; throws UsageError for a --device this
 // machine does not have.
 BackendChoice choose_tune_backend(bool cpu, int device);
-// An evaluator on `backend` under the confirm policy (each case brings its own policy).
+// An evaluator on `backend` under the confirm policy (each case brings its own policy); `sampling`
+// hears its samples and stops them (the stop request).
 std::unique_ptr<Evaluator> open_tune_evaluator(BackendChoice& backend, const Batch& batch,
-                                               size_t threads);
+                                               size_t threads, SamplingHooks sampling = {});
 // The device record of each GPU in `devices` (--devices), or the host CPU's for each entry on the
 // CPU backend, where the numbers only name worker slots (each worker ignores its --device).
 // Throws UsageError for GPUs of different models: one sweep compares their results.

@@ -118,7 +118,7 @@ where="on $(hostname), job ${SLURM_JOB_ID:-none}, restart ${SLURM_RESTART_COUNT:
 echo "running $where since $(date '+%F %T')" > "$status"
 echo "attn-sweep: shard $shard/$shards $where, $(date '+%F %T')"
 
-# attn-tune stops between configs on SIGTERM, keeps what it measured, and resumes when this script
+# attn-tune stops within a sample on SIGTERM, keeps what it measured, and resumes when this script
 # runs again. Slurm sends SIGTERM to every process of the job (scancel, a requeue, a preemption,
 # the time limit), attn-tune included, so this shell only waits for it. USR1 (--signal above)
 # comes to this shell alone before the time limit, and run-local.sh stops a shard with SIGTERM to
@@ -230,7 +230,7 @@ std::string local_script(const SweepScripts& s) {
         << "\n#                               of $CUDA_VISIBLE_DEVICES (default 0, 1, ...)";
   }
   out << "\n"
-      << "# Ctrl-C or SIGTERM stops the running shards after their configs in flight; what they\n"
+      << "# Ctrl-C or SIGTERM stops the running shards within a sample; what they\n"
       << "# measured is kept, and running this again resumes them.\n"
       << "set -u\n"
       << "shards=" << s.shards << "\n"

@@ -318,9 +318,21 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     }
     return false;
   };
-  auto finish_evaluation = [&](const Trial& trial, const CaseResult& result) -> Outcome {
+  // nullopt for a case the stop request cut short: not a result, so not recorded (its attempt is
+  // removed, and the resumed sweep measures the config again).
+  auto finish_evaluation = [&](const Trial& trial,
+                               const CaseResult& result) -> std::optional<Outcome> {
     const Started started = in_flight.at(result.tag);
     const Measurement& m = result.measurement;
+    if (m.timing.stop_reason == "interrupted") {
+      store_.discard_attempt(started.attempt_id);
+      in_flight.erase(result.tag);
+      progress_line(variant.full_name(configs[trial.config]) + " (" + m.policy +
+                    "): cut short by the stop request (" +
+                    (m.reason.empty() ? std::string("between two samples") : m.reason) +
+                    "); not recorded, measured again on resume");
+      return std::nullopt;
+    }
     // One transaction: a kill -9 here leaves the attempt 'started' and no measurement, or both.
     store_.finish_attempt_with(started.attempt_id, run_id,
                                device_ids_[result.slot % device_ids_.size()], workload_id_, m);
@@ -406,9 +418,14 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
         }
         if (!in_flight.empty()) {
           const CaseResult result = evaluator_.wait();
-          Outcome out = finish_evaluation(batch.at(result.tag), result);
-          cost += out.cost_seconds;
-          outcomes[result.tag] = std::move(out);
+          std::optional<Outcome> out = finish_evaluation(batch.at(result.tag), result);
+          if (!out) {
+            stopped = true;  // only the stop request cuts a case short
+            summary.budget_exhausted = true;
+            continue;
+          }
+          cost += out->cost_seconds;
+          outcomes[result.tag] = std::move(*out);
           continue;
         }
         if (stopped || pending.empty()) break;

@@ -1,6 +1,7 @@
 #include "tuner/worker_evaluator.hpp"
 
 #include <poll.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -207,6 +208,33 @@ std::optional<CaseResult> WorkerEvaluator::collect(Slot& slot) {
   }
 }
 
+std::optional<CaseResult> WorkerEvaluator::forward_stop() {
+  using Clock = std::chrono::steady_clock;
+  if (!stop_forwarded_) {
+    stop_forwarded_ = Clock::now();
+    for (Slot& slot : slots_) {
+      if (slot.request && slot.worker) ::kill(slot.worker->pid(), SIGUSR1);
+    }
+    return std::nullopt;
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - *stop_forwarded_).count();
+  if (waited < options_.stop_grace_seconds) return std::nullopt;
+  for (Slot& slot : slots_) {
+    if (!slot.request) continue;
+    const std::string phase = to_string(slot.clock.phase());
+    const std::string how = slot.worker->kill_and_reap();
+    slot.worker.reset();
+    CaseResult result =
+        failed(slot, Disposition::timed_out,
+               format("stopped in its %s phase: the worker did not answer the stop request "
+                      "within %g s; worker %s",
+                      phase.c_str(), options_.stop_grace_seconds, how.c_str()));
+    result.measurement.timing.stop_reason = "interrupted";
+    return result;
+  }
+  return std::nullopt;
+}
+
 CaseResult WorkerEvaluator::wait() {
   for (;;) {
     std::vector<pollfd> fds;
@@ -219,6 +247,14 @@ CaseResult WorkerEvaluator::wait() {
           wait_seconds, options_.deadlines.of(slot.clock.phase()) - slot.clock.seconds_in_phase());
     }
     ATTN_ASSERT(!fds.empty(), "WorkerEvaluator::wait with no case in flight");
+    if (options_.stop_requested) {
+      // The signal that asks for the stop may be handled on another thread: poll does not always
+      // return early, so look at the request often.
+      if (stop_forwarded_ || options_.stop_requested()) {
+        if (std::optional<CaseResult> result = forward_stop()) return std::move(*result);
+      }
+      wait_seconds = std::min(wait_seconds, 0.1);
+    }
     const int ms = int(std::clamp(wait_seconds * 1000 + 1, 1.0, 3600e3));
     if (::poll(fds.data(), fds.size(), ms) < 0 && errno != EINTR) {
       throw EnvironmentError("poll on the evaluation workers failed");

@@ -17,7 +17,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,9 @@ struct WorkerOptions {
   std::vector<int> devices;
   PhaseDeadlines deadlines;
   double startup_seconds = 600;  // the worker's set-up (batch, device) before it says ready
+  // Polled while cases are in flight (every 0.1 s at most): true once the sweep should stop.
+  std::function<bool()> stop_requested;
+  double stop_grace_seconds = 1.0;  // after SIGUSR1, how long a worker may take to answer
 };
 
 class WorkerEvaluator : public CaseEvaluator {
@@ -81,6 +87,9 @@ class WorkerEvaluator : public CaseEvaluator {
   // The case in flight on `slot` ended with `m`; the slot is idle again.
   CaseResult finish(Slot& slot, Measurement m);
   CaseResult failed(Slot& slot, Disposition disposition, const std::string& reason);
+  // After the stop request: SIGUSR1 to every worker with a case in flight (once), and the case of
+  // one that has not answered within the grace, killed; nullopt while the grace runs.
+  std::optional<CaseResult> forward_stop();
   // Takes whatever the slot's worker has sent; a result when its case is over.
   std::optional<CaseResult> collect(Slot& slot);
 
@@ -88,6 +97,7 @@ class WorkerEvaluator : public CaseEvaluator {
   std::vector<Slot> slots_;
   std::vector<pid_t> spawned_;
   size_t sticky_replacements_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> stop_forwarded_;
 };
 
 }  // namespace attn

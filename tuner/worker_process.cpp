@@ -69,7 +69,9 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv) {
     // The child: async-signal-safe calls only, until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the parent died before the line above
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &ignore, nullptr);
+    // SIGUSR1 (stop sampling) too, until the worker installs its handler: a stop request that
+    // comes while it starts must not kill it.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1}) ::sigaction(sig, &ignore, nullptr);
     ::sigprocmask(SIG_SETMASK, &no_signals, nullptr);  // a mask survives exec
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::execve(cargs[0], cargs.data(), environ);

@@ -9,7 +9,8 @@
 //     with SIGKILL at any moment, even while the worker is still starting, leaves no worker;
 //   - ignores SIGINT, SIGTERM and SIGHUP, which reach a whole process group (Ctrl-C, `timeout`, a
 //     closed terminal): the orchestrator acts on them and stops its workers itself; and SIGPIPE,
-//     so that a stray print to a closed pipe cannot kill a worker in the middle of a case.
+//     so that a stray print to a closed pipe cannot kill a worker in the middle of a case; and
+//     SIGUSR1 until the worker installs its own handler (tuner/worker_serve.hpp).
 // PR_SET_PDEATHSIG fires when the thread that forked the child ends: construct workers on the
 // thread that lives as long as they should (the sweep's). Move-only; the destructor kills
 // (SIGKILL) and reaps a child still there, so no worker outlives its owner or stays a zombie.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,12 @@
 namespace attn {
 
 namespace {
+
+volatile std::sig_atomic_t g_stop_requested = 0;
+
+extern "C" void on_stop_request(int) {
+  g_stop_requested = 1;
+}
 
 bool send_all(int fd, const std::string& line) {
   const std::string text = line + "\n";
@@ -79,6 +86,10 @@ Measurement injected_sticky(const Variant& variant, const KernelConfig& config,
 
 }  // namespace
 
+bool worker_stop_requested() {
+  return g_stop_requested != 0;
+}
+
 std::vector<WorkerFault> parse_worker_faults(const std::string& text) {
   std::vector<WorkerFault> faults;
   size_t start = 0;
@@ -127,6 +138,11 @@ int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,
   // WorkerProcess set both before exec; again here for a worker started some other way.
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_IGN);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  struct sigaction stop {};
+  stop.sa_handler = on_stop_request;
+  sigemptyset(&stop.sa_mask);
+  stop.sa_flags = SA_RESTART;  // the socket reads go on
+  ::sigaction(SIGUSR1, &stop, nullptr);
   if (!send_all(fd, nlohmann::json{{"ready", true}}.dump())) return 0;
   std::string buffer, line;
   std::string lost;  // why this worker's CUDA context is unusable; it then serves nothing more

@@ -3,7 +3,9 @@
 // `timeout` and a closed terminal reach the whole process group; the orchestrator finishes the
 // case in flight and then stops the worker) and dies with its parent (PR_SET_PDEATHSIG, set by
 // tuner/worker_process.hpp before exec), so a `kill -9` of the orchestrator leaves no worker; when
-// the orchestrator closes the socket, the worker exits.
+// the orchestrator closes the socket, the worker exits. SIGUSR1 is the orchestrator's stop request
+// (Ctrl-C seen there): from then on worker_stop_requested() is true, and an evaluator whose
+// sampling hooks ask it stops after the sample in hand (the case's stop reason "interrupted").
 // It reports the start of each evaluation phase, and after a sticky CUDA error (the evaluator's
 // context is lost) it says so with the answer and refuses every later request with an error, so an
 // orchestrator that reused it would stop instead of recording wrong results.
@@ -42,6 +44,10 @@ std::vector<WorkerFault> parse_worker_faults(const std::string& text);
 
 // Meets the `@startup` faults whose pattern `workload` (the worker's argument) contains.
 void meet_startup_faults(const std::vector<WorkerFault>& faults, const std::string& workload);
+
+// True once this worker has been sent SIGUSR1 (serve_worker installs the handler before it says
+// ready); for the evaluator's SamplingHooks::stop_requested.
+bool worker_stop_requested();
 
 // Sends {"ready": true}, then serves requests until EOF; returns the process exit code (0).
 int serve_worker(int fd, const Registry& registry, Evaluator& evaluator,

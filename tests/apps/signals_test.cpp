@@ -1,6 +1,7 @@
 // Ctrl-C (SIGINT) sent to the real binaries during CPU runs (apps/interrupt.hpp): the first one
-// lets the case in progress finish and be recorded, prints the summary of what ran and exits 130
-// with the run marked 'interrupted'; a second one exits at once with 130. The database is
+// ends the case in progress after the sample in hand (`run` records it with what it sampled; `tune`
+// does not record it and measures it again on resume), prints the summary of what ran and exits
+// 130 with the run marked 'interrupted'; a second one exits at once with 130. The database is
 // consistent either way, and `attn-tune tune` resumes from it.
 #include <signal.h>
 #include <sys/wait.h>
@@ -46,6 +47,17 @@ constexpr const char* kSmallPrefill = R"({
   "kv_cache": {"page_size": 16},
   "sequences": [{"context_len": 40, "query_len": 8, "count": 2}],
   "seed": 7
+})";
+
+// About a quarter of a second per CPU reference launch on one thread: a tuning case (confirm
+// policy: verification, warm-up and some twenty samples) takes several seconds.
+constexpr const char* kMidPrefill = R"({
+  "schema_version": 1,
+  "name": "signals-mid",
+  "model": {"num_q_heads": 8, "num_kv_heads": 2, "head_dim": 128, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16},
+  "sequences": [{"context_len": 512, "query_len": 16, "count": 2}],
+  "seed": 5
 })";
 
 // About a second per CPU reference launch on one thread: a case takes many seconds.
@@ -128,7 +140,7 @@ TEST_F(Signals, BenchRunStopsAfterTheCaseInProgressWithASummary) {
   const std::string out = testing::slurp(dir_ / "out"), err = testing::slurp(dir_ / "err");
   ASSERT_EQ(exit_code(status), kInterrupted) << status << out << err;
   EXPECT_LT(stop_seconds, 10) << "it should stop after the case in progress";
-  EXPECT_NE(err.find("attn-bench: Ctrl-C: stopping after the case in progress"), std::string::npos)
+  EXPECT_NE(err.find("attn-bench: Ctrl-C: stopping after the sample in hand"), std::string::npos)
       << err;
   std::smatch m;
   const std::regex summary(
@@ -226,8 +238,8 @@ TEST_F(Signals, BenchRunSecondCtrlCExitsAtOnce) {
   expect_consistent(db);
 }
 
-// attn-tune tune, in process: Ctrl-C stops between trials with the summary; the database holds
-// what was measured (no attempt left 'started'), and the same command finishes the sweep from it.
+// attn-tune tune, in process: Ctrl-C stops with the summary; the database holds what was measured
+// (no attempt left 'started'), and the same command finishes the sweep from it.
 TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
   const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";
@@ -251,7 +263,7 @@ TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
   const int status = tune.wait();
   const std::string out = testing::slurp(dir_ / "out"), err = testing::slurp(dir_ / "err");
   ASSERT_EQ(exit_code(status), kInterrupted) << status << out << err;
-  EXPECT_NE(err.find("attn-tune: Ctrl-C: stopping after the case in progress"), std::string::npos)
+  EXPECT_NE(err.find("attn-tune: Ctrl-C: stopping after the sample in hand"), std::string::npos)
       << err;
   EXPECT_NE(err.find("attn-tune: interrupted; the database is consistent"), std::string::npos)
       << err;
@@ -280,10 +292,96 @@ TEST_F(Signals, TuneStopsBetweenTrialsWithASummaryAndResumes) {
   expect_consistent(db);
 }
 
-// attn-tune tune with a worker that hangs: the first Ctrl-C waits for the case in flight (up to
-// its deadline), a second one exits at once; the worker does not outlive it, the run is closed as
-// 'interrupted', the attempt in flight is left 'started' (its owner gone: it is evaluated again on
-// resume and does not count towards the quarantine), and the sweep resumes.
+// attn-tune tune, in process and with a worker: Ctrl-C in the middle of a case that samples for
+// seconds stops it after the sample in hand, within a second or so. The case cut short is not
+// recorded (its attempt is removed), so a resume measures it again; the run is 'interrupted'.
+TEST_F(Signals, TuneStopsWithinASampleNotAfterTheCase) {
+  const fs::path workload = write("mid.json", kMidPrefill);
+  for (const std::string isolate : {"none", "workers"}) {
+    SCOPED_TRACE(isolate);
+    const fs::path db = dir_ / (isolate + ".db");
+    Child tune({ATTN_TUNE_BINARY, "tune", workload.string(), "--variant",
+                "test.cpu_reference_copies", "--strategy", "exhaustive", "--db", db.string(),
+                "--cpu", "--threads", "1", "--isolate", isolate},
+               env(), dir_ / "out", dir_ / "err");
+    ASSERT_GT(tune.pid(), 0);
+    ASSERT_TRUE(eventually([&] { return query(db, "SELECT count(*) FROM attempts") == 1; }, 60))
+        << testing::slurp(dir_ / "err");
+    ::usleep(2000000);  // verified, and sampling
+    int status = 0;
+    ASSERT_FALSE(tune.exited(status)) << testing::slurp(dir_ / "err");
+    ASSERT_EQ(query(db, "SELECT count(*) FROM measurements"), 0) << "still in its first case";
+    const auto sent = std::chrono::steady_clock::now();
+    ::kill(tune.pid(), SIGINT);
+    status = tune.wait();
+    const double stop_seconds = seconds_since(sent);
+    const std::string out = testing::slurp(dir_ / "out"), err = testing::slurp(dir_ / "err");
+    ASSERT_EQ(exit_code(status), kInterrupted) << status << out << err;
+    EXPECT_LT(stop_seconds, 2.0) << "Ctrl-C should stop sampling between two samples";
+    EXPECT_NE(err.find("attn-tune: Ctrl-C: stopping after the sample in hand"), std::string::npos)
+        << err;
+    EXPECT_NE(err.find("cut short by the stop request (between two samples); not recorded, "
+                       "measured again on resume"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
+    EXPECT_EQ(query(db, "SELECT count(*) FROM measurements"), 0);
+    EXPECT_EQ(query(db, "SELECT count(*) FROM attempts"), 0);
+    EXPECT_TRUE(eventually([&] { return testing::processes_with(marker_) == 0; }, 5));
+    expect_consistent(db);
+  }
+}
+
+// attn-tune tune with a worker that hangs: it does not answer the stop request, so it is killed
+// after the grace (--stop-grace, 1 s by default) and the sweep stops; the case is not recorded.
+TEST_F(Signals, TuneKillsAWorkerThatDoesNotAnswerTheStopRequest) {
+  const fs::path workload = write("tune.json", kTunePrefill);
+  const fs::path db = dir_ / "tune.db";
+  Child tune(
+      {ATTN_TUNE_BINARY, "tune", workload.string(), "--variant", "test.cpu_reference_copies",
+       "--strategy", "exhaustive", "--db", db.string(), "--cpu", "--threads", "1", "--isolate",
+       "workers", "--deadline-seconds", "120"},
+      [&] {
+        std::vector<std::string> e = env();
+        e.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=1,repeat=1");
+        return e;
+      }(),
+      dir_ / "out", dir_ / "err");
+  ASSERT_GT(tune.pid(), 0);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return query(db,
+                     "SELECT count(*) FROM attempts WHERE config_key = 'copy=1,repeat=1' AND "
+                     "status = 'started'") == 1;
+      },
+      60))
+      << testing::slurp(dir_ / "err");
+  const auto sent = std::chrono::steady_clock::now();
+  ::kill(tune.pid(), SIGINT);
+  const int status = tune.wait();
+  const double stop_seconds = seconds_since(sent);
+  const std::string err = testing::slurp(dir_ / "err");
+  ASSERT_EQ(exit_code(status), kInterrupted) << status << err;
+  EXPECT_GE(stop_seconds, 1.0) << "the grace";
+  EXPECT_LT(stop_seconds, 3.0);
+  EXPECT_NE(err.find("the worker did not answer the stop request within 1 s; worker killed by "
+                     "signal 9"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(eventually([&] { return testing::processes_with(marker_) == 0; }, 5))
+      << "the hung worker outlived the orchestrator";
+  EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
+  EXPECT_EQ(query(db, "SELECT count(*) FROM attempts WHERE status = 'started'"), 0);
+  EXPECT_EQ(query(db, "SELECT count(*) FROM attempts WHERE config_key = 'copy=1,repeat=1'"), 0);
+  EXPECT_EQ(query(db, "SELECT count(*) FROM measurements"),
+            query(db, "SELECT count(*) FROM attempts WHERE status = 'finished'"));
+  expect_consistent(db);
+}
+
+// attn-tune tune with a worker that hangs and a long stop grace: the first Ctrl-C waits for the
+// case in flight (up to the grace), a second one exits at once; the worker does not outlive it, the
+// run is closed as 'interrupted', the attempt in flight is left 'started' (its owner gone: it is
+// evaluated again on resume and does not count towards the quarantine), and the sweep resumes.
 TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
   const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";
@@ -304,7 +402,9 @@ TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
                                    "--deadline-seconds",
                                    "120",
                                    "--quarantine-after",
-                                   "5"};
+                                   "5",
+                                   "--stop-grace",
+                                   "60"};
   std::vector<std::string> hanging = env();
   hanging.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=1,repeat=1");
   Child tune(args, hanging, dir_ / "out", dir_ / "err");

@@ -95,7 +95,15 @@ TEST_F(StaleRuns, AKilledRunIsMarkedInterruptedByTheNextCommandThatWrites) {
 // While a sweep runs, another command writing the same database leaves its run `running`: its
 // process is alive.
 TEST_F(StaleRuns, ARunWhoseProcessIsAliveIsLeftRunning) {
-  const fs::path slow = write("slow.json", testing::tiny_prefill_json("stale-alive", 11));
+  // Not the tiny workload: its sweep can end before it is stopped below.
+  const fs::path slow = write("slow.json", R"({
+  "schema_version": 1,
+  "name": "stale-alive",
+  "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16},
+  "sequences": [{"context_len": 256, "query_len": 8}],
+  "seed": 11
+})");
   const fs::path other = write("other.json", testing::tiny_prefill_json("stale-other", 12));
   const fs::path db = dir_ / "alive.db";
   std::unique_ptr<Child> tune = sweep_until(slow, db, 1, "slow");
@@ -116,8 +124,12 @@ TEST_F(StaleRuns, ARunWhoseProcessIsAliveIsLeftRunning) {
   ASSERT_EQ(status, 0) << testing::slurp(dir_ / "second.err");
   EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 1"), "running");
   EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 2"), "completed");
-  EXPECT_EQ(tune->wait(), 0) << testing::slurp(dir_ / "slow.err");
-  EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 1"), "completed");
+  // Its owner closes it: stopped now (the whole sweep takes long), it says `interrupted`.
+  ::kill(tune->pid(), SIGTERM);
+  const int stopped = tune->wait();
+  EXPECT_TRUE(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 130)
+      << testing::slurp(dir_ / "slow.err");
+  EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
 }
 
 // SIGABRT (what abort() raises) while a config is evaluated: the process closes its run row before

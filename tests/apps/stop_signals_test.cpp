@@ -50,7 +50,7 @@ class StopSignals : public testing::Cli {
     const std::string out = testing::slurp(dir_ / "out"), err = testing::slurp(dir_ / "err");
     ASSERT_TRUE(WIFEXITED(status)) << what << " killed it: " << status << "\n" << err;
     EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted)) << out << err;
-    EXPECT_NE(err.find("attn-tune: " + what + ": stopping after the case in progress"),
+    EXPECT_NE(err.find("attn-tune: " + what + ": stopping after the sample in hand"),
               std::string::npos)
         << err;
     EXPECT_NE(err.find("attn-tune: interrupted; the database is consistent"), std::string::npos)
@@ -124,7 +124,7 @@ TEST_F(StopSignals, SigtermStopsABenchRunBetweenCases) {
   const std::string err = testing::slurp(dir_ / "err");
   ASSERT_TRUE(WIFEXITED(status)) << status << err;
   EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted)) << err;
-  EXPECT_NE(err.find("attn-bench: SIGTERM: stopping after the case in progress"), std::string::npos)
+  EXPECT_NE(err.find("attn-bench: SIGTERM: stopping after the sample in hand"), std::string::npos)
       << err;
   EXPECT_EQ(db_text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
   const int64_t measured = db_number(db, "SELECT count(*) FROM measurements");
@@ -176,7 +176,7 @@ TEST_F(StopSignals, ASigtermDeliveredTwiceIsOneRequestAnotherSendersQuitsAtOnce)
   ASSERT_TRUE(WIFEXITED(status)) << status << err;
   EXPECT_EQ(WEXITSTATUS(status), int(ExitCode::interrupted)) << err;
   EXPECT_LT(quit_seconds, 2.0);
-  const std::string first = "attn-bench: SIGTERM: stopping after the case in progress";
+  const std::string first = "attn-bench: SIGTERM: stopping after the sample in hand";
   ASSERT_NE(err.find(first), std::string::npos) << err;
   EXPECT_EQ(err.find(first, err.find(first) + 1), std::string::npos) << err;
   EXPECT_NE(err.find("attn-bench: SIGTERM again: quitting now"), std::string::npos) << err;

@@ -296,8 +296,11 @@ TEST_F(TuneWorkers, EachCaseReportsTheSecondsOfThePhasesItPassedThrough) {
   const CaseResult slow = evaluate("prefix_prefill.cpu_reference", screen_policy());
   EXPECT_EQ(slow.tag, 7u);
   ASSERT_EQ(slow.measurement.disposition, Disposition::passed) << slow.measurement.reason;
-  EXPECT_GE(slow.phase_seconds.compile, 1.2);
-  EXPECT_GE(slow.phase_seconds.verify, 1.2);
+  // Each fault sleeps 1.2 s in the worker; the orchestrator times a phase from reading one report
+  // to reading the next, each read some milliseconds late on a busy machine.
+  constexpr double kSleep = 1.15;
+  EXPECT_GE(slow.phase_seconds.compile, kSleep);
+  EXPECT_GE(slow.phase_seconds.verify, kSleep);
   EXPECT_GT(slow.phase_seconds.measure, 0);
   EXPECT_LT(slow.phase_seconds.measure, 1.0) << "a sleep was counted as measurement";
   EXPECT_LE(slow.phase_seconds.total(), wall);
@@ -307,8 +310,8 @@ TEST_F(TuneWorkers, EachCaseReportsTheSecondsOfThePhasesItPassedThrough) {
   EXPECT_EQ(crashed.measurement.disposition, Disposition::crashed) << crashed.measurement.reason;
   EXPECT_NE(crashed.measurement.reason.find("during measure"), std::string::npos)
       << crashed.measurement.reason;
-  EXPECT_GE(crashed.phase_seconds.compile, 1.2);
-  EXPECT_GE(crashed.phase_seconds.verify, 1.2);
+  EXPECT_GE(crashed.phase_seconds.compile, kSleep);
+  EXPECT_GE(crashed.phase_seconds.verify, kSleep);
 
   const CaseResult hung = evaluate("flash_fwd.cpu_reference", screen_policy());
   EXPECT_EQ(hung.measurement.disposition, Disposition::timed_out) << hung.measurement.reason;
