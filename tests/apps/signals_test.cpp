@@ -302,7 +302,7 @@ TEST_F(Signals, TuneStopsWithinASampleNotAfterTheCase) {
     const fs::path db = dir_ / (isolate + ".db");
     Child tune({ATTN_TUNE_BINARY, "tune", workload.string(), "--variant",
                 "test.cpu_reference_copies", "--strategy", "exhaustive", "--db", db.string(),
-                "--cpu", "--threads", "1", "--isolate", isolate},
+                "--cpu", "--threads", "1", "--isolate", isolate, "--stop-grace", "30"},
                env(), dir_ / "out", dir_ / "err");
     ASSERT_GT(tune.pid(), 0);
     ASSERT_TRUE(eventually([&] { return query(db, "SELECT count(*) FROM attempts") == 1; }, 60))
@@ -317,7 +317,8 @@ TEST_F(Signals, TuneStopsWithinASampleNotAfterTheCase) {
     const double stop_seconds = seconds_since(sent);
     const std::string out = testing::slurp(dir_ / "out"), err = testing::slurp(dir_ / "err");
     ASSERT_EQ(exit_code(status), kInterrupted) << status << out << err;
-    EXPECT_LT(stop_seconds, 2.0) << "Ctrl-C should stop sampling between two samples";
+    // A sample is a quarter of a second (more on a busy machine); the case, several seconds.
+    EXPECT_LT(stop_seconds, 3.0) << "Ctrl-C should stop sampling between two samples";
     EXPECT_NE(err.find("attn-tune: Ctrl-C: stopping after the sample in hand"), std::string::npos)
         << err;
     EXPECT_NE(err.find("cut short by the stop request (between two samples); not recorded, "
