@@ -39,7 +39,8 @@ TEST(NarrowVDump, TheVPoolIsVHeadDimWide) {
   EXPECT_NE(v->meaning.find("[pages, page_size, kv_heads, v_head_dim]"), std::string::npos)
       << v->meaning;
   const Batch vllm = narrow_v_dump_batch(KvLayout::vllm);
-  const DumpTensor* v_vllm = find_tensor(batch_tensors(vllm), "v_cache");
+  const std::vector<DumpTensor> vllm_tensors = batch_tensors(vllm);
+  const DumpTensor* v_vllm = find_tensor(vllm_tensors, "v_cache");
   ASSERT_NE(v_vllm, nullptr);
   EXPECT_EQ(v_vllm->tensor.shape, (std::vector<int64_t>{vllm.num_pages, 2, 128, 16}));
 }
