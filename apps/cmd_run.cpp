@@ -56,9 +56,13 @@ void print_batch(const Batch& batch, std::ostream& out) {
                 batch.num_seqs, (long long)batch.total_q, (long long)batch.total_kv,
                 (long long)*std::min_element(batch.kv_lens.begin(), batch.kv_lens.end()),
                 (long long)batch.max_kv_len());
+  // "head_dim 192 (V 128)" when V is narrower than Q and K.
+  const std::string dims = m.effective_v_head_dim() == m.head_dim
+                               ? std::to_string(m.head_dim)
+                               : format("%d (V %d)", m.head_dim, m.effective_v_head_dim());
   out << format(
-      "model     %d q heads, %d kv heads, head_dim %d, %s; pages of %d (%s, %s), %lld pages\n",
-      m.num_q_heads, m.num_kv_heads, m.head_dim, to_string(m.dtype).c_str(), batch.page_size,
+      "model     %d q heads, %d kv heads, head_dim %s, %s; pages of %d (%s, %s), %lld pages\n",
+      m.num_q_heads, m.num_kv_heads, dims.c_str(), to_string(m.dtype).c_str(), batch.page_size,
       to_string(batch.spec.kv_cache.layout).c_str(),
       to_string(batch.spec.kv_cache.allocation).c_str(), (long long)batch.num_pages);
 }

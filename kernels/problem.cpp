@@ -36,11 +36,13 @@ DeviceBuffer upload_block_table(const Batch& batch, const CudaContext& context) 
 size_t data_bytes(const Batch& batch, int tensor) {
   switch (tensor) {
     case Problem::kQ:
-    case Problem::kOut:
       return size_t(query_elements(batch)) * size_of(batch.dtype);
+    case Problem::kOut:
+      return size_t(output_elements(batch)) * size_of(batch.dtype);
     case Problem::kKPool:
+      return size_t(pool_elements(batch, DataStream::key)) * size_of(batch.kv_dtype);
     case Problem::kVPool:
-      return size_t(pool_elements(batch)) * size_of(batch.kv_dtype);
+      return size_t(pool_elements(batch, DataStream::value)) * size_of(batch.kv_dtype);
   }
   return 0;
 }

@@ -6,8 +6,9 @@
 //   q            [total_q, num_q_heads, head_dim]
 //   k_pool       the batch's layout (workload_spec.hpp, KvLayout), e.g. NHD [num_pages,
 //                page_size, kv_heads, head_dim]; fp8 pools hold codes (batch.k_scales)
-//   v_pool       as k_pool (vLLM: [num_pages, kv_heads, head_dim, page_size])
-//   out          [total_q, num_q_heads, head_dim]
+//   v_pool       as k_pool with rows v_head_dim wide (vLLM: [num_pages, kv_heads, v_head_dim,
+//                page_size])
+//   out          [total_q, num_q_heads, v_head_dim]
 //   block_table  [num_seqs, max_pages_per_seq] (workloads/batch.hpp, padded_block_table): on the
 //                device only; a host problem has none (the CPU references read the batch's CSR
 //                page table), so block_table() is null there

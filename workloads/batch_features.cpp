@@ -179,6 +179,13 @@ BatchFeatures batch_features(const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
   uses.push_back(
       FeatureUse::integer(feature::kHeadDim, head_dim, "head dim " + std::to_string(head_dim)));
+  const int v_head_dim = batch.spec.model.effective_v_head_dim();
+  if (v_head_dim != head_dim) {
+    uses.push_back(FeatureUse::integer(feature::kVHeadDim, v_head_dim,
+                                       "V head dim " + std::to_string(v_head_dim) +
+                                           " (narrower than Q/K's " + std::to_string(head_dim) +
+                                           ")"));
+  }
   uses.push_back(FeatureUse::integer(feature::kPageSize, batch.page_size,
                                      "page size " + std::to_string(batch.page_size)));
   return out;
@@ -204,6 +211,11 @@ const std::vector<FeatureInfo>& feature_schema() {
          values_of(kKvDtypes),
          {}},
         {feature::kHeadDim, FeatureKind::number, "head dim", {}, head_dims},
+        {feature::kVHeadDim,
+         FeatureKind::number,
+         "V head dim narrower than Q/K's",
+         {},
+         std::vector<int64_t>(head_dims.begin(), head_dims.end() - 1)},
         {feature::kPageSize, FeatureKind::number, "page size", {}, page_sizes},
     };
   }();
@@ -228,6 +240,7 @@ const std::vector<WorkloadFieldRole>& workload_field_roles() {
       {"/model/num_kv_heads", "",
        "a shape every kernel takes (a variant's limit on the GQA group is its own rule)"},
       {"/model/head_dim", feature::kHeadDim, ""},
+      {"/model/v_head_dim", feature::kVHeadDim, ""},
       {"/model/dtype", feature::kDtype, ""},
       {"/model/kv_dtype", feature::kKvDtype, ""},
       {"/model/kv_scale", feature::kKvDtype, ""},

@@ -63,8 +63,9 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
   const size_t n = size_t(batch.num_seqs);
   MinimumTraffic t;
   const double q_row_bytes = double(m.head_dim) * double(size_of(batch.dtype));
+  const double out_row_bytes = double(m.effective_v_head_dim()) * double(size_of(batch.dtype));
   t.q_bytes = double(batch.total_q) * m.num_q_heads * q_row_bytes;
-  t.out_bytes = t.q_bytes;
+  t.out_bytes = double(batch.total_q) * m.num_q_heads * out_row_bytes;
 
   // Visibility is the same for every kv head unless a block-sparse layout (per q head) says
   // otherwise: then each kv head is counted on its own, else kv head 0 stands for all.
@@ -136,15 +137,22 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
     }
   }
 
-  const double kv_row_bytes = double(m.head_dim) * double(size_of(batch.kv_dtype));
-  t.kv_bytes = 2.0 * double(t.kv_rows) * kv_row_bytes;
-  t.unique_kv_bytes = 2.0 * double(t.unique_kv_rows) * kv_row_bytes;
+  // One K row and one V row per key row read.
+  const double kv_row_bytes =
+      double(m.head_dim + m.effective_v_head_dim()) * double(size_of(batch.kv_dtype));
+  t.kv_bytes = double(t.kv_rows) * kv_row_bytes;
+  t.unique_kv_bytes = double(t.unique_kv_rows) * kv_row_bytes;
   t.page_table_bytes = 4.0 * double(t.page_entries);
   if (batch.kv_dtype == DType::fp8_e4m3 && t.kv_rows > 0) {
     t.scale_bytes = 4.0 * double(batch.k_scales.size() + batch.v_scales.size());
   }
   if (batch.explicit_mask) t.mask_bytes = double(batch.explicit_mask->bits.size());
   return t;
+}
+
+double useful_flops(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  return 2.0 * double(m.head_dim + m.effective_v_head_dim()) * double(visible_pairs(batch));
 }
 
 }  // namespace attn

@@ -4,13 +4,13 @@
 // kernel family.
 //
 // What is counted (each at most once per sequence, except as said):
-//   Q and output  every query row of every q head: total_q x num_q_heads x head_dim x the Q dtype,
-//                 read once and written once.
-//   K and V       per sequence and kv head, the rows (one token's head_dim elements) that some
-//                 query of some q head of that kv head's GQA group sees: window, causal range,
-//                 the block-sparse layout of each q head (the union over the group) and the
-//                 explicit mask's columns. head_dim x the KV element size each (fp8: 1 byte),
-//                 twice (K and V). A sequence without queries reads nothing.
+//   Q and output  every query row of every q head: total_q x num_q_heads x the Q dtype, times
+//                 head_dim for Q (read once) and v_head_dim for the output (written once).
+//   K and V       per sequence and kv head, the rows (one token's elements) that some query of
+//                 some q head of that kv head's GQA group sees: window, causal range, the
+//                 block-sparse layout of each q head (the union over the group) and the explicit
+//                 mask's columns. head_dim (K) plus v_head_dim (V) times the KV element size
+//                 (fp8: 1 byte) per row. A sequence without queries reads nothing.
 //   page table    (paged storage) one 4-byte entry per page of a sequence that holds at least one
 //                 visible row of some kv head; pages no query sees need no entry.
 //   fp8 scales    the K and V dequantisation scales (4 bytes each: one per tensor or per kv head),
@@ -63,5 +63,10 @@ struct MinimumTraffic {
 // block with a layout; one pass over the grid with a mask: a 128k-token prefill is counted in
 // milliseconds.
 MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage);
+
+// The useful FLOPs of the batch: per visible (q head, query, key) pair, head_dim multiply-adds for
+// Q.K and v_head_dim for P.V, 2 FLOPs each: 2 * (head_dim + v_head_dim) * visible_pairs (4 *
+// head_dim * visible_pairs when V is as wide as K).
+double useful_flops(const Batch& batch);
 
 }  // namespace attn

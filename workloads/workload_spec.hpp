@@ -47,8 +47,8 @@ std::optional<KvScaleGranularity> kv_scale_granularity_from_string(const std::st
 
 struct ModelShape {
   int num_q_heads = 0;
-  int num_kv_heads = 0;  // divides num_q_heads; the ratio is the GQA group size
-  int head_dim = 0;
+  int num_kv_heads = 0;           // divides num_q_heads; the ratio is the GQA group size
+  int head_dim = 0;               // Q and K, and V unless v_head_dim says otherwise
   DType dtype = DType::bf16;      // Q and output, and K/V unless kv_dtype says otherwise
   std::optional<DType> kv_dtype;  // unset: same as dtype; or DType::fp8_e4m3
   KvScaleGranularity kv_scale = KvScaleGranularity::per_tensor;  // fp8 KV only
@@ -59,8 +59,13 @@ struct ModelShape {
   // denominator and contributes no value. `seeded`: drawn from the seed; or explicit values.
   bool attention_sinks = false;
   std::vector<double> sink_logits;  // [num_q_heads] when given explicitly
+  // V and the output, when narrower than head_dim (DeepSeek's MLA prefill: Q/K 192, V 128). Unset
+  // (also when the file gives head_dim again): V is head_dim wide. Last, so that the positional
+  // initialisers of the fields above keep their meaning.
+  std::optional<int> v_head_dim;
 
   DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
+  int effective_v_head_dim() const { return v_head_dim.value_or(head_dim); }
 };
 
 // Prefix caching: consecutive groups of `group_size` sequences share the pages of their first

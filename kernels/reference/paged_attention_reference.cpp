@@ -22,10 +22,11 @@ struct OutputRow {
 };
 
 // The attention semantics (the header's formula), shared by both oracles: they differ only in
-// where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value.
-// Returns the row's log-sum-exp: the natural log of the softmax denominator (-inf: no key).
+// where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value
+// for d < v_head_dim (V's width, the output's). Returns the row's log-sum-exp: the natural log of
+// the softmax denominator (-inf: no key).
 template <typename Dot, typename Value>
-double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Dot& dot,
+double attend_row(const Batch& batch, const OutputRow& row, int v_head_dim, const Dot& dot,
                   const Value& value, float* out) {
   std::vector<int64_t> keys;
   std::vector<double> weights;
@@ -37,7 +38,7 @@ double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const 
     keys.push_back(j);
     weights.push_back(logit);
   }
-  std::fill(out, out + head_dim, 0.0f);
+  std::fill(out, out + v_head_dim, 0.0f);
   if (keys.empty()) {  // nothing visible: exactly zero, even with a sink
     return -std::numeric_limits<double>::infinity();
   }
@@ -51,16 +52,16 @@ double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const 
     w = std::exp(w - max_logit);
     sum += w;
   }
-  std::vector<double> acc(size_t(head_dim), 0.0);
+  std::vector<double> acc(size_t(v_head_dim), 0.0);
   for (size_t k = 0; k < keys.size(); ++k) {
     const double p = weights[k] / sum;
-    for (int d = 0; d < head_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
+    for (int d = 0; d < v_head_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
   }
-  for (int d = 0; d < head_dim; ++d) out[d] = float(acc[size_t(d)]);
+  for (int d = 0; d < v_head_dim; ++d) out[d] = float(acc[size_t(d)]);
   return max_logit + std::log(sum);
 }
 
-// Calls fn(row, out) for every output row, in parallel; out points at the row's head_dim floats.
+// Calls fn(row, out) for every output row, in parallel; out points at the row's v_head_dim floats.
 // fn returns the row's log-sum-exp, stored at [token, head] of *lse when lse is not null.
 template <typename Fn>
 std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::vector<float>* lse,
@@ -72,7 +73,8 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::
     for (int64_t t = batch.cu_seqlens_q[s]; t < batch.cu_seqlens_q[s + 1]; ++t)
       seq_of[size_t(t)] = s;
   }
-  std::vector<float> out(size_t(batch.total_q) * Hq * m.head_dim);
+  const size_t width = size_t(m.effective_v_head_dim());
+  std::vector<float> out(size_t(batch.total_q) * Hq * width);
   if (lse != nullptr) lse->assign(size_t(batch.total_q) * Hq, 0.0f);
   parallel_for(
       size_t(batch.total_q) * Hq,
@@ -84,7 +86,7 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::
           row.kv_head = row.head / group;
           row.seq = seq_of[size_t(row.token)];
           row.q_index = row.token - batch.cu_seqlens_q[size_t(row.seq)];
-          const double row_lse = fn(row, out.data() + r * size_t(m.head_dim));
+          const double row_lse = fn(row, out.data() + r * width);
           if (lse != nullptr) (*lse)[r] = float(row_lse);
         }
       },
@@ -104,11 +106,11 @@ double kv_scale(const std::vector<float>& scales, int kv_head) {
 struct PoolAddressing {
   const Batch& batch;
   DataStream stream;
-  std::vector<int64_t> dim_offset;  // [head_dim]
+  std::vector<int64_t> dim_offset;  // [the stream's head dim]
 
   PoolAddressing(const Batch& b, DataStream s) : batch(b), stream(s) {
     const int64_t origin = pool_offset(batch, stream, 0, 0, 0, 0);
-    for (int d = 0; d < batch.spec.model.head_dim; ++d)
+    for (int d = 0; d < stream_head_dim(batch, stream); ++d)
       dim_offset.push_back(pool_offset(batch, stream, 0, 0, 0, d) - origin);
   }
   int64_t row(int64_t page, int slot, int head) const {
@@ -123,6 +125,7 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
   ATTN_ASSERT(host.backend() == Backend::cpu, "the CPU reference needs a host problem");
   const Batch& batch = host.batch();
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
+  const int Dv = batch.spec.model.effective_v_head_dim();
   const PoolAddressing k_pool(batch, DataStream::key), v_pool(batch, DataStream::value);
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     // The CSR page table: a host problem has no padded block table.
@@ -136,7 +139,7 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
     const double k_scale = kv_scale(batch.k_scales, row.kv_head);
     const double v_scale = kv_scale(batch.v_scales, row.kv_head);
     return attend_row(
-        batch, row, D,
+        batch, row, Dv,
         [&](int64_t j) {
           const int64_t base = k_pool.row(page_of(j), slot_of(j), row.kv_head);
           double dot = 0;
@@ -159,14 +162,14 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
 
 std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
                                          std::vector<float>* lse) {
-  const int D = batch.spec.model.head_dim;
+  const int D = batch.spec.model.head_dim, Dv = batch.spec.model.effective_v_head_dim();
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     std::vector<double> q(static_cast<size_t>(D));
     for (int d = 0; d < D; ++d)
       q[size_t(d)] = round_to(batch.dtype, query_value(batch, row.token, row.head, d));
     // Keys and values as the cache holds them (rounded, dequantised), from the data rule.
     return attend_row(
-        batch, row, D,
+        batch, row, Dv,
         [&](int64_t j) {
           double dot = 0;
           for (int d = 0; d < D; ++d) {

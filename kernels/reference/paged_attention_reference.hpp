@@ -23,7 +23,8 @@ namespace attn {
 
 // Reads Q and K/V through the host problem's page table and pools (any layout, fp8 codes with the
 // batch's scales), accumulates in double and returns the output in float:
-// [total_q, num_q_heads, head_dim]. Multi-threaded (threads 0: all). Fills *lse when given.
+// [total_q, num_q_heads, v_head_dim] (Q and K are head_dim wide, V and the output v_head_dim).
+// Multi-threaded (threads 0: all). Fills *lse when given.
 std::vector<float> paged_attention_reference(const Problem& host, size_t threads = 0,
                                              std::vector<float>* lse = nullptr);
 

@@ -57,6 +57,7 @@ expect workload attn-bench w
 expect completion attn-bench ""
 expect --preset attn-bench run --pr
 expect --peer-deadline attn-bench peers default --peer
+expect --coverage attn-bench list --cov
 expect decode-llama3-8b-64x4096 attn-bench run --preset decode-llama3-8b-64x
 expect decode-llama3-8b-64x4096 attn-bench run decode-llama3-8b-64x
 expect 'paged_decode.*' attn-bench run --variant paged_decode.
