@@ -113,6 +113,22 @@ class Signals : public testing::Cli {
             "ATTN_JIT_CACHE_DIR=" + (dir_ / "jit").string()};
   }
   int exit_code(int status) const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+  // The environment of a sweep whose worker hangs on the config copy=1,repeat=1.
+  std::vector<std::string> hanging_env() const {
+    std::vector<std::string> e = env();
+    e.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=1,repeat=1");
+    return e;
+  }
+  // Waits until the worker hangs in that config (its attempt begun).
+  bool worker_hangs(const fs::path& db) const {
+    return eventually(
+        [&] {
+          return query(db,
+                       "SELECT count(*) FROM attempts WHERE config_key = 'copy=1,repeat=1' AND "
+                       "status = 'started'") == 1;
+        },
+        60);
+  }
   const std::string marker_ = "signals-" + std::to_string(::getpid());
 };
 
@@ -338,25 +354,12 @@ TEST_F(Signals, TuneStopsWithinASampleNotAfterTheCase) {
 TEST_F(Signals, TuneKillsAWorkerThatDoesNotAnswerTheStopRequest) {
   const fs::path workload = write("tune.json", kTunePrefill);
   const fs::path db = dir_ / "tune.db";
-  Child tune(
-      {ATTN_TUNE_BINARY, "tune", workload.string(), "--variant", "test.cpu_reference_copies",
-       "--strategy", "exhaustive", "--db", db.string(), "--cpu", "--threads", "1", "--isolate",
-       "workers", "--deadline-seconds", "120"},
-      [&] {
-        std::vector<std::string> e = env();
-        e.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=1,repeat=1");
-        return e;
-      }(),
-      dir_ / "out", dir_ / "err");
+  Child tune({ATTN_TUNE_BINARY, "tune", workload.string(), "--variant", "test.cpu_reference_copies",
+              "--strategy", "exhaustive", "--db", db.string(), "--cpu", "--threads", "1",
+              "--isolate", "workers", "--deadline-seconds", "120"},
+             hanging_env(), dir_ / "out", dir_ / "err");
   ASSERT_GT(tune.pid(), 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return query(db,
-                     "SELECT count(*) FROM attempts WHERE config_key = 'copy=1,repeat=1' AND "
-                     "status = 'started'") == 1;
-      },
-      60))
-      << testing::slurp(dir_ / "err");
+  ASSERT_TRUE(worker_hangs(db)) << testing::slurp(dir_ / "err");
   const auto sent = std::chrono::steady_clock::now();
   ::kill(tune.pid(), SIGINT);
   const int status = tune.wait();
@@ -406,18 +409,9 @@ TEST_F(Signals, TuneSecondCtrlCExitsAtOnceAndLeavesNoWorker) {
                                    "5",
                                    "--stop-grace",
                                    "60"};
-  std::vector<std::string> hanging = env();
-  hanging.push_back("ATTN_TUNE_WORKER_FAULTS=hang:copy=1,repeat=1");
-  Child tune(args, hanging, dir_ / "out", dir_ / "err");
+  Child tune(args, hanging_env(), dir_ / "out", dir_ / "err");
   ASSERT_GT(tune.pid(), 0);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return query(db,
-                     "SELECT count(*) FROM attempts WHERE config_key = 'copy=1,repeat=1' AND "
-                     "status = 'started'") == 1;
-      },
-      60))
-      << testing::slurp(dir_ / "err");
+  ASSERT_TRUE(worker_hangs(db)) << testing::slurp(dir_ / "err");
   EXPECT_EQ(testing::processes_with(marker_), 2) << "the orchestrator and its worker";
   ::kill(tune.pid(), SIGINT);
   ::usleep(500000);
