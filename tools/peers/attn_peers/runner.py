@@ -91,6 +91,11 @@ def run_peer(peer, batch, env, policy, log=print):
         log("".join(traceback.format_exception(type(e), e, e.__traceback__))[-2000:])
         record.update(disposition="launch_failed", reason=_first_line(e))
         return record
+    problem = verify.shape_problem(output, batch.output_shape)
+    if problem:  # e.g. a peer that wrote head_dim wide rows where V is narrower
+        log(f"incorrect: {peer.name}: {problem}")
+        record.update(disposition="incorrect", reason=problem)
+        return record
     v = verify.verify(output, batch.reference, batch.tolerance,
                       batch.index.get("reference_oracle", "cpu_reference"))
     # JSON has no inf: an infinite error (a zero reference row, a non-zero output) is written null.
