@@ -12,6 +12,7 @@
 #include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
 #include "apps/policy_flags.hpp"
+#include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
@@ -35,6 +36,7 @@ struct RunArgs {
   std::string suite;
   std::string db;
   std::string variant;
+  std::vector<std::string> kernels;  // --kernel: user kernel specs
   std::string config;
   PolicyFlags policy;
   bool repeat_check = false;
@@ -402,7 +404,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
     check_host_memory(spec, args.workload.empty() ? "workload " + spec.name : args.workload,
                       args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
   }
-  const Registry registry = make_registry();
+  const Registry registry = make_registry_with_user_kernels(args.kernels);
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
@@ -453,6 +455,7 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
                   "print one combined table");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
+  add_kernel_spec_flag(cmd, args->kernels);
   cmd->add_option("--config", args->config,
                   "override config axes of the default config, e.g. tile_tokens=64,warps=4");
   add_policy_flags(cmd, args->policy);

@@ -15,6 +15,7 @@
 #include "apps/memory_budget.hpp"
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
+#include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "kernels/device/cuda_context.hpp"
@@ -41,6 +42,7 @@ struct TuneArgs {
   std::string workload;
   std::string suite;
   std::string variant;
+  std::vector<std::string> kernels;
   std::vector<std::string> axes;
   std::string strategy = "halving";
   std::string db;
@@ -97,7 +99,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   options.quarantine_after = args.quarantine_after;
   if (!(args.claim_timeout > 0)) throw UsageError("--claim-timeout must be > 0");
   options.claim_stale_seconds = args.claim_timeout;
-  const Registry registry = make_registry();
+  const Registry registry = make_registry_with_user_kernels(args.kernels);
   if (registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
@@ -179,6 +181,10 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     }
     worker.devices = devices;
     if (!backend.gpu()) worker.argv.push_back("--cpu");
+    for (const std::string& path : absolute_spec_paths(args.kernels)) {
+      worker.argv.push_back("--kernel");
+      worker.argv.push_back(path);
+    }
     worker.deadlines = deadlines;
     auto w = std::make_unique<WorkerEvaluator>(std::move(worker));
     worker_evaluator = w.get();
@@ -303,6 +309,7 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
     throw UsageError("--suite tunes the suite's workloads: give no workload with it");
   }
   const Suite suite = load_suite(args.suite);
+  make_registry_with_user_kernels(args.kernels);  // every spec checked before the first sweep
   for (const WorkloadSpec& spec : suite.workloads) {
     check_mask_limits(spec);
     check_host_memory(spec, "workload " + spec.name, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
@@ -344,6 +351,7 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
                   "tune every workload of a suite (a built-in suite's name or a suite file), then "
                   "print the winners side by side")
       ->excludes(workload);
+  add_kernel_spec_flag(cmd, args->kernels);
   cmd->add_option("--strategy", args->strategy, "exhaustive, random, halving (default) or model");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--budget-trials", args->budget_trials, "evaluations per variant at most");
