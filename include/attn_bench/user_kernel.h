@@ -5,10 +5,10 @@
  * value), which attn-bench fills from the batch. The block is plain C (fixed-width integers,
  * floats, pointers), so its layout is the same in any translation unit that includes it.
  *
- * Versioning: ATTN_USER_KERNEL_VERSION changes whenever a field is added, removed or moved. A kernel
- * can check it at compile time:
- *   static_assert(ATTN_USER_KERNEL_VERSION == 1, "written for version 1 of the parameter block");
- * and attn-bench writes the version it was built with into `p.version` as well.
+ * Versioning: ATTN_USER_KERNEL_VERSION changes whenever a field is added, removed or moved. A
+ * kernel can check it at compile time: static_assert(ATTN_USER_KERNEL_VERSION == 1, "written for
+ * version 1 of the parameter block"); and attn-bench writes the version it was built with into
+ * `p.version` as well.
  *
  * Tensors (all pointers are device addresses; strides count elements, not bytes):
  *   q             [total_q, num_q_heads, head_dim], dtype (bf16 or fp16)
@@ -19,12 +19,11 @@
  *                 for both pools, so a kernel that reads through them runs either layout. (vLLM's
  *                 split layout is not offered to user kernels.)
  *                 fp8 pools hold e4m3 codes: the value is code * k_scale[kv head] (v_scale).
- *   out           [total_q, num_q_heads, head_dim], dtype; filled with NaN before every launch, so an
- *                 element the kernel does not write fails verification
- *   page_indptr   [num_seqs + 1] int32, CSR rows into page_indices
- *   page_indices  [page_indptr[num_seqs]] int32, page ids of each sequence in token order
- *   block_table   [num_seqs, max_pages_per_seq] int32, the same pages padded to a rectangle; the
- *                 padding points at a page of NaN, so reading past a sequence's last page shows
+ *   out           [total_q, num_q_heads, head_dim], dtype; filled with NaN before every launch, so
+ * an element the kernel does not write fails verification page_indptr   [num_seqs + 1] int32, CSR
+ * rows into page_indices page_indices  [page_indptr[num_seqs]] int32, page ids of each sequence in
+ * token order block_table   [num_seqs, max_pages_per_seq] int32, the same pages padded to a
+ * rectangle; the padding points at a page of NaN, so reading past a sequence's last page shows
  *   kv_lens       [num_seqs] int32, keys of each sequence (context + its new query tokens)
  *   cu_seqlens_q  [num_seqs + 1] int32, where each sequence's query rows start in q and out
  *

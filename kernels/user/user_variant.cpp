@@ -80,8 +80,8 @@ class UserVariant : public Variant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     UserLaunch launch;
-    const Support support = evaluate_user_launch(spec_, batch, config, target, &launch);
-    ATTN_ASSERT(support.ok, support.reason);
+    // A config the batch declines has no program (a compile-ahead may ask before check()).
+    if (!evaluate_user_launch(spec_, batch, config, target, &launch).ok) return {};
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim);
     program.source = "#include \"" + spec_.sources.front().name + "\"\n";
@@ -103,7 +103,9 @@ class UserVariant : public Variant {
     UserLaunch launch;
     const Support support = evaluate_user_launch(spec_, batch, config, context.target, &launch);
     ATTN_ASSERT(support.ok, support.reason);
-    const JitProgram program = programs(batch, config, context.target).front();
+    const std::vector<JitProgram> compiled = programs(batch, config, context.target);
+    ATTN_ASSERT(compiled.size() == 1, "a supported config has one program");
+    const JitProgram& program = compiled.front();
     CUfunction kernel = context.loader->function(program, kernel_expression(launch));
     if (launch.shape.shared_bytes > 48 * 1024) {
       allow_dynamic_shared_memory(context, kernel, int(launch.shape.shared_bytes));
