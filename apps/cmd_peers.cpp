@@ -24,6 +24,7 @@
 #include "apps/database_path.hpp"
 #include "apps/memory_budget.hpp"
 #include "apps/policy_flags.hpp"
+#include "base/bounded_file.hpp"
 #include "base/build_info.hpp"
 #include "base/embedded_file.hpp"
 #include "base/errors.hpp"
@@ -59,6 +60,7 @@ struct PeersArgs {
   std::string workload;
   std::string db;
   std::string peers;
+  std::vector<std::string> peer_modules;  // --peer-module: the user's Python peer modules
   std::string python;
   std::string runner;
   std::string keep_dump;
@@ -286,9 +288,29 @@ ReferenceOracle reference_oracle_from(const PeersArgs& args) {
   return *oracle;
 }
 
+// The --peer-module files as absolute paths (the runner runs in another folder), each checked to
+// be a readable regular .py file before any GPU work; the runner imports them and reports a
+// module that raises (exit code 3).
+std::vector<std::string> checked_peer_modules(const std::vector<std::string>& modules) {
+  std::vector<std::string> out;
+  for (const std::string& path : modules) {
+    constexpr size_t kMaxModuleBytes = size_t(4) << 20;
+    BoundedReadFailure failure;
+    if (!read_bounded_file(path, kMaxModuleBytes, failure)) {
+      throw InputError(path, {"--peer-module: " + describe_failure(failure, kMaxModuleBytes)});
+    }
+    if (path.size() < 4 || path.compare(path.size() - 3, 3, ".py") != 0) {
+      throw InputError(path, {"--peer-module: a peer module is a Python file ending in .py"});
+    }
+    out.push_back(fs::absolute(path).string());
+  }
+  return out;
+}
+
 int peers(const PeersArgs& args, const Invocation& invocation) {
   // Everything the user gave is checked before any GPU work.
   const WorkloadSpec spec = load_workload_argument(args.workload);
+  const std::vector<std::string> peer_modules = checked_peer_modules(args.peer_modules);
   BenchOptions options;
   options.variant_filter = args.variant;
   options.policy = policy_from(args.policy);
@@ -354,6 +376,10 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
     if (!args.peers.empty()) {
       runner_argv.push_back("--peers");
       runner_argv.push_back(args.peers);
+    }
+    for (const std::string& module : peer_modules) {
+      runner_argv.push_back("--peer-module");
+      runner_argv.push_back(module);
     }
     std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
               << std::flush;
@@ -511,6 +537,9 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--peers", args->peers,
                   "comma-separated globs over peer names, e.g. 'peer.torch.*' (default: all)");
+  cmd->add_option("--peer-module", args->peer_modules,
+                  "add the peers a Python module of yours declares, as peer.user.<module>.<name> "
+                  "(repeatable; docs/user-kernels.md)");
   cmd->add_option("--python", args->python,
                   "Python 3 with numpy (and torch for the GPU peers) that runs the peer runner "
                   "(default: $ATTN_PEERS_PYTHON or python3 on $PATH)");

@@ -390,6 +390,7 @@ class UserSpecReader : public JsonFieldReader {
                        describe_wrong_type(value));
       return;
     }
+    std::vector<int64_t> numbers;
     for (size_t i = 0; i < value.size(); ++i) {
       const json& v = value[i];
       const std::string at = pointer + "/" + std::to_string(i);
@@ -398,8 +399,9 @@ class UserSpecReader : public JsonFieldReader {
         add(at, "is no " + info.description + " a workload can have, got " + show(v));
         continue;
       }
-      spec.features.with_range(info.name, v.get<int64_t>(), v.get<int64_t>());
+      numbers.push_back(v.get<int64_t>());
     }
+    if (!numbers.empty()) spec.features.with_numbers(info.name, numbers);
   }
 
   void read_launch(const json& root, UserKernelSpec& spec) {

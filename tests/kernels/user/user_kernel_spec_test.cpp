@@ -90,6 +90,15 @@ TEST(UserKernelSpec, TheExampleSpecLoads) {
   EXPECT_EQ(spec.shared_bytes.size(), 1u);
   EXPECT_GE(spec.axes.size(), 2u);
   EXPECT_TRUE(spec.features.has("kv_layout"));
+  // A list of numbers declares each of them (not only the last one).
+  for (int64_t head_dim : {64, 96, 128, 192, 256}) {
+    EXPECT_TRUE(spec.features.implements(FeatureUse::integer("head_dim", head_dim, "head dim")))
+        << head_dim;
+  }
+  EXPECT_FALSE(spec.features.implements(FeatureUse::integer("head_dim", 80, "head dim 80")));
+  EXPECT_TRUE(spec.features.implements(FeatureUse::integer("page_size", 1, "page size 1")));
+  EXPECT_TRUE(spec.features.implements(FeatureUse::choice("kv_layout", "hnd", "HND")));
+  EXPECT_FALSE(spec.features.implements(FeatureUse::choice("kv_layout", "vllm", "vLLM")));
 }
 
 TEST(UserKernelSpec, BatchQuantitiesHaveAValueForEveryName) {

@@ -2,8 +2,8 @@
 
 Exit codes (as attn-bench's, docs/exit-codes.md): 0 every chosen peer has its line in the results
 file (skipped, incorrect and failed peers included); 2 usage; 3 the dump is missing, malformed,
-its bytes do not match its index, or it has no reference output; 4 the results file cannot be
-written.
+its bytes do not match its index, or it has no reference output, or a --peer-module cannot be
+used; 4 the results file cannot be written.
 """
 import argparse
 import json
@@ -11,7 +11,7 @@ import os
 import sys
 
 from . import batch as batch_module
-from . import runner, timing
+from . import runner, timing, user_modules
 from .peers import all_peers
 from .peers.base import Environment
 
@@ -34,6 +34,9 @@ def parser():
                    help="add the CPU test peers (peer.test.*); also ATTN_PEERS_TEST_PEERS=1")
     p.add_argument("--no-hash-check", action="store_true",
                    help="do not recompute the SHA-256 of every tensor")
+    p.add_argument("--peer-module", action="append", default=[], metavar="FILE.py",
+                   help="add the peers a Python module of yours declares (repeatable; "
+                        "docs/user-kernels.md)")
     p.add_argument("--list", action="store_true", help="list the peers and exit")
     return p
 
@@ -42,6 +45,12 @@ def main(argv=None):
     args = parser().parse_args(argv)
     include_test = args.test_peers or os.environ.get("ATTN_PEERS_TEST_PEERS") == "1"
     peers = all_peers(include_test)
+    try:
+        for path in args.peer_module:
+            peers += user_modules.load(path)
+    except user_modules.ModuleError as e:
+        print(f"run_peers.py: invalid input: {e}", file=sys.stderr)
+        return 3
     if args.list:
         for peer in peers:
             print(f"{peer.name:28s} {peer.summary}")

@@ -66,6 +66,8 @@ def run_peer(peer, batch, env, policy, log=print):
     """One peer on the batch: the record the results file holds for it."""
     record = {"kind": "peer", "variant": peer.name, "library": peer.library, "disposition": None,
               "reason": "", "config": {}, "verification": None, "timing": None}
+    if getattr(peer, "config_key", ""):  # a user module's peer: one record per config
+        record["config_key"] = peer.config_key
 
     def skipped(reason):
         log(f"skipped: {peer.name}: {reason}")
