@@ -178,11 +178,30 @@ fs::path runner_script(const PeersArgs& args, const fs::path& folder) {
 
 // The peers the runner knows here (`run_peers.py --list`): proves the interpreter starts the
 // runner (numpy imports) before any GPU work, and lets --peers be checked.
+// The peers the runner knows, --peer-module ones included: importing the modules here, before any
+// GPU work, makes a module that raises on import or breaks the protocol invalid input (exit 3).
 std::vector<std::string> runner_peer_names(const std::string& python, const fs::path& script,
-                                           const fs::path& folder) {
+                                           const fs::path& folder,
+                                           const std::vector<std::string>& peer_modules) {
   const fs::path listing = folder / "peers-list.txt";
-  const int code = run_child({python, script.string(), "--list"}, listing.string());
+  std::vector<std::string> argv = {python, script.string(), "--list"};
+  for (const std::string& module : peer_modules) {
+    argv.push_back("--peer-module");
+    argv.push_back(module);
+  }
+  const int code = run_child(argv, listing.string());
   const std::string text = slurp(listing);
+  if (code == int(ExitCode::invalid_input) && !peer_modules.empty()) {
+    std::vector<std::string> problems;
+    std::istringstream lines(text);
+    const std::string prefix = "run_peers.py: invalid input: ";
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(prefix, 0) == 0) problems.push_back(line.substr(prefix.size()));
+    }
+    if (problems.empty())
+      problems.push_back(text.substr(text.size() > 600 ? text.size() - 600 : 0));
+    throw InputError("--peer-module", problems);
+  }
   if (code != 0) {
     throw EnvironmentError("the peer runner does not start with '" + python + "' (exit " +
                            std::to_string(code) +
@@ -340,7 +359,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   const std::string python = python_of(args);
   WorkFolder folder(args.keep_dump);
   const fs::path script = runner_script(args, folder.path());
-  check_peer_globs(args.peers, runner_peer_names(python, script, folder.path()));
+  check_peer_globs(args.peers, runner_peer_names(python, script, folder.path(), peer_modules));
   const std::string db = results_database_path(args.db);
   Store store(db);
   BenchSession session = BenchSession::open(batch, options);

@@ -140,6 +140,28 @@ class UserModuleTest(unittest.TestCase):
         self.assertIn("--peer-module: cannot open the file", result.stderr)
         self.assertFalse(os.path.exists(db))
 
+    def test_attn_bench_peers_refuses_a_module_that_raises_before_anything(self):
+        db = os.path.join(self.dumps.root, "never-raises.db")
+        bad = self.module("raises_too.py", "import no_such_module_anywhere\n")
+        result = support.run([support.BINARY, "peers", self.workload_path, "--cpu", "--db", db,
+                              "--python", PYTHON, "--peer-module", bad], check=False)
+        self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+        self.assertIn("raises_too.py: importing it raised ModuleNotFoundError", result.stderr)
+        self.assertFalse(os.path.exists(db))
+
+    def test_attn_bench_peers_runs_a_module_in_one_run(self):
+        db = os.path.join(self.dumps.root, "one-run.db")
+        result = support.run([support.BINARY, "peers", self.workload_path, "--cpu", "--db", db,
+                              "--python", PYTHON, "--policy", "screen", "--peers", "peer.user.*",
+                              "--peer-module",
+                              self.module("fake_peers.py", FAKE_MODULE)], check=False)
+        self.assertEqual(result.returncode, 5, result.stdout + result.stderr)  # block_n=32
+        with sqlite3.connect(db) as c:
+            rows = dict(c.execute("SELECT config_key, disposition FROM measurements "
+                                  "WHERE variant = 'peer.user.fake_peers.fake_decode'"))
+        self.assertEqual(rows["block_n=16,num_warps=4"], "passed")
+        self.assertEqual(rows["block_n=32,num_warps=4"], "incorrect")
+
 
 if __name__ == "__main__":
     unittest.main()
