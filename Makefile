@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 WORKLOAD ?=
 
-.PHONY: all deps configure build run test test-gpu test-asan fuzz gpu-run format clean
+.PHONY: all deps configure build run test test-gpu test-asan fuzz gpu-run install package format clean
 
 all: build
 
@@ -25,6 +25,16 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Installs the programs, presets, schema, completions, help text, docs and the CMake package under
+# PREFIX (default /usr/local): bin/, lib/attn-bench/, share/attn-bench/, share/doc/attn-bench/.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# attn-bench-VERSION-Linux.tar.gz (relocatable) and attn-bench_VERSION_amd64.deb, in $(BUILD)/packages.
+package: build
+	cd $(BUILD) && cpack -B packages
 
 test-gpu: build
 	ctest --test-dir $(BUILD) --output-on-failure -L gpu

@@ -20,9 +20,12 @@
 #include <optional>
 #include <sstream>
 
+#include "apps/case_progress.hpp"
 #include "apps/commands.hpp"
 #include "apps/database_path.hpp"
+#include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
+#include "apps/peer_runner.hpp"
 #include "apps/policy_flags.hpp"
 #include "base/bounded_file.hpp"
 #include "base/build_info.hpp"
@@ -71,6 +74,7 @@ struct PeersArgs {
   size_t threads = 0;
   std::string reference = "auto";
   std::string max_host_memory;
+  double peer_deadline = 120;
   // import
   std::string results;
   std::string import_workload;
@@ -230,6 +234,24 @@ void check_peer_globs(const std::string& globs, const std::vector<std::string>& 
   }
 }
 
+// The peers the runner will run for `globs` (all when empty), in its order: the runner's own
+// choice (tools/peers/attn_peers/runner.py, select), so that exact names can be passed on.
+std::vector<std::string> chosen_peers(const std::string& globs,
+                                      const std::vector<std::string>& names) {
+  if (globs.empty()) return names;
+  std::vector<std::string> chosen;
+  for (const std::string& name : names) {
+    std::stringstream list(globs);
+    for (std::string glob; std::getline(list, glob, ',');) {
+      if (!glob.empty() && glob_match(glob, name)) {
+        chosen.push_back(name);
+        break;
+      }
+    }
+  }
+  return chosen;
+}
+
 struct TableRow {
   std::string name, origin;  // origin: "ours" or "peer"
   const Measurement* m;
@@ -328,6 +350,7 @@ std::vector<std::string> checked_peer_modules(const std::vector<std::string>& mo
 
 int peers(const PeersArgs& args, const Invocation& invocation) {
   // Everything the user gave is checked before any GPU work.
+  if (args.peer_deadline < 0) throw UsageError("--peer-deadline must be >= 0 (0: no deadline)");
   const WorkloadSpec spec = load_workload_argument(args.workload);
   const std::vector<std::string> peer_modules = checked_peer_modules(args.peer_modules);
   BenchOptions options;
@@ -337,6 +360,11 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   options.force_cpu = args.cpu;
   options.cpu_threads = args.threads;
   options.reference = reference_oracle_from(args);
+  // The bar shows each sample of the case in hand; Ctrl-C stops sampling between two samples.
+  Progress* progress_now = nullptr;
+  std::optional<InterruptHandler> interrupt;
+  options.sampling = case_progress_hooks(
+      &progress_now, [&interrupt] { return interrupt.has_value() && interrupt->requested(); });
   const Registry registry = make_registry();
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
@@ -359,7 +387,10 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   const std::string python = python_of(args);
   WorkFolder folder(args.keep_dump);
   const fs::path script = runner_script(args, folder.path());
-  check_peer_globs(args.peers, runner_peer_names(python, script, folder.path(), peer_modules));
+  const std::vector<std::string> peer_names =
+      runner_peer_names(python, script, folder.path(), peer_modules);
+  check_peer_globs(args.peers, peer_names);
+  const std::vector<std::string> chosen = chosen_peers(args.peers, peer_names);
   const std::string db = results_database_path(args.db);
   Store store(db);
   BenchSession session = BenchSession::open(batch, options);
@@ -368,7 +399,13 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
             << batch.total_kv << " keys\n";
   std::cout << "device    " << session.device().name << " (" << session.backend() << ")\n";
   std::cout << "policy    " << options.policy.name << " (peers: events timer; docs/peers.md)\n";
-  std::cout << "reference " << session.reference_name() << "\n" << std::flush;
+  std::cout << "reference " << session.reference_name() << "\n";
+  std::cout << "deadline  "
+            << (args.peer_deadline > 0
+                    ? format("%.0f s per peer, imports and compile included", args.peer_deadline)
+                    : std::string("none"))
+            << "\n"
+            << std::flush;
 
   // The dump the peers read: the batch, and the oracle's output that verifies ours as well.
   std::cerr << "attn-bench: computing the reference output (" << session.reference_name() << ")\n";
@@ -377,36 +414,55 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   const fs::path dump_dir = folder.path() / "dump";
   write_batch_dump(batch, std::move(tensors), dump_dir.string(),
                    dump_verification_fields(batch, session.reference_name()));
-  const fs::path results_path = folder.path() / "peers.jsonl";
 
   session.begin(store, run_record("attn-bench peers", invocation));
+  // Ctrl-C, SIGTERM, SIGHUP: the case in progress finishes (or the runner is stopped), what ran is
+  // recorded and printed, the run is marked interrupted (apps/interrupt.hpp).
+  interrupt.emplace("attn-bench");
+  interrupt->close_runs_in(db);
   std::string runner_failure;
+  std::vector<std::string> out_of_time;
   const BenchReport* finished = nullptr;
   try {
-    std::vector<std::string> runner_argv = {python,
-                                            script.string(),
-                                            dump_dir.string(),
-                                            "--out",
-                                            results_path.string(),
-                                            "--policy-json",
-                                            policy_to_json(options.policy).dump(),
-                                            "--device",
-                                            args.cpu ? "cpu" : std::to_string(args.device)};
-    if (!args.peers.empty()) {
-      runner_argv.push_back("--peers");
-      runner_argv.push_back(args.peers);
+    // Our variants first, as `attn-bench run` runs them: a slow peer cannot keep them from running.
+    const std::vector<BenchCase> cases = session.cases(registry);
+    {
+      Progress progress(std::cerr, cases.size(), stderr_is_terminal());
+      progress_now = &progress;
+      for (const BenchCase& c : cases) {
+        if (interrupt->requested()) break;
+        progress.begin(c.full_name);
+        session.measure(c);
+        progress.finish_step();
+      }
+      progress_now = nullptr;
     }
-    for (const std::string& module : peer_modules) {
-      runner_argv.push_back("--peer-module");
-      runner_argv.push_back(module);
+    PeerRunnerOutcome peers;
+    if (!interrupt->requested() && !chosen.empty()) {
+      PeerRunnerRequest request;
+      request.argv = {python,
+                      script.string(),
+                      dump_dir.string(),
+                      "--policy-json",
+                      policy_to_json(options.policy).dump(),
+                      "--device",
+                      args.cpu ? "cpu" : std::to_string(args.device)};
+      for (const std::string& module : peer_modules) {
+        request.argv.push_back("--peer-module");
+        request.argv.push_back(module);
+      }
+      request.peers = chosen;
+      request.folder = folder.path().string();
+      request.deadline_s = args.peer_deadline;
+      request.backend = session.backend();
+      request.policy = options.policy.name;
+      request.stop_requested = [&] { return interrupt->requested(); };
+      std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
+                << std::flush;
+      peers = run_peers_with_deadlines(request);
     }
-    std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
-              << std::flush;
-    const int runner_code = run_child(runner_argv);
-    std::vector<PeerRow> peer_rows;
-    if (fs::exists(results_path)) {
-      PeerResults results = read_peer_results(results_path.string());
-      const PeerResultsHeader& h = results.header;
+    if (peers.header) {
+      const PeerResultsHeader& h = *peers.header;
       if (h.spec_hash != batch.spec_hash) {
         throw std::logic_error("the peer runner measured another batch (" + h.spec_hash + ")");
       }
@@ -417,35 +473,22 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
                                session.device().uuid +
                                " (check CUDA_VISIBLE_DEVICES and --device)");
       }
-      peer_rows = std::move(results.rows);
     }
-    if (runner_code != 0) {
-      runner_failure = "the peer runner exited with " + std::to_string(runner_code) +
-                       (peer_rows.empty() ? " and recorded no peer" : "");
-    }
-
-    // Our variants, as `attn-bench run` runs them.
-    std::cout << "\n" << std::flush;
-    const std::vector<BenchCase> cases = session.cases(registry);
-    {
-      Progress progress(std::cerr, cases.size(), stderr_is_terminal());
-      for (const BenchCase& c : cases) {
-        progress.begin(c.full_name);
-        session.measure(c);
-        progress.finish_step();
-      }
-    }
+    runner_failure = peers.failure;
+    out_of_time = peers.timed_out;
     // The peers join the same run (session.record writes each at once).
-    for (PeerRow& row : peer_rows) {
+    for (PeerRow& row : peers.rows) {
       apply_peer_work(batch, registry, row.measurement);
       const Family family = *family_from_string(row.measurement.family);
       session.record(row.measurement.variant, family, row.measurement);
     }
-    finished = &session.finish(false);
+    finished = &session.finish(interrupt->requested());
   } catch (const std::exception& e) {
     session.fail(e.what());  // the run row says why it ended
     throw;
   }
+  const bool interrupted = interrupt->requested();
+  interrupt.reset();
   const BenchReport& report = *finished;
 
   std::vector<TableRow> rows;
@@ -457,6 +500,17 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   std::cout << "\nrecorded  run " << report.run_id << " in " << db << "; compare with: attn-tune "
             << "compare --db " << db << " --variant '" << to_string(peer_family(batch, registry))
             << ".*' --variant 'peer.*'\n";
+  if (!out_of_time.empty()) {
+    std::cerr << "attn-bench: " << out_of_time.size() << " peer(s) ran out of time and are "
+              << "recorded as timed_out: ";
+    for (size_t i = 0; i < out_of_time.size(); ++i) std::cerr << (i ? ", " : "") << out_of_time[i];
+    std::cerr << " (--peer-deadline " << format("%.0f", args.peer_deadline) << ")\n";
+  }
+  if (interrupted) {
+    std::cerr << "attn-bench: interrupted: what ran is recorded in run " << report.run_id
+              << " (status 'interrupted')\n";
+    return to_int(ExitCode::interrupted);
+  }
   if (!runner_failure.empty()) {
     std::cerr << "attn-bench: environment: " << runner_failure << " (its output is above)\n";
     return to_int(ExitCode::environment);
@@ -577,6 +631,9 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option(
       "--reference", args->reference,
       "the oracle of ours and the peers: cpu, gpu or auto (default; as attn-bench run)");
+  cmd->add_option("--peer-deadline", args->peer_deadline,
+                  "seconds each peer may take, imports and compile included, before it is stopped "
+                  "and recorded as timed_out (default 120; 0: none)");
 
   CLI::App* import = cmd->add_subcommand(
       "import", "Record a results file the peer runner wrote (tools/peers/run_peers.py --out)");

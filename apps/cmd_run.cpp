@@ -6,12 +6,14 @@
 #include <memory>
 #include <optional>
 
+#include "apps/case_progress.hpp"
 #include "apps/commands.hpp"
 #include "apps/database_path.hpp"
 #include "apps/gbench_driver.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
 #include "apps/policy_flags.hpp"
+#include "apps/run_report.hpp"
 #include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
@@ -45,6 +47,8 @@ struct RunArgs {
   size_t threads = 0;
   std::string reference = "auto";
   std::string max_host_memory;
+  std::string format = "table";  // of the run's table: table, csv, md, json (apps/run_report.hpp)
+  bool quiet = false;            // the table only: no header lines, no progress
 };
 
 void print_batch(const Batch& batch, std::ostream& out) {
@@ -113,73 +117,6 @@ void print_ceilings(const BenchSession& session, std::ostream& out) {
   out << std::endl;
 }
 
-std::string fraction_cell(const CeilingFraction& f) {
-  if (!f.fraction) return "-";
-  return fraction_text(f) + " " + f.ceiling;
-}
-
-void print_report(const BenchReport& report, const std::string& db, std::ostream& out) {
-  TextTable table;
-  using A = TextTable::Align;
-  table.add_column("variant", A::left);
-  table.add_column("status", A::left);
-  table.add_column("median_us", A::right);
-  table.add_column("p10..p90_us", A::right);
-  table.add_column("n", A::right);
-  table.add_column("noise", A::right);
-  table.add_column("timer", A::left);
-  table.add_column("GB/s", A::right);
-  table.add_column("TFLOP/s", A::right);
-  table.add_column("of ceiling", A::right);
-  table.add_column("of peak", A::right);
-  table.add_column("SM MHz", A::right);
-  table.add_column("rel_err", A::right);
-  std::vector<std::string> notes;
-  for (const auto& row : report.rows) {
-    const Measurement& m = row.measurement;
-    const bool timed = m.disposition == Disposition::passed;
-    const CeilingFraction& against = row.against;
-    const std::string status = timed && m.unstable ? "unstable" : to_string(m.disposition);
-    const std::string timer = m.timing.timer == "graph"
-                                  ? format("graph x%d", m.timing.launches_per_sample)
-                                  : (m.timing.timer.empty() ? "-" : m.timing.timer);
-    table.add_row({row.full_name, status, timed ? format("%.2f", m.stats.median) : "-",
-                   timed ? format("%.2f..%.2f", m.stats.p10, m.stats.p90) : "-",
-                   timed ? std::to_string(m.stats.count) : "-",
-                   timed ? format("%.2f%%", m.timing.noise * 100) : "-", timed ? timer : "-",
-                   timed ? format("%.1f", m.gbps()) : "-", timed ? format("%.3f", m.tflops()) : "-",
-                   timed ? fraction_cell(against) : "-", timed ? peak_text(against) : "-",
-                   timed && m.clocks.median_mhz > 0 ? format("%.0f", m.clocks.median_mhz) : "-",
-                   m.verification.checked ? format("%.1e", m.verification.rel_l2_error) : "-"});
-    if (!m.reason.empty()) notes.push_back(row.full_name + ": " + m.reason);
-    if (timed) {
-      const std::string why = above_ceiling_reason(against);
-      if (!why.empty()) notes.push_back(kAboveCeilingMarker + (" " + row.full_name) + ": " + why);
-    }
-    if (timed && m.unstable) notes.push_back(row.full_name + ": unstable: " + m.unstable_reason);
-    if (timed && m.timing.discarded > 0) {
-      notes.push_back(row.full_name + ": " + std::to_string(m.timing.discarded) + " of " +
-                      std::to_string(m.samples_us.size()) + " samples discarded (SM clock below " +
-                      format("%.0f", m.clocks.expected_mhz) + " MHz x threshold)");
-    }
-  }
-  table.print(out);
-  for (const auto& note : notes) out << "\n" << note << "\n";
-  for (const RepeatCheck& check : report.repeat_checks) {
-    const Measurement& a = check.first.measurement;
-    const Measurement& b = check.second.measurement;
-    if (a.disposition != Disposition::passed || b.disposition != Disposition::passed) continue;
-    out << format(
-        "\nrepeat-check %s: medians %.3f us and %.3f us, difference %+.3f%% (%s; the "
-        "A/A noise floor of this case under %s)\n",
-        check.first.full_name.c_str(), a.stats.median, b.stats.median,
-        check.comparison.relative_difference * 100, to_string(check.comparison.verdict).c_str(),
-        a.policy.c_str());
-  }
-  out << "\nrecorded  run " << report.run_id << " in " << db << " (policy "
-      << (report.rows.empty() ? "-" : report.rows.front().measurement.policy) << ")\n";
-}
-
 ReferenceOracle reference_oracle_from(const RunArgs& args) {
   std::optional<ReferenceOracle> oracle = reference_oracle_from_string(args.reference);
   if (!oracle) throw UsageError("--reference '" + args.reference + "': use cpu, gpu or auto");
@@ -204,6 +141,7 @@ BenchOptions bench_options_from(const RunArgs& args) {
 // One workload's rows, for the table of a suite.
 struct SuiteRow {
   std::string workload;
+  int64_t run_id = 0;
   BenchRow row;
 };
 
@@ -215,21 +153,35 @@ struct WorkloadOutcome {
 
 // Verifies and times every matching variant on one workload: prints the batch, the device and the
 // table, records a run in `store`. The workload was validated and its memory checked by the caller.
-WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
-                             const Invocation& invocation, const BenchOptions& options,
-                             const Registry& registry, const std::string& db, Store& store,
+WorkloadOutcome run_workload(const Batch& batch, const RunArgs& args, const Invocation& invocation,
+                             const BenchOptions& bench_options, const Registry& registry,
+                             const std::string& db, Store& store,
                              std::vector<SuiteRow>* suite_rows) {
   GbenchOptions gbench{invocation.benchmark_args};
-  const Batch batch = generate_batch(spec);
+  const WorkloadSpec& spec = batch.spec;
+  const RunFormat run_format = *run_format_from_string(args.format);  // checked by run()
+  // The bar shows each sample of the case in hand; Ctrl-C stops sampling between two samples.
+  Progress* progress_now = nullptr;
+  std::optional<InterruptHandler> interrupt;
+  BenchOptions options = bench_options;
+  options.sampling = case_progress_hooks(
+      &progress_now, [&interrupt] { return interrupt.has_value() && interrupt->requested(); });
 
   // With a --benchmark_format, stdout belongs to Google Benchmark's reporter (JSON or CSV must
-  // stay parseable); attn-bench's own lines go to stderr then.
-  std::ostream& out = gbench.has_format() ? std::cerr : std::cout;
-  print_batch(batch, out);
+  // stay parseable); attn-bench's own lines go to stderr then. With --format csv, md or json (or
+  // a suite in one of them) the table alone is on stdout, the lines about the batch and device
+  // on stderr; --quiet drops them.
+  const bool suite_in_a_format = suite_rows != nullptr && run_format != RunFormat::table;
+  std::ostream& out = gbench.has_format() || suite_in_a_format ? std::cerr : std::cout;
+  std::ostream discarded(nullptr);
+  std::ostream& header = args.quiet                                               ? discarded
+                         : !gbench.has_format() && run_format == RunFormat::table ? std::cout
+                                                                                  : std::cerr;
+  print_batch(batch, header);
   BenchSession session = BenchSession::open(batch, options);
-  print_device(session, out);
+  print_device(session, header);
   session.load_ceilings(store);
-  print_ceilings(session, out);
+  print_ceilings(session, header);
 
   std::vector<std::pair<std::string, BenchCase>> named_cases;
   for (BenchCase& c : session.cases(registry)) {
@@ -278,11 +230,11 @@ WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
 
   const RunRecord record = run_record("attn-bench run", invocation);
   session.begin(store, record);
-  Progress progress(std::cerr, total, stderr_is_terminal());
+  Progress progress(args.quiet ? discarded : std::cerr, total, !args.quiet && stderr_is_terminal());
+  progress_now = &progress;
   // Ctrl-C, SIGTERM, SIGHUP: the case in progress finishes and is recorded, the rest are not run,
   // the run is marked interrupted and what ran is printed; a second signal exits at once, closing
   // the run first (apps/interrupt.hpp).
-  std::optional<InterruptHandler> interrupt;
   interrupt.emplace("attn-bench");
   interrupt->close_runs_in(db);
   size_t ran = 0;
@@ -304,9 +256,13 @@ WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
   const bool interrupted = interrupt->requested();
   interrupt.reset();
   const BenchReport& report = session.finish(interrupted);
-  print_report(report, db, out);
+  progress.clear();  // the table starts on a line of its own
+  progress_now = nullptr;
+  if (!(suite_in_a_format && args.quiet)) {
+    print_report(report, db, out, suite_in_a_format ? RunFormat::table : run_format);
+  }
   if (suite_rows) {
-    for (const BenchRow& row : report.rows) suite_rows->push_back({spec.name, row});
+    for (const BenchRow& row : report.rows) suite_rows->push_back({spec.name, report.run_id, row});
   }
 
   if (interrupted) {
@@ -322,7 +278,7 @@ WorkloadOutcome run_workload(const WorkloadSpec& spec, const RunArgs& args,
   }
   if (report.any_failed()) return {to_int(ExitCode::failed_cases), false};
   if (!report.any_passed()) {
-    std::cerr << "attn-bench: no variant could run " << spec.name << " (all unsupported)\n";
+    std::cerr << "attn-bench: no variant could run this workload (all unsupported)\n";
     return {to_int(ExitCode::failed_cases), false};
   }
   return {to_int(ExitCode::ok), false};
@@ -399,11 +355,16 @@ int run(const RunArgs& args, const Invocation& invocation) {
                         : load_workload_argument(args.workload));
   }
   const BenchOptions options = bench_options_from(args);
+  const std::optional<RunFormat> run_format = run_format_from_string(args.format);
+  if (!run_format) throw UsageError("--format '" + args.format + "': use table, csv, md or json");
   for (const WorkloadSpec& spec : specs) {
     check_mask_limits(spec);
     check_host_memory(spec, args.workload.empty() ? "workload " + spec.name : args.workload,
                       args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
   }
+  // The first batch is built before the database is opened: a workload whose referenced files
+  // fail only then leaves no database behind.
+  std::optional<Batch> first_batch = generate_batch(specs.front());
   const Registry registry = make_registry_with_user_kernels(args.kernels);
   if (!args.variant.empty() && registry.matching(args.variant).empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
@@ -418,11 +379,13 @@ int run(const RunArgs& args, const Invocation& invocation) {
   std::vector<SuiteRow> suite_rows;
   int exit_code = to_int(ExitCode::ok);
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (!suite_name.empty()) {
+    if (!suite_name.empty() && !args.quiet) {
       std::cerr << "attn-bench: suite " << suite_name << ": workload " << i + 1 << " of "
                 << specs.size() << "\n";
     }
-    const WorkloadOutcome outcome = run_workload(specs[i], args, invocation, options, registry, db,
+    const Batch batch = i == 0 ? std::move(*first_batch) : generate_batch(specs[i]);
+    first_batch.reset();
+    const WorkloadOutcome outcome = run_workload(batch, args, invocation, options, registry, db,
                                                  store, suite_name.empty() ? nullptr : &suite_rows);
     // The first failure's code stands, except that an interruption stops the suite.
     if (exit_code == to_int(ExitCode::ok)) exit_code = outcome.exit_code;
@@ -430,11 +393,18 @@ int run(const RunArgs& args, const Invocation& invocation) {
       exit_code = outcome.exit_code;
       break;
     }
-    if (!suite_name.empty() && i + 1 < specs.size()) std::cout << "\n";
+    if (!suite_name.empty() && i + 1 < specs.size() && !args.quiet) {
+      (*run_format == RunFormat::table ? std::cout : std::cerr) << "\n";
+    }
   }
-  if (!suite_name.empty()) {
+  if (!suite_name.empty() && *run_format == RunFormat::table) {
     GbenchOptions gbench{invocation.benchmark_args};
     print_suite_table(suite_name, suite_rows, gbench.has_format() ? std::cerr : std::cout);
+  } else if (!suite_name.empty()) {
+    // One document for the whole suite on stdout: each row with its workload and run.
+    std::vector<WorkloadRow> rows;
+    for (const SuiteRow& r : suite_rows) rows.push_back({r.workload, r.run_id, &r.row});
+    print_workload_rows(suite_name, rows, db, std::cout, *run_format);
   }
   return exit_code;
 }
@@ -465,6 +435,12 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_flag("--cpu", args->cpu, "run the CPU backend even when a GPU exists");
   cmd->add_option("--threads", args->threads, "CPU threads for the reference (default: all)");
   add_max_host_memory_flag(cmd, args->max_host_memory);
+  cmd->add_option("--format", args->format,
+                  "the run's table: table (default), csv, md or json; csv, md and json print the "
+                  "table alone on stdout (one for a whole --suite; independent of "
+                  "--benchmark_format)");
+  cmd->add_flag("-q,--quiet", args->quiet,
+                "print the table only: no lines about the batch and device, no progress");
   cmd->add_option("--reference", args->reference,
                   "oracle that verifies GPU variants: cpu (double precision), gpu (naive fp32 "
                   "kernel) or auto (gpu above a work threshold; default)");

@@ -1,11 +1,11 @@
-// attn-tune compile WORKLOAD --variant GLOB [-a axis=v1,v2 ...] [--shard i/n] [--jobs N]
-// [--arch sm_90a ...] [--kernel SPEC ...]: compiles the JIT programs of every config that survives
-// pruning into the on-disk cache (kernels/jit), in parallel, and exits. Needs NVRTC but no GPU, so
-// a sweep's compiles can be done ahead of time on a machine without one (a login node, a CPU build
-// box) for the GPU that will run the sweep: `attn-tune tune` with the same cache folder
-// ($ATTN_JIT_CACHE_DIR) then finds a cubin for each config instead of compiling it. A program
-// NVRTC rejects is counted and named; the config is still tried (and recorded compile_failed) by
-// the sweep.
+// attn-tune compile WORKLOAD --variant GLOB [-a axis=v1,v2 ...] [--shard i/n [--shard-map FILE]]
+// [--jobs N] [--arch sm_90a ...] [--kernel SPEC ...]: compiles the JIT programs of every config
+// that survives pruning into the on-disk cache (kernels/jit), in parallel, and exits. Needs NVRTC
+// but no GPU, so a sweep's compiles can be done ahead of time on a machine without one (a login
+// node, a CPU build box) for the GPU that will run the sweep: `attn-tune tune` with the same
+// cache folder ($ATTN_JIT_CACHE_DIR) then finds a cubin for each config instead of compiling it.
+// A program NVRTC rejects is counted and named; the config is still tried (and recorded
+// compile_failed) by the sweep.
 #include <algorithm>
 #include <chrono>
 #include <future>
@@ -37,6 +37,7 @@ struct CompileArgs {
   std::string variant;
   std::vector<std::string> axes;
   std::string shard = "0/1";
+  std::string shard_map;
   size_t jobs = 0;
   bool resources = false;            // ptxas -v: registers and spills per program
   std::vector<std::string> kernels;  // --kernel: user kernel specs
@@ -63,7 +64,8 @@ int compile(const CompileArgs& args) {
   const WorkloadSpec spec = load_workload_argument(args.workload);
   std::vector<AxisOverride> overrides;
   for (const std::string& text : args.axes) overrides.push_back(parse_axis_override(text));
-  const Shard shard = parse_shard(args.shard);
+  Shard shard = parse_shard(args.shard);
+  if (!args.shard_map.empty()) use_shard_map(shard, args.shard_map);
   const Registry registry = make_registry_with_user_kernels(args.kernels);
   std::vector<const Variant*> variants;
   for (const Variant* v : registry.matching(args.variant)) {
@@ -96,7 +98,7 @@ int compile(const CompileArgs& args) {
     const SearchSpace s = build_space(*v, batch, target.cuda, overrides);
     size_t configs = 0, programs = 0;
     for (const KernelConfig& config : s.configs) {
-      if (!shard.owns(v->name(), config.key())) continue;
+      if (!shard.owns(batch.spec_hash, v->name(), config.key())) continue;
       ++configs;
       for (JitProgram& program : v->programs(batch, config, target.cuda)) {
         if (args.resources) program.options.push_back("--ptxas-options=-v");
@@ -156,6 +158,9 @@ void add_tune_compile_command(CLI::App& app, Invocation& invocation) {
   add_space_selection(*cmd, args->workload, args->variant, args->axes);
   add_kernel_spec_flag(cmd, args->kernels);
   cmd->add_option("--shard", args->shard, "compile shard i of n of every space (default 0/1)");
+  cmd->add_option("--shard-map", args->shard_map,
+                  "with --shard i/n: the configs this map (written by attn-tune plan) gives "
+                  "shard i; configs it does not list go by the hash rule");
   cmd->add_option("-j,--jobs", args->jobs, "compile threads (default: one per hardware thread)");
   cmd->add_flag("--resources", args->resources,
                 "ask ptxas for its report (-v) and print each program's registers and spilled "

@@ -1,5 +1,5 @@
 // attn-tune tune WORKLOAD --variant GLOB --strategy S --db FILE [--budget-trials N |
-// --budget-seconds T] [--shard i/n] [--isolate workers|none --deadline
+// --budget-seconds T] [--shard i/n [--shard-map FILE]] [--isolate workers|none --deadline
 // compile=S,verify=S,measure=S]: search each matching variant's configs on this machine's backend
 // (the first GPU, or with --cpu the CPU reference variants; without a GPU, CUDA variants in the
 // glob are an environment error, exit 4, unless --cpu), store every attempt and measurement,
@@ -18,6 +18,7 @@
 #include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
+#include "base/progress.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
@@ -49,6 +50,7 @@ struct TuneArgs {
   std::optional<size_t> budget_trials;
   std::optional<double> budget_seconds;
   std::string shard = "0/1";
+  std::string shard_map;  // attn-tune plan's assignment of configs to shards
   uint64_t seed = 1;
   int quarantine_after = 2;
   double claim_timeout = 60;
@@ -61,21 +63,6 @@ struct TuneArgs {
   std::string deadline;                    // "compile=120,verify=60,measure=300"
   std::string max_host_memory;
 };
-
-std::string describe_choice(const WinnerChoice& w) {
-  std::string text =
-      w.winner.variant + " {" + w.winner.config_key + "} " + format("%.2f us", w.winner.median_us);
-  for (size_t i = 0; i < w.tied.size(); ++i) {
-    text += format("\n            tied: %s {%s} %+.2f%%", w.tied[i].variant.c_str(),
-                   w.tied[i].config_key.c_str(), w.tied_difference[i] * 100);
-  }
-  if (w.closest_beaten) {
-    text += format("\n            beats the closest challenger %s {%s} by %.2f%%",
-                   w.closest_beaten->variant.c_str(), w.closest_beaten->config_key.c_str(),
-                   w.beaten_difference * 100);
-  }
-  return text;
-}
 
 // One workload's sweep; `winner` receives the overall winner's description, when there is one.
 int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner = nullptr) {
@@ -94,6 +81,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     throw UsageError("--budget-seconds must be > 0");
   }
   options.shard = parse_shard(args.shard);
+  if (!args.shard_map.empty()) use_shard_map(options.shard, args.shard_map);
   options.seed = args.seed;
   if (args.quarantine_after < 1) throw UsageError("--quarantine-after must be at least 1");
   options.quarantine_after = args.quarantine_after;
@@ -112,6 +100,12 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
                     args.max_host_memory, processes);
   const Batch batch = generate_batch(spec);
   require_known_axes(registry.matching(args.variant), batch, options.overrides);
+  if (options.shard.map && !options.shard.map->lists_workload(batch.spec_hash)) {
+    throw UsageError("--shard-map " + args.shard_map + " was not planned for workload " +
+                     spec.name + " (" + batch.spec_hash.substr(0, 12) +
+                     "): it was planned for other workloads, or this one changed since; plan "
+                     "the sweep again");
+  }
   const std::string db = results_database_path(args.db);
   Store store(db);
 
@@ -200,7 +194,8 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   out << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << ")\n";
   out << "device    " << device.name << "\n";
   if (!note.empty()) out << "note      " << note << "\n";
-  out << "strategy  " << args.strategy << ", shard " << options.shard.label() << ", budget "
+  out << "strategy  " << args.strategy << ", shard " << options.shard.label()
+      << (args.shard_map.empty() ? "" : " of the shard map " + args.shard_map) << ", budget "
       << (args.budget_trials ? std::to_string(*args.budget_trials) + " trials" : std::string(""))
       << (args.budget_trials && args.budget_seconds ? ", " : "")
       << (args.budget_seconds ? format("%gs", *args.budget_seconds) : std::string(""))
@@ -229,6 +224,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   interrupt.emplace("attn-tune");
   interrupt->close_runs_in(db);
   sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
+  sweep.set_progress_terminal(stderr_is_terminal());  // a bar on a terminal, lines in a log
   const RunRecord record = run_record("attn-tune tune", invocation);
   TuneReport report;
   try {
@@ -272,12 +268,14 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     const std::string others =
         s.by_other_tuners > 0 ? format(" (%zu stored by other tuners meanwhile)", s.by_other_tuners)
                               : std::string();
+    const std::string unmapped =
+        s.unmapped > 0 ? format(", %zu not in the shard map: by hash", s.unmapped) : std::string();
     out << format(
-        "%s: %zu configs (%zu in shard %s): %zu measured, %zu from the database%s, %zu "
+        "%s: %zu configs (%zu in shard %s%s): %zu measured, %zu from the database%s, %zu "
         "failed, %zu quarantined, %.1fs evaluating%s%s\n",
-        s.variant.c_str(), s.space, s.shard_configs, options.shard.label().c_str(), s.evaluated,
-        s.resumed, others.c_str(), s.failed, s.quarantined, s.measure_seconds, phases.c_str(),
-        s.budget_exhausted ? " (budget spent)" : "");
+        s.variant.c_str(), s.space, s.shard_configs, options.shard.label().c_str(),
+        unmapped.c_str(), s.evaluated, s.resumed, others.c_str(), s.failed, s.quarantined,
+        s.measure_seconds, phases.c_str(), s.budget_exhausted ? " (budget spent)" : "");
     if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
     all_phases.add(s.phase_seconds);
     all_seconds += s.measure_seconds;
@@ -358,6 +356,9 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--budget-seconds", args->budget_seconds,
                   "seconds of evaluation per variant at most");
   cmd->add_option("--shard", args->shard, "take shard i of n of every space (default 0/1)");
+  cmd->add_option("--shard-map", args->shard_map,
+                  "with --shard i/n: take the configs that this map (written by attn-tune plan) "
+                  "gives shard i; configs it does not list go by the hash rule");
   cmd->add_option("--seed", args->seed, "seed of the random and model strategies (default 1)");
   cmd->add_option("--quarantine-after", args->quarantine_after,
                   "skip a config after this many attempts crashed or hung (default 2)");

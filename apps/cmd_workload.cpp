@@ -1,5 +1,6 @@
 // attn-bench workload validate|show|dump FILE|PRESET: check a workload, summarise the batch it
-// generates, or write that batch out for other tools. No GPU needed for any of them.
+// generates, or write that batch out for other tools; attn-bench workload schema: the JSON Schema
+// of workload.json. No GPU needed for any of them.
 #include <iostream>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "workloads/batch_dump.hpp"
 #include "workloads/batch_summary.hpp"
 #include "workloads/mask_checks.hpp"
+#include "workloads/workload_schema.hpp"
 
 namespace attn {
 
@@ -120,6 +122,14 @@ void add_workload_command(CLI::App& app, Invocation& invocation) {
     dump(*args);
     invocation.exit_code = 0;
   });
+  workload
+      ->add_subcommand("schema",
+                       "Print the JSON Schema of workload.json (for editors and other tools; "
+                       "`validate` checks more, docs/workload.md)")
+      ->callback([&invocation] {
+        std::cout << workload_schema_text();
+        invocation.exit_code = 0;
+      });
 }
 
 }  // namespace attn

@@ -4,6 +4,7 @@
 
 #include "apps/cli_main.hpp"
 #include "apps/commands.hpp"
+#include "apps/completion.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 
@@ -17,8 +18,10 @@ int main(int argc, char** argv) {
     (arg.rfind("--benchmark_", 0) == 0 ? invocation.benchmark_args : cli_args).push_back(arg);
   }
 
-  CLI::App app{"attn-bench: benchmark and verify attention kernels that read a paged KV cache"};
+  CLI::App app{"attn-bench: benchmark and verify attention kernels that read a paged KV cache",
+               "attn-bench"};
   app.set_version_flag("--version", "attn-bench " + tool_version() + " (" + git_commit() + ")");
+  app.set_help_all_flag("--help-all", "Print this help and every command's help, then exit");
   app.require_subcommand(1);
   add_run_command(app, invocation);
   add_list_command(app, invocation);
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, invocation);
   add_workload_command(app, invocation);
   add_peers_command(app, invocation);
+  add_completion_command(app, "attn-bench", invocation.exit_code);
 
   // Checked before parsing: a subcommand's callback runs inside parse().
   if (!invocation.benchmark_args.empty() && (cli_args.empty() || cli_args.front() != "run")) {

@@ -16,6 +16,7 @@ namespace attn {
 void add_tune_space_command(CLI::App& app, Invocation& invocation);
 void add_tune_compile_command(CLI::App& app, Invocation& invocation);
 void add_tune_tune_command(CLI::App& app, Invocation& invocation);
+void add_tune_plan_command(CLI::App& app, Invocation& invocation);
 void add_tune_merge_command(CLI::App& app, Invocation& invocation);
 void add_tune_export_command(CLI::App& app, Invocation& invocation);
 void add_tune_db_command(CLI::App& app, Invocation& invocation);      // db info

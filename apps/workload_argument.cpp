@@ -19,10 +19,8 @@ WorkloadSpec load_workload_argument(const std::string& argument) {
   if (auto reference = split_suite_reference(argument)) {
     return suite_workload(load_suite(reference->suite), reference->workload);
   }
-  std::string known;
-  for (const auto& name : preset_names()) known += (known.empty() ? "" : ", ") + name;
   throw InputError(printable_path(argument),
-                   {"no such file, and no preset of that name (presets: " + known + ")"});
+                   {"no such file, and no preset of that name" + preset_hint(argument)});
 }
 
 }  // namespace attn

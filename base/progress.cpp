@@ -1,7 +1,9 @@
 #include "base/progress.hpp"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -25,21 +27,44 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(std::ostream& out, size_t total, bool terminal)
-    : out_(out), total_(total), terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
+    : out_(out), total_(total), terminal_(terminal), start_(std::chrono::steady_clock::now()) {
+  // A line longer than the terminal wraps, and "\r" would then redraw only its last part.
+  winsize size{};
+  if (terminal_ && ::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 20) {
+    columns_ = size.ws_col;
+  }
+}
 
 Progress::~Progress() {
-  if (terminal_ && drawn_) out_ << "\n" << std::flush;
+  clear();
+}
+
+void Progress::clear() {
+  if (terminal_ && drawn_) out_ << "\r\033[K" << std::flush;
+  drawn_ = false;
 }
 
 std::string Progress::eta() const {
-  if (done_ == 0 || total_ <= done_) return "-";
+  const double progressed = double(done_) + fraction_;
+  if (progressed <= 0.02 || double(total_) <= progressed) return "-";
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  return format_duration(elapsed / double(done_) * double(total_ - done_));
+  return format_duration(elapsed / progressed * (double(total_) - progressed));
+}
+
+void Progress::within_step(const std::string& detail, double fraction) {
+  if (!terminal_) return;
+  const auto now = std::chrono::steady_clock::now();
+  fraction_ = std::min(std::max(fraction, 0.0), 1.0);
+  detail_ = detail;
+  if (now - last_draw_ < std::chrono::milliseconds(100)) return;
+  draw(current_);
 }
 
 void Progress::begin(const std::string& what) {
   current_ = what;
+  detail_.clear();
+  fraction_ = 0;
   if (terminal_) {
     draw(what);
   } else {
@@ -58,6 +83,8 @@ void Progress::note(const std::string& line) {
 
 void Progress::finish_step() {
   ++done_;
+  fraction_ = 0;
+  detail_.clear();
   if (terminal_) draw(done_ < total_ ? current_ : "done");
 }
 
@@ -67,9 +94,13 @@ void Progress::draw(const std::string& what) {
   std::string bar(filled, '#');
   bar += std::string(kWidth - filled, '.');
   std::string label = what.size() > 60 ? what.substr(0, 57) + "..." : what;
-  out_ << "\r\033[K[" << bar << "] " << done_ << "/" << total_ << " ETA " << eta() << "  " << label
-       << std::flush;
+  if (!detail_.empty()) label += "  " + detail_;
+  std::string line = "[" + bar + "] " + std::to_string(done_) + "/" + std::to_string(total_) +
+                     " ETA " + eta() + "  " + label;
+  if (line.size() >= columns_) line = line.substr(0, columns_ - 1);
+  out_ << "\r\033[K" << line << std::flush;
   drawn_ = true;
+  last_draw_ = std::chrono::steady_clock::now();
 }
 
 }  // namespace attn

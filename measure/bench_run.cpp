@@ -43,6 +43,7 @@ BenchSession BenchSession::open(const Batch& batch, const BenchOptions& options)
   BenchSession session(batch, options);
   Evaluator::Options evaluator_options{options.policy, options.cpu_threads};
   evaluator_options.reference = options.reference;
+  evaluator_options.sampling = options.sampling;
   BackendChoice& backend = session.state_->backend;
   backend = choose_backend(options.force_cpu, options.device, "running the CPU reference variant",
                            options.jit_cache_dir);

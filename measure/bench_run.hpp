@@ -12,6 +12,7 @@
 #include "base/sample_statistics.hpp"
 #include "kernels/registry.hpp"
 #include "measure/reference_oracle.hpp"
+#include "measure/sampler.hpp"
 #include "measure/timing_policy.hpp"
 #include "results/ceilings.hpp"
 #include "results/records.hpp"
@@ -29,6 +30,9 @@ struct BenchOptions {
   size_t cpu_threads = 0;
   std::string jit_cache_dir;                               // empty: the JIT's default
   ReferenceOracle reference = ReferenceOracle::automatic;  // the oracle of CUDA evaluations
+  // Each timing sample of a case is heard, and sampling may stop between two (measure/sampler.hpp):
+  // the progress within a long case, and Ctrl-C within a second instead of after the case.
+  SamplingHooks sampling;
 };
 
 struct BenchCase {

@@ -208,9 +208,9 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
       };
       const CudaTimingTools tools{cuda_.get(), stream_.get(), flusher_.get(), probe_.get(),
                                   nvml_.get()};
-      time_on_cuda(*launcher, rotation_factory, policy, tools, m);
+      time_on_cuda(*launcher, rotation_factory, policy, tools, m, options_.sampling);
     } else {
-      time_on_cpu(*launcher, policy, m);
+      time_on_cpu(*launcher, policy, m, options_.sampling);
     }
   } catch (const CallError& e) {
     record_call_failure(m, e, "while timing", context_lost_);

@@ -41,6 +41,8 @@ class Evaluator {
     // is at least gpu_reference_min_work. Ignored on the CPU backend.
     ReferenceOracle reference = ReferenceOracle::automatic;
     double gpu_reference_min_work = kDefaultGpuReferenceMinWork;
+    // Hear each timing sample and stop between two (a progress bar, Ctrl-C); sampler.hpp.
+    SamplingHooks sampling;
   };
 
   // CPU backend: the batch's data in host memory.

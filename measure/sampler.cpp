@@ -20,10 +20,15 @@ double WarmupResult::median_us() const {
   return median_of({samples_us.end() - std::ptrdiff_t(w), samples_us.end()});
 }
 
-WarmupResult warm_up(SampleTimer& timer, const MeasurePolicy& policy) {
+WarmupResult warm_up(SampleTimer& timer, const MeasurePolicy& policy, const SamplingHooks& hooks) {
   WarmupSettle settle(policy);
   const auto began = std::chrono::steady_clock::now();
+  static const std::vector<double> kNone;
+  size_t taken = 0;
   while (!settle.add(timer.sample_us(), seconds_since(began))) {
+    ++taken;
+    if (hooks.on_sample) hooks.on_sample({true, taken, &kNone, seconds_since(began), &policy});
+    if (hooks.stop_requested && hooks.stop_requested()) break;
   }
   WarmupResult result;
   result.samples_us = settle.samples();
@@ -33,7 +38,8 @@ WarmupResult warm_up(SampleTimer& timer, const MeasurePolicy& policy) {
 }
 
 SamplingResult sample(SampleTimer& timer, const MeasurePolicy& policy,
-                      const std::function<double()>& read_clock, double reference_clock_mhz) {
+                      const std::function<double()>& read_clock, double reference_clock_mhz,
+                      const SamplingHooks& hooks) {
   SamplingResult r;
   StoppingRules rules = stopping_rules_for(policy);
   const auto began = std::chrono::steady_clock::now();
@@ -52,6 +58,12 @@ SamplingResult sample(SampleTimer& timer, const MeasurePolicy& policy,
     r.expected_clock_mhz = filter.expected_mhz;
     r.elapsed_seconds = seconds_since(began);
     r.stop_reason = rules.check({r.kept, r.samples_us.size(), r.elapsed_seconds});
+    if (hooks.on_sample) {
+      hooks.on_sample({false, r.samples_us.size(), &r.kept, r.elapsed_seconds, &policy});
+    }
+    if (r.stop_reason == StopReason::none && hooks.stop_requested && hooks.stop_requested()) {
+      r.stop_reason = StopReason::interrupted;
+    }
     if (r.stop_reason != StopReason::none) break;
   }
   r.noise = median_relative_noise(r.kept);

@@ -18,7 +18,23 @@ struct WarmupResult {
   double median_us() const;  // of the last window: the launch time the timer choice is made on
   size_t window = 1;
 };
-WarmupResult warm_up(SampleTimer& timer, const MeasurePolicy& policy);
+// What a caller may ask of a sampling loop while it runs: to hear each sample (a progress bar) and
+// to stop between two samples (Ctrl-C). Both optional; neither changes what is measured.
+struct SamplingProgress {
+  bool warming_up = false;
+  size_t taken = 0;                 // samples so far (warm-up ones while warming up)
+  const std::vector<double>* kept;  // the samples that count so far (empty while warming up)
+  double elapsed_seconds = 0;       // since this phase began
+  const MeasurePolicy* policy;      // its sample and time limits and noise target
+};
+struct SamplingHooks {
+  std::function<void(const SamplingProgress&)> on_sample;
+  std::function<bool()> stop_requested;  // true: stop after the sample in hand
+};
+
+// Stops early (unsettled) when hooks.stop_requested() says so.
+WarmupResult warm_up(SampleTimer& timer, const MeasurePolicy& policy,
+                     const SamplingHooks& hooks = {});
 
 struct SamplingResult {
   std::vector<double> samples_us;  // every sample, in order
@@ -34,7 +50,9 @@ struct SamplingResult {
 
 // `read_clock` (may be empty) returns the SM clock in MHz right after each sample.
 // `reference_clock_mhz` is the clock the session expects (0: take this run's median).
+// hooks.stop_requested() ends sampling with StopReason::interrupted after at least one sample.
 SamplingResult sample(SampleTimer& timer, const MeasurePolicy& policy,
-                      const std::function<double()>& read_clock, double reference_clock_mhz);
+                      const std::function<double()>& read_clock, double reference_clock_mhz,
+                      const SamplingHooks& hooks = {});
 
 }  // namespace attn

@@ -14,6 +14,8 @@ std::string to_string(StopReason reason) {
       return "noise";
     case StopReason::samples:
       return "max_samples";
+    case StopReason::interrupted:
+      return "interrupted";
     case StopReason::time:
       return "max_time";
   }

@@ -16,7 +16,8 @@
 
 namespace attn {
 
-enum class StopReason { none, noise, samples, time };
+// interrupted: the caller asked sampling to stop (Ctrl-C between samples), not a rule.
+enum class StopReason { none, noise, samples, time, interrupted };
 std::string to_string(StopReason reason);
 
 struct SamplingState {

@@ -71,15 +71,16 @@ void assess_stability(const MeasurePolicy& policy, Measurement& m) {
   for (const auto& r : reasons) m.unstable_reason += (m.unstable_reason.empty() ? "" : "; ") + r;
 }
 
-void time_on_cpu(Launcher& launcher, const MeasurePolicy& policy, Measurement& m) {
+void time_on_cpu(Launcher& launcher, const MeasurePolicy& policy, Measurement& m,
+                 const SamplingHooks& hooks) {
   CpuTimer timer(launcher);
-  const WarmupResult warmup = warm_up(timer, policy);
-  const SamplingResult sampling = sample(timer, policy, {}, 0);
+  const WarmupResult warmup = warm_up(timer, policy, hooks);
+  const SamplingResult sampling = sample(timer, policy, {}, 0, hooks);
   record_sampling(sampling, warmup, policy, timer.name(), 1, m);
 }
 
 void time_on_cuda(Launcher& launcher, const RotationFactory& rotation, const MeasurePolicy& policy,
-                  const CudaTimingTools& tools, Measurement& m) {
+                  const CudaTimingTools& tools, Measurement& m, const SamplingHooks& hooks) {
   ATTN_ASSERT(tools.context && tools.stream, "time_on_cuda needs a context and a stream");
   std::optional<NvmlReading> nvml_start;
   if (tools.nvml) nvml_start = tools.nvml->read();
@@ -90,7 +91,7 @@ void time_on_cuda(Launcher& launcher, const RotationFactory& rotation, const Mea
   WarmupResult warmup;
   bool use_graph = policy.timer == TimerMode::graph;
   if (policy.timer != TimerMode::graph) {
-    warmup = warm_up(*events, policy);
+    warmup = warm_up(*events, policy, hooks);
     use_graph = policy.timer == TimerMode::automatic && warmup.median_us() < policy.graph_below_us;
   }
   if (use_graph) {
@@ -99,7 +100,7 @@ void time_on_cuda(Launcher& launcher, const RotationFactory& rotation, const Mea
     const std::vector<Launcher*> launchers = rotation(launch_us);
     const int launches = GraphTimer::launches_for(launch_us, policy.graph_sample_us);
     timer = std::make_unique<GraphTimer>(launchers, launches, *tools.context, *tools.stream);
-    warmup = warm_up(*timer, policy);
+    warmup = warm_up(*timer, policy, hooks);
   } else {
     timer = std::move(events);
   }
@@ -111,7 +112,7 @@ void time_on_cuda(Launcher& launcher, const RotationFactory& rotation, const Mea
   // The expected clock is this measurement's own median reading: a kernel that draws enough
   // power to run at a lower clock throughout is measured at that clock (NVML's reasons and the
   // recorded clocks show it), while dips below it are dropped.
-  const SamplingResult sampling = sample(*timer, policy, read_clock, 0);
+  const SamplingResult sampling = sample(*timer, policy, read_clock, 0, hooks);
 
   if (tools.nvml) {
     const NvmlReading end = tools.nvml->read();

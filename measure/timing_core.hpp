@@ -39,9 +39,11 @@ struct CudaTimingTools {
 // graph timer is chosen, with the launch time measured in warm-up.
 using RotationFactory = std::function<std::vector<Launcher*>(double launch_us)>;
 
+// `hooks` hear every warm-up and timing sample and may stop sampling between two (sampler.hpp).
 void time_on_cuda(Launcher& launcher, const RotationFactory& rotation, const MeasurePolicy& policy,
-                  const CudaTimingTools& tools, Measurement& m);
-void time_on_cpu(Launcher& launcher, const MeasurePolicy& policy, Measurement& m);
+                  const CudaTimingTools& tools, Measurement& m, const SamplingHooks& hooks = {});
+void time_on_cpu(Launcher& launcher, const MeasurePolicy& policy, Measurement& m,
+                 const SamplingHooks& hooks = {});
 
 // Fills m from a finished sampling (pure: the CPU tests call it with synthetic results).
 void record_sampling(const SamplingResult& sampling, const WarmupResult& warmup,

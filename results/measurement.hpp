@@ -46,7 +46,7 @@ struct Verification {
 struct TimingDetails {
   std::string timer;            // "events", "graph" or "cpu"; empty when not timed
   int launches_per_sample = 1;  // graph: launches replayed per sample (a sample is their mean)
-  std::string stop_reason;      // "noise", "max_samples" or "max_time"
+  std::string stop_reason;      // "noise", "max_samples", "max_time" or "interrupted" (Ctrl-C)
   double noise = 0;             // relative noise of the median over the kept samples (bootstrap)
   double noise_target = 0;      // the policy's limit
   int64_t warmup_samples = 0;

@@ -282,7 +282,7 @@ Report build_report(const Store& store, const ReportRequest& request) {
         const double gbps = best.bytes / (best.median_us * 1e3);
         const double intensity = best.bytes > 0 ? best.flops / best.bytes : 0;
         if (intensity > 0 && tflops > 0)
-          roofline.points.push_back({best.family, intensity, tflops});
+          roofline.points.push_back({best.family, variant, intensity, tflops});
         CeilingFraction fraction;
         if (const std::optional<Family> f = family_from_string(best.family)) {
           fraction =

@@ -32,13 +32,6 @@ std::string lines(const std::vector<std::string>& parts) {
   return out.empty() ? "''" : out;
 }
 
-// A string field of a datablock row: double-quoted, with no double quote inside.
-std::string data_string(std::string text) {
-  std::replace(text.begin(), text.end(), '"', '\'');
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return "\"" + text + "\"";
-}
-
 std::string number(double value) {
   return format("%.6g", value);
 }
@@ -76,9 +69,21 @@ std::string slug(const std::string& text) {
 }
 
 std::string roofline_script(const RooflinePlot& plot, const std::string& svg_name) {
+  // One datablock per variant, in name order, grouped by family for the colours.
+  std::map<std::string, std::map<std::string, std::vector<const RooflinePoint*>>> families;
+  for (const RooflinePoint& p : plot.points) {
+    families[p.family][p.variant.empty() ? p.family : p.variant].push_back(&p);
+  }
+  size_t longest_label = 24;
+  for (const auto& [family, variants] : families) {
+    for (const auto& [variant, points] : variants)
+      longest_label = std::max(longest_label, variant.size());
+  }
+  // The key is outside the data, on the right: the plot widens by the key's width.
+  const int key_width = 60 + 7 * int(std::min<size_t>(longest_label, 48));
   std::ostringstream s;
-  s << preamble(svg_name, 820, 560, plot.title);
-  s << "set key right bottom box opaque\n";
+  s << preamble(svg_name, 760 + key_width, 560, plot.title);
+  s << "set key outside right top vertical Left reverse noopaque samplen 2\n";
   s << "set logscale xy 10\n";
   s << "set xlabel 'arithmetic intensity (FLOP/byte)'\n";
   s << "set ylabel 'achieved TFLOP/s'\n";
@@ -105,15 +110,14 @@ std::string roofline_script(const RooflinePlot& plot, const std::string& svg_nam
   s << "set xrange [" << number(x_low / 3) << ":" << number(x_high * 3) << "]\n";
   s << "set yrange [" << number(y_low / 3) << ":" << number(y_high * 3) << "]\n";
 
-  // One datablock per family, in name order.
-  std::map<std::string, std::vector<const RooflinePoint*>> families;
-  for (const RooflinePoint& p : plot.points) families[p.family].push_back(&p);
   int block = 0;
-  for (const auto& [family, points] : families) {
-    s << "$family" << block++ << " << EOD\n";
-    for (const RooflinePoint* p : points)
-      s << number(p->intensity) << " " << number(p->tflops) << "\n";
-    s << "EOD\n";
+  for (const auto& [family, variants] : families) {
+    for (const auto& [variant, points] : variants) {
+      s << "$variant" << block++ << " << EOD\n";
+      for (const RooflinePoint* p : points)
+        s << number(p->intensity) << " " << number(p->tflops) << "\n";
+      s << "EOD\n";
+    }
   }
 
   std::vector<std::string> plots;
@@ -132,18 +136,27 @@ std::string roofline_script(const RooflinePlot& plot, const std::string& svg_nam
         "(bandwidth * x / 1000 < tensor ? bandwidth * x / 1000 : tensor) with lines lw 2.5 lc "
         "rgb '#222222' title 'roofline'");
   }
+  // A colour per family; within it a point type per variant (filled and open shapes).
   const char* colors[] = {"#d69e2e", "#38a169", "#805ad5", "#dd6b20", "#319795", "#b83280"};
+  const int point_types[] = {5, 7, 9, 11, 13, 4, 6, 8, 10, 12};
   block = 0;
-  for (const auto& [family, points] : families) {
-    plots.push_back(format("$family%d using 1:2 with points pt %d ps 1.3 lc rgb '%s' title ", block,
-                           5 + 2 * (block % 4), colors[block % 6]) +
-                    gnuplot_quoted(family));
-    ++block;
+  int family_index = 0;
+  for (const auto& [family, variants] : families) {
+    int variant_index = 0;
+    for (const auto& [variant, points] : variants) {
+      plots.push_back(format("$variant%d using 1:2 with points pt %d ps 1.3 lc rgb '%s' title ",
+                             block, point_types[variant_index % 10], colors[family_index % 6]) +
+                      gnuplot_quoted(variant));
+      ++block;
+      ++variant_index;
+    }
+    ++family_index;
   }
   if (plots.empty()) {
     // Nothing to draw but the frame: say so in the plot rather than failing.
     s << "set label 1 'no measurement and no ceiling' at graph 0.5, 0.5 center\n";
-    plots.push_back("NaN notitle");
+    s << "unset key\n";
+    plots.push_back("1e-30 notitle");
   }
   s << "plot ";
   for (size_t i = 0; i < plots.size(); ++i) s << (i ? ", \\\n     " : "") << plots[i];
@@ -190,29 +203,80 @@ std::string heatmap_script(const Heatmap& map, const std::string& svg_name) {
 
 std::string speedup_bars_script(const std::vector<std::string>& title,
                                 const std::vector<SpeedupBar>& bars, const std::string& svg_name) {
-  std::ostringstream s;
-  s << preamble(svg_name, std::max(560, 180 + 60 * int(bars.size())), 520, title);
-  s << "set ylabel 'speed-up of B over A (median A / median B)'\n";
-  s << "set xrange [-0.6:" << number(double(bars.size()) - 0.4) << "]\n";
-  double high = 1;
-  for (const SpeedupBar& b : bars) high = std::max(high, b.high);
-  s << "set yrange [0:" << number(high * 1.15) << "]\n";
-  s << "set xtics rotate by -30 left nomirror\n";
-  s << "set grid ytics lc rgb '#dddddd'\n";
-  s << "set boxwidth 0.6\n";
-  s << "set style fill solid 0.7 border lc rgb '#1a365d'\n";
-  s << "set key right top\n";
-  s << "set bmargin 9\n";
-  s << "$bars << EOD\n";
-  for (size_t i = 0; i < bars.size(); ++i) {
-    s << i << " " << data_string(bars[i].label) << " " << number(bars[i].estimate) << " "
-      << number(bars[i].low) << " " << number(bars[i].high) << "\n";
+  constexpr size_t kMaxLabel = 60;
+  // Labels in full up to kMaxLabel characters, else their start and end around "...".
+  std::vector<std::string> labels;
+  size_t longest = 8;
+  for (const SpeedupBar& b : bars) {
+    std::string label = b.label;
+    if (label.size() > kMaxLabel) {
+      label = label.substr(0, kMaxLabel / 2 - 2) + "..." +
+              label.substr(label.size() - (kMaxLabel / 2 - 1));
+    }
+    longest = std::max(longest, label.size());
+    labels.push_back(label);
   }
-  s << "EOD\n";
-  s << "plot $bars using 1:3:xtic(2) with boxes lc rgb '#4a90d9' title 'speed-up', \\\n"
-       "     $bars using 1:3:4:5 with yerrorbars pt 7 ps 0.4 lw 1.5 lc rgb '#1a202c' title '95% "
-       "interval', \\\n"
-       "     1 with lines dt 2 lw 1.5 lc rgb '#444444' title 'no change'\n";
+  double low = 1, high = 1;
+  for (const SpeedupBar& b : bars) {
+    low = std::min({low, b.low, b.estimate});
+    high = std::max({high, b.high, b.estimate});
+  }
+  const double pad = std::max(0.02, (high - low) * 0.08);
+  const int rows = std::max<int>(1, int(bars.size()));
+  std::ostringstream s;
+  // Room for the labels on the left, 440 pixels of bars, the key on the right.
+  s << preamble(svg_name, 720 + 7 * int(longest), std::max(300, 150 + 32 * rows), title);
+  s << "set xlabel 'speed-up of B over A (median A / median B); 1 = no change'\n";
+  s << "set xrange [" << number(std::max(0.0, low - pad)) << ":" << number(high + pad) << "]\n";
+  s << "set yrange [" << number(double(rows) - 0.5) << ":-0.5]\n";
+  s << "set lmargin " << longest + 2 << "\n";
+  s << "set grid xtics lc rgb '#dddddd'\n";
+  s << "set key outside right top vertical Left reverse samplen 2\n";
+  s << "set style fill solid 0.75 border lc rgb '#1a202c'\n";
+  s << "set ytics (";
+  for (size_t i = 0; i < labels.size(); ++i)
+    s << (i ? ", " : "") << gnuplot_quoted(labels[i]) << " " << i;
+  s << ") nomirror\n";
+  if (bars.empty()) {
+    s << "set label 1 'no workload measured on both sides' at graph 0.5, 0.5 center\n";
+  }
+  // One datablock per verdict that occurs (an empty one would make gnuplot warn): row, estimate,
+  // interval low and high.
+  struct Verdict {
+    const char* name;
+    const char* color;
+    const char* title;
+  };
+  const Verdict verdicts[] = {{"faster", "#2f855a", "B faster (interval above 1)"},
+                              {"same", "#a0aec0", "no clear change (interval holds 1)"},
+                              {"slower", "#c53030", "B slower (interval below 1)"}};
+  std::vector<std::string> plots;
+  for (const Verdict& v : verdicts) {
+    std::ostringstream rows_text;
+    for (size_t i = 0; i < bars.size(); ++i) {
+      const SpeedupBar& b = bars[i];
+      const char* verdict = b.low > 1 ? "faster" : b.high < 1 ? "slower" : "same";
+      if (std::string(verdict) != v.name) continue;
+      rows_text << i << " " << number(b.estimate) << " " << number(b.low) << " " << number(b.high)
+                << "\n";
+    }
+    if (rows_text.str().empty()) continue;
+    s << "$" << v.name << " << EOD\n" << rows_text.str() << "EOD\n";
+    plots.push_back(
+        format("$%s using (($2 + 1) / 2):1:(1 < $2 ? 1 : $2):(1 < $2 ? $2 : 1):"
+               "($1 - 0.3):($1 + 0.3) with boxxyerror fc rgb '%s' title %s",
+               v.name, v.color, gnuplot_quoted(v.title).c_str()));
+    plots.push_back(
+        format("$%s using 2:1:3:4 with xerrorbars pt 7 ps 0.5 lw 1.5 lc rgb "
+               "'#1a202c' notitle",
+               v.name));
+  }
+  if (bars.empty()) plots.push_back("1e30 notitle");  // an axis to draw the frame on
+  plots.push_back("keyentry with lines dt 2 lw 1.5 lc rgb '#444444' title 'no change (1.0)'");
+  s << "set arrow 1 from 1, graph 0 to 1, graph 1 nohead dt 2 lw 1.5 lc rgb '#444444' front\n";
+  s << "plot ";
+  for (size_t i = 0; i < plots.size(); ++i) s << (i ? ", \\\n     " : "") << plots[i];
+  s << "\n";
   return s.str();
 }
 

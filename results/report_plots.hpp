@@ -12,9 +12,12 @@
 namespace attn {
 
 // A roofline chart: measured points (arithmetic intensity = FLOPs / bytes against achieved
-// TFLOP/s) under the device's measured ceilings, log-log.
+// TFLOP/s) under the device's measured ceilings, log-log. Each variant has its own point style
+// and an entry in the key, which sits outside the plot, to the right of the data; variants of
+// one family share a colour.
 struct RooflinePoint {
-  std::string family;    // one point style and key entry per family
+  std::string family;
+  std::string variant;   // the key's label ("paged_decode.sm90_tma")
   double intensity = 0;  // FLOP per byte
   double tflops = 0;
 };
@@ -36,8 +39,10 @@ struct Heatmap {
 };
 std::string heatmap_script(const Heatmap& map, const std::string& svg_name);
 
-// Bars of a comparison: the speed-up of B over A per workload with its interval as error bars,
-// and a dashed line at 1 (no change).
+// Bars of a comparison, one row per workload (its name on the left, in full up to 60
+// characters): the speed-up of B over A drawn from 1 (no change, a dashed line) to the estimate,
+// with its interval as an error bar. A bar is green when the whole interval is above 1 (B
+// faster), red when it is below 1 (B slower), grey when it holds 1.
 struct SpeedupBar {
   std::string label;
   double estimate = 0, low = 0, high = 0;

@@ -39,6 +39,14 @@ MeasurePolicy rung_policy(int rung, int rungs) {
   return rung + 1 >= rungs ? confirm_policy() : screen_policy();
 }
 
+size_t planned_trials(const std::string& strategy, size_t n, const Budget& budget) {
+  size_t planned = n;
+  if (strategy == "halving") planned = n + std::min(n, std::max<size_t>(3, n / 8) * 2);
+  if (strategy == "model") planned = std::min(n, std::max<size_t>(12, n / 33) + 40);
+  if (budget.trials) planned = std::min(planned, *budget.trials);
+  return planned;
+}
+
 bool Budget::exhausted(size_t trials_done, double seconds_spent) const {
   return (trials && trials_done >= *trials) || (seconds && seconds_spent >= *seconds);
 }

@@ -103,6 +103,12 @@ struct Budget {
   bool exhausted(size_t trials_done, double seconds_spent) const;
 };
 
+// Trials `strategy` is expected to make over a space of n configs under `budget` (the sweep's
+// progress line counts down from it; a planned sweep estimates its cost from it). Halving: a screen
+// of every config, then about 2 x max(3, n / 8) confirms; model: its initial design and some
+// batches; exhaustive and random: every config.
+size_t planned_trials(const std::string& strategy, size_t n, const Budget& budget);
+
 struct SearchResult {
   std::vector<Outcome> history;
   double cost_seconds = 0;

@@ -16,15 +16,6 @@ namespace attn {
 
 namespace {
 
-// Trials a strategy is expected to make over n configs, for the progress line's total.
-size_t planned_trials(const std::string& strategy, size_t n, const Budget& budget) {
-  size_t planned = n;
-  if (strategy == "halving") planned = n + std::min(n, std::max<size_t>(3, n / 8) * 2);
-  if (strategy == "model") planned = std::min(n, std::max<size_t>(12, n / 33) + 40);
-  if (budget.trials) planned = std::min(planned, *budget.trials);
-  return planned;
-}
-
 std::string median_text(double us) {
   return format("%.2f us", us);
 }
@@ -111,11 +102,28 @@ void TuneSweep::note_outcome(const Outcome& out, bool top_rung, const std::strin
 void TuneSweep::progress_line(const std::string& what) {
   const double eta =
       done_ > 0 && total_ > done_ ? elapsed_ / double(done_) * double(total_ - done_) : 0;
-  progress_ << "attn-tune: [" << done_ << "/" << total_ << "] " << what << " | best "
-            << (best_name_.empty() ? "-" : median_text(best_us_) + " " + best_name_)
-            << " | failures " << failures_ << " | ETA " << (done_ > 0 ? format_duration(eta) : "-")
-            << "\n"
-            << std::flush;
+  const std::string best = best_name_.empty() ? "-" : median_text(best_us_) + " " + best_name_;
+  const std::string eta_text = done_ > 0 ? format_duration(eta) : "-";
+  if (!terminal_) {
+    progress_ << "attn-tune: [" << done_ << "/" << total_ << "] " << what << " | best " << best
+              << " | failures " << failures_ << " | ETA " << eta_text << "\n"
+              << std::flush;
+    return;
+  }
+  constexpr size_t kWidth = 20;
+  const size_t filled = total_ > 0 ? std::min(kWidth, done_ * kWidth / total_) : 0;
+  std::string line = "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] " +
+                     std::to_string(done_) + "/" + std::to_string(total_) + " ETA " + eta_text +
+                     " | best " + best + " | failures " + std::to_string(failures_) + " | " + what;
+  constexpr size_t kMaxLine = 159;  // wider would wrap, and "\r" redraws only a line's last part
+  if (line.size() > kMaxLine) line = line.substr(0, kMaxLine - 3) + "...";
+  progress_ << "\r\033[K" << line << std::flush;
+  drawn_ = true;
+}
+
+void TuneSweep::clear_progress() {
+  if (drawn_) progress_ << "\r\033[K" << std::flush;
+  drawn_ = false;
 }
 
 TuneReport TuneSweep::run(const RunRecord& run) {
@@ -137,7 +145,9 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     for (const Variant* v : variants) {
       const SearchSpace space = build_space(*v, batch_, target_, options_.overrides);
       size_t n = 0;
-      for (const KernelConfig& c : space.configs) n += options_.shard.owns(v->name(), c.key());
+      for (const KernelConfig& c : space.configs) {
+        n += options_.shard.owns(batch_.spec_hash, v->name(), c.key());
+      }
       total_ += planned_trials(options_.strategy, n, options_.budget);
     }
     // Other tuners on this sweep see the open attempts of this run as live claims while it beats.
@@ -164,12 +174,14 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     if (report.overall && report.variants.size() > 1)
       store_winner("*", *report.overall, report.run_id);
   } catch (const std::exception& e) {
+    clear_progress();
     try {
       store_.finish_run(report.run_id, std::string("error: ") + e.what());
     } catch (const std::exception&) {  // the database itself may be what failed
     }
     throw;
   }
+  clear_progress();
   store_.finish_run(report.run_id, report.interrupted      ? "interrupted"
                                    : report.failures() > 0 ? "failed_cases"
                                                            : "completed");
@@ -183,7 +195,10 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   summary.space = space.configs.size();
   std::vector<KernelConfig> configs;
   for (const KernelConfig& c : space.configs) {
-    if (options_.shard.owns(variant.name(), c.key())) configs.push_back(c);
+    if (options_.shard.map && !options_.shard.mapped(batch_.spec_hash, variant.name(), c.key())) {
+      ++summary.unmapped;
+    }
+    if (options_.shard.owns(batch_.spec_hash, variant.name(), c.key())) configs.push_back(c);
   }
   summary.shard_configs = configs.size();
   if (configs.empty()) return summary;

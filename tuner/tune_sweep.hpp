@@ -97,6 +97,9 @@ struct TuneOptions {
 struct VariantSummary {
   std::string variant;
   size_t space = 0, shard_configs = 0;
+  // Configs of the space that the shard map does not list (each shard then takes them by the hash
+  // rule); 0 without a map.
+  size_t unmapped = 0;
   size_t evaluated = 0, resumed = 0, failed = 0, quarantined = 0;
   // Of `resumed`: results another tuner stored while this one ran (claims it found taken).
   size_t by_other_tuners = 0;
@@ -135,6 +138,10 @@ class TuneSweep {
     compile_ahead_ = ahead;
     compile_ahead_depth_ = depth;
   }
+  // On a terminal, the progress is one bar redrawn in place (the count, the ETA, the best so far,
+  // the failures, the trial in hand) and cleared when the sweep ends; elsewhere one plain line per
+  // trial (the default), so logs keep every trial.
+  void set_progress_terminal(bool terminal) { terminal_ = terminal; }
   TuneReport run(const RunRecord& run);
 
  private:
@@ -143,6 +150,7 @@ class TuneSweep {
                                     const std::vector<KernelConfig>& configs) const;
   void store_winner(const std::string& scope, const WinnerChoice& choice, int64_t run_id);
   void progress_line(const std::string& what);
+  void clear_progress();
   void note_outcome(const Outcome& out, bool top_rung, const std::string& name,
                     const std::string& policy, const Measurement& m);
   std::vector<int64_t> distinct_device_ids() const;
@@ -158,6 +166,7 @@ class TuneSweep {
   CaseEvaluator& evaluator_;
   TuneOptions options_;
   std::ostream& progress_;
+  bool terminal_ = false, drawn_ = false;
   std::function<bool()> stop_;
   std::vector<DeviceRecord> slot_devices_;
   int64_t device_id_ = 0, workload_id_ = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "results/table.hpp"
+
 namespace attn {
 
 std::optional<WinnerChoice> choose_winner(std::vector<Candidate> candidates, size_t challengers) {
@@ -27,6 +29,21 @@ std::optional<WinnerChoice> choose_winner(std::vector<Candidate> candidates, siz
     if (tested >= challengers) break;
   }
   return choice;
+}
+
+std::string describe_choice(const WinnerChoice& w) {
+  std::string text =
+      w.winner.variant + " {" + w.winner.config_key + "} " + format("%.2f us", w.winner.median_us);
+  for (size_t i = 0; i < w.tied.size(); ++i) {
+    text += format("\n            tied: %s {%s} %+.2f%%", w.tied[i].variant.c_str(),
+                   w.tied[i].config_key.c_str(), w.tied_difference[i] * 100);
+  }
+  if (w.closest_beaten) {
+    text += format("\n            beats the closest challenger %s {%s} by %.2f%%",
+                   w.closest_beaten->variant.c_str(), w.closest_beaten->config_key.c_str(),
+                   w.beaten_difference * 100);
+  }
+  return text;
 }
 
 }  // namespace attn

@@ -32,4 +32,8 @@ struct WinnerChoice {
 std::optional<WinnerChoice> choose_winner(std::vector<Candidate> candidates,
                                           size_t challengers = 4);
 
+// "<variant> {<config>} 12.34 us", then a line per tied config and the closest beaten one, as
+// `attn-tune tune` and `attn-tune merge --winners` print a winner.
+std::string describe_choice(const WinnerChoice& choice);
+
 }  // namespace attn

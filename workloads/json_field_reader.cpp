@@ -7,27 +7,12 @@
 #include <sstream>
 
 #include "base/errors.hpp"
+#include "base/nearest_name.hpp"
 #include "workloads/strict_json.hpp"
 
 namespace attn {
 
 namespace {
-
-// Levenshtein distance, for "did you mean" suggestions.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // Decodes UTF-8 (already validated by the JSON parser; a stray byte counts as one character).
 std::vector<uint32_t> code_points(const std::string& text) {

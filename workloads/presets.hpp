@@ -22,7 +22,11 @@ std::vector<std::string> preset_names();
 // The preset's JSON text, or nullopt when there is no such preset.
 std::optional<std::string_view> preset_text(const std::string& name);
 // Parses the preset (source "preset:<name>" in messages). An unknown name is a UsageError that
-// lists the presets there are.
+// names the nearest preset (preset_hint).
 WorkloadSpec load_preset(const std::string& name);
+
+// What follows a message about a name that is no preset: "; did you mean \"NEAREST\"?" when one
+// is close, then where the presets are listed. Never the whole list on one line.
+std::string preset_hint(const std::string& name);
 
 }  // namespace attn

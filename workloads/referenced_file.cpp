@@ -75,6 +75,7 @@ std::optional<ReferencedFile> read_referenced_file(const std::string& file,
     for (size_t i = 0; i < kWorkloadDataFiles_count; ++i) {
       if (stem(kWorkloadDataFiles[i].name) != name) continue;
       out.resolved_path = file;
+      out.file_name = kWorkloadDataFiles[i].name;
       out.bytes = std::string(kWorkloadDataFiles[i].text());
     }
     if (out.resolved_path.empty()) {
@@ -88,6 +89,7 @@ std::optional<ReferencedFile> read_referenced_file(const std::string& file,
         file.empty() || file[0] == '/' || base_dir.empty() ? file : base_dir + "/" + file;
     std::optional<std::string> bytes = read_path(out.resolved_path, problem);
     if (!bytes) return std::nullopt;
+    out.file_name = out.resolved_path;
     out.bytes = std::move(*bytes);
   }
   out.sha256 = sha256_hex(out.bytes);

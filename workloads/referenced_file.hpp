@@ -21,7 +21,8 @@ inline constexpr size_t kMaxReferencedFileBytes = size_t(16) << 20;
 struct ReferencedFile {
   std::string resolved_path;  // the path opened, or "builtin:NAME" as written
   std::string bytes;
-  std::string sha256;  // hex, of `bytes`
+  std::string sha256;     // hex, of `bytes`
+  std::string file_name;  // the path opened, or a built-in file's own ("workloads/traces/x.csv")
 };
 
 // Reads the file `file` names, resolving a relative path against `base_dir` (empty: the working

@@ -15,20 +15,13 @@ namespace attn {
 
 namespace {
 
-constexpr std::string_view kSuiteDir = "workloads/suites/";
-constexpr std::string_view kSuiteExtension = ".json";
 constexpr int kSuiteSchemaVersion = 1;
 // A suite is a list a person reads; far more workloads than this is a mistake, and each one is
 // parsed (and later generated) in turn.
 constexpr size_t kMaxSuiteWorkloads = 1000;
 
-std::optional<std::string> stem(std::string_view path) {
-  if (path.size() <= kSuiteDir.size() + kSuiteExtension.size()) return std::nullopt;
-  if (path.substr(0, kSuiteDir.size()) != kSuiteDir) return std::nullopt;
-  if (path.substr(path.size() - kSuiteExtension.size()) != kSuiteExtension) return std::nullopt;
-  path.remove_prefix(kSuiteDir.size());
-  path.remove_suffix(kSuiteExtension.size());
-  return std::string(path);
+EmbeddedNamedFiles suites() {
+  return {kWorkloadSuites, kWorkloadSuites_count, "workloads/suites/", ".json"};
 }
 
 // The suite's own fields; each workload entry is a preset name or a workload object, read by the
@@ -127,19 +120,11 @@ class SuiteReader : public JsonFieldReader {
 }  // namespace
 
 std::vector<std::string> suite_names() {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < kWorkloadSuites_count; ++i) {
-    if (auto name = stem(kWorkloadSuites[i].name)) names.push_back(*name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return suites().names();
 }
 
 std::optional<std::string_view> suite_text(const std::string& name) {
-  for (size_t i = 0; i < kWorkloadSuites_count; ++i) {
-    if (stem(kWorkloadSuites[i].name) == name) return kWorkloadSuites[i].text();
-  }
-  return std::nullopt;
+  return suites().text(name);
 }
 
 Suite parse_suite(std::string_view text, const std::string& source, const std::string& base_dir) {

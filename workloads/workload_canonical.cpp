@@ -82,6 +82,9 @@ json to_json(const WorkloadSpec& spec) {
       json trace = {{"phase", to_string(t.phase)}, {"first", t.first}};
       write_file_reference(trace, t.file, t.sha256);
       if (t.count) trace["count"] = *t.count;
+      if (t.format) trace["format"] = to_string(*t.format);
+      if (t.columns)
+        trace["columns"] = {{"context", t.columns->context}, {"query", t.columns->query}};
       if (t.phase == TracePhase::chunked_prefill) trace["chunk"] = t.chunk;
       entry["trace"] = std::move(trace);
     } else {

@@ -12,7 +12,7 @@
 #include "workloads/json_field_reader.hpp"
 #include "workloads/referenced_file.hpp"
 #include "workloads/strict_json.hpp"
-#include "workloads/trace_csv.hpp"
+#include "workloads/trace_file.hpp"
 #include "workloads/workload_validation.hpp"
 
 namespace attn {
@@ -25,6 +25,7 @@ constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxBlockSize = 4096;      // block_sparse.block_size
 constexpr int64_t kMaxBlockCount = 1 << 20;  // local_blocks, vertical_stride, head_sliding_step
 constexpr int64_t kMaxTreeNodes = 4096;      // explicit.parents and branches
+constexpr size_t kMaxColumnNameChars = 256;  // trace.columns
 
 std::string format_count(int64_t value) {
   return value == kInt64Max ? "at least " + std::to_string(value) : std::to_string(value);
@@ -440,7 +441,8 @@ class SpecReader : public JsonFieldReader {
       return std::nullopt;
     }
     const std::string tp = p + "/trace";
-    check_keys(*object, tp, {"file", "sha256", "phase", "first", "count", "chunk"});
+    check_keys(*object, tp,
+               {"file", "sha256", "format", "columns", "phase", "first", "count", "chunk"});
     TraceSpec trace;
     const TraceSpec* known = nullptr;
     if (loaded_ && index < loaded_->sequences.size() && loaded_->sequences[index].trace) {
@@ -461,6 +463,14 @@ class SpecReader : public JsonFieldReader {
       trace.chunk = *v;
     }
 
+    if (object->contains("format")) {
+      TraceFormat format = TraceFormat::csv;
+      enum_member<TraceFormat>(*object, tp, "format", trace_format_from_string,
+                               "\"csv\", \"jsonl\", \"json\"", format, valid);
+      if (valid) trace.format = format;
+    }
+    read_trace_columns(*object, tp, trace, valid);
+
     const bool have_rows = known && !known->rows.empty() && !known->sha256.empty();
     std::optional<ReferencedFile> file =
         file_reference(*object, tp, true, known ? &known->resolved_path : nullptr,
@@ -474,15 +484,20 @@ class SpecReader : public JsonFieldReader {
     if (have_rows) {
       trace.rows = known->rows;
     } else {
-      TraceCsv csv = parse_trace_csv(file->bytes);
-      for (const std::string& problem : csv.problems) {
-        add(tp + "/file", "\"" + trace.file + "\" " + problem);
-      }
-      if (!csv.problems.empty()) {
+      if (!valid) {  // a wrong format or mapping: the file's rows would only repeat it
         ok = false;
         return std::nullopt;
       }
-      trace.rows = std::move(csv.rows);
+      const TraceFormat format = trace.format.value_or(trace_format_for(file->file_name));
+      TraceRows parsed = parse_trace(file->bytes, format, trace.columns.value_or(TraceColumns{}));
+      for (const std::string& problem : parsed.problems) {
+        add(tp + "/file", "\"" + trace.file + "\" (" + to_string(format) + ") " + problem);
+      }
+      if (!parsed.problems.empty()) {
+        ok = false;
+        return std::nullopt;
+      }
+      trace.rows = std::move(parsed.rows);
     }
     const int64_t rows = int64_t(trace.rows.size());
     if (trace.first >= rows) {
@@ -500,6 +515,36 @@ class SpecReader : public JsonFieldReader {
       return std::nullopt;
     }
     return trace;
+  }
+
+  // "columns": {"context": NAME, "query": NAME}: the trace's columns of prompt and output
+  // lengths, two different names.
+  void read_trace_columns(const json& object, const std::string& tp, TraceSpec& trace,
+                          bool& valid) {
+    const json* columns = object_member(object, tp, "columns", false, valid);
+    if (columns == nullptr) return;
+    const std::string cp = tp + "/columns";
+    check_keys(*columns, cp, {"context", "query"});
+    TraceColumns mapping;
+    bool complete = true;
+    const size_t problems_before = problems.size() + omitted_problems;
+    for (const char* key : {"context", "query"}) {
+      const std::string* name = string_member(*columns, cp, key, true, complete);
+      if (name == nullptr) continue;
+      check_text(*name, cp + "/" + key, 1, kMaxColumnNameChars, /*allow_control=*/false);
+      (std::string(key) == "context" ? mapping.context : mapping.query) = *name;
+    }
+    if (!complete || problems.size() + omitted_problems != problems_before) {
+      valid = false;
+      return;
+    }
+    if (mapping.context == mapping.query) {
+      add(cp, "context and query must name different columns, got \"" + mapping.context +
+                  "\" for both");
+      valid = false;
+      return;
+    }
+    trace.columns = mapping;
   }
 
   bool read_mask(const json& root, MaskSpec& mask, const ModelShape& model) {

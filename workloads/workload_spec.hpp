@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/dtype.hpp"
+#include "workloads/trace_file.hpp"
 
 namespace attn {
 
@@ -97,8 +98,9 @@ struct LengthSpec {
   bool is_fixed() const { return distribution == LengthDistribution::fixed; }
 };
 
-// Lengths from a CSV trace of requests (columns prompt_len,output_len), turned into sequences
-// caught in one phase of serving.
+// Lengths from a trace of requests (a prompt and an output length each; CSV, JSON lines or JSON
+// arrays with a column mapping, workloads/trace_file.hpp), turned into sequences caught in one
+// phase of serving.
 enum class TracePhase {
   prefill,          // context 0, query = prompt
   decode,           // context = prompt + tokens generated so far (seeded), query 1
@@ -111,6 +113,8 @@ struct TraceSpec {
   std::string file;           // as written: a path relative to the workload file, or "builtin:NAME"
   std::string resolved_path;  // where `file` was found (not part of the canonical form)
   std::string sha256;         // of the file's bytes, filled when loaded; part of the canonical form
+  std::optional<TraceFormat> format;    // as written; unset: from the file name's ending
+  std::optional<TraceColumns> columns;  // as written; unset: prompt_len and output_len
   TracePhase phase = TracePhase::decode;
   int64_t first = 0;                              // first row used
   std::optional<int64_t> count;                   // rows used; unset: all from `first`

@@ -5,8 +5,7 @@
 #include <numeric>
 #include <queue>
 
-#include <cstdarg>
-#include <cstdio>
+#include <string>
 
 namespace attn {
 
@@ -16,14 +15,9 @@ namespace {
 // epilogue's merge and writes, which no other work of that CTA hides.
 constexpr int64_t kCtaStartupBlocks = 2;
 
-std::string format(const char* pattern, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* pattern, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, pattern);
-  std::vsnprintf(text, sizeof text, pattern, args);
-  va_end(args);
-  return text;
+// Numbers in the plan's description.
+std::string str(int64_t n) {
+  return std::to_string(n);
 }
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -93,7 +87,7 @@ DecodeWorkPlan fixed_plan(const std::vector<int64_t>& blocks, int splits) {
   add_chunks(blocks, plan.seq_splits, chunks);
   one_chunk_per_cta(chunks, plan);
   plan.description =
-      format("fixed: %d splits per sequence, %d CTAs per KV head", splits, plan.ctas());
+      "fixed: " + str(splits) + " splits per sequence, " + str(plan.ctas()) + " CTAs per KV head";
   return plan;
 }
 
@@ -130,13 +124,12 @@ DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_
   }
   const int64_t split = std::count_if(best.seq_splits.begin(), best.seq_splits.end(),
                                       [](int32_t s) { return s > 1; });
-  best.description = format(
-      "per sequence: %d CTAs per KV head on %lld slots (%d per SM), %lld of %zu sequences split "
-      "(%s), estimated %lld block-times",
-      best.ctas(), (long long)slots, in.resident_per_sm, (long long)split, blocks.size(),
-      best_waves > 0 ? format("share for %lld waves", (long long)best_waves).c_str()
-                     : "whole sequences",
-      (long long)best_makespan);
+  best.description = "per sequence: " + str(best.ctas()) + " CTAs per KV head on " + str(slots) +
+                     " slots (" + str(in.resident_per_sm) + " per SM), " + str(split) + " of " +
+                     str(int64_t(blocks.size())) + " sequences split (" +
+                     (best_waves > 0 ? "share for " + str(best_waves) + " waves"
+                                     : std::string("whole sequences")) +
+                     "), estimated " + str(best_makespan) + " block-times";
   return best;
 }
 
@@ -171,11 +164,11 @@ DecodeWorkPlan balanced_plan(const std::vector<int64_t>& blocks, int64_t kv_head
   plan.cta_work.push_back(int32_t(plan.work.size() / 4));
   const int64_t split = std::count_if(plan.seq_splits.begin(), plan.seq_splits.end(),
                                       [](int32_t c) { return c > 1; });
-  plan.description = format(
-      "balanced: %d CTAs per KV head x %lld KV heads on %lld slots (%d per SM), %lld blocks of "
-      "%d keys each, %d segments, %lld of %zu sequences split",
-      plan.ctas(), (long long)kv_heads, (long long)slots, in.resident_per_sm, (long long)share,
-      in.block_tokens, plan.segments(), (long long)split, blocks.size());
+  plan.description = "balanced: " + str(plan.ctas()) + " CTAs per KV head x " + str(kv_heads) +
+                     " KV heads on " + str(slots) + " slots (" + str(in.resident_per_sm) +
+                     " per SM), " + str(share) + " blocks of " + str(in.block_tokens) +
+                     " keys each, " + str(plan.segments()) + " segments, " + str(split) + " of " +
+                     str(int64_t(blocks.size())) + " sequences split";
   return plan;
 }
 

@@ -67,6 +67,7 @@ class CpuCopiesVariant : public Variant {
 void add_test_cpu_variants(Registry& registry) {
   registry.add(std::make_unique<CpuCopiesVariant>());
   registry.add(make_test_cpu_incorrect_variant());
+  registry.add(make_test_delays_variant());
 }
 
 }  // namespace attn

@@ -23,11 +23,14 @@ bool test_variants_enabled();
 void add_test_fault_variants(Registry& registry);
 // test.cpu_reference_copies (kernels/test_faults/cpu_copies_variant.cpp): the CPU reference under
 // axes `copy` (6 values) and `repeat` (4) that change nothing, a space of 24 configs for CPU sweep
-// tests (kill -9 and resume, concurrent writers, Ctrl-C, a report's heatmap); and
-// test.cpu_incorrect (make_test_cpu_incorrect_variant).
+// tests (kill -9 and resume, concurrent writers, Ctrl-C, a report's heatmap); test.cpu_incorrect
+// (make_test_cpu_incorrect_variant); and test.delays (make_test_delays_variant).
 void add_test_cpu_variants(Registry& registry);
 // test.cpu_incorrect (kernels/test_faults/cpu_incorrect_variant.cpp): paged_decode.cpu_reference
 // with its output zeroed afterwards, a case that fails verification on the CPU.
 std::unique_ptr<Variant> make_test_cpu_incorrect_variant();
+// test.delays (kernels/test_faults/delays_variant.cpp): the CPU reference followed by a
+// sleep of `delay_ms` (24 values), a landscape whose winner is known, for the cluster-sweep test.
+std::unique_ptr<Variant> make_test_delays_variant();
 
 }  // namespace attn

@@ -148,6 +148,53 @@ TEST_F(Signals, BenchRunStopsAfterTheCaseInProgressWithASummary) {
   expect_consistent(db);
 }
 
+// attn-bench run: Ctrl-C in the middle of a case that would sample for many minutes stops its
+// sampling after the sample in hand: the case is recorded with what it sampled (stop reason
+// 'interrupted'), the run is marked interrupted, and the process exits within a second or two.
+TEST_F(Signals, BenchRunStopsWithinASampleNotAfterTheCase) {
+  const fs::path workload = write("small.json", kSmallPrefill);
+  const fs::path db = dir_ / "run.db";
+  Child bench({ATTN_BENCH_BINARY,
+               "run",
+               "--cpu",
+               workload.string(),
+               "--db",
+               db.string(),
+               "--threads",
+               "1",
+               "--variant",
+               "prefix_prefill.cpu_reference",
+               "--warmup",
+               "0",
+               "--min-samples",
+               "1000000",
+               "--max-samples",
+               "1000000",
+               "--max-time",
+               "3600",
+               "--noise",
+               "0.0000001"},
+              env(false), dir_ / "out", dir_ / "err");
+  ASSERT_GT(bench.pid(), 0);
+  ASSERT_TRUE(eventually([&] { return query(db, "SELECT count(*) FROM runs") == 1; }, 60))
+      << testing::slurp(dir_ / "err");
+  ::usleep(1500000);  // verified, and well into its million samples
+  int status = 0;
+  ASSERT_FALSE(bench.exited(status)) << testing::slurp(dir_ / "err");
+  const auto sent = std::chrono::steady_clock::now();
+  ::kill(bench.pid(), SIGINT);
+  status = bench.wait();
+  const double stop_seconds = seconds_since(sent);
+  const std::string out = testing::slurp(dir_ / "out"), err = testing::slurp(dir_ / "err");
+  ASSERT_EQ(exit_code(status), kInterrupted) << status << out << err;
+  EXPECT_LT(stop_seconds, 2.0) << "Ctrl-C should stop sampling between two samples";
+  EXPECT_EQ(text(db, "SELECT status FROM runs WHERE id = 1"), "interrupted");
+  EXPECT_EQ(text(db, "SELECT stop_reason FROM measurements"), "interrupted");
+  EXPECT_GT(query(db, "SELECT sample_count FROM measurements"), 10);
+  EXPECT_NE(out.find("prefix_prefill.cpu_reference"), std::string::npos) << out;
+  expect_consistent(db);
+}
+
 // attn-bench run: a second Ctrl-C during a long case exits at once, and the database stays
 // consistent; the quitting process still closes its run row as 'interrupted'.
 TEST_F(Signals, BenchRunSecondCtrlCExitsAtOnce) {

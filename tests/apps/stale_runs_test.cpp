@@ -124,14 +124,14 @@ TEST_F(StaleRuns, ARunWhoseProcessIsAliveIsLeftRunning) {
 // it dies of the signal. (One that dies inside a write transaction of its own cannot: its run is
 // closed as 'interrupted' by the next writer, as after a kill -9.)
 TEST_F(StaleRuns, AnAbortClosesTheRunRowOnTheWayOut) {
-  // About a millisecond per CPU reference launch: an evaluation takes a good part of a second, so
-  // the signal sent just after an attempt is written lands in the evaluation, not in a write.
+  // Some hundred microseconds per CPU reference launch: the sweep takes seconds, so it is still
+  // in progress when the signal comes.
   const fs::path workload = write("slower.json", R"({
   "schema_version": 1,
   "name": "stale-abort",
   "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
   "kv_cache": {"page_size": 16},
-  "sequences": [{"context_len": 56, "query_len": 8}],
+  "sequences": [{"context_len": 512, "query_len": 8}],
   "seed": 7
 })");
   const fs::path db = dir_ / "abort.db";
@@ -147,7 +147,22 @@ TEST_F(StaleRuns, AnAbortClosesTheRunRowOnTheWayOut) {
   const int64_t attempts = db_number(db, "SELECT count(*) FROM attempts");
   ASSERT_TRUE(
       eventually([&] { return db_number(db, "SELECT count(*) FROM attempts") > attempts; }, 60));
+  // The signal must not land while the process holds a write transaction of its own (then its
+  // handler cannot close the row: see above). Stop it where no write lock is held, send the
+  // signal, and let it go on: the signal is delivered before it runs another instruction.
+  bool outside_a_write = false;
+  for (int tries = 0; tries < 200 && !outside_a_write; ++tries) {
+    ::kill(tune->pid(), SIGSTOP);
+    ::usleep(5000);
+    outside_a_write = can_write(db);
+    if (!outside_a_write) {
+      ::kill(tune->pid(), SIGCONT);
+      ::usleep(3000);
+    }
+  }
+  ASSERT_TRUE(outside_a_write);
   ::kill(tune->pid(), SIGABRT);
+  ::kill(tune->pid(), SIGCONT);
   const int status = tune->wait();
   ASSERT_TRUE(WIFSIGNALED(status)) << status;
   EXPECT_EQ(WTERMSIG(status), SIGABRT);

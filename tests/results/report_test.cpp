@@ -85,13 +85,15 @@ TEST(Report, GnuplotScripts) {
   plot.title = {"Roofline of it's \"H100\"", "second line"};
   plot.read_gbps = 3000;
   plot.bf16_tflops = 600;
-  plot.points = {{"paged_decode", 4, 9.6}, {"flash_fwd", 2000, 400}, {"paged_decode", 4, 8}};
+  plot.points = {{"paged_decode", "paged_decode.sm90_tma", 4, 9.6},
+                 {"flash_fwd", "flash_fwd.sm90_wgmma", 2000, 400},
+                 {"paged_decode", "paged_decode.sm90_tma", 4, 8}};
   const std::string s = roofline_script(plot, "roofline-x.svg");
   for (const char* text :
        {"reset\n", "set terminal svg", "noenhanced", "set output 'roofline-x.svg'",
         "set title 'Roofline of it''s \"H100\"'.\"\\n\".'second line'\n", "set logscale xy",
-        "bandwidth = 3000", "tensor = 600", "title 'roofline'", "title 'paged_decode'",
-        "title 'flash_fwd'", "4 9.6\n4 8\n", "2000 400\n"}) {
+        "bandwidth = 3000", "tensor = 600", "title 'roofline'", "title 'paged_decode.sm90_tma'",
+        "title 'flash_fwd.sm90_wgmma'", "4 9.6\n4 8\n", "2000 400\n", "set key outside"}) {
     EXPECT_NE(s.find(text), std::string::npos) << text << "\n" << s;
   }
   // The ridge point (200 FLOP/byte) and every point lie inside the x range.
@@ -99,19 +101,19 @@ TEST(Report, GnuplotScripts) {
 
   RooflinePlot bare;
   bare.title = {"uncalibrated"};
-  bare.points = {{"paged_decode", 4, 9.6}};
+  bare.points = {{"paged_decode", "paged_decode.sm80_simt", 4, 9.6}};
   const std::string b = roofline_script(bare, "r.svg");
   EXPECT_EQ(b.find("bandwidth"), std::string::npos);
   EXPECT_EQ(b.find("'roofline'"), std::string::npos);
-  EXPECT_NE(b.find("$family0 using 1:2"), std::string::npos);
+  EXPECT_NE(b.find("$variant0 using 1:2"), std::string::npos);
 
   const std::string bars = speedup_bars_script(
       {"B over A"}, {{"decode \"x\"", 1.3, 1.2, 1.4}, {"prefill", 0.9, 0.85, 0.95}}, "c.svg");
-  EXPECT_NE(bars.find("0 \"decode 'x'\" 1.3 1.2 1.4\n1 \"prefill\" 0.9 0.85 0.95\n"),
-            std::string::npos)
-      << bars;
-  EXPECT_NE(bars.find("with yerrorbars"), std::string::npos);
-  EXPECT_NE(bars.find("1 with lines"), std::string::npos);
+  EXPECT_NE(bars.find("set ytics ('decode \"x\"' 0, 'prefill' 1)"), std::string::npos) << bars;
+  EXPECT_NE(bars.find("$faster << EOD\n0 1.3 1.2 1.4\nEOD"), std::string::npos) << bars;
+  EXPECT_NE(bars.find("$slower << EOD\n1 0.9 0.85 0.95\nEOD"), std::string::npos) << bars;
+  EXPECT_NE(bars.find("with xerrorbars"), std::string::npos);
+  EXPECT_NE(bars.find("set arrow 1 from 1, graph 0 to 1, graph 1"), std::string::npos);
   EXPECT_EQ(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
   EXPECT_EQ(slug("--paged_decode.sm80_simt--"), "paged-decode-sm80-simt");
 }
@@ -123,7 +125,7 @@ TEST(Report, HostileNamesInTitlesRunNothing) {
   const std::string name = "x`touch PWNED`\" @t '; system('touch PWNED2') $(touch PWNED3) ../../e";
   RooflinePlot plot;
   plot.title = {"Roofline of " + name, "line two"};
-  plot.points = {{"paged_decode", 4, 9.6}};
+  plot.points = {{"paged_decode", "paged_decode.sm80_simt", 4, 9.6}};
   const std::string s = roofline_script(plot, "r.svg");
   const size_t at = s.find("set title ");
   ASSERT_NE(at, std::string::npos) << s;

@@ -20,7 +20,7 @@ TEST(Shard, ShardsCoverTheSpaceExactlyOnce) {
     for (uint64_t i = 0; i < n; ++i) {
       const Shard shard = parse_shard(std::to_string(i) + "/" + std::to_string(n));
       for (const KernelConfig& c : configs) {
-        if (shard.owns("paged_decode.sm80_simt", c.key())) {
+        if (shard.owns("w", "paged_decode.sm80_simt", c.key())) {
           ++owners[c.key()];
           ++sizes[i];
         }
@@ -33,7 +33,7 @@ TEST(Shard, ShardsCoverTheSpaceExactlyOnce) {
       EXPECT_NEAR(double(s), double(configs.size()) / double(n), 0.1 * configs.size() / n + 5);
   }
   // The same config on another variant may land elsewhere, but the rule is the same everywhere.
-  EXPECT_EQ(parse_shard("1/3").owns("v", "a=1"), fnv1a64("v|a=1") % 3 == 1);
+  EXPECT_EQ(parse_shard("1/3").owns("w", "v", "a=1"), fnv1a64("v|a=1") % 3 == 1);
 }
 
 TEST(Shard, ParseRejectsNonsense) {

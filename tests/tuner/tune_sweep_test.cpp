@@ -2,6 +2,7 @@
 // evaluation, a rerun resumes without duplicates, shards merged cover the space once, a config
 // that keeps crashing is quarantined, and a stop request leaves the run resumable.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <unistd.h>
 #include <chrono>
@@ -19,6 +20,8 @@
 #include "results/sqlite.hpp"
 #include "tests/tuner/tuner_test_spaces.hpp"
 #include "tuner/compile_ahead.hpp"
+#include "tuner/stored_winners.hpp"
+#include "tuner/sweep_plan.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "workloads/presets.hpp"
 
@@ -166,10 +169,12 @@ class TuneSweepTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   TuneReport sweep(const std::string& db, TuneOptions options, CaseEvaluator& evaluator,
-                   std::function<bool()> stop = {}, std::vector<DeviceRecord> slot_devices = {}) {
+                   std::function<bool()> stop = {}, std::vector<DeviceRecord> slot_devices = {},
+                   bool terminal = false) {
     Store store(db);
     std::ostringstream progress;
     TuneSweep s(store, batch_, registry_, device_, Target::cpu(), evaluator, options, progress);
+    s.set_progress_terminal(terminal);
     if (stop) s.set_stop_request(stop);
     if (!slot_devices.empty()) s.set_slot_devices(slot_devices);
     TuneReport r = s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
@@ -490,6 +495,69 @@ TEST_F(TuneSweepTest, ShardsMergedCoverTheSpaceOnceAndMergeIsIdempotent) {
   EXPECT_TRUE(merged.variants[0].winner);
 }
 
+// A planned sweep (a shard map balanced by cost) whose shards ran on different boards of one
+// model: each shard takes exactly what the map gives it, and the winners chosen over the merged
+// shards measuring nothing are the winners of one sweep over the whole space.
+TEST_F(TuneSweepTest, PlannedShardsOnSeveralBoardsMergeToTheWinnersOfOneSweep) {
+  registry_.add(std::make_unique<SecondAxesVariant>());
+  SweepPlanRequest request;
+  request.batches = {&batch_};
+  request.variants = registry_.matching("paged_decode.test_axes*");
+  request.target = Target::cpu();
+  request.strategy = "exhaustive";
+  request.shards = 3;
+  const auto map = std::make_shared<const ShardMap>(plan_sweep(request).map);
+  ASSERT_EQ(map->entries().size(), size_t(2 * kSpace));
+
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  std::vector<std::string> shards;
+  for (uint64_t i = 0; i < 3; ++i) {
+    options.shard = parse_shard(std::to_string(i) + "/3");
+    options.shard.map = map;
+    shards.push_back((dir_ / ("shard" + std::to_string(i) + ".db")).string());
+    DeviceRecord board = device_;
+    board.uuid = "board-" + std::to_string(i);
+    FakeEvaluator evaluator;
+    sweep(shards.back(), options, evaluator, {}, {board});
+    std::set<std::string> planned, measured;
+    for (const ShardMapEntry& e : map->entries()) {
+      if (e.shard == i) planned.insert(e.variant + " " + e.config_key);
+    }
+    Store store(shards.back());
+    const std::vector<StoredMeasurement> rows = store.find_measurements({});
+    for (const StoredMeasurement& m : rows) {
+      measured.insert(m.measurement.variant + " " + m.measurement.config_key);
+    }
+    EXPECT_EQ(rows.size(), planned.size()) << "shard " << i;
+    EXPECT_EQ(measured, planned) << "shard " << i;
+  }
+  const std::string all = (dir_ / "all.db").string();
+  Store into(all);
+  for (const std::string& s : shards) into.merge_from(s);
+  EXPECT_EQ(into.counts().measurements, 2 * kSpace);
+  EXPECT_EQ(into.counts().devices, 4);  // the sweep's device row, and a board per shard
+
+  options.shard = Shard{};
+  FakeEvaluator whole;
+  const TuneReport one = sweep((dir_ / "one.db").string(), options, whole);
+  DeviceRecord board0 = device_;
+  board0.uuid = "board-0";
+  const std::vector<StoredWinners> pooled =
+      choose_stored_winners(into, {batch_.spec_hash}, {board0.fingerprint()}, "");
+  ASSERT_EQ(pooled.size(), 1u);
+  EXPECT_EQ(pooled[0].devices, 3u);
+  ASSERT_EQ(pooled[0].variants.size(), one.variants.size());
+  for (size_t v = 0; v < one.variants.size(); ++v) {
+    ASSERT_TRUE(one.variants[v].winner);
+    EXPECT_EQ(pooled[0].variants[v].configs, size_t(kSpace));
+    EXPECT_EQ(describe_choice(pooled[0].variants[v].choice),
+              describe_choice(*one.variants[v].winner));
+  }
+  ASSERT_TRUE(pooled[0].overall && one.overall);
+  EXPECT_EQ(describe_choice(*pooled[0].overall), describe_choice(*one.overall));
+}
+
 TEST_F(TuneSweepTest, ACrashingConfigIsQuarantinedAfterRepeatedFailures) {
   const std::string db = (dir_ / "a.db").string();
   TuneOptions options;
@@ -600,6 +668,24 @@ TEST_F(TuneSweepTest, AConfigAnotherTunerHoldsIsAnsweredFromItsResult) {
   EXPECT_EQ(evaluator.calls.count(held_key + "|confirm"), 0u);
   EXPECT_NE(progress_.find("another tuner is evaluating it"), std::string::npos) << progress_;
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM measurements"), kSpace);
+}
+
+TEST_F(TuneSweepTest, OnATerminalTheProgressIsOneBarClearedAtTheEnd) {
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  FakeEvaluator evaluator;
+  sweep((dir_ / "bar.db").string(), options, evaluator, {}, {}, /*terminal=*/true);
+  EXPECT_EQ(progress_.find('\n'), std::string::npos) << "a bar leaves no lines behind";
+  EXPECT_NE(progress_.find("\r\033[K["), std::string::npos) << progress_;
+  EXPECT_NE(progress_.find(std::to_string(kSpace) + "/" + std::to_string(kSpace)),
+            std::string::npos);
+  ASSERT_GE(progress_.size(), 4u);
+  EXPECT_EQ(progress_.substr(progress_.size() - 4), "\r\033[K") << "cleared at the end";
+
+  FakeEvaluator again;
+  sweep((dir_ / "lines.db").string(), options, again);  // not a terminal: a line per trial
+  EXPECT_EQ(size_t(std::count(progress_.begin(), progress_.end(), '\n')), size_t(kSpace));
+  EXPECT_EQ(progress_.find('\r'), std::string::npos);
 }
 
 }  // namespace

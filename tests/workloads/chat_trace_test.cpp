@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "workloads/referenced_file.hpp"
-#include "workloads/trace_csv.hpp"
+#include "workloads/trace_file.hpp"
 
 namespace attn {
 namespace {

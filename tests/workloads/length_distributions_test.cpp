@@ -180,7 +180,7 @@ TEST(Traces, RelativeFilesResolveAgainstTheWorkloadsDirectory) {
     }
     return std::vector<std::string>{};
   };
-  EXPECT_PROBLEM(problems(dir), "line 3: expected two integers");
+  EXPECT_PROBLEM(problems(dir), "line 3: column \"prompt_len\": expected an integer");
   EXPECT_PROBLEM(problems(""), "cannot open \"bad-trace.csv\"");
 }
 

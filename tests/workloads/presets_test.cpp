@@ -108,17 +108,26 @@ TEST(PresetTest, DefaultPresetIsSmall) {
   EXPECT_LT(b.total_kv, 10000);
 }
 
-TEST(PresetTest, UnknownPresetListsTheKnownOnes) {
+// An unknown name gets the nearest preset and where they are all listed, never the whole list.
+TEST(PresetTest, UnknownPresetNamesTheNearestOneNotAllOfThem) {
   EXPECT_FALSE(preset_text("nope").has_value());
   EXPECT_FALSE(preset_text("").has_value());
-  try {
-    load_preset("nope");
-    FAIL() << "expected a UsageError";
-  } catch (const UsageError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("\"nope\""), std::string::npos) << what;
-    EXPECT_NE(what.find("default"), std::string::npos) << what;
-  }
+  const auto message = [](const std::string& name) {
+    try {
+      load_preset(name);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected a UsageError for " << name;
+    return std::string();
+  };
+  const std::string misspelt = message("decode-lama3-8b-64x4096");
+  EXPECT_NE(misspelt.find("did you mean \"decode-llama3-8b-64x4096\"?"), std::string::npos)
+      << misspelt;
+  const std::string unknown = message("nope");
+  EXPECT_NE(unknown.find("\"nope\""), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("`attn-bench list` lists the presets"), std::string::npos) << unknown;
+  EXPECT_EQ(unknown.find("decode-llama3-8b-64x4096"), std::string::npos) << unknown;
 }
 
 // The dense prefill benchmark cases (the shapes seed_peers.py dense_flash measures): head dims 64,

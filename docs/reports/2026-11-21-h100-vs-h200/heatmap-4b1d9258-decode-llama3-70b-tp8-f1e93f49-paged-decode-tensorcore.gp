@@ -2,7 +2,7 @@
 reset
 set terminal svg size 520,360 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-4b1d9258-decode-llama3-70b-tp8-f1e93f49-paged-decode-tensorcore.svg'
-set title "decode-llama3-70b-tp8 / paged_decode.tensorcore\non NVIDIA H100 80GB HBM3 (4b1d9258)"
+set title 'decode-llama3-70b-tp8 / paged_decode.tensorcore'."\n".'on NVIDIA H100 80GB HBM3 (4b1d9258)'
 set xlabel 'num_splits'
 set ylabel 'stages'
 set cblabel 'best median (us) over the other axes'

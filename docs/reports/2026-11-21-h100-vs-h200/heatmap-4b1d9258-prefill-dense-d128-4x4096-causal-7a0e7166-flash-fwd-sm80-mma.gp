@@ -2,7 +2,7 @@
 reset
 set terminal svg size 540,360 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-4b1d9258-prefill-dense-d128-4x4096-causal-7a0e7166-flash-fwd-sm80-mma.svg'
-set title "prefill-dense-d128-4x4096-causal / flash_fwd.sm80_mma\non NVIDIA H100 80GB HBM3 (4b1d9258)"
+set title 'prefill-dense-d128-4x4096-causal / flash_fwd.sm80_mma'."\n".'on NVIDIA H100 80GB HBM3 (4b1d9258)'
 set xlabel 'tile_m'
 set ylabel 'stages'
 set cblabel 'best median (us) over the other axes'

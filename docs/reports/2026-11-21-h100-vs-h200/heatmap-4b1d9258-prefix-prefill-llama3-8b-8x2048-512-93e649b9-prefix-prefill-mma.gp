@@ -2,7 +2,7 @@
 reset
 set terminal svg size 540,380 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-4b1d9258-prefix-prefill-llama3-8b-8x2048-512-93e649b9-prefix-prefill-mma.svg'
-set title "prefix-prefill-llama3-8b-8x2048-512 / prefix_prefill.mma\non NVIDIA H100 80GB HBM3 (4b1d9258)"
+set title 'prefix-prefill-llama3-8b-8x2048-512 / prefix_prefill.mma'."\n".'on NVIDIA H100 80GB HBM3 (4b1d9258)'
 set xlabel 'block_m'
 set ylabel 'block_n'
 set cblabel 'best median (us) over the other axes'

@@ -2,7 +2,7 @@
 reset
 set terminal svg size 520,360 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-4b1d9258-prefix-prefill-llama3-8b-8x2048-512-93e649b9-prefix-prefill-sm90-wgmma.svg'
-set title "prefix-prefill-llama3-8b-8x2048-512 / prefix_prefill.sm90_wgmma\non NVIDIA H100 80GB HBM3 (4b1d9258)"
+set title 'prefix-prefill-llama3-8b-8x2048-512 / prefix_prefill.sm90_wgmma'."\n".'on NVIDIA H100 80GB HBM3 (4b1d9258)'
 set xlabel 'consumers'
 set ylabel 'stages'
 set cblabel 'best median (us) over the other axes'

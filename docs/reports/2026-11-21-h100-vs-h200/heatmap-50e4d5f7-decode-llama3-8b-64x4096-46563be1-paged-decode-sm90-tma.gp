@@ -2,7 +2,7 @@
 reset
 set terminal svg size 520,360 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-50e4d5f7-decode-llama3-8b-64x4096-46563be1-paged-decode-sm90-tma.svg'
-set title "decode-llama3-8b-64x4096 / paged_decode.sm90_tma\non NVIDIA H200 (50e4d5f7)"
+set title 'decode-llama3-8b-64x4096 / paged_decode.sm90_tma'."\n".'on NVIDIA H200 (50e4d5f7)'
 set xlabel 'num_splits'
 set ylabel 'stages'
 set cblabel 'best median (us) over the other axes'

@@ -2,7 +2,7 @@
 reset
 set terminal svg size 520,360 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-50e4d5f7-prefill-dense-d128-16x1024-dddad9f2-flash-fwd-sm90-wgmma.svg'
-set title "prefill-dense-d128-16x1024 / flash_fwd.sm90_wgmma\non NVIDIA H200 (50e4d5f7)"
+set title 'prefill-dense-d128-16x1024 / flash_fwd.sm90_wgmma'."\n".'on NVIDIA H200 (50e4d5f7)'
 set xlabel 'consumers'
 set ylabel 'stages'
 set cblabel 'best median (us) over the other axes'

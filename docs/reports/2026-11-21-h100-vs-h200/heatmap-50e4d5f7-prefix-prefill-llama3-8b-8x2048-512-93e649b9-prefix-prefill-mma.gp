@@ -2,7 +2,7 @@
 reset
 set terminal svg size 540,380 dynamic noenhanced font 'sans,11' background '#ffffff'
 set output 'heatmap-50e4d5f7-prefix-prefill-llama3-8b-8x2048-512-93e649b9-prefix-prefill-mma.svg'
-set title "prefix-prefill-llama3-8b-8x2048-512 / prefix_prefill.mma\non NVIDIA H200 (50e4d5f7)"
+set title 'prefix-prefill-llama3-8b-8x2048-512 / prefix_prefill.mma'."\n".'on NVIDIA H200 (50e4d5f7)'
 set xlabel 'block_m'
 set ylabel 'block_n'
 set cblabel 'best median (us) over the other axes'

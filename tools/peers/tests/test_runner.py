@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 import sys
 import unittest
 
@@ -234,6 +235,40 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         # (status "unstable" when the loaded machine made the CPU timing noisy: still passed)
         self.assertRegex(r.stdout, r"peer\.test\.reference +peer +(passed|unstable)")
+
+    def test_a_peer_past_its_deadline_is_stopped_and_the_rest_still_run(self):
+        # peer.test.slow prepares for 120 s; with a 3 s deadline it is stopped, recorded as
+        # timed_out, and the runner starts again on the peers after it. Our variants ran first.
+        db = os.path.join(self.dumps.root, "deadline.db")
+        keep = os.path.join(self.dumps.root, "deadline-folder")
+        env = dict(TEST_PEERS, ATTN_PEERS_TEST_SLOW_SECONDS="120")
+        started = time.monotonic()
+        r = support.run([support.BINARY, "peers", self.workload_path, "--cpu", "--db", db,
+                         "--policy", "screen", "--peers", "peer.test.*", "--peer-deadline", "3",
+                         "--python", PYTHON, "--keep-dump", keep], check=False, env=env)
+        elapsed = time.monotonic() - started
+        self.assertLess(elapsed, 60, r.stdout + r.stderr)
+        self.assertEqual(r.returncode, 5, r.stdout + r.stderr)  # the wrong peer
+        self.assertRegex(r.stdout, r"peer\.test\.slow +peer +timed_out")
+        self.assertIn("peer.test.slow: out of time: still running after its deadline of 3 s",
+                      r.stdout)
+        self.assertIn("1 peer(s) ran out of time", r.stderr)
+        with sqlite3.connect(db) as c:
+            rows = c.execute("SELECT variant, disposition FROM measurements ORDER BY id").fetchall()
+        order = [v for v, _ in rows]
+        dispositions = dict(rows)
+        self.assertEqual(dispositions["peer.test.slow"], "timed_out")
+        self.assertIn(dispositions["peer.test.reference"], ("passed",))
+        self.assertEqual(dispositions["peer.test.wrong"], "incorrect")
+        self.assertLess(order.index("paged_decode.cpu_reference"), order.index("peer.test.slow"))
+        # The stopped runner is gone (its command line names the kept folder).
+        left = subprocess.run(["pgrep", "-f", keep], capture_output=True, text=True)
+        self.assertEqual(left.stdout, "")
+
+    def test_a_negative_peer_deadline_is_a_usage_error(self):
+        r = support.run([support.BINARY, "peers", self.workload_path, "--cpu", "--peer-deadline",
+                         "-1", "--python", PYTHON], check=False, env=TEST_PEERS)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,13 @@
 
 peer.test.reference  returns the dump's reference_out rounded to the output dtype: passes
 peer.test.wrong      the same with one output row off by 10%: recorded as incorrect, never timed
+peer.test.slow       only when ATTN_PEERS_TEST_SLOW_SECONDS is set: prepares for that many seconds
+                     (a compile that takes too long), then passes as peer.test.reference does;
+                     listed first, so that the peers after it show a run going on past it
 """
+import os
+import time
+
 import numpy as np
 
 from .. import batch as batch_module
@@ -50,5 +56,15 @@ class WrongPeer(ReferencePeer):
     wrong_rows = 1
 
 
+class SlowPeer(ReferencePeer):
+    name = "peer.test.slow"
+    summary = "test peer: prepares for $ATTN_PEERS_TEST_SLOW_SECONDS seconds, then as the reference"
+
+    def prepare(self, batch, env):
+        time.sleep(float(os.environ["ATTN_PEERS_TEST_SLOW_SECONDS"]))
+        return super().prepare(batch, env)
+
+
 def peers():
-    return [ReferencePeer(), WrongPeer()]
+    slow = [SlowPeer()] if os.environ.get("ATTN_PEERS_TEST_SLOW_SECONDS") else []
+    return slow + [ReferencePeer(), WrongPeer()]
