@@ -48,6 +48,10 @@ class UserPeer(Peer):
         self.device = getattr(declared, "device", "cuda")
         self.summary = getattr(declared, "summary", "") or f"from {module_name}.py"
 
+    @property
+    def unit(self):
+        return f"{self.name}@{self.config_key}" if self.config_key else self.name
+
     def declines(self, batch):
         declines = getattr(self.declared, "declines", None)
         return declines(batch, dict(self.config_values)) if declines else None
