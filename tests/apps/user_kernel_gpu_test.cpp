@@ -1,9 +1,13 @@
 // On a GPU: user kernels given with --kernel through the real binaries. The example kernel
 // (examples/user_kernels) passes verification on NHD and HND and is tuned exhaustively over its
 // axes; a kernel with a deliberate off-by-one is recorded `incorrect`; one that writes out of
-// bounds is `crashed`, its worker replaced, and the sweep goes on to measure the good config.
+// bounds is `crashed`, its worker replaced, and the sweep goes on to measure the good config. The
+// Triton example (a peer module) is tuned exhaustively through the peer runner on both layouts
+// and exported; it needs torch and Triton in $ATTN_PEERS_PYTHON (else python3), and says so in
+// its skip when they are missing.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -18,6 +22,14 @@ namespace {
 const std::string kExampleSpec =
     std::string(ATTN_SOURCE_DIR) + "/examples/user_kernels/simple_decode.json";
 const std::string kFaultSpecs = std::string(ATTN_SOURCE_DIR) + "/tests/apps/user_kernels";
+const std::string kTritonModule =
+    std::string(ATTN_SOURCE_DIR) + "/examples/user_kernels/triton_decode.py";
+
+// The interpreter the peer runner is started with, as attn-bench picks it.
+std::string peers_python() {
+  const char* env = std::getenv("ATTN_PEERS_PYTHON");
+  return env && *env ? env : "python3";
+}
 
 constexpr const char* kUserDecode = R"({
   "schema_version": 1,
@@ -102,6 +114,38 @@ TEST_F(UserKernelGpu, AnOffByOneIsIncorrectAndAnOutOfBoundsWriteCrashesWhileTheS
   const auto& crashed = rows.at("user.out_of_bounds stray_write=1");
   EXPECT_EQ(crashed.first, "crashed") << crashed.second;
   EXPECT_NE(crashed.second.find("sticky CUDA error"), std::string::npos) << crashed.second;
+}
+
+TEST_F(UserKernelGpu, TheTritonExampleIsTunedExhaustivelyAndExported) {
+  ATTN_REQUIRE_GPU();
+  const std::string python = peers_python();
+  if (std::system(("'" + python + "' -c 'import torch, triton' > /dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << python << " cannot import torch and triton (set ATTN_PEERS_PYTHON to one that "
+                 << "can)";
+  }
+  binary_ = ATTN_TUNE_BINARY;
+  for (const char* layout : {"NHD", "HND"}) {
+    SCOPED_TRACE(layout);
+    const std::string db = std::string("triton-") + layout + ".db";
+    const testing::CliResult r = run({"tune", workload(layout), "--peer-module", kTritonModule,
+                                      "--python", python, "--strategy", "exhaustive", "--db", db});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    // block_n 16..128 x num_warps 2, 4, 8 x num_stages 1, 2, 3, head_dim 128: none declined.
+    size_t passed = 0;
+    for (const auto& [key, row] : measurements(db)) {
+      ASSERT_EQ(key.rfind("peer.user.triton_decode.paged_decode ", 0), 0u) << key;
+      EXPECT_EQ(row.first, "passed") << key << ": " << row.second;
+      passed += row.first == "passed";
+    }
+    EXPECT_EQ(passed, 36u) << r.out << r.err;
+    const testing::CliResult exported =
+        run({"export", "--db", db, "--variant", "peer.user.triton_decode.*", "--format", "json",
+             "-o", std::string("triton-") + layout + ".json"});
+    EXPECT_EQ(exported.exit_code, 0) << exported.out << exported.err;
+    EXPECT_NE(testing::slurp(dir_ / (std::string("triton-") + layout + ".json"))
+                  .find("peer.user.triton_decode.paged_decode"),
+              std::string::npos);
+  }
 }
 
 }  // namespace
