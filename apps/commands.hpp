@@ -29,6 +29,7 @@ void add_devices_command(CLI::App& app, Invocation& invocation);
 void add_calibrate_command(CLI::App& app, Invocation& invocation);
 void add_workload_command(CLI::App& app, Invocation& invocation);
 void add_peers_command(CLI::App& app, Invocation& invocation);
+void add_kernel_command(CLI::App& app, Invocation& invocation);
 
 // The spec a positional workload argument names: a file when one exists at that path, else a
 // built-in preset, else "SUITE#WORKLOAD" (one workload of a suite file or built-in suite). None of
