@@ -65,6 +65,14 @@ expect paged_decode.sm90_tma attn-bench run --variant paged_decode.sm9
 expect screen attn-bench run --policy s
 expect decode-shapes attn-bench run --suite decode-s
 expect decode-shapes attn-tune tune --suite dec
+expect --peer-module attn-bench run default --peer-m
+expect --peer-module attn-tune tune default --peer-m
+expect --peer-deadline attn-tune tune default --peer-d
+expect --kernel attn-bench run default --ker
+expect --kernel attn-tune tune default --ker
+expect kernel attn-bench k
+expect schema attn-bench kernel s
+expect validate attn-bench kernel v
 expect schema attn-bench workload s
 expect validate attn-bench workload v
 expect decode-llama3-8b-64x4096 attn-bench workload validate decode-llama3-8b-64

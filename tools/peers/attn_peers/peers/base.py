@@ -27,6 +27,12 @@ class Peer:
     device = "cuda"  # "cuda" or "cpu": which timer measures it
     summary = ""
 
+    @property
+    def unit(self):
+        """What one run of the peer is called in --list and --units: its name, or for one config
+        of a user module's peer "<name>@<config key>"."""
+        return self.name
+
     def unavailable(self, env):
         return env.torch_unavailable() if self.device == "cuda" else None
 
