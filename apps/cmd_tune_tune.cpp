@@ -240,8 +240,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
               << ") for the peer runner\n";
     peer_runner = std::make_unique<ModulePeerRunner>(std::move(runner_options), batch,
                                                      oracle.reference(), oracle.reference_name());
-    peer_evaluator =
-        std::make_unique<ModulePeerEvaluator>(*peer_runner, registry, stop_requested);
+    peer_evaluator = std::make_unique<ModulePeerEvaluator>(*peer_runner, registry, stop_requested);
   }
   if (only_peers) {
     // Nothing of ours to evaluate: no worker is started.

@@ -5,8 +5,11 @@ one row per config as peer.user.<module>.<name> with its config key, so `attn-tu
 before any database is written."""
 import json
 import os
+import signal
 import sqlite3
+import subprocess
 import sys
+import time
 import textwrap
 import unittest
 
@@ -164,6 +167,39 @@ class ModulePeersTuneTest(unittest.TestCase):
         self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
         self.assertIn("no_peers_here.py: defines no peers() function", result.stderr)
         self.assertFalse(os.path.exists(db))
+
+    def test_ctrl_c_stops_the_runner_of_the_config_in_flight(self):
+        slow = os.path.join(self.dumps.root, "slow_peers.py")
+        with open(slow, "w") as f:
+            f.write(SWEPT_MODULE.replace("seconds = config[\"block_n\"] * 2e-6",
+                                         "seconds = 30.0").replace('"swept"', '"slow"'))
+        db = os.path.join(self.dumps.root, "tune-stopped.db")
+        env = dict(os.environ)
+        tune = subprocess.Popen([support.TUNE_BINARY, "tune", self.workload_path, "--cpu", "--db",
+                                 db, "--python", PYTHON, "--peer-module", slow, "--strategy",
+                                 "exhaustive"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        started = time.monotonic()
+        while time.monotonic() - started < 60:  # until the first config's attempt is begun
+            if os.path.exists(db):
+                try:
+                    with sqlite3.connect(db) as c:
+                        if c.execute("SELECT count(*) FROM attempts").fetchone()[0] > 0:
+                            break
+                except sqlite3.Error:
+                    pass
+            time.sleep(0.1)
+        time.sleep(2.0)  # the runner is in its 30 s call
+        sent = time.monotonic()
+        tune.send_signal(signal.SIGINT)
+        out, err = tune.communicate(timeout=60)
+        self.assertEqual(tune.returncode, 130, out + err)
+        self.assertLess(time.monotonic() - sent, 5.0, "the runner's call should be stopped")
+        self.assertIn("cut short by the stop request", err)
+        with sqlite3.connect(db) as c:
+            self.assertEqual(c.execute("SELECT count(*) FROM measurements").fetchone()[0], 0)
+            self.assertEqual(c.execute("SELECT count(*) FROM attempts").fetchone()[0], 0)
+            self.assertEqual(c.execute("SELECT status FROM runs").fetchone()[0], "interrupted")
 
 
 if __name__ == "__main__":
