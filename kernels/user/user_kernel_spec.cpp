@@ -33,6 +33,9 @@ const std::vector<std::string> kAlwaysReported = {feature::kQueries,  feature::k
                                                   feature::kKvLayout, feature::kDtype,
                                                   feature::kHeadDim,  feature::kPageSize};
 
+// Batch features the parameter block cannot describe: a spec may not declare them.
+const std::vector<std::string> kNotInParameterBlock = {feature::kVHeadDim};
+
 class UserSpecReader : public JsonFieldReader {
  public:
   explicit UserSpecReader(std::string directory)
@@ -307,9 +310,15 @@ class UserSpecReader : public JsonFieldReader {
     bool ok = true;
     const json* features = object_member(root, "", "features", true, ok);
     if (features == nullptr) return;
-    std::vector<std::string> names;
-    for (const FeatureInfo& info : feature_schema()) names.push_back(info.name);
-    check_keys(*features, "/features", names);
+    json declared = *features;
+    for (const std::string& name : kNotInParameterBlock) {
+      if (!declared.contains(name)) continue;
+      add("/features/" + name,
+          "not available to user kernels: the parameter block (attn_bench/user_kernel.h) gives V "
+          "the width and strides of K");
+      declared.erase(name);
+    }
+    check_keys(declared, "/features", declarable_features());
     for (const std::string& required : kAlwaysReported) {
       if (!features->contains(required)) {
         add("/features/" + required, "missing: every batch reports its " +
@@ -317,7 +326,7 @@ class UserSpecReader : public JsonFieldReader {
                                          ", so a kernel must say which it implements");
       }
     }
-    for (const auto& [name, value] : features->items()) {
+    for (const auto& [name, value] : declared.items()) {
       const FeatureInfo* info = find_feature(name);
       if (info == nullptr) continue;  // reported by check_keys
       const std::string pointer = "/features/" + json_pointer_token(name);
@@ -517,6 +526,17 @@ class UserSpecReader : public JsonFieldReader {
 std::vector<std::string> UserKernelSpec::axis_names() const {
   std::vector<std::string> names;
   for (const ConfigAxis& axis : axes) names.push_back(axis.name);
+  return names;
+}
+
+std::vector<std::string> declarable_features() {
+  std::vector<std::string> names;
+  for (const FeatureInfo& info : feature_schema()) {
+    if (std::find(kNotInParameterBlock.begin(), kNotInParameterBlock.end(), info.name) ==
+        kNotInParameterBlock.end()) {
+      names.push_back(info.name);
+    }
+  }
   return names;
 }
 

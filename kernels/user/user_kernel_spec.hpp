@@ -59,6 +59,11 @@ struct UserKernelSpec {
   std::vector<std::string> axis_names() const;
 };
 
+// The batch features a spec may declare: every feature of the batch schema but those the
+// parameter block (version 1) cannot describe: a V narrower than K (v_head_dim; V shares K's
+// strides and width there).
+std::vector<std::string> declarable_features();
+
 // The names an expression may use besides the axes: what the batch and the target give.
 const std::vector<std::string>& batch_quantity_names();
 // Their values for `batch` on `target`.
