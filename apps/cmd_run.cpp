@@ -511,16 +511,7 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
   add_kernel_spec_flag(cmd, args->kernels);
   add_peer_module_flag(cmd, args->peer_modules);
-  cmd->add_option("--python", args->python,
-                  "with --peer-module: Python 3 with numpy (and torch for GPU peers) that runs the "
-                  "peer runner (default: $ATTN_PEERS_PYTHON or python3 on $PATH)");
-  cmd->add_option("--runner", args->runner,
-                  "with --peer-module: the peer runner of this tools/peers folder instead of the "
-                  "copy built in");
-  cmd->add_option("--peer-deadline", args->peer_deadline,
-                  "with --peer-module: seconds each run of a module's peer may take, imports and "
-                  "compile included, before it is stopped and recorded timed_out (default 120; 0: "
-                  "none)");
+  add_module_runner_flags(cmd, args->python, args->runner, args->peer_deadline);
   cmd->add_option("--config", args->config,
                   "override config axes of the default config, e.g. tile_tokens=64,warps=4");
   add_policy_flags(cmd, args->policy);

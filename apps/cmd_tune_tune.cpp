@@ -443,16 +443,7 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
       ->excludes(workload);
   add_kernel_spec_flag(cmd, args->kernels);
   add_peer_module_flag(cmd, args->peer_modules);
-  cmd->add_option("--python", args->python,
-                  "with --peer-module: Python 3 with numpy (and torch for GPU peers) that runs the "
-                  "peer runner (default: $ATTN_PEERS_PYTHON or python3 on $PATH)");
-  cmd->add_option("--runner", args->runner,
-                  "with --peer-module: the peer runner of this tools/peers folder instead of the "
-                  "copy built in");
-  cmd->add_option("--peer-deadline", args->peer_deadline,
-                  "with --peer-module: seconds one config of a module's peer may take, imports "
-                  "and compile included, before it is stopped and recorded timed_out (default "
-                  "120; 0: none)");
+  add_module_runner_flags(cmd, args->python, args->runner, args->peer_deadline);
   cmd->add_option("--strategy", args->strategy, "exhaustive, random, halving (default) or model");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--budget-trials", args->budget_trials, "evaluations per variant at most");

@@ -70,6 +70,20 @@ void add_peer_module_flag(CLI::App* cmd, std::vector<std::string>& modules) {
                   "(repeatable; docs/user-kernels.md)");
 }
 
+void add_module_runner_flags(CLI::App* cmd, std::string& python, std::string& runner,
+                             double& peer_deadline) {
+  cmd->add_option("--python", python,
+                  "with --peer-module: Python 3 with numpy (and torch for GPU peers) that runs the "
+                  "peer runner (default: $ATTN_PEERS_PYTHON or python3 on $PATH)");
+  cmd->add_option("--runner", runner,
+                  "with --peer-module: the peer runner of this tools/peers folder instead of the "
+                  "copy built in");
+  cmd->add_option("--peer-deadline", peer_deadline,
+                  "with --peer-module: seconds one run of a module's peer (one config) may take, "
+                  "imports and compile included, before it is stopped and recorded timed_out "
+                  "(default 120; 0: none)");
+}
+
 int run_child(const std::vector<std::string>& argv, const std::string& out_path) {
   std::vector<std::string> storage = argv;
   std::vector<char*> pointers;

@@ -29,6 +29,11 @@ std::string peer_runner_python(const std::string& flag);
 
 // Adds the repeatable --peer-module FILE.py option to a command.
 void add_peer_module_flag(CLI::App* cmd, std::vector<std::string>& modules);
+// --python, --runner and --peer-deadline of the commands that take --peer-module beside our
+// variants (run, tune): how the runner of the modules' peers is started and how long one run of a
+// peer may take.
+void add_module_runner_flags(CLI::App* cmd, std::string& python, std::string& runner,
+                             double& peer_deadline);
 
 // A child process with argv only (no shell), found on $PATH; its output goes to `out_path` (or
 // ours when empty). Returns the exit code; a process that cannot start is an EnvironmentError.
