@@ -184,6 +184,10 @@ int64_t query_elements(const Batch& batch) {
   return batch.total_q * batch.spec.model.num_q_heads * batch.spec.model.head_dim;
 }
 
+int64_t output_elements(const Batch& batch) {
+  return batch.total_q * batch.spec.model.num_q_heads * batch.spec.model.value_dim();
+}
+
 void fill_query(const Batch& batch, void* q) {
   switch (batch.dtype) {
     case DType::bf16:

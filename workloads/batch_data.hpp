@@ -27,9 +27,13 @@ float stored_kv_value(const Batch& batch, DataStream stream, int seq, int64_t po
 // (vLLM's layout differs between K and V).
 int64_t pool_offset(const Batch& batch, DataStream stream, int64_t page, int slot, int head,
                     int dim);
-int64_t pool_elements(const Batch& batch);   // num_pages * page_size * kv_heads * head_dim
-int64_t query_elements(const Batch& batch);  // total_q * num_q_heads * head_dim
+int64_t pool_elements(const Batch& batch);    // num_pages * page_size * kv_heads * head_dim
+int64_t query_elements(const Batch& batch);   // total_q * num_q_heads * head_dim
+int64_t output_elements(const Batch& batch);  // total_q * num_q_heads * value_dim (mla: rank)
 
+// mla (spec.model.latent()): the K pool is the latent pool, filled from DataStream::key with kv
+// head 0 and head_dim = kv_lora_rank + qk_rope_head_dim; a row is [c | k_rope]. There is no V pool.
+//
 // Fill host buffers: Q of the batch's dtype, [total_q, num_q_heads, head_dim]; a pool of its
 // kv_dtype in the layout's shape (fp8: codes). Slots no sequence owns (the tail of a last page, the
 // poison page, spare pool pages) are NaN.

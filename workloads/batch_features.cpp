@@ -176,9 +176,17 @@ BatchFeatures batch_features(const Batch& batch) {
   uses.push_back(
       choice_use(feature::kDtype, dtype, described(kDtypes, dtype, dtype + " queries and output")));
   if (batch.kv_dtype != batch.dtype) uses.push_back(kv_dtype_use(batch));
-  const int head_dim = batch.spec.model.head_dim;
-  uses.push_back(
-      FeatureUse::integer(feature::kHeadDim, head_dim, "head dim " + std::to_string(head_dim)));
+  const ModelShape& m = batch.spec.model;
+  if (m.latent()) {
+    uses.push_back(FeatureUse::flag(feature::kLatentAttention, "multi-head latent attention"));
+    uses.push_back(FeatureUse::integer(feature::kKvLoraRank, m.kv_lora_rank,
+                                       "kv_lora_rank " + std::to_string(m.kv_lora_rank)));
+    uses.push_back(FeatureUse::integer(feature::kQkRopeHeadDim, m.qk_rope_head_dim,
+                                       "qk_rope_head_dim " + std::to_string(m.qk_rope_head_dim)));
+  } else {
+    uses.push_back(FeatureUse::integer(feature::kHeadDim, m.head_dim,
+                                       "head dim " + std::to_string(m.head_dim)));
+  }
   uses.push_back(FeatureUse::integer(feature::kPageSize, batch.page_size,
                                      "page size " + std::to_string(batch.page_size)));
   return out;
@@ -189,6 +197,11 @@ const std::vector<FeatureInfo>& feature_schema() {
     std::vector<int64_t> head_dims(std::begin(kHeadDims), std::end(kHeadDims));
     std::vector<int64_t> page_sizes;
     for (int p = 1; p <= kMaxPageSize; ++p) page_sizes.push_back(p);
+    std::vector<int64_t> ranks, ropes;
+    for (int r = kMinKvLoraRank; r <= kMaxKvLoraRank; r += kKvLoraRankStep) ranks.push_back(r);
+    for (int r = kMinQkRopeHeadDim; r <= kMaxQkRopeHeadDim; r += kQkRopeHeadDimStep) {
+      ropes.push_back(r);
+    }
     return std::vector<FeatureInfo>{
         {feature::kQueries, FeatureKind::choice, "query shape", values_of(kQueryShapes), {}},
         {feature::kMask, FeatureKind::choice, "mask", values_of(kMasks), {}},
@@ -205,6 +218,9 @@ const std::vector<FeatureInfo>& feature_schema() {
          {}},
         {feature::kHeadDim, FeatureKind::number, "head dim", {}, head_dims},
         {feature::kPageSize, FeatureKind::number, "page size", {}, page_sizes},
+        {feature::kLatentAttention, FeatureKind::flag, "multi-head latent attention", {}, {}},
+        {feature::kKvLoraRank, FeatureKind::number, "kv_lora_rank", {}, ranks},
+        {feature::kQkRopeHeadDim, FeatureKind::number, "qk_rope_head_dim", {}, ropes},
     };
   }();
   return schema;
@@ -228,6 +244,11 @@ const std::vector<WorkloadFieldRole>& workload_field_roles() {
       {"/model/num_kv_heads", "",
        "a shape every kernel takes (a variant's limit on the GQA group is its own rule)"},
       {"/model/head_dim", feature::kHeadDim, ""},
+      {"/model/attention", feature::kLatentAttention, ""},
+      {"/model/kv_lora_rank", feature::kKvLoraRank, ""},
+      {"/model/qk_rope_head_dim", feature::kQkRopeHeadDim, ""},
+      {"/model/qk_nope_head_dim", "",
+       "sets only the default softmax_scale, a number every kernel multiplies the logits by"},
       {"/model/dtype", feature::kDtype, ""},
       {"/model/kv_dtype", feature::kKvDtype, ""},
       {"/model/kv_scale", feature::kKvDtype, ""},

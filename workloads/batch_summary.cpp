@@ -108,14 +108,15 @@ BatchSummary summarize_batch(const Batch& batch) {
   }
   s.pages_capacity = batch.num_pages;
   const double kv_element = double(size_of(batch.kv_dtype));
-  s.kv_bytes = 2.0 * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;
-  s.kv_pool_bytes = 2.0 * double(pool_elements(batch)) * kv_element;
+  const double pools = m.kv_pools();  // K and V, or mla's one latent pool
+  s.kv_bytes = pools * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;
+  s.kv_pool_bytes = pools * double(pool_elements(batch)) * kv_element;
   s.q_bytes = double(query_elements(batch)) * double(size_of(batch.dtype));
   const MinimumTraffic traffic = minimum_traffic(batch, KvStorage::paged);
   s.minimum_bytes = traffic.bytes();
   s.unique_minimum_bytes = traffic.unique_bytes();
   s.visible_pairs = visible_pairs(batch);
-  s.useful_flops = 4.0 * m.head_dim * double(s.visible_pairs);
+  s.useful_flops = flops_per_visible_pair(m) * double(s.visible_pairs);
   s.features = features_of(batch);
   s.kv_length_histogram = log2_histogram(batch.kv_lens);
   return s;
@@ -126,8 +127,14 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
   std::ostringstream out;
   out << "workload   " << batch.spec.name << " (" << batch.spec_hash << ")\n";
   if (!batch.spec.description.empty()) out << "           " << batch.spec.description << "\n";
-  out << "model      " << m.num_q_heads << " q heads, " << m.num_kv_heads << " kv heads (GQA "
-      << batch.spec.group_size() << "), head_dim " << m.head_dim << "\n";
+  if (m.latent()) {
+    out << "model      " << m.num_q_heads << " q heads, multi-head latent attention: kv_lora_rank "
+        << m.kv_lora_rank << ", qk_rope_head_dim " << m.qk_rope_head_dim << " (latent rows of "
+        << m.head_dim << ")\n";
+  } else {
+    out << "model      " << m.num_q_heads << " q heads, " << m.num_kv_heads << " kv heads (GQA "
+        << batch.spec.group_size() << "), head_dim " << m.head_dim << "\n";
+  }
   out << "sequences  " << s.sequences << " (query tokens " << s.query_tokens << ", kv tokens "
       << s.kv_tokens << ", max query_len " << batch.max_query_len() << ", max kv_len "
       << batch.max_kv_len() << ")\n";
@@ -141,7 +148,9 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
          "unique: rows of pages shared through a common prefix once)\n";
   out << "work       " << human_count(double(s.visible_pairs))
       << " visible (head, query, key) pairs, " << human_count(s.useful_flops)
-      << "FLOP useful (4 * head_dim * pairs)\n";
+      << (m.latent() ? "FLOP useful ((2 * (kv_lora_rank + qk_rope_head_dim) + 2 * kv_lora_rank) "
+                       "* pairs)\n"
+                     : "FLOP useful (4 * head_dim * pairs)\n");
   out << "features   ";
   for (size_t i = 0; i < s.features.size(); ++i) out << (i ? "; " : "") << s.features[i];
   out << "\n\nkv_len histogram (log2 buckets)\n";

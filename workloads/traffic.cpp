@@ -58,13 +58,17 @@ int64_t pages_touched(const std::vector<KeyRange>& ranges, int64_t page_size) {
 
 }  // namespace
 
+double flops_per_visible_pair(const ModelShape& model) {
+  return 2.0 * model.head_dim + 2.0 * model.value_dim();
+}
+
 MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
   const ModelShape& m = batch.spec.model;
   const size_t n = size_t(batch.num_seqs);
   MinimumTraffic t;
-  const double q_row_bytes = double(m.head_dim) * double(size_of(batch.dtype));
-  t.q_bytes = double(batch.total_q) * m.num_q_heads * q_row_bytes;
-  t.out_bytes = t.q_bytes;
+  const double q_rows = double(batch.total_q) * m.num_q_heads;
+  t.q_bytes = q_rows * double(m.head_dim) * double(size_of(batch.dtype));
+  t.out_bytes = q_rows * double(m.value_dim()) * double(size_of(batch.dtype));
 
   // Visibility is the same for every kv head unless a block-sparse layout (per q head) says
   // otherwise: then each kv head is counted on its own, else kv head 0 stands for all.
@@ -137,11 +141,13 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
   }
 
   const double kv_row_bytes = double(m.head_dim) * double(size_of(batch.kv_dtype));
-  t.kv_bytes = 2.0 * double(t.kv_rows) * kv_row_bytes;
-  t.unique_kv_bytes = 2.0 * double(t.unique_kv_rows) * kv_row_bytes;
+  const double pools = m.kv_pools();  // K and V, or mla's one latent pool
+  t.kv_bytes = pools * double(t.kv_rows) * kv_row_bytes;
+  t.unique_kv_bytes = pools * double(t.unique_kv_rows) * kv_row_bytes;
   t.page_table_bytes = 4.0 * double(t.page_entries);
   if (batch.kv_dtype == DType::fp8_e4m3 && t.kv_rows > 0) {
-    t.scale_bytes = 4.0 * double(batch.k_scales.size() + batch.v_scales.size());
+    t.scale_bytes = 4.0 * double(batch.k_scales.size() +
+                                 (m.latent() ? 0 : batch.v_scales.size()));  // mla: V's is K's
   }
   if (batch.explicit_mask) t.mask_bytes = double(batch.explicit_mask->bits.size());
   return t;

@@ -5,16 +5,19 @@
 //
 // What is counted (each at most once per sequence, except as said):
 //   Q and output  every query row of every q head: total_q x num_q_heads x head_dim x the Q dtype,
-//                 read once and written once.
+//                 read once, and total_q x num_q_heads x value_dim written once (value_dim is
+//                 head_dim, or kv_lora_rank for mla).
 //   K and V       per sequence and kv head, the rows (one token's head_dim elements) that some
 //                 query of some q head of that kv head's GQA group sees: window, causal range,
 //                 the block-sparse layout of each q head (the union over the group) and the
 //                 explicit mask's columns. head_dim x the KV element size each (fp8: 1 byte),
 //                 twice (K and V). A sequence without queries reads nothing.
+//                 mla: one latent row (kv_lora_rank + qk_rope_head_dim elements, c and k_rope)
+//                 per visible key, once: the row is K and its first kv_lora_rank elements V.
 //   page table    (paged storage) one 4-byte entry per page of a sequence that holds at least one
 //                 visible row of some kv head; pages no query sees need no entry.
 //   fp8 scales    the K and V dequantisation scales (4 bytes each: one per tensor or per kv head),
-//                 once for the batch.
+//                 once for the batch (mla: the latent pool's one scale).
 //   mask          an explicit mask's grid as stored, one byte per (query, key) entry.
 // Not counted: sequence lengths and other per-sequence metadata (a few bytes per sequence),
 // attention sinks (one float per q head) and anything a kernel writes besides the output.
@@ -58,6 +61,12 @@ struct MinimumTraffic {
     return q_bytes + out_bytes + unique_kv_bytes + page_table_bytes + scale_bytes + mask_bytes;
   }
 };
+
+// The useful FLOPs of one visible (q head, query, key) pair: a multiply-add per element of the
+// q.k dot product (head_dim) and of p * v (value_dim): 2 * head_dim + 2 * value_dim. For mha that
+// is 4 * head_dim; for mla 2 * (kv_lora_rank + qk_rope_head_dim) for the score and 2 *
+// kv_lora_rank for the output in latent space.
+double flops_per_visible_pair(const ModelShape& model);
 
 // Closed form per sequence and kv head without a block-sparse layout or an explicit mask; per kept
 // block with a layout; one pass over the grid with a mask: a 128k-token prefill is counted in

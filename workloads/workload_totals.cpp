@@ -74,8 +74,8 @@ WorkloadTotals workload_totals(const WorkloadSpec& spec) {
   const int64_t kv_size = int64_t(size_of(spec.model.effective_kv_dtype()));
   const int64_t kv_row = saturating_mul(
       saturating_mul(int64_t(spec.model.num_kv_heads), int64_t(spec.model.head_dim)), kv_size);
-  t.kv_pool_bytes =
-      saturating_mul(2, saturating_mul(saturating_mul(t.num_pages, page_size), kv_row));
+  t.kv_pool_bytes = saturating_mul(spec.model.kv_pools(),
+                                   saturating_mul(saturating_mul(t.num_pages, page_size), kv_row));
   const int64_t q_size = int64_t(size_of(spec.model.dtype));
   const int64_t q_row = saturating_mul(
       saturating_mul(int64_t(spec.model.num_q_heads), int64_t(spec.model.head_dim)), q_size);
