@@ -36,11 +36,13 @@ DeviceBuffer upload_block_table(const Batch& batch, const CudaContext& context) 
 size_t data_bytes(const Batch& batch, int tensor) {
   switch (tensor) {
     case Problem::kQ:
-    case Problem::kOut:
       return size_t(query_elements(batch)) * size_of(batch.dtype);
+    case Problem::kOut:
+      return size_t(output_elements(batch)) * size_of(batch.dtype);
     case Problem::kKPool:
-    case Problem::kVPool:
       return size_t(pool_elements(batch)) * size_of(batch.kv_dtype);
+    case Problem::kVPool:  // mla has one latent pool, the K pool
+      return batch.spec.model.latent() ? 0 : size_t(pool_elements(batch)) * size_of(batch.kv_dtype);
   }
   return 0;
 }
@@ -55,7 +57,7 @@ Problem Problem::on_host(const Batch& batch) {
   for (int t : {kQ, kKPool, kVPool, kOut}) p.host_[size_t(t)].resize(data_bytes(batch, t));
   fill_query(batch, p.host_[kQ].data());
   fill_kv_pool(batch, DataStream::key, p.host_[kKPool].data());
-  fill_kv_pool(batch, DataStream::value, p.host_[kVPool].data());
+  if (!batch.spec.model.latent()) fill_kv_pool(batch, DataStream::value, p.host_[kVPool].data());
   set_index_arrays(batch, p.host_);
   for (int t = 0; t < kTensorCount; ++t) p.bytes_[t] = p.host_[t].size();
   return p;

@@ -24,7 +24,7 @@ Work minimum_work(const Batch& batch, KvStorage storage) {
   Work work;
   work.bytes = traffic.bytes();
   work.unique_bytes = traffic.unique_bytes();
-  work.flops = 4.0 * batch.spec.model.head_dim * double(visible_pairs(batch));
+  work.flops = flops_per_visible_pair(batch.spec.model) * double(visible_pairs(batch));
   return work;
 }
 

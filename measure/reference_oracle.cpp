@@ -30,6 +30,7 @@ double reference_work(const Batch& batch) {
 }
 
 bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_work) {
+  if (batch.spec.model.latent()) return false;  // the GPU references compute standard attention
   switch (oracle) {
     case ReferenceOracle::cpu:
       return false;
@@ -42,6 +43,9 @@ bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_wo
 }
 
 std::string describe_reference_choice(const Batch& batch, ReferenceOracle oracle, double min_work) {
+  if (batch.spec.model.latent()) {
+    return "the CPU reference: the GPU references do not implement multi-head latent attention";
+  }
   if (oracle != ReferenceOracle::automatic) return "--reference " + to_string(oracle);
   const double work = reference_work(batch);
   return format("auto: visible pairs x head_dim %.2g %s %.2g", work, work >= min_work ? ">=" : "<",

@@ -27,7 +27,8 @@ inline constexpr double kDefaultGpuReferenceMinWork = 3.2e9;
 // visible_pairs(batch) * head_dim: the multiply-adds of q.k (and again of p.v) over the batch.
 double reference_work(const Batch& batch);
 
-// Whether a CUDA evaluation of `batch` verifies against the GPU reference.
+// Whether a CUDA evaluation of `batch` verifies against the GPU reference: never for multi-head
+// latent attention, which only the CPU reference implements.
 bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_work);
 
 // Why `oracle` chose as it did, for the run's header: "--reference gpu", or

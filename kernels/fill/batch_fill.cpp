@@ -139,6 +139,7 @@ void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
   static_assert(sizeof(long long) == sizeof(int64_t), "int64 index arrays read as long long");
 
   for (DataStream s : {DataStream::key, DataStream::value}) {
+    if (s == DataStream::value && m.latent()) continue;  // mla: one latent pool, the K pool
     const CUdeviceptr target = s == DataStream::key ? k_pool : v_pool;
     fill_nan(context, stream, target, batch.kv_dtype, size_t(pool_elements(batch)));
     BatchFillParams p{};

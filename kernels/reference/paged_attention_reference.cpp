@@ -22,10 +22,11 @@ struct OutputRow {
 };
 
 // The attention semantics (the header's formula), shared by both oracles: they differ only in
-// where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value.
+// where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value
+// for d below value_dim (head_dim; mla: kv_lora_rank).
 // Returns the row's log-sum-exp: the natural log of the softmax denominator (-inf: no key).
 template <typename Dot, typename Value>
-double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const Dot& dot,
+double attend_row(const Batch& batch, const OutputRow& row, int value_dim, const Dot& dot,
                   const Value& value, float* out) {
   std::vector<int64_t> keys;
   std::vector<double> weights;
@@ -37,7 +38,7 @@ double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const 
     keys.push_back(j);
     weights.push_back(logit);
   }
-  std::fill(out, out + head_dim, 0.0f);
+  std::fill(out, out + value_dim, 0.0f);
   if (keys.empty()) {  // nothing visible: exactly zero, even with a sink
     return -std::numeric_limits<double>::infinity();
   }
@@ -51,16 +52,16 @@ double attend_row(const Batch& batch, const OutputRow& row, int head_dim, const 
     w = std::exp(w - max_logit);
     sum += w;
   }
-  std::vector<double> acc(size_t(head_dim), 0.0);
+  std::vector<double> acc(size_t(value_dim), 0.0);
   for (size_t k = 0; k < keys.size(); ++k) {
     const double p = weights[k] / sum;
-    for (int d = 0; d < head_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
+    for (int d = 0; d < value_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
   }
-  for (int d = 0; d < head_dim; ++d) out[d] = float(acc[size_t(d)]);
+  for (int d = 0; d < value_dim; ++d) out[d] = float(acc[size_t(d)]);
   return max_logit + std::log(sum);
 }
 
-// Calls fn(row, out) for every output row, in parallel; out points at the row's head_dim floats.
+// Calls fn(row, out) for every output row, in parallel; out points at the row's value_dim floats.
 // fn returns the row's log-sum-exp, stored at [token, head] of *lse when lse is not null.
 template <typename Fn>
 std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::vector<float>* lse,
@@ -72,7 +73,8 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::
     for (int64_t t = batch.cu_seqlens_q[s]; t < batch.cu_seqlens_q[s + 1]; ++t)
       seq_of[size_t(t)] = s;
   }
-  std::vector<float> out(size_t(batch.total_q) * Hq * m.head_dim);
+  const size_t value_dim = size_t(m.value_dim());
+  std::vector<float> out(size_t(batch.total_q) * Hq * value_dim);
   if (lse != nullptr) lse->assign(size_t(batch.total_q) * Hq, 0.0f);
   parallel_for(
       size_t(batch.total_q) * Hq,
@@ -84,7 +86,7 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::
           row.kv_head = row.head / group;
           row.seq = seq_of[size_t(row.token)];
           row.q_index = row.token - batch.cu_seqlens_q[size_t(row.seq)];
-          const double row_lse = fn(row, out.data() + r * size_t(m.head_dim));
+          const double row_lse = fn(row, out.data() + r * value_dim);
           if (lse != nullptr) (*lse)[r] = float(row_lse);
         }
       },
@@ -123,7 +125,13 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
   ATTN_ASSERT(host.backend() == Backend::cpu, "the CPU reference needs a host problem");
   const Batch& batch = host.batch();
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
-  const PoolAddressing k_pool(batch, DataStream::key), v_pool(batch, DataStream::value);
+  const int Dv = batch.spec.model.value_dim();
+  // mla: V is the first kv_lora_rank elements of the latent pool's rows (the K pool), under K's
+  // scale; there is no V pool.
+  const bool latent = batch.spec.model.latent();
+  const PoolAddressing k_pool(batch, DataStream::key);
+  const PoolAddressing v_pool(batch, latent ? DataStream::key : DataStream::value);
+  const void* v_data = latent ? host.k_pool() : host.v_pool();
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     // The CSR page table: a host problem has no padded block table.
     const int32_t* pages = batch.page_indices.data() + batch.page_indptr[size_t(row.seq)];
@@ -134,9 +142,9 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
       q[size_t(d)] =
           load_as_float(host.q(), size_t((row.token * Hq + row.head) * D + d), batch.dtype);
     const double k_scale = kv_scale(batch.k_scales, row.kv_head);
-    const double v_scale = kv_scale(batch.v_scales, row.kv_head);
+    const double v_scale = latent ? k_scale : kv_scale(batch.v_scales, row.kv_head);
     return attend_row(
-        batch, row, D,
+        batch, row, Dv,
         [&](int64_t j) {
           const int64_t base = k_pool.row(page_of(j), slot_of(j), row.kv_head);
           double dot = 0;
@@ -149,9 +157,8 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
         },
         [&](int64_t j, int d) {
           const int64_t base = v_pool.row(page_of(j), slot_of(j), row.kv_head);
-          return v_scale *
-                 double(load_as_float(host.v_pool(), size_t(base + v_pool.dim_offset[size_t(d)]),
-                                      batch.kv_dtype));
+          return v_scale * double(load_as_float(v_data, size_t(base + v_pool.dim_offset[size_t(d)]),
+                                                batch.kv_dtype));
         },
         out);
   });
@@ -159,14 +166,16 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
 
 std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
                                          std::vector<float>* lse) {
-  const int D = batch.spec.model.head_dim;
+  const int D = batch.spec.model.head_dim, Dv = batch.spec.model.value_dim();
+  // mla: V is the first kv_lora_rank elements of the latent row, the key stream's data.
+  const DataStream v_stream = batch.spec.model.latent() ? DataStream::key : DataStream::value;
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     std::vector<double> q(static_cast<size_t>(D));
     for (int d = 0; d < D; ++d)
       q[size_t(d)] = round_to(batch.dtype, query_value(batch, row.token, row.head, d));
     // Keys and values as the cache holds them (rounded, dequantised), from the data rule.
     return attend_row(
-        batch, row, D,
+        batch, row, Dv,
         [&](int64_t j) {
           double dot = 0;
           for (int d = 0; d < D; ++d) {
@@ -176,7 +185,7 @@ std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
           return dot;
         },
         [&](int64_t j, int d) {
-          return double(stored_kv_value(batch, DataStream::value, row.seq, j, row.kv_head, d));
+          return double(stored_kv_value(batch, v_stream, row.seq, j, row.kv_head, d));
         },
         out);
   });
