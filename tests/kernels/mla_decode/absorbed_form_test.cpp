@@ -6,7 +6,9 @@
 // The absorbed query is q_nope_absorbed = W_UK . q_nope, so the absorbed output o_latent
 // (kv_lora_rank wide) times W_UV must equal out[h]. The batch gives q_nope_absorbed; the test
 // picks random W_UK and W_UV and recovers a q_nope with W_UK . q_nope = q_nope_absorbed (the
-// least-norm solution), then computes both forms in double.
+// least-norm solution, which needs qk_nope_head_dim >= kv_lora_rank: the shapes here are wider
+// than DeepSeek's 128 < 512 for that reason, and well conditioned), then computes both forms in
+// double.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,7 +27,7 @@ using Matrix = std::vector<std::vector<double>>;  // [rows][cols]
 
 Matrix random_matrix(int rows, int cols, std::mt19937_64& rng) {
   std::normal_distribution<double> normal(0.0, 1.0 / std::sqrt(double(rows)));
-  Matrix m(size_t(rows), std::vector<double>(size_t(cols)));
+  Matrix m(static_cast<size_t>(rows), std::vector<double>(static_cast<size_t>(cols)));
   for (auto& row : m)
     for (double& x : row) x = normal(rng);
   return m;
@@ -106,7 +108,8 @@ Forms compare_forms(const testing::LatentShape& shape, int v_head_dim) {
     for (int s = 0; s < batch.num_seqs; ++s) {
       const int64_t kv_len = batch.kv_lens[size_t(s)];
       // The cached latent rows as a kernel sees them, and their un-absorbed K_nope and V.
-      Matrix c(size_t(kv_len)), k_rope(size_t(kv_len)), k_nope(size_t(kv_len)), v(size_t(kv_len));
+      const size_t keys = static_cast<size_t>(kv_len);
+      Matrix c(keys), k_rope(keys), k_nope(keys), v(keys);
       for (int64_t t = 0; t < kv_len; ++t) {
         for (int d = 0; d < rank + rope; ++d) {
           const double x = stored_kv_value(batch, DataStream::key, s, t, 0, d);
@@ -177,7 +180,7 @@ void expect_forms_agree(const Forms& f) {
   EXPECT_GT(f.rows, 0);
   EXPECT_GT(f.largest, 0.05);  // the outputs are not all zero
   // Both forms in double: the same numbers in another order.
-  EXPECT_LT(f.absorbed_vs_long, 1e-10 * std::max(1.0, f.largest));
+  EXPECT_LT(f.absorbed_vs_long, 1e-9 * std::max(1.0, f.largest));
   // The reference accumulates in double and returns floats: a float's rounding, no more.
   EXPECT_LT(f.reference_vs_absorbed, 1e-6);
   EXPECT_LT(f.reference_vs_long, 1e-5 * std::max(1.0, f.largest));
@@ -187,13 +190,13 @@ void expect_forms_agree(const Forms& f) {
 }
 
 TEST(MlaAbsorbedForm, EqualsUnabsorbedAttentionWithSpeculativeTokens) {
-  testing::LatentShape shape;  // rank 64, rope 16, nope 64 (W_UK square), 1 to 4 query tokens
+  testing::LatentShape shape;  // rank 64, rope 16, nope 128, 1 to 4 query tokens
   expect_forms_agree(compare_forms(shape, 48));
 }
 
 TEST(MlaAbsorbedForm, EqualsUnabsorbedAttentionWithAWiderNopeHeadAndOnePageTokens) {
   testing::LatentShape shape;
-  shape.qk_nope_head_dim = 96;  // W_UK wider than tall: q_nope is the least-norm solution
+  shape.qk_nope_head_dim = 96;
   shape.qk_rope_head_dim = 32;
   shape.page_size = 1;
   shape.q_heads = 3;

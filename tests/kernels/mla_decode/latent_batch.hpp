@@ -15,7 +15,7 @@ struct LatentShape {
   int q_heads = 4;
   int kv_lora_rank = 64;
   int qk_rope_head_dim = 16;
-  int qk_nope_head_dim = 64;
+  int qk_nope_head_dim = 128;
   int page_size = 8;
   std::string kv_dtype;  // "": Q's dtype; or "fp8_e4m3"
   bool causal = true;
