@@ -30,12 +30,12 @@ json latent_json() {
   })");
 }
 
-WorkloadSpec parse(const json& doc) {
+WorkloadSpec parse_latent(const json& doc) {
   return parse_workload(doc.dump(), "latent.json");
 }
 
 TEST(LatentWorkload, DerivesTheLatentRowAndTheDefaultScale) {
-  const WorkloadSpec spec = parse(latent_json());
+  const WorkloadSpec spec = parse_latent(latent_json());
   EXPECT_TRUE(spec.model.latent());
   EXPECT_EQ(spec.model.num_kv_heads, 1);
   EXPECT_EQ(spec.model.head_dim, 576);  // kv_lora_rank + qk_rope_head_dim
@@ -47,21 +47,21 @@ TEST(LatentWorkload, DerivesTheLatentRowAndTheDefaultScale) {
 
   json nope = latent_json();
   nope["model"]["qk_nope_head_dim"] = 64;
-  EXPECT_DOUBLE_EQ(parse(nope).effective_softmax_scale(), 1.0 / std::sqrt(128.0));
+  EXPECT_DOUBLE_EQ(parse_latent(nope).effective_softmax_scale(), 1.0 / std::sqrt(128.0));
   json stated = latent_json();
   stated["model"]["softmax_scale"] = 0.125;
-  EXPECT_DOUBLE_EQ(parse(stated).effective_softmax_scale(), 0.125);
+  EXPECT_DOUBLE_EQ(parse_latent(stated).effective_softmax_scale(), 0.125);
 
   json explicit_shape = latent_json();  // num_kv_heads 1 and the right head_dim may be written
   explicit_shape["model"]["num_kv_heads"] = 1;
   explicit_shape["model"]["head_dim"] = 576;
-  EXPECT_EQ(canonical_json(parse(explicit_shape)), canonical_json(spec));
+  EXPECT_EQ(canonical_json(parse_latent(explicit_shape)), canonical_json(spec));
 }
 
 TEST(LatentWorkload, TheCanonicalFormRoundTripsAndLeavesOtherWorkloadsAlone) {
   json doc = latent_json();
   doc["model"]["qk_nope_head_dim"] = 128;
-  const WorkloadSpec spec = parse(doc);
+  const WorkloadSpec spec = parse_latent(doc);
   const std::string canonical = canonical_json(spec);
   EXPECT_EQ(canonical_json(parse_workload(canonical, "canonical")), canonical);
   const json model = json::parse(canonical)["model"];
@@ -75,22 +75,22 @@ TEST(LatentWorkload, TheCanonicalFormRoundTripsAndLeavesOtherWorkloadsAlone) {
   // of the new fields, written or defaulted.
   json standard = test::valid_workload_json();
   standard["schema_version"] = 2;
-  const std::string before = canonical_json(parse(standard));
+  const std::string before = canonical_json(parse_latent(standard));
   EXPECT_EQ(before.find("attention"), std::string::npos);
   EXPECT_EQ(before.find("kv_lora_rank"), std::string::npos);
   json written = standard;
   written["model"]["attention"] = "mha";
-  EXPECT_EQ(content_hash(parse(written)), content_hash(parse(standard)));
+  EXPECT_EQ(content_hash(parse_latent(written)), content_hash(parse_latent(standard)));
 }
 
-struct Refusal {
+struct LatentRefusal {
   const char* what;
   json model_patch;  // merged into /model; null values remove the key
   std::vector<std::string> message;
 };
 
 TEST(LatentWorkload, RefusesWhatDoesNotApplyToLatentAttentionByPointer) {
-  const std::vector<Refusal> cases = {
+  const std::vector<LatentRefusal> cases = {
       {"two kv heads",
        {{"num_kv_heads", 2}},
        {"/model/num_kv_heads: must be absent or 1 for attention \"mla\"", "got 2"}},
@@ -117,7 +117,7 @@ TEST(LatentWorkload, RefusesWhatDoesNotApplyToLatentAttentionByPointer) {
        {{"attention", "gqa"}},
        {"/model/attention: must be one of \"mha\", \"mla\", got \"gqa\""}},
   };
-  for (const Refusal& c : cases) {
+  for (const LatentRefusal& c : cases) {
     json doc = latent_json();
     for (const auto& [key, value] : c.model_patch.items()) {
       if (value.is_null()) {
@@ -160,13 +160,13 @@ TEST(LatentWorkload, TheLatentPoolIsOneBufferCountedOnceAgainstTheLimit) {
   // 40 * (2^20 + 1) tokens, rounded up to 64-token pages, * 1152 * 2 bytes is about 90 GiB.
   EXPECT_TRUE(test::has_problem(test::problems_of(doc),
                                 {"/sequences: the latent pool size in bytes (1 * ", "64 GiB"}));
-  const WorkloadSpec spec = parse(latent_json());
+  const WorkloadSpec spec = parse_latent(latent_json());
   const WorkloadTotals t = workload_totals(spec);
   EXPECT_EQ(t.kv_pool_bytes, t.num_pages * 64 * 576 * 2);
 }
 
 TEST(LatentWorkload, TheBatchHoldsOneLatentPoolThroughAPageTable) {
-  const Batch batch = generate_batch(parse(latent_json()));
+  const Batch batch = generate_batch(parse_latent(latent_json()));
   EXPECT_EQ(batch.num_seqs, 5);
   EXPECT_EQ(batch.total_q, 3 * 1 + 2 * 3);
   EXPECT_EQ(pool_elements(batch), batch.num_pages * 64 * 576);
@@ -188,8 +188,8 @@ TEST(LatentWorkload, TheBatchHoldsOneLatentPoolThroughAPageTable) {
 }
 
 TEST(LatentWorkload, GenerationIsDeterministicAndTheDataIgnoresPaging) {
-  const Batch a = generate_batch(parse(latent_json()));
-  const Batch b = generate_batch(parse(latent_json()));
+  const Batch a = generate_batch(parse_latent(latent_json()));
+  const Batch b = generate_batch(parse_latent(latent_json()));
   EXPECT_EQ(a.page_indices, b.page_indices);
   EXPECT_EQ(a.spec_hash, b.spec_hash);
   std::vector<uint8_t> pool_a(size_t(pool_elements(a)) * 2), pool_b(pool_a.size());
@@ -200,7 +200,7 @@ TEST(LatentWorkload, GenerationIsDeterministicAndTheDataIgnoresPaging) {
   json other = latent_json();
   other["kv_cache"]["page_size"] = 1;
   other["kv_cache"]["allocation"] = "sequential";
-  const Batch c = generate_batch(parse(other));
+  const Batch c = generate_batch(parse_latent(other));
   EXPECT_NE(a.num_pages, c.num_pages);
   // The same (sequence, position, dim) holds the same latent value however it is paged, and the
   // pool holds it where the page table says.
@@ -217,14 +217,14 @@ TEST(LatentWorkload, GenerationIsDeterministicAndTheDataIgnoresPaging) {
   }
   json seeded = latent_json();
   seeded["seed"] = 6;
-  EXPECT_NE(stored_kv_value(generate_batch(parse(seeded)), DataStream::key, 0, 5, 0, 5),
+  EXPECT_NE(stored_kv_value(generate_batch(parse_latent(seeded)), DataStream::key, 0, 5, 0, 5),
             stored_kv_value(a, DataStream::key, 0, 5, 0, 5));
 }
 
 TEST(LatentWorkload, AnFp8LatentCacheHasOnePerTensorScale) {
   json doc = latent_json();
   doc["model"]["kv_dtype"] = "fp8_e4m3";
-  const Batch batch = generate_batch(parse(doc));
+  const Batch batch = generate_batch(parse_latent(doc));
   ASSERT_EQ(batch.k_scales.size(), 1u);
   EXPECT_EQ(batch.v_scales, batch.k_scales);  // V is the same latent tensor
   EXPECT_GT(batch.k_scales[0], 0.0f);
@@ -235,7 +235,7 @@ TEST(LatentWorkload, AnFp8LatentCacheHasOnePerTensorScale) {
 }
 
 TEST(LatentWorkload, ALatentBatchReportsItsFeaturesInsteadOfAHeadDim) {
-  const BatchFeatures used = batch_features(generate_batch(parse(latent_json())));
+  const BatchFeatures used = batch_features(generate_batch(parse_latent(latent_json())));
   EXPECT_NE(used.find(feature::kLatentAttention), nullptr);
   ASSERT_NE(used.find(feature::kKvLoraRank), nullptr);
   EXPECT_EQ(*used.find(feature::kKvLoraRank)->number, 512);
@@ -243,7 +243,8 @@ TEST(LatentWorkload, ALatentBatchReportsItsFeaturesInsteadOfAHeadDim) {
   EXPECT_EQ(*used.find(feature::kQkRopeHeadDim)->number, 64);
   EXPECT_EQ(used.find(feature::kHeadDim), nullptr);
   EXPECT_EQ(used.find(feature::kQueries)->value, "mixed");  // 1 and 3 query tokens
-  const BatchFeatures standard = batch_features(generate_batch(parse(test::valid_workload_json())));
+  const BatchFeatures standard =
+      batch_features(generate_batch(parse_latent(test::valid_workload_json())));
   EXPECT_EQ(standard.find(feature::kLatentAttention), nullptr);
   EXPECT_EQ(standard.find(feature::kKvLoraRank), nullptr);
 }
