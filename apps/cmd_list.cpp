@@ -1,10 +1,12 @@
-// attn-bench list [FILTER] [-v] [--json]: kernel families, their variants and tunable axes, and
-// the built-in presets. FILTER keeps the variants and presets whose name matches it (a glob with
-// '*' or '?', else a part of the name). On a terminal the descriptions wrap under their column;
-// elsewhere each entry is one line, for grep.
+// attn-bench list [FILTER] [-v] [--json] [--coverage]: kernel families, their variants and tunable
+// axes, and the built-in presets. FILTER keeps the variants and presets whose name matches it (a
+// glob with '*' or '?', else a part of the name). On a terminal the descriptions wrap under their
+// column; elsewhere each entry is one line, for grep. --coverage prints instead which variants
+// take which head dim, KV dtype, layout and page size (kernels/coverage.hpp), per family.
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -13,6 +15,7 @@
 
 #include "apps/commands.hpp"
 #include "base/glob.hpp"
+#include "kernels/coverage.hpp"
 #include "kernels/registry.hpp"
 #include "results/table.hpp"
 #include "workloads/presets.hpp"
@@ -25,6 +28,7 @@ struct ListArgs {
   std::string filter;
   bool verbose = false;
   bool json = false;
+  bool coverage = false;
 };
 
 bool matches(const std::string& filter, const std::string& name) {
@@ -78,7 +82,124 @@ std::string entry(const std::string& indent, const std::string& name, size_t wid
   return out + "\n";
 }
 
+// The coverage matrix of the families FILTER matches (by family or variant name): per family a
+// legend of one letter per variant and a table, a row per (KV dtype, layout, page size) and a
+// column per head dim, each cell the letters of the variants that accept it ("-": none).
+void list_coverage(const ListArgs& args) {
+  const Registry registry = make_registry();
+  std::vector<Family> families;
+  std::map<std::string, std::vector<const Variant*>> variants;  // by family
+  for (const auto& v : registry.variants()) {
+    const std::string family = to_string(v->family());
+    if (!matches(args.filter, v->name()) && !matches(args.filter, family)) continue;
+    if (variants.count(family) == 0) families.push_back(v->family());
+    variants[family].push_back(v.get());
+  }
+  if (families.empty()) throw UsageError("'" + args.filter + "' matches no variant or family");
+  // mla_decode has no cells (kernels/coverage.hpp): latent attention is not on the matrix' axes.
+  std::vector<Family> outside;
+  for (Family family : families) {
+    if (!in_coverage_matrix(family)) outside.push_back(family);
+  }
+  families.erase(std::remove_if(families.begin(), families.end(),
+                                [](Family family) { return !in_coverage_matrix(family); }),
+                 families.end());
+  if (families.empty()) {
+    throw UsageError("'" + args.filter + "' matches only " + to_string(outside.front()) +
+                     ", which the coverage matrix leaves out: multi-head latent attention is "
+                     "shaped by kv_lora_rank and qk_rope_head_dim, not by the matrix' head dims "
+                     "and layouts (`attn-bench list " +
+                     to_string(outside.front()) + " -v` lists what its variants take)");
+  }
+  const std::vector<CoverageCell> matrix = coverage_matrix(registry);
+  const CoverageAxes& axes = coverage_axes();
+
+  if (args.json) {
+    nlohmann::ordered_json out;
+    out["axes"] = {{"head_dim", axes.head_dims},
+                   {"kv_dtype", axes.kv_dtypes},
+                   {"layout", axes.layouts},
+                   {"page_size", axes.page_sizes}};
+    out["families"] = nlohmann::ordered_json::array();
+    for (Family family : families) {
+      nlohmann::ordered_json f = {{"name", to_string(family)},
+                                  {"variants", nlohmann::ordered_json::array()},
+                                  {"cells", nlohmann::ordered_json::array()}};
+      for (const Variant* v : variants[to_string(family)]) {
+        f["variants"].push_back({{"name", v->name()}, {"backend", to_string(v->backend())}});
+      }
+      for (const CoverageCell& c : matrix) {
+        if (c.family != family) continue;
+        f["cells"].push_back({{"head_dim", c.head_dim},
+                              {"kv_dtype", c.kv_dtype},
+                              {"layout", c.layout},
+                              {"page_size", c.page_size},
+                              {"gpu_variants", c.gpu_variants},
+                              {"cpu_variants", c.cpu_variants}});
+      }
+      out["families"].push_back(std::move(f));
+    }
+    out["left_out"] = nlohmann::ordered_json::array();  // families the matrix has no cells for
+    for (Family family : outside) out["left_out"].push_back(to_string(family));
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+
+  std::cout << "Which variants accept a representative workload of each cell (a CUDA variant on "
+               "an sm_90 GPU, with some config of its space). Page sizes: 1; 16 (whole TMA "
+               "boxes of 8 keys); other (12). 192x128: Q/K head dim 192, V 128.\n";
+  for (Family family : families) {
+    const std::string name = to_string(family);
+    std::map<std::string, char> letter;
+    std::string legend;
+    for (const Variant* v : variants[name]) {
+      const char l = char('a' + letter.size());
+      letter[v->name()] = l;
+      legend +=
+          std::string(legend.empty() ? "" : "  ") + l + " " + v->name().substr(name.size() + 1);
+    }
+    std::cout << "\n" << name << ": " << legend << "\n";
+    TextTable table;
+    table.add_column("kv dtype", TextTable::Align::left);
+    table.add_column("layout", TextTable::Align::left);
+    table.add_column("pages", TextTable::Align::left);
+    for (const std::string& dim : axes.head_dims) table.add_column(dim, TextTable::Align::left);
+    for (const std::string& kv_dtype : axes.kv_dtypes) {
+      for (const std::string& layout : axes.layouts) {
+        for (const std::string& page_size : axes.page_sizes) {
+          std::vector<std::string> row = {kv_dtype, layout, page_size};
+          for (const std::string& dim : axes.head_dims) {
+            std::string letters;
+            for (const CoverageCell& c : matrix) {
+              if (c.family != family || c.head_dim != dim || c.kv_dtype != kv_dtype ||
+                  c.layout != layout || c.page_size != page_size) {
+                continue;
+              }
+              for (const auto* names : {&c.gpu_variants, &c.cpu_variants}) {
+                for (const std::string& v : *names) {
+                  if (letter.count(v)) letters += letter[v];
+                }
+              }
+            }
+            row.push_back(letters.empty() ? "-" : letters);
+          }
+          table.add_row(std::move(row));
+        }
+      }
+    }
+    table.print(std::cout);
+  }
+  for (Family family : outside) {
+    std::cout << "\n"
+              << to_string(family)
+              << ": not in the matrix (multi-head latent attention: kv_lora_rank and "
+                 "qk_rope_head_dim, one latent cache; `attn-bench list "
+              << to_string(family) << " -v` lists what its variants take)\n";
+  }
+}
+
 void list(const ListArgs& args) {
+  if (args.coverage) return list_coverage(args);
   const Registry registry = make_registry();
   const WorkloadSpec preset = load_preset("default");
   const Batch batch = generate_batch(preset);
@@ -167,6 +288,9 @@ void add_list_command(CLI::App& app, Invocation& invocation) {
   cmd->add_flag("-v,--verbose", args->verbose, "also list each variant's tunable axes");
   cmd->add_flag("--json", args->json,
                 "one JSON object (families with their variants and axes, presets) for scripts");
+  cmd->add_flag("--coverage", args->coverage,
+                "which variants take which head dim, KV dtype, KV layout and page size, per "
+                "family (with --json: every cell with its GPU and CPU variants)");
   cmd->callback([args, &invocation] {
     list(*args);
     invocation.exit_code = 0;

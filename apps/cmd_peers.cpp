@@ -3,16 +3,9 @@
 // against the same oracle, timed under the same policy, recorded in one run, printed side by side.
 // attn-bench peers import RESULTS: records a results file the peer runner wrote on its own.
 // docs/peers.md.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,9 +19,9 @@
 #include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
 #include "apps/peer_runner.hpp"
+#include "apps/peer_runner_setup.hpp"
 #include "apps/policy_flags.hpp"
 #include "base/build_info.hpp"
-#include "base/embedded_file.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
 #include "base/sample_statistics.hpp"
@@ -45,23 +38,17 @@
 #include "workloads/mask_checks.hpp"
 #include "workloads/presets.hpp"
 
-extern char** environ;
-
 namespace attn {
-
-extern const EmbeddedFile kPeerRunnerFiles[];
-extern const size_t kPeerRunnerFiles_count;
 
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kRunnerScript = "tools/peers/run_peers.py";
-
 struct PeersArgs {
   std::string workload;
   std::string db;
   std::string peers;
+  std::vector<std::string> peer_modules;  // --peer-module: the user's Python peer modules
   std::string python;
   std::string runner;
   std::string keep_dump;
@@ -78,129 +65,12 @@ struct PeersArgs {
   std::string import_workload;
 };
 
-std::string python_of(const PeersArgs& args) {
-  if (!args.python.empty()) return args.python;
-  if (const char* env = std::getenv("ATTN_PEERS_PYTHON"); env && *env) return env;
-  return "python3";
-}
-
-// A child process with argv only (no shell), found on $PATH; its output goes to `out_path` (or
-// ours when empty). Returns the exit code; a process that cannot start is an EnvironmentError.
-int run_child(const std::vector<std::string>& argv, const std::string& out_path = {}) {
-  std::vector<std::string> storage = argv;
-  std::vector<char*> pointers;
-  for (std::string& a : storage) pointers.push_back(a.data());
-  pointers.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (!out_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  }
-  std::cout << std::flush;
-  std::cerr << std::flush;
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, pointers[0], &actions, nullptr, pointers.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw EnvironmentError("cannot start '" + argv[0] + "': " + std::strerror(rc) +
-                           " (--python names the interpreter; $ATTN_PEERS_PYTHON too)");
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// A folder of our own for the dump and the runner: --keep-dump DIR (kept), else a fresh temporary
-// one removed at the end.
-class WorkFolder {
- public:
-  explicit WorkFolder(const std::string& keep) {
-    if (!keep.empty()) {
-      path_ = keep;
-      keep_ = true;
-      std::error_code error;
-      fs::create_directories(path_, error);
-      if (error) throw EnvironmentError("cannot create " + keep + ": " + error.message());
-      return;
-    }
-    std::string pattern = (fs::temp_directory_path() / "attn-bench-peers-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw EnvironmentError("cannot create a temporary folder: " +
-                             std::string(std::strerror(errno)));
-    }
-    path_ = pattern;
-  }
-  ~WorkFolder() {
-    if (keep_) return;
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  WorkFolder(const WorkFolder&) = delete;
-  WorkFolder& operator=(const WorkFolder&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  bool keep_ = false;
-};
-
-// The runner script: --runner DIR's run_peers.py, else the copy embedded in this binary written
-// under `folder`.
-fs::path runner_script(const PeersArgs& args, const fs::path& folder) {
-  if (!args.runner.empty()) {
-    fs::path script = fs::path(args.runner) / "run_peers.py";
-    if (!fs::exists(script)) {
-      throw UsageError("--runner '" + args.runner +
-                       "': no run_peers.py there (name the tools/peers folder of a checkout)");
-    }
-    return script;
-  }
-  for (size_t i = 0; i < kPeerRunnerFiles_count; ++i) {
-    const fs::path target = folder / "runner" / kPeerRunnerFiles[i].name;
-    std::error_code error;
-    fs::create_directories(target.parent_path(), error);
-    std::ofstream out(target, std::ios::binary);
-    out.write(kPeerRunnerFiles[i].data, std::streamsize(kPeerRunnerFiles[i].size));
-    out.close();
-    if (error || !out) throw EnvironmentError("cannot write " + target.string());
-  }
-  return folder / "runner" / kRunnerScript;
-}
-
-// The peers the runner knows here (`run_peers.py --list`): proves the interpreter starts the
-// runner (numpy imports) before any GPU work, and lets --peers be checked.
-std::vector<std::string> runner_peer_names(const std::string& python, const fs::path& script,
-                                           const fs::path& folder) {
-  const fs::path listing = folder / "peers-list.txt";
-  const int code = run_child({python, script.string(), "--list"}, listing.string());
-  const std::string text = slurp(listing);
-  if (code != 0) {
-    throw EnvironmentError("the peer runner does not start with '" + python + "' (exit " +
-                           std::to_string(code) +
-                           "): " + text.substr(text.size() > 600 ? text.size() - 600 : 0) +
-                           "\n(it needs Python 3 with numpy; --python picks the interpreter)");
-  }
+void check_peer_globs(const std::string& globs, const std::vector<std::string>& units) {
   std::vector<std::string> names;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    const std::string name = line.substr(0, line.find(' '));
-    if (is_peer_variant(name)) names.push_back(name);
+  for (const std::string& unit : units) {
+    const std::string name = peer_unit_name(unit);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
-  return names;
-}
-
-void check_peer_globs(const std::string& globs, const std::vector<std::string>& names) {
   std::stringstream list(globs);
   for (std::string glob; std::getline(list, glob, ',');) {
     if (glob.empty()) continue;
@@ -213,17 +83,18 @@ void check_peer_globs(const std::string& globs, const std::vector<std::string>& 
   }
 }
 
-// The peers the runner will run for `globs` (all when empty), in its order: the runner's own
-// choice (tools/peers/attn_peers/runner.py, select), so that exact names can be passed on.
+// The runs the runner will make for `globs` over peer names (all when empty), in its order: the
+// runner's own choice (tools/peers/attn_peers/runner.py, select), so that exact runs can be passed
+// on.
 std::vector<std::string> chosen_peers(const std::string& globs,
-                                      const std::vector<std::string>& names) {
-  if (globs.empty()) return names;
+                                      const std::vector<std::string>& units) {
+  if (globs.empty()) return units;
   std::vector<std::string> chosen;
-  for (const std::string& name : names) {
+  for (const std::string& unit : units) {
     std::stringstream list(globs);
     for (std::string glob; std::getline(list, glob, ',');) {
-      if (!glob.empty() && glob_match(glob, name)) {
-        chosen.push_back(name);
+      if (!glob.empty() && glob_match(glob, peer_unit_name(unit))) {
+        chosen.push_back(unit);
         break;
       }
     }
@@ -317,6 +188,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
                      {"/model/attention: the peers implement standard attention; multi-head latent "
                       "attention (\"mla\") has none yet (run it with `attn-bench run`)"});
   }
+  const std::vector<std::string> peer_modules = checked_peer_modules(args.peer_modules);
   BenchOptions options;
   options.variant_filter = args.variant;
   options.policy = policy_from(args.policy);
@@ -348,10 +220,13 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
     }
   }
   // The runner starts (Python with numpy) and knows the peers asked for, before any GPU work.
-  const std::string python = python_of(args);
+  const std::string python = peer_runner_python(args.python);
   WorkFolder folder(args.keep_dump);
-  const fs::path script = runner_script(args, folder.path());
-  const std::vector<std::string> peer_names = runner_peer_names(python, script, folder.path());
+  const fs::path script = peer_runner_script(args.runner, folder.path());
+  std::vector<std::string> peer_names;
+  for (const RunnerPeer& peer : list_runner_peers(python, script, folder.path(), peer_modules)) {
+    if (is_peer_variant(peer.name)) peer_names.push_back(peer.unit);
+  }
   check_peer_globs(args.peers, peer_names);
   const std::vector<std::string> chosen = chosen_peers(args.peers, peer_names);
   const std::string db = results_database_path(args.db);
@@ -410,6 +285,10 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
                       policy_to_json(options.policy).dump(),
                       "--device",
                       args.cpu ? "cpu" : std::to_string(args.device)};
+      for (const std::string& module : peer_modules) {
+        request.argv.push_back("--peer-module");
+        request.argv.push_back(module);
+      }
       request.peers = chosen;
       request.folder = folder.path().string();
       request.deadline_s = args.peer_deadline;
@@ -569,6 +448,7 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--peers", args->peers,
                   "comma-separated globs over peer names, e.g. 'peer.torch.*' (default: all)");
+  add_peer_module_flag(cmd, args->peer_modules);
   cmd->add_option("--python", args->python,
                   "Python 3 with numpy (and torch for the GPU peers) that runs the peer runner "
                   "(default: $ATTN_PEERS_PYTHON or python3 on $PATH)");

@@ -1,6 +1,7 @@
 // attn-bench run [workload.json | PRESET | --suite NAME]: verify and time every variant that
 // supports the workload, each case a Google Benchmark benchmark (apps/gbench_driver.hpp);
 // --benchmark_* flags pass through.
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -12,11 +13,15 @@
 #include "apps/gbench_driver.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
+#include "apps/module_peers.hpp"
+#include "apps/peer_runner_setup.hpp"
 #include "apps/policy_flags.hpp"
 #include "apps/run_report.hpp"
+#include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
+#include "base/variant_aliases.hpp"
 #include "measure/bench_run.hpp"
 #include "measure/device_records.hpp"
 #include "results/fraction_marker.hpp"
@@ -37,6 +42,7 @@ struct RunArgs {
   std::string suite;
   std::string db;
   std::string variant;
+  std::vector<std::string> kernels;  // --kernel: user kernel specs
   std::string config;
   PolicyFlags policy;
   bool repeat_check = false;
@@ -47,6 +53,21 @@ struct RunArgs {
   std::string max_host_memory;
   std::string format = "table";  // of the run's table: table, csv, md, json (apps/run_report.hpp)
   bool quiet = false;            // the table only: no header lines, no progress
+  // --peer-module: Python modules whose peers run beside ours through the peer runner
+  std::vector<std::string> peer_modules;
+  std::string python, runner;
+  double peer_deadline = 120;
+};
+
+// The modules' peers of a run: the runner and the runs it listed (before any GPU work), and a work
+// folder for each workload's dump.
+struct RunModulePeers {
+  std::string python;
+  std::filesystem::path script;
+  std::vector<std::string> modules;
+  std::optional<WorkFolder> folder;
+  std::vector<std::string> units;  // the runs whose peer --variant matches, in the runner's order
+  double deadline_s = 120;
 };
 
 void print_batch(const Batch& batch, std::ostream& out) {
@@ -65,9 +86,13 @@ void print_batch(const Batch& batch, std::ostream& out) {
         to_string(batch.spec.kv_cache.allocation).c_str(), (long long)batch.num_pages);
     return;
   }
+  // "head_dim 192 (V 128)" when V is narrower than Q and K.
+  const std::string dims = m.effective_v_head_dim() == m.head_dim
+                               ? std::to_string(m.head_dim)
+                               : format("%d (V %d)", m.head_dim, m.effective_v_head_dim());
   out << format(
-      "model     %d q heads, %d kv heads, head_dim %d, %s; pages of %d (%s, %s), %lld pages\n",
-      m.num_q_heads, m.num_kv_heads, m.head_dim, to_string(m.dtype).c_str(), batch.page_size,
+      "model     %d q heads, %d kv heads, head_dim %s, %s; pages of %d (%s, %s), %lld pages\n",
+      m.num_q_heads, m.num_kv_heads, dims.c_str(), to_string(m.dtype).c_str(), batch.page_size,
       to_string(batch.spec.kv_cache.layout).c_str(),
       to_string(batch.spec.kv_cache.allocation).c_str(), (long long)batch.num_pages);
 }
@@ -162,8 +187,8 @@ struct WorkloadOutcome {
 // table, records a run in `store`. The workload was validated and its memory checked by the caller.
 WorkloadOutcome run_workload(const Batch& batch, const RunArgs& args, const Invocation& invocation,
                              const BenchOptions& bench_options, const Registry& registry,
-                             const std::string& db, Store& store,
-                             std::vector<SuiteRow>* suite_rows) {
+                             const std::string& db, Store& store, std::vector<SuiteRow>* suite_rows,
+                             RunModulePeers* peers, size_t workload_index) {
   GbenchOptions gbench{invocation.benchmark_args};
   const WorkloadSpec& spec = batch.spec;
   const RunFormat run_format = *run_format_from_string(args.format);  // checked by run()
@@ -194,7 +219,8 @@ WorkloadOutcome run_workload(const Batch& batch, const RunArgs& args, const Invo
   for (BenchCase& c : session.cases(registry)) {
     named_cases.emplace_back(gbench_name(spec.name, c), std::move(c));
   }
-  if (named_cases.empty()) {
+  const bool with_peers = peers && !peers->units.empty();
+  if (named_cases.empty() && !with_peers) {
     std::cerr << "attn-bench: no " << session.backend() << " variant matches '" << args.variant
               << "'\n";
     return {to_int(ExitCode::usage), false};
@@ -256,6 +282,39 @@ WorkloadOutcome run_workload(const Batch& batch, const RunArgs& args, const Invo
                  ++ran;
                  return &row;
                });
+    if (with_peers && !interrupt->requested()) {
+      // The modules' peers on the same batch, each config verified against the same oracle's
+      // output and timed under the same policy by the peer runner, recorded in this run.
+      progress.clear();
+      ModulePeerRunner::Options runner_options;
+      runner_options.python = peers->python;
+      runner_options.script = peers->script;
+      runner_options.modules = peers->modules;
+      runner_options.folder =
+          peers->folder->path() / ("workload-" + std::to_string(workload_index));
+      runner_options.device = session.backend() == "cuda" ? std::to_string(args.device) : "cpu";
+      runner_options.deadline_s = peers->deadline_s;
+      runner_options.backend = session.backend();
+      std::filesystem::create_directories(runner_options.folder);
+      const ModulePeerRunner runner(std::move(runner_options), batch, session.reference_output(),
+                                    session.reference_name());
+      header << "peers     " << peers->units.size() << " runs of --peer-module peers\n"
+             << std::flush;
+      PeerRunnerOutcome outcome = runner.run(peers->units, options.policy, registry,
+                                             [&interrupt] { return interrupt->requested(); });
+      for (PeerRow& row : outcome.rows) {
+        Measurement& m = row.measurement;
+        const std::string name =
+            m.variant +
+            (m.config_key.empty() ? "" : "." + KernelConfig::from_key(m.config_key).label());
+        const Family family = *family_from_string(m.family);
+        session.record(name, family, std::move(m));
+      }
+      if (!outcome.failure.empty()) {
+        throw EnvironmentError("--peer-module: " + outcome.failure +
+                               " (its output is above; what ran is recorded)");
+      }
+    }
   } catch (const std::exception& e) {
     session.fail(e.what());  // what ran stays recorded; the run is not left "running"
     throw;
@@ -372,8 +431,34 @@ int run(const RunArgs& args, const Invocation& invocation) {
   // The first batch is built before the database is opened: a workload whose referenced files
   // fail only then leaves no database behind.
   std::optional<Batch> first_batch = generate_batch(specs.front());
-  const Registry registry = make_registry();
-  if (!args.variant.empty() && registry.matching(args.variant).empty()) {
+  const Registry registry = make_registry_with_user_kernels(args.kernels);
+  // The modules' peers, listed by the runner (which imports them) before any GPU work or database
+  // write: a module that raises or breaks the protocol is invalid input (exit 3).
+  std::optional<RunModulePeers> peers;
+  if (!args.peer_modules.empty()) {
+    if (args.peer_deadline < 0) throw UsageError("--peer-deadline must be >= 0 (0: no deadline)");
+    GbenchOptions gbench{invocation.benchmark_args};
+    if (gbench.has_format() || gbench.lists_only()) {
+      throw UsageError(
+          "--peer-module runs the peers after Google Benchmark's cases: it cannot "
+          "be given with --benchmark_format or --benchmark_list_tests");
+    }
+    peers.emplace();
+    peers->modules = checked_peer_modules(args.peer_modules);
+    peers->python = peer_runner_python(args.python);
+    peers->deadline_s = args.peer_deadline;
+    peers->folder.emplace();
+    peers->script = peer_runner_script(args.runner, peers->folder->path());
+    for (const RunnerPeer& peer :
+         list_runner_peers(peers->python, peers->script, peers->folder->path(), peers->modules)) {
+      if (peer.name.rfind("peer.user.", 0) == 0 &&
+          (args.variant.empty() || variant_glob_match(args.variant, peer.name))) {
+        peers->units.push_back(peer.unit);
+      }
+    }
+  }
+  if (!args.variant.empty() && registry.matching(args.variant).empty() &&
+      !(peers && !peers->units.empty())) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
   }
   const std::string db = results_database_path(args.db);
@@ -392,8 +477,9 @@ int run(const RunArgs& args, const Invocation& invocation) {
     }
     const Batch batch = i == 0 ? std::move(*first_batch) : generate_batch(specs[i]);
     first_batch.reset();
-    const WorkloadOutcome outcome = run_workload(batch, args, invocation, options, registry, db,
-                                                 store, suite_name.empty() ? nullptr : &suite_rows);
+    const WorkloadOutcome outcome =
+        run_workload(batch, args, invocation, options, registry, db, store,
+                     suite_name.empty() ? nullptr : &suite_rows, peers ? &*peers : nullptr, i);
     // The first failure's code stands, except that an interruption stops the suite.
     if (exit_code == to_int(ExitCode::ok)) exit_code = outcome.exit_code;
     if (outcome.interrupted) {
@@ -432,6 +518,18 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
                   "print one combined table");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
+  add_kernel_spec_flag(cmd, args->kernels);
+  add_peer_module_flag(cmd, args->peer_modules);
+  cmd->add_option("--python", args->python,
+                  "with --peer-module: Python 3 with numpy (and torch for GPU peers) that runs the "
+                  "peer runner (default: $ATTN_PEERS_PYTHON or python3 on $PATH)");
+  cmd->add_option("--runner", args->runner,
+                  "with --peer-module: the peer runner of this tools/peers folder instead of the "
+                  "copy built in");
+  cmd->add_option("--peer-deadline", args->peer_deadline,
+                  "with --peer-module: seconds each run of a module's peer may take, imports and "
+                  "compile included, before it is stopped and recorded timed_out (default 120; 0: "
+                  "none)");
   cmd->add_option("--config", args->config,
                   "override config axes of the default config, e.g. tile_tokens=64,warps=4");
   add_policy_flags(cmd, args->policy);

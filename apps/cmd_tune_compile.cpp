@@ -1,11 +1,11 @@
 // attn-tune compile WORKLOAD --variant GLOB [-a axis=v1,v2 ...] [--shard i/n [--shard-map FILE]]
-// [--jobs N] [--arch sm_90a ...]: compiles the JIT programs of every config that survives pruning
-// into the on-disk cache (kernels/jit), in parallel, and exits. Needs NVRTC but no GPU, so a
-// sweep's compiles can be done ahead of time on a machine without one (a login node, a CPU build
-// box) for the GPU that will run the sweep: `attn-tune tune` with the same cache folder
-// ($ATTN_JIT_CACHE_DIR) then finds a cubin for each config instead of compiling it. A program
-// NVRTC rejects is counted and named; the config is still tried (and recorded compile_failed) by
-// the sweep.
+// [--jobs N] [--arch sm_90a ...] [--kernel SPEC ...]: compiles the JIT programs of every config
+// that survives pruning into the on-disk cache (kernels/jit), in parallel, and exits. Needs NVRTC
+// but no GPU, so a sweep's compiles can be done ahead of time on a machine without one (a login
+// node, a CPU build box) for the GPU that will run the sweep: `attn-tune tune` with the same
+// cache folder ($ATTN_JIT_CACHE_DIR) then finds a cubin for each config instead of compiling it.
+// A program NVRTC rejects is counted and named; the config is still tried (and recorded
+// compile_failed) by the sweep.
 #include <algorithm>
 #include <chrono>
 #include <future>
@@ -18,6 +18,7 @@
 
 #include "apps/memory_budget.hpp"
 #include "apps/tune_commands.hpp"
+#include "apps/user_kernels.hpp"
 #include "base/errors.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
@@ -38,7 +39,8 @@ struct CompileArgs {
   std::string shard = "0/1";
   std::string shard_map;
   size_t jobs = 0;
-  bool resources = false;  // ptxas -v: registers and spills per program
+  bool resources = false;            // ptxas -v: registers and spills per program
+  std::vector<std::string> kernels;  // --kernel: user kernel specs
   TargetArgs target;
 };
 
@@ -64,7 +66,7 @@ int compile(const CompileArgs& args) {
   for (const std::string& text : args.axes) overrides.push_back(parse_axis_override(text));
   Shard shard = parse_shard(args.shard);
   if (!args.shard_map.empty()) use_shard_map(shard, args.shard_map);
-  const Registry registry = make_registry();
+  const Registry registry = make_registry_with_user_kernels(args.kernels);
   std::vector<const Variant*> variants;
   for (const Variant* v : registry.matching(args.variant)) {
     if (v->backend() == Backend::cuda) variants.push_back(v);
@@ -154,6 +156,7 @@ void add_tune_compile_command(CLI::App& app, Invocation& invocation) {
       "compile",
       "Compile every config's JIT programs into the cache ahead of a sweep (no GPU needed)");
   add_space_selection(*cmd, args->workload, args->variant, args->axes);
+  add_kernel_spec_flag(cmd, args->kernels);
   cmd->add_option("--shard", args->shard, "compile shard i of n of every space (default 0/1)");
   cmd->add_option("--shard-map", args->shard_map,
                   "with --shard i/n: the configs this map (written by attn-tune plan) gives "

@@ -1,11 +1,13 @@
-// attn-tune space WORKLOAD --variant GLOB [-a axis=v1,v2 ...]: each matching variant's axes and
-// how many configs survive pruning by Variant::check(), with the refusals counted by reason. Needs
-// no GPU: CUDA variants are pruned for the device present or a described target (--arch ...).
+// attn-tune space WORKLOAD --variant GLOB [-a axis=v1,v2 ...] [--kernel SPEC ...]: each matching
+// variant's axes and how many configs survive pruning by Variant::check(), with the refusals
+// counted by reason. Needs no GPU: CUDA variants are pruned for the device present or a described
+// target (--arch ...).
 #include <iostream>
 #include <memory>
 
 #include "apps/memory_budget.hpp"
 #include "apps/tune_commands.hpp"
+#include "apps/user_kernels.hpp"
 #include "base/errors.hpp"
 #include "kernels/registry.hpp"
 #include "results/table.hpp"
@@ -21,6 +23,7 @@ struct SpaceArgs {
   std::string workload;
   std::string variant;
   std::vector<std::string> axes;
+  std::vector<std::string> kernels;  // --kernel: user kernel specs
   TargetArgs target;
   size_t reasons = 8;
 };
@@ -49,7 +52,7 @@ int space(const SpaceArgs& args) {
   const WorkloadSpec spec = load_workload_argument(args.workload);
   std::vector<AxisOverride> overrides;
   for (const std::string& text : args.axes) overrides.push_back(parse_axis_override(text));
-  const Registry registry = make_registry();
+  const Registry registry = make_registry_with_user_kernels(args.kernels);
   const std::vector<const Variant*> variants = registry.matching(args.variant);
   if (variants.empty()) {
     throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
@@ -99,6 +102,7 @@ void add_tune_space_command(CLI::App& app, Invocation& invocation) {
   CLI::App* cmd = app.add_subcommand(
       "space", "Print each variant's tunable axes and how many configs survive pruning");
   add_space_selection(*cmd, args->workload, args->variant, args->axes);
+  add_kernel_spec_flag(cmd, args->kernels);
   cmd->add_option("--reasons", args->reasons, "refusal reasons listed per variant (default 8)");
   args->target.add_to(*cmd);
   cmd->callback([args, &invocation] { invocation.exit_code = space(*args); });

@@ -7,6 +7,8 @@
 // GPU) each evaluation runs in an `attn-tune worker` process (tuner/worker_evaluator.hpp): one that
 // hangs is killed at its phase's deadline, one that dies or loses its CUDA context to a sticky
 // error is recorded as crashed, and the sweep goes on with a fresh worker.
+#include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -15,11 +17,15 @@
 #include "apps/database_path.hpp"
 #include "apps/interrupt.hpp"
 #include "apps/memory_budget.hpp"
+#include "apps/module_peers.hpp"
+#include "apps/peer_runner_setup.hpp"
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
+#include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
+#include "base/variant_aliases.hpp"
 #include "kernels/device/cuda_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
@@ -29,6 +35,7 @@
 #include "measure/phase_seconds.hpp"
 #include "results/store.hpp"
 #include "results/table.hpp"
+#include "results/variant_names.hpp"
 #include "tuner/compile_ahead.hpp"
 #include "tuner/tune_sweep.hpp"
 #include "tuner/worker_evaluator.hpp"
@@ -44,6 +51,7 @@ struct TuneArgs {
   std::string workload;
   std::string suite;
   std::string variant;
+  std::vector<std::string> kernels;
   std::vector<std::string> axes;
   std::string strategy = "halving";
   std::string db;
@@ -63,6 +71,10 @@ struct TuneArgs {
   double stop_grace = 1.0;  // after a stop signal, seconds a worker may take to end its case
   std::string deadline;     // "compile=120,verify=60,measure=300"
   std::string max_host_memory;
+  // --peer-module: Python modules whose peers are tuned through the peer runner
+  std::vector<std::string> peer_modules;
+  std::string python, runner;
+  double peer_deadline = 120;
 };
 
 // One workload's sweep; `winner` receives the overall winner's description, when there is one.
@@ -70,7 +82,10 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   // Everything the user gave is checked before any work.
   const WorkloadSpec spec = load_workload_argument(args.workload);
   TuneOptions options;
-  options.variant_filter = args.variant;
+  // With --peer-module and no --variant, the modules' peers alone are tuned.
+  const std::string variant_glob =
+      args.variant.empty() && !args.peer_modules.empty() ? "peer.user.*" : args.variant;
+  options.variant_filter = variant_glob;
   for (const std::string& text : args.axes) options.overrides.push_back(parse_axis_override(text));
   make_strategy(args.strategy, SpacePoints{}, args.seed);  // validates the name
   options.strategy = args.strategy;
@@ -88,9 +103,29 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   options.quarantine_after = args.quarantine_after;
   if (!(args.claim_timeout > 0)) throw UsageError("--claim-timeout must be > 0");
   options.claim_stale_seconds = args.claim_timeout;
-  const Registry registry = make_registry();
-  if (registry.matching(args.variant).empty()) {
-    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
+  Registry registry = make_registry_with_user_kernels(args.kernels);
+  // The modules' peers, listed by the runner (which imports them) before any GPU work or database
+  // write: a module that raises or breaks the protocol is invalid input (exit 3).
+  std::optional<WorkFolder> peer_folder;
+  std::filesystem::path runner_script;
+  std::vector<RunnerPeer> module_peers;
+  const std::vector<std::string> peer_modules = checked_peer_modules(args.peer_modules);
+  const std::string python = peer_runner_python(args.python);
+  if (!peer_modules.empty()) {
+    if (args.peer_deadline < 0) throw UsageError("--peer-deadline must be >= 0 (0: no deadline)");
+    peer_folder.emplace();
+    runner_script = peer_runner_script(args.runner, peer_folder->path());
+    for (RunnerPeer& peer :
+         list_runner_peers(python, runner_script, peer_folder->path(), peer_modules)) {
+      if (peer.name.rfind("peer.user.", 0) == 0) module_peers.push_back(std::move(peer));
+    }
+  }
+  const bool any_module_peer_matches =
+      std::any_of(module_peers.begin(), module_peers.end(),
+                  [&](const RunnerPeer& p) { return variant_glob_match(variant_glob, p.name); });
+  if (registry.matching(variant_glob).empty() && !any_module_peer_matches) {
+    throw UsageError("--variant '" + variant_glob + "' matches no variant (see `attn-bench list`" +
+                     (module_peers.empty() ? ")" : "; the modules' peers are peer.user.*)"));
   }
   // The host memory of the sweep against the budget, before anything is allocated: each
   // evaluating process (one per --devices GPU) holds a run's worth.
@@ -100,7 +135,10 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   check_host_memory(spec, args.workload, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
                     args.max_host_memory, processes);
   const Batch batch = generate_batch(spec);
-  require_known_axes(registry.matching(args.variant), batch, options.overrides);
+  for (std::unique_ptr<Variant>& v : module_peer_variants(module_peers, batch, registry)) {
+    registry.add(std::move(v));
+  }
+  require_known_axes(registry.matching(variant_glob), batch, options.overrides);
   if (options.shard.map && !options.shard.map->lists_workload(batch.spec_hash)) {
     throw UsageError("--shard-map " + args.shard_map + " was not planned for workload " +
                      spec.name + " (" + batch.spec_hash.substr(0, 12) +
@@ -136,7 +174,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
       args.isolate.empty() ? backend.gpu() || !devices.empty() : args.isolate == "workers";
   const std::vector<DeviceRecord> slot_devices = slot_device_records(backend, devices);
   std::vector<const Variant*> runnable, other_backend;
-  for (const Variant* v : registry.matching(args.variant)) {
+  for (const Variant* v : registry.matching(variant_glob)) {
     (v->backend() == backend.target.backend ? runnable : other_backend).push_back(v);
   }
   const auto names = [](const std::vector<const Variant*>& variants) {
@@ -156,7 +194,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   }
   if (runnable.empty()) {
     std::cerr << "attn-tune: no " << to_string(backend.target.backend) << " variant matches '"
-              << args.variant << "'\n";
+              << variant_glob << "'\n";
     return to_int(ExitCode::usage);
   }
   if (!devices.empty() && !backend.gpu() && !args.cpu) {
@@ -170,10 +208,44 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   const std::function<bool()> stop_requested = [&interrupt] {
     return interrupt && interrupt->requested();
   };
+  SamplingHooks stop_hooks;
+  stop_hooks.stop_requested = stop_requested;
+  std::vector<const Variant*> runnable_peers;
+  for (const Variant* v : runnable) {
+    if (is_peer_variant(v->name())) runnable_peers.push_back(v);
+  }
+  const bool only_peers = runnable_peers.size() == runnable.size();
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<CaseEvaluator> case_evaluator;
   WorkerEvaluator* worker_evaluator = nullptr;
-  if (workers) {
+  // The module peers' runner: the batch dumped with the oracle's output (an evaluator of this
+  // process computes it and is let go unless it evaluates ours too), each case a runner process.
+  std::unique_ptr<ModulePeerRunner> peer_runner;
+  std::unique_ptr<ModulePeerEvaluator> peer_evaluator;
+  if (!runnable_peers.empty()) {
+    if (!workers) evaluator = open_tune_evaluator(backend, batch, args.threads, stop_hooks);
+    std::unique_ptr<Evaluator> for_reference =
+        workers ? open_tune_evaluator(backend, batch, args.threads) : nullptr;
+    Evaluator& oracle = for_reference ? *for_reference : *evaluator;
+    ModulePeerRunner::Options runner_options;
+    runner_options.python = python;
+    runner_options.script = runner_script;
+    runner_options.modules = peer_modules;
+    runner_options.folder = peer_folder->path();
+    runner_options.device =
+        backend.gpu() ? std::to_string(devices.empty() ? args.device : devices.front()) : "cpu";
+    runner_options.deadline_s = args.peer_deadline;
+    runner_options.backend = to_string(backend.target.backend);
+    std::cerr << "attn-tune: computing the reference output (" << oracle.reference_name()
+              << ") for the peer runner\n";
+    peer_runner = std::make_unique<ModulePeerRunner>(std::move(runner_options), batch,
+                                                     oracle.reference(), oracle.reference_name());
+    peer_evaluator =
+        std::make_unique<ModulePeerEvaluator>(*peer_runner, registry, stop_requested);
+  }
+  if (only_peers) {
+    // Nothing of ours to evaluate: no worker is started.
+  } else if (workers) {
     WorkerOptions worker;
     worker.argv = {own_executable(), "worker", args.workload, "--threads",
                    std::to_string(args.threads)};
@@ -183,6 +255,10 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     }
     worker.devices = devices;
     if (!backend.gpu()) worker.argv.push_back("--cpu");
+    for (const std::string& path : absolute_spec_paths(args.kernels)) {
+      worker.argv.push_back("--kernel");
+      worker.argv.push_back(path);
+    }
     worker.deadlines = deadlines;
     worker.stop_requested = stop_requested;
     worker.stop_grace_seconds = args.stop_grace;
@@ -190,11 +266,10 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
     worker_evaluator = w.get();
     case_evaluator = std::move(w);
   } else {
-    SamplingHooks hooks;
-    hooks.stop_requested = stop_requested;
-    evaluator = open_tune_evaluator(backend, batch, args.threads, std::move(hooks));
+    if (!evaluator) evaluator = open_tune_evaluator(backend, batch, args.threads, stop_hooks);
     case_evaluator = std::make_unique<InProcessEvaluator>(*evaluator);
   }
+  CaseEvaluator& sweep_evaluator = case_evaluator ? *case_evaluator : *peer_evaluator;
   const DeviceRecord& device = backend.device;
   const std::string& note = backend.note;
 
@@ -208,22 +283,31 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
       << (args.budget_trials && args.budget_seconds ? ", " : "")
       << (args.budget_seconds ? format("%gs", *args.budget_seconds) : std::string(""))
       << (!args.budget_trials && !args.budget_seconds ? "none" : "") << " per variant\n";
+  if (peer_runner) {
+    out << "peers     " << runnable_peers.size() << " from --peer-module, each config in a peer "
+        << "runner process ("
+        << (args.peer_deadline > 0 ? format("deadline %.0f s", args.peer_deadline)
+                                   : std::string("no deadline"))
+        << ")\n";
+  }
   out << "isolate   "
-      << (workers ? "workers" + (devices.empty() ? "" : " on devices " + *args.devices) +
-                        " (deadlines: " + deadlines.describe() + ")"
-                  : std::string("none (in process)"))
+      << (only_peers ? std::string("the peer runner")
+          : workers  ? "workers" + (devices.empty() ? "" : " on devices " + *args.devices) +
+                          " (deadlines: " + deadlines.describe() + ")"
+                    : std::string("none (in process)"))
       << "\n"
       << std::flush;
   if (worker_evaluator) worker_evaluator->start();  // a worker that cannot start stops us here
 
-  TuneSweep sweep(store, batch, registry, device, backend.target, *case_evaluator, options,
+  TuneSweep sweep(store, batch, registry, device, backend.target, sweep_evaluator, options,
                   std::cerr);
+  for (const Variant* v : runnable_peers) sweep.evaluate_with(*v, *peer_evaluator);
   if (!slot_devices.empty()) sweep.set_slot_devices(slot_devices);
   // On a GPU the next configs' programs compile into the JIT cache while one is measured.
   std::unique_ptr<CompileAhead> ahead;
   if (backend.gpu()) {
     ahead = std::make_unique<CompileAhead>(*backend.jit, 2);
-    sweep.set_compile_ahead(ahead.get(), 2 * case_evaluator->slots());
+    sweep.set_compile_ahead(ahead.get(), 2 * sweep_evaluator.slots());
   }
   // Ctrl-C, SIGTERM, SIGHUP: stop between two samples of the case in flight (not recorded: the
   // resumed sweep measures it again), choose winners from what was measured, close the run as
@@ -280,10 +364,11 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
         s.unmapped > 0 ? format(", %zu not in the shard map: by hash", s.unmapped) : std::string();
     out << format(
         "%s: %zu configs (%zu in shard %s%s): %zu measured, %zu from the database%s, %zu "
-        "failed, %zu quarantined, %.1fs evaluating%s%s\n",
+        "failed, %zu quarantined%s, %.1fs evaluating%s%s\n",
         s.variant.c_str(), s.space, s.shard_configs, options.shard.label().c_str(),
         unmapped.c_str(), s.evaluated, s.resumed, others.c_str(), s.failed, s.quarantined,
-        s.measure_seconds, phases.c_str(), s.budget_exhausted ? " (budget spent)" : "");
+        s.declined > 0 ? format(", %zu declined", s.declined).c_str() : "", s.measure_seconds,
+        phases.c_str(), s.budget_exhausted ? " (budget spent)" : "");
     if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
     all_phases.add(s.phase_seconds);
     all_seconds += s.measure_seconds;
@@ -315,6 +400,7 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
     throw UsageError("--suite tunes the suite's workloads: give no workload with it");
   }
   const Suite suite = load_suite(args.suite);
+  make_registry_with_user_kernels(args.kernels);  // every spec checked before the first sweep
   for (const WorkloadSpec& spec : suite.workloads) {
     check_mask_limits(spec);
     check_host_memory(spec, "workload " + spec.name, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
@@ -356,6 +442,18 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
                   "tune every workload of a suite (a built-in suite's name or a suite file), then "
                   "print the winners side by side")
       ->excludes(workload);
+  add_kernel_spec_flag(cmd, args->kernels);
+  add_peer_module_flag(cmd, args->peer_modules);
+  cmd->add_option("--python", args->python,
+                  "with --peer-module: Python 3 with numpy (and torch for GPU peers) that runs the "
+                  "peer runner (default: $ATTN_PEERS_PYTHON or python3 on $PATH)");
+  cmd->add_option("--runner", args->runner,
+                  "with --peer-module: the peer runner of this tools/peers folder instead of the "
+                  "copy built in");
+  cmd->add_option("--peer-deadline", args->peer_deadline,
+                  "with --peer-module: seconds one config of a module's peer may take, imports "
+                  "and compile included, before it is stopped and recorded timed_out (default "
+                  "120; 0: none)");
   cmd->add_option("--strategy", args->strategy, "exhaustive, random, halving (default) or model");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--budget-trials", args->budget_trials, "evaluations per variant at most");

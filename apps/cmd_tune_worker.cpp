@@ -1,6 +1,6 @@
-// attn-tune worker WORKLOAD [--cpu] [--device N] [--threads N] --fd N: hidden; started by
-// `attn-tune tune --isolate workers` (tuner/worker_evaluator.hpp), never by hand. Sets up the
-// workload's batch on the backend once, then answers evaluation requests on socket N
+// attn-tune worker WORKLOAD [--cpu] [--device N] [--threads N] [--kernel SPEC]... --fd N: hidden;
+// started by `attn-tune tune --isolate workers` (tuner/worker_evaluator.hpp), never by hand. Sets
+// up the workload's batch on the backend once, then answers evaluation requests on socket N
 // (tuner/worker_protocol.hpp) until the orchestrator closes it. $ATTN_TUNE_WORKER_FAULTS injects
 // test-only faults (tuner/worker_serve.hpp).
 #include <cstdlib>
@@ -8,6 +8,7 @@
 
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
+#include "apps/user_kernels.hpp"
 #include "kernels/registry.hpp"
 #include "tuner/worker_serve.hpp"
 #include "workloads/batch.hpp"
@@ -22,6 +23,7 @@ struct WorkerArgs {
   int device = 0;
   size_t threads = 0;
   int fd = -1;
+  std::vector<std::string> kernels;
 };
 
 int serve(const WorkerArgs& args) {
@@ -30,7 +32,7 @@ int serve(const WorkerArgs& args) {
   meet_startup_faults(faults, args.workload);
   const WorkloadSpec spec = load_workload_argument(args.workload);
   const Batch batch = generate_batch(spec);
-  const Registry registry = make_registry();
+  const Registry registry = make_registry_with_user_kernels(args.kernels);
   BackendChoice backend = choose_tune_backend(args.cpu, args.device);
   // The orchestrator's stop request (SIGUSR1) ends sampling after the sample in hand.
   SamplingHooks hooks;
@@ -51,6 +53,7 @@ void add_tune_worker_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--device", args->device);
   cmd->add_option("--threads", args->threads);
   cmd->add_option("--fd", args->fd)->required();
+  cmd->add_option("--kernel", args->kernels);
   cmd->callback([args, &invocation] { invocation.exit_code = serve(*args); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "apps/commands.hpp"
 #include "apps/memory_budget.hpp"
+#include "apps/peer_runner_setup.hpp"
 #include "base/byte_size.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
@@ -86,16 +87,6 @@ CLI::App* add_action(CLI::App* parent, const std::string& name, const std::strin
 }
 
 }  // namespace
-
-nlohmann::json dump_verification_fields(const Batch& batch, const std::string& oracle) {
-  return {{"reference_oracle", oracle},
-          {"verification",
-           {{"rule",
-             "every element finite, and the relative L2 error of every output row (one query "
-             "token and q head) at most the tolerance (measure/verify.cpp)"},
-            {"output_dtype", to_string(batch.dtype)},
-            {"tolerance", tolerance_for(batch.dtype)}}}};
-}
 
 void add_workload_command(CLI::App& app, Invocation& invocation) {
   auto args = std::make_shared<WorkloadArgs>();

@@ -29,12 +29,7 @@ void add_devices_command(CLI::App& app, Invocation& invocation);
 void add_calibrate_command(CLI::App& app, Invocation& invocation);
 void add_workload_command(CLI::App& app, Invocation& invocation);
 void add_peers_command(CLI::App& app, Invocation& invocation);
-
-// What a batch dump's index says about its reference_out besides the tensor (docs/batch-dump.md):
-// the oracle that computed it ("cpu_reference", "gpu_naive_fp32", "naive_dense") and the rule and
-// tolerance outputs of the batch's dtype are verified with (measure/verify.hpp), for the peer
-// runner.
-nlohmann::json dump_verification_fields(const Batch& batch, const std::string& oracle);
+void add_kernel_command(CLI::App& app, Invocation& invocation);
 
 // The spec a positional workload argument names: a file when one exists at that path, else a
 // built-in preset, else "SUITE#WORKLOAD" (one workload of a suite file or built-in suite). None of

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add_calibrate_command(app, invocation);
   add_workload_command(app, invocation);
   add_peers_command(app, invocation);
+  add_kernel_command(app, invocation);
   add_completion_command(app, "attn-bench", invocation.exit_code);
 
   // Checked before parsing: a subcommand's callback runs inside parse().

@@ -89,18 +89,24 @@ size_t complete_lines(const fs::path& path) {
   return lines;
 }
 
-std::string joined(const std::vector<std::string>& names, size_t from) {
-  std::string out;
-  for (size_t i = from; i < names.size(); ++i) out += (out.empty() ? "" : ",") + names[i];
-  return out;
+// The runs from `from` on, one per line, for the runner's --units.
+void write_units(const fs::path& path, const std::vector<std::string>& units, size_t from) {
+  std::ofstream out(path, std::ios::binary);
+  for (size_t i = from; i < units.size(); ++i) out << units[i] << "\n";
+  out.close();
+  if (!out) throw EnvironmentError("cannot write " + path.string());
 }
 
-PeerRow out_of_time_row(const std::string& name, const PeerRunnerRequest& request) {
+PeerRow out_of_time_row(const std::string& unit, const PeerRunnerRequest& request) {
   PeerRow row;
-  const size_t dot = name.find('.', 5);  // "peer.<library>.<kernel>"
+  const std::string name = peer_unit_name(unit);
+  // "peer.<library>.<kernel>"; a user module's peer is "peer.user.<module>.<name>".
+  const bool user = name.rfind("peer.user.", 0) == 0;
+  const size_t dot = name.find('.', user ? 10 : 5);
   row.library = name.substr(5, dot == std::string::npos ? std::string::npos : dot - 5);
   Measurement& m = row.measurement;
   m.variant = name;
+  m.config_key = peer_unit_config(unit);
   m.disposition = Disposition::timed_out;
   m.reason = format(
       "out of time: still running after its deadline of %.0f s (imports and "
@@ -114,14 +120,25 @@ PeerRow out_of_time_row(const std::string& name, const PeerRunnerRequest& reques
 
 }  // namespace
 
+std::string peer_unit_name(const std::string& unit) {
+  return unit.substr(0, unit.find('@'));
+}
+
+std::string peer_unit_config(const std::string& unit) {
+  const size_t at = unit.find('@');
+  return at == std::string::npos ? std::string() : unit.substr(at + 1);
+}
+
 PeerRunnerOutcome run_peers_with_deadlines(const PeerRunnerRequest& request) {
   PeerRunnerOutcome outcome;
   size_t next = 0;  // the first peer not yet ended
   for (int attempt = 1; next < request.peers.size(); ++attempt) {
     const fs::path results =
         fs::path(request.folder) / ("peers-" + std::to_string(attempt) + ".jsonl");
+    const fs::path units = fs::path(request.folder) / ("units-" + std::to_string(attempt) + ".txt");
+    write_units(units, request.peers, next);
     std::vector<std::string> argv = request.argv;
-    argv.insert(argv.end(), {"--out", results.string(), "--peers", joined(request.peers, next)});
+    argv.insert(argv.end(), {"--out", results.string(), "--units", units.string()});
     const pid_t pid = spawn_group(argv);
     size_t lines = 0;
     Clock::time_point since = Clock::now();  // the current peer's start (or the runner's)

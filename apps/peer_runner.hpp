@@ -15,10 +15,15 @@
 
 namespace attn {
 
+// A run of the runner (`run_peers.py --list` prints one per line): a peer's name, or for one config
+// of a user module's peer "<name>@<config key>" (peer.user.mine.decode@block_n=64,num_warps=4).
+std::string peer_unit_name(const std::string& unit);
+std::string peer_unit_config(const std::string& unit);  // "" for a peer without configs
+
 struct PeerRunnerRequest {
-  // The runner's command line without --peers and --out: python, script, dump, options.
+  // The runner's command line without --units and --out: python, script, dump, options.
   std::vector<std::string> argv;
-  std::vector<std::string> peers;  // exact names, in the runner's order
+  std::vector<std::string> peers;  // exact runs (units), in the runner's order
   std::string folder;              // where the results files go (peers-1.jsonl, peers-2.jsonl...)
   double deadline_s = 120;         // per peer; <= 0: none
   std::string backend, policy;     // of the out-of-time rows ("cuda", "confirm")
@@ -28,8 +33,8 @@ struct PeerRunnerRequest {
 
 struct PeerRunnerOutcome {
   std::optional<PeerResultsHeader> header;  // of the first results file
-  std::vector<PeerRow> rows;                // every peer asked for that ended or ran out of time
-  std::vector<std::string> timed_out;       // their names
+  std::vector<PeerRow> rows;                // every run asked for that ended or ran out of time
+  std::vector<std::string> timed_out;       // the runs that ran out of time
   std::string failure;                      // the runner failed (exit code, no start): why
   bool stopped = false;                     // stop_requested said so
 };

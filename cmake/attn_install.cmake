@@ -3,7 +3,8 @@
 #
 #   bin/attn-bench, bin/attn-tune
 #   lib/attn-bench/           Google Benchmark's shared library when the build links one (Debian's)
-#   share/attn-bench/         presets/, suites/, traces/ (the built-in samples), workload.schema.json
+#   share/attn-bench/         presets/, suites/, traces/ (the built-in samples), workload.schema.json,
+#                             kernel_spec.schema.json
 #   share/bash-completion/completions/, share/zsh/site-functions/   shell completion
 #   share/doc/attn-bench/     README.md, BENCHMARKS.md, docs/, help/ (every command's --help)
 #   lib/cmake/attn-bench/     attn-benchConfig.cmake: the two programs as imported targets and
@@ -60,6 +61,7 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/presets ${CMAKE_SOURCE_DIR}/work
         DESTINATION ${ATTN_INSTALL_DATADIR} FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/workloads/traces DESTINATION ${ATTN_INSTALL_DATADIR})
 install(FILES ${CMAKE_SOURCE_DIR}/workloads/schema/workload.schema.json
+              ${CMAKE_SOURCE_DIR}/kernels/user/schema/kernel_spec.schema.json
         DESTINATION ${ATTN_INSTALL_DATADIR})
 
 # Documentation.

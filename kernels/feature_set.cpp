@@ -25,6 +25,13 @@ FeatureSet& FeatureSet::with(const std::string& name, std::initializer_list<int>
   return *this;
 }
 
+FeatureSet& FeatureSet::with_numbers(const std::string& name, const std::vector<int64_t>& numbers) {
+  Declared declared;
+  for (int64_t n : numbers) declared.ranges.emplace_back(n, n);
+  declared_[name] = std::move(declared);
+  return *this;
+}
+
 FeatureSet& FeatureSet::with_range(const std::string& name, int64_t min, int64_t max) {
   declared_[name] = Declared{{}, {{min, max}}, false};
   return *this;

@@ -35,6 +35,7 @@ class FeatureSet {
   FeatureSet& with(const std::string& name, const std::vector<std::string>& values);
   // A number feature's values, listed (replacing any declared before).
   FeatureSet& with(const std::string& name, std::initializer_list<int> numbers);
+  FeatureSet& with_numbers(const std::string& name, const std::vector<int64_t>& numbers);
   // A number feature's values from min to max inclusive (replacing any declared before).
   FeatureSet& with_range(const std::string& name, int64_t min, int64_t max);
   // Drops a feature, or one value of a choice feature.

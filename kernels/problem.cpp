@@ -40,9 +40,11 @@ size_t data_bytes(const Batch& batch, int tensor) {
     case Problem::kOut:
       return size_t(output_elements(batch)) * size_of(batch.dtype);
     case Problem::kKPool:
-      return size_t(pool_elements(batch)) * size_of(batch.kv_dtype);
+      return size_t(pool_elements(batch, DataStream::key)) * size_of(batch.kv_dtype);
     case Problem::kVPool:  // mla has one latent pool, the K pool
-      return batch.spec.model.latent() ? 0 : size_t(pool_elements(batch)) * size_of(batch.kv_dtype);
+      return batch.spec.model.latent()
+                 ? 0
+                 : size_t(pool_elements(batch, DataStream::value)) * size_of(batch.kv_dtype);
   }
   return 0;
 }

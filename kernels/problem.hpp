@@ -6,8 +6,9 @@
 //   q            [total_q, num_q_heads, head_dim]
 //   k_pool       the batch's layout (workload_spec.hpp, KvLayout), e.g. NHD [num_pages,
 //                page_size, kv_heads, head_dim]; fp8 pools hold codes (batch.k_scales)
-//   v_pool       as k_pool (vLLM: [num_pages, kv_heads, head_dim, page_size])
-//   out          [total_q, num_q_heads, head_dim] (mla: [total_q, num_q_heads, kv_lora_rank])
+//   v_pool       as k_pool with rows v_head_dim wide (vLLM: [num_pages, kv_heads, v_head_dim,
+//                page_size])
+//   out          [total_q, num_q_heads, v_head_dim] (mla: [total_q, num_q_heads, kv_lora_rank])
 //   mla (attention "mla", spec.model.latent()): q is [total_q, num_q_heads, kv_lora_rank +
 //                qk_rope_head_dim], a row [q_nope absorbed | q_rope]; k_pool is the latent pool
 //                [num_pages, page_size, kv_lora_rank + qk_rope_head_dim], a row [c | k_rope],

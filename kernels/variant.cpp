@@ -24,7 +24,7 @@ Work minimum_work(const Batch& batch, KvStorage storage) {
   Work work;
   work.bytes = traffic.bytes();
   work.unique_bytes = traffic.unique_bytes();
-  work.flops = flops_per_visible_pair(batch.spec.model) * double(visible_pairs(batch));
+  work.flops = useful_flops(batch);
   return work;
 }
 

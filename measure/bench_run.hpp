@@ -97,7 +97,7 @@ class BenchSession {
   const BenchRow& measure(const BenchCase& bench_case);
   // Measures one case twice and records both and their comparison.
   const RepeatCheck& repeat_check(const BenchCase& bench_case);
-  // The oracle's output for the batch ([total_q, num_q_heads, head_dim] floats, by
+  // The oracle's output for the batch ([total_q, num_q_heads, v_head_dim] floats, by
   // reference_name()'s oracle), computed once: what verifies every case. `attn-bench peers` writes
   // it into the dump the peers are verified against.
   const std::vector<float>& reference_output();

@@ -192,7 +192,7 @@ Measurement Evaluator::evaluate(const Variant& variant, const KernelConfig& conf
     return m;
   }
   m.verification = verify_output(output.data(), batch_.spec.model.dtype, *expected,
-                                 batch_.spec.model.value_dim(), reference_name_);
+                                 batch_.spec.model.effective_v_head_dim(), reference_name_);
   if (!verification_passed(m.verification)) {
     m.disposition = Disposition::incorrect;
     m.reason = describe(m.verification);

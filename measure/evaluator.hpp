@@ -73,7 +73,7 @@ class Evaluator {
                        const MeasurePolicy& policy, const PhaseObserver& on_phase = {});
   // Why the CUDA context is unusable (a sticky error in an earlier case); empty while it is fine.
   const std::string& context_lost() const { return context_lost_; }
-  // The oracle's output for the batch, [total_q, num_q_heads, head_dim] floats: computed on first
+  // The oracle's output for the batch, [total_q, num_q_heads, v_head_dim] floats: computed on first
   // use (by reference_name()'s oracle) and kept; every evaluation is verified against it.
   const std::vector<float>& reference();
 

@@ -8,6 +8,7 @@
 #include "base/bounded_file.hpp"
 #include "base/dtype.hpp"
 #include "base/errors.hpp"
+#include "base/kernel_config.hpp"
 #include "base/sample_statistics.hpp"
 #include "base/sha256.hpp"
 #include "measure/timing_core.hpp"
@@ -188,7 +189,17 @@ PeerRow read_row(const json& row, LineReader& r, const PeerResultsHeader& header
   m.reason = r.text(row, "", "reason");
   m.backend = header.device_kind() == "gpu" ? "cuda" : "cpu";
   m.policy = header.policy.name;
+  // A user module's peer is recorded once per config of its space ("block_n=64,num_warps=4");
+  // the built-in peers have none.
   m.config_key = "";
+  if (row.contains("config_key")) {
+    const std::string key = r.text(row, "", "config_key");
+    try {
+      if (!key.empty()) m.config_key = KernelConfig::from_key(key).key();
+    } catch (const UsageError& e) {
+      r.problem("/config_key", e.what());
+    }
+  }
   json config = json::object();
   if (const json* c = r.get(row, "", "config", "object")) config = *c;
   config["peer_library"] = out.library;
@@ -286,8 +297,11 @@ PeerResults parse_peer_results(std::string_view text, const std::string& source)
       continue;
     }
     PeerRow row = read_row(parsed.value, reader, results.header);
-    if (!row.measurement.variant.empty() && !names.insert(row.measurement.variant).second) {
-      reader.problem("/variant", "'" + row.measurement.variant + "' appears twice");
+    const std::string name =
+        row.measurement.variant +
+        (row.measurement.config_key.empty() ? "" : " " + row.measurement.config_key);
+    if (!row.measurement.variant.empty() && !names.insert(name).second) {
+      reader.problem("/variant", "'" + name + "' appears twice");
     }
     results.rows.push_back(std::move(row));
     if (problems.size() >= 20) break;

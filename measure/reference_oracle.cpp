@@ -1,5 +1,6 @@
 #include "measure/reference_oracle.hpp"
 
+#include "kernels/reference/gpu_reference.hpp"
 #include "results/table.hpp"
 #include "workloads/visibility.hpp"
 
@@ -26,11 +27,13 @@ std::optional<ReferenceOracle> reference_oracle_from_string(const std::string& t
 }
 
 double reference_work(const Batch& batch) {
-  return double(visible_pairs(batch)) * double(batch.spec.model.head_dim);
+  // q.k over head_dim, p.v over v_head_dim: their mean, head_dim when the two are one.
+  const ModelShape& m = batch.spec.model;
+  return double(visible_pairs(batch)) * double(m.head_dim + m.effective_v_head_dim()) / 2.0;
 }
 
 bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_work) {
-  if (batch.spec.model.latent()) return false;  // the GPU references compute standard attention
+  if (!gpu_reference_supports(batch)) return false;  // the CPU reference verifies it
   switch (oracle) {
     case ReferenceOracle::cpu:
       return false;
@@ -43,8 +46,9 @@ bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_wo
 }
 
 std::string describe_reference_choice(const Batch& batch, ReferenceOracle oracle, double min_work) {
-  if (batch.spec.model.latent()) {
-    return "the CPU reference: the GPU references do not implement multi-head latent attention";
+  if (Support s = gpu_reference_supports(batch); !s && oracle != ReferenceOracle::cpu) {
+    return "--reference " + to_string(oracle) +
+           ", the CPU reference: the GPU reference declines (" + s.reason + ")";
   }
   if (oracle != ReferenceOracle::automatic) return "--reference " + to_string(oracle);
   const double work = reference_work(batch);

@@ -24,11 +24,13 @@ std::optional<ReferenceOracle> reference_oracle_from_string(const std::string& t
 // on the GPU machine's 16 cores.
 inline constexpr double kDefaultGpuReferenceMinWork = 3.2e9;
 
-// visible_pairs(batch) * head_dim: the multiply-adds of q.k (and again of p.v) over the batch.
+// visible_pairs(batch) * head_dim: the multiply-adds of q.k (and again of p.v) over the batch;
+// with a narrower V (v_head_dim), visible pairs times the mean of the two widths.
 double reference_work(const Batch& batch);
 
-// Whether a CUDA evaluation of `batch` verifies against the GPU reference: never for multi-head
-// latent attention, which only the CPU reference implements.
+// Whether a CUDA evaluation of `batch` verifies against the GPU reference: never for a batch the
+// GPU reference declines (gpu_reference_supports: a V narrower than Q/K, multi-head latent
+// attention), which the CPU reference verifies whatever the oracle asked for.
 bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_work);
 
 // Why `oracle` chose as it did, for the run's header: "--reference gpu", or

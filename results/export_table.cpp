@@ -275,10 +275,14 @@ ExportResult build_export(const Store& store, const ExportOptions& options) {
 
   // Every measurement of the families and variants asked for, passed or not. Peers
   // (`peer.<library>.<kernel>`, docs/peers.md) are other libraries' code measured for comparison:
-  // no dispatch table can select them, so export never sees them.
+  // no dispatch table can select them, so export never sees them. A user module's peers
+  // (`peer.user.<module>.<name>`, docs/user-kernels.md) are the user's own kernels and export
+  // like ours.
   std::vector<MeasurementBrief> all = store.measurement_briefs({});
   all.erase(std::remove_if(all.begin(), all.end(),
-                           [](const MeasurementBrief& m) { return is_peer_variant(m.variant); }),
+                           [](const MeasurementBrief& m) {
+                             return is_peer_variant(m.variant) && !is_user_module_peer(m.variant);
+                           }),
             all.end());
   std::set<std::string> families_present, variants_present;
   for (const MeasurementBrief& m : all) {

@@ -94,9 +94,11 @@ void TuneSweep::note_outcome(const Outcome& out, bool top_rung, const std::strin
     best_us_ = out.median_us;
     best_name_ = name;
   }
-  progress_line(
-      name + " (" + policy + ")" +
-      (out.ok ? " " + median_text(out.median_us) : " failed: " + to_string(m.disposition)));
+  const std::string verdict = out.ok ? " " + median_text(out.median_us)
+                              : m.disposition == Disposition::unsupported
+                                  ? " declined: " + m.reason
+                                  : " failed: " + to_string(m.disposition);
+  progress_line(name + " (" + policy + ")" + verdict);
 }
 
 void TuneSweep::progress_line(const std::string& what) {
@@ -191,6 +193,8 @@ TuneReport TuneSweep::run(const RunRecord& run) {
 VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
   VariantSummary summary;
   summary.variant = variant.name();
+  const auto routed = routed_.find(&variant);
+  CaseEvaluator& evaluator = routed == routed_.end() ? evaluator_ : *routed->second;
   const SearchSpace space = build_space(variant, batch_, target_, options_.overrides);
   summary.space = space.configs.size();
   std::vector<KernelConfig> configs;
@@ -258,7 +262,11 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
       Outcome out = outcome_of(trial, it->second.measurement);
       ++summary.resumed;
       ++done_;
-      if (!out.ok) ++summary.failed;
+      if (it->second.measurement.disposition == Disposition::unsupported) {
+        ++summary.declined;
+      } else if (!out.ok) {
+        ++summary.failed;
+      }
       note_outcome(out, trial.rung + 1 == rungs, name, policy.name, it->second.measurement);
       return out;
     }
@@ -287,7 +295,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
                              std::optional<Outcome>& answer) -> bool {
     const KernelConfig& config = configs[trial.config];
     const MeasurePolicy policy = rung_policy(trial.rung, rungs);
-    const std::optional<int64_t> pid = evaluator_.slot_process(slot);
+    const std::optional<int64_t> pid = evaluator.slot_process(slot);
     AttemptRecord attempt{run_id,
                           device_ids_[slot % device_ids_.size()],
                           workload_id_,
@@ -302,7 +310,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     switch (claim.kind) {
       case Claim::Kind::claimed:
         in_flight[tag] = {claim.attempt_id, std::chrono::steady_clock::now()};
-        evaluator_.begin(slot, {tag, &variant, config, policy});
+        evaluator.begin(slot, {tag, &variant, config, policy});
         return true;
       case Claim::Kind::measured:
         ++summary.by_other_tuners;
@@ -346,7 +354,9 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     summary.phase_seconds.add(result.phase_seconds);
     ++summary.evaluated;
     ++done_;
-    if (!out.ok) {
+    if (m.disposition == Disposition::unsupported) {
+      ++summary.declined;
+    } else if (!out.ok) {
       ++summary.failed;
       ++failures_;
       if (m.disposition == Disposition::crashed || m.disposition == Disposition::timed_out) {
@@ -390,7 +400,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
             it = pending.erase(it);
             continue;
           }
-          const std::optional<size_t> slot = evaluator_.idle_slot();
+          const std::optional<size_t> slot = evaluator.idle_slot();
           if (!slot) break;
           std::optional<Outcome> answer;
           if (!claim_and_begin(batch[i], i, *slot, answer)) {
@@ -417,7 +427,7 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
           it = pending.erase(it);
         }
         if (!in_flight.empty()) {
-          const CaseResult result = evaluator_.wait();
+          const CaseResult result = evaluator.wait();
           std::optional<Outcome> out = finish_evaluation(batch.at(result.tag), result);
           if (!out) {
             stopped = true;  // only the stop request cuts a case short

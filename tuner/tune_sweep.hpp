@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -101,6 +102,9 @@ struct VariantSummary {
   // rule); 0 without a map.
   size_t unmapped = 0;
   size_t evaluated = 0, resumed = 0, failed = 0, quarantined = 0;
+  // Configs the evaluation itself found unsupported (a user module's peer declines them when it
+  // runs): not measured, and not a failure, as a declined case of `attn-bench run` is not.
+  size_t declined = 0;
   // Of `resumed`: results another tuner stored while this one ran (claims it found taken).
   size_t by_other_tuners = 0;
   double measure_seconds = 0;  // wall time of the evaluations this run made
@@ -134,6 +138,12 @@ class TuneSweep {
   void set_slot_devices(const std::vector<DeviceRecord>& devices);
   // Before each evaluation, the programs of the next `depth` trials of the batch are handed to
   // `ahead` (tuner/compile_ahead.hpp) to compile while this one runs.
+  // The cases of `variant` go to `evaluator` instead of the sweep's own (a user module's peer runs
+  // through the peer runner, apps/module_peers.hpp). Variants are tuned one after another, so two
+  // evaluators never measure at once.
+  void evaluate_with(const Variant& variant, CaseEvaluator& evaluator) {
+    routed_[&variant] = &evaluator;
+  }
   void set_compile_ahead(CompileAhead* ahead, size_t depth) {
     compile_ahead_ = ahead;
     compile_ahead_depth_ = depth;
@@ -164,6 +174,7 @@ class TuneSweep {
   DeviceRecord device_;
   Target target_;
   CaseEvaluator& evaluator_;
+  std::map<const Variant*, CaseEvaluator*> routed_;
   TuneOptions options_;
   std::ostream& progress_;
   bool terminal_ = false, drawn_ = false;

@@ -93,7 +93,7 @@ void fill_kv_pool_as(const Batch& batch, DataStream stream, void* pool) {
   const uint64_t key = data_key(batch, stream);
   const int64_t page_size = batch.page_size;
   const int64_t kv_heads = batch.spec.model.num_kv_heads;
-  const int head_dim = batch.spec.model.head_dim;
+  const int head_dim = stream_head_dim(batch, stream);
   const bool fp8 = fp8_cache(batch);
   const PageOwners owners = page_owners(batch);
 
@@ -140,9 +140,10 @@ float kv_value(const Batch& batch, DataStream stream, int seq, int64_t position,
   const int64_t token = kv_data_token(
       reinterpret_cast<const long long*>(batch.cu_seqlens_kv.data()), batch.prefix_source.data(),
       reinterpret_cast<const long long*>(batch.shared_prefix_len.data()), seq, position);
-  return kv_element(data_key(batch, stream),
-                    kv_data_index(token, head, dim, model.num_kv_heads, model.head_dim),
-                    kv_amplitude(stream, head, fp8_cache(batch)));
+  return kv_element(
+      data_key(batch, stream),
+      kv_data_index(token, head, dim, model.num_kv_heads, stream_head_dim(batch, stream)),
+      kv_amplitude(stream, head, fp8_cache(batch)));
 }
 
 float stored_kv_value(const Batch& batch, DataStream stream, int seq, int64_t position, int head,
@@ -157,7 +158,7 @@ int64_t pool_offset(const Batch& batch, DataStream stream, int64_t page, int slo
                     int dim) {
   const int64_t page_size = batch.page_size;
   const int64_t kv_heads = batch.spec.model.num_kv_heads;
-  const int64_t head_dim = batch.spec.model.head_dim;
+  const int64_t head_dim = stream_head_dim(batch, stream);
   switch (batch.spec.kv_cache.layout) {
     case KvLayout::nhd:
       return ((page * page_size + slot) * kv_heads + head) * head_dim + dim;
@@ -175,9 +176,14 @@ int64_t pool_offset(const Batch& batch, DataStream stream, int64_t page, int slo
   return 0;
 }
 
-int64_t pool_elements(const Batch& batch) {
+int stream_head_dim(const Batch& batch, DataStream stream) {
+  return stream == DataStream::value ? batch.spec.model.effective_v_head_dim()
+                                     : batch.spec.model.head_dim;
+}
+
+int64_t pool_elements(const Batch& batch, DataStream stream) {
   return batch.num_pages * batch.page_size * batch.spec.model.num_kv_heads *
-         batch.spec.model.head_dim;
+         stream_head_dim(batch, stream);
 }
 
 int64_t query_elements(const Batch& batch) {
@@ -185,7 +191,7 @@ int64_t query_elements(const Batch& batch) {
 }
 
 int64_t output_elements(const Batch& batch) {
-  return batch.total_q * batch.spec.model.num_q_heads * batch.spec.model.value_dim();
+  return batch.total_q * batch.spec.model.num_q_heads * batch.spec.model.effective_v_head_dim();
 }
 
 void fill_query(const Batch& batch, void* q) {

@@ -42,7 +42,7 @@ DumpTensor index_tensor(const std::string& name, const std::vector<T>& values,
 // Shape of a K or V pool in the batch's layout (workload_spec.hpp, KvLayout).
 std::vector<int64_t> pool_shape(const Batch& batch, DataStream stream) {
   const int64_t pages = batch.num_pages, page = batch.page_size;
-  const int64_t heads = batch.spec.model.num_kv_heads, dim = batch.spec.model.head_dim;
+  const int64_t heads = batch.spec.model.num_kv_heads, dim = stream_head_dim(batch, stream);
   switch (batch.spec.kv_cache.layout) {
     case KvLayout::nhd:
       return {pages, page, heads, dim};
@@ -59,18 +59,21 @@ std::vector<int64_t> pool_shape(const Batch& batch, DataStream stream) {
 
 std::string pool_meaning(const Batch& batch, DataStream stream) {
   const char* which = stream == DataStream::key ? "K" : "V";
+  // V's rows are v_head_dim wide when the workload sets it.
+  const std::string dim =
+      stream == DataStream::value && batch.spec.model.v_head_dim ? "v_head_dim" : "head_dim";
   std::string layout;
   switch (batch.spec.kv_cache.layout) {
     case KvLayout::nhd:
-      layout = "[pages, page_size, kv_heads, head_dim]";
+      layout = "[pages, page_size, kv_heads, " + dim + "]";
       break;
     case KvLayout::hnd:
-      layout = "[pages, kv_heads, page_size, head_dim]";
+      layout = "[pages, kv_heads, page_size, " + dim + "]";
       break;
     case KvLayout::vllm:
       layout = stream == DataStream::key ? "[pages, kv_heads, head_dim / x, page_size, x], x = 16 "
                                            "bytes / element"
-                                         : "[pages, kv_heads, head_dim, page_size]";
+                                         : "[pages, kv_heads, " + dim + ", page_size]";
       break;
   }
   std::string text = std::string(which) + " cache pool " + layout + " (" +
@@ -90,7 +93,7 @@ DumpTensor latent_pool_tensor(const Batch& batch) {
   t.tensor.name = "latent_cache";
   t.tensor.dtype = safetensors_dtype(batch.kv_dtype);
   t.tensor.shape = {batch.num_pages, batch.page_size, m.head_dim};
-  t.tensor.data.resize(size_t(pool_elements(batch)) * size_of(batch.kv_dtype));
+  t.tensor.data.resize(size_t(pool_elements(batch, DataStream::key)) * size_of(batch.kv_dtype));
   fill_kv_pool(batch, DataStream::key, t.tensor.data.data());
   t.meaning =
       "latent cache pool [pages, page_size, kv_lora_rank + qk_rope_head_dim], a row [c | "
@@ -104,7 +107,7 @@ DumpTensor pool_tensor(const Batch& batch, DataStream stream) {
   t.tensor.name = stream == DataStream::key ? "k_cache" : "v_cache";
   t.tensor.dtype = safetensors_dtype(batch.kv_dtype);
   t.tensor.shape = pool_shape(batch, stream);
-  t.tensor.data.resize(size_t(pool_elements(batch)) * size_of(batch.kv_dtype));
+  t.tensor.data.resize(size_t(pool_elements(batch, stream)) * size_of(batch.kv_dtype));
   fill_kv_pool(batch, stream, t.tensor.data.data());
   t.meaning = pool_meaning(batch, stream);
   return t;
@@ -205,11 +208,13 @@ std::vector<DumpTensor> batch_tensors(const Batch& batch) {
 DumpTensor reference_output_tensor(const Batch& batch, const std::vector<float>& out) {
   const ModelShape& m = batch.spec.model;
   ATTN_ASSERT(int64_t(out.size()) == output_elements(batch), "reference output size");
-  return vector_tensor("reference_out", "F32", {batch.total_q, m.num_q_heads, m.value_dim()}, out,
-                       std::string("attention output of the CPU reference (fp32, double "
-                                   "accumulation) ") +
-                           (m.latent() ? "[total_q, num_q_heads, kv_lora_rank], in latent space"
-                                       : "[total_q, num_q_heads, head_dim]"));
+  const std::string dim =
+      m.latent() ? "kv_lora_rank], in latent space" : (m.v_head_dim ? "v_head_dim]" : "head_dim]");
+  return vector_tensor("reference_out", "F32",
+                       {batch.total_q, m.num_q_heads, m.effective_v_head_dim()}, out,
+                       "attention output of the CPU reference (fp32, double accumulation) "
+                       "[total_q, num_q_heads, " +
+                           dim);
 }
 
 std::string tensor_sha256(const SafetensorsTensor& tensor) {
@@ -234,6 +239,7 @@ nlohmann::json dump_index(const Batch& batch, const std::vector<DumpTensor>& ten
       {"num_q_heads", m.num_q_heads},
       {"num_kv_heads", m.num_kv_heads},
       {"head_dim", m.head_dim},
+      {"v_head_dim", m.effective_v_head_dim()},
       {"dtype", to_string(batch.dtype)},
       {"kv_dtype", to_string(batch.kv_dtype)},
       {"layout", to_string(batch.spec.kv_cache.layout)},

@@ -186,6 +186,13 @@ BatchFeatures batch_features(const Batch& batch) {
   } else {
     uses.push_back(FeatureUse::integer(feature::kHeadDim, m.head_dim,
                                        "head dim " + std::to_string(m.head_dim)));
+    const int v_head_dim = m.effective_v_head_dim();
+    if (v_head_dim != m.head_dim) {
+      uses.push_back(FeatureUse::integer(feature::kVHeadDim, v_head_dim,
+                                         "V head dim " + std::to_string(v_head_dim) +
+                                             " (narrower than Q/K's " + std::to_string(m.head_dim) +
+                                             ")"));
+    }
   }
   uses.push_back(FeatureUse::integer(feature::kPageSize, batch.page_size,
                                      "page size " + std::to_string(batch.page_size)));
@@ -217,6 +224,11 @@ const std::vector<FeatureInfo>& feature_schema() {
          values_of(kKvDtypes),
          {}},
         {feature::kHeadDim, FeatureKind::number, "head dim", {}, head_dims},
+        {feature::kVHeadDim,
+         FeatureKind::number,
+         "V head dim narrower than Q/K's",
+         {},
+         std::vector<int64_t>(head_dims.begin(), head_dims.end() - 1)},
         {feature::kPageSize, FeatureKind::number, "page size", {}, page_sizes},
         {feature::kLatentAttention, FeatureKind::flag, "multi-head latent attention", {}, {}},
         {feature::kKvLoraRank, FeatureKind::number, "kv_lora_rank", {}, ranks},
@@ -244,6 +256,7 @@ const std::vector<WorkloadFieldRole>& workload_field_roles() {
       {"/model/num_kv_heads", "",
        "a shape every kernel takes (a variant's limit on the GQA group is its own rule)"},
       {"/model/head_dim", feature::kHeadDim, ""},
+      {"/model/v_head_dim", feature::kVHeadDim, ""},
       {"/model/attention", feature::kLatentAttention, ""},
       {"/model/kv_lora_rank", feature::kKvLoraRank, ""},
       {"/model/qk_rope_head_dim", feature::kQkRopeHeadDim, ""},

@@ -7,9 +7,9 @@
 // Three kinds of feature:
 //   flag    used or not (sliding window, logits soft-cap, attention sinks, shared prefix)
 //   choice  one named value per batch (query shape, mask, KV layout, Q dtype, KV dtype)
-//   number  one integer per batch (head dim, page size)
+//   number  one integer per batch (head dim, V's head dim, page size)
 // Every batch reports its query shape, mask, KV layout, dtype, head dim (mla: kv_lora_rank and
-// qk_rope_head_dim) and page size; the flags and the KV dtype only when used.
+// qk_rope_head_dim) and page size; the flags, the KV dtype and V's head dim only when used.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +43,9 @@ inline constexpr char kDtype[] = "dtype";         // choice: Q and output, "bf16
 // "fp8_e4m3.per_head" (the scales' granularity), or "bf16" / "fp16" (the other 16-bit dtype: only
 // in batches built in code, the workload schema gives K/V Q's dtype or fp8_e4m3)
 inline constexpr char kKvDtype[] = "kv_dtype";
-inline constexpr char kHeadDim[] = "head_dim";    // number
+inline constexpr char kHeadDim[] = "head_dim";  // number: Q and K
+// number, reported only when V (and the output) are narrower than Q and K: V's head dim
+inline constexpr char kVHeadDim[] = "v_head_dim";
 inline constexpr char kPageSize[] = "page_size";  // number: tokens per page
 // flag: multi-head latent attention (attention "mla"): Q rows [q_nope absorbed | q_rope] against
 // one shared latent cache row [c | k_rope] per token, output c-weighted (workload_spec.hpp). An

@@ -108,15 +108,18 @@ BatchSummary summarize_batch(const Batch& batch) {
   }
   s.pages_capacity = batch.num_pages;
   const double kv_element = double(size_of(batch.kv_dtype));
-  const double pools = m.kv_pools();  // K and V, or mla's one latent pool
-  s.kv_bytes = pools * double(batch.total_kv) * m.num_kv_heads * m.head_dim * kv_element;
-  s.kv_pool_bytes = pools * double(pool_elements(batch)) * kv_element;
+  // K and V rows (V v_head_dim wide), or mla's one latent row (its V is inside it).
+  const int row_dims = m.latent() ? m.head_dim : m.head_dim + m.effective_v_head_dim();
+  s.kv_bytes = double(batch.total_kv) * m.num_kv_heads * row_dims * kv_element;
+  s.kv_pool_bytes = double(pool_elements(batch, DataStream::key) +
+                           (m.latent() ? 0 : pool_elements(batch, DataStream::value))) *
+                    kv_element;
   s.q_bytes = double(query_elements(batch)) * double(size_of(batch.dtype));
   const MinimumTraffic traffic = minimum_traffic(batch, KvStorage::paged);
   s.minimum_bytes = traffic.bytes();
   s.unique_minimum_bytes = traffic.unique_bytes();
   s.visible_pairs = visible_pairs(batch);
-  s.useful_flops = flops_per_visible_pair(m) * double(s.visible_pairs);
+  s.useful_flops = useful_flops(batch);
   s.features = features_of(batch);
   s.kv_length_histogram = log2_histogram(batch.kv_lens);
   return s;
@@ -133,7 +136,10 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
         << m.head_dim << ")\n";
   } else {
     out << "model      " << m.num_q_heads << " q heads, " << m.num_kv_heads << " kv heads (GQA "
-        << batch.spec.group_size() << "), head_dim " << m.head_dim << "\n";
+        << batch.spec.group_size() << "), head_dim " << m.head_dim;
+    if (m.effective_v_head_dim() != m.head_dim)
+      out << " (V and output " << m.effective_v_head_dim() << ")";
+    out << "\n";
   }
   out << "sequences  " << s.sequences << " (query tokens " << s.query_tokens << ", kv tokens "
       << s.kv_tokens << ", max query_len " << batch.max_query_len() << ", max kv_len "
@@ -150,7 +156,9 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
       << " visible (head, query, key) pairs, " << human_count(s.useful_flops)
       << (m.latent() ? "FLOP useful ((2 * (kv_lora_rank + qk_rope_head_dim) + 2 * kv_lora_rank) "
                        "* pairs)\n"
-                     : "FLOP useful (4 * head_dim * pairs)\n");
+          : m.effective_v_head_dim() == m.head_dim
+              ? "FLOP useful (4 * head_dim * pairs)\n"
+              : "FLOP useful (2 * (head_dim + v_head_dim) * pairs)\n");
   out << "features   ";
   for (size_t i = 0; i < s.features.size(); ++i) out << (i ? "; " : "") << s.features[i];
   out << "\n\nkv_len histogram (log2 buckets)\n";

@@ -29,7 +29,7 @@ struct BatchSummary {
   double minimum_bytes = 0;
   double unique_minimum_bytes = 0;
   int64_t visible_pairs = 0;          // (q head, query, key) triples the masks let through
-  double useful_flops = 0;            // 4 * head_dim * visible_pairs (Q.K and P.V multiply-adds)
+  double useful_flops = 0;            // 2 * (head_dim + v_head_dim) * visible_pairs (Q.K and P.V)
   std::vector<std::string> features;  // one line each: dtypes, layout, masks, sinks, ...
   std::vector<LengthBucket> kv_length_histogram;  // log2 buckets: 0, 1, 2-3, 4-7, ...
 };

@@ -54,6 +54,21 @@ std::string hex_code_point(uint32_t cp) {
 
 }  // namespace
 
+std::string closest_spelling(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 3;  // suggest only close spellings
+  for (const auto& candidate : candidates) {
+    // Lengths 3 or more apart are 3 or more edits apart: a long word costs nothing here.
+    if (word.size() + 3 <= candidate.size() || candidate.size() + 3 <= word.size()) continue;
+    const size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 void JsonFieldReader::add(const std::string& pointer, const std::string& message) {
   if (problems.size() < kMaxListedProblems) {
     problems.push_back(pointer + ": " + message);
@@ -82,17 +97,7 @@ void JsonFieldReader::check_keys(const json& object, const std::string& pointer,
       continue;
     }
     std::string message = "unknown key (expected one of: " + expected + ")";
-    std::string best;
-    size_t best_distance = 3;  // suggest only close spellings
-    for (const auto& candidate : sorted) {
-      // Lengths 3 or more apart are 3 or more edits apart: a long key costs nothing here.
-      if (key.size() + 3 <= candidate.size() || candidate.size() + 3 <= key.size()) continue;
-      size_t distance = edit_distance(key, candidate);
-      if (distance < best_distance) {
-        best_distance = distance;
-        best = candidate;
-      }
-    }
+    const std::string best = closest_spelling(key, sorted);
     if (!best.empty()) message += "; did you mean \"" + best + "\"?";
     add(pointer + "/" + json_pointer_token(key), message);
   }

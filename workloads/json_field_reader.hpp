@@ -15,6 +15,9 @@
 
 namespace attn {
 
+// The candidate closest to `word` within two edits (for "did you mean"), or "" when none is.
+std::string closest_spelling(const std::string& word, const std::vector<std::string>& candidates);
+
 class JsonFieldReader {
  public:
   // The first kMaxListedProblems problems (base/errors.hpp); the rest are only counted, so that a

@@ -91,7 +91,7 @@ BatchMemory estimate_batch_memory(const WorkloadSpec& spec) {
   out.query = t.query_bytes;
   out.kv_pools = t.kv_pool_bytes;
   const int64_t rows = mul(t.total_q, m.num_q_heads);
-  out.reference = add(mul(4, mul(rows, m.value_dim())), mul(4, rows));
+  out.reference = add(mul(4, mul(rows, m.effective_v_head_dim())), mul(4, rows));
   return out;
 }
 

@@ -27,9 +27,11 @@ struct BatchMemory {
   // small numbers), and for a layout file the largest layout it can expand to (4 bytes x q heads
   // x the file's size, within the limit of the layout's entries).
   int64_t mask_files = 0;
-  int64_t query = 0;     // Q [total_q, num_q_heads, head_dim]; an output of its dtype is as large
-  int64_t kv_pools = 0;  // K and V, poison and spare pages included
-  // An fp32 output [total_q, num_q_heads, head_dim] and its log-sum-exp [total_q, num_q_heads]:
+  // Q [total_q, num_q_heads, head_dim]; an output of its dtype is at most as large (its rows are
+  // v_head_dim wide, and v_head_dim <= head_dim)
+  int64_t query = 0;
+  int64_t kv_pools = 0;  // K and V (V's rows v_head_dim wide), poison and spare pages included
+  // An fp32 output [total_q, num_q_heads, v_head_dim] and its log-sum-exp [total_q, num_q_heads]:
   // a reference output, or the CPU reference variant's.
   int64_t reference = 0;
 };

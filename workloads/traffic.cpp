@@ -58,17 +58,13 @@ int64_t pages_touched(const std::vector<KeyRange>& ranges, int64_t page_size) {
 
 }  // namespace
 
-double flops_per_visible_pair(const ModelShape& model) {
-  return 2.0 * model.head_dim + 2.0 * model.value_dim();
-}
-
 MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
   const ModelShape& m = batch.spec.model;
   const size_t n = size_t(batch.num_seqs);
   MinimumTraffic t;
   const double q_rows = double(batch.total_q) * m.num_q_heads;
   t.q_bytes = q_rows * double(m.head_dim) * double(size_of(batch.dtype));
-  t.out_bytes = q_rows * double(m.value_dim()) * double(size_of(batch.dtype));
+  t.out_bytes = q_rows * double(m.effective_v_head_dim()) * double(size_of(batch.dtype));
 
   // Visibility is the same for every kv head unless a block-sparse layout (per q head) says
   // otherwise: then each kv head is counted on its own, else kv head 0 stands for all.
@@ -140,10 +136,12 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
     }
   }
 
-  const double kv_row_bytes = double(m.head_dim) * double(size_of(batch.kv_dtype));
-  const double pools = m.kv_pools();  // K and V, or mla's one latent pool
-  t.kv_bytes = pools * double(t.kv_rows) * kv_row_bytes;
-  t.unique_kv_bytes = pools * double(t.unique_kv_rows) * kv_row_bytes;
+  // One K row and one V row per key row read; mla: one latent row (its V is inside it).
+  const double kv_row_bytes =
+      double(m.latent() ? m.head_dim : m.head_dim + m.effective_v_head_dim()) *
+      double(size_of(batch.kv_dtype));
+  t.kv_bytes = double(t.kv_rows) * kv_row_bytes;
+  t.unique_kv_bytes = double(t.unique_kv_rows) * kv_row_bytes;
   t.page_table_bytes = 4.0 * double(t.page_entries);
   if (batch.kv_dtype == DType::fp8_e4m3 && t.kv_rows > 0) {
     t.scale_bytes = 4.0 * double(batch.k_scales.size() +
@@ -151,6 +149,11 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
   }
   if (batch.explicit_mask) t.mask_bytes = double(batch.explicit_mask->bits.size());
   return t;
+}
+
+double useful_flops(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  return 2.0 * double(m.head_dim + m.effective_v_head_dim()) * double(visible_pairs(batch));
 }
 
 }  // namespace attn

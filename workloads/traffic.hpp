@@ -4,14 +4,14 @@
 // kernel family.
 //
 // What is counted (each at most once per sequence, except as said):
-//   Q and output  every query row of every q head: total_q x num_q_heads x head_dim x the Q dtype,
-//                 read once, and total_q x num_q_heads x value_dim written once (value_dim is
-//                 head_dim, or kv_lora_rank for mla).
-//   K and V       per sequence and kv head, the rows (one token's head_dim elements) that some
-//                 query of some q head of that kv head's GQA group sees: window, causal range,
-//                 the block-sparse layout of each q head (the union over the group) and the
-//                 explicit mask's columns. head_dim x the KV element size each (fp8: 1 byte),
-//                 twice (K and V). A sequence without queries reads nothing.
+//   Q and output  every query row of every q head: total_q x num_q_heads x the Q dtype, times
+//                 head_dim for Q (read once) and v_head_dim for the output (written once;
+//                 kv_lora_rank for mla).
+//   K and V       per sequence and kv head, the rows (one token's elements) that some query of
+//                 some q head of that kv head's GQA group sees: window, causal range, the
+//                 block-sparse layout of each q head (the union over the group) and the explicit
+//                 mask's columns. head_dim (K) plus v_head_dim (V) times the KV element size
+//                 (fp8: 1 byte) per row. A sequence without queries reads nothing.
 //                 mla: one latent row (kv_lora_rank + qk_rope_head_dim elements, c and k_rope)
 //                 per visible key, once: the row is K and its first kv_lora_rank elements V.
 //   page table    (paged storage) one 4-byte entry per page of a sequence that holds at least one
@@ -62,15 +62,16 @@ struct MinimumTraffic {
   }
 };
 
-// The useful FLOPs of one visible (q head, query, key) pair: a multiply-add per element of the
-// q.k dot product (head_dim) and of p * v (value_dim): 2 * head_dim + 2 * value_dim. For mha that
-// is 4 * head_dim; for mla 2 * (kv_lora_rank + qk_rope_head_dim) for the score and 2 *
-// kv_lora_rank for the output in latent space.
-double flops_per_visible_pair(const ModelShape& model);
-
 // Closed form per sequence and kv head without a block-sparse layout or an explicit mask; per kept
 // block with a layout; one pass over the grid with a mask: a 128k-token prefill is counted in
 // milliseconds.
 MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage);
+
+// The useful FLOPs of the batch: per visible (q head, query, key) pair, head_dim multiply-adds for
+// Q.K and v_head_dim for P.V, 2 FLOPs each: 2 * (head_dim + v_head_dim) * visible_pairs (4 *
+// head_dim * visible_pairs when V is as wide as K). mla (effective_v_head_dim is kv_lora_rank):
+// 2 * (kv_lora_rank + qk_rope_head_dim) for the score and 2 * kv_lora_rank for the output in
+// latent space.
+double useful_flops(const Batch& batch);
 
 }  // namespace attn

@@ -57,6 +57,7 @@ json to_json(const WorkloadSpec& spec) {
   model["num_q_heads"] = m.num_q_heads;
   model["num_kv_heads"] = m.num_kv_heads;
   model["head_dim"] = m.head_dim;
+  if (m.v_head_dim && *m.v_head_dim != m.head_dim) model["v_head_dim"] = *m.v_head_dim;
   model["dtype"] = to_string(m.dtype);
   if (m.softmax_scale) model["softmax_scale"] = *m.softmax_scale;
   if (m.kv_dtype) model["kv_dtype"] = to_string(*m.kv_dtype);

@@ -105,12 +105,13 @@ class SpecReader : public JsonFieldReader {
     const json* object = object_member(root, "", "model", true, ok);
     if (object == nullptr) return false;
     const std::string p = "/model";
-    check_keys(*object, p,
-               {"attention", "num_q_heads", "num_kv_heads", "head_dim", "dtype", "softmax_scale",
-                "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window", "attention_sinks",
-                "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"},
-               {"attention", "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window",
-                "attention_sinks", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"});
+    check_keys(
+        *object, p,
+        {"attention", "num_q_heads", "num_kv_heads", "head_dim", "v_head_dim", "dtype",
+         "softmax_scale", "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window",
+         "attention_sinks", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"},
+        {"attention", "v_head_dim", "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window",
+         "attention_sinks", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"});
     bool attention_ok = true;  // an unknown kind: its other fields cannot be judged
     enum_member<AttentionKind>(*object, p, "attention", attention_kind_from_string,
                                "\"mha\", \"mla\"", model.attention, attention_ok);
@@ -154,6 +155,7 @@ class SpecReader : public JsonFieldReader {
     } else {
       ok = false;
     }
+    read_v_head_dim(*object, p, model, ok);
 
     read_dtypes(*object, p, model, ok);
 
@@ -280,7 +282,42 @@ class SpecReader : public JsonFieldReader {
         ok = false;
       }
     }
+    if (object.contains("v_head_dim")) {
+      add(p + "/v_head_dim", "must be absent" + why +
+                                 " (V is the first kv_lora_rank elements of each latent row; the "
+                                 "output is kv_lora_rank wide)");
+      ok = false;
+    }
     return ok;
+  }
+
+  // V's head dim: one of the head dims, and not above head_dim (every model that splits the two,
+  // DeepSeek's MLA prefill with Q/K 192 and V 128, has the narrower V; the pools' and the
+  // kernels' widest row is head_dim). Equal to head_dim: the same workload as leaving it out.
+  void read_v_head_dim(const json& object, const std::string& p, ModelShape& model, bool& ok) {
+    const json* value = member(object, p, "v_head_dim", false);
+    if (value == nullptr) return;
+    const std::string where = p + "/v_head_dim";
+    if (!value->is_number_integer()) {
+      add(where, "expected an integer, got " + describe_wrong_type(*value));
+      ok = false;
+      return;
+    }
+    const int64_t dim = value->get<int64_t>();
+    if (std::find(std::begin(kHeadDims), std::end(kHeadDims), dim) == std::end(kHeadDims)) {
+      std::string allowed;
+      for (int d : kHeadDims) allowed += (allowed.empty() ? "" : ", ") + std::to_string(d);
+      add(where, "must be one of " + allowed + ", got " + show(*value));
+      ok = false;
+      return;
+    }
+    if (model.head_dim > 0 && dim > model.head_dim) {
+      add(where, "must not be larger than head_dim (" + std::to_string(model.head_dim) + "), got " +
+                     show(*value));
+      ok = false;
+      return;
+    }
+    if (model.head_dim > 0 && dim != model.head_dim) model.v_head_dim = int(dim);
   }
 
   void read_attention_sinks(const json& object, const std::string& p, ModelShape& model, bool& ok) {
@@ -852,12 +889,20 @@ class SpecReader : public JsonFieldReader {
     const size_t kv_size = size_of(spec.model.effective_kv_dtype());
     const size_t q_size = size_of(spec.model.dtype);
     if (t.kv_pool_bytes > kMaxKvPoolBytes) {
-      over(std::string(spec.model.latent() ? "the latent pool size in bytes (1 * "
-                                           : "the K+V pool size in bytes (2 * ") +
-               format_count(t.num_pages) + " pages * " + std::to_string(sized.kv_cache.page_size) +
-               " tokens * " + std::to_string(spec.model.num_kv_heads) + " kv heads * " +
-               std::to_string(spec.model.head_dim) + " dims * " + std::to_string(kv_size) +
-               " bytes)",
+      // K and V rows of one width, or K's and V's widths added (v_head_dim); mla: one latent row.
+      const int head_dim = spec.model.head_dim, v_head_dim = spec.model.effective_v_head_dim();
+      const bool latent = spec.model.latent();
+      const bool same = latent || head_dim == v_head_dim;
+      const std::string dims =
+          same ? std::to_string(head_dim)
+               : "(" + std::to_string(head_dim) + " + " + std::to_string(v_head_dim) + ")";
+      const std::string pools =
+          latent ? "the latent pool size in bytes (1 * "
+                 : std::string("the K+V pool size in bytes (") + (same ? "2 * " : "");
+      over(pools + format_count(t.num_pages) + " pages * " +
+               std::to_string(sized.kv_cache.page_size) + " tokens * " +
+               std::to_string(spec.model.num_kv_heads) + " kv heads * " + dims + " dims * " +
+               std::to_string(kv_size) + " bytes)",
            t.kv_pool_bytes, "64 GiB (" + std::to_string(kMaxKvPoolBytes) + ")");
     }
     if (t.query_bytes > kMaxQueryBytes) {

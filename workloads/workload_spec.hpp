@@ -58,8 +58,9 @@ std::optional<AttentionKind> attention_kind_from_string(const std::string& text)
 struct ModelShape {
   int num_q_heads = 0;
   int num_kv_heads = 0;  // divides num_q_heads; the ratio is the GQA group size (mla: 1)
-  // The width of a Q row and of a cached K row. mla: kv_lora_rank + qk_rope_head_dim (a latent
-  // cache row is [c | k_rope], a Q row [q_nope absorbed | q_rope]).
+  // The width of a Q row and of a cached K row, and of V unless v_head_dim says otherwise. mla:
+  // kv_lora_rank + qk_rope_head_dim (a latent cache row is [c | k_rope], a Q row
+  // [q_nope absorbed | q_rope]).
   int head_dim = 0;
   DType dtype = DType::bf16;      // Q and output, and K/V unless kv_dtype says otherwise
   std::optional<DType> kv_dtype;  // unset: same as dtype; or DType::fp8_e4m3
@@ -73,6 +74,11 @@ struct ModelShape {
   // denominator and contributes no value. `seeded`: drawn from the seed; or explicit values.
   bool attention_sinks = false;
   std::vector<double> sink_logits;  // [num_q_heads] when given explicitly
+  // V and the output, when narrower than head_dim (DeepSeek's MLA prefill: Q/K 192, V 128). Unset
+  // (also when the file gives head_dim again): V is head_dim wide. Never set for mla (its V is
+  // the latent: kv_lora_rank). Last but for the mla fields, so that the positional initialisers
+  // of the fields above keep their meaning.
+  std::optional<int> v_head_dim;
   // The attention the model computes (last, so that code building a ModelShape from its first
   // fields keeps working), and for mla only (0 otherwise): the latent width, the rotary width, and
   // the width of the original model's non-rotary q/k head part (for the default softmax scale
@@ -84,8 +90,11 @@ struct ModelShape {
 
   DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
   bool latent() const { return attention == AttentionKind::mla; }
-  // The width of an output row (and of a V row): head_dim, or kv_lora_rank for mla.
-  int value_dim() const { return latent() ? kv_lora_rank : head_dim; }
+  // The width of a V row and of an output row: v_head_dim, else head_dim; kv_lora_rank for mla
+  // (its V is the first kv_lora_rank elements of each latent row).
+  int effective_v_head_dim() const {
+    return latent() ? kv_lora_rank : v_head_dim.value_or(head_dim);
+  }
   // The paged pools: K and V, or mla's one latent pool (its V is the first kv_lora_rank
   // elements of each row).
   int kv_pools() const { return latent() ? 1 : 2; }

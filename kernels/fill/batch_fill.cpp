@@ -64,7 +64,7 @@ const T* typed(const DeviceBuffer& buffer) {
 }  // namespace
 
 PoolStrides pool_strides(const Batch& batch, DataStream stream) {
-  const int head_dim = batch.spec.model.head_dim;
+  const int head_dim = stream_head_dim(batch, stream);
   auto offset = [&](int64_t page, int slot, int head, int dim) {
     return pool_offset(batch, stream, page, slot, head, dim);
   };
@@ -141,11 +141,12 @@ void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
   for (DataStream s : {DataStream::key, DataStream::value}) {
     if (s == DataStream::value && m.latent()) continue;  // mla: one latent pool, the K pool
     const CUdeviceptr target = s == DataStream::key ? k_pool : v_pool;
-    fill_nan(context, stream, target, batch.kv_dtype, size_t(pool_elements(batch)));
+    // V's rows are v_head_dim wide: the kernel takes the row width per launch.
+    const int head_dim = stream_head_dim(batch, s);
+    fill_nan(context, stream, target, batch.kv_dtype, size_t(pool_elements(batch, s)));
     BatchFillParams p{};
     p.out = reinterpret_cast<void*>(target);
-    p.elements =
-        (long long)batch.page_indices.size() * batch.page_size * m.num_kv_heads * m.head_dim;
+    p.elements = (long long)batch.page_indices.size() * batch.page_size * m.num_kv_heads * head_dim;
     p.key = stream_key(batch.data_seed, unsigned(s));
     p.page_indptr = typed<int>(indptr);
     p.page_indices = typed<int>(indices);
@@ -160,7 +161,7 @@ void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
     p.stream = unsigned(s);
     p.num_seqs = batch.num_seqs;
     p.num_heads = m.num_kv_heads;
-    p.head_dim = m.head_dim;
+    p.head_dim = head_dim;
     p.page_size = batch.page_size;
     p.strides = pool_strides(batch, s);
     if (p.elements > 0) launch(context, pool, fill_shape(p.elements, context.info()), stream, p);

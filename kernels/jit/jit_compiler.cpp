@@ -167,6 +167,8 @@ std::string JitCompiler::cache_key(const JitProgram& program) const {
   key.update_field(program.source);
   for (const auto& kernel : program.kernels) key.update_field(kernel);
   key.update_field(headers_digest_);
+  // Only programs with headers of their own hash them, so every other key stays as it was.
+  for (const auto& [name, text] : program.headers) key.update_field(name).update_field(text);
   return key.hex_digest();
 }
 
@@ -247,6 +249,10 @@ CompiledProgram JitCompiler::compile(const JitProgram& program) {
   for (size_t i = 0; i < kKernelHeaders_count; ++i) {
     header_sources.push_back(kKernelHeaders[i].data);
     header_names.push_back(kKernelHeaders[i].name);
+  }
+  for (const auto& [name, text] : program.headers) {
+    header_sources.push_back(text.c_str());
+    header_names.push_back(name.c_str());
   }
   nvrtcProgram handle = nullptr;
   ATTN_NVRTC_CHECK(

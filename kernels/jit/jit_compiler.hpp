@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/errors.hpp"
@@ -37,6 +38,9 @@ struct JitProgram {
   std::vector<std::string> kernels;  // name expressions, e.g. "attn::f<0, 128>"
   std::string arch;                  // "sm_90a", "sm_80", ...
   std::vector<std::string> options;  // extra NVRTC options
+  // Headers of this program beside the embedded ones, as (include name, text): a user kernel's
+  // source files and the public parameter block (docs/user-kernels.md). Part of the cache key.
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 struct CompiledProgram {

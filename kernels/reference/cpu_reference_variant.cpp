@@ -31,6 +31,7 @@ FeatureSet reference_features() {
       .with(feature::kDtype, {"bf16", "fp16"})
       .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head", "bf16", "fp16"})
       .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+      .with(feature::kVHeadDim, {64, 80, 96, 128, 192})
       .with_range(feature::kPageSize, 1, 256)
       .with(feature::kLatentAttention)
       .with_range(feature::kKvLoraRank, kMinKvLoraRank, kMaxKvLoraRank)

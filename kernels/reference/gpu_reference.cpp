@@ -25,7 +25,7 @@ std::string kernel_name(const Batch& batch) {
 // The strides and dim table of one pool, checked against pool_offset at the corners.
 void pool_addressing(const Batch& batch, DataStream stream, GpuReferencePool& strides,
                      std::vector<long long>& dim_offset) {
-  const int head_dim = batch.spec.model.head_dim;
+  const int head_dim = stream_head_dim(batch, stream);
   const int heads = batch.spec.model.num_kv_heads;
   auto offset = [&](int64_t page, int slot, int head, int dim) {
     return pool_offset(batch, stream, page, slot, head, dim);
@@ -104,11 +104,30 @@ JitProgram gpu_reference_program(const Batch& batch, const std::string& arch) {
   return program;
 }
 
+Support gpu_reference_supports(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  if (m.latent()) {
+    return Support::no(
+        "unsupported: multi-head latent attention (the GPU references compute standard "
+        "attention over K and V pools)");
+  }
+  if (m.effective_v_head_dim() != m.head_dim) {
+    return Support::no("unsupported: V head dim " + std::to_string(m.effective_v_head_dim()) +
+                       " differs from the Q/K head dim " + std::to_string(m.head_dim) +
+                       " (the GPU references read V and write the output head_dim wide)");
+  }
+  return Support::yes();
+}
+
 std::vector<float> gpu_paged_attention_reference(const Problem& device, const CudaContext& cuda,
                                                  KernelLoader& loader, const Stream& stream,
                                                  std::vector<float>* lse) {
   ATTN_ASSERT(device.backend() == Backend::cuda, "the GPU reference needs a device problem");
   const Batch& batch = device.batch();
+  if (Support s = gpu_reference_supports(batch); !s) {
+    throw Error(ExitCode::internal,
+                "the GPU reference was called on a batch it declines: " + s.reason);
+  }
   const ModelShape& m = batch.spec.model;
   ATTN_ASSERT(m.head_dim <= 32 * kGpuReferenceDimsPerLane, "head_dim above the GPU reference's");
   const size_t rows = size_t(batch.total_q) * size_t(m.num_q_heads);

@@ -13,12 +13,20 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/reference/gpu_reference_params.hpp"
+#include "kernels/support.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
 
 // The name verification records for this oracle (Verification::reference).
 inline constexpr const char* kGpuReferenceName = "gpu_naive_fp32";
+
+// Whether both GPU references (this one and the tiled one) compute `batch`. Their kernels read V
+// and write the output head_dim wide, so they decline a batch whose V head dim differs
+// (model.v_head_dim), and they compute standard attention over K and V pools, so they decline
+// multi-head latent attention (attention "mla"); the CPU reference verifies those. Both throw an
+// internal error when called on a batch this declines.
+Support gpu_reference_supports(const Batch& batch);
 
 // The host arrays the kernel reads besides the problem's tensors and the batch's masks, built
 // from the batch with the host's own definitions (pool_offset, the CPU reference's row order).
@@ -28,7 +36,7 @@ struct GpuReferenceTables {
   std::vector<long long> kv_lens;                     // [num_seqs]
   std::vector<long long> cu_seqlens_q;                // [num_seqs + 1]
   std::vector<int> seq_of_token;                      // [total_q]
-  std::vector<long long> k_dim_offset, v_dim_offset;  // [head_dim]
+  std::vector<long long> k_dim_offset, v_dim_offset;  // [head_dim], [v_head_dim]
   GpuReferencePool k_strides{}, v_strides{};  // strides only (data and dim_offset left null)
 };
 

@@ -4,6 +4,7 @@
 
 #include "base/errors.hpp"
 #include "kernels/dtype_code_of.hpp"
+#include "kernels/reference/gpu_reference.hpp"
 #include "kernels/reference/gpu_reference_inputs.hpp"
 #include "kernels/reference/gpu_tiled_reference_params.hpp"
 
@@ -60,6 +61,10 @@ std::vector<float> gpu_tiled_paged_attention_reference(const Problem& device,
                                                        std::vector<float>* lse) {
   ATTN_ASSERT(device.backend() == Backend::cuda, "the tiled GPU reference needs a device problem");
   const Batch& batch = device.batch();
+  if (Support s = gpu_reference_supports(batch); !s) {
+    throw Error(ExitCode::internal,
+                "the tiled GPU reference was called on a batch it declines: " + s.reason);
+  }
   const GpuTiledPlan plan = gpu_tiled_reference_plan(batch);
   if (plan.tile_seq.empty()) {  // no query rows
     if (lse != nullptr) lse->clear();

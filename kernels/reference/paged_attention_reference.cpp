@@ -23,10 +23,10 @@ struct OutputRow {
 
 // The attention semantics (the header's formula), shared by both oracles: they differ only in
 // where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value
-// for d below value_dim (head_dim; mla: kv_lora_rank).
-// Returns the row's log-sum-exp: the natural log of the softmax denominator (-inf: no key).
+// for d < v_head_dim (V's width, the output's; mla: kv_lora_rank). Returns the row's log-sum-exp:
+// the natural log of the softmax denominator (-inf: no key).
 template <typename Dot, typename Value>
-double attend_row(const Batch& batch, const OutputRow& row, int value_dim, const Dot& dot,
+double attend_row(const Batch& batch, const OutputRow& row, int v_head_dim, const Dot& dot,
                   const Value& value, float* out) {
   std::vector<int64_t> keys;
   std::vector<double> weights;
@@ -38,7 +38,7 @@ double attend_row(const Batch& batch, const OutputRow& row, int value_dim, const
     keys.push_back(j);
     weights.push_back(logit);
   }
-  std::fill(out, out + value_dim, 0.0f);
+  std::fill(out, out + v_head_dim, 0.0f);
   if (keys.empty()) {  // nothing visible: exactly zero, even with a sink
     return -std::numeric_limits<double>::infinity();
   }
@@ -52,16 +52,16 @@ double attend_row(const Batch& batch, const OutputRow& row, int value_dim, const
     w = std::exp(w - max_logit);
     sum += w;
   }
-  std::vector<double> acc(size_t(value_dim), 0.0);
+  std::vector<double> acc(size_t(v_head_dim), 0.0);
   for (size_t k = 0; k < keys.size(); ++k) {
     const double p = weights[k] / sum;
-    for (int d = 0; d < value_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
+    for (int d = 0; d < v_head_dim; ++d) acc[size_t(d)] += p * value(keys[k], d);
   }
-  for (int d = 0; d < value_dim; ++d) out[d] = float(acc[size_t(d)]);
+  for (int d = 0; d < v_head_dim; ++d) out[d] = float(acc[size_t(d)]);
   return max_logit + std::log(sum);
 }
 
-// Calls fn(row, out) for every output row, in parallel; out points at the row's value_dim floats.
+// Calls fn(row, out) for every output row, in parallel; out points at the row's v_head_dim floats.
 // fn returns the row's log-sum-exp, stored at [token, head] of *lse when lse is not null.
 template <typename Fn>
 std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::vector<float>* lse,
@@ -73,8 +73,8 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::
     for (int64_t t = batch.cu_seqlens_q[s]; t < batch.cu_seqlens_q[s + 1]; ++t)
       seq_of[size_t(t)] = s;
   }
-  const size_t value_dim = size_t(m.value_dim());
-  std::vector<float> out(size_t(batch.total_q) * Hq * value_dim);
+  const size_t width = size_t(m.effective_v_head_dim());
+  std::vector<float> out(size_t(batch.total_q) * Hq * width);
   if (lse != nullptr) lse->assign(size_t(batch.total_q) * Hq, 0.0f);
   parallel_for(
       size_t(batch.total_q) * Hq,
@@ -86,7 +86,7 @@ std::vector<float> for_each_output_row(const Batch& batch, size_t threads, std::
           row.kv_head = row.head / group;
           row.seq = seq_of[size_t(row.token)];
           row.q_index = row.token - batch.cu_seqlens_q[size_t(row.seq)];
-          const double row_lse = fn(row, out.data() + r * value_dim);
+          const double row_lse = fn(row, out.data() + r * width);
           if (lse != nullptr) (*lse)[r] = float(row_lse);
         }
       },
@@ -106,11 +106,11 @@ double kv_scale(const std::vector<float>& scales, int kv_head) {
 struct PoolAddressing {
   const Batch& batch;
   DataStream stream;
-  std::vector<int64_t> dim_offset;  // [head_dim]
+  std::vector<int64_t> dim_offset;  // [the stream's head dim]
 
   PoolAddressing(const Batch& b, DataStream s) : batch(b), stream(s) {
     const int64_t origin = pool_offset(batch, stream, 0, 0, 0, 0);
-    for (int d = 0; d < batch.spec.model.head_dim; ++d)
+    for (int d = 0; d < stream_head_dim(batch, stream); ++d)
       dim_offset.push_back(pool_offset(batch, stream, 0, 0, 0, d) - origin);
   }
   int64_t row(int64_t page, int slot, int head) const {
@@ -125,7 +125,7 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
   ATTN_ASSERT(host.backend() == Backend::cpu, "the CPU reference needs a host problem");
   const Batch& batch = host.batch();
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
-  const int Dv = batch.spec.model.value_dim();
+  const int Dv = batch.spec.model.effective_v_head_dim();
   // mla: V is the first kv_lora_rank elements of the latent pool's rows (the K pool), under K's
   // scale; there is no V pool.
   const bool latent = batch.spec.model.latent();
@@ -166,7 +166,7 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
 
 std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
                                          std::vector<float>* lse) {
-  const int D = batch.spec.model.head_dim, Dv = batch.spec.model.value_dim();
+  const int D = batch.spec.model.head_dim, Dv = batch.spec.model.effective_v_head_dim();
   // mla: V is the first kv_lora_rank elements of the latent row, the key stream's data.
   const DataStream v_stream = batch.spec.model.latent() ? DataStream::key : DataStream::value;
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {

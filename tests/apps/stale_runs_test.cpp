@@ -53,6 +53,13 @@ class StaleRuns : public testing::Cli {
       return false;
     }
   }
+  // A sweep of some seconds (the tiny workload's can end before a test stops it).
+  static std::string slower_prefill_json(const std::string& name, int context_len) {
+    return R"({"schema_version": 1, "name": ")" + name +
+           R"(", "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
+  "kv_cache": {"page_size": 16}, "sequences": [{"context_len": )" +
+           std::to_string(context_len) + R"(, "query_len": 8}], "seed": 7})";
+  }
   const std::string marker_ = "stale-runs-" + std::to_string(::getpid());
 };
 
@@ -96,14 +103,7 @@ TEST_F(StaleRuns, AKilledRunIsMarkedInterruptedByTheNextCommandThatWrites) {
 // process is alive.
 TEST_F(StaleRuns, ARunWhoseProcessIsAliveIsLeftRunning) {
   // Not the tiny workload: its sweep can end before it is stopped below.
-  const fs::path slow = write("slow.json", R"({
-  "schema_version": 1,
-  "name": "stale-alive",
-  "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
-  "kv_cache": {"page_size": 16},
-  "sequences": [{"context_len": 256, "query_len": 8}],
-  "seed": 11
-})");
+  const fs::path slow = write("slow.json", slower_prefill_json("stale-alive", 256));
   const fs::path other = write("other.json", testing::tiny_prefill_json("stale-other", 12));
   const fs::path db = dir_ / "alive.db";
   std::unique_ptr<Child> tune = sweep_until(slow, db, 1, "slow");
@@ -138,14 +138,7 @@ TEST_F(StaleRuns, ARunWhoseProcessIsAliveIsLeftRunning) {
 TEST_F(StaleRuns, AnAbortClosesTheRunRowOnTheWayOut) {
   // Some hundred microseconds per CPU reference launch: the sweep takes seconds, so it is still
   // in progress when the signal comes.
-  const fs::path workload = write("slower.json", R"({
-  "schema_version": 1,
-  "name": "stale-abort",
-  "model": {"num_q_heads": 2, "num_kv_heads": 1, "head_dim": 64, "dtype": "bf16"},
-  "kv_cache": {"page_size": 16},
-  "sequences": [{"context_len": 512, "query_len": 8}],
-  "seed": 7
-})");
+  const fs::path workload = write("slower.json", slower_prefill_json("stale-abort", 512));
   const fs::path db = dir_ / "abort.db";
   // No core file: the process dies of SIGABRT on purpose.
   struct rlimit previous {};

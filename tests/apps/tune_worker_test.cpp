@@ -297,8 +297,9 @@ TEST_F(TuneWorkers, EachCaseReportsTheSecondsOfThePhasesItPassedThrough) {
   EXPECT_EQ(slow.tag, 7u);
   ASSERT_EQ(slow.measurement.disposition, Disposition::passed) << slow.measurement.reason;
   // Each fault sleeps 1.2 s in the worker; the orchestrator times a phase from reading one report
-  // to reading the next, each read some milliseconds late on a busy machine.
-  constexpr double kSleep = 1.15;
+  // to reading the next, and on a busy machine (CI beside other builds) either read can come a
+  // tenth of a second late.
+  constexpr double kSleep = 1.0;
   EXPECT_GE(slow.phase_seconds.compile, kSleep);
   EXPECT_GE(slow.phase_seconds.verify, kSleep);
   EXPECT_GT(slow.phase_seconds.measure, 0);

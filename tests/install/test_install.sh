@@ -49,6 +49,8 @@ suites_installed=$(ls "$share"/attn-bench/suites/*.json | wc -l)
 [ "$suites_source" -eq "$suites_installed" ] || fail "$suites_installed suites installed of $suites_source"
 cmp -s "$share/attn-bench/workload.schema.json" <("$bench" workload schema) ||
   fail "the installed schema differs from what attn-bench prints"
+cmp -s "$share/attn-bench/kernel_spec.schema.json" <("$bench" kernel schema) ||
+  fail "the installed kernel spec schema differs from what attn-bench prints"
 ls "$share"/attn-bench/traces/chat-sample.csv > /dev/null
 grep -q -- '--peer-deadline' "$share/doc/attn-bench/help/attn-bench.txt" ||
   fail "the installed help text misses a flag"

@@ -111,6 +111,10 @@ std::optional<Batch> batch_using(const std::string& name, const std::string& val
   } else if (name == feature::kPageSize) {
     spec["kv_cache"]["page_size"] = std::stoi(value);
     return contract_batch(spec);
+  } else if (name == feature::kVHeadDim) {  // V narrower than the widest Q/K head dim
+    spec["model"]["head_dim"] = 256;
+    spec["model"]["v_head_dim"] = std::stoi(value);
+    return contract_batch(spec);
   } else if (name == feature::kLatentAttention || name == feature::kKvLoraRank ||
              name == feature::kQkRopeHeadDim) {
     json latent = contract_base(1);

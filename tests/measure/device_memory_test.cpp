@@ -19,7 +19,9 @@ TEST(DeviceMemoryNeed, CountsTheInputsTheReferenceAndTheTimingBuffers) {
   shape.kv_heads = 8;
   const Batch batch = generate_batch(testing::make_decode_spec(shape, {1000, 3000, 17}));
   const int64_t q = query_elements(batch) * int64_t(size_of(batch.dtype));
-  const int64_t pools = 2 * pool_elements(batch) * int64_t(size_of(batch.kv_dtype));
+  const int64_t pools =
+      (pool_elements(batch, DataStream::key) + pool_elements(batch, DataStream::value)) *
+      int64_t(size_of(batch.kv_dtype));
   const int64_t table = 4 * int64_t(batch.num_seqs) * batch.max_pages_per_seq;
   const int64_t l2 = int64_t(50) << 20;
 

@@ -178,6 +178,24 @@ TEST_F(Export, FiltersByFamilyAndVariant) {
   EXPECT_THROW(build_export(store_, options), UsageError);
 }
 
+// Another library's peer is never exported; a user module's peer (the user's own Triton kernel,
+// --peer-module) is, with its best config, like our variants.
+TEST_F(Export, AUserModulePeerIsExportedAndOtherPeersAreNot) {
+  const int64_t w = fixture_.workload(testing::export_workload("decode-b40-c4000", 40, 4000));
+  fixture_.passed(w, "peer.torch.sdpa_flash", "", 1.0);
+  fixture_.passed(w, "peer.user.triton_decode.paged_decode", "block_n=64,num_warps=4", 2.0);
+  fixture_.passed(w, "peer.user.triton_decode.paged_decode", "block_n=32,num_warps=4", 3.0);
+  ExportOptions options;
+  options.variant_glob = "peer.*";
+  const ExportResult r = build_export(store_, options);
+  ASSERT_EQ(r.tables.size(), 1u);
+  ASSERT_EQ(r.tables[0].entries.size(), 1u);
+  EXPECT_EQ(r.tables[0].entries[0].variant, "peer.user.triton_decode.paged_decode");
+  EXPECT_EQ(r.tables[0].entries[0].config_key, "block_n=64,num_warps=4");
+  options.variant_glob = "peer.torch.*";
+  EXPECT_THROW(build_export(store_, options), UsageError);
+}
+
 TEST_F(Export, SeveralDevicesAreNotMixedUnlessAsked) {
   fixture_.add_h200_results();
   try {

@@ -277,6 +277,64 @@ TEST_F(TuneSweepTest, PhaseSecondsAreSummedPerVariant) {
   }
 }
 
+// A variant routed to an evaluator of its own (a user module's peer through the peer runner) has
+// every case of its sweep evaluated there and none by the sweep's evaluator, whose cases are the
+// other variant's; both are stored and resumed alike.
+TEST_F(TuneSweepTest, ARoutedVariantIsEvaluatedByItsOwnEvaluatorOnly) {
+  registry_.add(std::make_unique<SecondAxesVariant>());
+  const std::string db = (dir_ / "routed.db").string();
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  PhasedEvaluator ours, routed;
+  {
+    Store store(db);
+    std::ostringstream progress;
+    TuneSweep s(store, batch_, registry_, device_, Target::cpu(), ours, options, progress);
+    s.evaluate_with(*registry_.find("paged_decode.test_axes_second"), routed);
+    const TuneReport report = s.run({"attn-tune tune", "t", "c", "Release", "test", "h", ""});
+    ASSERT_EQ(report.variants.size(), 2u);
+    EXPECT_EQ(report.variants[0].evaluated, size_t(kSpace));
+    EXPECT_EQ(report.variants[1].evaluated, size_t(kSpace));
+  }
+  EXPECT_EQ(ours.reported.count("paged_decode.test_axes_second"), 0u);
+  EXPECT_EQ(routed.reported.count("paged_decode.test_axes"), 0u);
+  ASSERT_EQ(routed.reported.count("paged_decode.test_axes_second"), 1u);
+  EXPECT_DOUBLE_EQ(routed.reported.at("paged_decode.test_axes_second").verify, 0.25 * kSpace);
+  Store store(db);
+  MeasurementFilter second;
+  second.variant = "paged_decode.test_axes_second";
+  EXPECT_EQ(store.find_measurements(second).size(), size_t(kSpace));
+}
+
+// A config the evaluation finds unsupported (a module peer's declines() in the runner) is counted
+// declined, not failed: it is no candidate, and it does not make the sweep's exit code a failure.
+TEST_F(TuneSweepTest, AConfigDeclinedByTheEvaluationIsNotAFailure) {
+  class DecliningEvaluator : public FakeEvaluator {
+   public:
+    Measurement evaluate(const Variant& v, const KernelConfig& config,
+                         const MeasurePolicy& policy) override {
+      Measurement m = FakeEvaluator::evaluate(v, config, policy);
+      if (config.get("warps") == 8) {
+        m.disposition = Disposition::unsupported;
+        m.reason = "8 warps are not written yet";
+        m.samples_us.clear();
+      }
+      return m;
+    }
+  } evaluator;
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  const TuneReport report = sweep((dir_ / "declined.db").string(), options, evaluator);
+  ASSERT_EQ(report.variants.size(), 1u);
+  const VariantSummary& v = report.variants[0];
+  EXPECT_EQ(v.declined, size_t(4 * 5));  // warps 8 with every tile and split
+  EXPECT_EQ(v.failed, 0u);
+  EXPECT_EQ(report.failures(), 0u);
+  ASSERT_TRUE(v.winner.has_value());
+  EXPECT_EQ(v.winner->winner.config_key.find("warps=8"), std::string::npos);
+  EXPECT_NE(progress_.find("declined: 8 warps are not written yet"), std::string::npos);
+}
+
 // With two slots both are kept busy, each config is evaluated and recorded once, with its slot's
 // device and worker, and the strategy proposes exactly what it proposes with one slot (outcomes go
 // back in trial order whichever slot finished first).

@@ -44,7 +44,7 @@ int64_t element_of(const Batch& b, DataStream stream, int seq, int64_t position,
 }
 
 std::vector<uint16_t> filled_pool(const Batch& b, DataStream stream) {
-  std::vector<uint16_t> pool(size_t(pool_elements(b)), 0x1234);  // a non-NaN marker
+  std::vector<uint16_t> pool(size_t(pool_elements(b, stream)), 0x1234);  // a non-NaN marker
   fill_kv_pool(b, stream, pool.data());
   return pool;
 }
@@ -63,7 +63,8 @@ TEST(BatchData, PoolOffsetFollowsTheLayout) {
   // NHD: [pages, page_size, kv_heads, head_dim]; HND: [pages, kv_heads, page_size, head_dim].
   EXPECT_EQ(pool_offset(nhd, DataStream::key, 3, 5, 1, 7), ((3 * 16 + 5) * 2 + 1) * 64 + 7);
   EXPECT_EQ(pool_offset(hnd, DataStream::key, 3, 5, 1, 7), ((3 * 2 + 1) * 16 + 5) * 64 + 7);
-  EXPECT_EQ(pool_elements(nhd), nhd.num_pages * 16 * 2 * 64);
+  EXPECT_EQ(pool_elements(nhd, DataStream::key), nhd.num_pages * 16 * 2 * 64);
+  EXPECT_EQ(pool_elements(nhd, DataStream::value), nhd.num_pages * 16 * 2 * 64);
   EXPECT_EQ(query_elements(nhd), nhd.total_q * 8 * 64);
 }
 
@@ -239,7 +240,7 @@ TEST(BatchData, Fp32UsesQuietNaN) {
   Batch b = generate_batch(data_spec(16, KvLayout::hnd, PageAllocation::shuffled, DType::bf16));
   b.spec.model.dtype = DType::fp32;  // the spec schema allows bf16/fp16; the fills support fp32
   b.dtype = b.kv_dtype = DType::fp32;
-  std::vector<float> pool(size_t(pool_elements(b)), 0.0f);
+  std::vector<float> pool(size_t(pool_elements(b, DataStream::key)), 0.0f);
   fill_kv_pool(b, DataStream::key, pool.data());
   const int64_t poison = pool_offset(b, DataStream::key, b.poison_page, 0, 0, 0);
   EXPECT_EQ(float_to_bits(pool[size_t(poison)]), 0x7FC00000u);

@@ -141,7 +141,9 @@ TEST(ChecksWithoutBatch, TheEstimateCoversTheBuiltStructures) {
         masks_built += int64_t(b.explicit_mask->bits.size() + 8 * b.explicit_mask->offsets.size());
       EXPECT_EQ(estimate.masks, masks_built);
       EXPECT_EQ(estimate.query, query_elements(b) * int64_t(size_of(b.dtype)));
-      EXPECT_EQ(estimate.kv_pools, 2 * pool_elements(b) * int64_t(size_of(b.kv_dtype)));
+      EXPECT_EQ(estimate.kv_pools,
+                (pool_elements(b, DataStream::key) + pool_elements(b, DataStream::value)) *
+                    int64_t(size_of(b.kv_dtype)));
     }
   }
 }

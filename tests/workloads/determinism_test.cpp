@@ -25,7 +25,8 @@ std::string metadata_hash(const Batch& b) {
 
 std::string data_hash(const Batch& b) {
   const size_t kv_size = size_of(b.kv_dtype);
-  std::string k(size_t(pool_elements(b)) * kv_size, '\0'), v(k.size(), '\0');
+  std::string k(size_t(pool_elements(b, DataStream::key)) * kv_size, '\0');
+  std::string v(size_t(pool_elements(b, DataStream::value)) * kv_size, '\0');
   std::string q(size_t(query_elements(b)) * size_of(b.dtype), '\0');
   fill_kv_pool(b, DataStream::key, k.data());
   fill_kv_pool(b, DataStream::value, v.data());
@@ -81,7 +82,7 @@ TEST(Fp8Data, PoolHoldsCodesOfValueOverScaleAndHeadsHaveTheirOwnScales) {
     EXPECT_LT(s, 3.0f);
   }
   for (DataStream stream : {DataStream::key, DataStream::value}) {
-    std::vector<uint8_t> pool(size_t(pool_elements(b)), 0);
+    std::vector<uint8_t> pool(size_t(pool_elements(b, stream)), 0);
     fill_kv_pool(b, stream, pool.data());
     const auto& scales = stream == DataStream::key ? b.k_scales : b.v_scales;
     int large_codes = 0;

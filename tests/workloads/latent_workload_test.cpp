@@ -39,7 +39,7 @@ TEST(LatentWorkload, DerivesTheLatentRowAndTheDefaultScale) {
   EXPECT_TRUE(spec.model.latent());
   EXPECT_EQ(spec.model.num_kv_heads, 1);
   EXPECT_EQ(spec.model.head_dim, 576);  // kv_lora_rank + qk_rope_head_dim
-  EXPECT_EQ(spec.model.value_dim(), 512);
+  EXPECT_EQ(spec.model.effective_v_head_dim(), 512);
   EXPECT_EQ(spec.model.kv_pools(), 1);
   EXPECT_FALSE(spec.model.qk_nope_head_dim.has_value());
   // The original model's q/k head: qk_nope_head_dim (128 by default) + qk_rope_head_dim.
@@ -169,7 +169,7 @@ TEST(LatentWorkload, TheBatchHoldsOneLatentPoolThroughAPageTable) {
   const Batch batch = generate_batch(parse_latent(latent_json()));
   EXPECT_EQ(batch.num_seqs, 5);
   EXPECT_EQ(batch.total_q, 3 * 1 + 2 * 3);
-  EXPECT_EQ(pool_elements(batch), batch.num_pages * 64 * 576);
+  EXPECT_EQ(pool_elements(batch, DataStream::key), batch.num_pages * 64 * 576);
   EXPECT_EQ(query_elements(batch), batch.total_q * 16 * 576);
   EXPECT_EQ(output_elements(batch), batch.total_q * 16 * 512);
   // Every sequence's pages, each page once (no sharing here), the poison page apart.
@@ -192,7 +192,7 @@ TEST(LatentWorkload, GenerationIsDeterministicAndTheDataIgnoresPaging) {
   const Batch b = generate_batch(parse_latent(latent_json()));
   EXPECT_EQ(a.page_indices, b.page_indices);
   EXPECT_EQ(a.spec_hash, b.spec_hash);
-  std::vector<uint8_t> pool_a(size_t(pool_elements(a)) * 2), pool_b(pool_a.size());
+  std::vector<uint8_t> pool_a(size_t(pool_elements(a, DataStream::key)) * 2), pool_b(pool_a.size());
   fill_kv_pool(a, DataStream::key, pool_a.data());
   fill_kv_pool(b, DataStream::key, pool_b.data());
   EXPECT_EQ(pool_a, pool_b);

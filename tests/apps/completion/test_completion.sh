@@ -57,6 +57,7 @@ expect workload attn-bench w
 expect completion attn-bench ""
 expect --preset attn-bench run --pr
 expect --peer-deadline attn-bench peers default --peer
+expect --coverage attn-bench list --cov
 expect decode-llama3-8b-64x4096 attn-bench run --preset decode-llama3-8b-64x
 expect decode-llama3-8b-64x4096 attn-bench run decode-llama3-8b-64x
 expect 'paged_decode.*' attn-bench run --variant paged_decode.
@@ -64,6 +65,14 @@ expect paged_decode.sm90_tma attn-bench run --variant paged_decode.sm9
 expect screen attn-bench run --policy s
 expect decode-shapes attn-bench run --suite decode-s
 expect decode-shapes attn-tune tune --suite dec
+expect --peer-module attn-bench run default --peer-m
+expect --peer-module attn-tune tune default --peer-m
+expect --peer-deadline attn-tune tune default --peer-d
+expect --kernel attn-bench run default --ker
+expect --kernel attn-tune tune default --ker
+expect kernel attn-bench k
+expect schema attn-bench kernel s
+expect validate attn-bench kernel v
 expect schema attn-bench workload s
 expect validate attn-bench workload v
 expect decode-llama3-8b-64x4096 attn-bench workload validate decode-llama3-8b-64

@@ -23,8 +23,10 @@ class HandProblem {
  public:
   explicit HandProblem(const Batch& batch) : batch_(batch), host_(Problem::on_host(batch)) {
     std::memset(mutable_ptr(host_.q()), 0, size_t(query_elements(batch)) * size_of(batch.dtype));
-    for (const void* pool : {host_.k_pool(), host_.v_pool()})
-      std::memset(mutable_ptr(pool), 0, size_t(pool_elements(batch)) * size_of(batch.kv_dtype));
+    std::memset(mutable_ptr(host_.k_pool()), 0,
+                size_t(pool_elements(batch, DataStream::key)) * size_of(batch.kv_dtype));
+    std::memset(mutable_ptr(host_.v_pool()), 0,
+                size_t(pool_elements(batch, DataStream::value)) * size_of(batch.kv_dtype));
   }
   void set_q(int64_t token, int head, int dim, float value) {
     const int64_t i = (token * batch_.spec.model.num_q_heads + head) * kDim + dim;

@@ -6,6 +6,10 @@ index records, and refuses anything else with a BatchError naming what differs. 
 the scalars of the batch, each tensor as numpy (BF16 decoded to float32 on request, fp8 codes times
 their scales), the K/V pools in one canonical layout whatever the dump's layout, and the keys and
 values of one sequence gathered from its pages into contiguous rows.
+
+Q and K rows are head_dim wide; V rows and the output are v_head_dim wide (the index's v_head_dim:
+narrower than head_dim when the workload sets model.v_head_dim, DeepSeek's Q/K 192 with V 128; a
+dump without the key, written before it existed, has v_head_dim = head_dim).
 """
 import hashlib
 import json
@@ -71,6 +75,7 @@ def to_float32(array, dtype):
 
 # The index's batch.dtype names (base/dtype.cpp) -> the safetensors names of the tensors.
 DTYPE_TENSOR_NAME = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "fp8_e4m3": "F8_E4M3"}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1}
 
 
 class DumpedBatch:
@@ -89,6 +94,7 @@ class DumpedBatch:
         self.num_q_heads = int(b["num_q_heads"])
         self.num_kv_heads = int(b["num_kv_heads"])
         self.head_dim = int(b["head_dim"])
+        self.v_head_dim = int(b.get("v_head_dim", b["head_dim"]))
         self.dtype = b["dtype"]
         self.kv_dtype = b["kv_dtype"]
         self.layout = b["layout"]
@@ -139,8 +145,22 @@ class DumpedBatch:
         return bool(np.all(self.query_lens == 1))
 
     @property
+    def narrow_v(self):
+        """V and the output are narrower than Q and K (v_head_dim < head_dim)."""
+        return self.v_head_dim != self.head_dim
+
+    def head_dim_of(self, stream):
+        """The row width of stream 'q', 'k' (head_dim) or 'v' (v_head_dim)."""
+        return self.v_head_dim if stream == "v" else self.head_dim
+
+    @property
+    def output_shape(self):
+        """What an implementation's output must be: (total_q, num_q_heads, v_head_dim)."""
+        return (self.total_q, self.num_q_heads, self.v_head_dim)
+
+    @property
     def reference(self):
-        """reference_out as float32 [total_q, num_q_heads, head_dim], or None when not dumped."""
+        """reference_out as float32 [total_q, num_q_heads, v_head_dim], or None when not dumped."""
         return self.array("reference_out") if self.has("reference_out") else None
 
     @property
@@ -166,6 +186,8 @@ class DumpedBatch:
             words.append("explicit mask")
         if self.kv_dtype == "fp8_e4m3":
             words.append("fp8 KV")
+        if self.narrow_v:
+            words.append(f"V head dim {self.v_head_dim} < Q/K {self.head_dim}")
         return words
 
     # --- Q, K and V ----------------------------------------------------------------------------
@@ -184,24 +206,41 @@ class DumpedBatch:
             scales = np.repeat(scales, self.num_kv_heads)
         return scales
 
+    def pool_shape(self, stream):
+        """The shape the dump's layout gives the K or V pool (docs/batch-dump.md); D is head_dim
+        for K, v_head_dim for V."""
+        P, S, H, D = self.num_pages, self.page_size, self.num_kv_heads, self.head_dim_of(stream)
+        if self.layout == "NHD":
+            return (P, S, H, D)
+        if self.layout == "HND":
+            return (P, H, S, D)
+        if self.layout == "vllm":
+            if stream == "k":  # x elements of 16 bytes
+                x = 16 // DTYPE_BYTES[self.kv_dtype]
+                return (P, H, D // x, S, x)
+            return (P, H, D, S)
+        raise BatchError(f"{self.directory}: unknown KV layout {self.layout!r}")
+
     def pool_nhd_raw(self, stream):
-        """The raw K or V pool ('k' or 'v') in the NHD order [pages, page_size, kv_heads, head_dim]
-        (a view where the layout allows, else a copy); elements as stored (codes for fp8)."""
+        """The raw K or V pool ('k' or 'v') in the NHD order [pages, page_size, kv_heads, D]
+        (D: head_dim for K, v_head_dim for V; a view where the layout allows, else a copy);
+        elements as stored (codes for fp8)."""
         pool = self.array(f"{stream}_cache")
-        P, S, H, D = self.num_pages, self.page_size, self.num_kv_heads, self.head_dim
-        if self.layout == "NHD":  # [pages, page_size, kv_heads, head_dim]
+        P, S, H, D = self.num_pages, self.page_size, self.num_kv_heads, self.head_dim_of(stream)
+        if self.layout == "NHD":  # [pages, page_size, kv_heads, D]
             return pool
-        if self.layout == "HND":  # [pages, kv_heads, page_size, head_dim]
+        if self.layout == "HND":  # [pages, kv_heads, page_size, D]
             return pool.transpose(0, 2, 1, 3)
         if self.layout == "vllm":
             if stream == "k":  # [pages, kv_heads, head_dim / x, page_size, x]
                 return np.ascontiguousarray(pool.transpose(0, 3, 1, 2, 4)).reshape(P, S, H, D)
-            return pool.transpose(0, 3, 1, 2)  # [pages, kv_heads, head_dim, page_size]
+            return pool.transpose(0, 3, 1, 2)  # [pages, kv_heads, v_head_dim, page_size]
         raise BatchError(f"{self.directory}: unknown KV layout {self.layout!r}")
 
     def pool_nhd(self, stream):
-        """The K or V pool as float32 [pages, page_size, kv_heads, head_dim]; fp8 codes are
-        multiplied by their scales. Slots no sequence owns stay NaN, as dumped."""
+        """The K or V pool as float32 [pages, page_size, kv_heads, D] (D: head_dim for K,
+        v_head_dim for V); fp8 codes are multiplied by their scales. Slots no sequence owns stay
+        NaN, as dumped."""
         raw = self.pool_nhd_raw(stream)
         values = to_float32(raw, self.tensors[f"{stream}_cache"].dtype)
         scales = self.kv_scales(stream)
@@ -214,7 +253,8 @@ class DumpedBatch:
         return self.page_indices[self.page_indptr[seq]:self.page_indptr[seq + 1]]
 
     def gather(self, pool_nhd, seq):
-        """Sequence `seq`'s keys (or values) from a pool in NHD order: [kv_len, kv_heads, head_dim]."""
+        """Sequence `seq`'s keys (or values) from a pool in NHD order: [kv_len, kv_heads, D], D the
+        pool's row width."""
         kv_len = int(self.kv_lens[seq])
         pages = self.pages_of(seq)
         rows = pool_nhd[pages].reshape(-1, pool_nhd.shape[2], pool_nhd.shape[3])
@@ -222,11 +262,12 @@ class DumpedBatch:
 
     def gather_all(self, stream):
         """Every sequence's keys (or values), concatenated in batch order:
-        [total_kv, kv_heads, head_dim] float32, sequence s at cu_seqlens_kv[s] ..."""
+        [total_kv, kv_heads, D] float32 (D: head_dim for K, v_head_dim for V), sequence s at
+        cu_seqlens_kv[s] ..."""
         pool = self.pool_nhd(stream)
         parts = [self.gather(pool, s) for s in range(self.num_seqs)]
         if not parts:
-            return np.zeros((0, self.num_kv_heads, self.head_dim), dtype=np.float32)
+            return np.zeros((0, self.num_kv_heads, self.head_dim_of(stream)), dtype=np.float32)
         return np.concatenate(parts, axis=0)
 
     # --- masks ---------------------------------------------------------------------------------
@@ -288,10 +329,22 @@ class DumpedBatch:
             raise BatchError(f"{d}: q has shape {list(q.shape)}")
         if q.dtype != DTYPE_TENSOR_NAME.get(self.dtype):
             raise BatchError(f"{d}: q is {q.dtype}, the index says dtype {self.dtype}")
+        if not 0 < self.v_head_dim <= self.head_dim:
+            raise BatchError(f"{d}: v_head_dim {self.v_head_dim} is not in 1 .. head_dim "
+                             f"{self.head_dim}")
         for stream in ("k", "v"):
             t = self.tensors[f"{stream}_cache"]
             if t.dtype != DTYPE_TENSOR_NAME.get(self.kv_dtype):
                 raise BatchError(f"{d}: {stream}_cache is {t.dtype}, the index says kv_dtype {self.kv_dtype}")
+            expected = self.pool_shape(stream)
+            if t.shape != expected:
+                raise BatchError(f"{d}: {stream}_cache has shape {list(t.shape)}; the {self.layout} "
+                                 f"layout with head_dim {self.head_dim} and v_head_dim "
+                                 f"{self.v_head_dim} gives {list(expected)}")
+        if self.has("reference_out") and self.tensors["reference_out"].shape != self.output_shape:
+            raise BatchError(f"{d}: reference_out has shape "
+                             f"{list(self.tensors['reference_out'].shape)}, not [total_q, "
+                             f"num_q_heads, v_head_dim] = {list(self.output_shape)}")
         if self.kv_dtype == "fp8_e4m3" and not (self.has("k_scales") and self.has("v_scales")):
             raise BatchError(f"{d}: an fp8 cache without k_scales and v_scales")
 

@@ -43,6 +43,17 @@ def select(peers, patterns):
     return [p for p in peers if p in chosen]
 
 
+def select_units(peers, units):
+    """The peers whose run (Peer.unit) is one of `units`, in the runner's order. Raises ValueError
+    naming a unit that no peer has."""
+    known = {p.unit for p in peers}
+    unknown = [u for u in units if u not in known]
+    if unknown:
+        raise ValueError(f"--units names runs no peer has: {', '.join(unknown)}")
+    wanted = set(units)
+    return [p for p in peers if p.unit in wanted]
+
+
 class ResultsFile:
     def __init__(self, path, header):
         self.path = path
@@ -66,9 +77,11 @@ def run_peer(peer, batch, env, policy, log=print):
     """One peer on the batch: the record the results file holds for it."""
     record = {"kind": "peer", "variant": peer.name, "library": peer.library, "disposition": None,
               "reason": "", "config": {}, "verification": None, "timing": None}
+    if getattr(peer, "config_key", ""):  # a user module's peer: one record per config
+        record["config_key"] = peer.config_key
 
     def skipped(reason):
-        log(f"skipped: {peer.name}: {reason}")
+        log(f"skipped: {peer.unit}: {reason}")
         record.update(disposition="unsupported", reason=reason)
         return record
 
@@ -78,7 +91,7 @@ def run_peer(peer, batch, env, policy, log=print):
     reason = peer.declines(batch)
     if reason:
         return skipped(reason)
-    log(f"running: {peer.name}")
+    log(f"running: {peer.unit}")
     sync = (lambda: env.torch.cuda.synchronize()) if peer.device == "cuda" else (lambda: None)
     try:
         case = peer.prepare(batch, env)
@@ -87,9 +100,14 @@ def run_peer(peer, batch, env, policy, log=print):
         sync()
         output = case.output()
     except Exception as e:  # a peer's failure is its row, never the runner's end
-        log(f"failed: {peer.name}: {_first_line(e)}")
+        log(f"failed: {peer.unit}: {_first_line(e)}")
         log("".join(traceback.format_exception(type(e), e, e.__traceback__))[-2000:])
         record.update(disposition="launch_failed", reason=_first_line(e))
+        return record
+    problem = verify.shape_problem(output, batch.output_shape)
+    if problem:  # e.g. a peer that wrote head_dim wide rows where V is narrower
+        log(f"incorrect: {peer.name}: {problem}")
+        record.update(disposition="incorrect", reason=problem)
         return record
     v = verify.verify(output, batch.reference, batch.tolerance,
                       batch.index.get("reference_oracle", "cpu_reference"))
@@ -97,7 +115,7 @@ def run_peer(peer, batch, env, policy, log=print):
     record["verification"] = {k: (None if isinstance(x, float) and not math.isfinite(x) else x)
                               for k, x in v.items()}
     if not verify.passed(v):
-        log(f"incorrect: {peer.name}: {verify.describe(v)}")
+        log(f"incorrect: {peer.unit}: {verify.describe(v)}")
         record.update(disposition="incorrect", reason=verify.describe(v))
         return record
     timer = timing.CpuTimer() if peer.device == "cpu" else timing.EventTimer(env.torch, policy["flush_l2"])
@@ -109,11 +127,11 @@ def run_peer(peer, batch, env, policy, log=print):
         record["timing"] = timing.measure(timed, policy, timer)
         sync()
     except Exception as e:
-        log(f"failed: {peer.name} while timing: {_first_line(e)}")
+        log(f"failed: {peer.unit} while timing: {_first_line(e)}")
         record.update(disposition="launch_failed", reason="while timing: " + _first_line(e))
         return record
     t = record["timing"]
-    log(f"passed: {peer.name}: median {timing.median(t['samples_us']):.2f} us over "
+    log(f"passed: {peer.unit}: median {timing.median(t['samples_us']):.2f} us over "
         f"{len(t['samples_us'])} samples ({t['stop_reason']}), {verify.describe(v)}")
     record["disposition"] = "passed"
     return record

@@ -1,7 +1,8 @@
 """Verification of a peer's output against the dump's reference: the rule of measure/verify.cpp.
 
 Every element must be finite, and the relative L2 error of every output row (one query token and
-q head: head_dim elements) must be within the tolerance the dump's index records for the output
+q head: v_head_dim elements, V's width, which is head_dim unless the workload narrows V) must be
+within the tolerance the dump's index records for the output
 dtype (measure/verify.cpp's tolerance_for, written by `attn-bench workload dump`). NaN/inf elements
 are counted and left out of the sums, as there; a row whose reference is exactly zero must be
 zero. `attn-bench peers import` recomputes the verdict from these numbers with its own tolerance.
@@ -10,8 +11,9 @@ import numpy as np
 
 
 def verify(output, reference, tolerance, reference_name="cpu_reference"):
-    """output: anything numpy can turn into float64 [total_q, heads, head_dim]; reference: float32
-    of the same shape. Returns the fields of results/measurement.hpp's Verification."""
+    """output: anything numpy can turn into float64 [total_q, heads, v_head_dim]; reference:
+    float32 of the same shape. Returns the fields of results/measurement.hpp's Verification.
+    Raises ValueError when the shapes differ (shape_problem says so first, without raising)."""
     out = np.asarray(output, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
     if out.shape != ref.shape:
@@ -37,6 +39,16 @@ def verify(output, reference, tolerance, reference_name="cpu_reference"):
         "tolerance": float(tolerance),
         "reference": reference_name,
     }
+
+
+def shape_problem(output, expected):
+    """None when `output` has the shape `expected` ((total_q, num_q_heads, v_head_dim): the
+    batch's output_shape), else why not, for the peer's row."""
+    shape = tuple(np.shape(output))
+    if shape == tuple(expected):
+        return None
+    return (f"output shape {list(shape)} is not [total_q, num_q_heads, v_head_dim] = "
+            f"{list(expected)}")
 
 
 def passed(v):

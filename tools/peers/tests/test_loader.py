@@ -16,39 +16,6 @@ from attn_peers import batch as batch_module
 from attn_peers import safetensors_file, verify
 
 
-def numpy_attention(b):
-    """float64 attention over each sequence's gathered K/V with b.visible(); soft-cap and sinks
-    as kernels/reference/paged_attention_reference.hpp defines them."""
-    q = b.q_float().astype(np.float64)
-    k_pool, v_pool = b.pool_nhd("k"), b.pool_nhd("v")
-    sinks = b.float_array("sink_logits").astype(np.float64) if b.has_sinks else None
-    layout = b.block_layout_dense() if b.block_sparse else None
-    group = b.num_q_heads // b.num_kv_heads
-    out = np.zeros((b.total_q, b.num_q_heads, b.head_dim))
-    for s in range(b.num_seqs):
-        k = b.gather(k_pool, s).astype(np.float64)
-        v = b.gather(v_pool, s).astype(np.float64)
-        rows = slice(b.cu_seqlens_q[s], b.cu_seqlens_q[s + 1])
-        for h in range(b.num_q_heads):
-            logits = b.softmax_scale * q[rows, h] @ k[:, h // group].T
-            if b.logits_soft_cap > 0:
-                logits = b.logits_soft_cap * np.tanh(logits / b.logits_soft_cap)
-            vis = b.visible(s, h, layout)
-            logits = np.where(vis, logits, -np.inf)
-            top = np.max(logits, axis=1, keepdims=True, initial=-np.inf)
-            if sinks is not None:
-                top = np.maximum(top, sinks[h])
-            top = np.where(np.isfinite(top), top, 0.0)
-            p = np.exp(logits - top)
-            denominator = p.sum(axis=1, keepdims=True)
-            if sinks is not None:
-                denominator = denominator + np.exp(sinks[h] - top)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                o = (p @ v[:, h // group]) / denominator
-            out[rows, h] = np.where(denominator > 0, o, 0.0)
-    return out
-
-
 class LoaderTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -229,7 +196,7 @@ class LoaderTest(unittest.TestCase):
     def test_numpy_attention_over_gathered_kv_reproduces_the_reference(self):
         for key, b in self.batches.items():
             with self.subTest(workload=key):
-                v = verify.verify(numpy_attention(b), b.reference, 1e-5)
+                v = verify.verify(support.numpy_attention(b), b.reference, 1e-5)
                 self.assertTrue(verify.passed(v), f"{key}: {verify.describe(v)}")
 
     def test_causal_is_bottom_right_aligned(self):
@@ -240,7 +207,7 @@ class LoaderTest(unittest.TestCase):
             self.assertEqual(int(vis[i].sum()), 10 + i)
             self.assertTrue(vis[i, 9 + i] and (i == 5 or not vis[i, 10 + i]))
         # A wrong (top-left) alignment must fail the reference check.
-        wrong = numpy_attention(b)
+        wrong = support.numpy_attention(b)
         rows = slice(0, 6)
         q, k, v = b.q_float()[rows, 0], b.gather(b.pool_nhd("k"), 0)[:, 0], b.gather(b.pool_nhd("v"), 0)[:, 0]
         logits = b.softmax_scale * q.astype(np.float64) @ k.T.astype(np.float64)

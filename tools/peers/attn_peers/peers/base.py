@@ -4,9 +4,11 @@ A peer is one implementation of another library, named `peer.<library>.<kernel>`
   unavailable(env)  None, or why it cannot run here (library missing, no GPU): a "skipped" line
   declines(batch)   None, or why it cannot run this batch ("soft-cap", "sinks", "layout vllm")
   prepare(batch, env) -> Case: everything outside the timing (uploads, gathers, plans, compiles)
-A Case has call() (the timed work), output() (after a call: [total_q, num_q_heads, head_dim], in
-the output dtype or float32, into a buffer poisoned with NaN first where the API writes into one)
-and config (a dict recorded as the measurement's config_json: what the timing covers).
+A Case has call() (the timed work), output() (after a call: [total_q, num_q_heads, v_head_dim],
+in the output dtype or float32, into a buffer poisoned with NaN first where the API writes into
+one) and config (a dict recorded as the measurement's config_json: what the timing covers).
+V and the output may be narrower than Q and K (batch.v_head_dim < batch.head_dim): a peer whose
+library cannot take that declines it with a reason naming what is missing.
 """
 import importlib
 import sys
@@ -24,6 +26,12 @@ class Peer:
     library = ""
     device = "cuda"  # "cuda" or "cpu": which timer measures it
     summary = ""
+
+    @property
+    def unit(self):
+        """What one run of the peer is called in --list and --units: its name, or for one config
+        of a user module's peer "<name>@<config key>"."""
+        return self.name
 
     def unavailable(self, env):
         return env.torch_unavailable() if self.device == "cuda" else None

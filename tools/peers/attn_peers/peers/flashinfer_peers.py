@@ -18,8 +18,12 @@ block-sparse wrappers take one pattern per KV head, ours are per q head with a t
 diagonal), zero-length sequences.
 FlashInfer is optional: without it both are skipped. It compiles its kernels at first use
 (nvcc and ninja on the machine), which happens in prepare, not in a sample.
+A V head dim narrower than Q/K's (DeepSeek's 192/128) is planned with head_dim_vo, which newer
+FlashInfer versions take in plan(); a wrapper whose installed plan() has no head_dim_vo
+parameter declines such a batch, naming it.
 """
 import importlib
+import inspect
 
 import numpy as np
 
@@ -29,8 +33,40 @@ from .base import Case, Peer
 WORKSPACE_BYTES = 256 * 1024 * 1024
 
 
+def plan_parameters(wrapper_name):
+    """The parameter names of the installed flashinfer.<wrapper_name>.plan, or None when
+    flashinfer does not import here or has no such wrapper."""
+    try:
+        flashinfer = importlib.import_module("flashinfer")
+    except Exception:
+        return None
+    wrapper = getattr(flashinfer, wrapper_name, None)
+    plan = getattr(wrapper, "plan", None)
+    if plan is None:
+        return None
+    try:
+        return set(inspect.signature(plan).parameters)
+    except (TypeError, ValueError):  # a signature Python cannot read (a compiled function)
+        return None
+
+
+def narrow_v_declined(wrapper_name, batch):
+    """None when the installed wrapper's plan() takes head_dim_vo, else why the narrower V is
+    declined."""
+    widths = f"V head dim {batch.v_head_dim} narrower than Q/K's {batch.head_dim}"
+    parameters = plan_parameters(wrapper_name)
+    if parameters is None:
+        return (f"{widths}: cannot tell whether this FlashInfer's {wrapper_name}.plan takes "
+                "head_dim_vo (flashinfer does not import, or its plan has no readable signature)")
+    if "head_dim_vo" not in parameters:
+        return (f"{widths}: this FlashInfer's {wrapper_name}.plan takes no head_dim_vo "
+                "(one head dim for Q, K and V)")
+    return None
+
+
 class _FlashInferPeer(Peer):
     library = "flashinfer"
+    wrapper_name = ""
 
     def unavailable(self, env):
         reason = env.torch_unavailable()
@@ -56,7 +92,14 @@ class _FlashInferPeer(Peer):
             return f"dtype {batch.dtype}"
         if batch.kv_dtype == "fp8_e4m3" and batch.array("k_scales").size != 1:
             return "fp8 KV with per-head scales: FlashInfer takes one k_scale and one v_scale"
+        if batch.narrow_v:
+            return narrow_v_declined(self.wrapper_name, batch)
         return None
+
+    @staticmethod
+    def _head_dim_vo(batch):
+        # Passed only when V is narrower, so that a batch of one head dim plans as before.
+        return {"head_dim_vo": batch.v_head_dim} if batch.narrow_v else {}
 
     def _common(self, batch, env):
         torch = env.torch
@@ -80,6 +123,8 @@ class _FlashInferPeer(Peer):
             wrapper.run(q, kv, out=out, **scales)
 
         config = dict(config)
+        if batch.narrow_v:
+            config["head_dim_vo"] = batch.v_head_dim
         config.update({"library": f"flashinfer {getattr(importlib.import_module('flashinfer'), '__version__', '')}",
                        "torch": torch.__version__, "calls_per_sample": 1,
                        "kv": f"paged: our {batch.layout} pool in place, our CSR page table"})
@@ -88,6 +133,7 @@ class _FlashInferPeer(Peer):
 
 class FlashInferDecode(_FlashInferPeer):
     name = "peer.flashinfer.decode"
+    wrapper_name = "BatchDecodeWithPagedKVCacheWrapper"
     summary = "FlashInfer BatchDecodeWithPagedKVCacheWrapper over our pool and page table"
 
     def declines(self, batch):
@@ -109,7 +155,7 @@ class FlashInferDecode(_FlashInferPeer):
                      logits_soft_cap=batch.logits_soft_cap if batch.logits_soft_cap > 0 else None,
                      q_data_type=torch_batch.torch_dtype(torch, batch.dtype),
                      kv_data_type=torch_batch.torch_dtype(torch, batch.kv_dtype),
-                     sm_scale=batch.softmax_scale)
+                     sm_scale=batch.softmax_scale, **self._head_dim_vo(batch))
         return self._case(batch, env, wrapper, kv, scales,
                           {"wrapper": "BatchDecodeWithPagedKVCacheWrapper",
                            "use_tensor_cores": tensor_cores})
@@ -117,6 +163,7 @@ class FlashInferDecode(_FlashInferPeer):
 
 class FlashInferPrefill(_FlashInferPeer):
     name = "peer.flashinfer.prefill"
+    wrapper_name = "BatchPrefillWithPagedKVCacheWrapper"
     summary = "FlashInfer BatchPrefillWithPagedKVCacheWrapper over our pool and page table"
 
     def declines(self, batch):
@@ -138,7 +185,8 @@ class FlashInferPrefill(_FlashInferPeer):
                      window_left=batch.sliding_window - 1 if batch.sliding_window > 0 else -1,
                      logits_soft_cap=batch.logits_soft_cap if batch.logits_soft_cap > 0 else None,
                      q_data_type=torch_batch.torch_dtype(torch, batch.dtype),
-                     kv_data_type=torch_batch.torch_dtype(torch, batch.kv_dtype))
+                     kv_data_type=torch_batch.torch_dtype(torch, batch.kv_dtype),
+                     **self._head_dim_vo(batch))
         mask = "explicit (custom_mask)" if custom_mask is not None else (
             "causal (bottom-right)" if batch.causal else "none")
         return self._case(batch, env, wrapper, kv, scales,

@@ -4,10 +4,12 @@ Environment.cached, so each is uploaded once).
   q(batch, env)              [total_q, num_q_heads, head_dim], the batch's dtype
   pool(batch, env, 'k'|'v')  the raw pool in the dump's layout and dtype (fp8: float8_e4m3fn codes),
                              NaN in unowned slots replaced by zero (docs/peers.md says why)
-  pool_nhd(batch, env, s)    the same pool as [pages, page_size, kv_heads, head_dim] (a view for
+  pool_nhd(batch, env, s)    the same pool as [pages, page_size, kv_heads, D] (a view for
                              NHD and HND, a copy for vLLM's K); not dequantised
   gathered(batch, env, s)    every sequence's keys (values) from its pages, contiguous:
-                             [total_kv, kv_heads, head_dim], sequence s at cu_seqlens_kv[s]
+                             [total_kv, kv_heads, D], sequence s at cu_seqlens_kv[s]
+  poisoned_output(batch, env) [total_q, num_q_heads, v_head_dim] of NaN
+D is head_dim for K and v_head_dim for V (narrower than Q/K's when the workload sets it).
 """
 import numpy as np
 
@@ -54,14 +56,15 @@ def pool(batch, env, stream):
 def pool_nhd(batch, env, stream):
     def make():
         p = pool(batch, env, stream)
-        P, S, H, D = batch.num_pages, batch.page_size, batch.num_kv_heads, batch.head_dim
+        P, S, H = batch.num_pages, batch.page_size, batch.num_kv_heads
+        D = batch.head_dim_of(stream)
         if batch.layout == "NHD":
             return p
         if batch.layout == "HND":
             return p.permute(0, 2, 1, 3)
         if stream == "k":  # vllm [pages, kv_heads, head_dim / x, page_size, x]
             return p.permute(0, 3, 1, 2, 4).contiguous().view(P, S, H, D)
-        return p.permute(0, 3, 1, 2)  # vllm V [pages, kv_heads, head_dim, page_size]
+        return p.permute(0, 3, 1, 2)  # vllm V [pages, kv_heads, v_head_dim, page_size]
 
     return env.cached(f"pool_nhd_{stream}", make)
 
@@ -73,14 +76,15 @@ def page_table(batch, env):
 
 
 def gathered(batch, env, stream):
-    """[total_kv, kv_heads, head_dim] in the pool's dtype, gathered page by page (a copy)."""
+    """[total_kv, kv_heads, D] in the pool's dtype (D: head_dim for K, v_head_dim for V),
+    gathered page by page (a copy)."""
     torch = env.torch
 
     def make():
         p = pool_nhd(batch, env, stream)
         S = batch.page_size
         rows = p.index_select(0, page_table(batch, env))  # [sum pages, S, H, D]
-        rows = rows.reshape(-1, batch.num_kv_heads, batch.head_dim)
+        rows = rows.reshape(-1, batch.num_kv_heads, batch.head_dim_of(stream))
         keep = np.concatenate([np.arange(batch.kv_lens[s]) + batch.page_indptr[s] * S
                                for s in range(batch.num_seqs)]) if batch.num_seqs else np.zeros(0)
         return rows.index_select(0, torch.from_numpy(keep.astype(np.int64)).cuda()).contiguous()
@@ -89,9 +93,9 @@ def gathered(batch, env, stream):
 
 
 def poisoned_output(batch, env):
-    """A fresh [total_q, num_q_heads, head_dim] output buffer of the batch's dtype, all NaN."""
+    """A fresh [total_q, num_q_heads, v_head_dim] output buffer of the batch's dtype, all NaN."""
     torch = env.torch
-    return torch.full((batch.total_q, batch.num_q_heads, batch.head_dim), float("nan"),
+    return torch.full(batch.output_shape, float("nan"),
                       dtype=torch_dtype(torch, batch.dtype), device="cuda")
 
 

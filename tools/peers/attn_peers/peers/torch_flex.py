@@ -17,6 +17,9 @@ peer.torch.flex_paged  reads the pool through our page table, without gathering:
 Both: soft-cap as a score_mod; GQA with enable_gqa; the block mask is built outside the timing;
 a sample is one call of the compiled flex_attention. Declined: sinks (no FlexAttention feature),
 fp8 KV (no fp8 inputs).
+A V head dim narrower than Q/K's is passed as it is: flex_attention documents value as
+(B, Hkv, S, Ev) and its output as (B, Hq, L, Ev). A torch that refuses it records the case as
+launch_failed with its own message (and a wrong width fails the runner's output-shape check).
 """
 import numpy as np
 
@@ -175,6 +178,8 @@ class FlexPeer(_FlexPeer):
                   "block_size": list(block_mask.BLOCK_SIZE), "score_mod": score_name,
                   "block_mask_density": _density(block_mask),
                   "kv": "gathered into contiguous rows outside the timing (paging-free)"}
+        if batch.narrow_v:
+            config["v_head_dim"] = batch.v_head_dim
         return Case(call, output, config)
 
 
@@ -197,15 +202,16 @@ class FlexPagedPeer(_FlexPeer):
             start = int(batch.cu_seqlens_q[s])
             q[s, :n] = q_flat[start:start + n]
         q = q.transpose(1, 2).contiguous()
-        # K/V as [1, kv_heads, num_pages * page_size, head_dim]: a strided view of an NHD pool
-        # (no copy), or, if flex_attention refuses that view, a contiguous copy made once.
+        # K/V as [1, kv_heads, num_pages * page_size, D] (D: head_dim for K, v_head_dim for V): a
+        # strided view of an NHD pool (no copy), or, if flex_attention refuses that view, a
+        # contiguous copy made once.
         pools = [torch_batch.pool_nhd(batch, env, stream) for stream in ("k", "v")]
         converted = any(not p.is_contiguous() for p in pools)
         pools = [p.contiguous() for p in pools]
         slots = batch.num_pages * S
 
         def kv_view(p):
-            return p.view(slots, batch.num_kv_heads, batch.head_dim).permute(1, 0, 2).unsqueeze(0)
+            return p.view(slots, batch.num_kv_heads, p.shape[-1]).permute(1, 0, 2).unsqueeze(0)
 
         kv_forms = [("view", [kv_view(p) for p in pools]), ("copy", None)]  # copy: made if needed
         block_table = torch.from_numpy(batch.array("block_table").astype(np.int64)).cuda()
@@ -283,7 +289,7 @@ class FlexPagedPeer(_FlexPeer):
 
         def output():
             out = torch_batch.poisoned_output(batch, env)
-            o = result[0]  # [B, Hq, max_q, D]
+            o = result[0]  # [B, Hq, max_q, v_head_dim]
             for s in range(B):
                 n = int(batch.query_lens[s])
                 start = int(batch.cu_seqlens_q[s])
@@ -296,6 +302,8 @@ class FlexPagedPeer(_FlexPeer):
                   "block_size": [q_block, S], "kernel_options": options or {},
                   "score_mod": score_name, "block_mask_density": _density(block_mask),
                   "kv": f"paged: {layout_note}, pages through the dump's block_table"}
+        if batch.narrow_v:
+            config["v_head_dim"] = batch.v_head_dim
         return Case(call, output, config)
 
 

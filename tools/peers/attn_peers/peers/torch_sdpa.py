@@ -13,6 +13,11 @@ no causal bias). GQA: enable_gqa=True, or K/V repeated per q head outside the ti
 backend refuses it (config 'gqa': 'native' or 'expanded').
 Declines what SDPA has no argument for: soft-cap, sinks, sliding window, block-sparse and
 explicit masks, fp8 KV (FlexAttention serves the masks and the soft-cap).
+A V head dim narrower than Q/K's (DeepSeek's 192/128): SDPA's signature allows it (value
+[..., S, Ev], output [..., L, Ev]) and the efficient backend takes it (torch checks that Q and K
+agree and that each width is a multiple of 8 for bf16/fp16); the flash backend requires one head
+dim for Q, K and V and declines it; the cuDNN backend declines it too, since whether torch's cuDNN
+path takes V narrower than Q/K at these widths depends on the torch and cuDNN versions.
 """
 import numpy as np
 
@@ -51,7 +56,18 @@ class SdpaPeer(Peer):
                 return f"{word}: not an SDPA feature (peer.torch.flex serves it)"
         if batch.total_q == 0:
             return "no query tokens"
+        if batch.narrow_v and self.backend != "efficient":
+            return self._narrow_v_reason(batch)
         return None
+
+    def _narrow_v_reason(self, batch):
+        widths = f"V head dim {batch.v_head_dim} narrower than Q/K's {batch.head_dim}"
+        if self.backend == "flash":
+            return (f"{widths}: the flash backend needs one head dim for Q, K and V "
+                    "(peer.torch.sdpa_efficient serves it)")
+        return (f"{widths}: not attempted with the cuDNN backend, whose support for a V head dim "
+                "different from Q/K's depends on the torch and cuDNN versions "
+                "(peer.torch.sdpa_efficient serves it)")
 
     def prepare(self, batch, env):
         torch = env.torch
@@ -129,7 +145,7 @@ class SdpaPeer(Peer):
             def output(calls=calls):
                 out = torch_batch.poisoned_output(batch, env)
                 for (seqs, q_len, *_), o in zip(calls, outputs):
-                    rows = o.transpose(1, 2)  # [group, q_len, heads, head_dim]
+                    rows = o.transpose(1, 2)  # [group, q_len, heads, v_head_dim]
                     for i, s in enumerate(seqs):
                         start = int(batch.cu_seqlens_q[s])
                         out[start:start + q_len] = rows[i]
@@ -141,6 +157,8 @@ class SdpaPeer(Peer):
                       "causal": ", ".join(masks),
                       "kv": "gathered into contiguous [batch, kv_heads, len, head_dim] outside "
                             "the timing (paging-free upper bound)"}
+            if batch.narrow_v:
+                config["v_head_dim"] = batch.v_head_dim
             return Case(call, output, config)
         raise RuntimeError(f"the {self.backend} backend ran no form of this batch: "
                            + "; ".join(errors))

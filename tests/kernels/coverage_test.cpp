@@ -1,0 +1,93 @@
+// The coverage matrix (kernels/coverage.hpp) is what the variants declare and accept: its shape,
+// cells read off the built-in variants, and a made-up variant that shows up exactly where its
+// declaration says.
+#include "kernels/coverage.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/reference/cpu_reference_variant.hpp"
+
+namespace attn {
+namespace {
+
+const CoverageCell* find_cell(const std::vector<CoverageCell>& matrix, Family family,
+                              const std::string& head_dim, const std::string& kv_dtype,
+                              const std::string& layout, const std::string& page_size) {
+  for (const CoverageCell& c : matrix) {
+    if (c.family == family && c.head_dim == head_dim && c.kv_dtype == kv_dtype &&
+        c.layout == layout && c.page_size == page_size) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+bool holds(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(CoverageMatrix, HasOneCellPerFamilyAndAxisValue) {
+  const CoverageAxes& axes = coverage_axes();
+  EXPECT_EQ(axes.head_dims,
+            (std::vector<std::string>{"64", "80", "96", "128", "192", "256", "192x128"}));
+  const std::vector<CoverageCell> matrix = coverage_matrix(make_registry());
+  EXPECT_EQ(matrix.size(), 4u * axes.head_dims.size() * axes.kv_dtypes.size() *
+                               axes.layouts.size() * axes.page_sizes.size());
+}
+
+TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
+  const std::vector<CoverageCell> matrix = coverage_matrix(make_registry());
+  const CoverageCell* decode = find_cell(matrix, Family::paged_decode, "128", "bf16", "NHD", "16");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_TRUE(holds(decode->gpu_variants, "paged_decode.sm80_simt"));
+  EXPECT_TRUE(holds(decode->gpu_variants, "paged_decode.sm90_tma"));
+  EXPECT_EQ(decode->cpu_variants, std::vector<std::string>{"paged_decode.cpu_reference"});
+  // prefix_prefill.sm90_wgmma reads no fp8 cache; sm80_mma does.
+  const CoverageCell* fp8 =
+      find_cell(matrix, Family::prefix_prefill, "128", "fp8_e4m3", "HND", "other");
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm80_mma"));
+  EXPECT_FALSE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
+  // blocksparse declares head dims 64 and 128 only.
+  const CoverageCell* wide = find_cell(matrix, Family::blocksparse, "256", "bf16", "NHD", "16");
+  ASSERT_NE(wide, nullptr);
+  EXPECT_TRUE(wide->gpu_variants.empty());
+  EXPECT_EQ(wide->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
+}
+
+TEST(CoverageMatrix, OnlyTheCpuReferencesTakeANarrowerV) {
+  for (const CoverageCell& c : coverage_matrix(make_registry())) {
+    if (c.head_dim != "192x128") continue;
+    EXPECT_TRUE(c.gpu_variants.empty()) << to_string(c.family) << " " << c.kv_dtype;
+    // flash_fwd's and blocksparse's references leave fp8 caches to the other families.
+    if (c.kv_dtype != "fp8_e4m3" || c.family == Family::paged_decode ||
+        c.family == Family::prefix_prefill) {
+      EXPECT_EQ(c.cpu_variants, std::vector<std::string>{to_string(c.family) + ".cpu_reference"})
+          << to_string(c.family) << " " << c.kv_dtype << " " << c.layout << " " << c.page_size;
+    }
+  }
+}
+
+TEST(CoverageMatrix, AVariantShowsUpExactlyWhereItsDeclarationSays) {
+  Registry registry;
+  registry.add(make_cpu_reference_variant(
+      {Family::flash_fwd, "head dim 96 only",
+       reference_features().with(feature::kHeadDim, {96}).with(feature::kKvLayout, {"hnd"}),
+       nullptr, [](const Batch& batch) { return minimum_work(batch, KvStorage::paged); }}));
+  size_t taken = 0;
+  for (const CoverageCell& c : coverage_matrix(registry)) {
+    EXPECT_TRUE(c.gpu_variants.empty());
+    const bool declared = c.head_dim == "96" && c.layout == "HND";
+    EXPECT_EQ(c.cpu_variants.size(), declared ? 1u : 0u)
+        << c.head_dim << " " << c.kv_dtype << " " << c.layout << " " << c.page_size;
+    taken += c.cpu_variants.size();
+  }
+  EXPECT_EQ(taken, 3u * 3u);  // 3 KV dtypes x 3 page sizes
+}
+
+}  // namespace
+}  // namespace attn
