@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -95,6 +96,21 @@ void list_coverage(const ListArgs& args) {
     variants[family].push_back(v.get());
   }
   if (families.empty()) throw UsageError("'" + args.filter + "' matches no variant or family");
+  // mla_decode has no cells (kernels/coverage.hpp): latent attention is not on the matrix' axes.
+  std::vector<Family> outside;
+  for (Family family : families) {
+    if (!in_coverage_matrix(family)) outside.push_back(family);
+  }
+  families.erase(std::remove_if(families.begin(), families.end(),
+                                [](Family family) { return !in_coverage_matrix(family); }),
+                 families.end());
+  if (families.empty()) {
+    throw UsageError("'" + args.filter + "' matches only " + to_string(outside.front()) +
+                     ", which the coverage matrix leaves out: multi-head latent attention is "
+                     "shaped by kv_lora_rank and qk_rope_head_dim, not by the matrix' head dims "
+                     "and layouts (`attn-bench list " +
+                     to_string(outside.front()) + " -v` lists what its variants take)");
+  }
   const std::vector<CoverageCell> matrix = coverage_matrix(registry);
   const CoverageAxes& axes = coverage_axes();
 
@@ -123,6 +139,8 @@ void list_coverage(const ListArgs& args) {
       }
       out["families"].push_back(std::move(f));
     }
+    out["left_out"] = nlohmann::ordered_json::array();  // families the matrix has no cells for
+    for (Family family : outside) out["left_out"].push_back(to_string(family));
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -170,6 +188,13 @@ void list_coverage(const ListArgs& args) {
       }
     }
     table.print(std::cout);
+  }
+  for (Family family : outside) {
+    std::cout << "\n"
+              << to_string(family)
+              << ": not in the matrix (multi-head latent attention: kv_lora_rank and "
+                 "qk_rope_head_dim, one latent cache; `attn-bench list "
+              << to_string(family) << " -v` lists what its variants take)\n";
   }
 }
 

@@ -77,6 +77,15 @@ void print_batch(const Batch& batch, std::ostream& out) {
                 batch.num_seqs, (long long)batch.total_q, (long long)batch.total_kv,
                 (long long)*std::min_element(batch.kv_lens.begin(), batch.kv_lens.end()),
                 (long long)batch.max_kv_len());
+  if (m.latent()) {
+    out << format(
+        "model     %d q heads, latent attention (kv_lora_rank %d, qk_rope_head_dim %d), %s, "
+        "latent cache %s; pages of %d (%s), %lld pages\n",
+        m.num_q_heads, m.kv_lora_rank, m.qk_rope_head_dim, to_string(m.dtype).c_str(),
+        to_string(batch.kv_dtype).c_str(), batch.page_size,
+        to_string(batch.spec.kv_cache.allocation).c_str(), (long long)batch.num_pages);
+    return;
+  }
   // "head_dim 192 (V 128)" when V is narrower than Q and K.
   const std::string dims = m.effective_v_head_dim() == m.head_dim
                                ? std::to_string(m.head_dim)

@@ -29,8 +29,8 @@ std::vector<std::string> variant_words() {
 
 std::vector<std::string> family_words() {
   std::vector<std::string> out;
-  for (Family f :
-       {Family::paged_decode, Family::prefix_prefill, Family::blocksparse, Family::flash_fwd}) {
+  for (Family f : {Family::paged_decode, Family::prefix_prefill, Family::blocksparse,
+                   Family::flash_fwd, Family::mla_decode}) {
     out.push_back(to_string(f));
   }
   return out;

@@ -12,13 +12,15 @@ std::string to_string(Family family) {
       return "blocksparse";
     case Family::flash_fwd:
       return "flash_fwd";
+    case Family::mla_decode:
+      return "mla_decode";
   }
   return "?";
 }
 
 std::optional<Family> family_from_string(const std::string& text) {
-  for (Family f :
-       {Family::paged_decode, Family::prefix_prefill, Family::blocksparse, Family::flash_fwd}) {
+  for (Family f : {Family::paged_decode, Family::prefix_prefill, Family::blocksparse,
+                   Family::flash_fwd, Family::mla_decode}) {
     if (to_string(f) == text) return f;
   }
   return std::nullopt;

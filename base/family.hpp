@@ -7,7 +7,7 @@
 
 namespace attn {
 
-enum class Family { paged_decode, prefix_prefill, blocksparse, flash_fwd };
+enum class Family { paged_decode, prefix_prefill, blocksparse, flash_fwd, mla_decode };
 std::string to_string(Family family);
 // The family whose to_string is `text` ("paged_decode"); nullopt for any other text.
 std::optional<Family> family_from_string(const std::string& text);

@@ -66,6 +66,8 @@ std::vector<Shape> family_shapes(Family family) {
       return {Shape::prefill};
     case Family::blocksparse:
       return {Shape::sparse_prefill, Shape::sparse_decode};
+    case Family::mla_decode:  // latent attention: kv_lora_rank and qk_rope_head_dim, not the axes
+      return {};
   }
   return {};
 }
@@ -151,6 +153,10 @@ bool accepts(const Variant& variant, const FeatureSet& declared, const Batch& ba
 
 }  // namespace
 
+bool in_coverage_matrix(Family family) {
+  return !family_shapes(family).empty();
+}
+
 const CoverageAxes& coverage_axes() {
   static const CoverageAxes axes = {{"64", "80", "96", "128", "192", "256", "192x128"},
                                     {"bf16", "fp16", "fp8_e4m3"},
@@ -165,7 +171,7 @@ std::vector<CoverageCell> coverage_matrix(const Registry& registry) {
   std::vector<FeatureSet> declared;
   for (const auto& variant : registry.variants()) {
     declared.push_back(variant->features());
-    bool seen = false;
+    bool seen = !in_coverage_matrix(variant->family());
     for (Family f : families) seen = seen || f == variant->family();
     if (!seen) families.push_back(variant->family());
   }

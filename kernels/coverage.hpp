@@ -10,6 +10,10 @@
 // cell when it accepts one of them with some config of its space, on a described sm_90 GPU
 // (which runs the sm_80 variants too) for CUDA variants and on the CPU for the CPU references.
 // `attn-bench list --coverage` prints it; docs/coverage.md says what each family claims.
+//
+// The matrix covers the standard-attention families (heads of head_dim over num_kv_heads K/V
+// heads). mla_decode is left out: a latent workload's shape is kv_lora_rank and qk_rope_head_dim
+// over one latent cache, which the head-dim and layout axes do not describe (docs/mla-decode.md).
 #pragma once
 
 #include <string>
@@ -42,8 +46,11 @@ struct CoverageCell {
   std::vector<std::string> cpu_variants;  // CPU variants that accept it
 };
 
-// Every cell of every family in `registry` (family, then head dim, KV dtype, layout and page-size
-// class in the axes' order).
+// Whether the matrix has cells for `family` (every family but mla_decode).
+bool in_coverage_matrix(Family family);
+
+// Every cell of every family in `registry` that is in the matrix (family, then head dim, KV dtype,
+// layout and page-size class in the axes' order).
 std::vector<CoverageCell> coverage_matrix(const Registry& registry);
 
 }  // namespace attn

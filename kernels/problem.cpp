@@ -41,8 +41,10 @@ size_t data_bytes(const Batch& batch, int tensor) {
       return size_t(output_elements(batch)) * size_of(batch.dtype);
     case Problem::kKPool:
       return size_t(pool_elements(batch, DataStream::key)) * size_of(batch.kv_dtype);
-    case Problem::kVPool:
-      return size_t(pool_elements(batch, DataStream::value)) * size_of(batch.kv_dtype);
+    case Problem::kVPool:  // mla has one latent pool, the K pool
+      return batch.spec.model.latent()
+                 ? 0
+                 : size_t(pool_elements(batch, DataStream::value)) * size_of(batch.kv_dtype);
   }
   return 0;
 }
@@ -57,7 +59,7 @@ Problem Problem::on_host(const Batch& batch) {
   for (int t : {kQ, kKPool, kVPool, kOut}) p.host_[size_t(t)].resize(data_bytes(batch, t));
   fill_query(batch, p.host_[kQ].data());
   fill_kv_pool(batch, DataStream::key, p.host_[kKPool].data());
-  fill_kv_pool(batch, DataStream::value, p.host_[kVPool].data());
+  if (!batch.spec.model.latent()) fill_kv_pool(batch, DataStream::value, p.host_[kVPool].data());
   set_index_arrays(batch, p.host_);
   for (int t = 0; t < kTensorCount; ++t) p.bytes_[t] = p.host_[t].size();
   return p;

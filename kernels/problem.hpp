@@ -8,7 +8,12 @@
 //                page_size, kv_heads, head_dim]; fp8 pools hold codes (batch.k_scales)
 //   v_pool       as k_pool with rows v_head_dim wide (vLLM: [num_pages, kv_heads, v_head_dim,
 //                page_size])
-//   out          [total_q, num_q_heads, v_head_dim]
+//   out          [total_q, num_q_heads, v_head_dim] (mla: [total_q, num_q_heads, kv_lora_rank])
+//   mla (attention "mla", spec.model.latent()): q is [total_q, num_q_heads, kv_lora_rank +
+//                qk_rope_head_dim], a row [q_nope absorbed | q_rope]; k_pool is the latent pool
+//                [num_pages, page_size, kv_lora_rank + qk_rope_head_dim], a row [c | k_rope],
+//                fp8 codes with the one scale batch.k_scales[0]; v_pool is empty (null on the
+//                host, 0 bytes): V is c, the first kv_lora_rank elements of each k_pool row
 //   block_table  [num_seqs, max_pages_per_seq] (workloads/batch.hpp, padded_block_table): on the
 //                device only; a host problem has none (the CPU references read the batch's CSR
 //                page table), so block_table() is null there

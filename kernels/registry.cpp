@@ -4,6 +4,7 @@
 #include "base/variant_aliases.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
+#include "kernels/mla_decode/mla_decode_variants.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/test_faults/fault_variants.hpp"
@@ -37,6 +38,7 @@ Registry make_registry() {
   add_prefix_prefill_variants(registry);
   add_flash_fwd_variants(registry);
   add_blocksparse_variants(registry);
+  add_mla_decode_variants(registry);
   if (test_variants_enabled()) {  // test only, never by default
     add_test_fault_variants(registry);
     add_test_cpu_variants(registry);

@@ -49,11 +49,13 @@ struct Work {
   double bytes = 0;         // logical minimum: shared prefix rows once per sequence
   double unique_bytes = 0;  // unique minimum: each row in memory once
   double flops = 0;         // 2 x (head_dim + v_head_dim) x visible (q head, query, key) pairs
+                            // (mla: v_head_dim is kv_lora_rank)
 };
 
 // The Work of a kernel that reads K and V from `storage`: minimum_traffic's logical and unique
 // bytes, and useful_flops: a multiply-add per (q head, visible key, dim) for Q.K over head_dim and
-// for P.V over v_head_dim (visible_pairs: the same visibility the traffic counts).
+// for P.V over v_head_dim (mla: kv_lora_rank; visible_pairs: the same visibility the traffic
+// counts).
 Work minimum_work(const Batch& batch, KvStorage storage);
 
 // A problem bound to a config, ready to run. launch() enqueues the work (CUDA: on the stream the

@@ -337,6 +337,7 @@ WorkloadRecord peer_workload_record(const PeerResultsHeader& header, const std::
 }
 
 Family peer_family(const Batch& batch, const Registry& registry) {
+  if (batch.spec.model.latent()) return Family::mla_decode;
   if (batch.block_sparse) return Family::blocksparse;
   if (batch.decode_only()) return Family::paged_decode;
   const bool context = std::any_of(batch.context_lens.begin(), batch.context_lens.end(),

@@ -3,7 +3,11 @@
 namespace attn {
 
 Bound bound_of(Family family) {
-  return family == Family::paged_decode ? Bound::memory : Bound::compute;
+  // mla_decode reads each latent row once for every q head: memory-bound at a few q heads, near
+  // the ridge at 128 (about 240 FLOP per byte in bf16); set against the read bandwidth like
+  // paged_decode (docs/mla-decode.md).
+  return family == Family::paged_decode || family == Family::mla_decode ? Bound::memory
+                                                                        : Bound::compute;
 }
 
 AchievedRate achieved_rate(const Measurement& m) {

@@ -75,7 +75,8 @@ Batch generate_batch(const WorkloadSpec& spec) {
   b.kv_dtype = spec.model.effective_kv_dtype();
   if (b.kv_dtype == DType::fp8_e4m3) {
     b.k_scales = fp8_scales(spec, DataStream::key);
-    b.v_scales = fp8_scales(spec, DataStream::value);
+    // mla: the one latent pool is read as K and as V, so V's scale is K's.
+    b.v_scales = spec.model.latent() ? b.k_scales : fp8_scales(spec, DataStream::value);
   }
   b.data_seed = spec.seed;
   b.page_size = spec.kv_cache.page_size;

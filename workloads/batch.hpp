@@ -49,6 +49,9 @@ struct Batch {
 
   // Element types and dequantisation. K/V of an fp8 KV cache hold codes; the value a kernel must
   // use is code * scale. Scales: [1] per tensor or [num_kv_heads] per head; empty unless fp8.
+  // mla (spec.model.latent()): the K pool is the latent pool, [num_pages, page_size,
+  // kv_lora_rank + qk_rope_head_dim], a row [c | k_rope]; there is no V pool (V is c, the first
+  // kv_lora_rank elements of a row); k_scales is its one scale and v_scales a copy of it.
   DType dtype = DType::bf16;     // Q and output
   DType kv_dtype = DType::bf16;  // K and V pools
   std::vector<float> k_scales;

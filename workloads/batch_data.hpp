@@ -27,13 +27,18 @@ float stored_kv_value(const Batch& batch, DataStream stream, int seq, int64_t po
 // (vLLM's layout differs between K and V; V's rows are v_head_dim wide).
 int64_t pool_offset(const Batch& batch, DataStream stream, int64_t page, int slot, int head,
                     int dim);
-// The width of one K or V row: head_dim for K, the model's effective_v_head_dim for V.
+// The width of one K or V row: head_dim for K, the model's effective_v_head_dim for V (mla has
+// no V pool: its K pool is the latent pool, head_dim wide).
 int stream_head_dim(const Batch& batch, DataStream stream);
 // num_pages * page_size * kv_heads * stream_head_dim(stream): K and V differ when v_head_dim does.
 int64_t pool_elements(const Batch& batch, DataStream stream);
-int64_t query_elements(const Batch& batch);   // total_q * num_q_heads * head_dim
-int64_t output_elements(const Batch& batch);  // total_q * num_q_heads * v_head_dim
+int64_t query_elements(const Batch& batch);  // total_q * num_q_heads * head_dim
+// total_q * num_q_heads * effective_v_head_dim (v_head_dim, else head_dim; mla: kv_lora_rank)
+int64_t output_elements(const Batch& batch);
 
+// mla (spec.model.latent()): the K pool is the latent pool, filled from DataStream::key with kv
+// head 0 and head_dim = kv_lora_rank + qk_rope_head_dim; a row is [c | k_rope]. There is no V pool.
+//
 // Fill host buffers: Q of the batch's dtype, [total_q, num_q_heads, head_dim]; a pool of its
 // kv_dtype in the layout's shape, V's rows v_head_dim wide (fp8: codes). Slots no sequence owns
 // (the tail of a last page, the poison page, spare pool pages) are NaN. Multi-threaded.

@@ -86,6 +86,22 @@ std::string pool_meaning(const Batch& batch, DataStream stream) {
   return text;
 }
 
+// mla's one latent pool (batch.hpp): [pages, page_size, kv_lora_rank + qk_rope_head_dim].
+DumpTensor latent_pool_tensor(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  DumpTensor t;
+  t.tensor.name = "latent_cache";
+  t.tensor.dtype = safetensors_dtype(batch.kv_dtype);
+  t.tensor.shape = {batch.num_pages, batch.page_size, m.head_dim};
+  t.tensor.data.resize(size_t(pool_elements(batch, DataStream::key)) * size_of(batch.kv_dtype));
+  fill_kv_pool(batch, DataStream::key, t.tensor.data.data());
+  t.meaning =
+      "latent cache pool [pages, page_size, kv_lora_rank + qk_rope_head_dim], a row [c | "
+      "k_rope] (V is c); slots no sequence owns and the poison page are NaN";
+  if (batch.kv_dtype == DType::fp8_e4m3) t.meaning += "; fp8 codes: value = code * latent_scale";
+  return t;
+}
+
 DumpTensor pool_tensor(const Batch& batch, DataStream stream) {
   DumpTensor t;
   t.tensor.name = stream == DataStream::key ? "k_cache" : "v_cache";
@@ -113,10 +129,23 @@ std::vector<DumpTensor> batch_tensors(const Batch& batch) {
   q.meaning =
       "queries [total_q, num_q_heads, head_dim], sequence s's new tokens at rows "
       "cu_seqlens_q[s] .. cu_seqlens_q[s+1]-1";
+  if (m.latent()) {
+    q.meaning +=
+        "; mla: head_dim = kv_lora_rank + qk_rope_head_dim, a row [q_nope absorbed | "
+        "q_rope]";
+  }
   out.push_back(std::move(q));
-  out.push_back(pool_tensor(batch, DataStream::key));
-  out.push_back(pool_tensor(batch, DataStream::value));
-  if (!batch.k_scales.empty()) {
+  if (m.latent()) {
+    out.push_back(latent_pool_tensor(batch));
+    if (!batch.k_scales.empty()) {
+      out.push_back(vector_tensor("latent_scale", "F32", {1}, batch.k_scales,
+                                  "fp8 dequantisation scale of the latent cache [1], per tensor"));
+    }
+  } else {
+    out.push_back(pool_tensor(batch, DataStream::key));
+    out.push_back(pool_tensor(batch, DataStream::value));
+  }
+  if (!batch.k_scales.empty() && !m.latent()) {
     const std::string per = batch.k_scales.size() == 1 ? "[1], per tensor" : "[num_kv_heads]";
     out.push_back(vector_tensor("k_scales", "F32", {int64_t(batch.k_scales.size())}, batch.k_scales,
                                 "fp8 dequantisation scales of K " + per));
@@ -179,12 +208,13 @@ std::vector<DumpTensor> batch_tensors(const Batch& batch) {
 DumpTensor reference_output_tensor(const Batch& batch, const std::vector<float>& out) {
   const ModelShape& m = batch.spec.model;
   ATTN_ASSERT(int64_t(out.size()) == output_elements(batch), "reference output size");
-  const std::string dim = m.v_head_dim ? "v_head_dim" : "head_dim";
+  const std::string dim =
+      m.latent() ? "kv_lora_rank], in latent space" : (m.v_head_dim ? "v_head_dim]" : "head_dim]");
   return vector_tensor("reference_out", "F32",
                        {batch.total_q, m.num_q_heads, m.effective_v_head_dim()}, out,
                        "attention output of the CPU reference (fp32, double accumulation) "
                        "[total_q, num_q_heads, " +
-                           dim + "]");
+                           dim);
 }
 
 std::string tensor_sha256(const SafetensorsTensor& tensor) {
@@ -224,6 +254,11 @@ nlohmann::json dump_index(const Batch& batch, const std::vector<DumpTensor>& ten
   };
   if (batch.block_sparse)
     index["batch"]["block_sparse_block_size"] = batch.block_sparse->block_size;
+  if (m.latent()) {  // head_dim above is kv_lora_rank + qk_rope_head_dim
+    index["batch"]["attention"] = to_string(m.attention);
+    index["batch"]["kv_lora_rank"] = m.kv_lora_rank;
+    index["batch"]["qk_rope_head_dim"] = m.qk_rope_head_dim;
+  }
   json list = json::array();
   for (const DumpTensor& t : tensors) {
     list.push_back({{"name", t.tensor.name},

@@ -176,15 +176,23 @@ BatchFeatures batch_features(const Batch& batch) {
   uses.push_back(
       choice_use(feature::kDtype, dtype, described(kDtypes, dtype, dtype + " queries and output")));
   if (batch.kv_dtype != batch.dtype) uses.push_back(kv_dtype_use(batch));
-  const int head_dim = batch.spec.model.head_dim;
-  uses.push_back(
-      FeatureUse::integer(feature::kHeadDim, head_dim, "head dim " + std::to_string(head_dim)));
-  const int v_head_dim = batch.spec.model.effective_v_head_dim();
-  if (v_head_dim != head_dim) {
-    uses.push_back(FeatureUse::integer(feature::kVHeadDim, v_head_dim,
-                                       "V head dim " + std::to_string(v_head_dim) +
-                                           " (narrower than Q/K's " + std::to_string(head_dim) +
-                                           ")"));
+  const ModelShape& m = batch.spec.model;
+  if (m.latent()) {
+    uses.push_back(FeatureUse::flag(feature::kLatentAttention, "multi-head latent attention"));
+    uses.push_back(FeatureUse::integer(feature::kKvLoraRank, m.kv_lora_rank,
+                                       "kv_lora_rank " + std::to_string(m.kv_lora_rank)));
+    uses.push_back(FeatureUse::integer(feature::kQkRopeHeadDim, m.qk_rope_head_dim,
+                                       "qk_rope_head_dim " + std::to_string(m.qk_rope_head_dim)));
+  } else {
+    uses.push_back(FeatureUse::integer(feature::kHeadDim, m.head_dim,
+                                       "head dim " + std::to_string(m.head_dim)));
+    const int v_head_dim = m.effective_v_head_dim();
+    if (v_head_dim != m.head_dim) {
+      uses.push_back(FeatureUse::integer(feature::kVHeadDim, v_head_dim,
+                                         "V head dim " + std::to_string(v_head_dim) +
+                                             " (narrower than Q/K's " + std::to_string(m.head_dim) +
+                                             ")"));
+    }
   }
   uses.push_back(FeatureUse::integer(feature::kPageSize, batch.page_size,
                                      "page size " + std::to_string(batch.page_size)));
@@ -196,6 +204,11 @@ const std::vector<FeatureInfo>& feature_schema() {
     std::vector<int64_t> head_dims(std::begin(kHeadDims), std::end(kHeadDims));
     std::vector<int64_t> page_sizes;
     for (int p = 1; p <= kMaxPageSize; ++p) page_sizes.push_back(p);
+    std::vector<int64_t> ranks, ropes;
+    for (int r = kMinKvLoraRank; r <= kMaxKvLoraRank; r += kKvLoraRankStep) ranks.push_back(r);
+    for (int r = kMinQkRopeHeadDim; r <= kMaxQkRopeHeadDim; r += kQkRopeHeadDimStep) {
+      ropes.push_back(r);
+    }
     return std::vector<FeatureInfo>{
         {feature::kQueries, FeatureKind::choice, "query shape", values_of(kQueryShapes), {}},
         {feature::kMask, FeatureKind::choice, "mask", values_of(kMasks), {}},
@@ -217,6 +230,9 @@ const std::vector<FeatureInfo>& feature_schema() {
          {},
          std::vector<int64_t>(head_dims.begin(), head_dims.end() - 1)},
         {feature::kPageSize, FeatureKind::number, "page size", {}, page_sizes},
+        {feature::kLatentAttention, FeatureKind::flag, "multi-head latent attention", {}, {}},
+        {feature::kKvLoraRank, FeatureKind::number, "kv_lora_rank", {}, ranks},
+        {feature::kQkRopeHeadDim, FeatureKind::number, "qk_rope_head_dim", {}, ropes},
     };
   }();
   return schema;
@@ -241,6 +257,11 @@ const std::vector<WorkloadFieldRole>& workload_field_roles() {
        "a shape every kernel takes (a variant's limit on the GQA group is its own rule)"},
       {"/model/head_dim", feature::kHeadDim, ""},
       {"/model/v_head_dim", feature::kVHeadDim, ""},
+      {"/model/attention", feature::kLatentAttention, ""},
+      {"/model/kv_lora_rank", feature::kKvLoraRank, ""},
+      {"/model/qk_rope_head_dim", feature::kQkRopeHeadDim, ""},
+      {"/model/qk_nope_head_dim", "",
+       "sets only the default softmax_scale, a number every kernel multiplies the logits by"},
       {"/model/dtype", feature::kDtype, ""},
       {"/model/kv_dtype", feature::kKvDtype, ""},
       {"/model/kv_scale", feature::kKvDtype, ""},

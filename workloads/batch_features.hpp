@@ -8,8 +8,8 @@
 //   flag    used or not (sliding window, logits soft-cap, attention sinks, shared prefix)
 //   choice  one named value per batch (query shape, mask, KV layout, Q dtype, KV dtype)
 //   number  one integer per batch (head dim, V's head dim, page size)
-// Every batch reports its query shape, mask, KV layout, dtype, head dim and page size; the flags,
-// the KV dtype and V's head dim only when used.
+// Every batch reports its query shape, mask, KV layout, dtype, head dim (mla: kv_lora_rank and
+// qk_rope_head_dim) and page size; the flags, the KV dtype and V's head dim only when used.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,12 @@ inline constexpr char kHeadDim[] = "head_dim";  // number: Q and K
 // number, reported only when V (and the output) are narrower than Q and K: V's head dim
 inline constexpr char kVHeadDim[] = "v_head_dim";
 inline constexpr char kPageSize[] = "page_size";  // number: tokens per page
+// flag: multi-head latent attention (attention "mla"): Q rows [q_nope absorbed | q_rope] against
+// one shared latent cache row [c | k_rope] per token, output c-weighted (workload_spec.hpp). An
+// mla batch reports kv_lora_rank and qk_rope_head_dim instead of head_dim.
+inline constexpr char kLatentAttention[] = "latent_attention";
+inline constexpr char kKvLoraRank[] = "kv_lora_rank";         // number, mla only
+inline constexpr char kQkRopeHeadDim[] = "qk_rope_head_dim";  // number, mla only
 }  // namespace feature
 
 enum class FeatureKind { flag, choice, number };

@@ -108,11 +108,12 @@ BatchSummary summarize_batch(const Batch& batch) {
   }
   s.pages_capacity = batch.num_pages;
   const double kv_element = double(size_of(batch.kv_dtype));
-  s.kv_bytes = double(batch.total_kv) * m.num_kv_heads * (m.head_dim + m.effective_v_head_dim()) *
-               kv_element;
-  s.kv_pool_bytes =
-      double(pool_elements(batch, DataStream::key) + pool_elements(batch, DataStream::value)) *
-      kv_element;
+  // K and V rows (V v_head_dim wide), or mla's one latent row (its V is inside it).
+  const int row_dims = m.latent() ? m.head_dim : m.head_dim + m.effective_v_head_dim();
+  s.kv_bytes = double(batch.total_kv) * m.num_kv_heads * row_dims * kv_element;
+  s.kv_pool_bytes = double(pool_elements(batch, DataStream::key) +
+                           (m.latent() ? 0 : pool_elements(batch, DataStream::value))) *
+                    kv_element;
   s.q_bytes = double(query_elements(batch)) * double(size_of(batch.dtype));
   const MinimumTraffic traffic = minimum_traffic(batch, KvStorage::paged);
   s.minimum_bytes = traffic.bytes();
@@ -129,11 +130,17 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
   std::ostringstream out;
   out << "workload   " << batch.spec.name << " (" << batch.spec_hash << ")\n";
   if (!batch.spec.description.empty()) out << "           " << batch.spec.description << "\n";
-  out << "model      " << m.num_q_heads << " q heads, " << m.num_kv_heads << " kv heads (GQA "
-      << batch.spec.group_size() << "), head_dim " << m.head_dim;
-  if (m.effective_v_head_dim() != m.head_dim)
-    out << " (V and output " << m.v_head_dim.value() << ")";
-  out << "\n";
+  if (m.latent()) {
+    out << "model      " << m.num_q_heads << " q heads, multi-head latent attention: kv_lora_rank "
+        << m.kv_lora_rank << ", qk_rope_head_dim " << m.qk_rope_head_dim << " (latent rows of "
+        << m.head_dim << ")\n";
+  } else {
+    out << "model      " << m.num_q_heads << " q heads, " << m.num_kv_heads << " kv heads (GQA "
+        << batch.spec.group_size() << "), head_dim " << m.head_dim;
+    if (m.effective_v_head_dim() != m.head_dim)
+      out << " (V and output " << m.effective_v_head_dim() << ")";
+    out << "\n";
+  }
   out << "sequences  " << s.sequences << " (query tokens " << s.query_tokens << ", kv tokens "
       << s.kv_tokens << ", max query_len " << batch.max_query_len() << ", max kv_len "
       << batch.max_kv_len() << ")\n";
@@ -147,9 +154,11 @@ std::string format_batch_summary(const Batch& batch, const BatchSummary& s) {
          "unique: rows of pages shared through a common prefix once)\n";
   out << "work       " << human_count(double(s.visible_pairs))
       << " visible (head, query, key) pairs, " << human_count(s.useful_flops)
-      << (m.effective_v_head_dim() == m.head_dim ? "FLOP useful (4 * head_dim * pairs)\n"
-                                                 : "FLOP useful (2 * (head_dim + v_head_dim) * "
-                                                   "pairs)\n");
+      << (m.latent() ? "FLOP useful ((2 * (kv_lora_rank + qk_rope_head_dim) + 2 * kv_lora_rank) "
+                       "* pairs)\n"
+          : m.effective_v_head_dim() == m.head_dim
+              ? "FLOP useful (4 * head_dim * pairs)\n"
+              : "FLOP useful (2 * (head_dim + v_head_dim) * pairs)\n");
   out << "features   ";
   for (size_t i = 0; i < s.features.size(); ++i) out << (i ? "; " : "") << s.features[i];
   out << "\n\nkv_len histogram (log2 buckets)\n";

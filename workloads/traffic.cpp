@@ -62,10 +62,9 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
   const ModelShape& m = batch.spec.model;
   const size_t n = size_t(batch.num_seqs);
   MinimumTraffic t;
-  const double q_row_bytes = double(m.head_dim) * double(size_of(batch.dtype));
-  const double out_row_bytes = double(m.effective_v_head_dim()) * double(size_of(batch.dtype));
-  t.q_bytes = double(batch.total_q) * m.num_q_heads * q_row_bytes;
-  t.out_bytes = double(batch.total_q) * m.num_q_heads * out_row_bytes;
+  const double q_rows = double(batch.total_q) * m.num_q_heads;
+  t.q_bytes = q_rows * double(m.head_dim) * double(size_of(batch.dtype));
+  t.out_bytes = q_rows * double(m.effective_v_head_dim()) * double(size_of(batch.dtype));
 
   // Visibility is the same for every kv head unless a block-sparse layout (per q head) says
   // otherwise: then each kv head is counted on its own, else kv head 0 stands for all.
@@ -137,14 +136,16 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage) {
     }
   }
 
-  // One K row and one V row per key row read.
+  // One K row and one V row per key row read; mla: one latent row (its V is inside it).
   const double kv_row_bytes =
-      double(m.head_dim + m.effective_v_head_dim()) * double(size_of(batch.kv_dtype));
+      double(m.latent() ? m.head_dim : m.head_dim + m.effective_v_head_dim()) *
+      double(size_of(batch.kv_dtype));
   t.kv_bytes = double(t.kv_rows) * kv_row_bytes;
   t.unique_kv_bytes = double(t.unique_kv_rows) * kv_row_bytes;
   t.page_table_bytes = 4.0 * double(t.page_entries);
   if (batch.kv_dtype == DType::fp8_e4m3 && t.kv_rows > 0) {
-    t.scale_bytes = 4.0 * double(batch.k_scales.size() + batch.v_scales.size());
+    t.scale_bytes = 4.0 * double(batch.k_scales.size() +
+                                 (m.latent() ? 0 : batch.v_scales.size()));  // mla: V's is K's
   }
   if (batch.explicit_mask) t.mask_bytes = double(batch.explicit_mask->bits.size());
   return t;

@@ -5,16 +5,19 @@
 //
 // What is counted (each at most once per sequence, except as said):
 //   Q and output  every query row of every q head: total_q x num_q_heads x the Q dtype, times
-//                 head_dim for Q (read once) and v_head_dim for the output (written once).
+//                 head_dim for Q (read once) and v_head_dim for the output (written once;
+//                 kv_lora_rank for mla).
 //   K and V       per sequence and kv head, the rows (one token's elements) that some query of
 //                 some q head of that kv head's GQA group sees: window, causal range, the
 //                 block-sparse layout of each q head (the union over the group) and the explicit
 //                 mask's columns. head_dim (K) plus v_head_dim (V) times the KV element size
 //                 (fp8: 1 byte) per row. A sequence without queries reads nothing.
+//                 mla: one latent row (kv_lora_rank + qk_rope_head_dim elements, c and k_rope)
+//                 per visible key, once: the row is K and its first kv_lora_rank elements V.
 //   page table    (paged storage) one 4-byte entry per page of a sequence that holds at least one
 //                 visible row of some kv head; pages no query sees need no entry.
 //   fp8 scales    the K and V dequantisation scales (4 bytes each: one per tensor or per kv head),
-//                 once for the batch.
+//                 once for the batch (mla: the latent pool's one scale).
 //   mask          an explicit mask's grid as stored, one byte per (query, key) entry.
 // Not counted: sequence lengths and other per-sequence metadata (a few bytes per sequence),
 // attention sinks (one float per q head) and anything a kernel writes besides the output.
@@ -66,7 +69,9 @@ MinimumTraffic minimum_traffic(const Batch& batch, KvStorage storage);
 
 // The useful FLOPs of the batch: per visible (q head, query, key) pair, head_dim multiply-adds for
 // Q.K and v_head_dim for P.V, 2 FLOPs each: 2 * (head_dim + v_head_dim) * visible_pairs (4 *
-// head_dim * visible_pairs when V is as wide as K).
+// head_dim * visible_pairs when V is as wide as K). mla (effective_v_head_dim is kv_lora_rank):
+// 2 * (kv_lora_rank + qk_rope_head_dim) for the score and 2 * kv_lora_rank for the output in
+// latent space.
 double useful_flops(const Batch& batch);
 
 }  // namespace attn

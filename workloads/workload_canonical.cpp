@@ -48,6 +48,12 @@ void write_file_reference(json& out, const std::string& file, const std::string&
 json to_json(const WorkloadSpec& spec) {
   const ModelShape& m = spec.model;
   json model = json::object();
+  if (m.latent()) {  // absent for mha: the canonical form, and hash, of other workloads stay
+    model["attention"] = to_string(m.attention);
+    model["kv_lora_rank"] = m.kv_lora_rank;
+    model["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    if (m.qk_nope_head_dim) model["qk_nope_head_dim"] = *m.qk_nope_head_dim;
+  }
   model["num_q_heads"] = m.num_q_heads;
   model["num_kv_heads"] = m.num_kv_heads;
   model["head_dim"] = m.head_dim;

@@ -2,6 +2,16 @@
 
 namespace attn {
 
+std::string to_string(AttentionKind kind) {
+  return kind == AttentionKind::mla ? "mla" : "mha";
+}
+
+std::optional<AttentionKind> attention_kind_from_string(const std::string& text) {
+  if (text == "mha") return AttentionKind::mha;
+  if (text == "mla") return AttentionKind::mla;
+  return std::nullopt;
+}
+
 std::string to_string(KvLayout layout) {
   switch (layout) {
     case KvLayout::nhd:

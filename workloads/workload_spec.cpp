@@ -105,11 +105,25 @@ class SpecReader : public JsonFieldReader {
     const json* object = object_member(root, "", "model", true, ok);
     if (object == nullptr) return false;
     const std::string p = "/model";
-    check_keys(*object, p,
-               {"num_q_heads", "num_kv_heads", "head_dim", "v_head_dim", "dtype", "softmax_scale",
-                "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window", "attention_sinks"},
-               {"v_head_dim", "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window",
-                "attention_sinks"});
+    check_keys(
+        *object, p,
+        {"attention", "num_q_heads", "num_kv_heads", "head_dim", "v_head_dim", "dtype",
+         "softmax_scale", "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window",
+         "attention_sinks", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"},
+        {"attention", "v_head_dim", "kv_dtype", "kv_scale", "logits_soft_cap", "sliding_window",
+         "attention_sinks", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"});
+    bool attention_ok = true;  // an unknown kind: its other fields cannot be judged
+    enum_member<AttentionKind>(*object, p, "attention", attention_kind_from_string,
+                               "\"mha\", \"mla\"", model.attention, attention_ok);
+    if (!attention_ok) return false;
+    if (model.latent()) return read_latent_model(*object, p, model, ok);
+    for (const char* key : {"kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"}) {
+      if (object->contains(key)) {
+        add(p + "/" + key, "only applies to attention \"mla\" (this model's attention is \"" +
+                               to_string(model.attention) + "\")");
+        ok = false;
+      }
+    }
 
     auto q_heads = integer(*object, p, "num_q_heads", true, 1, kMaxQueryHeads, ok);
     if (q_heads) model.num_q_heads = int(*q_heads);
@@ -143,6 +157,27 @@ class SpecReader : public JsonFieldReader {
     }
     read_v_head_dim(*object, p, model, ok);
 
+    read_dtypes(*object, p, model, ok);
+
+    // Both are used as 32-bit floats (Batch::softmax_scale, logits_soft_cap).
+    if (member(*object, p, "softmax_scale", false)) {
+      if (auto v = positive_float(*object, p, "softmax_scale", false, ok)) model.softmax_scale = v;
+    }
+    if (member(*object, p, "logits_soft_cap", false)) {
+      if (auto v = positive_float(*object, p, "logits_soft_cap", false, ok)) {
+        model.logits_soft_cap = v;
+      }
+    }
+    if (auto v = integer(*object, p, "sliding_window", false, 1, kInt64Max, ok)) {
+      model.sliding_window = v;
+    }
+    read_attention_sinks(*object, p, model, ok);
+    return ok;
+  }
+
+  // dtype, kv_dtype and kv_scale (every attention kind).
+  void read_dtypes(const json& object_ref, const std::string& p, ModelShape& model, bool& ok) {
+    const json* object = &object_ref;
     bool dtype_ok = false;
     if (const std::string* dtype = string_member(*object, p, "dtype", true, ok)) {
       auto parsed = dtype_from_string(*dtype);
@@ -176,20 +211,83 @@ class SpecReader : public JsonFieldReader {
                                         "\"per_tensor\", \"per_head\"", model.kv_scale, ok);
       }
     }
+  }
 
-    // Both are used as 32-bit floats (Batch::softmax_scale, logits_soft_cap).
-    if (member(*object, p, "softmax_scale", false)) {
-      if (auto v = positive_float(*object, p, "softmax_scale", false, ok)) model.softmax_scale = v;
-    }
-    if (member(*object, p, "logits_soft_cap", false)) {
-      if (auto v = positive_float(*object, p, "logits_soft_cap", false, ok)) {
-        model.logits_soft_cap = v;
+  // attention "mla" (docs/workload.md, "Multi-head latent attention"): one latent row of
+  // kv_lora_rank + qk_rope_head_dim per token, shared by every q head. What does not apply to it
+  // (more than one kv head, another head_dim, per-head fp8 scales, soft-cap, window, sinks) is
+  // refused by name.
+  bool read_latent_model(const json& object, const std::string& p, ModelShape& model, bool& ok) {
+    const std::string why = " for attention \"mla\"";
+    auto q_heads = integer(object, p, "num_q_heads", true, 1, kMaxQueryHeads, ok);
+    if (q_heads) model.num_q_heads = int(*q_heads);
+    model.num_kv_heads = 1;
+    if (const json* value = member(object, p, "num_kv_heads", false)) {
+      if (!(value->is_number_integer() && value->get<int64_t>() == 1)) {
+        add(p + "/num_kv_heads", "must be absent or 1" + why +
+                                     " (every q head reads the same latent cache), got " +
+                                     show(*value));
+        ok = false;
       }
     }
-    if (auto v = integer(*object, p, "sliding_window", false, 1, kInt64Max, ok)) {
-      model.sliding_window = v;
+    bool shape_ok = true;
+    auto multiple = [&](const char* key, int64_t lo, int64_t hi, int64_t step) -> int {
+      const json* value = member(object, p, key, true);
+      if (value == nullptr) {
+        shape_ok = false;
+        return 0;
+      }
+      if (value->is_number_integer() && value->get<int64_t>() >= lo &&
+          value->get<int64_t>() <= hi && value->get<int64_t>() % step == 0) {
+        return int(value->get<int64_t>());
+      }
+      add(p + "/" + key,
+          "must be a multiple of " + std::to_string(step) + " from " + std::to_string(lo) + " to " +
+              std::to_string(hi) + ", got " +
+              (value->is_number_integer() ? show(*value) : describe_wrong_type(*value)));
+      shape_ok = false;
+      return 0;
+    };
+    model.kv_lora_rank = multiple("kv_lora_rank", kMinKvLoraRank, kMaxKvLoraRank, kKvLoraRankStep);
+    model.qk_rope_head_dim =
+        multiple("qk_rope_head_dim", kMinQkRopeHeadDim, kMaxQkRopeHeadDim, kQkRopeHeadDimStep);
+    if (auto v = integer(object, p, "qk_nope_head_dim", false, 1, kMaxQkNopeHeadDim, ok)) {
+      model.qk_nope_head_dim = int(*v);
     }
-    read_attention_sinks(*object, p, model, ok);
+    if (shape_ok) {
+      model.head_dim = model.kv_lora_rank + model.qk_rope_head_dim;
+      if (const json* value = member(object, p, "head_dim", false)) {
+        if (!(value->is_number_integer() && value->get<int64_t>() == model.head_dim)) {
+          add(p + "/head_dim", "is kv_lora_rank + qk_rope_head_dim (" +
+                                   std::to_string(model.head_dim) + ")" + why +
+                                   ": leave it out or write that, got " + show(*value));
+          ok = false;
+        }
+      }
+    } else {
+      ok = false;
+    }
+    read_dtypes(object, p, model, ok);
+    if (object.contains("kv_scale") && model.effective_kv_dtype() == DType::fp8_e4m3 &&
+        model.kv_scale != KvScaleGranularity::per_tensor) {
+      add(p + "/kv_scale", "must be \"per_tensor\"" + why + " (the cache has one latent head)");
+      ok = false;
+    }
+    if (member(object, p, "softmax_scale", false)) {
+      if (auto v = positive_float(object, p, "softmax_scale", false, ok)) model.softmax_scale = v;
+    }
+    for (const char* key : {"logits_soft_cap", "sliding_window", "attention_sinks"}) {
+      if (object.contains(key)) {
+        add(p + "/" + key, std::string("is not supported") + why);
+        ok = false;
+      }
+    }
+    if (object.contains("v_head_dim")) {
+      add(p + "/v_head_dim", "must be absent" + why +
+                                 " (V is the first kv_lora_rank elements of each latent row; the "
+                                 "output is kv_lora_rank wide)");
+      ok = false;
+    }
     return ok;
   }
 
@@ -275,6 +373,11 @@ class SpecReader : public JsonFieldReader {
     enum_member<PageAllocation>(*object, p, "allocation", page_allocation_from_string,
                                 "\"sequential\", \"shuffled\", \"fragmented\", \"shared_prefix\"",
                                 kv.allocation, ok);
+    if (model.latent() && kv.layout != KvLayout::nhd) {
+      add(p + "/layout", "must be \"NHD\" for attention \"mla\" (one latent row per token: " +
+                             std::string("[pages, page_size, kv_lora_rank + qk_rope_head_dim])"));
+      ok = false;
+    }
     if (kv.layout == KvLayout::vllm && model_ok) {
       // vLLM packs 16 bytes of the head dimension together in K.
       const int x = 16 / int(size_of(model.effective_kv_dtype()));
@@ -586,6 +689,16 @@ class SpecReader : public JsonFieldReader {
     check_keys(*object, p, {"causal", "block_sparse", "explicit"});
     if (const json* causal = boolean_member(*object, p, "causal", ok))
       mask.causal = causal->get<bool>();
+    if (model.latent()) {
+      bool refused = false;
+      for (const char* key : {"block_sparse", "explicit"}) {
+        if (object->contains(key)) {
+          add(p + "/" + key, "is not supported for attention \"mla\" (causal or not only)");
+          refused = true;
+        }
+      }
+      if (refused) return false;
+    }
 
     if (const json* sparse = object_member(*object, p, "block_sparse", false, ok)) {
       const std::string bp = p + "/block_sparse";
@@ -776,16 +889,20 @@ class SpecReader : public JsonFieldReader {
     const size_t kv_size = size_of(spec.model.effective_kv_dtype());
     const size_t q_size = size_of(spec.model.dtype);
     if (t.kv_pool_bytes > kMaxKvPoolBytes) {
-      // K and V rows of one width, or K's and V's widths added (v_head_dim).
+      // K and V rows of one width, or K's and V's widths added (v_head_dim); mla: one latent row.
       const int head_dim = spec.model.head_dim, v_head_dim = spec.model.effective_v_head_dim();
-      const bool same = head_dim == v_head_dim;
+      const bool latent = spec.model.latent();
+      const bool same = latent || head_dim == v_head_dim;
       const std::string dims =
           same ? std::to_string(head_dim)
                : "(" + std::to_string(head_dim) + " + " + std::to_string(v_head_dim) + ")";
-      over("the K+V pool size in bytes (" + std::string(same ? "2 * " : "") +
-               format_count(t.num_pages) + " pages * " + std::to_string(sized.kv_cache.page_size) +
-               " tokens * " + std::to_string(spec.model.num_kv_heads) + " kv heads * " + dims +
-               " dims * " + std::to_string(kv_size) + " bytes)",
+      const std::string pools =
+          latent ? "the latent pool size in bytes (1 * "
+                 : std::string("the K+V pool size in bytes (") + (same ? "2 * " : "");
+      over(pools + format_count(t.num_pages) + " pages * " +
+               std::to_string(sized.kv_cache.page_size) + " tokens * " +
+               std::to_string(spec.model.num_kv_heads) + " kv heads * " + dims + " dims * " +
+               std::to_string(kv_size) + " bytes)",
            t.kv_pool_bytes, "64 GiB (" + std::to_string(kMaxKvPoolBytes) + ")");
     }
     if (t.query_bytes > kMaxQueryBytes) {
@@ -830,6 +947,10 @@ class SpecReader : public JsonFieldReader {
 
 double WorkloadSpec::effective_softmax_scale() const {
   if (model.softmax_scale) return *model.softmax_scale;
+  if (model.latent()) {
+    return 1.0 / std::sqrt(double(model.qk_nope_head_dim.value_or(kDefaultQkNopeHeadDim) +
+                                  model.qk_rope_head_dim));
+  }
   return 1.0 / std::sqrt(double(model.head_dim));
 }
 

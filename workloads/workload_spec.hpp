@@ -45,14 +45,29 @@ enum class KvScaleGranularity { per_tensor, per_head };
 std::string to_string(KvScaleGranularity granularity);
 std::optional<KvScaleGranularity> kv_scale_granularity_from_string(const std::string& text);
 
+// Which attention the model computes (docs/workload.md, "Multi-head latent attention").
+enum class AttentionKind {
+  mha,  // Q, K and V heads of head_dim: multi-head, grouped-query or multi-query attention
+  mla,  // multi-head latent attention (DeepSeek-V2/V3) in its absorbed form: every token caches
+        // one latent vector of kv_lora_rank and a rotary key of qk_rope_head_dim, shared by all
+        // q heads; a q head's output is kv_lora_rank wide (in latent space)
+};
+std::string to_string(AttentionKind kind);
+std::optional<AttentionKind> attention_kind_from_string(const std::string& text);
+
 struct ModelShape {
   int num_q_heads = 0;
-  int num_kv_heads = 0;           // divides num_q_heads; the ratio is the GQA group size
-  int head_dim = 0;               // Q and K, and V unless v_head_dim says otherwise
+  int num_kv_heads = 0;  // divides num_q_heads; the ratio is the GQA group size (mla: 1)
+  // The width of a Q row and of a cached K row, and of V unless v_head_dim says otherwise. mla:
+  // kv_lora_rank + qk_rope_head_dim (a latent cache row is [c | k_rope], a Q row
+  // [q_nope absorbed | q_rope]).
+  int head_dim = 0;
   DType dtype = DType::bf16;      // Q and output, and K/V unless kv_dtype says otherwise
   std::optional<DType> kv_dtype;  // unset: same as dtype; or DType::fp8_e4m3
   KvScaleGranularity kv_scale = KvScaleGranularity::per_tensor;  // fp8 KV only
-  std::optional<double> softmax_scale;                           // default 1/sqrt(head_dim)
+  // Default 1/sqrt(head_dim); mla: 1/sqrt(qk_nope_head_dim + qk_rope_head_dim) of the original
+  // model (the absorbed form keeps the un-absorbed model's scale).
+  std::optional<double> softmax_scale;
   std::optional<double> logits_soft_cap;  // > 0: logits = cap * tanh(logits / cap)
   std::optional<int64_t> sliding_window;  // >= 1: a query at position p sees keys p-w+1 .. p
   // Attention sinks (gpt-oss style): one extra logit per q head that joins the softmax
@@ -60,13 +75,33 @@ struct ModelShape {
   bool attention_sinks = false;
   std::vector<double> sink_logits;  // [num_q_heads] when given explicitly
   // V and the output, when narrower than head_dim (DeepSeek's MLA prefill: Q/K 192, V 128). Unset
-  // (also when the file gives head_dim again): V is head_dim wide. Last, so that the positional
-  // initialisers of the fields above keep their meaning.
+  // (also when the file gives head_dim again): V is head_dim wide. Never set for mla (its V is
+  // the latent: kv_lora_rank). Last but for the mla fields, so that the positional initialisers
+  // of the fields above keep their meaning.
   std::optional<int> v_head_dim;
+  // The attention the model computes (last, so that code building a ModelShape from its first
+  // fields keeps working), and for mla only (0 otherwise): the latent width, the rotary width, and
+  // the width of the original model's non-rotary q/k head part (for the default softmax scale
+  // only; unset: kDefaultQkNopeHeadDim).
+  AttentionKind attention = AttentionKind::mha;
+  int kv_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  std::optional<int> qk_nope_head_dim;
 
   DType effective_kv_dtype() const { return kv_dtype.value_or(dtype); }
-  int effective_v_head_dim() const { return v_head_dim.value_or(head_dim); }
+  bool latent() const { return attention == AttentionKind::mla; }
+  // The width of a V row and of an output row: v_head_dim, else head_dim; kv_lora_rank for mla
+  // (its V is the first kv_lora_rank elements of each latent row).
+  int effective_v_head_dim() const {
+    return latent() ? kv_lora_rank : v_head_dim.value_or(head_dim);
+  }
+  // The paged pools: K and V, or mla's one latent pool (its V is the first kv_lora_rank
+  // elements of each row).
+  int kv_pools() const { return latent() ? 1 : 2; }
 };
+
+// The default qk_nope_head_dim of an mla model (DeepSeek-V2, DeepSeek-V3 and Kimi K2).
+inline constexpr int kDefaultQkNopeHeadDim = 128;
 
 // Prefix caching: consecutive groups of `group_size` sequences share the pages of their first
 // `tokens` tokens (whole pages only; the partial page after them is private).

@@ -72,11 +72,12 @@ WorkloadTotals workload_totals(const WorkloadSpec& spec) {
   t.num_pages = saturating_add(t.pool_pages, 1);
   t.block_table_entries = saturating_mul(t.num_seqs, t.max_pages_per_seq);
   const int64_t kv_size = int64_t(size_of(spec.model.effective_kv_dtype()));
-  // One token's K row and V row together (V is v_head_dim wide).
-  const int64_t kv_row = saturating_mul(
-      saturating_mul(int64_t(spec.model.num_kv_heads),
-                     int64_t(spec.model.head_dim) + int64_t(spec.model.effective_v_head_dim())),
-      kv_size);
+  // One token's K row and V row together (V is v_head_dim wide); mla: its one latent row.
+  const int64_t row_dims = spec.model.latent() ? int64_t(spec.model.head_dim)
+                                               : int64_t(spec.model.head_dim) +
+                                                     int64_t(spec.model.effective_v_head_dim());
+  const int64_t kv_row =
+      saturating_mul(saturating_mul(int64_t(spec.model.num_kv_heads), row_dims), kv_size);
   t.kv_pool_bytes = saturating_mul(saturating_mul(t.num_pages, page_size), kv_row);
   const int64_t q_size = int64_t(size_of(spec.model.dtype));
   const int64_t q_row = saturating_mul(

@@ -15,6 +15,10 @@ namespace attn {
 inline constexpr int kMaxQueryHeads = 256;
 inline constexpr int kMaxPageSize = 256;
 inline constexpr int kHeadDims[] = {64, 80, 96, 128, 192, 256};  // model.head_dim, v_head_dim
+// attention "mla": kv_lora_rank and qk_rope_head_dim are multiples of their step in [min, max]
+inline constexpr int kMinKvLoraRank = 64, kMaxKvLoraRank = 1024, kKvLoraRankStep = 64;
+inline constexpr int kMinQkRopeHeadDim = 16, kMaxQkRopeHeadDim = 128, kQkRopeHeadDimStep = 16;
+inline constexpr int kMaxQkNopeHeadDim = 1024;  // qk_nope_head_dim: 1 to this
 inline constexpr size_t kMaxNameChars = 128;
 inline constexpr size_t kMaxDescriptionChars = 4096;
 inline constexpr size_t kMaxSequenceEntries = 65536;
@@ -42,9 +46,10 @@ struct WorkloadTotals {
   int64_t num_pages = 0;   // pool_pages + 1 (the poison page)
   int64_t max_pages_per_seq = 0;
   int64_t block_table_entries = 0;  // num_seqs * max_pages_per_seq
-  int64_t kv_pool_bytes = 0;        // num_pages * page_size * num_kv_heads *
-                                    // (head_dim + v_head_dim) * kv size
-  int64_t query_bytes = 0;          // total_q * num_q_heads * head_dim * size
+  // num_pages * page_size * num_kv_heads * (head_dim + v_head_dim) * kv size; mla (one latent
+  // pool): num_pages * page_size * head_dim * kv size
+  int64_t kv_pool_bytes = 0;
+  int64_t query_bytes = 0;  // total_q * num_q_heads * head_dim * size
 };
 // Requires page_size >= 1, non-negative lengths and counts, and loaded trace rows.
 WorkloadTotals workload_totals(const WorkloadSpec& spec);

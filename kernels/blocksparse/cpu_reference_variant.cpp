@@ -11,7 +11,7 @@ std::unique_ptr<Variant> make_blocksparse_cpu_reference() {
        "CPU oracle: block-sparse attention through key_visible, double accumulation",
        // The family's masks only, and none of the features it does not define (the oracle
        // computes them: prefix_prefill.cpu_reference runs such batches).
-       reference_features()
+       standard_attention_reference_features()
            .with(feature::kMask, {"block_sparse", "block_sparse_non_causal"})
            .note(feature::kMask, "causal", kBlocksparseNeedsALayout)
            .note(feature::kMask, "non_causal", kBlocksparseNeedsALayout)

@@ -139,6 +139,7 @@ void fill_batch_on_device(const Batch& batch, CUdeviceptr q, CUdeviceptr k_pool,
   static_assert(sizeof(long long) == sizeof(int64_t), "int64 index arrays read as long long");
 
   for (DataStream s : {DataStream::key, DataStream::value}) {
+    if (s == DataStream::value && m.latent()) continue;  // mla: one latent pool, the K pool
     const CUdeviceptr target = s == DataStream::key ? k_pool : v_pool;
     // V's rows are v_head_dim wide: the kernel takes the row width per launch.
     const int head_dim = stream_head_dim(batch, s);

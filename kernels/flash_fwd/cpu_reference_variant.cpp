@@ -21,7 +21,7 @@ class CpuReferenceVariant : public FlashFwdVariant {
   // computes them: prefix_prefill.cpu_reference runs such batches). Every layout: the oracle
   // reads through the page table.
   FeatureSet features() const override {
-    return reference_features()
+    return standard_attention_reference_features()
         .with(feature::kQueries, {"prefill", "mixed"})
         .note(feature::kQueries, "decode", "paged_decode runs decode batches")
         .with(feature::kMask, {"causal", "non_causal"})

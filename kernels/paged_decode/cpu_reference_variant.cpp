@@ -8,7 +8,7 @@ std::unique_ptr<Variant> make_paged_decode_cpu_reference() {
   return make_cpu_reference_variant(
       {Family::paged_decode,
        "CPU oracle: reads through the page table, double accumulation, multi-threaded",
-       reference_features().with(feature::kQueries, {"decode"}),
+       standard_attention_reference_features().with(feature::kQueries, {"decode"}),
        {},
        [](const Batch& batch) { return paged_decode_work(batch); }});
 }

@@ -9,7 +9,7 @@ std::unique_ptr<Variant> make_prefix_prefill_cpu_reference() {
       {Family::prefix_prefill,
        "CPU oracle: context through the page table, causal/window/explicit masks, double "
        "accumulation",
-       reference_features(),
+       standard_attention_reference_features(),
        // The same oracle as paged_decode.cpu_reference: a decode-only batch is left to that one,
        // so a CPU run does not time the same computation twice (a rule of this family, not a
        // feature the oracle lacks).

@@ -5,6 +5,7 @@
 #include "base/dtype.hpp"
 #include "base/errors.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
+#include "workloads/workload_validation.hpp"
 
 namespace attn {
 
@@ -31,7 +32,18 @@ FeatureSet reference_features() {
       .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head", "bf16", "fp16"})
       .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
       .with(feature::kVHeadDim, {64, 80, 96, 128, 192})
-      .with_range(feature::kPageSize, 1, 256);
+      .with_range(feature::kPageSize, 1, 256)
+      .with(feature::kLatentAttention)
+      .with_range(feature::kKvLoraRank, kMinKvLoraRank, kMaxKvLoraRank)
+      .with_range(feature::kQkRopeHeadDim, kMinQkRopeHeadDim, kMaxQkRopeHeadDim);
+}
+
+FeatureSet standard_attention_reference_features() {
+  return reference_features()
+      .without(feature::kLatentAttention)
+      .without(feature::kKvLoraRank)
+      .without(feature::kQkRopeHeadDim)
+      .note(feature::kLatentAttention, "mla_decode runs multi-head latent attention");
 }
 
 namespace {

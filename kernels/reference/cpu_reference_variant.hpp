@@ -31,6 +31,9 @@ class CpuReferenceLauncher : public Launcher {
 // family's CPU reference narrows it to the family's scope; a new feature joins it when
 // paged_attention_reference and key_visible implement it.
 FeatureSet reference_features();
+// reference_features() less multi-head latent attention, for the CPU references of the families
+// of standard attention (mla_decode.cpu_reference runs latent attention).
+FeatureSet standard_attention_reference_features();
 
 struct CpuReferenceTraits {
   Family family;

@@ -106,6 +106,11 @@ JitProgram gpu_reference_program(const Batch& batch, const std::string& arch) {
 
 Support gpu_reference_supports(const Batch& batch) {
   const ModelShape& m = batch.spec.model;
+  if (m.latent()) {
+    return Support::no(
+        "unsupported: multi-head latent attention (the GPU references compute standard "
+        "attention over K and V pools)");
+  }
   if (m.effective_v_head_dim() != m.head_dim) {
     return Support::no("unsupported: V head dim " + std::to_string(m.effective_v_head_dim()) +
                        " differs from the Q/K head dim " + std::to_string(m.head_dim) +

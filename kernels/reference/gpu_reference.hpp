@@ -23,8 +23,9 @@ inline constexpr const char* kGpuReferenceName = "gpu_naive_fp32";
 
 // Whether both GPU references (this one and the tiled one) compute `batch`. Their kernels read V
 // and write the output head_dim wide, so they decline a batch whose V head dim differs
-// (model.v_head_dim); the CPU reference verifies those. Both throw an internal error when called
-// on a batch this declines.
+// (model.v_head_dim), and they compute standard attention over K and V pools, so they decline
+// multi-head latent attention (attention "mla"); the CPU reference verifies those. Both throw an
+// internal error when called on a batch this declines.
 Support gpu_reference_supports(const Batch& batch);
 
 // The host arrays the kernel reads besides the problem's tensors and the batch's masks, built

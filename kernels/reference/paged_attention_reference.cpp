@@ -23,8 +23,8 @@ struct OutputRow {
 
 // The attention semantics (the header's formula), shared by both oracles: they differ only in
 // where q.k and v come from. dot(j) is the unscaled q.k of key position j, value(j, d) its value
-// for d < v_head_dim (V's width, the output's). Returns the row's log-sum-exp: the natural log of
-// the softmax denominator (-inf: no key).
+// for d < v_head_dim (V's width, the output's; mla: kv_lora_rank). Returns the row's log-sum-exp:
+// the natural log of the softmax denominator (-inf: no key).
 template <typename Dot, typename Value>
 double attend_row(const Batch& batch, const OutputRow& row, int v_head_dim, const Dot& dot,
                   const Value& value, float* out) {
@@ -126,7 +126,12 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
   const Batch& batch = host.batch();
   const int D = batch.spec.model.head_dim, Hq = batch.spec.model.num_q_heads;
   const int Dv = batch.spec.model.effective_v_head_dim();
-  const PoolAddressing k_pool(batch, DataStream::key), v_pool(batch, DataStream::value);
+  // mla: V is the first kv_lora_rank elements of the latent pool's rows (the K pool), under K's
+  // scale; there is no V pool.
+  const bool latent = batch.spec.model.latent();
+  const PoolAddressing k_pool(batch, DataStream::key);
+  const PoolAddressing v_pool(batch, latent ? DataStream::key : DataStream::value);
+  const void* v_data = latent ? host.k_pool() : host.v_pool();
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     // The CSR page table: a host problem has no padded block table.
     const int32_t* pages = batch.page_indices.data() + batch.page_indptr[size_t(row.seq)];
@@ -137,7 +142,7 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
       q[size_t(d)] =
           load_as_float(host.q(), size_t((row.token * Hq + row.head) * D + d), batch.dtype);
     const double k_scale = kv_scale(batch.k_scales, row.kv_head);
-    const double v_scale = kv_scale(batch.v_scales, row.kv_head);
+    const double v_scale = latent ? k_scale : kv_scale(batch.v_scales, row.kv_head);
     return attend_row(
         batch, row, Dv,
         [&](int64_t j) {
@@ -152,9 +157,8 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
         },
         [&](int64_t j, int d) {
           const int64_t base = v_pool.row(page_of(j), slot_of(j), row.kv_head);
-          return v_scale *
-                 double(load_as_float(host.v_pool(), size_t(base + v_pool.dim_offset[size_t(d)]),
-                                      batch.kv_dtype));
+          return v_scale * double(load_as_float(v_data, size_t(base + v_pool.dim_offset[size_t(d)]),
+                                                batch.kv_dtype));
         },
         out);
   });
@@ -163,6 +167,8 @@ std::vector<float> paged_attention_reference(const Problem& host, size_t threads
 std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
                                          std::vector<float>* lse) {
   const int D = batch.spec.model.head_dim, Dv = batch.spec.model.effective_v_head_dim();
+  // mla: V is the first kv_lora_rank elements of the latent row, the key stream's data.
+  const DataStream v_stream = batch.spec.model.latent() ? DataStream::key : DataStream::value;
   return for_each_output_row(batch, threads, lse, [&](const OutputRow& row, float* out) {
     std::vector<double> q(static_cast<size_t>(D));
     for (int d = 0; d < D; ++d)
@@ -179,7 +185,7 @@ std::vector<float> naive_dense_attention(const Batch& batch, size_t threads,
           return dot;
         },
         [&](int64_t j, int d) {
-          return double(stored_kv_value(batch, DataStream::value, row.seq, j, row.kv_head, d));
+          return double(stored_kv_value(batch, v_stream, row.seq, j, row.kv_head, d));
         },
         out);
   });

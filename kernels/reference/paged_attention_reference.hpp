@@ -9,6 +9,11 @@
 // value). K and V of an fp8 cache are code * scale (per tensor or per kv head). A row that sees no
 // key outputs exactly zero.
 //
+// Multi-head latent attention (attention "mla", docs/mla-decode.md) is the same formula
+// with one kv head whose K row is the latent row [c | k_rope] (head_dim = kv_lora_rank +
+// qk_rope_head_dim) and whose V row is c, its first kv_lora_rank elements: the output row is
+// kv_lora_rank wide (ModelShape::effective_v_head_dim), in latent space.
+//
 // Both oracles can also return each row's log-sum-exp, lse = log(sum_j exp(logit_j) + exp(sink_h))
 // in natural log (the flash_fwd family's LSE output), as [total_q, num_q_heads] floats; -inf for
 // a row that sees no key.
@@ -23,8 +28,8 @@ namespace attn {
 
 // Reads Q and K/V through the host problem's page table and pools (any layout, fp8 codes with the
 // batch's scales), accumulates in double and returns the output in float:
-// [total_q, num_q_heads, v_head_dim] (Q and K are head_dim wide, V and the output v_head_dim).
-// Multi-threaded (threads 0: all). Fills *lse when given.
+// [total_q, num_q_heads, v_head_dim] (Q and K are head_dim wide, V and the output v_head_dim;
+// mla: kv_lora_rank). Multi-threaded (threads 0: all). Fills *lse when given.
 std::vector<float> paged_attention_reference(const Problem& host, size_t threads = 0,
                                              std::vector<float>* lse = nullptr);
 

@@ -96,7 +96,10 @@ class UserSpecReader : public JsonFieldReader {
     bool ok = true;
     const std::string* family = string_member(root, "", "family", true, ok);
     if (family == nullptr) return;
-    if (auto parsed = family_from_string(*family)) {
+    // mla_decode is not offered: a user kernel reads the standard-attention parameter block
+    // (attn_bench/user_kernel.h), which has no latent cache.
+    auto parsed = family_from_string(*family);
+    if (parsed && *parsed != Family::mla_decode) {
       spec.family = *parsed;
     } else {
       add("/family",

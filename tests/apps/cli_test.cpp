@@ -120,9 +120,9 @@ TEST_F(Cli, CpuRunPrintsATableAndRecordsIt) {
   EXPECT_EQ(counts.runs, 1);
   EXPECT_EQ(counts.devices, 1);
   EXPECT_EQ(counts.workloads, 1);
-  EXPECT_EQ(counts.measurements, 4);
+  EXPECT_EQ(counts.measurements, 5);  // one per family's CPU reference
   const auto rows = store.measurements_of_run(1);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[0].measurement.variant, "paged_decode.cpu_reference");
   EXPECT_EQ(rows[0].measurement.disposition, Disposition::passed);
   EXPECT_EQ(rows[0].measurement.samples_us.size(), 2u);

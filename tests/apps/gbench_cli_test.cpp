@@ -302,7 +302,7 @@ class GbenchMixedBatch : public GbenchCli {
     const auto run = store.run(1);
     ASSERT_TRUE(run.has_value());
     EXPECT_EQ(run->status, "failed_cases");
-    EXPECT_EQ(store.counts().measurements, 12);  // 6 cases, 2 repetitions
+    EXPECT_EQ(store.counts().measurements, 14);  // 7 cases, 2 repetitions
   }
 };
 
@@ -425,7 +425,7 @@ TEST_F(GbenchCli, CsvWhoseFirstCaseIsDeclinedKeepsItsColumns) {
             0)
       << err_;
   const auto rows = parse_csv_strictly(out_);
-  ASSERT_EQ(rows.size(), 5u) << out_;  // the header and four cases
+  ASSERT_EQ(rows.size(), 6u) << out_;  // the header and five cases
   EXPECT_NE(rows[1][0].find("paged_decode.cpu_reference"), std::string::npos);
   EXPECT_EQ(rows[1][8], "false") << "declined, not failed";
   ASSERT_EQ(rows[0][8], "error_occurred");

@@ -46,5 +46,23 @@ TEST_F(ListCoverage, JsonHoldsEveryCellOfTheFamiliesTheFilterKeeps) {
   EXPECT_EQ(run({"list", "--coverage", "zzz-matches-nothing"}).exit_code, kUsage);
 }
 
+// mla_decode (latent attention) is not on the matrix' axes: named as left out, never tabled.
+TEST_F(ListCoverage, LeavesOutTheLatentAttentionFamily) {
+  const CliResult text = run({"list", "--coverage"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.find("mla_decode: a "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("mla_decode: not in the matrix"), std::string::npos) << text.out;
+
+  const CliResult json = run({"list", "--coverage", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json coverage = nlohmann::json::parse(json.out);
+  for (const auto& family : coverage["families"]) EXPECT_NE(family["name"], "mla_decode");
+  EXPECT_EQ(coverage["left_out"], nlohmann::json::array({"mla_decode"}));
+
+  const CliResult only = run({"list", "--coverage", "mla_decode"});
+  EXPECT_EQ(only.exit_code, kUsage);
+  EXPECT_NE(only.err.find("the coverage matrix leaves out"), std::string::npos) << only.err;
+}
+
 }  // namespace
 }  // namespace attn

@@ -57,7 +57,8 @@ constexpr const char* kTinyDecode = R"({
 
 class RunFormats : public Cli {
  protected:
-  // A short CPU run: one timed variant, three that decline the batch.
+  // A short CPU run: one timed variant, four that decline the batch (one CPU reference per
+  // family).
   CliResult run_with(std::vector<std::string> extra) {
     write("tiny.json", kTinyDecode);
     std::vector<std::string> args = {"run", "tiny.json", "--cpu", "--samples", "2",   "--warmup",
@@ -71,7 +72,7 @@ TEST_F(RunFormats, CsvIsOneHeaderRowAndOneRowPerCaseWithRawNumbers) {
   const CliResult r = run_with({"--format", "csv"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines = lines_of(r.out);
-  ASSERT_EQ(lines.size(), 5u) << r.out;  // nothing but the table on stdout
+  ASSERT_EQ(lines.size(), 6u) << r.out;  // nothing but the table on stdout
   const std::vector<std::string> header = csv_fields(lines[0]);
   EXPECT_EQ(header[0], "variant");
   const auto column = [&](const std::string& name) {
@@ -98,7 +99,7 @@ TEST_F(RunFormats, JsonIsOneObjectWithTypedRows) {
   const nlohmann::json doc = nlohmann::json::parse(r.out);  // stdout is the JSON alone
   EXPECT_EQ(doc["run_id"], 1);
   EXPECT_EQ(doc["database"], "r.db");
-  ASSERT_EQ(doc["rows"].size(), 4u);
+  ASSERT_EQ(doc["rows"].size(), 5u);
   const nlohmann::json& timed = doc["rows"][0];
   EXPECT_EQ(timed["variant"], "paged_decode.cpu_reference");
   EXPECT_TRUE(timed["median_us"].is_number());
@@ -120,8 +121,8 @@ TEST_F(RunFormats, MarkdownIsATableWithTheNotesAsAList) {
     rows += lines[i].rfind("| ", 0) == 0;
     notes += lines[i].rfind("- ", 0) == 0;
   }
-  EXPECT_EQ(rows, 4u);
-  EXPECT_GE(notes, 3u);  // the three declines
+  EXPECT_EQ(rows, 5u);
+  EXPECT_GE(notes, 4u);  // the four declines
   EXPECT_NE(r.out.find("Recorded as run 1 in `r.db`"), std::string::npos);
 }
 
@@ -130,13 +131,13 @@ TEST_F(RunFormats, QuietLeavesTheTableAlone) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("variant ", 0), 0u) << "the table first:\n" << r.out;
   EXPECT_EQ(r.out.find("workload  "), std::string::npos) << r.out;
-  EXPECT_EQ(r.err.find("[1/4]"), std::string::npos) << "no progress:\n" << r.err;
+  EXPECT_EQ(r.err.find("[1/5]"), std::string::npos) << "no progress:\n" << r.err;
   EXPECT_EQ(r.err.find("workload  "), std::string::npos) << r.err;
   // Without --quiet the table format keeps everything on stdout, as before.
   const CliResult table = run_with({});
   EXPECT_NE(table.out.find("workload  formats-tiny"), std::string::npos);
   EXPECT_NE(table.out.find("recorded  run 2 in r.db"), std::string::npos) << table.out;
-  EXPECT_NE(table.err.find("[1/4]"), std::string::npos) << table.err;
+  EXPECT_NE(table.err.find("[1/5]"), std::string::npos) << table.err;
 }
 
 TEST_F(RunFormats, AnUnknownFormatIsAUsageError) {

@@ -115,6 +115,17 @@ std::optional<Batch> batch_using(const std::string& name, const std::string& val
     spec["model"]["head_dim"] = 256;
     spec["model"]["v_head_dim"] = std::stoi(value);
     return contract_batch(spec);
+  } else if (name == feature::kLatentAttention || name == feature::kKvLoraRank ||
+             name == feature::kQkRopeHeadDim) {
+    json latent = contract_base(1);
+    latent["model"] = {{"attention", "mla"},
+                       {"num_q_heads", 8},
+                       {"kv_lora_rank", 512},
+                       {"qk_rope_head_dim", 64},
+                       {"dtype", "bf16"}};
+    if (name == feature::kKvLoraRank) latent["model"]["kv_lora_rank"] = std::stoi(value);
+    if (name == feature::kQkRopeHeadDim) latent["model"]["qk_rope_head_dim"] = std::stoi(value);
+    return contract_batch(latent);
   }
   return std::nullopt;
 }

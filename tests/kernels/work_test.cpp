@@ -1,6 +1,6 @@
 // Every variant's work() is the batch's minimum traffic for where its family reads K/V from (the
-// page table for paged_decode and prefix_prefill, per-sequence buffers for flash_fwd and
-// blocksparse), and its FLOPs are 4 x head_dim x the visible pairs of the same visibility.
+// page table for paged_decode, prefix_prefill and mla_decode, per-sequence buffers for flash_fwd
+// and blocksparse), and its FLOPs are 4 x head_dim x the visible pairs of the same visibility.
 #include <gtest/gtest.h>
 
 #include "kernels/registry.hpp"
@@ -29,8 +29,9 @@ Batch windowed_shared_decode() {
 }
 
 KvStorage storage_of(Family family) {
-  return family == Family::paged_decode || family == Family::prefix_prefill ? KvStorage::paged
-                                                                            : KvStorage::contiguous;
+  const bool paged = family == Family::paged_decode || family == Family::prefix_prefill ||
+                     family == Family::mla_decode;
+  return paged ? KvStorage::paged : KvStorage::contiguous;
 }
 
 TEST(VariantWork, IsTheMinimumTrafficOfItsStorageAndTheVisiblePairs) {

@@ -132,5 +132,17 @@ TEST(Roofline, AppliesTheScaledFractionAsMeasuredAndTheClockOfTheMeasurement) {
   EXPECT_GT(*m.ceiling_fraction, 1.0);
 }
 
+// Decode families are set against the read bandwidth (they read the cache once), the others
+// against the bf16 tensor rate.
+TEST(Roofline, DecodeFamiliesAreMemoryBoundAndTheOthersComputeBound) {
+  EXPECT_EQ(bound_of(Family::paged_decode), Bound::memory);
+  EXPECT_EQ(bound_of(Family::mla_decode), Bound::memory);
+  EXPECT_EQ(bound_of(Family::prefix_prefill), Bound::compute);
+  EXPECT_EQ(bound_of(Family::flash_fwd), Bound::compute);
+  EXPECT_EQ(bound_of(Family::blocksparse), Bound::compute);
+  EXPECT_EQ(family_from_string("mla_decode"), Family::mla_decode);
+  EXPECT_EQ(to_string(Family::mla_decode), "mla_decode");
+}
+
 }  // namespace
 }  // namespace attn

@@ -98,9 +98,9 @@ TEST(WorkloadParse, UnknownKeysAreRejectedWithTheExpectedOnes) {
   auto problems = problems_of(doc);
   EXPECT_PROBLEM(
       problems,
-      "/model/head_dimm: unknown key (expected one of: attention_sinks, dtype, head_dim, "
-      "kv_dtype, kv_scale, logits_soft_cap, num_kv_heads, num_q_heads, sliding_window, "
-      "softmax_scale, v_head_dim)",
+      "/model/head_dimm: unknown key (expected one of: attention, attention_sinks, dtype, "
+      "head_dim, kv_dtype, kv_lora_rank, kv_scale, logits_soft_cap, num_kv_heads, num_q_heads, "
+      "qk_nope_head_dim, qk_rope_head_dim, sliding_window, softmax_scale, v_head_dim)",
       "did you mean \"head_dim\"");
   EXPECT_PROBLEM(problems,
                  "/extra: unknown key (expected one of: description, kv_cache, mask, model,");

@@ -1,0 +1,43 @@
+// What the mla_decode family declares and counts, and its registration.
+#include "kernels/mla_decode/mla_decode_variants.hpp"
+#include "kernels/registry.hpp"
+#include "workloads/workload_validation.hpp"
+
+namespace attn {
+
+std::unique_ptr<Variant> make_mla_decode_cpu_reference();
+
+FeatureSet mla_decode_features() {
+  return FeatureSet()
+      .with(feature::kLatentAttention)
+      .with(feature::kQueries, {"decode", "prefill", "mixed"})
+      .with(feature::kMask, {"causal", "non_causal"})
+      .with(feature::kSharedPrefix)
+      .with(feature::kKvLayout, {"nhd"})
+      .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor"})
+      .with_range(feature::kKvLoraRank, kMinKvLoraRank, kMaxKvLoraRank)
+      .with_range(feature::kQkRopeHeadDim, kMinQkRopeHeadDim, kMaxQkRopeHeadDim)
+      .with_range(feature::kPageSize, 1, kMaxPageSize)
+      .note(feature::kHeadDim, "paged_decode and prefix_prefill run standard attention");
+}
+
+Support mla_decode_supports_batch(const Batch& batch) {
+  if (batch.max_query_len() > kMlaDecodeMaxQueryTokens) {
+    return Support::no("mla_decode takes up to " + std::to_string(kMlaDecodeMaxQueryTokens) +
+                       " query tokens per sequence (decode and speculative decode); this batch "
+                       "has " +
+                       std::to_string(batch.max_query_len()));
+  }
+  return Support::yes();
+}
+
+Work mla_decode_work(const Batch& batch) {
+  return minimum_work(batch, KvStorage::paged);
+}
+
+void add_mla_decode_variants(Registry& registry) {
+  registry.add(make_mla_decode_cpu_reference());
+}
+
+}  // namespace attn
