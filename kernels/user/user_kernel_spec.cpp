@@ -33,8 +33,13 @@ const std::vector<std::string> kAlwaysReported = {feature::kQueries,  feature::k
                                                   feature::kKvLayout, feature::kDtype,
                                                   feature::kHeadDim,  feature::kPageSize};
 
-// Batch features the parameter block cannot describe: a spec may not declare them.
-const std::vector<std::string> kNotInParameterBlock = {feature::kVHeadDim};
+// Batch features the parameter block (attn_bench/user_kernel.h) cannot describe, and why: a spec
+// may not declare them.
+const std::vector<std::pair<std::string, std::string>> kNotInParameterBlock = {
+    {feature::kVHeadDim, "it gives V the width and strides of K"},
+    {feature::kLatentAttention, "it has no latent cache"},
+    {feature::kKvLoraRank, "it has no latent cache"},
+    {feature::kQkRopeHeadDim, "it has no latent cache"}};
 
 class UserSpecReader : public JsonFieldReader {
  public:
@@ -314,11 +319,12 @@ class UserSpecReader : public JsonFieldReader {
     const json* features = object_member(root, "", "features", true, ok);
     if (features == nullptr) return;
     json declared = *features;
-    for (const std::string& name : kNotInParameterBlock) {
+    for (const auto& [name, why] : kNotInParameterBlock) {
       if (!declared.contains(name)) continue;
       add("/features/" + name,
-          "not available to user kernels: the parameter block (attn_bench/user_kernel.h) gives V "
-          "the width and strides of K");
+          "not available to user kernels: the parameter block (attn_bench/user_kernel.h) cannot "
+          "describe it (" +
+              why + ")");
       declared.erase(name);
     }
     check_keys(declared, "/features", declarable_features());
@@ -535,10 +541,9 @@ std::vector<std::string> UserKernelSpec::axis_names() const {
 std::vector<std::string> declarable_features() {
   std::vector<std::string> names;
   for (const FeatureInfo& info : feature_schema()) {
-    if (std::find(kNotInParameterBlock.begin(), kNotInParameterBlock.end(), info.name) ==
-        kNotInParameterBlock.end()) {
-      names.push_back(info.name);
-    }
+    const bool excluded = std::any_of(kNotInParameterBlock.begin(), kNotInParameterBlock.end(),
+                                      [&](const auto& entry) { return entry.first == info.name; });
+    if (!excluded) names.push_back(info.name);
   }
   return names;
 }

@@ -61,7 +61,7 @@ struct UserKernelSpec {
 
 // The batch features a spec may declare: every feature of the batch schema but those the
 // parameter block (version 1) cannot describe: a V narrower than K (v_head_dim; V shares K's
-// strides and width there).
+// strides and width there) and latent attention (no latent cache there).
 std::vector<std::string> declarable_features();
 
 // The names an expression may use besides the axes: what the batch and the target give.
