@@ -77,6 +77,17 @@ void JsonFieldReader::add(const std::string& pointer, const std::string& message
   }
 }
 
+void JsonFieldReader::take_problems(const JsonFieldReader& other) {
+  for (const std::string& problem : other.problems) {
+    if (problems.size() < kMaxListedProblems) {
+      problems.push_back(problem);
+    } else {
+      ++omitted_problems;
+    }
+  }
+  omitted_problems += other.omitted_problems;
+}
+
 void JsonFieldReader::check_keys(const json& object, const std::string& pointer,
                                  const std::vector<std::string>& allowed,
                                  const std::vector<std::string>& v2_only) {

@@ -36,6 +36,9 @@ class JsonFieldReader {
 
   void add(const std::string& pointer, const std::string& message);
 
+  // Adds the problems another reader (of one section) collected, under the same limit.
+  void take_problems(const JsonFieldReader& other);
+
   // Rejects keys outside `allowed`; keys of `v2_only` are rejected in a schema_version 1 file.
   void check_keys(const json& object, const std::string& pointer,
                   const std::vector<std::string>& allowed,
