@@ -314,7 +314,7 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
   // (apps/interrupt.hpp).
   interrupt.emplace("attn-tune");
   interrupt->close_runs_in(db);
-  sweep.set_stop_request([&interrupt] { return interrupt->requested(); });
+  sweep.set_stop_request(stop_requested);
   sweep.set_progress_terminal(stderr_is_terminal());  // a bar on a terminal, lines in a log
   const RunRecord record = run_record("attn-tune tune", invocation);
   TuneReport report;

@@ -1,7 +1,7 @@
 #include "kernels/coverage.hpp"
 
-#include "kernels/device/device_info.hpp"
 #include "kernels/feature_set.hpp"
+#include "kernels/target_description.hpp"
 #include "workloads/batch.hpp"
 #include "workloads/batch_features.hpp"
 
@@ -12,15 +12,6 @@ namespace {
 // The most configs of one variant's space tried on one batch before the variant is counted as
 // declining it (every built-in space is far smaller).
 constexpr size_t kMaxConfigsPerBatch = 1 << 16;
-
-// A described sm_90 GPU (H100/H200-like): every CUDA variant of the registry can run on it.
-Target described_hopper() {
-  DeviceInfo device;
-  device.cc_major = 9;
-  device.sm_count = 132;
-  device.max_shared_per_block_optin = 227 * 1024;
-  return Target::cuda(device);
-}
 
 struct Cell {
   int head_dim = 0, v_head_dim = 0;
@@ -166,7 +157,8 @@ const CoverageAxes& coverage_axes() {
 }
 
 std::vector<CoverageCell> coverage_matrix(const Registry& registry) {
-  const Target gpu = described_hopper(), cpu = Target::cpu();
+  // The default description: an H100-like sm_90a, on which every CUDA variant can run.
+  const Target gpu = described_cuda_target(TargetDescription{}), cpu = Target::cpu();
   std::vector<Family> families;
   std::vector<FeatureSet> declared;
   for (const auto& variant : registry.variants()) {

@@ -12,6 +12,7 @@
 
 #include "base/kernel_config.hpp"
 #include "kernels/target.hpp"
+#include "kernels/target_description.hpp"
 #include "kernels/variant.hpp"
 #include "workloads/batch.hpp"
 
@@ -48,16 +49,5 @@ SearchSpace build_space(const Variant& variant, const Batch& batch, const Target
 // whose axis none of `variants` has.
 void require_known_axes(const std::vector<const Variant*>& variants, const Batch& batch,
                         const std::vector<AxisOverride>& overrides);
-
-// The target to describe a GPU that is not present ("--arch sm_90a --sm-count 132 --smem 232448").
-// An H100 SXM when nothing is given.
-struct TargetDescription {
-  std::string arch = "sm_90a";
-  int sm_count = 132;
-  int max_shared_per_block = 232448;  // 227 KiB: the opt-in limit of Hopper
-  std::string name = "described target";
-};
-// Throws UsageError for an arch that is not "sm_<major><minor>[a]" or non-positive counts.
-Target described_cuda_target(const TargetDescription& description);
 
 }  // namespace attn

@@ -12,8 +12,6 @@ namespace attn {
 
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-
 // Bytes per sequence of the Batch's per-sequence arrays (context, query and kv lengths and their
 // two prefix sums: 5 x 8; page_indptr, last_page_len, prefix_source: 3 x 4; shared_prefix_len: 8)
 // and of generate_batch's temporaries (the drawn lengths: 16; shared pages: 8), rounded up.

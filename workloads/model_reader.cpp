@@ -10,12 +10,6 @@
 
 namespace attn {
 
-namespace {
-
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-
-}  // namespace
-
 bool ModelReader::read(const json& root, ModelShape& model) {
   bool ok = true;
   const json* object = object_member(root, "", "model", true, ok);

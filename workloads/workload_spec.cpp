@@ -22,7 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxBlockSize = 4096;      // block_sparse.block_size
 constexpr int64_t kMaxBlockCount = 1 << 20;  // local_blocks, vertical_stride, head_sliding_step
 constexpr int64_t kMaxTreeNodes = 4096;      // explicit.parents and branches

@@ -10,8 +10,6 @@ namespace attn {
 
 namespace {
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-
 int64_t saturating_add(int64_t a, int64_t b) {
   int64_t out;
   return __builtin_add_overflow(a, b, &out) ? kInt64Max : out;

@@ -4,12 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "workloads/workload_spec.hpp"
 
 namespace attn {
+
+// The largest size a count can hold: whole-batch sizes saturate at it (reported "at least").
+inline constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 // Per-field limits.
 inline constexpr int kMaxQueryHeads = 256;
