@@ -1,0 +1,122 @@
+// mla_decode.sm80_mma on the GPU: random latent batches (q head counts 1 to 128, latent widths,
+// page sizes 1 to 256, lengths with 0 and 1 keys, 1 to 4 query tokens, causal or not, bf16 or
+// fp16) and random valid configs, each verified against the CPU reference (double accumulation)
+// on a NaN-poisoned output by the Evaluator before anything is timed; then the split merge on
+// its own, with every fixed split count on one batch.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
+#include "tests/gpu_case_budget.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/kernels/mla_decode/latent_batch.hpp"
+#include "tests/kernels/paged_decode/random_decode_batch.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+using testing::pick;
+
+Measurement evaluate_once(const Batch& batch, const Variant& variant, const KernelConfig& config) {
+  auto& env = testing::gpu();
+  auto options = testing::test_evaluator_options();
+  options.reference = ReferenceOracle::cpu;
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  return evaluator->evaluate(variant, config);
+}
+
+std::string describe(const nlohmann::json& spec, const KernelConfig& config) {
+  return spec.dump() + " config " + config.key();
+}
+
+// A random latent workload whose CPU reference stays under a second or two of the cores.
+nlohmann::json random_latent_spec(std::mt19937_64& rng) {
+  testing::LatentShape shape;
+  shape.q_heads = pick(rng, std::vector<int>{1, 2, 8, 16, 22, 64, 128});
+  shape.kv_lora_rank = pick(rng, std::vector<int>{512, 512, 256, 128});
+  shape.qk_rope_head_dim = pick(rng, std::vector<int>{64, 64, 128});
+  shape.page_size = pick(rng, std::vector<int>{1, 16, 64, 64, 100, 256});
+  shape.causal = std::bernoulli_distribution(0.8)(rng);
+  shape.allocation = pick(rng, std::vector<std::string>{"shuffled", "contiguous"});
+  const int max_query = pick(rng, std::vector<int>{1, 1, 2, 4});
+  const double width = shape.kv_lora_rank + shape.qk_rope_head_dim;
+  const int64_t key_budget = int64_t(6e7 / (width * shape.q_heads * max_query));
+  const int seqs = std::uniform_int_distribution<int>(1, 12)(rng);
+  shape.sequences.clear();
+  for (int s = 0; s < seqs; ++s) {
+    int64_t context = pick(rng, std::vector<int64_t>{0, 1, 2, 63, 64, 65});
+    if (std::bernoulli_distribution(0.6)(rng)) {
+      context =
+          std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(1, key_budget / seqs))(rng);
+    }
+    const int64_t query = std::uniform_int_distribution<int64_t>(1, max_query)(rng);
+    shape.sequences.push_back({context, query});
+  }
+  nlohmann::json spec = testing::latent_workload_json(shape);
+  if (std::bernoulli_distribution(0.3)(rng)) spec["model"]["dtype"] = "fp16";
+  spec["seed"] = std::uniform_int_distribution<int>(1, 1 << 30)(rng);
+  return spec;
+}
+
+TEST(MlaSm80MmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("mla_decode.sm80_mma");
+  const Target target = Target::cuda(testing::gpu().device());
+  const uint64_t seed = testing::test_seed_or_clock();
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const nlohmann::json spec = random_latent_spec(rng);
+    const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
+    KernelConfig config = variant.default_config(batch, target);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      KernelConfig candidate;
+      for (const ConfigAxis& axis : variant.space(batch, target)) {
+        candidate.set(axis.name, pick(rng, axis.values));
+      }
+      if (variant.check(batch, candidate, target)) {
+        config = candidate;
+        break;
+      }
+    }
+    ASSERT_TRUE(variant.check(batch, config, target)) << describe(spec, config);
+    const Measurement m = evaluate_once(batch, variant, config);
+    EXPECT_EQ(m.disposition, Disposition::passed) << describe(spec, config) << ": " << m.reason;
+  }
+  EXPECT_GE(budget.checked(), 12);
+  testing::print_case_summary(budget, seed);
+}
+
+// DeepSeek-V3's widths with 16 heads and speculative decode: every fixed split count (the merge
+// of 2 to 64 partial results, sequences with fewer blocks than splits) and the planner's.
+TEST(MlaSm80MmaGpu, EverySplitCountMergesToTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("mla_decode.sm80_mma");
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::LatentShape shape;
+  shape.q_heads = 16;
+  shape.kv_lora_rank = 512;
+  shape.qk_rope_head_dim = 64;
+  shape.page_size = 64;
+  shape.sequences = {{3000, 1}, {0, 2}, {1, 1}, {700, 3}, {64, 4}};
+  const Batch batch =
+      generate_batch(parse_workload(testing::latent_workload_json(shape).dump(), "latent"));
+  for (const int64_t splits : {0, 1, 2, 4, 8, 16, 32, 64}) {
+    KernelConfig config = variant.default_config(batch, target);
+    config.set("num_splits", splits);
+    ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
+    const Measurement m = evaluate_once(batch, variant, config);
+    EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
+  }
+}
+
+}  // namespace
+}  // namespace attn
