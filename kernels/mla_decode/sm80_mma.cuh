@@ -56,10 +56,11 @@ __device__ __forceinline__ void copy_rows(unsigned char* tile, int rows, Source 
 
 }  // namespace mla_sm80
 
-template <int DTYPE, int RANK, int ROPE, int M_TILES, int BLOCK, int WARPS, int STAGES>
+template <int DTYPE, int RANK, int ROPE, int M_TILES, int BLOCK, int WARPS, int STAGES,
+          bool QK_DIMS>
 __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80Params p) {
   namespace traits = mla_decode::sm80_mma;
-  static_assert(traits::check(RANK, ROPE, M_TILES, BLOCK, WARPS, STAGES) == traits::kOk,
+  static_assert(traits::check(RANK, ROPE, M_TILES, BLOCK, WARPS, STAGES, QK_DIMS) == traits::kOk,
                 "mla_decode.sm80_mma config breaks a rule of sm80_mma_traits.hpp");
   constexpr int D = RANK + ROPE;
   constexpr int CHUNKS = D / 8;
@@ -71,6 +72,15 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr int OT = CW / 8;         // n8 tiles of the warp's output
   constexpr int P_STRIDE = BLOCK + 8;
   constexpr int STAGE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
+  // qk_by_dims: the warp's slice of the width, its k16 steps, the block's score tiles, the
+  // partial scores' row stride, and the softmax's columns per warp, lanes per row, scores per lane.
+  constexpr int DW = D / WARPS;
+  constexpr int DK = DW / 16;
+  constexpr int SNT = BLOCK / 8;
+  constexpr int S_STRIDE = BLOCK + 8;
+  constexpr int CB = BLOCK / WARPS;
+  constexpr int LPR = QK_DIMS ? traits::lanes_per_row(M_TILES) : 1;
+  constexpr int E = QK_DIMS ? traits::scores_per_lane(M_TILES, BLOCK, WARPS) : 4;
   const float kNegInf = -__int_as_float(0x7f800000);
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -81,6 +91,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
                                           traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
   float* merge_s = sum_s + WARPS * ROWS;  // [kMaxSplits][ROWS] weights, then [ROWS] unused
+  float* red_s = merge_s + traits::merge_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
   __shared__ int last_split;
 
   const int* work = p.work + 5 * blockIdx.x;
@@ -135,6 +146,10 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
     row_max[mt][0] = row_max[mt][1] = kNegInf;
     row_sum[mt][0] = row_sum[mt][1] = 0.0f;
   }
+  // qk_by_dims: Q's slice as A fragments, and the running max and partial sum of the row whose
+  // scores this lane takes in the softmax.
+  unsigned q_frag[QK_DIMS ? M_TILES : 1][QK_DIMS ? DK : 1][4];
+  float soft_max = kNegInf, soft_sum = 0.0f;
 
   const unsigned q_addr = shared_address(q_s);
   const unsigned p_addr = shared_address(p_s);
@@ -152,95 +167,250 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
     const unsigned stage = shared_address(kv_s + (b % STAGES) * STAGE_BYTES);
     const int key0 = key_begin + b * BLOCK;
 
-    // 1. S = Q K^T for the warp's KW keys, k32 at a time.
-    float s[M_TILES][NT][4];
+    if constexpr (QK_DIMS) {
+      // 1. S = Q K^T split by width: the warp's DW-wide slice of Q stays in registers (loaded
+      // once) and multiplies the same slice of every key of the block; the warps' partial scores
+      // meet in shared memory.
+      if (b == 0) {
 #pragma unroll
-    for (int mt = 0; mt < M_TILES; ++mt) {
+        for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
+          for (int k = 0; k < DK; ++k) {
+            ldmatrix_x4(q_frag[mt][k],
+                        q_addr + mla_sm80::swizzled<CHUNKS>(mt * 16 + lane % 16,
+                                                            (warp * DW + k * 16) / 8 + lane / 16));
+          }
+        }
       }
-    }
-#pragma unroll 2
-    for (int kk = 0; kk < D / 32; ++kk) {
-      unsigned a[M_TILES][2][4];
+      float part[M_TILES][SNT][4];
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < SNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part[mt][nt][e] = 0.0f;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < DK; ++k) {
+#pragma unroll
+        for (int np = 0; np < SNT / 2; ++np) {
+          unsigned k_frag[4];
+          ldmatrix_x4(k_frag, stage + mla_sm80::swizzled<CHUNKS>(
+                                          np * 16 + lane % 8 + 8 * (lane / 16),
+                                          (warp * DW + k * 16) / 8 + (lane / 8) % 2));
+#pragma unroll
+          for (int mt = 0; mt < M_TILES; ++mt) {
+            mma_m16n8k16<DTYPE>(part[mt][2 * np], q_frag[mt][k], k_frag[0], k_frag[1]);
+            mma_m16n8k16<DTYPE>(part[mt][2 * np + 1], q_frag[mt][k], k_frag[2], k_frag[3]);
+          }
+        }
+      }
+      float* mine = red_s + warp * ROWS * S_STRIDE;
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < SNT; ++nt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            *reinterpret_cast<float2*>(mine + (mt * 16 + lane / 4 + 8 * h) * S_STRIDE + nt * 8 +
+                                       2 * (lane % 4)) =
+                make_float2(part[mt][nt][2 * h], part[mt][nt][2 * h + 1]);
+          }
+        }
+      }
+      __syncthreads();
+
+      // 2. The warp's CB columns of the block: LPR lanes per row, E scores each, summed over the
+      // warps' partials; the row maxima through shared memory, then P as 16-bit values.
+      const int sr = lane / LPR, sc = warp * CB + (lane % LPR) * E;
+      const bool masked = key0 + BLOCK > first_limit;
+      const int end = masked ? min(limit(sr), key_end) : 0;
+      float x[E];
+      float m = kNegInf;
+#pragma unroll
+      for (int i = 0; i < E; i += 4) {
+        float4 v = *reinterpret_cast<const float4*>(red_s + sr * S_STRIDE + sc + i);
+#pragma unroll
+        for (int w = 1; w < WARPS; ++w) {
+          const float4 u =
+              *reinterpret_cast<const float4*>(red_s + (w * ROWS + sr) * S_STRIDE + sc + i);
+          v.x += u.x;
+          v.y += u.y;
+          v.z += u.z;
+          v.w += u.w;
+        }
+        const float vs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float logit = vs[j] * p.scale_log2;
+          if (masked && key0 + sc + i + j >= end) logit = kNegInf;
+          x[i + j] = logit;
+          m = fmaxf(m, logit);
+        }
+      }
+      if constexpr (LPR == 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      if (lane % LPR == 0) max_s[warp * ROWS + sr] = m;
+      __syncthreads();
+      {
+        float top = soft_max;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) top = fmaxf(top, max_s[w * ROWS + sr]);
+        const float base = top == kNegInf ? 0.0f : top;
+        const float rescale = exp2_ftz(soft_max - base);
+        soft_max = top;
+        float sum = 0.0f;
+        unsigned packed[E / 2];
+#pragma unroll
+        for (int i = 0; i < E; i += 2) {
+          const float p0 = exp2_ftz(x[i] - base), p1 = exp2_ftz(x[i + 1] - base);
+          sum += p0 + p1;
+          packed[i / 2] = pack2<DTYPE>(p0, p1);
+        }
+        soft_sum = soft_sum * rescale + sum;
+        unsigned short* dst = p_s + sr * P_STRIDE + sc;
+#pragma unroll
+        for (int i = 0; i < E / 2; i += 2) {
+          *reinterpret_cast<uint2*>(dst + 2 * i) = make_uint2(packed[i], packed[i + 1]);
+        }
+      }
 #pragma unroll
       for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          ldmatrix_x4(a[mt][h], q_addr + mla_sm80::swizzled<CHUNKS>(mt * 16 + lane % 16,
-                                                                    kk * 4 + 2 * h + lane / 16));
-        }
-      }
+          const int r = mt * 16 + lane / 4 + 8 * h;
+          float top = row_max[mt][h];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        unsigned k_frag[4];
-        ldmatrix_x4(k_frag, stage + mla_sm80::swizzled<CHUNKS>(warp * KW + nt * 8 + lane % 8,
-                                                               kk * 4 + lane / 8));
+          for (int w = 0; w < WARPS; ++w) top = fmaxf(top, max_s[w * ROWS + r]);
+          const float rescale = exp2_ftz(row_max[mt][h] - (top == kNegInf ? 0.0f : top));
+          row_max[mt][h] = top;
 #pragma unroll
-        for (int mt = 0; mt < M_TILES; ++mt) {
-          mma_m16n8k16<DTYPE>(s[mt][nt], a[mt][0], k_frag[0], k_frag[1]);
-          mma_m16n8k16<DTYPE>(s[mt][nt], a[mt][1], k_frag[2], k_frag[3]);
-        }
-      }
-    }
-
-    // 2. Logits in base 2, hidden keys at -inf; the block's row maxima through shared memory.
-    const bool masked = key0 + BLOCK > first_limit;
-#pragma unroll
-    for (int mt = 0; mt < M_TILES; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = mt * 16 + lane / 4 + 8 * h;
-        const int end = masked ? min(limit(r), key_end) : 0;
-        float m = kNegInf;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float x = s[mt][nt][2 * h + e] * p.scale_log2;
-            if (masked && key0 + warp * KW + nt * 8 + 2 * (lane % 4) + e >= end) x = kNegInf;
-            s[mt][nt][2 * h + e] = x;
-            m = fmaxf(m, x);
+          for (int ot = 0; ot < OT; ++ot) {
+            acc[mt][ot][2 * h] *= rescale;
+            acc[mt][ot][2 * h + 1] *= rescale;
           }
         }
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        if (lane % 4 == 0) max_s[warp * ROWS + r] = m;
       }
-    }
-    __syncthreads();
+      __syncthreads();
+    } else {
+      // 1. S = Q K^T for the warp's KW keys, k16 at a time. Each score accumulates over the whole
+      // width (rank + rope, 36 k16 steps at DeepSeek's 576): consecutive k16 steps go to CHAINS
+      // independent accumulators, summed at the end, so the mma latency is not paid 36 times in a
+      // row where the warp has few score tiles.
+      constexpr int CHAINS = M_TILES * NT >= 4 ? 1 : (M_TILES * NT >= 2 ? 2 : 4);
+      float chain[CHAINS][M_TILES][NT][4];
 #pragma unroll
-    for (int mt = 0; mt < M_TILES; ++mt) {
+      for (int c = 0; c < CHAINS; ++c) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = mt * 16 + lane / 4 + 8 * h;
-        float m = row_max[mt][h];
+        for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w) m = fmaxf(m, max_s[w * ROWS + r]);
-        // A row that has seen no key yet keeps max -inf; its P and rescale are then 0.
-        const float base = m == kNegInf ? 0.0f : m;
-        const float rescale = exp2_ftz(row_max[mt][h] - base);
-        row_max[mt][h] = m;
-        float sum = 0.0f;
+          for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) chain[c][mt][nt][e] = 0.0f;
+          }
+        }
+      }
+#pragma unroll 1
+      for (int kk = 0; kk < D / 64; ++kk) {  // 64 dims: two k32 halves, four k16 steps
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int k32 = 2 * kk + half;
+          unsigned a[M_TILES][2][4];
+#pragma unroll
+          for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              ldmatrix_x4(a[mt][h], q_addr + mla_sm80::swizzled<CHUNKS>(
+                                                 mt * 16 + lane % 16, k32 * 4 + 2 * h + lane / 16));
+            }
+          }
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            unsigned k_frag[4];
+            ldmatrix_x4(k_frag, stage + mla_sm80::swizzled<CHUNKS>(warp * KW + nt * 8 + lane % 8,
+                                                                   k32 * 4 + lane / 8));
+#pragma unroll
+            for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                mma_m16n8k16<DTYPE>(chain[(2 * half + h) % CHAINS][mt][nt], a[mt][h], k_frag[2 * h],
+                                    k_frag[2 * h + 1]);
+              }
+            }
+          }
+        }
+      }
+      float s[M_TILES][NT][4];
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-          const float p0 = exp2_ftz(s[mt][nt][2 * h] - base);
-          const float p1 = exp2_ftz(s[mt][nt][2 * h + 1] - base);
-          sum += p0 + p1;
-          *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + warp * KW + nt * 8 + 2 * (lane % 4)) =
-              pack2<DTYPE>(p0, p1);
-        }
-        row_sum[mt][h] = row_sum[mt][h] * rescale + sum;
 #pragma unroll
-        for (int ot = 0; ot < OT; ++ot) {
-          acc[mt][ot][2 * h] *= rescale;
-          acc[mt][ot][2 * h + 1] *= rescale;
+          for (int e = 0; e < 4; ++e) {
+            float sum = chain[0][mt][nt][e];
+#pragma unroll
+            for (int c = 1; c < CHAINS; ++c) sum += chain[c][mt][nt][e];
+            s[mt][nt][e] = sum;
+          }
         }
       }
+
+      // 2. Logits in base 2, hidden keys at -inf; the block's row maxima through shared memory.
+      const bool masked = key0 + BLOCK > first_limit;
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mt * 16 + lane / 4 + 8 * h;
+          const int end = masked ? min(limit(r), key_end) : 0;
+          float m = kNegInf;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float x = s[mt][nt][2 * h + e] * p.scale_log2;
+              if (masked && key0 + warp * KW + nt * 8 + 2 * (lane % 4) + e >= end) x = kNegInf;
+              s[mt][nt][2 * h + e] = x;
+              m = fmaxf(m, x);
+            }
+          }
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+          if (lane % 4 == 0) max_s[warp * ROWS + r] = m;
+        }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mt * 16 + lane / 4 + 8 * h;
+          float m = row_max[mt][h];
+#pragma unroll
+          for (int w = 0; w < WARPS; ++w) m = fmaxf(m, max_s[w * ROWS + r]);
+          // A row that has seen no key yet keeps max -inf; its P and rescale are then 0.
+          const float base = m == kNegInf ? 0.0f : m;
+          const float rescale = exp2_ftz(row_max[mt][h] - base);
+          row_max[mt][h] = m;
+          float sum = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const float p0 = exp2_ftz(s[mt][nt][2 * h] - base);
+            const float p1 = exp2_ftz(s[mt][nt][2 * h + 1] - base);
+            sum += p0 + p1;
+            *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + warp * KW + nt * 8 + 2 * (lane % 4)) =
+                pack2<DTYPE>(p0, p1);
+          }
+          row_sum[mt][h] = row_sum[mt][h] * rescale + sum;
+#pragma unroll
+          for (int ot = 0; ot < OT; ++ot) {
+            acc[mt][ot][2 * h] *= rescale;
+            acc[mt][ot][2 * h + 1] *= rescale;
+          }
+        }
+      }
+      __syncthreads();
     }
-    __syncthreads();
 
     // 3. O += P V over the warp's CW output columns, k16 keys at a time.
 #pragma unroll
@@ -269,14 +439,20 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   cp_async_wait<0>();
 
   // Row sums over the warps; each row's normaliser and log2-sum-exp.
+  if constexpr (QK_DIMS) {
+    float l = soft_sum;
+    if constexpr (LPR == 2) l += __shfl_xor_sync(0xffffffffu, l, 1);
+    if (lane % LPR == 0) sum_s[warp * ROWS + lane / LPR] = l;
+  } else {
 #pragma unroll
-  for (int mt = 0; mt < M_TILES; ++mt) {
+    for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float l = row_sum[mt][h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      if (lane % 4 == 0) sum_s[warp * ROWS + mt * 16 + lane / 4 + 8 * h] = l;
+      for (int h = 0; h < 2; ++h) {
+        float l = row_sum[mt][h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        if (lane % 4 == 0) sum_s[warp * ROWS + mt * 16 + lane / 4 + 8 * h] = l;
+      }
     }
   }
   __syncthreads();

@@ -4,8 +4,11 @@
 //
 // A CTA computes TILE_ROWS = 16 x m_tiles rows (a row is one (query token, q head) pair of one
 // sequence) against one split of the sequence's keys, block_tokens keys at a time:
-//   S = Q K^T   Q [rows][rank + rope] and the latent block [keys][rank + rope]; the block's keys
-//               are dealt to the warps, block_tokens / warps each (at least one n8 tile)
+//   S = Q K^T   Q [rows][rank + rope] and the latent block [keys][rank + rope], split over the
+//               warps by keys (qk_by_dims 0: block_tokens / warps keys each, at least one n8
+//               tile; Q re-read from shared memory every block) or by width (qk_by_dims 1: a
+//               (rank + rope) / warps slice each, k16 steps, Q's slice held in registers; the
+//               partial scores summed through shared memory, a share of the columns per warp)
 //   O += P V    P [rows][keys] through shared memory, V the same latent block's first rank
 //               columns; the output columns are dealt to the warps, rank / warps each
 #pragma once
@@ -45,21 +48,40 @@ ATTN_HOST_DEVICE constexpr int p_bytes(int m_tiles, int block_tokens) {
 ATTN_HOST_DEVICE constexpr int reduce_bytes(int m_tiles, int warps) {
   return 2 * warps * tile_rows(m_tiles) * 4;
 }
+// qk_by_dims: the warps' partial scores, [warps][rows][block_tokens + 8] floats (8 floats of
+// padding keep the fragment stores at two wavefronts).
+ATTN_HOST_DEVICE constexpr int partial_score_bytes(int m_tiles, int block_tokens, int warps,
+                                                   bool qk_by_dims) {
+  return qk_by_dims ? warps * tile_rows(m_tiles) * (block_tokens + 8) * 4 : 0;
+}
+// qk_by_dims: lanes per row in the softmax of a warp's share of the columns, and scores per lane.
+ATTN_HOST_DEVICE constexpr int lanes_per_row(int m_tiles) {
+  return 32 / tile_rows(m_tiles);
+}
+ATTN_HOST_DEVICE constexpr int scores_per_lane(int m_tiles, int block_tokens, int warps) {
+  return block_tokens / warps / lanes_per_row(m_tiles);
+}
 // The split merge: one weight per split and row, and each row's normaliser.
 ATTN_HOST_DEVICE constexpr int merge_bytes(int m_tiles) {
   return (kMaxSplits + 1) * tile_rows(m_tiles) * 4;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int m_tiles, int block_tokens,
-                                            int warps, int stages) {
+                                            int warps, int stages, bool qk_by_dims = false) {
   return q_bytes(rank, rope, m_tiles) + stages * stage_bytes(rank, rope, block_tokens) +
-         p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + merge_bytes(m_tiles);
+         p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + merge_bytes(m_tiles) +
+         partial_score_bytes(m_tiles, block_tokens, warps, qk_by_dims);
 }
 // Per-thread registers of the live arrays: the output accumulator (rows x rank / warps floats over
-// 32 lanes), the warp's scores (rows x block_tokens / warps), plus fragments and addresses.
-ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int m_tiles, int block_tokens,
-                                                 int warps) {
+// 32 lanes) and the warp's scores (rows x block_tokens / warps; qk_by_dims: rows x block_tokens
+// partial scores, and Q's slice, rows x (rank + rope) / warps 16-bit values), plus fragments and
+// addresses.
+ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int m_tiles, int block_tokens, int warps,
+                                                 bool qk_by_dims = false, int rope = 64) {
   return tile_rows(m_tiles) * (rank / warps) / 32 +
-         tile_rows(m_tiles) * (block_tokens / warps) / 32 + 64;
+         (qk_by_dims ? tile_rows(m_tiles) * block_tokens / 32 +
+                           tile_rows(m_tiles) * (rank + rope) / warps / 64
+                     : tile_rows(m_tiles) * (block_tokens / warps) / 32) +
+         64;
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
@@ -76,6 +98,7 @@ enum Rule : int {
   kBlockTokens,   // block_tokens: a multiple of 16 and of 8 x warps, at most 128
   kSharedMemory,  // more than kMaxSharedBytes
   kRegisters,     // too many registers per thread (would spill)
+  kDimsSplit,     // qk_by_dims: whole k16 steps per warp, 16 or 32 rows, 4 scores per lane
 };
 
 ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
@@ -100,13 +123,16 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
     case kRegisters:
       return "too many registers per thread (estimate {register_estimate}, limit "
              "{register_limit}): lower m_tiles or raise warps";
+    case kDimsSplit:
+      return "qk_by_dims needs (rank + rope) / warps a multiple of 16, m_tiles 1 or 2, and "
+             "block_tokens / warps a multiple of 4 x (32 / rows): use qk_by_dims 0";
     default:
       return "invalid config";
   }
 }
 
 ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_tokens, int warps,
-                                     int stages) {
+                                     int stages, bool qk_by_dims = false) {
   if (warps != 4 && warps != 8) return kWarps;
   if (rank <= 0 || rank % (16 * warps) != 0) return kRank;
   if (rope != 64 && rope != 128) return kRope;
@@ -115,9 +141,13 @@ ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_
   if (block_tokens < 16 || block_tokens % 16 != 0 || block_tokens % (8 * warps) != 0 ||
       block_tokens > 128)
     return kBlockTokens;
-  if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages) > kMaxSharedBytes)
+  if (qk_by_dims && ((rank + rope) % (16 * warps) != 0 || m_tiles > 2 ||
+                     scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0))
+    return kDimsSplit;
+  if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims) > kMaxSharedBytes)
     return kSharedMemory;
-  if (register_estimate(rank, m_tiles, block_tokens, warps) > kMaxRegisterEstimate)
+  if (register_estimate(rank, m_tiles, block_tokens, warps, qk_by_dims, rope) >
+      kMaxRegisterEstimate)
     return kRegisters;
   return kOk;
 }

@@ -22,17 +22,19 @@ namespace traits = mla_decode::sm80_mma;
 
 struct MlaSm80Config {
   int block_tokens, warps, m_tiles, stages, num_splits;
+  bool qk_by_dims;
   explicit MlaSm80Config(const KernelConfig& c)
       : block_tokens(int(c.get("block_tokens"))),
         warps(int(c.get("warps"))),
         m_tiles(int(c.get("m_tiles"))),
         stages(int(c.get("stages"))),
-        num_splits(int(c.get("num_splits"))) {}
+        num_splits(int(c.get("num_splits"))),
+        qk_by_dims(c.get("qk_by_dims") != 0) {}
   int check(int rank, int rope) const {
-    return traits::check(rank, rope, m_tiles, block_tokens, warps, stages);
+    return traits::check(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims);
   }
   int shared_bytes(int rank, int rope) const {
-    return traits::shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages);
+    return traits::shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims);
   }
 };
 
@@ -43,6 +45,11 @@ const ConfigAxes& axes() {
       {"m_tiles", {1, 2, 4}, "16-row mma tiles of (query token, q head) rows per CTA", 1},
       {"stages", {2, 3}, "cp.async pipeline depth: blocks in flight", 2},
       {"num_splits", {0, 1, 2, 4, 8, 16, 32, 64}, "splits of each sequence's keys; 0 = auto", 0},
+      {"qk_by_dims",
+       {0, 1},
+       "Q K^T split over the warps by keys (0: Q re-read from shared memory each block) or by "
+       "width (1: Q's slice in registers, partial scores summed in shared memory)",
+       0},
   };
   return kAxes;
 }
@@ -116,17 +123,18 @@ class MlaSm80MmaVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     const int rule = c.check(m.kv_lora_rank, m.qk_rope_head_dim);
     if (rule != traits::kOk) {
-      return Support::no(fill_rule(
-          traits::rule_text(rule),
-          {{"rank", m.kv_lora_rank},
-           {"rank_step", 16 * c.warps},
-           {"rope", m.qk_rope_head_dim},
-           {"keys_per_warp_step", 8 * c.warps},
-           {"shared_bytes", c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim)},
-           {"shared_limit", traits::kMaxSharedBytes},
-           {"register_estimate",
-            traits::register_estimate(m.kv_lora_rank, c.m_tiles, c.block_tokens, c.warps)},
-           {"register_limit", traits::kMaxRegisterEstimate}}));
+      return Support::no(
+          fill_rule(traits::rule_text(rule),
+                    {{"rank", m.kv_lora_rank},
+                     {"rank_step", 16 * c.warps},
+                     {"rope", m.qk_rope_head_dim},
+                     {"keys_per_warp_step", 8 * c.warps},
+                     {"shared_bytes", c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim)},
+                     {"shared_limit", traits::kMaxSharedBytes},
+                     {"register_estimate",
+                      traits::register_estimate(m.kv_lora_rank, c.m_tiles, c.block_tokens, c.warps,
+                                                c.qk_by_dims, m.qk_rope_head_dim)},
+                     {"register_limit", traits::kMaxRegisterEstimate}}));
     }
     const int smem = c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim);
     if (target.max_shared_per_block > 0 && smem > target.max_shared_per_block) {
@@ -234,7 +242,8 @@ class MlaSm80MmaVariant : public Variant {
     return "attn::mla_decode_sm80_mma<" + std::to_string(dtype_code_of(m.dtype)) + ", " +
            std::to_string(m.kv_lora_rank) + ", " + std::to_string(m.qk_rope_head_dim) + ", " +
            std::to_string(c.m_tiles) + ", " + std::to_string(c.block_tokens) + ", " +
-           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ">";
+           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
+           (c.qk_by_dims ? "true" : "false") + ">";
   }
 };
 

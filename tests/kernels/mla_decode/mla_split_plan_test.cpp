@@ -107,6 +107,13 @@ TEST(MlaSm80Traits, RulesRefuseWhatTheKernelCannotTile) {
   EXPECT_EQ(t::check(512, 64, 3, 32, 4, 2), t::kMTiles);
   EXPECT_EQ(t::check(512, 64, 4, 128, 8, 3), t::kSharedMemory);
   EXPECT_EQ(t::check(512, 64, 4, 32, 4, 2), t::kRegisters);  // 64 rows x 128 columns per warp
+  // Q K^T by width: whole k16 steps per warp (576 / 8 = 72 is not), 16 or 32 rows.
+  EXPECT_EQ(t::check(512, 64, 1, 32, 4, 2, true), t::kOk);
+  EXPECT_EQ(t::check(512, 64, 1, 64, 8, 2, true), t::kDimsSplit);
+  EXPECT_EQ(t::check(512, 64, 4, 64, 8, 2, true), t::kDimsSplit);
+  EXPECT_EQ(t::check(512, 64, 2, 32, 4, 2, true), t::kRegisters);
+  EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2, true) - t::shared_bytes(512, 64, 1, 32, 4, 2),
+            4 * 16 * 40 * 4);
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2),
             16 * 1152 + 2 * 32 * 1152 + 16 * 40 * 2 + 2 * 4 * 16 * 4 + 65 * 16 * 4);
 }

@@ -67,7 +67,8 @@ TEST(MlaSm80MmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
 }
 
 // DeepSeek-V3's widths with 16 heads and speculative decode: every fixed split count (the merge
-// of 2 to 64 partial results, sequences with fewer blocks than splits) and the planner's.
+// of 2 to 64 partial results, sequences with fewer blocks than splits) and the planner's, with
+// Q K^T split by keys and by width.
 TEST(MlaSm80MmaGpu, EverySplitCountMergesToTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -82,11 +83,15 @@ TEST(MlaSm80MmaGpu, EverySplitCountMergesToTheReference) {
   const Batch batch =
       generate_batch(parse_workload(testing::latent_workload_json(shape).dump(), "latent"));
   for (const int64_t splits : {0, 1, 2, 4, 8, 16, 32, 64}) {
-    KernelConfig config = variant.default_config(batch, target);
-    config.set("num_splits", splits);
-    ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
-    const Measurement m = evaluate_once(batch, variant, config);
-    EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
+    for (const int64_t by_dims : {0, 1}) {
+      KernelConfig config = variant.default_config(batch, target);
+      config.set("num_splits", splits);
+      config.set("qk_by_dims", by_dims);
+      if (by_dims) config.set("m_tiles", 1);
+      ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
+      const Measurement m = evaluate_once(batch, variant, config);
+      EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
+    }
   }
 }
 
