@@ -178,6 +178,27 @@ TEST(Sm80MmaGating, DefaultConfigIsSupportedForEveryHeadDimAndDevice) {
   }
 }
 
+// The planner's tile by head dim: t64.w4 up to 192 (at most 166 registers there), the smaller
+// t32.w2 for 256 below a full GQA group of 16, and for fp8 K/V at GQA <= 8.
+TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_mma_variant(registry);
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
+    for (bool fp8 : {false, true}) {
+      Batch batch = decode_batch(32, 8, head_dim);
+      if (fp8) {
+        batch.kv_dtype = DType::fp8_e4m3;
+        batch.k_scales = batch.v_scales = {1.0f};
+      }
+      const KernelConfig config = variant.default_config(batch, hopper());
+      const bool small = head_dim == 256 || fp8;
+      EXPECT_EQ(config.get("tile_tokens"), small ? 32 : 64) << head_dim << " " << fp8;
+      EXPECT_EQ(config.get("warps"), small ? 2 : 4) << head_dim << " " << fp8;
+      EXPECT_TRUE(variant.check(batch, config, hopper())) << head_dim << " " << fp8;
+    }
+  }
+}
+
 struct Feature {
   std::string name;
   std::string reason_mentions;  // empty: supported
