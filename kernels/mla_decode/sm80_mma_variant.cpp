@@ -91,13 +91,21 @@ class MlaSm80MmaVariant : public Variant {
     return axes().space();
   }
 
-  // Two m16 tiles where a sequence has at least 32 rows (q heads x query tokens), then the
-  // largest block that fits.
+  // From `attn-tune tune --strategy exhaustive` on an H200 (BENCHMARKS.md, mla_decode): under 32
+  // rows per sequence (16 q heads, one query token) Q K^T split by width over 32-key blocks (TP8
+  // preset: 131.8 us, against 149.0 split by keys); from 32 rows, two m16 tiles over 64-key
+  // blocks split by keys (128 heads: 447.9 us, against 459.1 by width with one tile). Then the
+  // largest block, and the most tiles, that fit.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     KernelConfig config = axes().defaults();
     int64_t rows = 0;
     for (int s = 0; s < batch.num_seqs; ++s) rows = std::max(rows, rows_of(batch, s));
-    if (rows >= 32) config.set("m_tiles", 2);
+    if (rows >= 32) {
+      config.set("m_tiles", 2);
+      config.set("block_tokens", 64);
+    } else {
+      config.set("qk_by_dims", 1);
+    }
     const ModelShape& m = batch.spec.model;
     auto fits = [&](const KernelConfig& k) {
       const MlaSm80Config c(k);
@@ -111,6 +119,7 @@ class MlaSm80MmaVariant : public Variant {
     while (!fits(config) && config.get("m_tiles") > 1) {
       config.set("m_tiles", config.get("m_tiles") / 2);
     }
+    if (!fits(config)) config.set("qk_by_dims", 0);
     return config;
   }
 

@@ -62,10 +62,10 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_EQ(wide->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
 }
 
-// A V narrower than Q/K (192x128): on the GPU only the sm80 tensor-core loop's variants take it
-// (flash_fwd.sm80_mma, blocksparse.sm80_mma), and those read no fp8 cache; the other families
-// leave it to their CPU references.
-TEST(CoverageMatrix, OnlyTheSm80MmaLoopTakesANarrowerVOnTheGpu) {
+// A V narrower than Q/K (192x128): on the GPU only the mma.sync prefill kernels take it
+// (flash_fwd.sm80_mma, blocksparse.sm80_mma, which read no fp8 cache, and prefix_prefill's two
+// sm80_mma variants, which do); paged_decode leaves it to its CPU reference.
+TEST(CoverageMatrix, OnlyTheSm80MmaPrefillKernelsTakeANarrowerVOnTheGpu) {
   for (const CoverageCell& c : coverage_matrix(make_registry())) {
     if (c.head_dim != "192x128") continue;
     const std::string what =
@@ -74,6 +74,10 @@ TEST(CoverageMatrix, OnlyTheSm80MmaLoopTakesANarrowerVOnTheGpu) {
       EXPECT_EQ(c.gpu_variants, std::vector<std::string>{"flash_fwd.sm80_mma"}) << what;
     } else if (c.kv_dtype != "fp8_e4m3" && c.family == Family::blocksparse) {
       EXPECT_EQ(c.gpu_variants, std::vector<std::string>{"blocksparse.sm80_mma"}) << what;
+    } else if (c.family == Family::prefix_prefill) {
+      EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",
+                                                          "prefix_prefill.sm80_mma_masked"}))
+          << what;
     } else {
       EXPECT_TRUE(c.gpu_variants.empty()) << what;
     }
