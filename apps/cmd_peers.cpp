@@ -183,11 +183,6 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   // Everything the user gave is checked before any GPU work.
   if (args.peer_deadline < 0) throw UsageError("--peer-deadline must be >= 0 (0: no deadline)");
   const WorkloadSpec spec = load_workload_argument(args.workload);
-  if (spec.model.latent()) {  // the peers read K and V pools; a latent batch has neither
-    throw InputError(args.workload,
-                     {"/model/attention: the peers implement standard attention; multi-head latent "
-                      "attention (\"mla\") has none yet (run it with `attn-bench run`)"});
-  }
   const std::vector<std::string> peer_modules = checked_peer_modules(args.peer_modules);
   BenchOptions options;
   options.variant_filter = args.variant;

@@ -84,15 +84,15 @@ TEST_F(LatentAttentionCli, TheDumpHoldsTheLatentPoolAndAnOutputInLatentSpace) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "v_cache"), names.end());
 }
 
-// The peers (FlashInfer and the others) read K and V pools: they are not asked to run a latent
-// batch, and the user is told why before anything is dumped or timed.
-TEST_F(LatentAttentionCli, PeersRefuseALatentWorkloadByName) {
+// `attn-bench peers` on a latent batch: the peers of standard attention are declined by name, the
+// one that runs latent attention is asked (on the CPU it says it needs the GPU), and ours run.
+TEST_F(LatentAttentionCli, PeersDeclineALatentWorkloadExceptTheLatentPeer) {
   write("latent.json", kTinyLatent);
-  const CliResult r = run({"peers", "latent.json", "--cpu"});
-  EXPECT_EQ(r.exit_code, testing::kInvalidInput) << r.err;
-  EXPECT_NE(r.err.find("/model/attention: the peers implement standard attention"),
-            std::string::npos)
-      << r.err;
+  const CliResult r = run(
+      {"peers", "latent.json", "--cpu", "--python", ATTN_PEERS_TEST_PYTHON, "--db", "peers.db"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("mla_decode.cpu_reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peer.torch.mla_sdpa"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -105,6 +105,12 @@ class DumpedBatch:
         self.sliding_window = int(b["sliding_window"])
         self.causal = bool(b["causal"])
         self.block_size = int(b.get("block_sparse_block_size", 0))
+        # Multi-head latent attention (docs/mla-decode.md): one latent pool [pages, page_size,
+        # kv_lora_rank + qk_rope_head_dim] read as K (all of a row) and V (its first kv_lora_rank
+        # elements); head_dim is the row's width and v_head_dim kv_lora_rank.
+        self.latent = b.get("attention", "mha") == "mla"
+        self.kv_lora_rank = int(b.get("kv_lora_rank", 0))
+        self.qk_rope_head_dim = int(b.get("qk_rope_head_dim", 0))
         self.query_lens = self.array("query_lens").astype(np.int64)
         self.kv_lens = self.array("kv_lens").astype(np.int64)
         self.context_lens = self.array("context_lens").astype(np.int64)
@@ -186,7 +192,9 @@ class DumpedBatch:
             words.append("explicit mask")
         if self.kv_dtype == "fp8_e4m3":
             words.append("fp8 KV")
-        if self.narrow_v:
+        if self.latent:
+            words.append("latent attention")
+        elif self.narrow_v:
             words.append(f"V head dim {self.v_head_dim} < Q/K {self.head_dim}")
         return words
 
@@ -205,6 +213,14 @@ class DumpedBatch:
         if scales.size == 1:
             scales = np.repeat(scales, self.num_kv_heads)
         return scales
+
+    def latent_nhd(self):
+        """The latent pool as float32 [pages, page_size, kv_lora_rank + qk_rope_head_dim] (fp8
+        codes times latent_scale); slots no sequence owns stay NaN, as dumped."""
+        values = to_float32(self.array("latent_cache"), self.tensors["latent_cache"].dtype)
+        if self.has("latent_scale"):
+            values = values * float(self.array("latent_scale").astype(np.float32)[0])
+        return values
 
     def pool_shape(self, stream):
         """The shape the dump's layout gives the K or V pool (docs/batch-dump.md); D is head_dim
@@ -332,7 +348,15 @@ class DumpedBatch:
         if not 0 < self.v_head_dim <= self.head_dim:
             raise BatchError(f"{d}: v_head_dim {self.v_head_dim} is not in 1 .. head_dim "
                              f"{self.head_dim}")
-        for stream in ("k", "v"):
+        if self.latent:
+            t = self.tensors["latent_cache"]
+            if t.dtype != DTYPE_TENSOR_NAME.get(self.kv_dtype):
+                raise BatchError(f"{d}: latent_cache is {t.dtype}, the index says kv_dtype {self.kv_dtype}")
+            expected = (self.num_pages, self.page_size, self.head_dim)
+            if t.shape != expected or self.head_dim != self.kv_lora_rank + self.qk_rope_head_dim:
+                raise BatchError(f"{d}: latent_cache has shape {list(t.shape)}; pages of "
+                                 f"kv_lora_rank + qk_rope_head_dim give {list(expected)}")
+        for stream in () if self.latent else ("k", "v"):
             t = self.tensors[f"{stream}_cache"]
             if t.dtype != DTYPE_TENSOR_NAME.get(self.kv_dtype):
                 raise BatchError(f"{d}: {stream}_cache is {t.dtype}, the index says kv_dtype {self.kv_dtype}")
@@ -345,7 +369,10 @@ class DumpedBatch:
             raise BatchError(f"{d}: reference_out has shape "
                              f"{list(self.tensors['reference_out'].shape)}, not [total_q, "
                              f"num_q_heads, v_head_dim] = {list(self.output_shape)}")
-        if self.kv_dtype == "fp8_e4m3" and not (self.has("k_scales") and self.has("v_scales")):
+        if self.latent:
+            if self.kv_dtype == "fp8_e4m3" and not self.has("latent_scale"):
+                raise BatchError(f"{d}: an fp8 latent cache without latent_scale")
+        elif self.kv_dtype == "fp8_e4m3" and not (self.has("k_scales") and self.has("v_scales")):
             raise BatchError(f"{d}: an fp8 cache without k_scales and v_scales")
 
 
@@ -399,8 +426,11 @@ def load(directory, check_hashes=True):
             if digest != entry["sha256"]:
                 raise BatchError(f"{tensors_path}: tensor {name!r} has sha256 {digest[:16]}..., the "
                                  f"index says {entry['sha256'][:16]}...: the bytes changed since the dump")
-    for required in ("q", "k_cache", "v_cache", "query_lens", "kv_lens", "context_lens",
-                     "cu_seqlens_q", "cu_seqlens_kv", "page_indptr", "page_indices", "last_page_len"):
+    pools = ("latent_cache",) if index["batch"].get("attention", "mha") == "mla" else (
+        "k_cache", "v_cache")
+    for required in ("q",) + pools + ("query_lens", "kv_lens", "context_lens", "cu_seqlens_q",
+                                      "cu_seqlens_kv", "page_indptr", "page_indices",
+                                      "last_page_len"):
         if required not in tensors:
             raise BatchError(f"{tensors_path}: no tensor {required!r}")
     return DumpedBatch(directory, index, metadata, tensors)

@@ -88,6 +88,9 @@ def run_peer(peer, batch, env, policy, log=print):
     reason = peer.unavailable(env)
     if reason:
         return skipped(reason)
+    if batch.latent and not peer.latent:
+        return skipped("multi-head latent attention: this peer runs standard attention over K "
+                       "and V pools, not the latent cache")
     reason = peer.declines(batch)
     if reason:
         return skipped(reason)

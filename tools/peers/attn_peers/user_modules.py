@@ -46,6 +46,7 @@ class UserPeer(Peer):
         self.name = f"peer.user.{module_name}.{declared.name}"
         self.library = f"user.{module_name}"
         self.device = getattr(declared, "device", "cuda")
+        self.latent = bool(getattr(declared, "latent", False))
         self.summary = getattr(declared, "summary", "") or f"from {module_name}.py"
 
     @property

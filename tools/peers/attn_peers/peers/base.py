@@ -8,7 +8,9 @@ A Case has call() (the timed work), output() (after a call: [total_q, num_q_head
 a numpy array or a torch tensor on any device, in the output dtype or float32, into a buffer poisoned with NaN first where the API writes into
 one) and config (a dict recorded as the measurement's config_json: what the timing covers).
 V and the output may be narrower than Q and K (batch.v_head_dim < batch.head_dim): a peer whose
-library cannot take that declines it with a reason naming what is missing.
+library cannot take that declines it with a reason naming what is missing. A latent batch
+(batch.latent: multi-head latent attention over one latent pool, docs/mla-decode.md) goes only to
+peers that set latent = True; the runner declines it for the others.
 """
 import importlib
 import sys
@@ -26,6 +28,7 @@ class Peer:
     library = ""
     device = "cuda"  # "cuda" or "cpu": which timer measures it
     summary = ""
+    latent = False  # runs multi-head latent attention batches (else they are declined for it)
 
     @property
     def unit(self):

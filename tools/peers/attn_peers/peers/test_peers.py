@@ -29,6 +29,7 @@ class ReferencePeer(Peer):
     library = "test"
     device = "cpu"
     summary = "test peer: the dump's reference output, rounded to the output dtype"
+    latent = True  # the reference of a latent batch too
     wrong_rows = 0
 
     def declines(self, batch):

@@ -8,6 +8,7 @@ Environment.cached, so each is uploaded once).
                              NHD and HND, a copy for vLLM's K); not dequantised
   gathered(batch, env, s)    every sequence's keys (values) from its pages, contiguous:
                              [total_kv, kv_heads, D], sequence s at cu_seqlens_kv[s]
+  latent_gathered(batch, env) a latent batch's rows [total_kv, kv_lora_rank + qk_rope_head_dim]
   poisoned_output(batch, env) [total_q, num_q_heads, v_head_dim] of NaN
 D is head_dim for K and v_head_dim for V (narrower than Q/K's when the workload sets it).
 """
@@ -36,21 +37,43 @@ def q(batch, env):
     return env.cached("q", lambda: from_raw(torch, batch.array("q"), batch.dtype))
 
 
+def _nan_zeroed(batch, name):
+    """A writable copy of a pool tensor's raw elements with NaN (unowned slots) replaced by 0."""
+    raw = np.array(batch.array(name))
+    if batch.kv_dtype == "fp8_e4m3":
+        raw[(raw & 0x7F) == 0x7F] = 0  # the NaN codes of e4m3fn
+    elif batch.kv_dtype in ("bf16", "fp16"):
+        bits = raw.view(np.uint16)
+        exponent = (0x7F80 if batch.kv_dtype == "bf16" else 0x7C00)
+        nan = (bits & exponent) == exponent
+        bits[nan] = 0
+    return raw
+
+
 def pool(batch, env, stream):
+    torch = env.torch
+    return env.cached(f"pool_{stream}", lambda: from_raw(
+        torch, _nan_zeroed(batch, f"{stream}_cache"), batch.kv_dtype))
+
+
+def latent_gathered(batch, env):
+    """A latent batch's rows, every sequence's from its pages, contiguous: [total_kv,
+    kv_lora_rank + qk_rope_head_dim] in Q's dtype (an fp8 cache is dequantised, a copy),
+    sequence s at cu_seqlens_kv[s]."""
     torch = env.torch
 
     def make():
-        raw = np.array(batch.array(f"{stream}_cache"))  # a writable copy
+        pool_rows = from_raw(torch, _nan_zeroed(batch, "latent_cache"), batch.kv_dtype)
+        rows = pool_rows.index_select(0, page_table(batch, env)).reshape(-1, batch.head_dim)
+        keep = np.concatenate([np.arange(batch.kv_lens[s]) + batch.page_indptr[s] * batch.page_size
+                               for s in range(batch.num_seqs)]) if batch.num_seqs else np.zeros(0)
+        rows = rows.index_select(0, torch.from_numpy(keep.astype(np.int64)).cuda())
         if batch.kv_dtype == "fp8_e4m3":
-            raw[(raw & 0x7F) == 0x7F] = 0  # the NaN codes of e4m3fn
-        elif batch.kv_dtype in ("bf16", "fp16"):
-            bits = raw.view(np.uint16)
-            exponent = (0x7F80 if batch.kv_dtype == "bf16" else 0x7C00)
-            nan = (bits & exponent) == exponent
-            bits[nan] = 0
-        return from_raw(torch, raw, batch.kv_dtype)
+            scale = float(batch.array("latent_scale").astype(np.float32)[0])
+            rows = (rows.float() * scale).to(torch_dtype(torch, batch.dtype))
+        return rows.contiguous()
 
-    return env.cached(f"pool_{stream}", make)
+    return env.cached("latent_gathered", make)
 
 
 def pool_nhd(batch, env, stream):
