@@ -8,7 +8,7 @@ namespace attn {
 std::unique_ptr<Variant> make_mla_decode_sm80_mma();
 std::unique_ptr<Variant> make_mla_decode_cpu_reference();
 
-FeatureSet mla_decode_features() {
+FeatureSet mla_decode_common_features() {
   return FeatureSet()
       .with(feature::kLatentAttention)
       .with(feature::kQueries, {"decode", "prefill", "mixed"})
@@ -16,11 +16,15 @@ FeatureSet mla_decode_features() {
       .with(feature::kSharedPrefix)
       .with(feature::kKvLayout, {"nhd"})
       .with(feature::kDtype, {"bf16", "fp16"})
-      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor"})
       .with_range(feature::kKvLoraRank, kMinKvLoraRank, kMaxKvLoraRank)
-      .with_range(feature::kQkRopeHeadDim, kMinQkRopeHeadDim, kMaxQkRopeHeadDim)
       .with_range(feature::kPageSize, 1, kMaxPageSize)
       .note(feature::kHeadDim, "paged_decode and prefix_prefill run standard attention");
+}
+
+FeatureSet mla_decode_features() {
+  return mla_decode_common_features()
+      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor"})
+      .with_range(feature::kQkRopeHeadDim, kMinQkRopeHeadDim, kMaxQkRopeHeadDim);
 }
 
 Support mla_decode_supports_batch(const Batch& batch) {

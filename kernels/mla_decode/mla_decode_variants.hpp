@@ -40,6 +40,9 @@ void add_mla_decode_variants(Registry& registry);
 // per-tensor scale, every kv_lora_rank and qk_rope_head_dim of the schema, pages of 1 to 256
 // tokens. A GPU variant narrows it (e.g. kv_lora_rank 512 and qk_rope_head_dim 64 only).
 FeatureSet mla_decode_features();
+// The scope without the KV dtypes beyond Q's and without the rope widths, which each variant
+// declares for itself.
+FeatureSet mla_decode_common_features();
 
 // The family's rule beyond the features: at most kMlaDecodeMaxQueryTokens query tokens per
 // sequence.

@@ -12,7 +12,6 @@
 #include "kernels/params_launcher.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/rule_message.hpp"
-#include "workloads/workload_validation.hpp"
 
 namespace attn {
 
@@ -73,18 +72,9 @@ class MlaSm80MmaVariant : public Variant {
   // The family's scope with a 16-bit latent cache (fp8 is not implemented here) and rope widths
   // of whole 128-byte lines.
   FeatureSet features() const override {
-    return FeatureSet()
-        .with(feature::kLatentAttention)
-        .with(feature::kQueries, {"decode", "prefill", "mixed"})
-        .with(feature::kMask, {"causal", "non_causal"})
-        .with(feature::kSharedPrefix)
-        .with(feature::kKvLayout, {"nhd"})
-        .with(feature::kDtype, {"bf16", "fp16"})
-        .with_range(feature::kKvLoraRank, kMinKvLoraRank, kMaxKvLoraRank)
+    return mla_decode_common_features()
         .with(feature::kQkRopeHeadDim, {64, 128})
-        .with_range(feature::kPageSize, 1, kMaxPageSize)
-        .note(feature::kKvDtype, "fp8_e4m3.per_tensor", "the latent cache is read as 16-bit rows")
-        .note(feature::kHeadDim, "paged_decode and prefix_prefill run standard attention");
+        .note(feature::kKvDtype, "fp8_e4m3.per_tensor", "the latent cache is read as 16-bit rows");
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
