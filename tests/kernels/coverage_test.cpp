@@ -59,10 +59,18 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_EQ(wide->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
 }
 
-TEST(CoverageMatrix, OnlyTheCpuReferencesTakeANarrowerV) {
+// A V narrower than Q/K: prefix_prefill's mma.sync variants take it in every cell of the family
+// (16-bit and fp8 caches); its sm90_wgmma variant does not.
+TEST(CoverageMatrix, ANarrowerVRunsOnTheGpuInPrefixPrefillsMmaVariantsOnly) {
   for (const CoverageCell& c : coverage_matrix(make_registry())) {
     if (c.head_dim != "192x128") continue;
-    EXPECT_TRUE(c.gpu_variants.empty()) << to_string(c.family) << " " << c.kv_dtype;
+    if (c.family == Family::prefix_prefill) {
+      EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",
+                                                          "prefix_prefill.sm80_mma_masked"}))
+          << c.kv_dtype << " " << c.layout << " " << c.page_size;
+    } else {
+      EXPECT_TRUE(c.gpu_variants.empty()) << to_string(c.family) << " " << c.kv_dtype;
+    }
     // flash_fwd's and blocksparse's references leave fp8 caches to the other families.
     if (c.kv_dtype != "fp8_e4m3" || c.family == Family::paged_decode ||
         c.family == Family::prefix_prefill) {

@@ -108,7 +108,9 @@ TEST(PrefixPrefillTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 64, 64, 64, 4, 2, 1, 1, false, false, false), kOk);
   EXPECT_EQ(check(192, 192, 16, 128, 1, 2, 1, 1, false, false, false), kRegisters);
   // 32 rows per warp: head dims 80 and 96 take head dim 128's shapes, 192 none.
-  EXPECT_EQ(check(96, 96, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(80, 80, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(96, 96, 128, 32, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(96, 96, 128, 64, 4, 2, 1, 1, false, false, false), kRegisters);  // measured
   EXPECT_EQ(check(80, 80, 64, 16, 2, 3, 1, 1, true, true, true), kOk);
   EXPECT_EQ(check(96, 96, 128, 64, 4, 3, 1, 1, false, false, false), kRegisters);
   EXPECT_EQ(check(192, 128, 64, 16, 2, 2, 1, 1, false, false, false), kRegisters);
