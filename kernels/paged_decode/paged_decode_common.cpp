@@ -31,7 +31,8 @@ FeatureSet paged_decode_features() {
       .with(feature::kKvLayout, {"nhd", "hnd"})
       .with(feature::kDtype, {"bf16", "fp16"})
       .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"})
-      .with(feature::kHeadDim, {64, 128, 256})
+      // sm90_tma's TMA boxes take 64, 128 and 256 only; its rules refuse the others.
+      .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
       .with_range(feature::kPageSize, 1, 256);
 }
 

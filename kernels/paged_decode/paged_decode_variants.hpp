@@ -14,7 +14,8 @@ void add_paged_decode_variants(Registry& registry);
 // What the CUDA paged_decode kernels implement (sm80_simt and sm80_mma; sm90_tma without fp8 K/V):
 // decode batches, causal or not, sliding window, soft-cap, sinks, shared prefixes, NHD and HND
 // pools, bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims
-// 64, 128 and 256, pages of 1 to 256 tokens. Not the vllm layout, block-sparse or explicit masks.
+// 64, 80, 96, 128, 192 and 256 (sm90_tma: 64, 128 and 256), pages of 1 to 256 tokens. Not the vllm
+// layout, block-sparse or explicit masks.
 FeatureSet paged_decode_features();
 
 // Launch limits shared by the CUDA variants: the config's dynamic shared memory fits the device's

@@ -65,11 +65,14 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_sm80_mma(const Sm80Mm
       paged_decode::sm80_mma::row_elements(HEAD_DIM);  // padded Q smem row, 16-bit elements
   constexpr int M = paged_decode::sm80_mma::kMmaRows;
   constexpr int WARP_TOKENS = paged_decode::sm80_mma::warp_tokens(WARPS, BLOCK_TOKENS);
-  constexpr int CHUNKS = HEAD_DIM * KV_BYTES / 16;  // 16-byte chunks of a K/V row
-  constexpr int ROWS_PER_PASS = 32 / CHUNKS;        // rows one warp copies per pass
+  // 16-byte chunks of a K/V row, copied by a group of COPY_LANES lanes (the next power of two;
+  // the group's extra lanes copy nothing at head dims 80, 96 and 192).
+  constexpr int CHUNKS = paged_decode::sm80_mma::copy_chunks(HEAD_DIM, KV_BYTES);
+  constexpr int COPY_LANES = paged_decode::sm80_mma::copy_lanes(HEAD_DIM, KV_BYTES);
+  constexpr int ROWS_PER_PASS = 32 / COPY_LANES;  // rows one warp copies per pass
   constexpr int PASSES = WARP_TOKENS / ROWS_PER_PASS;
   constexpr int TILE_BYTES = BLOCK_TOKENS * ROW_BYTES;  // one K or V buffer
-  static_assert(32 % CHUNKS == 0 && WARP_TOKENS % ROWS_PER_PASS == 0, "copy pattern");
+  static_assert(32 % COPY_LANES == 0 && WARP_TOKENS % ROWS_PER_PASS == 0, "copy pattern");
 
   // The stage area [STAGES][K, V][BLOCK_TOKENS][ROW_BYTES], then Q [M][ROW] (16-bit). After the
   // key loop the stage area holds the cross-warp merge: outputs [WARPS][M][HEAD_DIM], maxima and
@@ -97,14 +100,16 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_sm80_mma(const Sm80Mm
         (p.sliding_window > 0 && kv_len > p.sliding_window) ? kv_len - p.sliding_window : 0;
 
     // Copy pattern: each warp copies its own WARP_TOKENS rows of every block (the rows it
-    // computes), so a stage needs no barrier between warps: lane copies chunk (lane % CHUNKS) of
-    // the warp's rows lane / CHUNKS + i * ROWS_PER_PASS. Page numbers of the block after next are
-    // fetched from the block table one iteration ahead (their latency hides behind the current
-    // block's compute), and the row's page and slot advance by increments instead of a division per
-    // row.
+    // computes), so a stage needs no barrier between warps: lane copies chunk (lane % COPY_LANES)
+    // of the warp's rows lane / COPY_LANES + i * ROWS_PER_PASS (if that chunk is in the row). Page
+    // numbers of the block after next are fetched from the block table one iteration ahead (their
+    // latency hides behind the current block's compute), and the row's page and slot advance by
+    // increments instead of a division per row.
     const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
-    const int copy_col = (lane % CHUNKS) * 16;  // bytes
-    const int copy_row = warp * WARP_TOKENS + lane / CHUNKS;
+    const int copy_col = (lane % COPY_LANES) * 16;  // bytes
+    const int copy_row = warp * WARP_TOKENS + lane / COPY_LANES;
+    // Compile-time true where CHUNKS is a power of two (head dims 64, 128, 256).
+    const bool copy_lane_active = CHUNKS == COPY_LANES || lane % COPY_LANES < CHUNKS;
     const char* k_head =
         static_cast<const char*>(p.k_pool) + kv_head * p.head_stride * KV_BYTES + copy_col;
     const char* v_head =
@@ -141,10 +146,12 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_sm80_mma(const Sm80Mm
         }
         // The lanes of a row read it together (256 bytes at head dim 128 in bf16): 128-byte L2
         // fetches instead of 32-byte sectors (1.8% faster on 64 x 4096 on an H200).
-        cp_async_16_prefetch<128>(k_dst + i * ROWS_PER_PASS * ROW_BYTES, k_head + offset * KV_BYTES,
-                                  valid);
-        cp_async_16_prefetch<128>(v_dst + i * ROWS_PER_PASS * ROW_BYTES, v_head + offset * KV_BYTES,
-                                  valid);
+        if (copy_lane_active) {
+          cp_async_16_prefetch<128>(k_dst + i * ROWS_PER_PASS * ROW_BYTES,
+                                    k_head + offset * KV_BYTES, valid);
+          cp_async_16_prefetch<128>(v_dst + i * ROWS_PER_PASS * ROW_BYTES,
+                                    v_head + offset * KV_BYTES, valid);
+        }
         slot += ROWS_PER_PASS;
         while (slot >= p.page_size) {
           slot -= p.page_size;

@@ -236,6 +236,8 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
       // 32 (m / 4) + 4 n + m % 4, so that one 32-bit load gives a lane (n = lane / 4) the 4
       // tiles' values of one key; the cross-warp merge writes them back in order. Keys
       // kc*16 + 2 t4 + {0, 1, 8, 9}; physical dims 32 g + 4 quad .. +3 are tiles 4g .. 4g+3.
+      // Head dim 80 ends in a group of 2 tiles (dims 64 .. 79): column n of tile 8 + m' is
+      // physical dim 64 + 2 n + m', one 16-bit load per key.
       const int key_row = row0 + kc * 16 + 2 * t4;
 #pragma unroll
       for (int g = 0; g < HEAD_DIM / 32; ++g) {
@@ -251,6 +253,24 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           mma_m16n8k16<MMA_DTYPE>(st.o[4 * g + e], a, e4m3_pair_to_f16(w0, w1, e),
+                                  e4m3_pair_to_f16(w8, w9, e));
+        }
+      }
+      if constexpr (HEAD_DIM % 32 != 0) {
+        // The last 16 dims (head dim 80): physical dims 32 G + 2 quad, +1 are tiles 4G, 4G + 1.
+        constexpr int G = HEAD_DIM / 32;
+        const int byte = G * 32 + 2 * quad;
+        const unsigned int w0 =
+            *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row, byte));
+        const unsigned int w1 =
+            *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 1, byte));
+        const unsigned int w8 =
+            *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 8, byte));
+        const unsigned int w9 =
+            *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 9, byte));
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          mma_m16n8k16<MMA_DTYPE>(st.o[4 * G + e], a, e4m3_pair_to_f16(w0, w1, e),
                                   e4m3_pair_to_f16(w8, w9, e));
         }
       }

@@ -41,9 +41,14 @@ __device__ __forceinline__ void finish_split(const Sm80MmaParams& p, WarpState<H
     float* dst = merge_out + (warp * M + r0 + 8 * r) * HEAD_DIM;
 #pragma unroll
     for (int n = 0; n < D_TILES; ++n) {
-      if constexpr (KV_FP8) {  // column c of tile n is physical dim 32 (n / 4) + 4 c + n % 4
-        dst[32 * (n / 4) + 4 * (2 * t4) + n % 4] = st.o[n][2 * r];
-        dst[32 * (n / 4) + 4 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
+      if constexpr (KV_FP8) {  // the P V permutation of sm80_mma_block.cuh, undone
+        if (HEAD_DIM % 32 == 0 || n < HEAD_DIM / 32 * 4) {  // groups of 4 tiles: 32 (n / 4) + 4 c
+          dst[32 * (n / 4) + 4 * (2 * t4) + n % 4] = st.o[n][2 * r];
+          dst[32 * (n / 4) + 4 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
+        } else {  // the last group of 2 tiles (head dim 80): 32 (n / 4) + 2 c + n % 4
+          dst[32 * (n / 4) + 2 * (2 * t4) + n % 4] = st.o[n][2 * r];
+          dst[32 * (n / 4) + 2 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
+        }
       } else {
         *reinterpret_cast<float2*>(dst + n * 8 + 2 * t4) =
             make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);

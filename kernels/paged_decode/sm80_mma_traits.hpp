@@ -28,9 +28,23 @@ ATTN_HOST_DEVICE constexpr int warp_tokens(int warps, int block_tokens) {
 }
 // A shared-memory row of K or V: head_dim elements of kv_bytes each (2: bf16/fp16, 1: fp8 codes)
 // plus 16 bytes of padding, so the 8 rows one ldmatrix (or one 32-bit load per lane) reads start in
-// different bank groups (no conflicts). Q rows are 16-bit: row_elements 16-bit elements.
+// different bank groups (no conflicts): that needs an odd count of 16-byte chunks per row, so a row
+// of an even count after the padding (fp8 at head dim 80: 5 + 1) gets 16 bytes more. Every other
+// head dim keeps data + 16. Q rows are 16-bit: row_elements 16-bit elements.
 ATTN_HOST_DEVICE constexpr int row_bytes(int head_dim, int kv_bytes) {
-  return head_dim * kv_bytes + 16;
+  return (head_dim * kv_bytes / 16 + 1) % 2 == 1 ? head_dim * kv_bytes + 16
+                                                 : head_dim * kv_bytes + 32;
+}
+// A K/V row is copied by copy_chunks(head_dim, kv_bytes) lanes of 16 bytes each, in a group of
+// copy_lanes, the next power of two (so a warp copies whole rows per pass); where the chunks are
+// not a power of two (head dims 80, 96, 192) the group's extra lanes copy nothing.
+ATTN_HOST_DEVICE constexpr int copy_chunks(int head_dim, int kv_bytes) {
+  return head_dim * kv_bytes / 16;
+}
+ATTN_HOST_DEVICE constexpr int copy_lanes(int head_dim, int kv_bytes) {
+  int lanes = 1;
+  while (lanes < copy_chunks(head_dim, kv_bytes)) lanes *= 2;
+  return lanes;
 }
 ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
   return head_dim + 8;
@@ -75,7 +89,7 @@ constexpr int kMaxRegisterEstimate = 255;
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64, 128 or 256
+  kHeadDim,       // head_dim must be 64, 80, 96, 128, 192 or 256
   kWarps,         // warps must be 1, 2, 4 or 8
   kStages,        // stages must be 2, 3 or 4
   kBlockTokens,   // block_tokens must be 16 * warps * k and at most 256
@@ -87,7 +101,7 @@ enum Rule : int {
 ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
   switch (rule) {
     case kHeadDim:
-      return "head_dim {head_dim} is not 64, 128 or 256";
+      return "head_dim {head_dim} is not 64, 80, 96, 128, 192 or 256";
     case kWarps:
       return "warps must be 1, 2, 4 or 8";
     case kStages:
@@ -108,7 +122,9 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, int stages,
                                      int kv_bytes = 2) {
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+  if (head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128 && head_dim != 192 &&
+      head_dim != 256)
+    return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
   if (block_tokens < 16 * warps || block_tokens % (16 * warps) != 0 || block_tokens > 256)

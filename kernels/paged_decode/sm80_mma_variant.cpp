@@ -86,6 +86,9 @@ class Sm80MmaVariant : public Variant {
     // each block's work), unless the GQA group already fills the mma rows. On the decode-shapes
     // suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs 354 us, GQA 2 287 vs 342; fp8 GQA 4
     // 178 vs 186, GQA 8 183 vs 187; but MQA d256 126 vs 116, fp8 GQA 16 194 vs 187.
+    // Head dim 192 keeps t64.w4 like 128 (not measured on a GPU yet): its Q fragments are re-read
+    // from shared memory, so ptxas gives it 166 registers at t64.w4 on sm_90a, as many as 128
+    // (256: 241); 80 and 96 take 120 and 126.
     const int group = batch.spec.group_size();
     if ((head_dim >= 256 && group < 16) || (kv_fp8(batch) && group <= 8)) {
       config.set("tile_tokens", 32);

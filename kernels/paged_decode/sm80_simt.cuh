@@ -20,8 +20,10 @@
 //   memory with cp.async (16-byte copies, coalesced along each row), so STAGES - 1 blocks of K and
 //   V are in flight while one is computed; the bytes in flight live in shared memory, not in
 //   registers.
-// - Compute: a key row is read from shared memory by HEAD_DIM / 8 lanes (8 elements each); the
-//   CTA's threads cover TOKEN_ROWS rows at once. Every row group keeps its own online softmax (max,
+// - Compute: a key row is read from shared memory by HEAD_DIM / 8 lanes (8 elements each) of a
+//   group of LANES, the next power of two (head dims 80, 96, 192: 10, 12, 24 lanes of 16, 16, 32;
+//   the idle lanes hold zeros and add nothing to the group's shuffle sum); the CTA's threads cover
+//   TOKEN_ROWS rows at once. Every row group keeps its own online softmax (max,
 //   sum, accumulator per head) in registers, so a block needs no barrier besides the pipeline's
 //   one; the rows are merged by log-sum-exp once at the end.
 //
@@ -80,6 +82,7 @@ __global__ void __launch_bounds__(WARPS * 32,
       "invalid paged_decode.sm80_simt config: see paged_decode::sm80_simt::check");
   constexpr int THREADS = paged_decode::sm80_simt::threads(WARPS);
   constexpr int LANES = paged_decode::sm80_simt::lanes_per_token(HEAD_DIM);
+  constexpr int ACTIVE_LANES = paged_decode::sm80_simt::active_lanes(HEAD_DIM);
   constexpr int ROWS = paged_decode::sm80_simt::token_rows(HEAD_DIM, WARPS);
   constexpr int TPR = paged_decode::sm80_simt::tokens_per_row(HEAD_DIM, WARPS, BLOCK_TOKENS);
   constexpr int ROW_BYTES = paged_decode::sm80_simt::row_bytes(HEAD_DIM, KV_BYTES);
@@ -101,6 +104,9 @@ __global__ void __launch_bounds__(WARPS * 32,
   const int split = blockIdx.z;
   const int lane = threadIdx.x % LANES;  // which 8 elements of a row
   const int row = threadIdx.x / LANES;   // which key row of a block (plus multiples of ROWS)
+  // Lanes past the row's HEAD_DIM / 8 (only where that is not a power of two) read and write
+  // nothing; their q and accumulator stay zero. Compile-time true for 64, 128 and 256.
+  const bool lane_active = ACTIVE_LANES == LANES || lane < ACTIVE_LANES;
 
   const int kv_len = p.kv_lens[seq];
   const paged_decode::sm80_simt_detail::SplitRange range =
@@ -114,7 +120,7 @@ __global__ void __launch_bounds__(WARPS * 32,
   float q[HEADS_PER_CTA][8];
 #pragma unroll
   for (int g = 0; g < HEADS_PER_CTA; ++g) {
-    if (g < heads_here) {
+    if (g < heads_here && lane_active) {
       const char* q_row = static_cast<const char*>(p.q) +
                           ((long long)seq * p.num_q_heads + q_head0 + g) * HEAD_DIM * 2;
       unpack8<DTYPE>(load_16B_readonly(q_row + lane * 16), q[g]);
@@ -205,9 +211,10 @@ __global__ void __launch_bounds__(WARPS * 32,
 #pragma unroll
     for (int i = 0; i < TPR; ++i) {
       const int r = row + i * ROWS;
-      float k[8];
-      paged_decode::sm80_simt_detail::load_row8<DTYPE, KV_FP8>(
-          k_src + r * ROW_BYTES + lane * 8 * KV_BYTES, k);
+      float k[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (lane_active)
+        paged_decode::sm80_simt_detail::load_row8<DTYPE, KV_FP8>(
+            k_src + r * ROW_BYTES + lane * 8 * KV_BYTES, k);
 #pragma unroll
       for (int g = 0; g < HEADS_PER_CTA; ++g) {
         float dot = 0.0f;
@@ -255,9 +262,10 @@ __global__ void __launch_bounds__(WARPS * 32,
 #pragma unroll
     for (int i = 0; i < TPR; ++i) {
       const int r = row + i * ROWS;
-      float v[8];
-      paged_decode::sm80_simt_detail::load_row8<DTYPE, KV_FP8>(
-          v_src + r * ROW_BYTES + lane * 8 * KV_BYTES, v);
+      float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (lane_active)
+        paged_decode::sm80_simt_detail::load_row8<DTYPE, KV_FP8>(
+            v_src + r * ROW_BYTES + lane * 8 * KV_BYTES, v);
 #pragma unroll
       for (int g = 0; g < HEADS_PER_CTA; ++g) {
 #pragma unroll
@@ -274,10 +282,12 @@ __global__ void __launch_bounds__(WARPS * 32,
   float* red_sum = red_max + ROWS * HEADS_PER_CTA;             // [ROWS][HEADS]
 #pragma unroll
   for (int g = 0; g < HEADS_PER_CTA; ++g) {
-    float4* dst =
-        reinterpret_cast<float4*>(red_acc + (row * HEADS_PER_CTA + g) * HEAD_DIM + lane * 8);
-    dst[0] = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
-    dst[1] = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
+    if (lane_active) {
+      float4* dst =
+          reinterpret_cast<float4*>(red_acc + (row * HEADS_PER_CTA + g) * HEAD_DIM + lane * 8);
+      dst[0] = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
+      dst[1] = make_float4(acc[g][4], acc[g][5], acc[g][6], acc[g][7]);
+    }
     if (lane == 0) {
       red_max[row * HEADS_PER_CTA + g] = row_max[g];
       red_sum[row * HEADS_PER_CTA + g] = row_sum[g];

@@ -9,10 +9,17 @@
 namespace attn {
 namespace paged_decode::sm80_simt {
 
-// Each key row of head_dim elements is read from shared memory by LANES lanes, 8 elements per lane
-// (16 bytes of bf16/fp16, 8 bytes of fp8).
-ATTN_HOST_DEVICE constexpr int lanes_per_token(int head_dim) {
+// Each key row of head_dim elements is read from shared memory by active_lanes lanes, 8 elements
+// per lane (16 bytes of bf16/fp16, 8 bytes of fp8). The lanes of a row form a group of
+// lanes_per_token, the next power of two (the dot product is reduced by shuffles within the
+// group): head dims 80, 96 and 192 leave 6, 4 and 8 lanes of their 16, 16 and 32 idle.
+ATTN_HOST_DEVICE constexpr int active_lanes(int head_dim) {
   return head_dim / 8;
+}
+ATTN_HOST_DEVICE constexpr int lanes_per_token(int head_dim) {
+  int lanes = 1;
+  while (lanes < active_lanes(head_dim)) lanes *= 2;
+  return lanes;
 }
 ATTN_HOST_DEVICE constexpr int threads(int warps) {
   return warps * 32;
@@ -68,7 +75,7 @@ constexpr int kMaxQHeads = 128;  // sink logits
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64, 128 or 256 (8 elements per lane, lanes dividing 32)
+  kHeadDim,       // head_dim must be 64, 80, 96, 128, 192 or 256 (8 elements per lane, <= 32 lanes)
   kKvBytes,       // KV elements are 2 (bf16/fp16) or 1 (fp8) bytes
   kWarps,         // warps must be 1, 2, 4 or 8
   kHeadsPerCta,   // heads_per_cta must be 1, 2, 4, 8 or 16
@@ -84,7 +91,9 @@ ATTN_HOST_DEVICE constexpr bool power_of_two(int x) {
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int kv_bytes, int heads_per_cta, int warps,
                                      int block_tokens, int stages) {
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+  if (head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128 && head_dim != 192 &&
+      head_dim != 256)
+    return kHeadDim;
   if (kv_bytes != 1 && kv_bytes != 2) return kKvBytes;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (heads_per_cta != 1 && heads_per_cta != 2 && heads_per_cta != 4 && heads_per_cta != 8 &&

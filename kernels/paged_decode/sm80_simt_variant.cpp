@@ -39,7 +39,7 @@ std::string describe_rule(int rule, const Sm80SimtConfig& c, const Batch& batch)
   const int head_dim = batch.spec.model.head_dim;
   switch (rule) {
     case paged_decode::sm80_simt::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128, 192 or 256";
     case paged_decode::sm80_simt::kKvBytes:
       return "KV elements must be 2 (bf16/fp16) or 1 (fp8) bytes";
     case paged_decode::sm80_simt::kWarps:

@@ -16,12 +16,22 @@ const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
   return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
 }
 
-// A random shape whose GQA group size is one of `groups`.
-inline SpecShape random_decode_shape(std::mt19937_64& rng, const std::vector<int>& groups) {
+// Head dims the paged_decode GPU kernels run: every one (sm80_simt, sm80_mma), or those of the
+// TMA boxes (sm90_tma).
+inline std::vector<int> every_decode_head_dim() {
+  return {64, 80, 96, 128, 192, 256};
+}
+inline std::vector<int> power_of_two_decode_head_dims() {
+  return {64, 128, 256};
+}
+
+// A random shape whose GQA group size is one of `groups` and head dim one of `head_dims`.
+inline SpecShape random_decode_shape(std::mt19937_64& rng, const std::vector<int>& groups,
+                                     const std::vector<int>& head_dims) {
   SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 4});
   shape.q_heads = shape.kv_heads * pick(rng, groups);
-  shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+  shape.head_dim = pick(rng, head_dims);
   shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
   shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 16, 31, 64, 128, 256});
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});

@@ -39,6 +39,11 @@ class Sm80MmaGpu : public ::testing::TestWithParam<std::string> {
     }
   }
   const Variant& variant(const Registry& registry) const { return *registry.find(GetParam()); }
+  // The head dims the variant runs: sm90_tma's TMA boxes take 64, 128 and 256.
+  std::vector<int> head_dims() const {
+    return GetParam() == kTma ? testing::power_of_two_decode_head_dims()
+                              : testing::every_decode_head_dim();
+  }
   // A page size the variant reads: sm90_tma's boxes need multiples of 8 keys.
   int page(int wanted) const { return GetParam() == kTma && wanted % 16 != 0 ? 16 : wanted; }
   // Verifies one run (true: nothing is declined; sm90_tma runs what TMA cannot load on cp.async).
@@ -120,7 +125,8 @@ void Sm80MmaGpu::compile_first(
   testing::compile_in_parallel(programs);
 }
 
-// Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, page sizes 1..256
+// Random shapes (GQA 1..16 including non powers of two, head dims 64/80/96/128/192/256 (sm90_tma:
+// 64/128/256), page sizes 1..256
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
 // single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
 // fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the variant's space
@@ -137,7 +143,7 @@ TEST_P(Sm80MmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const testing::SpecShape shape = testing::random_decode_shape(
-        rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
+        rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16}, head_dims());
     const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
     Features features;
     if (chance(rng, 0.35)) features.soft_cap = pick(rng, std::vector<double>{2.0, 10.0, 30.0});
@@ -182,7 +188,7 @@ TEST_P(Sm80MmaGpu, ThePlannersDefaultOnRandomShapesAndSkewedLengthsMatchesTheRef
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const testing::SpecShape shape =
-        testing::random_decode_shape(rng, std::vector<int>{1, 2, 4, 7, 8, 16});
+        testing::random_decode_shape(rng, std::vector<int>{1, 2, 4, 7, 8, 16}, head_dims());
     std::vector<int64_t> contexts(size_t(1 + rng() % 40));
     for (int64_t& c : contexts) c = chance(rng, 0.1) ? int64_t(rng() % 2) : int64_t(rng() % 700);
     for (int i = 0, longs = int(1 + rng() % 3); i < longs; ++i) {
@@ -222,7 +228,7 @@ TEST_P(Sm80MmaGpu, EachFeatureWithOneAndManySplitsMatchesTheReference) {
   std::vector<Batch> batches;
   std::vector<std::pair<const Batch*, KernelConfig>> runs;
   for (const Features& features : cases) {
-    for (int head_dim : {64, 128, 256}) {
+    for (int head_dim : head_dims()) {
       shape.head_dim = head_dim;
       batches.push_back(generate_batch(make_spec(shape, contexts, features)));
     }
@@ -231,7 +237,7 @@ TEST_P(Sm80MmaGpu, EachFeatureWithOneAndManySplitsMatchesTheReference) {
     for (int splits : {1, 4}) {
       runs.push_back({&batch, KernelConfig{{"tile_tokens", 64},
                                            {"warps", 4},
-                                           {"stages", batch.spec.model.head_dim == 256 ? 2 : 3},
+                                           {"stages", batch.spec.model.head_dim >= 192 ? 2 : 3},
                                            {"num_splits", splits}}});
     }
   }
@@ -265,7 +271,7 @@ TEST_P(Sm80MmaGpu, EveryAcceptedTileConfigMatchesTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
-  for (int head_dim : {64, 128, 256}) {
+  for (int head_dim : head_dims()) {
     std::vector<Batch> batches;
     for (bool fp8 : {false, true}) {
       testing::SpecShape shape;
@@ -273,7 +279,7 @@ TEST_P(Sm80MmaGpu, EveryAcceptedTileConfigMatchesTheReference) {
       shape.kv_heads = 2;
       shape.head_dim = head_dim;
       shape.page_size = 16;
-      shape.dtype = head_dim == 128 ? DType::fp16 : DType::bf16;
+      shape.dtype = head_dim == 128 || head_dim == 96 ? DType::fp16 : DType::bf16;
       WorkloadSpec spec = testing::make_decode_spec(shape, {1, 100, 1100});
       if (fp8) {
         spec.model.kv_dtype = DType::fp8_e4m3;
@@ -295,6 +301,61 @@ TEST_P(Sm80MmaGpu, EveryAcceptedTileConfigMatchesTheReference) {
     EXPECT_GT(cases.size(), 0u) << head_dim;
     EXPECT_GT(with_fp8, 0u) << head_dim;
   }
+}
+
+// Head dims 80, 96 and 192 (copy lanes padded to a power of two; fp8 at 80: a last group of two
+// output tiles and rows padded to an odd chunk count) in every KV dtype (bf16, fp16, fp8 with
+// per-tensor and per-head scales), both layouts and page sizes 1, 16 and 12, GQA 3 (13 padding
+// rows of the mma tile): the default config and 2 fixed splits (the in-kernel merge). Small
+// batches, so the CPU reference is the oracle. sm80_mma only (sm90_tma's boxes take 64, 128,
+// 256).
+TEST_P(Sm80MmaGpu, HeadDims80_96And192InEveryKvDtypeLayoutAndPageMatchTheReference) {
+  if (GetParam() == kTma) GTEST_SKIP() << kTma << " runs head dims 64, 128 and 256";
+  const Registry registry = make_registry();
+  const Variant& variant = this->variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  struct Kv {
+    DType dtype;
+    int fp8;  // Features::fp8
+  };
+  std::vector<Batch> batches;
+  batches.reserve(72);
+  for (int head_dim : {80, 96, 192}) {
+    for (const Kv& kv :
+         {Kv{DType::bf16, 0}, Kv{DType::fp16, 0}, Kv{DType::bf16, 1}, Kv{DType::fp16, 2}}) {
+      for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+        for (int page_size : {1, 16, 12}) {
+          testing::SpecShape shape;
+          shape.q_heads = 6;
+          shape.kv_heads = 2;
+          shape.head_dim = head_dim;
+          shape.dtype = kv.dtype;
+          shape.layout = layout;
+          shape.page_size = page_size;
+          shape.allocation = PageAllocation::shuffled;
+          shape.seed = uint64_t(head_dim * 1000 + page_size * 10 + kv.fp8);
+          Features features;
+          features.fp8 = kv.fp8;
+          features.sinks = page_size == 12;
+          batches.push_back(generate_batch(make_spec(shape, {0, 17, 300}, features)));
+        }
+      }
+    }
+  }
+  std::vector<std::pair<const Batch*, KernelConfig>> runs;
+  for (const Batch& batch : batches) {
+    KernelConfig fixed = variant.default_config(batch, target);
+    fixed.set("num_splits", 2);
+    runs.push_back({&batch, variant.default_config(batch, target)});
+    runs.push_back({&batch, fixed});
+  }
+  compile_first(runs);
+  for (const auto& [batch, config] : runs) {
+    expect_passed(*batch, config);
+    EXPECT_EQ(evaluate_once(GetParam(), *batch, config).verification.reference, "cpu_reference")
+        << describe(*batch, config);
+  }
+  EXPECT_EQ(runs.size(), size_t(3 * 4 * 2 * 3 * 2));
 }
 
 // Sequences of one key (context 0) and two keys, alone and beside a long one, with auto and many

@@ -57,7 +57,11 @@ const Variant& sm80_mma_variant(const Registry& registry) {
 TEST(Sm80MmaTraits, RulesNameTheFirstBrokenConstraint) {
   using namespace paged_decode::sm80_mma;
   EXPECT_EQ(check(128, 4, 64, 3), kOk);
-  EXPECT_EQ(check(96, 4, 64, 3), kHeadDim);
+  EXPECT_EQ(check(96, 4, 64, 3), kOk);
+  EXPECT_EQ(check(80, 4, 64, 3, 1), kOk);
+  EXPECT_EQ(check(192, 2, 32, 2), kOk);
+  EXPECT_EQ(check(72, 4, 64, 3), kHeadDim);
+  EXPECT_EQ(check(112, 4, 64, 3), kHeadDim);
   EXPECT_EQ(check(128, 3, 48, 3), kWarps);
   EXPECT_EQ(check(128, 4, 64, 1), kStages);
   EXPECT_EQ(check(128, 4, 64, 5), kStages);
@@ -68,8 +72,29 @@ TEST(Sm80MmaTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(256, 1, 96, 2), kRegisters);      // 128 accumulators + 96 keys per warp
   // Shared memory: stages x (K + V) x tokens x padded row, plus Q.
   EXPECT_EQ(shared_bytes(128, 4, 64, 3), 3 * 2 * 64 * 136 * 2 + 16 * 136 * 2);
+  // K/V rows hold an odd count of 16-byte chunks (conflict-free ldmatrix and 32-bit loads): data
+  // plus 16 bytes, or plus 32 where that count would be even (fp8 at head dim 80).
+  for (int d : {64, 80, 96, 128, 192, 256}) {
+    for (int kv : {1, 2}) {
+      const int row = row_bytes(d, kv);
+      EXPECT_EQ(row % 16, 0) << d << " " << kv;
+      EXPECT_EQ(row / 16 % 2, 1) << d << " " << kv;
+      EXPECT_GE(row, d * kv + 16) << d << " " << kv;
+      EXPECT_LE(row, d * kv + 32) << d << " " << kv;
+    }
+  }
+  EXPECT_EQ(row_bytes(80, 1), 112);
+  EXPECT_EQ(row_bytes(80, 2), 176);
+  EXPECT_EQ(row_bytes(128, 1), 144);
+  // The copy lanes of a row: the chunks rounded up to a power of two, at most a warp.
+  EXPECT_EQ(copy_lanes(64, 2), 8);
+  EXPECT_EQ(copy_lanes(80, 2), 16);
+  EXPECT_EQ(copy_lanes(80, 1), 8);
+  EXPECT_EQ(copy_lanes(96, 1), 8);
+  EXPECT_EQ(copy_lanes(192, 2), 32);
+  EXPECT_EQ(copy_lanes(256, 2), 32);
   // The cross-warp merge always fits into the stage buffers it reuses.
-  for (int d : {64, 128, 256}) {
+  for (int d : {64, 80, 96, 128, 192, 256}) {
     for (int w : {1, 2, 4, 8}) EXPECT_LE(merge_bytes(d, w), 2 * stage_bytes(d, 16 * w)) << d << w;
   }
 }
@@ -80,7 +105,7 @@ TEST(Sm80MmaGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Registry registry = make_registry();
   const Variant& variant = sm80_mma_variant(registry);
   int accepted = 0, refused = 0;
-  for (int head_dim : {64, 128, 256}) {
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
     const Batch batch = decode_batch(32, 8, head_dim);
     for (const Target& target : {hopper(), ampere()}) {
       const auto space = variant.space(batch, target);
@@ -143,12 +168,33 @@ TEST(Sm80MmaGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
 TEST(Sm80MmaGating, DefaultConfigIsSupportedForEveryHeadDimAndDevice) {
   const Registry registry = make_registry();
   const Variant& variant = sm80_mma_variant(registry);
-  for (int head_dim : {64, 128, 256}) {
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
     for (const Target& target : {hopper(), ampere()}) {
       const Batch batch = decode_batch(8, 1, head_dim);
       const KernelConfig config = variant.default_config(batch, target);
       const Support support = variant.check(batch, config, target);
       EXPECT_TRUE(support.ok) << head_dim << " " << target.arch << ": " << support.reason;
+    }
+  }
+}
+
+// The planner's tile by head dim: t64.w4 up to 192 (at most 166 registers there), the smaller
+// t32.w2 for 256 below a full GQA group of 16, and for fp8 K/V at GQA <= 8.
+TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_mma_variant(registry);
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
+    for (bool fp8 : {false, true}) {
+      Batch batch = decode_batch(32, 8, head_dim);
+      if (fp8) {
+        batch.kv_dtype = DType::fp8_e4m3;
+        batch.k_scales = batch.v_scales = {1.0f};
+      }
+      const KernelConfig config = variant.default_config(batch, hopper());
+      const bool small = head_dim == 256 || fp8;
+      EXPECT_EQ(config.get("tile_tokens"), small ? 32 : 64) << head_dim << " " << fp8;
+      EXPECT_EQ(config.get("warps"), small ? 2 : 4) << head_dim << " " << fp8;
+      EXPECT_TRUE(variant.check(batch, config, hopper())) << head_dim << " " << fp8;
     }
   }
 }
@@ -253,9 +299,13 @@ TEST(Sm80MmaCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(32);
-  for (int head_dim : {64, 128, 256}) {
+  batches.reserve(64);
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
+      // Head dims 80, 96 and 192 (padded copy lanes and fp8 rows): one dtype each, to keep the
+      // compile count down; 96 in fp16, the others in bf16.
+      const bool padded_dim = head_dim == 80 || head_dim == 96 || head_dim == 192;
+      if (padded_dim && (dtype == DType::fp16) != (head_dim == 96)) continue;
       for (bool fp8 : {false, true}) {
         batches.push_back(decode_batch(16, 1, head_dim, dtype));
         if (fp8) {  // programs() reads only the element types and the head dim

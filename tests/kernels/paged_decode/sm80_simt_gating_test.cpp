@@ -94,10 +94,65 @@ TEST(Sm80SimtGating, ImplementedFeaturesAreSupported) {
   }
 }
 
+// Every head dim the family declares runs under the default config, in bf16 and fp8 K/V, on sm_80
+// and sm_90; a head dim outside them is refused with a reason naming it.
+TEST(Sm80SimtGating, DefaultConfigRunsEveryDeclaredHeadDim) {
+  const Registry registry = make_registry();
+  const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
+  for (int cc : {8, 9}) {
+    DeviceInfo device;
+    device.cc_major = cc;
+    device.sm_count = 108;
+    const Target gpu = Target::cuda(device);
+    for (int head_dim : {64, 80, 96, 128, 192, 256}) {
+      for (bool fp8 : {false, true}) {
+        testing::SpecShape shape;
+        shape.q_heads = 32;
+        shape.kv_heads = 8;
+        shape.head_dim = head_dim;
+        Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 40, 300}));
+        if (fp8) {
+          batch.kv_dtype = DType::fp8_e4m3;
+          batch.k_scales = batch.v_scales = {1.0f};
+        }
+        const KernelConfig config = sm80_simt.default_config(batch, gpu);
+        const Support s = sm80_simt.check(batch, config, gpu);
+        EXPECT_TRUE(s.ok) << head_dim << (fp8 ? " fp8 " : " ") << config.key() << ": " << s.reason;
+      }
+    }
+  }
+  DeviceInfo device;
+  device.cc_major = 9;
+  device.sm_count = 132;
+  const Target gpu = Target::cuda(device);
+  testing::SpecShape shape;
+  shape.q_heads = 8;
+  shape.kv_heads = 2;
+  shape.head_dim = 128;
+  Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 40}));
+  const KernelConfig config = sm80_simt.default_config(batch, gpu);
+  batch.spec.model.head_dim = 72;
+  const Support s = sm80_simt.check(batch, config, gpu);
+  EXPECT_FALSE(s.ok);
+  EXPECT_NE(s.reason.find("72"), std::string::npos) << s.reason;
+}
+
 // Every config the traits accept has a consistent shape: the declared shared memory holds the
 // pipeline and the row merge, and the key rows divide the block.
 TEST(Sm80SimtGating, TraitsAreConsistent) {
-  for (int head_dim : {64, 128, 256}) {
+  // A row's lanes: head_dim / 8 of them active, in a power-of-two group within a warp.
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
+    const int lanes = paged_decode::sm80_simt::lanes_per_token(head_dim);
+    EXPECT_EQ(paged_decode::sm80_simt::active_lanes(head_dim) * 8, head_dim);
+    EXPECT_TRUE(paged_decode::sm80_simt::power_of_two(lanes)) << head_dim;
+    EXPECT_GE(lanes, paged_decode::sm80_simt::active_lanes(head_dim)) << head_dim;
+    EXPECT_LT(lanes, 2 * paged_decode::sm80_simt::active_lanes(head_dim)) << head_dim;
+    EXPECT_LE(lanes, 32) << head_dim;
+  }
+  EXPECT_EQ(paged_decode::sm80_simt::lanes_per_token(96), 16);
+  EXPECT_EQ(paged_decode::sm80_simt::lanes_per_token(192), 32);
+  EXPECT_EQ(paged_decode::sm80_simt::check(72, 2, 1, 4, 16, 2), paged_decode::sm80_simt::kHeadDim);
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
     for (int kv_bytes : {1, 2}) {
       for (int warps : {1, 2, 4, 8}) {
         for (int tile : {16, 32, 64, 128}) {

@@ -45,7 +45,8 @@ std::string describe(const WorkloadSpec& spec, const KernelConfig& config) {
   return out.str();
 }
 
-// Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, page sizes 1..256
+// Random shapes (GQA 1..16 including non powers of two, head dims 64/80/96/128/192/256, page sizes
+// 1..256
 // including odd ones, both layouts and dtypes), uneven lengths with edge cases (0 and 1 keys
 // included), each batch feature switched on at random (fp8 KV with per-tensor or per-head scales,
 // soft-cap, sliding window, sinks, non-causal), fresh data per run (the seed varies with the time
@@ -62,8 +63,8 @@ TEST(Sm80SimtGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const testing::SpecShape shape =
-        testing::random_decode_shape(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16});
+    const testing::SpecShape shape = testing::random_decode_shape(
+        rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16}, testing::every_decode_head_dim());
     const std::vector<int64_t> contexts = testing::random_decode_contexts(rng);
     WorkloadSpec spec = testing::make_decode_spec(shape, contexts);
     std::bernoulli_distribution coin(0.3);
@@ -156,6 +157,63 @@ TEST(Sm80SimtGpu, EachFeatureMatchesTheReference) {
           << m.reason;
     }
   }
+}
+
+// Head dims 80, 96 and 192 (rows read by 10, 12 and 24 lanes of groups of 16, 16 and 32) in every
+// KV dtype (bf16, fp16, fp8 with per-tensor and per-head scales), both layouts and page sizes 1,
+// 16 and 12, with GQA 4 in head chunks of 2 and 4: the default config and a fixed split count
+// (the merge kernel at these widths). Small batches, so the CPU reference is the oracle.
+TEST(Sm80SimtGpu, HeadDims80_96And192InEveryKvDtypeLayoutAndPageMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
+  const Target target = Target::cuda(testing::gpu().device());
+  struct Kv {
+    DType dtype;
+    int fp8;  // 0: K/V of Q's dtype; 1: fp8 per tensor; 2: fp8 per head
+  };
+  int runs = 0;
+  for (int head_dim : {80, 96, 192}) {
+    for (const Kv& kv :
+         {Kv{DType::bf16, 0}, Kv{DType::fp16, 0}, Kv{DType::bf16, 1}, Kv{DType::fp16, 2}}) {
+      for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+        for (int page_size : {1, 16, 12}) {
+          testing::SpecShape shape;
+          shape.q_heads = 8;
+          shape.kv_heads = 2;
+          shape.head_dim = head_dim;
+          shape.dtype = kv.dtype;
+          shape.layout = layout;
+          shape.page_size = page_size;
+          shape.allocation = PageAllocation::shuffled;
+          shape.seed = uint64_t(head_dim * 1000 + page_size * 10 + kv.fp8);
+          WorkloadSpec spec = testing::make_decode_spec(shape, {0, 17, 300});
+          if (kv.fp8 > 0) {
+            spec.model.kv_dtype = DType::fp8_e4m3;
+            spec.model.kv_scale =
+                kv.fp8 == 2 ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+          }
+          if (page_size == 12) spec.model.attention_sinks = true;
+          const Batch batch = generate_batch(spec);
+          KernelConfig fixed = sm80_simt.default_config(batch, target);
+          fixed.set("heads_per_cta", 2);
+          fixed.set("num_splits", 3);
+          for (const KernelConfig& config : {sm80_simt.default_config(batch, target), fixed}) {
+            ASSERT_TRUE(sm80_simt.check(batch, config, target))
+                << describe(batch.spec, config) << ": "
+                << sm80_simt.check(batch, config, target).reason;
+            const Measurement m = evaluate_once(batch, config);
+            EXPECT_EQ(m.disposition, Disposition::passed)
+                << describe(batch.spec, config) << ": " << m.reason;
+            EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch.spec, config);
+            EXPECT_EQ(m.verification.reference, "cpu_reference") << describe(batch.spec, config);
+            ++runs;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runs, 3 * 4 * 2 * 3 * 2);
 }
 
 // One long sequence: the auto split count cuts it across the GPU.
