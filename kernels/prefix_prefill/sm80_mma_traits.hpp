@@ -104,10 +104,14 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int v_head_dim, i
 // - head_dim 128: no spill at block_n 16; at 32 and 64 only for block_m 128 over 4 warps with 2
 //   stages and no unroll over 16-bit key-major K/V without mask or soft-cap (the issue-6 shape);
 //   every other flavour or shape there spilled (4 to 220 bytes);
-// - head_dim 256: the accumulators alone are 256 registers.
-// Head dims 80 and 96 (and a V narrower than 128) take head_dim 128's shapes: fewer accumulators,
-// fewer Q/K fragments. Head dim 192 takes none (192 accumulators at V 192; at V 128 Q.K^T's
-// fragments are half again 128's).
+// - head_dim 256: the accumulators alone are 256 registers;
+// - head_dims 80 and 96 (2026-11-29, CUDA 13.0 NVRTC, sm_90a and sm_80): head_dim 128's shapes,
+//   except that 96 spills at block_n 64 in the issue-6 shape (8 bytes on sm_90a, 255 registers;
+//   at block_n 32: 226 registers); 80 fits there (247 registers); block_n 16 in every flavour
+//   (fp8 vLLM: 214 registers);
+// - head_dim 192: none (192 accumulators at V 192; at V 128 Q.K^T's fragments are half again
+//   128's).
+// A V narrower than Q/K takes its head_dim's shapes (fewer accumulators).
 ATTN_HOST_DEVICE constexpr bool wide_warp_fits(int head_dim, int block_m, int block_n, int warps,
                                                int stages, int unroll, bool kv_fp8,
                                                bool v_dim_major, bool explicit_mask,
@@ -115,8 +119,8 @@ ATTN_HOST_DEVICE constexpr bool wide_warp_fits(int head_dim, int block_m, int bl
   if (head_dim == 64) return unroll == 1 ? block_n <= 64 : block_n <= 32 && !explicit_mask;
   if (head_dim > 128 || unroll > 1) return false;
   if (block_n == 16) return true;
-  return block_n <= 64 && block_m == 128 && warps == 4 && stages == 2 && !kv_fp8 && !v_dim_major &&
-         !explicit_mask && !soft_cap;
+  return block_n <= (head_dim == 96 ? 32 : 64) && block_m == 128 && warps == 4 && stages == 2 &&
+         !kv_fp8 && !v_dim_major && !explicit_mask && !soft_cap;
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.

@@ -92,8 +92,8 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
                std::to_string(c.block_m) + " over " + std::to_string(c.warps) +
                " warps) spill at head_dim " + std::to_string(head_dim) +
                " except at head_dim 64 (block_n up to 64, unrolled up to 32) and head_dim 80, 96 "
-               "or 128 with block_n 16, or block_n 32/64 with block_m 128 over 4 warps, 2 "
-               "stages, no unroll, 16-bit key-major K/V, no explicit mask or soft-cap; raise "
+               "or 128 with block_n 16, or block_n 32/64 (96: 32) with block_m 128 over 4 warps, "
+               "2 stages, no unroll, 16-bit key-major K/V, no explicit mask or soft-cap; raise "
                "warps for 16 rows per warp";
       }
       return "too many registers per thread (estimate " +

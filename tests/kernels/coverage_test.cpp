@@ -62,10 +62,10 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_EQ(wide->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
 }
 
-// A V narrower than Q/K (192x128): on the GPU only the mma.sync prefill kernels take it
-// (flash_fwd.sm80_mma, blocksparse.sm80_mma, which read no fp8 cache, and prefix_prefill's two
-// sm80_mma variants, which do); paged_decode leaves it to its CPU reference.
-TEST(CoverageMatrix, OnlyTheSm80MmaPrefillKernelsTakeANarrowerVOnTheGpu) {
+// A V narrower than Q/K (192x128): on the GPU only the sm80 tensor-core variants take it
+// (flash_fwd.sm80_mma and blocksparse.sm80_mma, which read no fp8 cache; prefix_prefill's
+// sm80_mma and sm80_mma_masked, which do); the other families leave it to their CPU references.
+TEST(CoverageMatrix, OnlyTheSm80MmaVariantsTakeANarrowerVOnTheGpu) {
   for (const CoverageCell& c : coverage_matrix(make_registry())) {
     if (c.head_dim != "192x128") continue;
     const std::string what =

@@ -63,8 +63,8 @@ Batch prefill_batch(const testing::SpecShape& shape, int v_head_dim = 0) {
 
 // (Q/K head dim, V head dim): every head dim of the schema, and the narrower Vs of DeepSeek's
 // prefill (192, 128) and of a halved V (128, 64).
-const std::pair<int, int> kHeadDimPairs[] = {{64, 64},   {80, 80},   {96, 96},   {128, 128},
-                                             {192, 192}, {256, 256}, {192, 128}, {128, 64}};
+const std::pair<int, int> kPrefillHeadDimPairs[] = {{64, 64},   {80, 80},   {96, 96},   {128, 128},
+                                                    {192, 192}, {256, 256}, {192, 128}, {128, 64}};
 
 Batch with_fp8(Batch batch, bool per_head) {
   batch.kv_dtype = DType::fp8_e4m3;
@@ -108,7 +108,9 @@ TEST(PrefixPrefillTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 64, 64, 64, 4, 2, 1, 1, false, false, false), kOk);
   EXPECT_EQ(check(192, 192, 16, 128, 1, 2, 1, 1, false, false, false), kRegisters);
   // 32 rows per warp: head dims 80 and 96 take head dim 128's shapes, 192 none.
-  EXPECT_EQ(check(96, 96, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(80, 80, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(96, 96, 128, 32, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(96, 96, 128, 64, 4, 2, 1, 1, false, false, false), kRegisters);  // measured
   EXPECT_EQ(check(80, 80, 64, 16, 2, 3, 1, 1, true, true, true), kOk);
   EXPECT_EQ(check(96, 96, 128, 64, 4, 3, 1, 1, false, false, false), kRegisters);
   EXPECT_EQ(check(192, 128, 64, 16, 2, 2, 1, 1, false, false, false), kRegisters);
@@ -172,7 +174,7 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Registry registry = make_registry();
   const Variant& variant = variant_named(registry, "prefix_prefill.sm80_mma");
   int accepted = 0, refused = 0;
-  for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
+  for (const auto& [head_dim, v_head_dim] : kPrefillHeadDimPairs) {
     for (bool fp8 : {false, true}) {
       Batch batch = prefill_batch(shape_of(8, 2, head_dim), v_head_dim);
       if (fp8) batch = with_fp8(batch, false);
@@ -246,7 +248,7 @@ TEST(PrefixPrefillGating, DefaultConfigIsSupportedForEveryHeadDimLayoutAndDevice
   small.max_shared_per_block_optin = 99 * 1024;
   for (const char* name : {"prefix_prefill.sm80_mma", "prefix_prefill.sm80_mma_masked"}) {
     const Variant& variant = variant_named(registry, name);
-    for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
+    for (const auto& [head_dim, v_head_dim] : kPrefillHeadDimPairs) {
       for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd, KvLayout::vllm}) {
         for (bool fp8 : {false, true}) {
           Batch batch = prefill_batch(shape_of(16, 1, head_dim, DType::fp16, layout), v_head_dim);
@@ -450,7 +452,7 @@ TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
     std::future<CompiledProgram> compiled;
   };
   std::vector<Job> jobs;
-  for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
+  for (const auto& [head_dim, v_head_dim] : kPrefillHeadDimPairs) {
     for (size_t f = 0; f < std::size(flavours); ++f) {
       const Flavour& flavour = flavours[f];
       // One dtype and one arch per (head dim, flavour), alternating, so the sample stays small.
