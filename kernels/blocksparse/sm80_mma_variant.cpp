@@ -59,8 +59,8 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int v_head
              "): lower stages, tile_n or tile_m";
     case blocksparse::sm80_mma::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(sm80_attention::register_estimate(head_dim, v_head_dim, c.tile_m,
-                                                              c.tile_n, c.warps)) +
+             std::to_string(
+                 blocksparse::sm80_mma::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
              ", limit " + std::to_string(blocksparse::sm80_mma::kMaxRegisterEstimate) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     case blocksparse::sm80_mma::kBlockSize:

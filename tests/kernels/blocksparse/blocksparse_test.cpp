@@ -158,6 +158,11 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 64, 64, 64, 4, 2), kOk);
   EXPECT_EQ(check(128, 192, 64, 64, 4, 2), kVHeadDim);  // V wider than K
   EXPECT_EQ(check(128, 112, 64, 64, 4, 2), kVHeadDim);
+  // A narrower V is held to the register rule of V as wide as K (32-row warps at (192, 128)
+  // spilled under its own estimate).
+  EXPECT_EQ(check(192, 128, 32, 32, 1, 2), kRegisters);
+  EXPECT_EQ(check(192, 128, 64, 32, 2, 3), kRegisters);
+  EXPECT_EQ(check(192, 128, 64, 64, 4, 2), check(192, 64, 64, 4, 2));
   EXPECT_EQ(check(128, 64, 64, 3, 2), kWarps);
   EXPECT_EQ(check(128, 64, 64, 4, 5), kStages);
   EXPECT_EQ(check(128, 64, 64, 4, 1), kStages);  // flash_fwd.sm80_mma's split pipeline: not here
