@@ -41,7 +41,7 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int v_head
       return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128 or 192";
     case blocksparse::sm80_mma::kVHeadDim:
       return "v_head_dim " + std::to_string(v_head_dim) +
-             " is not 64, 80, 96, 128 or 192 at most head_dim " + std::to_string(head_dim);
+             " must be 64, 80, 96, 128 or 192 and at most head_dim " + std::to_string(head_dim);
     case blocksparse::sm80_mma::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case blocksparse::sm80_mma::kStages:
@@ -59,8 +59,8 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int v_head
              "): lower stages, tile_n or tile_m";
     case blocksparse::sm80_mma::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(sm80_attention::register_estimate(head_dim, v_head_dim, c.tile_m,
-                                                              c.tile_n, c.warps)) +
+             std::to_string(
+                 blocksparse::sm80_mma::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
              ", limit " + std::to_string(blocksparse::sm80_mma::kMaxRegisterEstimate) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     case blocksparse::sm80_mma::kBlockSize:

@@ -143,7 +143,8 @@ __device__ __forceinline__ void attend(const Params& p) {
       static_cast<const unsigned short*>(p.q) + q_begin * q_row_stride + q_head * HEAD_DIM;
   const unsigned short* k_src =
       static_cast<const unsigned short*>(p.k) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
-  const long long v_row_stride = (long long)p.num_kv_heads * V_HEAD_DIM;
+  // SAME_V: K's own values, so the power-of-two widths compile to what they did.
+  const long long v_row_stride = SAME_V ? kv_row_stride : (long long)p.num_kv_heads * V_HEAD_DIM;
   const unsigned short* v_src =
       static_cast<const unsigned short*>(p.v) + kv_begin * v_row_stride + kv_head * V_HEAD_DIM;
 
@@ -189,7 +190,7 @@ __device__ __forceinline__ void attend(const Params& p) {
       SAME_V ? copy_dst
              : v_copy_row * V_ROW +
                    sm80_attention::swizzled_chunk(V_HEAD_DIM, v_copy_row, tid % V_SLOTS) * 8;
-  const int v_stride = p.num_kv_heads * V_HEAD_DIM;
+  const int v_stride = SAME_V ? kv_stride : p.num_kv_heads * V_HEAD_DIM;
   const unsigned short* v_copy = v_src + v_copy_col;
   // Key tile n's K and/or V rows into stage `stage`'s buffers.
   auto load_tile = [&](int n, int stage, bool k, bool v) {
@@ -538,8 +539,8 @@ __device__ __forceinline__ void attend(const Params& p) {
   }
   __syncwarp();
   // The output's rows: V_HEAD_DIM wide ([total_q, num_q_heads, v_head_dim]).
-  const long long o_row_stride = (long long)p.num_q_heads * V_HEAD_DIM;
-  const int o_stride = p.num_q_heads * V_HEAD_DIM;
+  const long long o_row_stride = SAME_V ? q_row_stride : (long long)p.num_q_heads * V_HEAD_DIM;
+  const int o_stride = SAME_V ? q_stride : p.num_q_heads * V_HEAD_DIM;
   unsigned short* out =
       static_cast<unsigned short*>(p.out) + q_begin * o_row_stride + q_head * V_HEAD_DIM;
 #pragma unroll

@@ -47,7 +47,8 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim, int v_hea
       return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128, 192 or 256";
     case flash_fwd::sm80_mma::kVHeadDim:
       return "v_head_dim " + std::to_string(v_head_dim) +
-             " is not 64, 80, 96, 128, 192 or 256 at most head_dim " + std::to_string(head_dim);
+             " must be 64, 80, 96, 128, 192 or 256 and at most head_dim " +
+             std::to_string(head_dim);
     case flash_fwd::sm80_mma::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case flash_fwd::sm80_mma::kStages:

@@ -158,6 +158,11 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 64, 64, 64, 4, 2), kOk);
   EXPECT_EQ(check(128, 192, 64, 64, 4, 2), kVHeadDim);  // V wider than K
   EXPECT_EQ(check(128, 112, 64, 64, 4, 2), kVHeadDim);
+  // A narrower V is held to the register rule of V as wide as K (32-row warps at (192, 128)
+  // spilled under its own estimate).
+  EXPECT_EQ(check(192, 128, 32, 32, 1, 2), kRegisters);
+  EXPECT_EQ(check(192, 128, 64, 32, 2, 3), kRegisters);
+  EXPECT_EQ(check(192, 128, 64, 64, 4, 2), check(192, 64, 64, 4, 2));
   EXPECT_EQ(check(128, 64, 64, 3, 2), kWarps);
   EXPECT_EQ(check(128, 64, 64, 4, 5), kStages);
   EXPECT_EQ(check(128, 64, 64, 4, 1), kStages);  // flash_fwd.sm80_mma's split pipeline: not here
@@ -607,7 +612,8 @@ TEST(BlockSparseCpuReference, MatchesTheDenseOracle) {
 }
 
 // NVRTC compiles a seeded sample of the configs each variant accepts (each default included) for
-// sm_80 and sm_90a, both head dims, causal and not, and ptxas reports no spills.
+// sm_80 and sm_90a, head dims 64 and 128 (and for blocksparse.sm80_mma 80, 96, 192 and a narrower
+// V), causal and not, and ptxas reports no spills.
 // ATTN_TEST_EXHAUSTIVE=1: all of them (318 kernels over both archs: 168 causal and 78 non-causal
 // mma, 72 decode; no spills, at most 244 registers with CUDA 13.0).
 TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
@@ -625,7 +631,7 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;
-  batches.reserve(8);
+  batches.reserve(16);
   for (int head_dim : {64, 128}) {
     const DType dtype = head_dim == 64 ? DType::fp16 : DType::bf16;
     batches.push_back(prefill_batch(8, 2, head_dim, dtype));
@@ -633,6 +639,12 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   }
   batches.push_back(prefill_batch(8, 2, 128, DType::fp16));
   batches.back().causal = false;  // the CAUSAL = false instantiation
+  // Head dims 80, 96 and 192 and a V narrower than Q/K (blocksparse.sm80_mma only).
+  for (const auto& [head_dim, v_head_dim] :
+       std::vector<std::pair<int, int>>{{80, 80}, {96, 96}, {192, 192}, {192, 128}, {128, 64}}) {
+    const DType dtype = head_dim == 96 || v_head_dim == 128 ? DType::fp16 : DType::bf16;
+    batches.push_back(prefill_batch(8, 2, head_dim, dtype, 64, v_head_dim));
+  }
   for (const Batch& batch : batches) {
     const Variant& variant = *registry.find(batch.decode_only() ? "blocksparse.sm80_mma_decode"
                                                                 : "blocksparse.sm80_mma");
