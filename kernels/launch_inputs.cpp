@@ -42,6 +42,19 @@ void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, 
                 cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
+int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads) {
+  int resident = context.target.max_shared_per_block > 0 && shared_bytes > 0
+                     ? context.target.max_shared_per_block / shared_bytes
+                     : 1;
+  resident = std::min(resident, 2048 / threads);
+  int registers = 0;
+  ATTN_CU_CHECK(context.cuda->api(),
+                cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
+  const int per_warp = (registers * 32 + 255) / 256 * 256;
+  if (per_warp > 0) resident = std::min(resident, 65536 / (per_warp * (threads / 32)));
+  return std::max(1, resident);
+}
+
 PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
                                          const void* pool, int box_tokens) {
   const ModelShape& m = batch.spec.model;

@@ -1,9 +1,11 @@
 // Host-side derivations of kernel inputs that several CUDA variants share: the log2-domain logit
 // transform (scale, soft-cap), sink logits in log2, fp8 dequantisation scales per KV head, the
-// sliding window a kernel must apply, the dynamic shared-memory opt-in of a loaded kernel, and the
-// TMA descriptor of a paged pool (the sm_90a variants' page boxes).
+// sliding window a kernel must apply, the dynamic shared-memory opt-in of a loaded kernel, its
+// resident CTAs per SM, device copies of host arrays, and the TMA descriptor of a paged pool (the
+// sm_90a variants' page boxes).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/common/tensor_map_bytes.hpp"
@@ -35,6 +37,19 @@ int effective_sliding_window(const Batch& batch);
 
 // Lets `kernel` use `bytes` of dynamic shared memory (above the 48 KiB default).
 void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, int bytes);
+
+// CTAs of a loaded `kernel` one SM holds at once, as the smallest of the shared-memory, thread and
+// register limits (the per-block shared-memory limit stands in for the SM's, within a few KiB on
+// sm_80+; registers are allocated per warp in units of 256). At least 1.
+int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads);
+
+// A device copy of a host array (at least one element's bytes, so an empty array has an address).
+template <typename T>
+DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values) {
+  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(T));
+  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(T));
+  return buffer;
+}
 
 // A K or V pool of 16-bit elements in the NHD or HND layout as a 5-D tensor, innermost first:
 //   (64 dims of a box, head_dim / 64 boxes of a row, then kv heads and tokens of a page in the

@@ -29,8 +29,7 @@ inline constexpr double kDefaultGpuReferenceMinWork = 3.2e9;
 double reference_work(const Batch& batch);
 
 // Whether a CUDA evaluation of `batch` verifies against the GPU reference: never for a batch the
-// GPU reference declines (gpu_reference_supports: a V narrower than Q/K, multi-head latent
-// attention), which the CPU reference verifies whatever the oracle asked for.
+// GPU reference declines (gpu_reference_supports: multi-head latent attention), which the CPU reference verifies whatever the oracle asked for.
 bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_work);
 
 // Why `oracle` chose as it did, for the run's header: "--reference gpu", or

@@ -44,7 +44,7 @@ inline constexpr double kGpuOracleMinWork = 2e8;
 
 struct OracleOutput {
   std::string name;        // "cpu_reference" or "gpu_tiled_fp32" (Verification::reference)
-  std::vector<float> out;  // [total_q, num_q_heads, head_dim]
+  std::vector<float> out;  // [total_q, num_q_heads, v_head_dim]
   std::vector<float> lse;  // [total_q, num_q_heads], when asked for
 };
 

@@ -10,8 +10,8 @@ namespace attn {
 struct BlockSparseMmaParams {
   const void* q;             // [total_q, num_q_heads, head_dim]
   const void* k;             // [total_kv, num_kv_heads, head_dim]
-  const void* v;             // [total_kv, num_kv_heads, head_dim]
-  void* out;                 // [total_q, num_q_heads, head_dim]
+  const void* v;             // [total_kv, num_kv_heads, v_head_dim]
+  void* out;                 // [total_q, num_q_heads, v_head_dim]
   const int* cu_seqlens_q;   // [num_seqs + 1]
   const int* cu_seqlens_kv;  // [num_seqs + 1]
   // [num_tiles][2]: (sequence, position tile t: positions [t * TILE_M, (t + 1) * TILE_M)) of each

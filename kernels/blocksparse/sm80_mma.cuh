@@ -8,9 +8,10 @@
 // block (p / block_size, j / block_size), and with causal j <= p (bottom-right aligned), else
 // j < kv_len. A row that sees no key writes zeros.
 //
-// Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
-// head_dim] (gathered from the paged pool once, outside the timing). The block layout is CSR per q
-// head: crow [num_q_heads, num_blocks + 1], col [num_q_heads, max_nnz].
+// Layout: Q [total_q, num_q_heads, head_dim] and out [total_q, num_q_heads, v_head_dim]; K and V
+// contiguous [total_kv, num_kv_heads, head_dim] and [.., v_head_dim] (gathered from the paged pool
+// once, outside the timing; v_head_dim is model.v_head_dim, at most head_dim). The block layout is
+// CSR per q head: crow [num_q_heads, num_blocks + 1], col [num_q_heads, max_nnz].
 //
 // Work decomposition (grid = query tiles of all sequences, q heads): a CTA owns TILE_M positions
 // of one sequence and one q head. Tiles are aligned to absolute positions (a chunk after a
@@ -86,13 +87,15 @@ struct KeyTiles {
 
 }  // namespace blocksparse::sm80_mma
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
+// V_HEAD_DIM last, defaulting to HEAD_DIM: a V as wide as Q and K keeps its name expression.
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL,
+          int V_HEAD_DIM = HEAD_DIM>
 __global__ void __launch_bounds__(WARPS * 32, 1)
     blocksparse_sm80_mma(const BlockSparseMmaParams p) {
-  static_assert(blocksparse::sm80_mma::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
+  static_assert(blocksparse::sm80_mma::check(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
                     blocksparse::sm80_mma::kOk,
                 "invalid blocksparse.sm80_mma config: see blocksparse::sm80_mma::check");
-  sm80_attention::attend<DTYPE, HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
+  sm80_attention::attend<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
                          blocksparse::sm80_mma::KeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
 }
 

@@ -20,7 +20,7 @@ namespace blocksparse::sm80_mma {
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64 or 128
+  kHeadDim,       // head_dim must be 64, 80, 96, 128 or 192
   kWarps,         // warps must be 1, 2, 4 or 8
   kStages,        // stages must be 2, 3 or 4
   kTileM,         // tile_m / warps must be 16 or 32
@@ -28,19 +28,23 @@ enum Rule : int {
   kSharedMemory,  // more than flash_fwd::sm80_mma::kMaxSharedBytes of shared memory
   kRegisters,     // too many registers per thread (would spill)
   kBlockSize,     // tile_m and tile_n must each divide the layout's block size
+  kVHeadDim,      // v_head_dim must be one of the head dims and at most head_dim
 };
 
 constexpr int kMaxRegisterEstimate = 255;
 
-ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
-  if (head_dim != 64 && head_dim != 128) return kHeadDim;
-  const int rule = flash_fwd::sm80_mma::check(head_dim, tile_m, tile_n, warps, stages);
+// head_dim: Q's and K's rows; v_head_dim: V's and the output's (model.v_head_dim, else head_dim).
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int v_head_dim, int tile_m, int tile_n,
+                                     int warps, int stages) {
+  if (head_dim == 256 || !flash_fwd::sm80_mma::is_head_dim(head_dim)) return kHeadDim;
+  const int rule = flash_fwd::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages);
+  if (rule == flash_fwd::sm80_mma::kVHeadDim) return kVHeadDim;
   // No split K / V pipeline here (flash_fwd.sm80_mma's stages 1); its rules run warps, then stages.
   if (rule != flash_fwd::sm80_mma::kWarps && stages < 2) return kStages;
   switch (rule) {
     case flash_fwd::sm80_mma::kOk:  // no spills here (flash_fwd.sm80_mma admits a few bytes where
                                     // they paid)
-      return sm80_attention::register_estimate(head_dim, tile_m, tile_n, warps) >
+      return sm80_attention::register_estimate(head_dim, v_head_dim, tile_m, tile_n, warps) >
                      kMaxRegisterEstimate
                  ? kRegisters
                  : kOk;
@@ -60,6 +64,10 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int w
       return kHeadDim;
   }
 }
+// V as wide as Q and K.
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
+  return check(head_dim, head_dim, tile_m, tile_n, warps, stages);
+}
 
 // A query tile lies in one block row of the layout and a key tile in one block column, so every
 // tile is kept or dropped whole and the kernel needs no per-element block test: both tile sizes
@@ -68,8 +76,12 @@ ATTN_HOST_DEVICE constexpr int check_block(int block_size, int tile_m, int tile_
   return (block_size % tile_m == 0 && block_size % tile_n == 0) ? kOk : kBlockSize;
 }
 
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int v_head_dim, int tile_m, int tile_n,
+                                            int stages) {
+  return sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
+}
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm80_attention::shared_bytes(head_dim, tile_m, tile_n, stages);
+  return shared_bytes(head_dim, head_dim, tile_m, tile_n, stages);
 }
 
 // The key tiles one query tile visits. Query tiles are aligned to absolute positions: tile t of a

@@ -22,11 +22,11 @@ struct MmaConfig {
         tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))) {}
-  int shared_bytes(int head_dim) const {
-    return blocksparse::sm80_mma::shared_bytes(head_dim, tile_m, tile_n, stages);
+  int shared_bytes(int head_dim, int v_head_dim) const {
+    return blocksparse::sm80_mma::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
   }
-  int check(int head_dim) const {
-    return blocksparse::sm80_mma::check(head_dim, tile_m, tile_n, warps, stages);
+  int check(int head_dim, int v_head_dim) const {
+    return blocksparse::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages);
   }
 };
 
@@ -34,10 +34,14 @@ KernelConfig make_config(int tile_m, int tile_n, int warps, int stages) {
   return KernelConfig{{"tile_m", tile_m}, {"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
 }
 
-std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int block_size) {
+std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int v_head_dim,
+                          int block_size) {
   switch (rule) {
     case blocksparse::sm80_mma::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64 or 128";
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128 or 192";
+    case blocksparse::sm80_mma::kVHeadDim:
+      return "v_head_dim " + std::to_string(v_head_dim) +
+             " is not 64, 80, 96, 128 or 192 at most head_dim " + std::to_string(head_dim);
     case blocksparse::sm80_mma::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case blocksparse::sm80_mma::kStages:
@@ -49,14 +53,14 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int block_
     case blocksparse::sm80_mma::kTileN:
       return "tile_n must be 16, 32, 64 or 128";
     case blocksparse::sm80_mma::kSharedMemory:
-      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+      return "needs " + std::to_string(c.shared_bytes(head_dim, v_head_dim)) +
              " bytes of shared memory (limit " +
              std::to_string(flash_fwd::sm80_mma::kMaxSharedBytes) +
              "): lower stages, tile_n or tile_m";
     case blocksparse::sm80_mma::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(
-                 sm80_attention::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
+             std::to_string(sm80_attention::register_estimate(head_dim, v_head_dim, c.tile_m,
+                                                              c.tile_n, c.warps)) +
              ", limit " + std::to_string(blocksparse::sm80_mma::kMaxRegisterEstimate) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     case blocksparse::sm80_mma::kBlockSize:
@@ -78,7 +82,12 @@ class MmaVariant : public Variant {
            "CSR layout row, cp.async K/V pipeline";
   }
 
-  FeatureSet features() const override { return blocksparse_features(); }
+  // The family's features at head dims 64 to 192, and V narrower than Q and K.
+  FeatureSet features() const override {
+    return blocksparse_features()
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192})
+        .with(feature::kVHeadDim, {64, 80, 96, 128, 192});
+  }
 
   // Tile sizes that divide the layout's block (the others are refused anyway).
   std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
@@ -104,17 +113,18 @@ class MmaVariant : public Variant {
   // and num_warps; two stages keep two CTAs per SM (87 KiB of shared memory each at head_dim 128).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
+    const int v_head_dim = batch.spec.model.effective_v_head_dim();
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
     const std::vector<KernelConfig> candidates = {
         make_config(128, 64, 8, 2), make_config(64, 64, 4, 2), make_config(32, 32, 2, 2),
         make_config(16, 16, 1, 2)};
     for (const KernelConfig& config : candidates) {
       const MmaConfig c(config);
-      if (c.check(head_dim) == blocksparse::sm80_mma::kOk &&
+      if (c.check(head_dim, v_head_dim) == blocksparse::sm80_mma::kOk &&
           blocksparse::sm80_mma::check_block(block, c.tile_m, c.tile_n) ==
               blocksparse::sm80_mma::kOk &&
           (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+           c.shared_bytes(head_dim, v_head_dim) <= target.max_shared_per_block)) {
         return config;
       }
     }
@@ -131,12 +141,13 @@ class MmaVariant : public Variant {
       return s;
     const MmaConfig c(config);
     const int block = batch.block_sparse->block_size;
-    int rule = c.check(m.head_dim);
+    const int v_head_dim = m.effective_v_head_dim();
+    int rule = c.check(m.head_dim, v_head_dim);
     if (rule == blocksparse::sm80_mma::kOk)
       rule = blocksparse::sm80_mma::check_block(block, c.tile_m, c.tile_n);
     if (rule != blocksparse::sm80_mma::kOk)
-      return Support::no(describe_rule(rule, c, m.head_dim, block));
-    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
+      return Support::no(describe_rule(rule, c, m.head_dim, v_head_dim, block));
+    return supports_shared_bytes(c.shared_bytes(m.head_dim, v_head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -157,7 +168,7 @@ class MmaVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, kGatherKvKernel);
-    const int smem = c.shared_bytes(m.head_dim);
+    const int smem = c.shared_bytes(m.head_dim, m.effective_v_head_dim());
     allow_dynamic_shared_memory(context, attention, smem);
 
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
@@ -201,7 +212,11 @@ class MmaVariant : public Variant {
     return "attn::blocksparse_sm80_mma<" + std::to_string(dtype) + ", " +
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
            std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
-           std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") + ">";
+           std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") +
+           (batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
+                ? ", " + std::to_string(batch.spec.model.effective_v_head_dim())
+                : "") +
+           ">";
   }
 };
 

@@ -15,16 +15,18 @@
 // where a key is hidden when j >= kv_len or, with CAUSAL, j > i + (kv_len - q_len) (aligned to
 // the bottom right). A row that sees no key writes zeros and lse = -inf.
 //
-// Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
-// head_dim] (gathered from the paged pool once, outside the timing).
+// Layout: Q [total_q, num_q_heads, head_dim] and out [total_q, num_q_heads, v_head_dim]; K and V
+// contiguous [total_kv, num_kv_heads, head_dim] and [total_kv, num_kv_heads, v_head_dim]
+// (gathered from the paged pool once, outside the timing). v_head_dim is model.v_head_dim (at most
+// head_dim), else head_dim.
 //
 // - Each of the WARPS warps owns TILE_M / WARPS rows (one or two m16 fragments) and keeps their
 //   online-softmax state in registers: the fp32 output accumulator, row max and row sum. Q's A
 //   fragments stay in registers when they fit (traits: q_in_registers).
 // - K and V of one key tile (TILE_N rows) stream into one of STAGES shared-memory buffers with
-//   cp.async while earlier tiles are computed. Rows are padded by 16 bytes (head_dim 64) or, at
-//   head_dim 128 and 256, their 16-byte chunks are XOR-swizzled by the row's index mod 8
-//   (sm80_attention::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
+//   cp.async while earlier tiles are computed. Rows are padded by 16 bytes (head_dim 64, 80, 96)
+//   or, at head_dim 128, 192 and 256, their 16-byte chunks are XOR-swizzled by the row's index mod
+//   8 (sm80_attention::swizzled_chunk): either way ldmatrix (K) and ldmatrix.trans (V) are
 //   bank-conflict free, and with the swizzle every 128-byte line a copy writes is one aligned line
 //   of shared memory. One barrier per key tile.
 // - STAGES = 1 is a split pipeline instead (FlashAttention-2's: one K buffer and one V buffer,
@@ -74,23 +76,35 @@ namespace sm80_attention {
 // structs name alike: q, k, v, out, cu_seqlens_q, cu_seqlens_kv, tiles ([num_tiles][2]: the
 // (sequence, query tile) of each CTA column, heaviest first), num_q_heads, num_kv_heads, group and
 // scale_log2.
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL,
-          class KeyTiles, class Params>
+//
+// V_HEAD_DIM: the width of V's rows and of the output's (model.v_head_dim), at most HEAD_DIM (the
+// output is staged in Q's rows); P V and the accumulator run over it. Where it equals HEAD_DIM
+// the K and V copies share one pattern and one loop, as they always did.
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES,
+          bool CAUSAL, class KeyTiles, class Params>
 __device__ __forceinline__ void attend(const Params& p) {
+  static_assert(V_HEAD_DIM <= HEAD_DIM && V_HEAD_DIM % 16 == 0 && HEAD_DIM % 16 == 0,
+                "V's rows are staged in Q's: at most head_dim, whole k16 steps");
   constexpr int THREADS = sm80_attention::threads(WARPS);
-  constexpr int ROW = sm80_attention::row_elements(HEAD_DIM);  // smem row, 16-bit elements
+  constexpr int ROW = sm80_attention::row_elements(HEAD_DIM);      // Q, K smem row, 16-bit elements
+  constexpr int V_ROW = sm80_attention::row_elements(V_HEAD_DIM);  // V smem row
+  constexpr bool SAME_V = V_HEAD_DIM == HEAD_DIM;
   constexpr int WARP_ROWS = sm80_attention::warp_rows(TILE_M, WARPS);
   constexpr int M_FRAGS = sm80_attention::m_frags(TILE_M, WARPS);
-  constexpr bool Q_IN_REGS = sm80_attention::q_in_registers(HEAD_DIM, TILE_M, TILE_N, WARPS);
-  constexpr int N_TILES = TILE_N / 8;     // n8 tiles of S per m16 fragment
-  constexpr int D_TILES = HEAD_DIM / 8;   // n8 tiles of O per m16 fragment
-  constexpr int K_STEPS = HEAD_DIM / 16;  // k16 steps of Q.K
-  constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks of a row
-  constexpr int KV_TILE = TILE_N * ROW;   // one K or V buffer, elements
-  constexpr bool SPLIT = STAGES == 1;     // one K and one V buffer, loaded in turn
+  constexpr bool Q_IN_REGS =
+      sm80_attention::q_in_registers(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS);
+  constexpr int N_TILES = TILE_N / 8;                   // n8 tiles of S per m16 fragment
+  constexpr int D_TILES = V_HEAD_DIM / 8;               // n8 tiles of O per m16 fragment
+  constexpr int K_STEPS = HEAD_DIM / 16;                // k16 steps of Q.K
+  constexpr int CHUNKS = HEAD_DIM / 8;                  // 16-byte chunks of a Q or K row
+  constexpr int V_CHUNKS = V_HEAD_DIM / 8;              // of a V or output row
+  constexpr int KV_TILE = TILE_N * ROW;                 // one K buffer, elements
+  constexpr int STAGE_TILE = KV_TILE + TILE_N * V_ROW;  // one K and one V buffer
+  constexpr bool SPLIT = STAGES == 1;                   // one K and one V buffer, loaded in turn
   const float kNegInf = -__int_as_float(0x7f800000);
 
-  // Q [TILE_M][ROW], then [STAGES][K, V][TILE_N][ROW] (SPLIT: one K and one V buffer).
+  // Q [TILE_M][ROW], then [STAGES][K [TILE_N][ROW], V [TILE_N][V_ROW]] (SPLIT: one K and one V
+  // buffer).
   extern __shared__ __align__(16) unsigned short smem[];
   unsigned short* q_tile = smem;
   unsigned short* kv_tiles = smem + TILE_M * ROW;
@@ -129,53 +143,98 @@ __device__ __forceinline__ void attend(const Params& p) {
       static_cast<const unsigned short*>(p.q) + q_begin * q_row_stride + q_head * HEAD_DIM;
   const unsigned short* k_src =
       static_cast<const unsigned short*>(p.k) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
+  const long long v_row_stride = (long long)p.num_kv_heads * V_HEAD_DIM;
   const unsigned short* v_src =
-      static_cast<const unsigned short*>(p.v) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
+      static_cast<const unsigned short*>(p.v) + kv_begin * v_row_stride + kv_head * V_HEAD_DIM;
 
-  // Copy pattern: thread t copies 16-byte chunk t % CHUNKS of rows t / CHUNKS + i * ROWS_PER_PASS.
-  // Offsets within a sequence are 32-bit element counts (the host checks they fit), so a row's
-  // address costs one multiply-add and few registers stay live across the key loop. Rows that are
-  // not queries and keys past the sequence's end are zero-filled without a read: finite, and
-  // masked or never stored.
-  constexpr int ROWS_PER_PASS = THREADS / CHUNKS;
-  static_assert(THREADS % CHUNKS == 0, "copy pattern");
-  const int copy_row = tid / CHUNKS, copy_col = (tid % CHUNKS) * 8;
+  // Copy pattern: thread t copies 16-byte chunk t % SLOTS of rows t / SLOTS + i * ROWS_PER_PASS,
+  // SLOTS the row's chunks rounded up to a power of two (sm80_attention::copy_slots: at head dims
+  // 64, 128 and 256 every thread copies; at 80, 96 and 192 the threads of the slots past the row's
+  // chunks idle). Offsets within a sequence are 32-bit element counts (the host checks they fit),
+  // so a row's address costs one multiply-add and few registers stay live across the key loop.
+  // Rows that are not queries and keys past the sequence's end are zero-filled without a read:
+  // finite, and masked or never stored.
+  constexpr int SLOTS = sm80_attention::copy_slots(HEAD_DIM);
+  constexpr int ROWS_PER_PASS = THREADS / SLOTS;
+  static_assert(THREADS % SLOTS == 0, "copy pattern");
+  const int copy_row = tid / SLOTS, copy_col = (tid % SLOTS) * 8;
+  const bool copies = SLOTS == CHUNKS || tid % SLOTS < CHUNKS;  // not an idle slot
   // Pass i writes row copy_row + i * ROWS_PER_PASS (sm80_attention::copy_address).
   const int copy_dst =
-      copy_row * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, copy_row, tid % CHUNKS) * 8;
+      copy_row * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, copy_row, tid % SLOTS) * 8;
   auto copy_address = [&](unsigned short* tile, int i) {
     return sm80_attention::copy_address<HEAD_DIM>(tile, copy_dst, i, ROWS_PER_PASS);
   };
   const int q_stride = p.num_q_heads * HEAD_DIM, kv_stride = p.num_kv_heads * HEAD_DIM;
+  if (copies) {
 #pragma unroll
-  for (int i = 0; i < (TILE_M + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
-    const int r = copy_row + i * ROWS_PER_PASS;
-    if (TILE_M % ROWS_PER_PASS != 0 && r >= TILE_M) break;
-    const bool valid = (!ROWS_BEFORE || m0 + r >= 0) && m0 + r < q_len;
-    cp_async_16(copy_address(q_tile, i), q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
-                valid);
+    for (int i = 0; i < (TILE_M + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
+      const int r = copy_row + i * ROWS_PER_PASS;
+      if (TILE_M % ROWS_PER_PASS != 0 && r >= TILE_M) break;
+      const bool valid = (!ROWS_BEFORE || m0 + r >= 0) && m0 + r < q_len;
+      cp_async_16(copy_address(q_tile, i), q_src + (valid ? (m0 + r) * q_stride : 0) + copy_col,
+                  valid);
+    }
   }
   cp_async_commit();
   const unsigned short* k_copy = k_src + copy_col;
-  const unsigned short* v_copy = v_src + copy_col;
+  // V's own copy pattern where its rows are narrower (SAME_V: K's).
+  constexpr int V_SLOTS = sm80_attention::copy_slots(V_HEAD_DIM);
+  constexpr int V_ROWS_PER_PASS = THREADS / V_SLOTS;
+  static_assert(THREADS % V_SLOTS == 0, "copy pattern");
+  const int v_copy_row = SAME_V ? copy_row : tid / V_SLOTS;
+  const int v_copy_col = SAME_V ? copy_col : (tid % V_SLOTS) * 8;
+  const bool v_copies = SAME_V ? copies : V_SLOTS == V_CHUNKS || tid % V_SLOTS < V_CHUNKS;
+  const int v_copy_dst =
+      SAME_V ? copy_dst
+             : v_copy_row * V_ROW +
+                   sm80_attention::swizzled_chunk(V_HEAD_DIM, v_copy_row, tid % V_SLOTS) * 8;
+  const int v_stride = p.num_kv_heads * V_HEAD_DIM;
+  const unsigned short* v_copy = v_src + v_copy_col;
   // Key tile n's K and/or V rows into stage `stage`'s buffers.
   auto load_tile = [&](int n, int stage, bool k, bool v) {
-    unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE;
+    unsigned short* k_dst = kv_tiles + stage * STAGE_TILE;
     unsigned short* v_dst = k_dst + KV_TILE;
     // The tile's first key: from the family's walk once per tile (a load of the kept block's
     // column, which no pass may repeat: each copy is a volatile asm), or for consecutive tiles
     // n * TILE_N in each pass (computed once before the passes, it too changed the split
     // pipeline's addresses).
     const int walked_key0 = CONSECUTIVE ? 0 : tiles.key0(n);
+    if constexpr (SAME_V) {
+      if (!copies) return;
 #pragma unroll
-    for (int i = 0; i < (TILE_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
-      const int r = copy_row + i * ROWS_PER_PASS;
-      if (TILE_N % ROWS_PER_PASS != 0 && r >= TILE_N) break;
-      const int key = (CONSECUTIVE ? n * TILE_N : walked_key0) + r;
-      const bool valid = key < kv_len;
-      const int at = valid ? key * kv_stride : 0;
-      if (k) cp_async_16(copy_address(k_dst, i), k_copy + at, valid);
-      if (v) cp_async_16(copy_address(v_dst, i), v_copy + at, valid);
+      for (int i = 0; i < (TILE_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
+        const int r = copy_row + i * ROWS_PER_PASS;
+        if (TILE_N % ROWS_PER_PASS != 0 && r >= TILE_N) break;
+        const int key = (CONSECUTIVE ? n * TILE_N : walked_key0) + r;
+        const bool valid = key < kv_len;
+        const int at = valid ? key * kv_stride : 0;
+        if (k) cp_async_16(copy_address(k_dst, i), k_copy + at, valid);
+        if (v) cp_async_16(copy_address(v_dst, i), v_copy + at, valid);
+      }
+    } else {
+      if (k && copies) {
+#pragma unroll
+        for (int i = 0; i < (TILE_N + ROWS_PER_PASS - 1) / ROWS_PER_PASS; ++i) {
+          const int r = copy_row + i * ROWS_PER_PASS;
+          if (TILE_N % ROWS_PER_PASS != 0 && r >= TILE_N) break;
+          const int key = (CONSECUTIVE ? n * TILE_N : walked_key0) + r;
+          const bool valid = key < kv_len;
+          cp_async_16(copy_address(k_dst, i), k_copy + (valid ? key * kv_stride : 0), valid);
+        }
+      }
+      if (v && v_copies) {
+#pragma unroll
+        for (int i = 0; i < (TILE_N + V_ROWS_PER_PASS - 1) / V_ROWS_PER_PASS; ++i) {
+          const int r = v_copy_row + i * V_ROWS_PER_PASS;
+          if (TILE_N % V_ROWS_PER_PASS != 0 && r >= TILE_N) break;
+          const int key = (CONSECUTIVE ? n * TILE_N : walked_key0) + r;
+          const bool valid = key < kv_len;
+          cp_async_16(
+              sm80_attention::copy_address<V_HEAD_DIM>(v_dst, v_copy_dst, i, V_ROWS_PER_PASS),
+              v_copy + (valid ? key * v_stride : 0), valid);
+        }
+      }
     }
   };
   auto load_kv = [&](int n, int stage) { load_tile(n, stage, true, true); };
@@ -199,7 +258,7 @@ __device__ __forceinline__ void attend(const Params& p) {
   const int k_frag = ((lane / 16) * 8 + lane % 8) * ROW +
                      sm80_attention::swizzled_chunk(HEAD_DIM, lane, (lane / 8) % 2) * 8;
   const int v_frag =
-      (lane % 16) * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, lane, lane / 16) * 8;
+      (lane % 16) * V_ROW + sm80_attention::swizzled_chunk(V_HEAD_DIM, lane, lane / 16) * 8;
   // Q K^T walks its k16 steps four at a time (one 128-byte group) where that measured faster:
   // head_dim 128, swizzled (0.3% to 2.9% less time on an H200, flash_fwd.sm80_mma). There each
   // fragment's offsets for the four 16-element steps of a group are XORed once (steps[j]), so step
@@ -267,7 +326,7 @@ __device__ __forceinline__ void attend(const Params& p) {
   // (row lane / 4) and element 2 (row lane / 4 + 8) are rescaled with O and read at the end, and
   // the softmax adds no sums of its own.
   constexpr bool ROW_SUMS =
-      KeyTiles::kTensorRowSums && sm80_attention::tensor_row_sums(HEAD_DIM, WARPS);
+      KeyTiles::kTensorRowSums && sm80_attention::tensor_row_sums(V_HEAD_DIM, WARPS);
   constexpr unsigned int ones = packed_ones<DTYPE>();
   float sums[M_FRAGS][4];
 #pragma unroll
@@ -290,7 +349,7 @@ __device__ __forceinline__ void attend(const Params& p) {
     // No row of this warp sees the tile: skip its products (SPLIT: not the barrier below).
     const bool sees = warp_has_rows && key0 < warp_keys_end;
     if (!SPLIT && !sees) continue;
-    const unsigned short* k_tile = kv_tiles + (SPLIT ? 0 : (n % STAGES) * 2 * KV_TILE);
+    const unsigned short* k_tile = kv_tiles + (SPLIT ? 0 : (n % STAGES) * STAGE_TILE);
     const unsigned short* v_tile = k_tile + KV_TILE;
     // SPLIT, after S_n and its softmax: V_n visible to every warp, every warp done with K_n,
     // K_{n+1} on its way.
@@ -426,7 +485,12 @@ __device__ __forceinline__ void attend(const Params& p) {
 #pragma unroll
       for (int dp = 0; dp < D_TILES / 2; ++dp) {
         unsigned int b[4];  // keys kc*16 .. +15, dims dp*16 .. +7 and +8 .. +15
-        ldmatrix_x4_trans(b, frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4));
+        if constexpr (SAME_V) {
+          ldmatrix_x4_trans(b, frag_at(v_tile, v_steps, v_frag, kc * 16 * ROW, dp / 4, dp % 4));
+        } else {
+          ldmatrix_x4_trans(b, sm80_attention::fragment_address<V_HEAD_DIM>(
+                                   v_tile, v_frag, kc * 16 * V_ROW, 16 * dp));
+        }
 #pragma unroll
         for (int m = 0; m < M_FRAGS; ++m) {
           mma_m16n8k16<DTYPE>(o[m][2 * dp], a[m], b[0], b[1]);
@@ -461,7 +525,7 @@ __device__ __forceinline__ void attend(const Params& p) {
 #pragma unroll
       for (int d = 0; d < D_TILES; ++d) {
         *reinterpret_cast<unsigned int*>(
-            q_tile + row * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, row, d) * 8 +
+            q_tile + row * ROW + sm80_attention::swizzled_chunk(V_HEAD_DIM, row, d) * 8 +
             2 * (lane % 4)) = pack2<DTYPE>(o[m][d][2 * h] * inv, o[m][d][2 * h + 1] * inv);
       }
       float* const lse = KeyTiles::lse(p);
@@ -473,15 +537,18 @@ __device__ __forceinline__ void attend(const Params& p) {
     }
   }
   __syncwarp();
+  // The output's rows: V_HEAD_DIM wide ([total_q, num_q_heads, v_head_dim]).
+  const long long o_row_stride = (long long)p.num_q_heads * V_HEAD_DIM;
+  const int o_stride = p.num_q_heads * V_HEAD_DIM;
   unsigned short* out =
-      static_cast<unsigned short*>(p.out) + q_begin * q_row_stride + q_head * HEAD_DIM;
+      static_cast<unsigned short*>(p.out) + q_begin * o_row_stride + q_head * V_HEAD_DIM;
 #pragma unroll
-  for (int i = 0; i < WARP_ROWS * CHUNKS / 32; ++i) {
+  for (int i = 0; i < WARP_ROWS * V_CHUNKS / 32; ++i) {
     const int c = lane + i * 32;
-    const int r = warp * WARP_ROWS + c / CHUNKS, col = (c % CHUNKS) * 8;
+    const int r = warp * WARP_ROWS + c / V_CHUNKS, col = (c % V_CHUNKS) * 8;
     if ((!ROWS_BEFORE || m0 + r >= 0) && m0 + r < q_len) {
-      *reinterpret_cast<uint4*>(out + (m0 + r) * q_stride + col) = *reinterpret_cast<const uint4*>(
-          q_tile + r * ROW + sm80_attention::swizzled_chunk(HEAD_DIM, r, c % CHUNKS) * 8);
+      *reinterpret_cast<uint4*>(out + (m0 + r) * o_stride + col) = *reinterpret_cast<const uint4*>(
+          q_tile + r * ROW + sm80_attention::swizzled_chunk(V_HEAD_DIM, r, c % V_CHUNKS) * 8);
     }
   }
 }

@@ -1,5 +1,6 @@
 // flash_fwd_gather_kv: copies K and V of a variable-length batch from the paged pool (NHD or HND)
-// into contiguous [total_kv, num_kv_heads, head_dim] tensors, the layout the dense kernels
+// into contiguous [total_kv, num_kv_heads, head_dim] (K) and [total_kv, num_kv_heads, v_head_dim]
+// (V) tensors, the layout the dense kernels
 // (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse) read. Run once in prepare(), outside
 // any timing. Host side: gather_kv_contiguous (gathered_kv.hpp).
 #pragma once
@@ -8,8 +9,9 @@
 
 namespace attn {
 
-// Copies K and V of every sequence from the paged pool into contiguous [total_kv, num_kv_heads,
-// head_dim] tensors, one 16-byte chunk per thread and step (grid-stride). Not part of the timed
+// Copies K and V of every sequence from the paged pool into contiguous tensors, one 16-byte chunk
+// of K (and the same chunk of V, where V's narrower rows have it) per thread and step
+// (grid-stride). Not part of the timed
 // attention: it stands in for a caller whose K/V are contiguous already.
 __global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
   const int chunks = p.head_dim / 8;
@@ -37,8 +39,14 @@ __global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
     const long long to = row * p.head_dim + chunk * 8;
     *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.k) + to) =
         *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.k_pool) + from);
-    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.v) + to) =
-        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.v_pool) + from);
+    if (chunk * 8 < p.v_head_dim) {
+      const long long v_from = (long long)page * p.v_page_stride +
+                               (long long)(pos % p.page_size) * p.v_token_stride +
+                               head * p.v_head_stride + chunk * 8;
+      *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.v) + row * p.v_head_dim +
+                                chunk * 8) =
+          *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.v_pool) + v_from);
+    }
   }
 }
 

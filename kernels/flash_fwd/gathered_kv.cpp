@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "base/errors.hpp"
 #include "kernels/flash_fwd/gather_kv_params.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"  // paged_pool_strides
+#include "workloads/batch_data.hpp"                        // pool_offset
 
 namespace attn {
 
@@ -17,11 +19,12 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
                                                CUfunction gather) {
   const Batch& batch = problem.batch();
   const ModelShape& m = batch.spec.model;
-  const size_t kv_bytes =
-      size_t(batch.total_kv) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_of(m.dtype);
+  ATTN_ASSERT(m.effective_v_head_dim() <= m.head_dim, "the gather takes V no wider than K");
+  const size_t row_bytes = size_t(batch.total_kv) * size_t(m.num_kv_heads) * size_of(m.dtype);
   std::vector<DeviceBuffer> buffers;
-  buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
-  buffers.emplace_back(*context.cuda, std::max<size_t>(16, kv_bytes));
+  buffers.emplace_back(*context.cuda, std::max<size_t>(16, row_bytes * size_t(m.head_dim)));
+  buffers.emplace_back(*context.cuda,
+                       std::max<size_t>(16, row_bytes * size_t(m.effective_v_head_dim())));
   buffers.push_back(upload_int32(
       *context.cuda, std::vector<int32_t>(batch.cu_seqlens_kv.begin(), batch.cu_seqlens_kv.end())));
 
@@ -36,10 +39,18 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
   g.page_stride = strides.page;
   g.token_stride = strides.token;
   g.head_stride = strides.head;
+  // V's pool, its rows v_head_dim wide: its strides from the workloads' own offsets.
+  const auto v_at = [&](int64_t page, int slot, int head) {
+    return pool_offset(batch, DataStream::value, page, slot, head, 0);
+  };
+  g.v_page_stride = v_at(1, 0, 0) - v_at(0, 0, 0);
+  g.v_token_stride = v_at(0, 1, 0) - v_at(0, 0, 0);
+  g.v_head_stride = v_at(0, 0, 1) - v_at(0, 0, 0);
   g.total_kv = batch.total_kv;
   g.num_seqs = batch.num_seqs;
   g.num_kv_heads = m.num_kv_heads;
   g.head_dim = m.head_dim;
+  g.v_head_dim = m.effective_v_head_dim();
   g.page_size = batch.page_size;
   g.max_pages_per_seq = batch.max_pages_per_seq;
   if (batch.total_kv > 0) {
@@ -57,8 +68,12 @@ JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
                                const KernelConfig& config, const Target& target,
                                const std::string& header, std::string attention) {
   JitProgram program;
-  program.name = variant.full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) +
-                 "." + to_string(batch.spec.model.dtype) + (batch.causal ? ".causal" : "");
+  const ModelShape& m = batch.spec.model;
+  const std::string narrow_v = m.effective_v_head_dim() != m.head_dim
+                                   ? ".dv" + std::to_string(m.effective_v_head_dim())
+                                   : "";
+  program.name = variant.full_name(config) + ".d" + std::to_string(m.head_dim) + narrow_v + "." +
+                 to_string(m.dtype) + (batch.causal ? ".causal" : "");
   program.source = "#include \"" + header + "\"\n";
   program.kernels = {std::move(attention), kGatherKvKernel};
   program.arch = target.arch;

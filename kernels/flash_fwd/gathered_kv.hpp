@@ -13,7 +13,8 @@ namespace attn {
 
 DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values);
 
-// K and V as [total_kv, num_kv_heads, head_dim] and cu_seqlens_kv as int32, in this order;
+// K as [total_kv, num_kv_heads, head_dim], V as [total_kv, num_kv_heads, v_head_dim] (V no wider
+// than K) and cu_seqlens_kv as int32, in this order;
 // `gather` is flash_fwd_gather_kv from the variant's program. Synchronises the stream.
 std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
                                                CUfunction gather);
@@ -23,7 +24,7 @@ inline constexpr const char* kGatherKvKernel = "attn::flash_fwd_gather_kv";
 
 // The one JIT program of a prefill variant over gathered K/V: `header` (which includes
 // gather_kv.cuh), its attention kernel's name expression `attention` and the gather, named
-// <variant>.<config>.d<head_dim>.<dtype>[.causal].
+// <variant>.<config>.d<head_dim>[.dv<v_head_dim> where V is narrower].<dtype>[.causal].
 JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
                                const KernelConfig& config, const Target& target,
                                const std::string& header, std::string attention);

@@ -9,8 +9,10 @@
 // q_len) (aligned to the bottom right when the lengths differ). A row that sees no key writes
 // zeros and lse = -inf.
 //
-// Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
-// head_dim] (flash_fwd_gather_kv makes them so from the paged pool, once, outside the timing).
+// Layout: Q [total_q, num_q_heads, head_dim] and out [total_q, num_q_heads, v_head_dim]; K and V
+// contiguous [total_kv, num_kv_heads, head_dim] and [total_kv, num_kv_heads, v_head_dim]
+// (flash_fwd_gather_kv makes them so from the paged pool, once, outside the timing). V_HEAD_DIM
+// (model.v_head_dim, e.g. DeepSeek-V3's prefill: Q/K 192, V 128) is at most HEAD_DIM.
 //
 // Work decomposition (grid = query tiles of all sequences, q heads): a CTA owns TILE_M query rows
 // of one sequence and one q head; the host lists the (sequence, tile) pairs heaviest first, so
@@ -69,12 +71,14 @@ struct DenseKeyTiles {
 
 }  // namespace flash_fwd::sm80_mma
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL>
+// V_HEAD_DIM last, defaulting to HEAD_DIM: a V as wide as Q and K keeps its name expression.
+template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL,
+          int V_HEAD_DIM = HEAD_DIM>
 __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashFwdParams p) {
-  static_assert(flash_fwd::sm80_mma::check(HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
+  static_assert(flash_fwd::sm80_mma::check(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
                     flash_fwd::sm80_mma::kOk,
                 "invalid flash_fwd.sm80_mma config: see flash_fwd::sm80_mma::check");
-  sm80_attention::attend<DTYPE, HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
+  sm80_attention::attend<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
                          flash_fwd::sm80_mma::DenseKeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
 }
 

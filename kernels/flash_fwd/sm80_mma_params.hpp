@@ -9,8 +9,8 @@ namespace attn {
 struct FlashFwdParams {
   const void* q;             // [total_q, num_q_heads, head_dim]
   const void* k;             // [total_kv, num_kv_heads, head_dim], gathered from the paged pool
-  const void* v;             // [total_kv, num_kv_heads, head_dim], gathered from the paged pool
-  void* out;                 // [total_q, num_q_heads, head_dim]
+  const void* v;             // [total_kv, num_kv_heads, v_head_dim], gathered from the paged pool
+  void* out;                 // [total_q, num_q_heads, v_head_dim]
   float* lse;                // [total_q, num_q_heads] log-sum-exp (natural log); null: not written
   const int* cu_seqlens_q;   // [num_seqs + 1]
   const int* cu_seqlens_kv;  // [num_seqs + 1]

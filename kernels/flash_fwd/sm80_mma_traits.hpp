@@ -24,27 +24,40 @@ constexpr int kMaxSharedBytes = 227 * 1024;
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64, 128 or 256
+  kHeadDim,       // head_dim must be 64, 80, 96, 128, 192 or 256
   kWarps,         // warps must be 1, 2, 4 or 8
   kStages,        // stages must be 1 (split K / V pipeline), 2, 3 or 4
   kTileM,         // tile_m / warps must be 16 or 32 (one or two m16 fragments per warp)
   kTileN,         // tile_n must be 16, 32, 64 or 128
   kSharedMemory,  // more than kMaxSharedBytes of shared memory
   kRegisters,     // too many registers per thread (would spill)
+  kVHeadDim,      // v_head_dim must be one of the head dims and at most head_dim
 };
 
-ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+ATTN_HOST_DEVICE constexpr bool is_head_dim(int d) {
+  return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+}
+
+// head_dim: Q's and K's rows; v_head_dim: V's and the output's (model.v_head_dim, else head_dim).
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int v_head_dim, int tile_m, int tile_n,
+                                     int warps, int stages) {
+  if (!is_head_dim(head_dim)) return kHeadDim;
+  if (!is_head_dim(v_head_dim) || v_head_dim > head_dim) return kVHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 1 || stages > 4) return kStages;
   if (tile_m != warps * sm80_attention::kMmaRows && tile_m != warps * 2 * sm80_attention::kMmaRows)
     return kTileM;
   if (tile_n != 16 && tile_n != 32 && tile_n != 64 && tile_n != 128) return kTileN;
-  if (sm80_attention::shared_bytes(head_dim, tile_m, tile_n, stages) > kMaxSharedBytes)
+  if (sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages) > kMaxSharedBytes)
     return kSharedMemory;
-  if (sm80_attention::register_estimate(head_dim, tile_m, tile_n, warps) > kMaxRegisterEstimate)
+  if (sm80_attention::register_estimate(head_dim, v_head_dim, tile_m, tile_n, warps) >
+      kMaxRegisterEstimate)
     return kRegisters;
   return kOk;
+}
+// V as wide as Q and K.
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int warps, int stages) {
+  return check(head_dim, head_dim, tile_m, tile_n, warps, stages);
 }
 
 }  // namespace flash_fwd::sm80_mma

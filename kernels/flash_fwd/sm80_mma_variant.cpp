@@ -22,22 +22,32 @@ struct Sm80Config {
         tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))) {}
-  int shared_bytes(int head_dim) const {
-    return sm80_attention::shared_bytes(head_dim, tile_m, tile_n, stages);
+  int shared_bytes(int head_dim, int v_head_dim) const {
+    return sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
   }
-  int check(int head_dim) const {
-    return flash_fwd::sm80_mma::check(head_dim, tile_m, tile_n, warps, stages);
+  int check(int head_dim, int v_head_dim) const {
+    return flash_fwd::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages);
   }
 };
+
+// The kernel's last template argument, V_HEAD_DIM, where V is narrower than Q and K (else left to
+// its default, HEAD_DIM, so the name expression of an equal-width batch is what it always was).
+std::string v_head_dim_argument(const ModelShape& m) {
+  return m.effective_v_head_dim() != m.head_dim ? ", " + std::to_string(m.effective_v_head_dim())
+                                                : "";
+}
 
 KernelConfig make_config(int tile_m, int tile_n, int warps, int stages) {
   return KernelConfig{{"tile_m", tile_m}, {"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
 }
 
-std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
+std::string describe_rule(int rule, const Sm80Config& c, int head_dim, int v_head_dim) {
   switch (rule) {
     case flash_fwd::sm80_mma::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128, 192 or 256";
+    case flash_fwd::sm80_mma::kVHeadDim:
+      return "v_head_dim " + std::to_string(v_head_dim) +
+             " is not 64, 80, 96, 128, 192 or 256 at most head_dim " + std::to_string(head_dim);
     case flash_fwd::sm80_mma::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case flash_fwd::sm80_mma::kStages:
@@ -49,14 +59,14 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim) {
     case flash_fwd::sm80_mma::kTileN:
       return "tile_n must be 16, 32, 64 or 128";
     case flash_fwd::sm80_mma::kSharedMemory:
-      return "needs " + std::to_string(c.shared_bytes(head_dim)) +
+      return "needs " + std::to_string(c.shared_bytes(head_dim, v_head_dim)) +
              " bytes of shared memory (limit " +
              std::to_string(flash_fwd::sm80_mma::kMaxSharedBytes) +
              "): lower stages, tile_n or tile_m";
     case flash_fwd::sm80_mma::kRegisters:
       return "too many registers per thread (estimate " +
-             std::to_string(
-                 sm80_attention::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
+             std::to_string(sm80_attention::register_estimate(head_dim, v_head_dim, c.tile_m,
+                                                              c.tile_n, c.warps)) +
              ", limit " + std::to_string(flash_fwd::sm80_mma::kMaxRegisterEstimate) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     default:
@@ -74,7 +84,12 @@ class Sm80MmaVariant : public FlashFwdVariant {
            "softmax in registers";
   }
 
-  FeatureSet features() const override { return flash_fwd_features(); }
+  // The family's features at every head dim of the schema, and V narrower than Q and K.
+  FeatureSet features() const override {
+    return flash_fwd_features()
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+        .with(feature::kVHeadDim, {64, 80, 96, 128, 192});
+  }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
@@ -110,8 +125,17 @@ class Sm80MmaVariant : public FlashFwdVariant {
   static constexpr int64_t kMidKeys = 4096;
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
+    const int v_head_dim = batch.spec.model.effective_v_head_dim();
     std::vector<KernelConfig> candidates;
-    if (head_dim == 64) {
+    if (head_dim == 80 || head_dim == 96) {
+      // Unmeasured: head_dim 64's, with 16 rows per warp first (Q stays in registers there).
+      candidates = {make_config(64, 64, 4, 2), make_config(128, 64, 4, 2)};
+    } else if (head_dim == 192) {
+      // Unmeasured: head_dim 256's shapes (the split pipeline over 4 or 8 warps).
+      candidates = {
+          batch.max_kv_len() <= kMidKeys ? make_config(64, 64, 4, 1) : make_config(128, 64, 8, 1),
+          make_config(64, 64, 4, 1), make_config(64, 32, 4, 2)};
+    } else if (head_dim == 64) {
       candidates = {make_config(128, 64, 4, 2), make_config(64, 64, 4, 2)};
     } else if (head_dim == 128 && !batch.causal) {
       candidates = {make_config(128, 64, 4, 1), make_config(128, 32, 4, 2),
@@ -127,9 +151,9 @@ class Sm80MmaVariant : public FlashFwdVariant {
     }
     for (const KernelConfig& config : candidates) {
       const Sm80Config c(config);
-      if (c.check(head_dim) == flash_fwd::sm80_mma::kOk &&
+      if (c.check(head_dim, v_head_dim) == flash_fwd::sm80_mma::kOk &&
           (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+           c.shared_bytes(head_dim, v_head_dim) <= target.max_shared_per_block)) {
         return config;
       }
     }
@@ -144,9 +168,11 @@ class Sm80MmaVariant : public FlashFwdVariant {
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
       return s;
     const Sm80Config c(config);
-    const int rule = c.check(m.head_dim);
-    if (rule != flash_fwd::sm80_mma::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
-    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
+    const int v_head_dim = m.effective_v_head_dim();
+    const int rule = c.check(m.head_dim, v_head_dim);
+    if (rule != flash_fwd::sm80_mma::kOk)
+      return Support::no(describe_rule(rule, c, m.head_dim, v_head_dim));
+    return supports_shared_bytes(c.shared_bytes(m.head_dim, v_head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -166,10 +192,11 @@ class Sm80MmaVariant : public FlashFwdVariant {
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, kGatherKvKernel);
-    const int smem = c.shared_bytes(m.head_dim);
+    const int smem = c.shared_bytes(m.head_dim, m.effective_v_head_dim());
     allow_dynamic_shared_memory(context, attention, smem);
 
-    // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
+    // Contiguous K [total_kv, kv_heads, head_dim] and V [total_kv, kv_heads, v_head_dim],
+    // gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const std::vector<int32_t> tiles = flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n);
     buffers.push_back(upload_int32(*context.cuda, tiles));
@@ -204,7 +231,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
     return "attn::flash_fwd_sm80_mma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
            ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
-           std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") + ">";
+           std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") +
+           v_head_dim_argument(batch.spec.model) + ">";
   }
 };
 

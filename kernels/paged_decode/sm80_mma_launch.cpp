@@ -15,30 +15,6 @@ bool kv_fp8(const Batch& batch) {
   return batch.kv_dtype == DType::fp8_e4m3;
 }
 
-// CTAs of the attention kernel one SM holds at once, as the smallest of the shared-memory, thread
-// and register limits (the per-block shared-memory limit stands in for the SM's, within a few KiB
-// on sm_80+; registers are allocated per warp in units of 256).
-int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads) {
-  int resident = context.target.max_shared_per_block > 0 && shared_bytes > 0
-                     ? context.target.max_shared_per_block / shared_bytes
-                     : 1;
-  resident = std::min(resident, 2048 / threads);
-  int registers = 0;
-  ATTN_CU_CHECK(context.cuda->api(),
-                cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
-  const int per_warp = (registers * 32 + 255) / 256 * 256;
-  if (per_warp > 0) resident = std::min(resident, 65536 / (per_warp * (threads / 32)));
-  return std::max(1, resident);
-}
-
-// A device copy of a host array, owned by the launcher.
-template <typename T>
-DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values) {
-  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(T));
-  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(T));
-  return buffer;
-}
-
 }  // namespace
 
 Support sm80_mma_supports_limits(const Batch& batch) {

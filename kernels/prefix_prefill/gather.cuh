@@ -17,7 +17,9 @@ __device__ __forceinline__ long long paged_offset(const PoolStrides& s, int page
 
 }  // namespace prefix_prefill::sm80_mma
 
-// prepare()'s one-off gather of the new tokens' K and V (see PrefixPrefillGatherParams).
+// prepare()'s one-off gather of the new tokens' K and V (see PrefixPrefillGatherParams). A thread
+// per (row, kv head, K dim); V's rows are v_head_dim wide, at most K's, so the threads of its
+// dims copy V too.
 __global__ void prefix_prefill_gather(const PrefixPrefillGatherParams p) {
   const PrefixPrefillSeq info = p.seqs[blockIdx.y];
   const int padded = (info.query_len + 15) / 16 * 16;
@@ -33,9 +35,11 @@ __global__ void prefix_prefill_gather(const PrefixPrefillGatherParams p) {
     const int head = int(index / p.head_dim % p.num_kv_heads), dim = int(index % p.head_dim);
     const long long row = info.new_start + i;
     const long long k_dst = ((row * p.num_kv_heads + head) * p.head_dim + dim) * p.element_bytes;
-    const long long v_dst = (p.v_dim_major ? ((long long)head * p.head_dim + dim) * p.new_rows + row
-                                           : (row * p.num_kv_heads + head) * p.head_dim + dim) *
-                            p.element_bytes;
+    const bool has_v = dim < p.v_head_dim;
+    const long long v_dst =
+        (p.v_dim_major ? ((long long)head * p.v_head_dim + dim) * p.new_rows + row
+                       : (row * p.num_kv_heads + head) * p.v_head_dim + dim) *
+        p.element_bytes;
     long long k_src = -1, v_src = -1;
     if (i < info.query_len) {
       const long long slot = p.slot_mapping[info.q_start + i];
@@ -49,7 +53,7 @@ __global__ void prefix_prefill_gather(const PrefixPrefillGatherParams p) {
     }
     for (int b = 0; b < p.element_bytes; ++b) {
       k_new[k_dst + b] = k_src >= 0 ? (unsigned char)k_pool[k_src + b] : 0;
-      v_new[v_dst + b] = v_src >= 0 ? (unsigned char)v_pool[v_src + b] : 0;
+      if (has_v) v_new[v_dst + b] = v_src >= 0 ? (unsigned char)v_pool[v_src + b] : 0;
     }
   }
 }

@@ -32,6 +32,8 @@ FeatureSet prefix_prefill_features() {
       .with(feature::kDtype, {"bf16", "fp16"})
       .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"})
       .with(feature::kHeadDim, {64, 128, 256})
+      .note(feature::kHeadDim, "prefix_prefill.sm80_mma runs head dims 80, 96 and 192")
+      .note(feature::kVHeadDim, "prefix_prefill.sm80_mma runs a V head dim narrower than Q/K's")
       .with_range(feature::kPageSize, 1, 256);
 }
 
@@ -54,16 +56,17 @@ bool prefix_prefill_v_dim_major(const Batch& batch) {
 
 PoolStrides prefix_prefill_pool_strides(const Batch& batch, bool value) {
   const long long e = static_cast<long long>(size_of(batch.kv_dtype));
+  // D: the row width of this pool, head_dim for K and v_head_dim for V.
   const long long P = batch.page_size, H = batch.spec.model.num_kv_heads,
-                  D = batch.spec.model.head_dim;
+                  D = value ? batch.spec.model.effective_v_head_dim() : batch.spec.model.head_dim;
   switch (batch.spec.kv_cache.layout) {
-    case KvLayout::nhd:  // [pages, page_size, kv_heads, head_dim]
+    case KvLayout::nhd:  // [pages, page_size, kv_heads, D]
       return {P * H * D * e, D * e, H * D * e, 16};
-    case KvLayout::hnd:  // [pages, kv_heads, page_size, head_dim]
+    case KvLayout::hnd:  // [pages, kv_heads, page_size, D]
       return {H * P * D * e, P * D * e, D * e, 16};
     case KvLayout::vllm:
-      if (value) return {H * D * P * e, D * P * e, e, P * e};  // [pages, kv_heads, head_dim, page]
-      return {H * D * P * e, D * P * e, 16, P * 16};  // [pages, kv_heads, head_dim / x, page, x]
+      if (value) return {H * D * P * e, D * P * e, e, P * e};  // [pages, kv_heads, D, page]
+      return {H * D * P * e, D * P * e, 16, P * 16};           // [pages, kv_heads, D / x, page, x]
   }
   return {};
 }
@@ -99,10 +102,10 @@ PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context,
   fresh.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
       upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
   const int element = int(size_of(batch.kv_dtype));
-  const size_t new_bytes =
-      size_t(fresh.new_rows) * size_t(m.num_kv_heads) * size_t(m.head_dim) * size_t(element);
-  fresh.k_new = reinterpret_cast<void*>(allocate(new_bytes));
-  fresh.v_new = reinterpret_cast<void*>(allocate(new_bytes));
+  const size_t new_rows_bytes = size_t(fresh.new_rows) * size_t(m.num_kv_heads) * size_t(element);
+  fresh.k_new = reinterpret_cast<void*>(allocate(new_rows_bytes * size_t(m.head_dim)));
+  fresh.v_new =
+      reinterpret_cast<void*>(allocate(new_rows_bytes * size_t(m.effective_v_head_dim())));
 
   const bool v_dim_major = prefix_prefill_v_dim_major(batch);
   PrefixPrefillGatherParams g{};
@@ -122,6 +125,7 @@ PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context,
   g.element_bytes = element;
   g.num_kv_heads = m.num_kv_heads;
   g.head_dim = m.head_dim;
+  g.v_head_dim = m.effective_v_head_dim();
   g.page_size = batch.page_size;
   const int64_t longest = round_up(batch.max_query_len());
   LaunchShape shape;

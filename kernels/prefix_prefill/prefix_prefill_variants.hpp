@@ -17,11 +17,12 @@ class Registry;
 // (CUDA) and prefix_prefill.cpu_reference.
 void add_prefix_prefill_variants(Registry& registry);
 
-// What prefix_prefill.sm80_mma implements: any query shape (decode rows pack the GQA group), causal
-// or non-causal masks, sliding window, soft-cap, sinks, shared prefixes, NHD, HND and vllm pools,
-// bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims 64, 128
-// and 256, pages of 1 to 256 tokens. Block-sparse layouts are the blocksparse family's. The other
-// CUDA variants narrow it (prefix_prefill.sm80_mma_masked: explicit masks instead; sm90_wgmma: no
+// What the family's CUDA variants implement: any query shape (decode rows pack the GQA group),
+// causal or non-causal masks, sliding window, soft-cap, sinks, shared prefixes, NHD, HND and vllm
+// pools, bf16/fp16 Q, K/V of Q's dtype or fp8 e4m3 with per-tensor or per-head scales, head dims
+// 64, 128 and 256 with V as wide, pages of 1 to 256 tokens. Block-sparse layouts are the
+// blocksparse family's. The variants widen or narrow it (prefix_prefill.sm80_mma and _masked:
+// also head dims 80, 96 and 192 and a narrower V; _masked: explicit masks instead; sm90_wgmma: no
 // window, no fp8, no vllm layout).
 FeatureSet prefix_prefill_features();
 
@@ -30,15 +31,16 @@ FeatureSet prefix_prefill_features();
 Support prefix_prefill_supports_limits(const Batch& batch);
 
 // Byte strides of the K or V pool in the batch's layout (mma_params.hpp, PoolStrides): key-major
-// for NHD, HND and vLLM's x-packed K; dim-major for vLLM's V.
+// for NHD, HND and vLLM's x-packed K; dim-major for vLLM's V. K's rows are head_dim wide, V's
+// v_head_dim (ModelShape::effective_v_head_dim).
 PoolStrides prefix_prefill_pool_strides(const Batch& batch, bool value);
 // Whether the batch's V pool is dim-major (vLLM's [pages, kv_heads, head_dim, page_size]).
 bool prefix_prefill_v_dim_major(const Batch& batch);
 
 // The new tokens' K and V laid out contiguously, as seed 002's kernel receives them:
-// [new_rows, kv_heads, head_dim] (V: [kv_heads, head_dim, new_rows] when the pool's V is
-// dim-major), each sequence's rows from seqs[s].new_start, a multiple of kNewRowAlign, with zero
-// rows up to the next sequence's start.
+// [new_rows, kv_heads, head_dim] (V: v_head_dim wide, and [kv_heads, v_head_dim, new_rows] when the
+// pool's V is dim-major), each sequence's rows from seqs[s].new_start, a multiple of kNewRowAlign,
+// with zero rows up to the next sequence's start.
 struct PrefixPrefillNewTokens {
   static constexpr int kNewRowAlign = 16;
   const PrefixPrefillSeq* seqs = nullptr;  // device [num_seqs]

@@ -5,6 +5,10 @@
 // Computes, for each sequence s with context_len c cached tokens and query_len n new tokens, for
 // new token i (position p = c + i) and query head h (kv head h / group):
 //   out[s, i, h] = softmax(logits(q . K[s, j, h / group]) over visible keys j [+ sink]) V[...]
+// Q and K rows are HEAD_DIM wide; V rows and the output V_HEAD_DIM wide (at most HEAD_DIM:
+// DeepSeek's prefill has Q/K 192 and V 128). Any head dim that is a multiple of 16 works in the
+// products (whole k16 steps of Q.K^T, whole pairs of n8 columns of P.V); 80, 96 and 192 differ
+// from the power-of-two dims only in the copy loops (below).
 // Keys 0 .. c - 1 are read through the page table (block_table[s, j / page_size], slot
 // j % page_size, in the pool's layout: NHD, HND or vLLM's x-packed K with V [.., head_dim, page]);
 // keys c .. c + n - 1 (the new tokens) from K_new/V_new, which prepare() gathers once into
@@ -26,7 +30,12 @@
 //   window or past the diagonal are never loaded; masks are evaluated only on tiles that a rule
 //   cuts (the explicit mask on every tile).
 // - Each key row's source (its byte offset through the block table) is written into shared
-//   memory by one thread, STAGES tiles ahead, so the copies do no page arithmetic.
+//   memory by one thread, STAGES tiles ahead, so the copies do no page arithmetic. A key-major V
+//   narrower than K has its own offsets (its pools' strides differ from K's).
+// - A thread copies one 16-byte chunk of the dims of every (THREADS / K_CHUNKS)-th key row. At
+//   head dims 80, 96 and 192 the chunks of a row (10, 12, 24 for 16-bit K; 5, 6, 12 for fp8) do
+//   not divide the thread count, and the threads past the last whole row of chunks idle in the
+//   copies (at most 1/6 of them) rather than each copy working out its chunk.
 // - Tiles stream through STAGES shared-memory buffers with cp.async (16 bytes per copy; the last
 //   tile of the context or of the new tokens zero-fills past the sequence's end, since 0 * NaN
 //   from a pool's unused slot would poison P.V; whole tiles use the plain form).
@@ -81,14 +90,15 @@ __device__ __forceinline__ void dequantise_tile(const unsigned char* src, int sr
 }  // namespace prefix_prefill::sm80_mma
 
 template <int DTYPE, bool KV_FP8, bool V_DIM_MAJOR, bool EXPLICIT_MASK, bool SOFT_CAP, int HEAD_DIM,
-          int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int UNROLL_CACHE, int UNROLL_NEW>
+          int V_HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int UNROLL_CACHE,
+          int UNROLL_NEW>
 // One block per SM as the launch bound: without it ptxas capped a 256-thread config at 128
 // registers and spilled; the traits' register estimate is what keeps a config in registers.
 __global__ void __launch_bounds__(WARPS * 32, 1)
     prefix_prefill_sm80_mma(const PrefixPrefillParams p) {
-  static_assert(prefix_prefill::sm80_mma::check(HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES,
-                                                UNROLL_CACHE, UNROLL_NEW, KV_FP8, V_DIM_MAJOR,
-                                                EXPLICIT_MASK) == prefix_prefill::sm80_mma::kOk,
+  static_assert(prefix_prefill::sm80_mma::check(
+                    HEAD_DIM, V_HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, UNROLL_CACHE, UNROLL_NEW,
+                    KV_FP8, V_DIM_MAJOR, EXPLICIT_MASK) == prefix_prefill::sm80_mma::kOk,
                 "invalid prefix_prefill.sm80_mma config: see prefix_prefill::sm80_mma::check");
   using namespace prefix_prefill::sm80_mma;
   constexpr int THREADS = threads(WARPS);
@@ -96,17 +106,20 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   constexpr int WARP_ROWS = warp_rows(BLOCK_M, WARPS);
   constexpr int MF = WARP_ROWS / kMmaRows;  // mma row tiles per warp
   constexpr int S_TILES = BLOCK_N / 8;      // n8 tiles of the scores
-  constexpr int D_TILES = HEAD_DIM / 8;     // n8 tiles of the output
+  constexpr int D_TILES = V_HEAD_DIM / 8;   // n8 tiles of the output
   constexpr int K_STEPS = HEAD_DIM / 16;    // k16 steps of Q.K
   // Shared-memory rows in bytes: as stored (cp.async destinations) and as computed (16-bit).
-  constexpr int KEY_ROW = row_bytes(HEAD_DIM, ELEM);  // K (and key-major V) as stored
-  constexpr int DIM_ROW = row_bytes(BLOCK_N, ELEM);   // dim-major V as stored
-  constexpr int ROW = row_bytes(HEAD_DIM, 2) / 2;     // Q, K, key-major V: 16-bit elements
-  constexpr int VT_ROW = row_bytes(BLOCK_N, 2) / 2;   // dim-major V: 16-bit elements
-  constexpr int STAGE = kv_tile_bytes(HEAD_DIM, BLOCK_N, ELEM, V_DIM_MAJOR);
-  constexpr int K_CHUNKS = HEAD_DIM * ELEM / 16;  // 16-byte chunks of a key row
-  constexpr int V_CHUNKS = BLOCK_N * ELEM / 16;   // 16-byte chunks of a dim-major V row
-  constexpr int CHUNK_KEYS = 16 / ELEM;           // keys in one chunk of a dim-major V row
+  constexpr int KEY_ROW = row_bytes(HEAD_DIM, ELEM);     // K as stored
+  constexpr int VKEY_ROW = row_bytes(V_HEAD_DIM, ELEM);  // key-major V as stored
+  constexpr int DIM_ROW = row_bytes(BLOCK_N, ELEM);      // dim-major V as stored
+  constexpr int ROW = row_bytes(HEAD_DIM, 2) / 2;        // Q, K: 16-bit elements
+  constexpr int V_ROW = row_bytes(V_HEAD_DIM, 2) / 2;    // key-major V: 16-bit elements
+  constexpr int VT_ROW = row_bytes(BLOCK_N, 2) / 2;      // dim-major V: 16-bit elements
+  constexpr int STAGE = kv_tile_bytes(HEAD_DIM, V_HEAD_DIM, BLOCK_N, ELEM, V_DIM_MAJOR);
+  constexpr int K_CHUNKS = HEAD_DIM * ELEM / 16;     // 16-byte chunks of a key row
+  constexpr int VK_CHUNKS = V_HEAD_DIM * ELEM / 16;  // 16-byte chunks of a key-major V row
+  constexpr int V_CHUNKS = BLOCK_N * ELEM / 16;      // 16-byte chunks of a dim-major V row
+  constexpr int CHUNK_KEYS = 16 / ELEM;              // keys in one chunk of a dim-major V row
   const float kNegInf = -__int_as_float(0x7f800000);
 
   // [Q: BLOCK_M x ROW][STAGES x (K, V) as stored][fp8: one (K, V) tile dequantised]. The Q tile
@@ -116,8 +129,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   unsigned char* stages = smem + q_tile_bytes(HEAD_DIM, BLOCK_M);
   unsigned char* dequantised = stages + STAGES * STAGE;
   long long* row_source = reinterpret_cast<long long*>(
-      dequantised +
-      (KV_FP8 ? prefix_prefill::sm80_mma::kv_tile_bytes(HEAD_DIM, BLOCK_N, 2, V_DIM_MAJOR) : 0));
+      dequantised + (KV_FP8 ? prefix_prefill::sm80_mma::kv_tile_bytes(HEAD_DIM, V_HEAD_DIM, BLOCK_N,
+                                                                      2, V_DIM_MAJOR)
+                            : 0));
+  // A key-major V narrower than K: its rows' offsets, after K's (as many).
+  constexpr bool SEPARATE_V = separate_v_sources(HEAD_DIM, V_HEAD_DIM, V_DIM_MAJOR);
+  long long* v_row_source = row_source + STAGES * BLOCK_N;
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int tile = blockIdx.x / p.num_kv_heads, kv_head = blockIdx.x % p.num_kv_heads;
@@ -170,9 +187,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
                       ((long long)info.new_start * p.num_kv_heads + kv_head) * HEAD_DIM * ELEM;
   const char* v_new =
       static_cast<const char*>(p.v_new) +
-      (V_DIM_MAJOR ? ((long long)kv_head * HEAD_DIM * p.new_rows + info.new_start) * ELEM
-                   : ((long long)info.new_start * p.num_kv_heads + kv_head) * HEAD_DIM * ELEM);
+      (V_DIM_MAJOR ? ((long long)kv_head * V_HEAD_DIM * p.new_rows + info.new_start) * ELEM
+                   : ((long long)info.new_start * p.num_kv_heads + kv_head) * V_HEAD_DIM * ELEM);
   const long long new_row_bytes = (long long)p.num_kv_heads * HEAD_DIM * ELEM;
+  const long long new_v_row_bytes = (long long)p.num_kv_heads * V_HEAD_DIM * ELEM;
   auto page_of = [&](int key) {
     return p.page_shift >= 0 ? key >> p.page_shift : key / p.page_size;
   };
@@ -181,8 +199,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   // past the sequence's end (zero-filled). One thread per row writes it into row_source, one tile
   // ahead of the copies, so a copy costs a shared-memory read and an add instead of a block-table
   // read and the page arithmetic, and the table's latency is paid by few threads, under the
-  // products. K and a key-major V share the offsets (NHD and HND pools have the same page and token
-  // strides; the host checks).
+  // products. K and a key-major V of K's width share the offsets (NHD and HND pools then have the
+  // same page and token strides; the host checks); a narrower V has its own (SEPARATE_V).
   auto page_number = [&](int j, int row) {
     const bool cached = j < n_ctx;
     const int key = (c_first + j) * BLOCK_N + row;
@@ -192,24 +210,39 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     if (row >= BLOCK_N) return;
     const bool cached = j < n_ctx;
     const int key = (cached ? c_first + j : n_first + j - n_ctx) * BLOCK_N + row;
-    long long offset = -1;
+    long long offset = -1, v_offset = -1;
     if (key < (cached ? ctx : q_len)) {
       offset = cached ? (long long)page * p.k_strides.page +
                             int((key - page_of(key) * p.page_size) * p.k_strides.token)
                       : key * new_row_bytes;
+      if (SEPARATE_V) {
+        v_offset = cached ? (long long)page * p.v_strides.page +
+                                int((key - page_of(key) * p.page_size) * p.v_strides.token)
+                          : key * new_v_row_bytes;
+      }
     }
     row_source[(j % STAGES) * BLOCK_N + row] = offset;
+    if (SEPARATE_V) v_row_source[(j % STAGES) * BLOCK_N + row] = v_offset;
   };
   constexpr int SOURCE_ROWS = (BLOCK_N + THREADS - 1) / THREADS;  // rows of the table per thread
-  constexpr int K_TOTAL = BLOCK_N * K_CHUNKS, K_ITERS = (K_TOTAL + THREADS - 1) / THREADS;
-  constexpr int V_TOTAL = HEAD_DIM * V_CHUNKS, V_ITERS = (V_TOTAL + THREADS - 1) / THREADS;
+  // Key rows: thread tid copies chunk tid % K_CHUNKS of rows tid / K_CHUNKS + i * ROW_STEP. With
+  // EVEN_COPY (head dims 64, 128, 256) every thread copies and c = tid + i * THREADS walks the
+  // tile's chunks; otherwise the threads from COPIERS on idle.
+  constexpr int ROW_STEP = THREADS / K_CHUNKS, COPIERS = ROW_STEP * K_CHUNKS;
+  constexpr bool EVEN_COPY = COPIERS == THREADS;
+  constexpr int K_TOTAL = BLOCK_N * K_CHUNKS;
+  constexpr int K_ITERS =
+      EVEN_COPY ? (K_TOTAL + THREADS - 1) / THREADS : (BLOCK_N + ROW_STEP - 1) / ROW_STEP;
+  constexpr int V_TOTAL = V_HEAD_DIM * V_CHUNKS, V_ITERS = (V_TOTAL + THREADS - 1) / THREADS;
   constexpr int V_BATCH = V_ITERS < 4 ? V_ITERS : 4;
-  static_assert(THREADS % K_CHUNKS == 0, "a thread copies one dims chunk of its key rows");
+  static_assert(K_CHUNKS <= THREADS, "a thread copies one dims chunk of its key rows");
   const int copy_chunk = tid % K_CHUNKS;
   const int k_head_chunk =
       int(kv_head * p.k_strides.head + copy_chunk * p.k_strides.chunk);  // within a page
   const int v_head_chunk =
       V_DIM_MAJOR ? 0 : int(kv_head * p.v_strides.head + copy_chunk * p.v_strides.chunk);
+  // A key-major V narrower than K: the threads of its chunks copy it (copy_chunk < VK_CHUNKS).
+  const bool copies_v = !V_DIM_MAJOR && (VK_CHUNKS == K_CHUNKS || copy_chunk < VK_CHUNKS);
   auto load_tile = [&](int j, int stage) {
     unsigned char* k_dst = stages + stage * STAGE;
     unsigned char* v_dst = k_dst + BLOCK_N * KEY_ROW;
@@ -220,6 +253,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     const char* k_base = cached ? k_pool + k_head_chunk : k_new + copy_chunk * 16;
     const char* v_base = cached ? v_pool + v_head_chunk : v_new + copy_chunk * 16;
     const long long* sources = row_source + stage * BLOCK_N;
+    const long long* v_sources = SEPARATE_V ? v_row_source + stage * BLOCK_N : sources;
     // A tile whose keys all exist (every context tile but the last) copies without the zero-fill
     // form, whose per-copy arithmetic cost a fifth of the loop's instructions.
     auto copy_rows = [&](bool zero_fill) {  // inlined at both calls, zero_fill folded
@@ -228,18 +262,23 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
 #pragma unroll 8
       for (int i = 0; i < K_ITERS; ++i) {
         const int c = tid + i * THREADS;
-        if (K_TOTAL % THREADS != 0 && c >= K_TOTAL) break;
-        const int row = c / K_CHUNKS;
+        if (EVEN_COPY) {
+          if (K_TOTAL % THREADS != 0 && c >= K_TOTAL) break;
+        } else if (tid >= COPIERS || tid / K_CHUNKS + i * ROW_STEP >= BLOCK_N) {
+          break;
+        }
+        const int row = EVEN_COPY ? c / K_CHUNKS : tid / K_CHUNKS + i * ROW_STEP;
         const long long offset = sources[row];
+        const long long v_offset = SEPARATE_V ? v_sources[row] : offset;
         unsigned char* k_row = k_dst + row * KEY_ROW + copy_chunk * 16;
-        unsigned char* v_row = v_dst + row * KEY_ROW + copy_chunk * 16;
+        unsigned char* v_row = v_dst + row * VKEY_ROW + copy_chunk * 16;
         if (zero_fill) {
           const bool valid = offset >= 0;
           cp_async_16(k_row, valid ? k_base + offset : k_pool, valid);
-          if (!V_DIM_MAJOR) cp_async_16(v_row, valid ? v_base + offset : v_pool, valid);
+          if (copies_v) cp_async_16(v_row, valid ? v_base + v_offset : v_pool, valid);
         } else {
           cp_async_16(k_row, k_base + offset);
-          if (!V_DIM_MAJOR) cp_async_16(v_row, v_base + offset);
+          if (copies_v) cp_async_16(v_row, v_base + v_offset);
         }
       }
     };
@@ -363,7 +402,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       shared_address(q_tile + (warp * WARP_ROWS + lane % 16) * ROW + (lane / 16) * 8);
   const int k_frag = (((lane / 16) * 8 + lane % 8) * ROW + ((lane / 8) % 2) * 8) * 2;
   const int v_frag = (V_DIM_MAJOR ? ((lane / 16) * 8 + lane % 8) * VT_ROW + ((lane / 8) % 2) * 8
-                                  : (lane % 16) * ROW + (lane / 16) * 8) *
+                                  : (lane % 16) * V_ROW + (lane / 16) * 8) *
                      2;
 
   // Tile j's products, once it is in shared memory: (dequantise,) S = Q K^T, masks, online softmax,
@@ -376,11 +415,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
       if (V_DIM_MAJOR) {
         prefix_prefill::sm80_mma::dequantise_tile<DTYPE, THREADS>(
             tile_base + BLOCK_N * KEY_ROW, DIM_ROW, dequantised + BLOCK_N * ROW * 2, VT_ROW * 2,
-            HEAD_DIM, BLOCK_N, tid);
+            V_HEAD_DIM, BLOCK_N, tid);
       } else {
         prefix_prefill::sm80_mma::dequantise_tile<DTYPE, THREADS>(
-            tile_base + BLOCK_N * KEY_ROW, KEY_ROW, dequantised + BLOCK_N * ROW * 2, ROW * 2,
-            BLOCK_N, HEAD_DIM, tid);
+            tile_base + BLOCK_N * KEY_ROW, VKEY_ROW, dequantised + BLOCK_N * ROW * 2, V_ROW * 2,
+            BLOCK_N, V_HEAD_DIM, tid);
       }
       __syncthreads();
       tile_base = dequantised;
@@ -516,7 +555,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
         if (V_DIM_MAJOR) {
           ldmatrix_x4(b, v_tile + (dp * 16 * VT_ROW + kc * 16) * 2 + v_frag);
         } else {
-          ldmatrix_x4_trans(b, v_tile + (kc * 16 * ROW + dp * 16) * 2 + v_frag);
+          ldmatrix_x4_trans(b, v_tile + (kc * 16 * V_ROW + dp * 16) * 2 + v_frag);
         }
 #pragma unroll
         for (int mf = 0; mf < MF; ++mf) {
@@ -557,7 +596,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
   __syncthreads();  // Q visible (when no tile ran) and every warp past its last ldmatrix of Q
 
   // Normalise (the sink joins the denominator; V's fp8 scale comes in here) and stage the warp's
-  // rows in its own rows of the Q tile, then write them out 16 bytes at a time.
+  // rows in its own rows of the Q tile (V_HEAD_DIM <= HEAD_DIM), then write them out 16 bytes at a
+  // time.
   const float out_scale = KV_FP8 ? p.v_scale[kv_head] : 1.0f;
 #pragma unroll
   for (int mf = 0; mf < MF; ++mf) {
@@ -589,14 +629,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1)
     }
   }
   __syncwarp();
-  constexpr int O_CHUNKS = HEAD_DIM / 8;
+  constexpr int O_CHUNKS = V_HEAD_DIM / 8;
   char* out = static_cast<char*>(p.out);
   for (int c = lane; c < WARP_ROWS * O_CHUNKS; c += 32) {
     const int r = warp * WARP_ROWS + c / O_CHUNKS, col = (c % O_CHUNKS) * 8;
     if (r >= rows) continue;
     const long long token = info.q_start + t0 + r / p.group;
     const long long offset =
-        ((token * p.num_q_heads + kv_head * p.group + r % p.group) * HEAD_DIM + col) * 2;
+        ((token * p.num_q_heads + kv_head * p.group + r % p.group) * V_HEAD_DIM + col) * 2;
     *reinterpret_cast<uint4*>(out + offset) =
         *reinterpret_cast<const uint4*>(q_tile + r * ROW + col);
   }

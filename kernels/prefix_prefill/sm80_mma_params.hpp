@@ -5,7 +5,8 @@
 // Addresses into a paged pool are byte offsets from strides, so one struct serves every layout:
 //   offset(page, slot, kv head, i) = page * page + head * head + slot * token + i * chunk
 // where i is the 16-byte chunk of the dims for a key-major pool (NHD, HND, vLLM's x-packed K) and
-// the dim for a dim-major pool (vLLM's V [pages, kv_heads, head_dim, page_size]).
+// the dim for a dim-major pool (vLLM's V [pages, kv_heads, v_head_dim, page_size]). V's strides
+// are those of its own rows, v_head_dim wide.
 #pragma once
 
 namespace attn {
@@ -26,11 +27,12 @@ struct PrefixPrefillSeq {
 };
 
 struct PrefixPrefillParams {
-  const void* q;                  // [total_q, num_q_heads, head_dim], dtype
-  const void* k_pool;             // paged, the batch's layout, kv dtype
-  const void* v_pool;             // paged, the batch's layout, kv dtype
-  const void* k_new;              // [new_rows, kv_heads, head_dim], kv dtype (gathered by prepare)
-  const void* v_new;              // as k_new, or [kv_heads, head_dim, new_rows] when V is dim-major
+  const void* q;       // [total_q, num_q_heads, head_dim], dtype
+  const void* k_pool;  // paged, the batch's layout, kv dtype
+  const void* v_pool;  // paged, the batch's layout, rows v_head_dim wide, kv dtype
+  const void* k_new;   // [new_rows, kv_heads, head_dim], kv dtype (gathered by prepare)
+  const void* v_new;   // [new_rows, kv_heads, v_head_dim], or [kv_heads, v_head_dim, new_rows] when
+                       // V is dim-major
   const int* block_table;         // [num_seqs, max_pages_per_seq]
   const int* tiles;               // [num_tiles, 2]: (sequence, first new token), heaviest first
   const PrefixPrefillSeq* seqs;   // [num_seqs]
@@ -39,7 +41,7 @@ struct PrefixPrefillParams {
   const float* sink_log2;         // [num_q_heads] sink logit * log2(e); null without sinks
   const float* k_scale;  // [num_kv_heads] dequantisation scales of an fp8 cache; null otherwise
   const float* v_scale;  // [num_kv_heads]
-  void* out;             // [total_q, num_q_heads, head_dim], dtype
+  void* out;             // [total_q, num_q_heads, v_head_dim], dtype
   PoolStrides k_strides;
   PoolStrides v_strides;
   long long new_rows;  // rows of K_new (and the row length of a dim-major V_new)
@@ -75,10 +77,11 @@ struct PrefixPrefillGatherParams {
   long long new_rows;
   int k_chunk_elements;  // elements per `chunk` step of the K pool: 16 / element bytes, or 1
   int v_chunk_elements;  // the same for V (1 when V is dim-major)
-  int v_dim_major;       // V_new is [kv_heads, head_dim, new_rows]
+  int v_dim_major;       // V_new is [kv_heads, v_head_dim, new_rows]
   int element_bytes;     // 1 (fp8) or 2
   int num_kv_heads;
-  int head_dim;
+  int head_dim;    // K's rows
+  int v_head_dim;  // V's rows (at most head_dim)
   int page_size;
 };
 

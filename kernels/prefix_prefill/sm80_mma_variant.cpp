@@ -44,17 +44,22 @@ bool soft_cap(const Batch& batch) {
   return log2_logit_transform(batch).cap_log2 > 0.0f;
 }
 
+// V's rows and the output's: v_head_dim when the model sets one, else head_dim.
+int v_head_dim(const Batch& batch) {
+  return batch.spec.model.effective_v_head_dim();
+}
+
 int shared_bytes(const Batch& batch, const MmaConfig& c) {
-  return prefix_prefill::sm80_mma::shared_bytes(batch.spec.model.head_dim, c.block_m, c.block_n,
-                                                c.stages, kv_fp8(batch),
+  return prefix_prefill::sm80_mma::shared_bytes(batch.spec.model.head_dim, v_head_dim(batch),
+                                                c.block_m, c.block_n, c.stages, kv_fp8(batch),
                                                 prefix_prefill_v_dim_major(batch));
 }
 
 int check_rule(const Batch& batch, const MmaConfig& c, bool explicit_mask) {
-  return prefix_prefill::sm80_mma::check(batch.spec.model.head_dim, c.block_m, c.block_n, c.warps,
-                                         c.stages, c.unroll_cache, c.unroll_new, kv_fp8(batch),
-                                         prefix_prefill_v_dim_major(batch), explicit_mask,
-                                         soft_cap(batch));
+  return prefix_prefill::sm80_mma::check(batch.spec.model.head_dim, v_head_dim(batch), c.block_m,
+                                         c.block_n, c.warps, c.stages, c.unroll_cache, c.unroll_new,
+                                         kv_fp8(batch), prefix_prefill_v_dim_major(batch),
+                                         explicit_mask, soft_cap(batch));
 }
 
 std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool explicit_mask) {
@@ -62,7 +67,9 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
   const int head_dim = batch.spec.model.head_dim;
   switch (rule) {
     case kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+      return "head_dim " + std::to_string(head_dim) + " with V head dim " +
+             std::to_string(v_head_dim(batch)) +
+             ": both must be 64, 80, 96, 128, 192 or 256, V's at most Q/K's";
     case kWarps:
       return "warps must be 1, 2, 4 or 8";
     case kStages:
@@ -84,15 +91,15 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
         return "too many registers per thread: 32 rows per warp (block_m " +
                std::to_string(c.block_m) + " over " + std::to_string(c.warps) +
                " warps) spill at head_dim " + std::to_string(head_dim) +
-               " except at head_dim 64 (block_n up to 64, unrolled up to 32) and head_dim 128 "
-               "with block_n 16, or block_n 32/64 with block_m 128 over 4 warps, 2 stages, no "
-               "unroll, 16-bit key-major K/V, no explicit mask or soft-cap; raise warps for 16 "
-               "rows per warp";
+               " except at head_dim 64 (block_n up to 64, unrolled up to 32) and head_dim 80, 96 "
+               "or 128 with block_n 16, or block_n 32/64 with block_m 128 over 4 warps, 2 "
+               "stages, no unroll, 16-bit key-major K/V, no explicit mask or soft-cap; raise "
+               "warps for 16 rows per warp";
       }
       return "too many registers per thread (estimate " +
-             std::to_string(register_estimate(head_dim, c.block_m, c.block_n, c.warps, unroll,
-                                              kv_fp8(batch), prefix_prefill_v_dim_major(batch),
-                                              explicit_mask)) +
+             std::to_string(register_estimate(head_dim, v_head_dim(batch), c.block_m, c.block_n,
+                                              c.warps, unroll, kv_fp8(batch),
+                                              prefix_prefill_v_dim_major(batch), explicit_mask)) +
              ", limit " + std::to_string(kMaxRegisterEstimate) +
              "): lower block_n or unroll, or raise warps";
     }
@@ -119,10 +126,15 @@ class MmaVariant : public Variant {
 
   // prefix_prefill.sm80_mma_masked reads the batch's explicit mask and nothing else decides which
   // keys a query sees (no causal, window or layout rule: a workload cannot combine an explicit mask
-  // with a window); prefix_prefill.sm80_mma applies the causal and window rules.
+  // with a window); prefix_prefill.sm80_mma applies the causal and window rules. Both take every
+  // head dim of the schema and a V narrower than Q/K (the family's declaration has the
+  // power-of-two dims only, which prefix_prefill.sm90_wgmma runs).
   FeatureSet features() const override {
-    if (!explicit_mask_) return prefix_prefill_features();
-    return prefix_prefill_features()
+    const FeatureSet every_head_dim = prefix_prefill_features()
+                                          .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+                                          .with(feature::kVHeadDim, {64, 80, 96, 128, 192});
+    if (!explicit_mask_) return every_head_dim;
+    return FeatureSet(every_head_dim)
         .with(feature::kMask, {"explicit"})
         .note(feature::kMask, "causal",
               "prefix_prefill.sm80_mma runs batches without an explicit mask")
@@ -202,8 +214,10 @@ class MmaVariant : public Variant {
                                    const Target& target) const override {
     const MmaConfig c(config);
     JitProgram program;
-    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
+    const int head_dim = batch.spec.model.head_dim;
+    program.name = full_name(config) + ".d" + std::to_string(head_dim) +
+                   (v_head_dim(batch) != head_dim ? ".v" + std::to_string(v_head_dim(batch)) : "") +
+                   "." + to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
                    (prefix_prefill_v_dim_major(batch) ? ".vllm" : "") +
                    (soft_cap(batch) ? ".cap" : "");
     program.source = "#include \"kernels/prefix_prefill/sm80_mma.cuh\"\n";
@@ -251,9 +265,10 @@ class MmaVariant : public Variant {
     p.v_new = fresh.v_new;
     p.k_strides = prefix_prefill_pool_strides(batch, false);
     p.v_strides = prefix_prefill_pool_strides(batch, true);
-    // A key-major V reuses K's row offsets (page and token terms): the two pools must agree.
+    // A key-major V of K's width reuses K's row offsets (page and token terms): the two pools must
+    // agree. A narrower V has its own (prefix_prefill::sm80_mma::separate_v_sources).
     ATTN_ASSERT(
-        prefix_prefill_v_dim_major(batch) ||
+        prefix_prefill_v_dim_major(batch) || v_head_dim(batch) != m.head_dim ||
             (p.k_strides.page == p.v_strides.page && p.k_strides.token == p.v_strides.token),
         "prefix_prefill.sm80_mma: K and key-major V pools with different page or token strides");
     p.new_rows = fresh.new_rows;
@@ -307,9 +322,10 @@ class MmaVariant : public Variant {
            std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " + flag(kv_fp8(batch)) +
            ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " + flag(explicit_mask_) + ", " +
            flag(soft_cap(batch)) + ", " + std::to_string(batch.spec.model.head_dim) + ", " +
-           std::to_string(c.block_m) + ", " + std::to_string(c.block_n) + ", " +
-           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(c.unroll_cache) + ", " + std::to_string(c.unroll_new) + ">";
+           std::to_string(v_head_dim(batch)) + ", " + std::to_string(c.block_m) + ", " +
+           std::to_string(c.block_n) + ", " + std::to_string(c.warps) + ", " +
+           std::to_string(c.stages) + ", " + std::to_string(c.unroll_cache) + ", " +
+           std::to_string(c.unroll_new) + ">";
   }
 
   bool explicit_mask_;

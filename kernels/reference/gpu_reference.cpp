@@ -111,11 +111,6 @@ Support gpu_reference_supports(const Batch& batch) {
         "unsupported: multi-head latent attention (the GPU references compute standard "
         "attention over K and V pools)");
   }
-  if (m.effective_v_head_dim() != m.head_dim) {
-    return Support::no("unsupported: V head dim " + std::to_string(m.effective_v_head_dim()) +
-                       " differs from the Q/K head dim " + std::to_string(m.head_dim) +
-                       " (the GPU references read V and write the output head_dim wide)");
-  }
   return Support::yes();
 }
 
@@ -129,7 +124,8 @@ std::vector<float> gpu_paged_attention_reference(const Problem& device, const Cu
                 "the GPU reference was called on a batch it declines: " + s.reason);
   }
   const ModelShape& m = batch.spec.model;
-  ATTN_ASSERT(m.head_dim <= 32 * kGpuReferenceDimsPerLane, "head_dim above the GPU reference's");
+  ATTN_ASSERT(std::max(m.head_dim, m.effective_v_head_dim()) <= 32 * kGpuReferenceDimsPerLane,
+              "head_dim or v_head_dim above the GPU reference's");
   const size_t rows = size_t(batch.total_q) * size_t(m.num_q_heads);
   if (rows == 0) {
     if (lse != nullptr) lse->clear();

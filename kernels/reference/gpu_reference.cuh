@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
         running_sum = running_sum * rescale + weight;
         for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
           const int d = lane + 32 * i;
-          if (d < p.head_dim) {
+          if (d < p.v_head_dim) {
             const float value =
                 v_scale * gpu_reference_load<KV_DTYPE>(p.v.data, v_row + p.v.dim_offset[d]);
             acc[i] = acc[i] * rescale + weight * value;
@@ -90,11 +90,11 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
       }
     }
 
-    float* out = p.out + row * p.head_dim;
+    float* out = p.out + row * p.v_head_dim;
     if (seen == 0) {  // nothing visible: exactly zero, even with a sink
       for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
         const int d = lane + 32 * i;
-        if (d < p.head_dim) out[d] = 0.0f;
+        if (d < p.v_head_dim) out[d] = 0.0f;
       }
       if (lane == 0) p.lse[row] = -__int_as_float(0x7f800000);
       continue;
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
     }
     for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
       const int d = lane + 32 * i;
-      if (d < p.head_dim) out[d] = acc[i] * acc_scale / denominator;
+      if (d < p.v_head_dim) out[d] = acc[i] * acc_scale / denominator;
     }
     if (lane == 0) p.lse[row] = final_max + logf(denominator);
   }

@@ -21,10 +21,10 @@ namespace attn {
 // The name verification records for this oracle (Verification::reference).
 inline constexpr const char* kGpuReferenceName = "gpu_naive_fp32";
 
-// Whether both GPU references (this one and the tiled one) compute `batch`. Their kernels read V
-// and write the output head_dim wide, so they decline a batch whose V head dim differs
-// (model.v_head_dim), and they compute standard attention over K and V pools, so they decline
-// multi-head latent attention (attention "mla"); the CPU reference verifies those. Both throw an
+// Whether both GPU references (this one and the tiled one) compute `batch`. They read Q and K
+// head_dim wide and V and the output v_head_dim wide (model.v_head_dim, e.g. DeepSeek-V3's
+// prefill, Q/K 192 and V 128), but compute standard attention over K and V pools, so they decline
+// multi-head latent attention (attention "mla"); the CPU reference verifies that. Both throw an
 // internal error when called on a batch this declines.
 Support gpu_reference_supports(const Batch& batch);
 
@@ -51,7 +51,7 @@ GpuReferenceMask gpu_reference_host_mask(const Batch& batch, const GpuReferenceT
 // One program with the kernel for the batch's dtypes.
 JitProgram gpu_reference_program(const Batch& batch, const std::string& arch);
 
-// Runs the oracle on a device problem and returns the output, [total_q, num_q_heads, head_dim]
+// Runs the oracle on a device problem and returns the output, [total_q, num_q_heads, v_head_dim]
 // floats, and *lse ([total_q, num_q_heads], natural log, -inf for a row that sees no key) when
 // given. Synchronises `stream`; every buffer it allocates is freed before it returns.
 std::vector<float> gpu_paged_attention_reference(const Problem& device, const CudaContext& cuda,

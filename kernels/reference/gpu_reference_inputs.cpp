@@ -33,7 +33,7 @@ GpuReferenceInputs::GpuReferenceInputs(const Problem& device, const CudaContext&
   const Batch& batch = device.batch();
   const ModelShape& m = batch.spec.model;
   rows_ = size_t(batch.total_q) * size_t(m.num_q_heads);
-  head_dim_ = size_t(m.head_dim);
+  out_width_ = size_t(m.effective_v_head_dim());
   ATTN_ASSERT(rows_ > 0, "the GPU references need at least one output row");
 
   auto upload = [&](const auto& values) {
@@ -68,7 +68,7 @@ GpuReferenceInputs::GpuReferenceInputs(const Problem& device, const CudaContext&
     p.mask.mask_bits = as<unsigned char>(upload(batch.explicit_mask->bits));
     p.mask.mask_offsets = as<long long>(upload(batch.explicit_mask->offsets));
   }
-  out_ = DeviceBuffer(cuda_, rows_ * head_dim_ * sizeof(float));
+  out_ = DeviceBuffer(cuda_, rows_ * out_width_ * sizeof(float));
   p.out = static_cast<float*>(out_.pointer());
   lse_ = DeviceBuffer(cuda_, rows_ * sizeof(float));
   p.lse = static_cast<float*>(lse_.pointer());
@@ -76,6 +76,7 @@ GpuReferenceInputs::GpuReferenceInputs(const Problem& device, const CudaContext&
   p.num_q_heads = m.num_q_heads;
   p.group = batch.spec.group_size();
   p.head_dim = m.head_dim;
+  p.v_head_dim = m.effective_v_head_dim();
   p.page_size = batch.page_size;
   p.max_pages_per_seq = batch.max_pages_per_seq;
   p.softmax_scale = batch.softmax_scale;
@@ -83,7 +84,7 @@ GpuReferenceInputs::GpuReferenceInputs(const Problem& device, const CudaContext&
 }
 
 std::vector<float> GpuReferenceInputs::download(std::vector<float>* lse) const {
-  std::vector<float> values(rows_ * head_dim_);
+  std::vector<float> values(rows_ * out_width_);
   out_.download(values.data(), values.size() * sizeof(float));
   if (lse != nullptr) {
     lse->assign(rows_, 0.0f);

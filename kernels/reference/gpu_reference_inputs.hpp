@@ -22,7 +22,7 @@ class GpuReferenceInputs {
 
   const GpuReferenceParams& params() const { return params_; }
   // After the kernel ran and its stream was synchronised: the output, [total_q, num_q_heads,
-  // head_dim] floats, and *lse ([total_q, num_q_heads]) when given.
+  // v_head_dim] floats, and *lse ([total_q, num_q_heads]) when given.
   std::vector<float> download(std::vector<float>* lse) const;
 
   // Uploads `bytes` (at least one byte is allocated) and keeps the buffer; returns its address.
@@ -31,9 +31,9 @@ class GpuReferenceInputs {
  private:
   const CudaContext& cuda_;
   size_t rows_ = 0;
-  size_t head_dim_ = 0;
+  size_t out_width_ = 0;               // v_head_dim: the output's rows
   std::vector<DeviceBuffer> buffers_;  // moved, not copied: their device addresses stay put
-  DeviceBuffer out_;                   // [rows, head_dim] floats
+  DeviceBuffer out_;                   // [rows, v_head_dim] floats
   DeviceBuffer lse_;                   // [rows] floats
   GpuReferenceParams params_{};
 };

@@ -56,12 +56,13 @@ struct GpuReferenceParams {
   int num_v_scales;
   const float* sink_logits;  // [num_q_heads], null without sinks
   GpuReferenceMask mask;
-  float* out;  // [total_q, num_q_heads, head_dim] fp32
+  float* out;  // [total_q, num_q_heads, v_head_dim] fp32
   float* lse;  // [total_q, num_q_heads] natural log; -inf for a row that sees no key
   long long total_q;
   int num_q_heads;
   int group;  // q heads per kv head
-  int head_dim;
+  int head_dim;    // Q and K rows
+  int v_head_dim;  // V and output rows (model.v_head_dim, else head_dim)
   int page_size;
   int max_pages_per_seq;
   float softmax_scale;
@@ -70,7 +71,7 @@ struct GpuReferenceParams {
 
 // Warps per CTA; each warp computes one output row (query token, q head) at a time.
 constexpr int kGpuReferenceWarps = 4;
-// Dims per lane: lane l holds dims l, l + 32, ...; 8 covers head_dim 256.
+// Dims per lane: lane l holds dims l, l + 32, ...; 8 covers head_dim (and v_head_dim) 256.
 constexpr int kGpuReferenceDimsPerLane = 8;
 
 // key_visible() of workloads/visibility.cpp, line for line, on the uploaded fields.

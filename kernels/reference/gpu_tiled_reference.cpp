@@ -30,6 +30,9 @@ GpuTiledPlan gpu_tiled_reference_plan(const Batch& batch) {
   ATTN_ASSERT(m.head_dim > 0 && m.head_dim <= kGpuTiledMaxHeadDim,
               "head_dim " + std::to_string(m.head_dim) + " above the tiled GPU reference's " +
                   std::to_string(kGpuTiledMaxHeadDim));
+  ATTN_ASSERT(m.effective_v_head_dim() > 0 && m.effective_v_head_dim() <= kGpuTiledMaxHeadDim,
+              "v_head_dim " + std::to_string(m.effective_v_head_dim()) +
+                  " above the tiled GPU reference's " + std::to_string(kGpuTiledMaxHeadDim));
   ATTN_ASSERT(m.num_q_heads > 0 && m.num_q_heads <= 65535,
               "the tiled GPU reference takes 1 to 65535 q heads (the grid's y)");
   GpuTiledPlan plan;

@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(kGpuTiledThreads)
     gpu_tiled_reference_attention(const GpuTiledReferenceParams t) {
   constexpr unsigned kAll = 0xffffffffu;
   __shared__ float k_tile[kGpuTiledTileFloats];  // [keys_per_tile, head_dim]
-  __shared__ float v_tile[kGpuTiledTileFloats];  // [keys_per_tile, head_dim]
+  __shared__ float v_tile[kGpuTiledTileFloats];  // [keys_per_tile, v_head_dim]
 
   const GpuReferenceParams& p = t.p;
   const int seq = t.tile_seq[blockIdx.x];
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kGpuTiledThreads)
   const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
   const float k_scale = gpu_reference_kv_scale(p.k_scales, p.num_k_scales, kv_head);
   const float v_scale = gpu_reference_kv_scale(p.v_scales, p.num_v_scales, kv_head);
-  const int tile_keys = gpu_tiled_keys_per_tile(p.head_dim);
+  const int tile_keys = gpu_tiled_keys_per_tile(p.head_dim, p.v_head_dim);
 
   float q[kGpuTiledDimsPerThread], acc[kGpuTiledDimsPerThread];
 #pragma unroll
@@ -79,6 +79,12 @@ __global__ void __launch_bounds__(kGpuTiledThreads)
       const int slot = int(j % p.page_size);
       k_tile[e] = gpu_reference_load<KV_DTYPE>(
           p.k.data, gpu_reference_pool_row(p.k, page, slot, kv_head) + p.k.dim_offset[d]);
+    }
+    for (int e = int(threadIdx.x); e < keys * p.v_head_dim; e += kGpuTiledThreads) {
+      const long long j = first_key + e / p.v_head_dim;
+      const int d = e % p.v_head_dim;
+      const long long page = pages[j / p.page_size];
+      const int slot = int(j % p.page_size);
       v_tile[e] = gpu_reference_load<KV_DTYPE>(
           p.v.data, gpu_reference_pool_row(p.v, page, slot, kv_head) + p.v.dim_offset[d]);
     }
@@ -106,11 +112,11 @@ __global__ void __launch_bounds__(kGpuTiledThreads)
       const float rescale = expf(running_max - new_max);  // 0 for the first key
       const float weight = expf(logit - new_max);
       running_sum = running_sum * rescale + weight;
-      const float* v_row = v_tile + k * p.head_dim;
+      const float* v_row = v_tile + k * p.v_head_dim;
 #pragma unroll
       for (int i = 0; i < kGpuTiledDimsPerThread; ++i) {
         const int d = gpu_tiled_dim(part, i);
-        if (d < p.head_dim) acc[i] = acc[i] * rescale + weight * (v_scale * v_row[d]);
+        if (d < p.v_head_dim) acc[i] = acc[i] * rescale + weight * (v_scale * v_row[d]);
       }
       running_max = new_max;
       ++seen;
@@ -119,12 +125,12 @@ __global__ void __launch_bounds__(kGpuTiledThreads)
   }
 
   if (!row_valid) return;
-  float* out = p.out + row * p.head_dim;
+  float* out = p.out + row * p.v_head_dim;
   if (seen == 0) {  // nothing visible: exactly zero, even with a sink
 #pragma unroll
     for (int i = 0; i < kGpuTiledDimsPerThread; ++i) {
       const int d = gpu_tiled_dim(part, i);
-      if (d < p.head_dim) out[d] = 0.0f;
+      if (d < p.v_head_dim) out[d] = 0.0f;
     }
     if (part == 0) p.lse[row] = -__int_as_float(0x7f800000);
     return;
@@ -140,7 +146,7 @@ __global__ void __launch_bounds__(kGpuTiledThreads)
 #pragma unroll
   for (int i = 0; i < kGpuTiledDimsPerThread; ++i) {
     const int d = gpu_tiled_dim(part, i);
-    if (d < p.head_dim) out[d] = acc[i] * acc_scale / denominator;
+    if (d < p.v_head_dim) out[d] = acc[i] * acc_scale / denominator;
   }
   if (part == 0) p.lse[row] = final_max + logf(denominator);
 }

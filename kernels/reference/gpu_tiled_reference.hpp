@@ -29,13 +29,13 @@ struct GpuTiledPlan {
   LaunchShape shape;                        // grid (tiles, num_q_heads), kGpuTiledThreads threads
 };
 
-// Throws an internal error for a head_dim above kGpuTiledMaxHeadDim or a grid CUDA cannot launch.
+// Throws an internal error for a head_dim or v_head_dim above kGpuTiledMaxHeadDim or a grid CUDA cannot launch.
 GpuTiledPlan gpu_tiled_reference_plan(const Batch& batch);
 
 // One program with the kernel for the batch's dtypes.
 JitProgram gpu_tiled_reference_program(const Batch& batch, const std::string& arch);
 
-// Runs the oracle on a device problem and returns the output, [total_q, num_q_heads, head_dim]
+// Runs the oracle on a device problem and returns the output, [total_q, num_q_heads, v_head_dim]
 // floats, and *lse ([total_q, num_q_heads], natural log, -inf for a row that sees no key) when
 // given. Synchronises `stream`; every buffer it allocates is freed before it returns.
 std::vector<float> gpu_tiled_paged_attention_reference(const Problem& device,

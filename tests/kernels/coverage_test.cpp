@@ -52,22 +52,40 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   ASSERT_NE(fp8, nullptr);
   EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm80_mma"));
   EXPECT_FALSE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
-  // blocksparse declares head dims 64 and 128 only.
+  // blocksparse declares no head dim 256; blocksparse.sm80_mma takes 192.
+  const CoverageCell* d192 = find_cell(matrix, Family::blocksparse, "192", "fp16", "HND", "1");
+  ASSERT_NE(d192, nullptr);
+  EXPECT_TRUE(holds(d192->gpu_variants, "blocksparse.sm80_mma"));
   const CoverageCell* wide = find_cell(matrix, Family::blocksparse, "256", "bf16", "NHD", "16");
   ASSERT_NE(wide, nullptr);
   EXPECT_TRUE(wide->gpu_variants.empty());
   EXPECT_EQ(wide->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
 }
 
-TEST(CoverageMatrix, OnlyTheCpuReferencesTakeANarrowerV) {
+// A V narrower than Q/K (192x128): on the GPU only the sm80 tensor-core variants take it
+// (flash_fwd.sm80_mma and blocksparse.sm80_mma, which read no fp8 cache; prefix_prefill's
+// sm80_mma and sm80_mma_masked, which do); the other families leave it to their CPU references.
+TEST(CoverageMatrix, OnlyTheSm80MmaVariantsTakeANarrowerVOnTheGpu) {
   for (const CoverageCell& c : coverage_matrix(make_registry())) {
     if (c.head_dim != "192x128") continue;
-    EXPECT_TRUE(c.gpu_variants.empty()) << to_string(c.family) << " " << c.kv_dtype;
+    const std::string what =
+        to_string(c.family) + " " + c.kv_dtype + " " + c.layout + " " + c.page_size;
+    if (c.kv_dtype != "fp8_e4m3" && c.family == Family::flash_fwd) {
+      EXPECT_EQ(c.gpu_variants, std::vector<std::string>{"flash_fwd.sm80_mma"}) << what;
+    } else if (c.kv_dtype != "fp8_e4m3" && c.family == Family::blocksparse) {
+      EXPECT_EQ(c.gpu_variants, std::vector<std::string>{"blocksparse.sm80_mma"}) << what;
+    } else if (c.family == Family::prefix_prefill) {
+      EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",
+                                                          "prefix_prefill.sm80_mma_masked"}))
+          << what;
+    } else {
+      EXPECT_TRUE(c.gpu_variants.empty()) << what;
+    }
     // flash_fwd's and blocksparse's references leave fp8 caches to the other families.
     if (c.kv_dtype != "fp8_e4m3" || c.family == Family::paged_decode ||
         c.family == Family::prefix_prefill) {
       EXPECT_EQ(c.cpu_variants, std::vector<std::string>{to_string(c.family) + ".cpu_reference"})
-          << to_string(c.family) << " " << c.kv_dtype << " " << c.layout << " " << c.page_size;
+          << what;
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/batch.hpp"
 
@@ -17,13 +18,14 @@ inline std::vector<std::string> smoke_variant_names() {
   return {"paged_decode.sm80_simt",  "paged_decode.sm80_mma",          "paged_decode.sm90_tma",
           "prefix_prefill.sm80_mma", "prefix_prefill.sm80_mma_masked", "prefix_prefill.sm90_wgmma",
           "flash_fwd.sm80_mma",      "flash_fwd.sm90_wgmma",           "blocksparse.sm80_mma",
-          "blocksparse.sm90_wgmma",  "blocksparse.sm80_mma_decode"};
+          "blocksparse.sm90_wgmma",  "blocksparse.sm80_mma_decode",    "mla_decode.sm80_mma"};
 }
 
 // A small batch of the variant's family (8 q heads over 2 kv heads, head dim 128, bf16, pages of
 // 16 keys) with lengths that fill no tile exactly: decode rows with contexts of 0 to 1100 keys,
 // chunks after contexts, dense prompts of 300 and 17 tokens, a random explicit mask, a Phi-3
-// block-sparse layout of 64-token blocks.
+// block-sparse layout of 64-token blocks; for mla_decode, DeepSeek-V3's latent widths (512 + 64)
+// with 16 q heads, pages of 64 tokens and 1 to 3 query tokens per sequence.
 inline Batch smoke_batch(const std::string& variant) {
   SpecShape shape;
   shape.q_heads = 8;
@@ -32,6 +34,15 @@ inline Batch smoke_batch(const std::string& variant) {
   shape.page_size = 16;
   shape.seed = 11;
   const std::string family = variant.substr(0, variant.find('.'));
+  if (family == "mla_decode") {
+    LatentShape latent;
+    latent.q_heads = 16;
+    latent.kv_lora_rank = 512;
+    latent.qk_rope_head_dim = 64;
+    latent.page_size = 64;
+    latent.sequences = {{0, 1}, {17, 1}, {300, 3}, {1100, 2}};
+    return latent_batch(latent);
+  }
   BlockSparseSpec sparse;
   sparse.block_size = 64;
   sparse.local_blocks = 2;

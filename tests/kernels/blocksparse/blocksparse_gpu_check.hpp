@@ -69,10 +69,12 @@ inline std::string describe(const Batch& batch, const KernelConfig& config) {
   const BlockSparseLayout& layout = *batch.block_sparse;
   std::ostringstream out;
   out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
-      << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
-      << spec.kv_cache.page_size << " seed " << spec.seed
-      << (batch.causal ? " causal" : " non-causal") << " block " << layout.block_size << " density "
-      << layout.density() << " (context, query) [";
+      << spec.model.head_dim;
+  if (spec.model.effective_v_head_dim() != spec.model.head_dim)
+    out << " dv" << spec.model.effective_v_head_dim();
+  out << " " << to_string(spec.model.dtype) << " page " << spec.kv_cache.page_size << " seed "
+      << spec.seed << (batch.causal ? " causal" : " non-causal") << " block " << layout.block_size
+      << " density " << layout.density() << " (context, query) [";
   for (int s = 0; s < batch.num_seqs; ++s) {
     out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
   }
@@ -116,8 +118,9 @@ inline void expect_matches_reference(const Variant& variant, const Batch& batch,
   stream.synchronize();
 
   const std::vector<uint8_t> output = device.read_output();
+  // The output's rows are V's width (model.v_head_dim, else head_dim).
   const Verification v = verify_output(output.data(), batch.spec.model.dtype, oracle.out,
-                                       batch.spec.model.head_dim, oracle.name);
+                                       batch.spec.model.effective_v_head_dim(), oracle.name);
   EXPECT_EQ(v.nonfinite, 0) << what;
   EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
 }
@@ -145,10 +148,12 @@ inline KernelConfig random_config(const Variant& variant, const Batch& batch, co
   return variant.default_config(batch, target);
 }
 
-// A random shape, layout (block size from block_sizes) and data seed; sequences as given.
+// A random shape, layout (block size from block_sizes), (head_dim, v_head_dim) from `dims` (a
+// narrower V sets model.v_head_dim) and data seed; sequences as given.
 inline Batch random_batch(std::mt19937_64& rng,
                           const std::vector<std::pair<int64_t, int64_t>>& sequences, bool causal,
-                          int max_group, const std::vector<int>& block_sizes = {16, 32, 64, 128}) {
+                          int max_group, const std::vector<int>& block_sizes = {16, 32, 64, 128},
+                          const std::vector<std::pair<int, int>>& dims = {{64, 64}, {128, 128}}) {
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
   std::vector<int> groups;
@@ -156,12 +161,14 @@ inline Batch random_batch(std::mt19937_64& rng,
     if (g <= max_group) groups.push_back(g);
   }
   shape.q_heads = shape.kv_heads * pick(rng, groups);
-  shape.head_dim = pick(rng, std::vector<int>{64, 128});
+  const auto [head_dim, v_head_dim] = pick(rng, dims);
+  shape.head_dim = head_dim;
   shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
   shape.page_size = pick(rng, std::vector<int>{1, 5, 16, 64});
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
   shape.seed = rng();
   WorkloadSpec spec = testing::make_spec(shape, sequences, "blocksparse-gpu-test");
+  if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
   spec.mask.block_sparse =
       phi3_layout(pick(rng, block_sizes), std::uniform_int_distribution<int>(1, 4)(rng),
                   std::uniform_int_distribution<int>(1, 8)(rng),

@@ -1,14 +1,14 @@
 // The blocksparse family on the GPU: blocksparse.sm80_mma on random variable-length prefill batches
 // (contexts that put the first new token anywhere in a block, lengths off every tile, GQA ratios
-// including non powers of two, head dims 64/128, bf16 and fp16, causal and not) over random
-// layouts (Phi-3 parameters with random block sizes, sliding steps and homo heads, and random
-// lower-triangular layouts with empty rows and dropped diagonals), with random configs and every
-// accepted config, and one config per path of the sm80 loop it shares with flash_fwd.sm80_mma;
-// blocksparse.sm80_mma_decode likewise on decode batches. Every run writes into a poisoned output
-// (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU reference, or the tiled GPU
-// reference for a large batch; both apply key_visible): no NaN, every row within the dtype's
-// tolerance. Then the Evaluator path and a benchmark-sized prompt. The random tests check as many
-// cases as the case budget allows (tests/gpu_case_budget.hpp).
+// including non powers of two, head dims 64/80/96/128/192 and V narrower than Q/K, bf16 and fp16,
+// causal and not) over random layouts (Phi-3 parameters with random block sizes, sliding steps and
+// homo heads, and random lower-triangular layouts with empty rows and dropped diagonals), with
+// random configs and every accepted config, and one config per path of the sm80 loop it shares
+// with flash_fwd.sm80_mma; blocksparse.sm80_mma_decode likewise on decode batches. Every run writes
+// into a poisoned output (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU
+// reference, or the tiled GPU reference for a large batch; both apply key_visible): no NaN, every
+// row within the dtype's tolerance. Then the Evaluator path and a benchmark-sized prompt. The
+// random tests check as many cases as the case budget allows (tests/gpu_case_budget.hpp).
 #include <gtest/gtest.h>
 
 #include <future>
@@ -33,25 +33,27 @@ TEST(BlockSparseMmaGpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const bool causal = rng() % 4 != 0;
-    const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20);
+    const Batch batch =
+        random_batch(rng, random_prefill_sequences(rng), causal, 20, {16, 32, 64, 128},
+                     {{64, 64}, {80, 80}, {96, 96}, {128, 128}, {192, 192}, {192, 128}, {128, 64}});
     expect_matches_reference(variant, batch, random_config(variant, batch, target, rng));
   }
   testing::print_case_summary(budget, seed);
 }
 
-// Every accepted config, for each head dim, on lengths that are multiples of no tile, each config
-// once on one of four batches in turn: causal (bf16) over a Phi-3 layout of 64-token blocks, not
-// causal (fp16) over a random one of 32-token blocks, causal over the random one, not causal over
-// the Phi-3 one.
-TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
-  ATTN_REQUIRE_GPU();
+// Every accepted config, for each (head_dim, v_head_dim) of `dims`, on lengths that are
+// multiples of no tile, each config once on one of four batches in turn: causal (bf16) over a
+// Phi-3 layout of 64-token blocks, not causal (fp16) over a random one of 32-token blocks, causal
+// over the random one, not causal over the Phi-3 one.
+void expect_every_accepted_config_matches(const std::vector<std::pair<int, int>>& dims,
+                                          size_t min_cases) {
   auto& env = testing::gpu();
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("blocksparse.sm80_mma");
   const Target target = Target::cuda(env.device());
   std::mt19937_64 rng(5);
   std::vector<std::pair<Batch, KernelConfig>> cases;
-  for (int head_dim : {64, 128}) {
+  for (const auto& [head_dim, v_head_dim] : dims) {
     std::vector<Batch> batches;
     for (const auto& [causal, block] :
          {std::pair{true, 64}, std::pair{false, 32}, std::pair{true, 32}, std::pair{false, 64}}) {
@@ -63,6 +65,7 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
       shape.seed = uint64_t(head_dim) * 4 + causal * 2 + (block == 32);
       WorkloadSpec spec =
           testing::make_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, "bs-every");
+      if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
       spec.mask.block_sparse = phi3_layout(block, 2, 3);
       Batch batch = generate_batch(spec);
       batch.causal = causal;
@@ -73,8 +76,20 @@ TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
       cases.push_back({batches[b], config});
   }
   compile_cases_in_parallel(variant, cases);
-  EXPECT_GT(cases.size(), 30u);
+  EXPECT_GT(cases.size(), min_cases);
   for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
+}
+
+TEST(BlockSparseMmaGpu, EveryAcceptedConfigMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  expect_every_accepted_config_matches({{64, 64}, {128, 128}}, 30);
+}
+
+// Head dims 80, 96 and 192 (padded rows, a swizzle over three 128-byte groups, idle copy slots)
+// and V narrower than Q and K ((192, 128), (128, 64)).
+TEST(BlockSparseMmaGpu, EveryAcceptedConfigAtHeadDims80To192AndNarrowVMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  expect_every_accepted_config_matches({{80, 80}, {96, 96}, {192, 192}, {192, 128}, {128, 64}}, 50);
 }
 
 // blocksparse.sm80_mma runs the sm80 attention loop it shares with flash_fwd.sm80_mma

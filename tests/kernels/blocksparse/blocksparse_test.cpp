@@ -66,14 +66,18 @@ Batch sparse_batch(const testing::SpecShape& shape,
   return generate_batch(spec);
 }
 
+// v_head_dim 0: V as wide as Q and K.
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
-                    int block_size = 64) {
+                    int block_size = 64, int v_head_dim = 0) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
   shape.head_dim = head_dim;
   shape.dtype = dtype;
-  return sparse_batch(shape, {{0, 300}, {70, 33}, {0, 1}}, phi3_layout(block_size, 2, 3));
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 300}, {70, 33}, {0, 1}}, "blocksparse-test");
+  spec.mask.block_sparse = phi3_layout(block_size, 2, 3);
+  if (v_head_dim != 0) spec.model.v_head_dim = v_head_dim;
+  return generate_batch(spec);
 }
 
 Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
@@ -145,7 +149,15 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   using namespace blocksparse::sm80_mma;
   EXPECT_EQ(check(128, 64, 64, 4, 2), kOk);
   EXPECT_EQ(check(64, 32, 32, 1, 3), kOk);
-  EXPECT_EQ(check(256, 64, 64, 4, 2), kHeadDim);  // flash_fwd runs 256; the issue asks 64/128
+  EXPECT_EQ(check(256, 64, 64, 4, 2), kHeadDim);  // flash_fwd runs 256
+  EXPECT_EQ(check(112, 64, 64, 4, 2), kHeadDim);
+  EXPECT_EQ(check(80, 64, 64, 4, 2), kOk);
+  EXPECT_EQ(check(96, 64, 64, 4, 2), kOk);
+  EXPECT_EQ(check(192, 64, 64, 4, 2), kOk);
+  EXPECT_EQ(check(192, 128, 64, 64, 4, 2), kOk);  // V narrower than Q/K
+  EXPECT_EQ(check(128, 64, 64, 64, 4, 2), kOk);
+  EXPECT_EQ(check(128, 192, 64, 64, 4, 2), kVHeadDim);  // V wider than K
+  EXPECT_EQ(check(128, 112, 64, 64, 4, 2), kVHeadDim);
   EXPECT_EQ(check(128, 64, 64, 3, 2), kWarps);
   EXPECT_EQ(check(128, 64, 64, 4, 5), kStages);
   EXPECT_EQ(check(128, 64, 64, 4, 1), kStages);  // flash_fwd.sm80_mma's split pipeline: not here
@@ -253,6 +265,51 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   KernelConfig extra = mma_config(64, 64, 4, 2);
   extra.set("num_splits", 0);
   EXPECT_FALSE(mma.check(batch, extra, hopper()).ok);
+}
+
+// Head dims 80, 96 and 192 and a V narrower than Q/K: blocksparse.sm80_mma (not the decode
+// variant) accepts exactly what its traits accept, names the rule it refuses by, and its defaults
+// are accepted on every target; the kernel's name carries a narrower V's width.
+TEST(BlockSparseGating, NewHeadDimsAndNarrowVFollowTheTraits) {
+  const Registry registry = make_registry();
+  const Variant& mma = *registry.find("blocksparse.sm80_mma");
+  DeviceInfo small = {};  // sm_86: 99 KiB per block
+  small.cc_major = 8;
+  small.cc_minor = 6;
+  small.max_shared_per_block_optin = 99 * 1024;
+  int accepted = 0;
+  for (const auto& [head_dim, v_head_dim] :
+       std::vector<std::pair<int, int>>{{80, 80}, {96, 96}, {192, 192}, {192, 128}, {128, 64}}) {
+    for (int block : {32, 64}) {
+      const Batch prefill = prefill_batch(8, 2, head_dim, DType::bf16, block, v_head_dim);
+      for (const Target& target : {hopper(), ampere()}) {
+        for (const KernelConfig& c : space_configs(mma, prefill, target)) {
+          const int m = int(c.get("tile_m")), n = int(c.get("tile_n")), w = int(c.get("warps")),
+                    s = int(c.get("stages"));
+          int rule = blocksparse::sm80_mma::check(head_dim, v_head_dim, m, n, w, s);
+          if (rule == blocksparse::sm80_mma::kOk)
+            rule = blocksparse::sm80_mma::check_block(block, m, n);
+          const bool fits = blocksparse::sm80_mma::shared_bytes(head_dim, v_head_dim, m, n, s) <=
+                            target.max_shared_per_block;
+          const Support support = mma.check(prefill, c, target);
+          EXPECT_EQ(support.ok, rule == blocksparse::sm80_mma::kOk && fits)
+              << c.key() << " d" << head_dim << "x" << v_head_dim << " " << block << ": "
+              << support.reason;
+          if (support.ok) ++accepted;
+        }
+        for (const Target& t : {target, Target::cuda(small)}) {
+          const Support d = mma.check(prefill, mma.default_config(prefill, t), t);
+          EXPECT_TRUE(d.ok) << head_dim << "x" << v_head_dim << " " << t.arch << ": " << d.reason;
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 50);
+  const Batch narrow = prefill_batch(8, 2, 192, DType::bf16, 64, 128);
+  EXPECT_EQ(mma.programs(narrow, mma_config(64, 32, 2, 3), hopper()).front().kernels.at(0),
+            "attn::blocksparse_sm80_mma<0, 192, 64, 32, 2, 3, true, 128>");
+  const Support wide = mma.check(prefill_batch(8, 2, 256), mma_config(64, 64, 4, 2), hopper());
+  EXPECT_FALSE(wide.ok);
 }
 
 TEST(BlockSparseGating, DefaultsAreSupportedAndNamed) {

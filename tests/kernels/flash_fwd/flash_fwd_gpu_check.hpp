@@ -40,8 +40,11 @@ inline std::string describe(const Batch& batch, const KernelConfig& config) {
   const WorkloadSpec& spec = batch.spec;
   std::ostringstream out;
   out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
-      << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
-      << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " seed " << spec.seed
+      << spec.model.head_dim;
+  if (spec.model.effective_v_head_dim() != spec.model.head_dim)
+    out << " dv" << spec.model.effective_v_head_dim();
+  out << " " << to_string(spec.model.dtype) << " page " << spec.kv_cache.page_size << " "
+      << to_string(spec.kv_cache.layout) << " seed " << spec.seed
       << (batch.causal ? " causal" : " non-causal") << " (context, query) [";
   for (int s = 0; s < batch.num_seqs; ++s) {
     out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
@@ -103,8 +106,9 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
   stream.synchronize();
 
   const std::vector<uint8_t> output = device.read_output();
+  // The output's rows are V's width (model.v_head_dim, else head_dim).
   const Verification v = verify_output(output.data(), batch.spec.model.dtype, oracle.out,
-                                       batch.spec.model.head_dim, oracle.name);
+                                       batch.spec.model.effective_v_head_dim(), oracle.name);
   EXPECT_EQ(v.nonfinite, 0) << what;
   EXPECT_TRUE(verification_passed(v)) << what << ": " << attn::describe(v);
 
@@ -145,15 +149,22 @@ inline KernelConfig random_config(const Variant& variant, const Batch& batch, co
   return variant.default_config(batch, target);
 }
 
+// (head_dim, v_head_dim) pairs a test draws from: V as wide as Q and K at 64, 128 and 256.
+inline const std::vector<std::pair<int, int>> kPowerOfTwoHeadDims = {
+    {64, 64}, {128, 128}, {256, 256}};
+
 // A random variable-length prefill batch: GQA 1..16 and 40 (non powers of two among them), head
-// dims 64, 128, 256, both dtypes, both pool layouts, odd page sizes; 1 to 5 sequences whose query
-// lengths are near and off every tile size (1, 15, 17, 63, 65, 127, 129, ...) with contexts from 0
-// to 257, so the causal diagonal crosses tiles at every offset; causal or not.
-inline Batch random_prefill_batch(std::mt19937_64& rng) {
+// dims from `dims` ((head_dim, v_head_dim) pairs: a narrower V sets model.v_head_dim), both
+// dtypes, both pool layouts, odd page sizes; 1 to 5 sequences whose query lengths are near and
+// off every tile size (1, 15, 17, 63, 65, 127, 129, ...) with contexts from 0 to 257, so the causal
+// diagonal crosses tiles at every offset; causal or not.
+inline Batch random_prefill_batch(
+    std::mt19937_64& rng, const std::vector<std::pair<int, int>>& dims = kPowerOfTwoHeadDims) {
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
   shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 40});
-  shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+  const auto [head_dim, v_head_dim] = pick(rng, dims);
+  shape.head_dim = head_dim;
   shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
   shape.page_size = pick(rng, std::vector<int>{1, 5, 16, 64});
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
@@ -171,7 +182,9 @@ inline Batch random_prefill_batch(std::mt19937_64& rng) {
   if (std::all_of(sequences.begin(), sequences.end(), [](auto& s) { return s.second == 1; }))
     sequences.front().second = 77;  // a decode batch is paged_decode's
   const bool causal = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
-  return generate_batch(prefill_spec(shape, sequences, causal));
+  WorkloadSpec spec = prefill_spec(shape, sequences, causal);
+  if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+  return generate_batch(spec);
 }
 
 // The cases of an every-config test over `batches` (of one head dim): every config one of them

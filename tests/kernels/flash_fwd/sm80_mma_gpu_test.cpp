@@ -1,6 +1,7 @@
 // flash_fwd.sm80_mma on the GPU: random variable-length batches (lengths that are multiples of no
 // tile, contexts that shift the causal diagonal), GQA ratios including non powers of two, head
-// dims 64/128/256, bf16 and fp16, causal and not, and random configs from the variant's space.
+// dims 64/80/96/128/192/256 and V narrower than Q/K ((192, 128), (128, 64)), bf16 and fp16, causal
+// and not, and random configs from the variant's space.
 // Every run writes into a poisoned output and a NaN-filled LSE buffer and is compared with the
 // oracle (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
@@ -21,6 +22,33 @@ void expect_matches_reference(const Batch& batch, const KernelConfig& config) {
   expect_flash_fwd_matches_reference(sm80_variant(registry), batch, config);
 }
 
+// Every (head_dim, v_head_dim) the variant runs: each head dim with V as wide, and the narrower
+// Vs of DeepSeek-V3's prefill (192, 128) and of (128, 64).
+const std::vector<std::pair<int, int>> kAllHeadDims = {
+    {64, 64}, {80, 80}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}, {128, 64}};
+// The ones whose layouts are not the power-of-two widths': padded 80 and 96, three-group 192,
+// and V narrower than K.
+const std::vector<std::pair<int, int>> kNewHeadDims = {
+    {80, 80}, {96, 96}, {192, 192}, {192, 128}, {128, 64}};
+
+// The batches of an every-config test at (head_dim, v_head_dim): causal (bf16) and not (fp16),
+// GQA 3, lengths that are multiples of no tile.
+std::vector<Batch> every_config_batches(int head_dim, int v_head_dim) {
+  std::vector<Batch> batches;
+  for (bool causal : {true, false}) {
+    testing::SpecShape shape;
+    shape.q_heads = 6;
+    shape.kv_heads = 2;  // GQA 3
+    shape.head_dim = head_dim;
+    shape.dtype = causal ? DType::bf16 : DType::fp16;
+    shape.seed = uint64_t(head_dim) * 2 + causal;
+    WorkloadSpec spec = prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}}, causal);
+    if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+    batches.push_back(generate_batch(spec));
+  }
+  return batches;
+}
+
 // Random shapes and lengths (random_prefill_batch) with a random accepted config, as many as the
 // case budget allows (tests/gpu_case_budget.hpp).
 TEST(FlashFwdSm80Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
@@ -34,7 +62,7 @@ TEST(FlashFwdSm80Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
   testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const Batch batch = random_prefill_batch(rng);
+    const Batch batch = random_prefill_batch(rng, kAllHeadDims);
     expect_matches_reference(batch, random_config(variant, batch, target, rng));
   }
   testing::print_case_summary(budget, seed);
@@ -50,21 +78,24 @@ TEST(FlashFwdSm80Gpu, EveryAcceptedConfigMatchesTheReference) {
   const FlashFwdVariant& variant = sm80_variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
   std::vector<std::pair<Batch, KernelConfig>> cases;
-  for (int head_dim : {64, 128, 256}) {
-    std::vector<Batch> batches;
-    for (bool causal : {true, false}) {
-      testing::SpecShape shape;
-      shape.q_heads = 6;
-      shape.kv_heads = 2;  // GQA 3
-      shape.head_dim = head_dim;
-      shape.dtype = causal ? DType::bf16 : DType::fp16;
-      shape.seed = uint64_t(head_dim) * 2 + causal;
-      batches.push_back(
-          generate_batch(prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}}, causal)));
-    }
-    add_rotated_cases(variant, batches, target, 1, cases);
-  }
+  for (int head_dim : {64, 128, 256})
+    add_rotated_cases(variant, every_config_batches(head_dim, head_dim), target, 1, cases);
   EXPECT_GT(cases.size(), 30u);
+  expect_all_match_reference(variant, cases);
+}
+
+// The same at head dims 80, 96 and 192 (rows of 10, 12 and 24 16-byte chunks: padded rows, a
+// swizzle over three 128-byte groups, idle copy slots) and with V narrower than Q and K
+// ((192, 128), (128, 64): V's own rows, copies and output width).
+TEST(FlashFwdSm80Gpu, EveryAcceptedConfigAtHeadDims80To192AndNarrowVMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm80_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (const auto& [head_dim, v_head_dim] : kNewHeadDims)
+    add_rotated_cases(variant, every_config_batches(head_dim, v_head_dim), target, 1, cases);
+  EXPECT_GT(cases.size(), 50u);
   expect_all_match_reference(variant, cases);
 }
 
@@ -111,6 +142,30 @@ TEST(FlashFwdSm80Gpu, LargeBatchesMatchTheReference) {
   const Batch full = generate_batch(
       prefill_spec(shape, std::vector<std::pair<int64_t, int64_t>>(4, {0, 2000}), false));
   expect_matches_reference(full, variant.default_config(full, target));
+}
+
+// Large batches at the new head dims and a narrower V (the tiled GPU reference is the oracle):
+// DeepSeek-V3's prefill shape (Q/K 192, V 128, 16 heads, two 4096-token causal prompts), and
+// 80, 96 and 192 over GQA 4 (3000 tokens, non-causal), default configs.
+TEST(FlashFwdSm80Gpu, LargeBatchesAtHeadDims80To192AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::SpecShape shape;
+  shape.q_heads = 16;
+  shape.kv_heads = 16;
+  shape.head_dim = 192;
+  WorkloadSpec deepseek = prefill_spec(shape, {{0, 4096}, {0, 4096}}, true);
+  deepseek.model.v_head_dim = 128;
+  const Batch narrow = generate_batch(deepseek);
+  expect_matches_reference(narrow, variant.default_config(narrow, target));
+  shape.kv_heads = 4;
+  for (int head_dim : {80, 96, 192}) {
+    shape.head_dim = head_dim;
+    const Batch batch = generate_batch(prefill_spec(shape, {{0, 3000}}, false));
+    expect_matches_reference(batch, variant.default_config(batch, target));
+  }
 }
 
 }  // namespace

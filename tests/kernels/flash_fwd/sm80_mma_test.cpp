@@ -33,8 +33,9 @@ Target ampere() {
   return testing::ampere_target();
 }
 
+// v_head_dim 0: V as wide as Q and K.
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
-                    bool causal = true) {
+                    bool causal = true, int v_head_dim = 0) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
@@ -42,8 +43,14 @@ Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType
   shape.dtype = dtype;
   WorkloadSpec spec = testing::make_spec(shape, {{0, 100}, {7, 33}, {0, 1}});
   spec.mask.causal = causal;
+  if (v_head_dim != 0) spec.model.v_head_dim = v_head_dim;
   return generate_batch(spec);
 }
+
+// The (head_dim, v_head_dim) pairs the variant runs: every head dim with V as wide, and the
+// narrower Vs of DeepSeek-V3's prefill (192, 128) and of (128, 64).
+const std::vector<std::pair<int, int>> kDimPairs = {{64, 64},   {80, 80},   {96, 96},   {128, 128},
+                                                    {192, 192}, {256, 256}, {192, 128}, {128, 64}};
 
 KernelConfig make_config(int tile_m, int tile_n, int warps, int stages) {
   return KernelConfig{{"tile_m", tile_m}, {"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
@@ -108,12 +115,79 @@ TEST(FlashFwdSm80Traits, FragmentAddressesXorTheStepBeforeAddingWholeRows) {
   }
 }
 
+// At head_dim 192 (three 128-byte groups) fragment_address names, for every fragment offset of
+// the kernel, whole rows further on and every k16 step, the element of the logical chunk the step
+// reaches, where swizzled_chunk placed it in its row (the step's group added, its part within the
+// group XORed); the same for the power-of-two widths.
+TEST(FlashFwdSm80Traits, FragmentAddressesFindTheSwizzledChunkOfEveryStep) {
+  for (int head_dim : {128, 192, 256}) {
+    ASSERT_TRUE(sm80_attention::swizzled(head_dim));
+    const int row = sm80_attention::row_elements(head_dim);
+    ASSERT_EQ(row, head_dim);
+    const std::vector<unsigned short> buffer(96 * row + 256);
+    const unsigned short* tile = buffer.data();
+    for (int lane = 0; lane < 32; ++lane) {
+      // (row, logical chunk) of the three fragment patterns (Q, K, V).
+      const int rows_chunks[3][2] = {{lane % 16, lane / 16},
+                                     {(lane / 16) * 8 + lane % 8, (lane / 8) % 2},
+                                     {lane % 16, lane / 16}};
+      for (const auto& rc : rows_chunks) {
+        const int r = rc[0], c = rc[1];
+        const int frag = r * row + sm80_attention::swizzled_chunk(head_dim, r, c) * 8;
+        for (int rows = 0; rows < 64; rows += 16) {
+          for (int ks = 0; ks < head_dim / 16; ++ks) {
+            const long want =
+                long((r + rows) * row +
+                     sm80_attention::swizzled_chunk(head_dim, r + rows, c + 2 * ks) * 8);
+            const unsigned short* got =
+                head_dim == 128
+                    ? sm80_attention::fragment_address<128>(tile, frag, rows * row, 16 * ks)
+                : head_dim == 192
+                    ? sm80_attention::fragment_address<192>(tile, frag, rows * row, 16 * ks)
+                    : sm80_attention::fragment_address<256>(tile, frag, rows * row, 16 * ks);
+            EXPECT_EQ(long(got - tile), want)
+                << head_dim << " " << lane << " " << rows << " " << ks;
+          }
+        }
+      }
+    }
+  }
+  // Padded widths (64, 80, 96): the step is added.
+  for (int head_dim : {64, 80, 96}) {
+    EXPECT_FALSE(sm80_attention::swizzled(head_dim));
+    EXPECT_EQ(sm80_attention::row_elements(head_dim), head_dim + 8);
+  }
+  const unsigned short* base = nullptr;
+  EXPECT_EQ(sm80_attention::fragment_address<80>(base, 88, 176, 64) - base, 88 + 176 + 64);
+  EXPECT_EQ(sm80_attention::fragment_address<96>(base, 104, 208, 80) - base, 104 + 208 + 80);
+}
+
+// The copy pattern's threads per row: a power of two, the row's chunks rounded up.
+TEST(FlashFwdSm80Traits, CopySlotsRoundTheRowsChunksUpToAPowerOfTwo) {
+  using sm80_attention::copy_slots;
+  EXPECT_EQ(copy_slots(64), 8);
+  EXPECT_EQ(copy_slots(80), 16);
+  EXPECT_EQ(copy_slots(96), 16);
+  EXPECT_EQ(copy_slots(128), 16);
+  EXPECT_EQ(copy_slots(192), 32);
+  EXPECT_EQ(copy_slots(256), 32);
+  for (int d : {64, 128, 256}) EXPECT_TRUE(sm80_attention::power_of_two_chunks(d)) << d;
+  for (int d : {80, 96, 192}) EXPECT_FALSE(sm80_attention::power_of_two_chunks(d)) << d;
+}
+
 TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
   using namespace flash_fwd::sm80_mma;
   using namespace sm80_attention;
   EXPECT_EQ(check(128, 128, 64, 8, 2), kOk);
   EXPECT_EQ(check(128, 128, 32, 4, 2), kOk);
-  EXPECT_EQ(check(96, 128, 64, 8, 2), kHeadDim);
+  EXPECT_EQ(check(112, 128, 64, 8, 2), kHeadDim);
+  EXPECT_EQ(check(96, 128, 64, 8, 2), kOk);
+  EXPECT_EQ(check(80, 128, 64, 8, 2), kOk);
+  EXPECT_EQ(check(192, 64, 64, 4, 1), kOk);
+  EXPECT_EQ(check(192, 128, 64, 64, 4, 1), kOk);         // DeepSeek-V3's prefill: V 128
+  EXPECT_EQ(check(128, 64, 128, 64, 8, 2), kOk);         // V 64
+  EXPECT_EQ(check(128, 192, 128, 64, 8, 2), kVHeadDim);  // V wider than K
+  EXPECT_EQ(check(128, 112, 128, 64, 8, 2), kVHeadDim);  // not a head dim
   EXPECT_EQ(check(128, 96, 64, 3, 2), kWarps);
   EXPECT_EQ(check(128, 128, 64, 8, 1), kOk);  // the split K / V pipeline
   EXPECT_EQ(check(128, 128, 64, 8, 0), kStages);
@@ -134,11 +208,24 @@ TEST(FlashFwdSm80Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(shared_bytes(64, 128, 64, 2), (128 + 2 * 2 * 64) * 72 * 2);
   EXPECT_EQ(shared_bytes(128, 128, 64, 2), (128 + 2 * 2 * 64) * 128 * 2);
   EXPECT_EQ(shared_bytes(256, 128, 64, 1), (128 + 2 * 64) * 256 * 2);
+  // 80 and 96 padded, 192 swizzled; a narrower V's buffers are its own width.
+  EXPECT_EQ(shared_bytes(80, 128, 64, 2), (128 + 2 * 2 * 64) * 88 * 2);
+  EXPECT_EQ(shared_bytes(96, 128, 64, 2), (128 + 2 * 2 * 64) * 104 * 2);
+  EXPECT_EQ(shared_bytes(192, 64, 64, 1), (64 + 2 * 64) * 192 * 2);
+  EXPECT_EQ(shared_bytes(192, 128, 64, 64, 1), ((64 + 64) * 192 + 64 * 128) * 2);
+  EXPECT_EQ(shared_bytes(128, 64, 128, 64, 2), ((128 + 2 * 64) * 128 + 2 * 64 * 72) * 2);
+  // The accumulator is V's width: with a narrower V, Q's fragments fit beside it (16 rows x 192
+  // dims over 8 warps: 96 + 6 + 64 + 48 = 214 registers), where at V 192 they do not (200 + 48).
+  EXPECT_EQ(accumulator_registers(128, 128, 64, 8), 96);
+  EXPECT_EQ(register_estimate(192, 128, 128, 64, 8), 214);
+  EXPECT_TRUE(q_in_registers(192, 128, 128, 64, 8));
+  EXPECT_FALSE(q_in_registers(192, 128, 64, 8));
+  EXPECT_EQ(register_estimate(128, 128, 128, 64, 4), register_estimate(128, 128, 64, 4));
   // Q stays in registers when it fits beside the accumulators, never past the estimate limit.
   EXPECT_TRUE(q_in_registers(128, 128, 64, 8));
   EXPECT_FALSE(q_in_registers(128, 128, 32, 4));
   EXPECT_FALSE(q_in_registers(256, 128, 64, 8));
-  for (int d : {64, 128, 256}) {
+  for (int d : {64, 80, 96, 128, 192, 256}) {
     for (int w : {1, 2, 4, 8}) {
       for (int rows : {16, 32}) {
         for (int n : {16, 32, 64, 128}) {
@@ -169,16 +256,16 @@ TEST(FlashFwdSm80Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Registry registry = make_registry();
   const Variant& variant = sm80_variant(registry);
   int accepted = 0, refused = 0;
-  for (int head_dim : {64, 128, 256}) {
-    const Batch batch = prefill_batch(16, 4, head_dim);
+  for (const auto& [head_dim, v_head_dim] : kDimPairs) {
+    const Batch batch = prefill_batch(16, 4, head_dim, DType::bf16, true, v_head_dim);
     for (const Target& target : {hopper(), ampere()}) {
       for (const KernelConfig& config : space_configs(variant, batch, target)) {
         const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                   w = int(config.get("warps")), s = int(config.get("stages"));
         const Support support = variant.check(batch, config, target);
-        const int rule = flash_fwd::sm80_mma::check(head_dim, m, n, w, s);
-        const bool device_fits =
-            sm80_attention::shared_bytes(head_dim, m, n, s) <= target.max_shared_per_block;
+        const int rule = flash_fwd::sm80_mma::check(head_dim, v_head_dim, m, n, w, s);
+        const bool device_fits = sm80_attention::shared_bytes(head_dim, v_head_dim, m, n, s) <=
+                                 target.max_shared_per_block;
         EXPECT_EQ(support.ok, rule == flash_fwd::sm80_mma::kOk && device_fits)
             << config.key() << " d" << head_dim << " " << target.arch << ": " << support.reason;
         if (support.ok) {
@@ -225,13 +312,14 @@ TEST(FlashFwdSm80Gating, DefaultConfigIsSupportedForEveryHeadDimDtypeAndDevice) 
   small.cc_major = 8;
   small.cc_minor = 6;
   small.max_shared_per_block_optin = 99 * 1024;
-  for (int head_dim : {64, 128, 256}) {
+  for (const auto& [head_dim, v_head_dim] : kDimPairs) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (const Target& target : {hopper(), ampere(), Target::cuda(small)}) {
-        const Batch batch = prefill_batch(8, 1, head_dim, dtype);
+        const Batch batch = prefill_batch(8, 1, head_dim, dtype, true, v_head_dim);
         const KernelConfig config = variant.default_config(batch, target);
         const Support support = variant.check(batch, config, target);
-        EXPECT_TRUE(support.ok) << head_dim << " " << target.arch << ": " << support.reason;
+        EXPECT_TRUE(support.ok) << head_dim << "x" << v_head_dim << " " << target.arch << ": "
+                                << support.reason;
       }
     }
   }
@@ -355,6 +443,12 @@ TEST(FlashFwdSm80Gating, ProgramsNameTheInstantiation) {
   EXPECT_EQ(a.kernels[1], "attn::flash_fwd_gather_kv");
   EXPECT_NE(a.name, b.name);
   EXPECT_EQ(a.arch, "sm_90a");
+  // A narrower V: its width is the last template argument, and the program's name says it.
+  const Batch narrow = prefill_batch(8, 2, 192, DType::bf16, true, 128);
+  const JitProgram c = variant.programs(narrow, config, hopper()).front();
+  EXPECT_EQ(c.kernels[0], "attn::flash_fwd_sm80_mma<0, 192, 64, 64, 4, 3, true, 128>");
+  EXPECT_NE(c.name.find(".d192.dv128."), std::string::npos) << c.name;
+  EXPECT_EQ(a.name.find(".dv"), std::string::npos) << a.name;
 }
 
 // NVRTC compiles a seeded sample of the configs the traits accept (always including each default),
@@ -378,13 +472,13 @@ TEST(FlashFwdSm80Compile, AcceptedConfigsCompileForSm80AndSm90aWithBoundedSpills
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(16);
-  for (int head_dim : {64, 128, 256}) {
+  batches.reserve(32);
+  for (const auto& [head_dim, v_head_dim] : kDimPairs) {
     for (bool causal : {true, false}) {
       // One dtype per (head dim, causality), alternating, to keep CI time modest: the dtype
       // changes only the mma and conversion instructions, not the register allocation.
       const DType dtype = (head_dim / 64 + int(causal)) % 2 == 0 ? DType::bf16 : DType::fp16;
-      batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal));
+      batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal, v_head_dim));
       const Batch& batch = batches.back();
       for (const Target& target : {ampere(), hopper()}) {
         std::vector<KernelConfig> accepted;

@@ -6,11 +6,14 @@
 // check as many cases as the case budget allows (tests/gpu_case_budget.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <random>
 #include <sstream>
 
 #include "kernels/registry.hpp"
 #include "measure/evaluator.hpp"
+#include "measure/reference_oracle.hpp"
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/test_support.hpp"
@@ -42,7 +45,9 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
   const WorkloadSpec& spec = batch.spec;
   std::ostringstream out;
   out << "q" << spec.model.num_q_heads << "/kv" << spec.model.num_kv_heads << " d"
-      << spec.model.head_dim << " " << to_string(spec.model.dtype);
+      << spec.model.head_dim;
+  if (spec.model.v_head_dim) out << " v" << *spec.model.v_head_dim;
+  out << " " << to_string(spec.model.dtype);
   if (spec.model.kv_dtype) {
     out << " kv " << to_string(*spec.model.kv_dtype) << " " << to_string(spec.model.kv_scale);
   }
@@ -94,12 +99,52 @@ KernelConfig random_config(std::mt19937_64& rng, const Variant& variant, const B
   return variant.default_config(batch, target);
 }
 
-testing::SpecShape random_shape(std::mt19937_64& rng) {
+// (Q/K head dim, V head dim): every head dim of the schema with V as wide, and narrower Vs
+// (DeepSeek's prefill 192/128, a halved 128/64, 96/64).
+const std::vector<std::pair<int, int>> kHeadDimPairs = {{64, 64},   {80, 80},   {96, 96},
+                                                        {128, 128}, {192, 192}, {256, 256},
+                                                        {192, 128}, {128, 64},  {96, 64}};
+
+// Head dims the kernel was first written for (64, 128, 256, V as wide): the others are checked on
+// batches the CPU reference verifies (below kGpuOracleMinWork), so that their oracle is not a GPU
+// reference learning the same shapes.
+bool power_of_two_dims(const WorkloadSpec& spec) {
+  const int d = spec.model.head_dim;
+  return (d == 64 || d == 128 || d == 256) && !spec.model.v_head_dim;
+}
+
+void set_v_head_dim(WorkloadSpec& spec, int v_head_dim) {
+  if (v_head_dim != spec.model.head_dim) spec.model.v_head_dim = v_head_dim;
+}
+
+// The batch of `spec`; at head dims other than 64/128/256 or with a narrower V, its fixed lengths
+// halved (the contexts only when an explicit mask's shape ties the queries) until the CPU
+// reference is the oracle.
+Batch batch_for_cpu_oracle(WorkloadSpec spec) {
+  Batch batch = generate_batch(spec);
+  for (int halving = 0; halving < 16 && !power_of_two_dims(spec) &&
+                        reference_work(batch) >= testing::kGpuOracleMinWork;
+       ++halving) {
+    for (SequenceSpec& seq : spec.sequences) {
+      seq.context_len = LengthSpec(seq.context_len.value / 2);
+      if (!spec.mask.explicit_mask)
+        seq.query_len = LengthSpec(std::max<int64_t>(1, seq.query_len.value / 2));
+    }
+    batch = generate_batch(spec);
+  }
+  EXPECT_TRUE(power_of_two_dims(spec) || reference_work(batch) < testing::kGpuOracleMinWork)
+      << spec.model.head_dim << ": " << reference_work(batch);
+  return batch;
+}
+
+testing::SpecShape random_shape(std::mt19937_64& rng, int* v_head_dim) {
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
   shape.q_heads =
       shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16});
-  shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+  const std::pair<int, int> dims = pick(rng, kHeadDimPairs);
+  shape.head_dim = dims.first;
+  *v_head_dim = dims.second;
   shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
   shape.page_size = pick(rng, std::vector<int>{1, 2, 5, 8, 16, 31, 32, 64, 128, 256});
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd, KvLayout::vllm});
@@ -133,9 +178,10 @@ void random_features(std::mt19937_64& rng, WorkloadSpec& spec, bool explicit_mas
   if (chance(rng, 0.2)) spec.mask.causal = false;
 }
 
-// Random shapes (GQA 1..16 including non powers of two, head dims 64/128/256, bf16/fp16, page
-// sizes 1..256, NHD/HND/vLLM), uneven (context, query) lengths with context 0 and query 1, fp8
-// KV per tensor or per head, soft-cap, window, sinks, non-causal at random, a random config.
+// Random shapes (GQA 1..16 including non powers of two, head dims 64/80/96/128/192/256 with V as
+// wide or narrower (192/128, 128/64, 96/64), bf16/fp16, page sizes 1..256, NHD/HND/vLLM), uneven
+// (context, query) lengths with context 0 and query 1, fp8 KV per tensor or per head, soft-cap,
+// window, sinks, non-causal at random, a random config.
 TEST(PrefixPrefillMmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -146,9 +192,12 @@ TEST(PrefixPrefillMmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    WorkloadSpec spec = testing::make_spec(random_shape(rng), random_lengths(rng), "prefill-test");
+    int v_head_dim = 0;
+    const testing::SpecShape shape = random_shape(rng, &v_head_dim);
+    WorkloadSpec spec = testing::make_spec(shape, random_lengths(rng), "prefill-test");
+    set_v_head_dim(spec, v_head_dim);
     random_features(rng, spec, false);
-    const Batch batch = generate_batch(spec);
+    const Batch batch = batch_for_cpu_oracle(spec);
     expect_passed(batch, variant, random_config(rng, variant, batch));
   }
   testing::print_case_summary(budget, seed);
@@ -239,6 +288,94 @@ TEST(PrefixPrefillMmaGpu, EachFeatureAloneAndTogetherMatchesTheReference) {
   }
 }
 
+// Head dims 80, 96 and 192 (whose rows are not a power-of-two count of 16-byte chunks: the copy
+// loops idle some threads) and Vs narrower than Q/K (own row offsets, own pool strides, a narrower
+// output), in every flavour of the kernel: 16-bit NHD and HND, fp8 per head (pages of 5), vLLM's
+// layout in 16 bits and fp8 (pages of 24: V's element loads), soft-cap with window and sinks;
+// with the default config and a small unrolled one, and through the masked variant.
+TEST(PrefixPrefillMmaGpu, OtherHeadDimsAndNarrowerVInEveryFlavourMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& mma = *registry.find("prefix_prefill.sm80_mma");
+  const Variant& masked = *registry.find("prefix_prefill.sm80_mma_masked");
+  const Target target = Target::cuda(testing::gpu().device());
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  using Edit = std::function<void(WorkloadSpec&)>;
+  const std::vector<std::pair<std::string, Edit>> flavours = {
+      {"bf16 nhd", [](WorkloadSpec&) {}},
+      {"fp16 hnd",
+       [](WorkloadSpec& s) {
+         s.model.dtype = DType::fp16;
+         s.kv_cache.layout = KvLayout::hnd;
+       }},
+      {"fp8 per head, pages of 5",
+       [](WorkloadSpec& s) {
+         s.model.kv_dtype = DType::fp8_e4m3;
+         s.model.kv_scale = KvScaleGranularity::per_head;
+         s.kv_cache.page_size = 5;
+       }},
+      {"vllm", [](WorkloadSpec& s) { s.kv_cache.layout = KvLayout::vllm; }},
+      {"vllm fp8, pages of 24",
+       [](WorkloadSpec& s) {
+         s.kv_cache.layout = KvLayout::vllm;
+         s.model.kv_dtype = DType::fp8_e4m3;
+         s.kv_cache.page_size = 24;
+       }},
+      {"soft-cap, window, sinks",
+       [](WorkloadSpec& s) {
+         s.model.logits_soft_cap = 10.0;
+         s.model.sliding_window = 300;
+         s.model.attention_sinks = true;
+       }},
+  };
+  const KernelConfig small{{"block_m", 32}, {"block_n", 16},     {"warps", 2},
+                           {"stages", 3},   {"unroll_cache", 2}, {"unroll_new", 2}};
+  std::vector<Batch> batches, masked_batches;
+  std::vector<std::string> names;
+  for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
+    if (head_dim == v_head_dim && (head_dim == 64 || head_dim == 128 || head_dim == 256)) continue;
+    testing::SpecShape shape;
+    shape.q_heads = 12;
+    shape.kv_heads = 2;
+    shape.head_dim = head_dim;
+    shape.seed = seed + uint64_t(head_dim * 1000 + v_head_dim);
+    const std::vector<std::pair<int64_t, int64_t>> lengths = {
+        {0, 1}, {0, 77}, {31, 40}, {700, 129}, {1500, 5}};
+    for (const auto& [name, edit] : flavours) {
+      WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-head-dims");
+      set_v_head_dim(spec, v_head_dim);
+      edit(spec);
+      batches.push_back(batch_for_cpu_oracle(spec));
+      names.push_back("d" + std::to_string(head_dim) + "/" + std::to_string(v_head_dim) + " " +
+                      name);
+    }
+    WorkloadSpec spec = testing::make_spec(shape, lengths, "masked-head-dims");
+    set_v_head_dim(spec, v_head_dim);
+    ExplicitMaskSpec mask;
+    mask.kind = ExplicitMaskKind::random;
+    mask.density = 0.5;
+    spec.mask.explicit_mask = mask;
+    masked_batches.push_back(batch_for_cpu_oracle(spec));
+  }
+  std::vector<std::pair<const Batch*, KernelConfig>> cases, masked_cases;
+  for (const Batch& batch : batches) {
+    cases.push_back({&batch, mma.default_config(batch, target)});
+    cases.push_back({&batch, small});
+  }
+  for (const Batch& batch : masked_batches) {
+    masked_cases.push_back({&batch, masked.default_config(batch, target)});
+    masked_cases.push_back({&batch, small});
+  }
+  compile_first(mma, cases);
+  compile_first(masked, masked_cases);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(names[i / 2]);
+    expect_passed(*cases[i].first, mma, cases[i].second);
+  }
+  for (const auto& [batch, config] : masked_cases) expect_passed(*batch, masked, config);
+}
+
 // vLLM's layout at every kind of page size: V chunks of 8 (16-bit) or 16 (fp8) keys are one copy
 // when the page size is a multiple of them, element loads otherwise, and at a context's end.
 TEST(PrefixPrefillMmaGpu, VllmLayoutAtEveryPageSizeMatchesTheReference) {
@@ -273,11 +410,11 @@ TEST(PrefixPrefillMmaGpu, VllmLayoutAtEveryPageSizeMatchesTheReference) {
   for (const auto& [batch, config] : cases) expect_passed(*batch, variant, config);
 }
 
-// Every (block_m, block_n, warps) the variant accepts on this device per head dim, once, with a
-// random draw of stages and unroll factors (stages 2 and no unroll when the draw is refused), on a
-// batch mixing decode rows, a short prefill and a chunk after a long context. (Each tile shape
-// twice, plain and drawn, was twice the compiles for little more: stages and unroll factors are
-// drawn over the shapes.)
+// Every (block_m, block_n, warps) the variant accepts on this device per head dim (each of the
+// schema's, and narrower Vs), once, with a random draw of stages and unroll factors (stages 2 and
+// no unroll when the draw is refused), on a batch mixing decode rows, a short prefill and a chunk
+// after a long context. (Each tile shape twice, plain and drawn, was twice the compiles for little
+// more: stages and unroll factors are drawn over the shapes.)
 TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
@@ -288,16 +425,18 @@ TEST(PrefixPrefillMmaGpu, EveryAcceptedTileShapeMatchesTheReference) {
   std::mt19937_64 rng(seed);
   std::vector<Batch> batches;
   std::vector<std::pair<const Batch*, KernelConfig>> cases;
-  for (int head_dim : {64, 128, 256}) {
+  for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
     testing::SpecShape shape;
     shape.q_heads = 8;
     shape.kv_heads = 2;
     shape.head_dim = head_dim;
     shape.page_size = 16;
-    shape.dtype = head_dim == 128 ? DType::fp16 : DType::bf16;
+    shape.dtype = head_dim == 128 || head_dim == 96 ? DType::fp16 : DType::bf16;
     shape.seed = rng();
-    batches.push_back(generate_batch(
-        testing::make_spec(shape, {{100, 1}, {0, 50}, {1100, 200}}, "prefill-tiles")));
+    WorkloadSpec spec =
+        testing::make_spec(shape, {{100, 1}, {0, 50}, {1100, 200}}, "prefill-tiles");
+    set_v_head_dim(spec, v_head_dim);
+    batches.push_back(batch_for_cpu_oracle(spec));
   }
   for (const Batch& batch : batches) {
     int accepted = 0;
@@ -418,10 +557,12 @@ TEST(PrefixPrefillMaskedGpu, EveryMaskKindWithRandomFeaturesMatchesTheReference)
     } else if (kind == ExplicitMaskKind::random) {
       mask.density = pick(rng, std::vector<double>{0.05, 0.5, 0.95});
     }
-    WorkloadSpec spec = testing::make_spec(random_shape(rng), lengths, "masked-test");
+    int v_head_dim = 0;
+    WorkloadSpec spec = testing::make_spec(random_shape(rng, &v_head_dim), lengths, "masked-test");
+    set_v_head_dim(spec, v_head_dim);
     spec.mask.explicit_mask = mask;
     random_features(rng, spec, true);
-    const Batch batch = generate_batch(spec);
+    const Batch batch = batch_for_cpu_oracle(spec);
     expect_passed(batch, variant, random_config(rng, variant, batch));
   }
   testing::print_case_summary(budget, seed);

@@ -2,8 +2,8 @@
 // configs with a reason before any compile, the variants accept or decline batch features with a
 // reason, and a seeded sample of the configs the traits accept compiles through NVRTC for sm_80 and
 // sm_90a without spilling, for every kernel flavour (16-bit or fp8 KV, key-major or vLLM V,
-// explicit mask). ATTN_TEST_EXHAUSTIVE=1 compiles every accepted config of one flavour per head
-// dim.
+// explicit mask) and every head dim, with V as wide as Q/K or narrower. ATTN_TEST_EXHAUSTIVE=1
+// compiles every accepted config of one flavour per head dim.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -54,9 +54,17 @@ testing::SpecShape shape_of(int q_heads, int kv_heads, int head_dim, DType dtype
   return shape;
 }
 
-Batch prefill_batch(const testing::SpecShape& shape) {
-  return generate_batch(testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test"));
+// v_head_dim 0: V as wide as Q/K.
+Batch prefill_batch(const testing::SpecShape& shape, int v_head_dim = 0) {
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test");
+  if (v_head_dim != 0 && v_head_dim != shape.head_dim) spec.model.v_head_dim = v_head_dim;
+  return generate_batch(spec);
 }
+
+// (Q/K head dim, V head dim): every head dim of the schema, and the narrower Vs of DeepSeek's
+// prefill (192, 128) and of a halved V (128, 64).
+const std::pair<int, int> kHeadDimPairs[] = {{64, 64},   {80, 80},   {96, 96},   {128, 128},
+                                             {192, 192}, {256, 256}, {192, 128}, {128, 64}};
 
 Batch with_fp8(Batch batch, bool per_head) {
   batch.kv_dtype = DType::fp8_e4m3;
@@ -88,49 +96,74 @@ const Variant& variant_named(const Registry& registry, const std::string& name) 
 
 TEST(PrefixPrefillTraits, RulesNameTheFirstBrokenConstraint) {
   using namespace prefix_prefill::sm80_mma;
-  EXPECT_EQ(check(128, 128, 64, 8, 2, 1, 1, false, false, false), kOk);
-  EXPECT_EQ(check(96, 128, 64, 8, 2, 1, 1, false, false, false), kHeadDim);
-  EXPECT_EQ(check(128, 96, 64, 3, 2, 1, 1, false, false, false), kWarps);
-  EXPECT_EQ(check(128, 128, 64, 8, 1, 1, 1, false, false, false), kStages);
-  EXPECT_EQ(check(128, 128, 64, 8, 5, 1, 1, false, false, false), kStages);
-  EXPECT_EQ(check(128, 128, 64, 2, 2, 1, 1, false, false, false), kBlockM);  // 64 rows per warp
-  EXPECT_EQ(check(128, 48, 64, 2, 2, 1, 1, false, false, false), kBlockM);   // 24 rows per warp
-  EXPECT_EQ(check(128, 64, 48, 4, 2, 1, 1, false, false, false), kBlockN);
-  EXPECT_EQ(check(128, 64, 256, 4, 2, 1, 1, false, false, false), kBlockN);
-  EXPECT_EQ(check(128, 64, 64, 4, 2, 3, 1, false, false, false), kUnroll);
-  EXPECT_EQ(check(128, 64, 64, 4, 2, 1, 0, false, false, false), kUnroll);
-  EXPECT_EQ(check(256, 128, 128, 8, 4, 1, 1, false, false, false), kSharedMemory);
-  EXPECT_EQ(check(256, 64, 32, 2, 2, 1, 1, false, false, false), kRegisters);  // 32 rows x d256
+  EXPECT_EQ(check(128, 128, 128, 64, 8, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(72, 72, 128, 64, 8, 2, 1, 1, false, false, false), kHeadDim);
+  EXPECT_EQ(check(96, 128, 128, 64, 8, 2, 1, 1, false, false, false), kHeadDim);  // V wider
+  EXPECT_EQ(check(192, 100, 128, 64, 8, 2, 1, 1, false, false, false), kHeadDim);
+  // Head dims that are not powers of two, and a narrower V.
+  EXPECT_EQ(check(80, 80, 128, 64, 8, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(96, 96, 128, 64, 8, 3, 1, 1, true, true, false), kOk);
+  EXPECT_EQ(check(192, 192, 128, 64, 8, 2, 1, 1, true, false, false), kOk);
+  EXPECT_EQ(check(192, 128, 128, 64, 8, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(128, 64, 64, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(192, 192, 16, 128, 1, 2, 1, 1, false, false, false), kRegisters);
+  // 32 rows per warp: head dims 80 and 96 take head dim 128's shapes, 192 none.
+  EXPECT_EQ(check(96, 96, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(80, 80, 64, 16, 2, 3, 1, 1, true, true, true), kOk);
+  EXPECT_EQ(check(96, 96, 128, 64, 4, 3, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(192, 128, 64, 16, 2, 2, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 96, 64, 3, 2, 1, 1, false, false, false), kWarps);
+  EXPECT_EQ(check(128, 128, 128, 64, 8, 1, 1, 1, false, false, false), kStages);
+  EXPECT_EQ(check(128, 128, 128, 64, 8, 5, 1, 1, false, false, false), kStages);
+  EXPECT_EQ(check(128, 128, 128, 64, 2, 2, 1, 1, false, false, false),
+            kBlockM);                                                            // 64 rows per warp
+  EXPECT_EQ(check(128, 128, 48, 64, 2, 2, 1, 1, false, false, false), kBlockM);  // 24 rows per warp
+  EXPECT_EQ(check(128, 128, 64, 48, 4, 2, 1, 1, false, false, false), kBlockN);
+  EXPECT_EQ(check(128, 128, 64, 256, 4, 2, 1, 1, false, false, false), kBlockN);
+  EXPECT_EQ(check(128, 128, 64, 64, 4, 2, 3, 1, false, false, false), kUnroll);
+  EXPECT_EQ(check(128, 128, 64, 64, 4, 2, 1, 0, false, false, false), kUnroll);
+  EXPECT_EQ(check(256, 256, 128, 128, 8, 4, 1, 1, false, false, false), kSharedMemory);
+  EXPECT_EQ(check(256, 256, 64, 32, 2, 2, 1, 1, false, false, false),
+            kRegisters);  // 32 rows x d256
   // An unrolled tile with the explicit mask's loads and fp8/vLLM addressing needs more registers.
-  EXPECT_EQ(check(128, 16, 64, 1, 2, 1, 2, true, true, false), kOk);
-  EXPECT_EQ(check(128, 16, 64, 1, 2, 1, 2, true, true, true), kRegisters);
+  EXPECT_EQ(check(128, 128, 16, 64, 1, 2, 1, 2, true, true, false), kOk);
+  EXPECT_EQ(check(128, 128, 16, 64, 1, 2, 1, 2, true, true, true), kRegisters);
   // 32 rows per warp: measured shapes only (wide_warp_fits). Head dim 128 takes them at block_n
   // 16, and at 32 or 64 only in the issue-6 shape (block_m 128, 4 warps, 2 stages, no unroll,
   // 16-bit key-major K/V, no explicit mask, no soft-cap); head dim 64 up to block_n 64.
-  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
-  EXPECT_EQ(check(128, 128, 32, 4, 2, 1, 1, false, false, false), kOk);
-  EXPECT_EQ(check(128, 64, 16, 2, 3, 1, 1, true, true, true), kOk);
-  EXPECT_EQ(check(128, 128, 64, 4, 3, 1, 1, false, false, false), kRegisters);
-  EXPECT_EQ(check(128, 128, 64, 4, 2, 2, 1, false, false, false), kRegisters);
-  EXPECT_EQ(check(128, 64, 64, 2, 2, 1, 1, false, false, false), kRegisters);
-  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, true, false, false), kRegisters);
-  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, true, false), kRegisters);
-  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, false, true), kRegisters);
-  EXPECT_EQ(check(128, 128, 64, 4, 2, 1, 1, false, false, false, /*soft_cap=*/true), kRegisters);
-  EXPECT_EQ(check(128, 128, 64, 8, 2, 1, 1, false, false, false, /*soft_cap=*/true), kOk);
-  EXPECT_EQ(check(64, 128, 64, 4, 3, 1, 1, true, true, true), kOk);
-  EXPECT_EQ(check(64, 128, 64, 4, 2, 2, 1, false, false, false), kRegisters);
-  EXPECT_EQ(check(64, 128, 32, 4, 2, 2, 1, false, false, true), kRegisters);
-  EXPECT_EQ(check(128, 128, 128, 4, 2, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(128, 128, 128, 32, 4, 2, 1, 1, false, false, false), kOk);
+  EXPECT_EQ(check(128, 128, 64, 16, 2, 3, 1, 1, true, true, true), kOk);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 3, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 2, 2, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 64, 64, 2, 2, 1, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 2, 1, 1, true, false, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 2, 1, 1, false, true, false), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 2, 1, 1, false, false, true), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 4, 2, 1, 1, false, false, false, /*soft_cap=*/true),
+            kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 64, 8, 2, 1, 1, false, false, false, /*soft_cap=*/true), kOk);
+  EXPECT_EQ(check(64, 64, 128, 64, 4, 3, 1, 1, true, true, true), kOk);
+  EXPECT_EQ(check(64, 64, 128, 64, 4, 2, 2, 1, false, false, false), kRegisters);
+  EXPECT_EQ(check(64, 64, 128, 32, 4, 2, 2, 1, false, false, true), kRegisters);
+  EXPECT_EQ(check(128, 128, 128, 128, 4, 2, 1, 1, false, false, false), kRegisters);
   // Shared memory: Q, stages x (K + V) rows padded by 16 bytes; fp8 adds one 16-bit K/V tile;
   // then an 8-byte source offset per key row and stage.
-  EXPECT_EQ(shared_bytes(128, 128, 64, 2, false, false),
+  EXPECT_EQ(shared_bytes(128, 128, 128, 64, 2, false, false),
             128 * 272 + 2 * (64 * 272 + 64 * 272) + 2 * 64 * 8);
-  EXPECT_EQ(shared_bytes(128, 64, 32, 3, true, false),
+  EXPECT_EQ(shared_bytes(128, 128, 64, 32, 3, true, false),
             64 * 272 + 3 * (32 * 144 + 32 * 144) + (32 * 272 + 32 * 272) + 3 * 32 * 8);
   // vLLM's V is kept dims-major: head_dim rows of block_n keys.
-  EXPECT_EQ(shared_bytes(64, 64, 32, 2, false, true),
+  EXPECT_EQ(shared_bytes(64, 64, 64, 32, 2, false, true),
             64 * 144 + 2 * (32 * 144 + 64 * 80) + 2 * 32 * 8);
+  // Head dim 80 over fp8: 96-byte rows as stored, 176 as computed.
+  EXPECT_EQ(shared_bytes(80, 80, 64, 32, 3, true, false),
+            64 * 176 + 3 * (32 * 96 + 32 * 96) + (32 * 176 + 32 * 176) + 3 * 32 * 8);
+  // A narrower V: its rows are v_head_dim wide and have their own source offsets.
+  EXPECT_EQ(shared_bytes(192, 128, 128, 64, 2, false, false),
+            128 * 400 + 2 * (64 * 400 + 64 * 272) + 2 * 2 * 64 * 8);
+  EXPECT_EQ(shared_bytes(128, 64, 64, 32, 2, true, true),
+            64 * 272 + 2 * (32 * 144 + 64 * 48) + (32 * 272 + 64 * 80) + 2 * 32 * 8);
 }
 
 // Every point of the space is accepted exactly when the traits (and the device's shared memory)
@@ -139,9 +172,9 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   const Registry registry = make_registry();
   const Variant& variant = variant_named(registry, "prefix_prefill.sm80_mma");
   int accepted = 0, refused = 0;
-  for (int head_dim : {64, 128, 256}) {
+  for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
     for (bool fp8 : {false, true}) {
-      Batch batch = prefill_batch(shape_of(8, 2, head_dim));
+      Batch batch = prefill_batch(shape_of(8, 2, head_dim), v_head_dim);
       if (fp8) batch = with_fp8(batch, false);
       for (const Target& target : {hopper(), ampere()}) {
         const auto space = variant.space(batch, target);
@@ -155,14 +188,15 @@ TEST(PrefixPrefillGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
                     const KernelConfig config =
                         make_config(int(m), int(n), int(w), int(s), int(uc), int(un));
                     const Support support = variant.check(batch, config, target);
-                    const int rule =
-                        prefix_prefill::sm80_mma::check(head_dim, int(m), int(n), int(w), int(s),
-                                                        int(uc), int(un), fp8, false, false);
+                    const int rule = prefix_prefill::sm80_mma::check(
+                        head_dim, v_head_dim, int(m), int(n), int(w), int(s), int(uc), int(un), fp8,
+                        false, false);
                     const bool fits = prefix_prefill::sm80_mma::shared_bytes(
-                                          head_dim, int(m), int(n), int(s), fp8, false) <=
-                                      target.max_shared_per_block;
+                                          head_dim, v_head_dim, int(m), int(n), int(s), fp8,
+                                          false) <= target.max_shared_per_block;
                     EXPECT_EQ(support.ok, rule == prefix_prefill::sm80_mma::kOk && fits)
-                        << config.key() << " d" << head_dim << ": " << support.reason;
+                        << config.key() << " d" << head_dim << "/" << v_head_dim << ": "
+                        << support.reason;
                     if (support.ok) {
                       ++accepted;
                       continue;
@@ -212,10 +246,10 @@ TEST(PrefixPrefillGating, DefaultConfigIsSupportedForEveryHeadDimLayoutAndDevice
   small.max_shared_per_block_optin = 99 * 1024;
   for (const char* name : {"prefix_prefill.sm80_mma", "prefix_prefill.sm80_mma_masked"}) {
     const Variant& variant = variant_named(registry, name);
-    for (int head_dim : {64, 128, 256}) {
+    for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
       for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd, KvLayout::vllm}) {
         for (bool fp8 : {false, true}) {
-          Batch batch = prefill_batch(shape_of(16, 1, head_dim, DType::fp16, layout));
+          Batch batch = prefill_batch(shape_of(16, 1, head_dim, DType::fp16, layout), v_head_dim);
           if (fp8) batch = with_fp8(batch, true);
           if (std::string(name) == "prefix_prefill.sm80_mma_masked")
             batch = with_causal_mask(batch);
@@ -223,8 +257,8 @@ TEST(PrefixPrefillGating, DefaultConfigIsSupportedForEveryHeadDimLayoutAndDevice
             const KernelConfig config = variant.default_config(batch, target);
             const Support support = variant.check(batch, config, target);
             EXPECT_TRUE(support.ok)
-                << name << " d" << head_dim << " " << to_string(layout) << (fp8 ? " fp8 " : " ")
-                << target.arch << ": " << support.reason;
+                << name << " d" << head_dim << "/" << v_head_dim << " " << to_string(layout)
+                << (fp8 ? " fp8 " : " ") << target.arch << ": " << support.reason;
           }
         }
       }
@@ -350,36 +384,41 @@ TEST(PrefixPrefillGating, AnyGroupThatFitsBlockMDecodeRowsAndNewerGpusOnly) {
   EXPECT_NE(big.reason.find("this device allows"), std::string::npos) << big.reason;
 }
 
-// The byte strides reproduce workloads' pool_offset for every layout and KV dtype.
+// The byte strides reproduce workloads' pool_offset for every layout and KV dtype, with V as wide
+// as K and narrower (V's rows are v_head_dim wide).
 TEST(PrefixPrefillStrides, MatchPoolOffsetForEveryLayout) {
-  for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd, KvLayout::vllm}) {
-    for (bool fp8 : {false, true}) {
-      Batch batch = prefill_batch(shape_of(6, 3, 64, DType::bf16, layout));
-      batch.page_size = 5;
-      if (fp8) batch = with_fp8(batch, false);
-      const int64_t e = int64_t(size_of(batch.kv_dtype));
-      const bool dim_major = prefix_prefill_v_dim_major(batch);
-      EXPECT_EQ(dim_major, layout == KvLayout::vllm);
-      for (DataStream stream : {DataStream::key, DataStream::value}) {
-        const bool value = stream == DataStream::value;
-        const PoolStrides s = prefix_prefill_pool_strides(batch, value);
-        const int64_t chunk_elements = value && dim_major ? 1 : 16 / e;
-        for (int64_t page : {0, 3}) {
-          for (int slot : {0, 4}) {
-            for (int head : {0, 2}) {
-              for (int dim : {0, 1, 7, 8, 15, 16, 63}) {
-                const int64_t bytes = page * s.page + head * s.head + slot * s.token +
-                                      (dim / chunk_elements) * s.chunk + (dim % chunk_elements) * e;
-                EXPECT_EQ(bytes, pool_offset(batch, stream, page, slot, head, dim) * e)
-                    << to_string(layout) << (fp8 ? " fp8" : "") << (value ? " V" : " K") << " p"
-                    << page << " s" << slot << " h" << head << " d" << dim;
+  for (const auto& [head_dim, v_head_dim] : {std::pair<int, int>{64, 64}, {128, 64}, {192, 128}})
+    for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd, KvLayout::vllm}) {
+      for (bool fp8 : {false, true}) {
+        Batch batch = prefill_batch(shape_of(6, 3, head_dim, DType::bf16, layout), v_head_dim);
+        batch.page_size = 5;
+        if (fp8) batch = with_fp8(batch, false);
+        const int64_t e = int64_t(size_of(batch.kv_dtype));
+        const bool dim_major = prefix_prefill_v_dim_major(batch);
+        EXPECT_EQ(dim_major, layout == KvLayout::vllm);
+        for (DataStream stream : {DataStream::key, DataStream::value}) {
+          const bool value = stream == DataStream::value;
+          const PoolStrides s = prefix_prefill_pool_strides(batch, value);
+          const int64_t chunk_elements = value && dim_major ? 1 : 16 / e;
+          for (int64_t page : {0, 3}) {
+            for (int slot : {0, 4}) {
+              for (int head : {0, 2}) {
+                for (int dim : {0, 1, 7, 8, 15, 16, 63, 64, 127, 191}) {
+                  if (dim >= stream_head_dim(batch, stream)) continue;
+                  const int64_t bytes = page * s.page + head * s.head + slot * s.token +
+                                        (dim / chunk_elements) * s.chunk +
+                                        (dim % chunk_elements) * e;
+                  EXPECT_EQ(bytes, pool_offset(batch, stream, page, slot, head, dim) * e)
+                      << "d" << head_dim << "/" << v_head_dim << " " << to_string(layout)
+                      << (fp8 ? " fp8" : "") << (value ? " V" : " K") << " p" << page << " s"
+                      << slot << " h" << head << " d" << dim;
+                }
               }
             }
           }
         }
       }
     }
-  }
 }
 
 // NVRTC compiles a seeded sample of the configs the traits accept, for both archs, every kernel
@@ -411,13 +450,13 @@ TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
     std::future<CompiledProgram> compiled;
   };
   std::vector<Job> jobs;
-  for (int head_dim : {64, 128, 256}) {
+  for (const auto& [head_dim, v_head_dim] : kHeadDimPairs) {
     for (size_t f = 0; f < std::size(flavours); ++f) {
       const Flavour& flavour = flavours[f];
       // One dtype and one arch per (head dim, flavour), alternating, so the sample stays small.
       const DType dtype = (head_dim / 64 + f) % 2 ? DType::fp16 : DType::bf16;
       const Target target = (head_dim / 64 + f) % 2 ? ampere() : hopper();
-      Batch batch = prefill_batch(shape_of(8, 2, head_dim, dtype, flavour.layout));
+      Batch batch = prefill_batch(shape_of(8, 2, head_dim, dtype, flavour.layout), v_head_dim);
       if (flavour.fp8) batch = with_fp8(batch, f % 2 == 0);
       if (flavour.soft_cap) batch.logits_soft_cap = 30.0f;
       if (std::string(flavour.variant) == "prefix_prefill.sm80_mma_masked")

@@ -74,7 +74,8 @@ bool chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
 }
 
-// A random small problem: any layout, dtype, fp8 K/V (per tensor or per head), head dim, GQA
+// A random small problem: any layout, dtype, fp8 K/V (per tensor or per head), head dim (and a
+// narrower V head dim), GQA
 // group and page size; 1 to 4 sequences with contexts from 0 and queries that cross the tile's 32
 // rows; then one visibility rule (causal or not, a window, a block-sparse layout, an explicit
 // mask of each kind) and soft-cap and sinks at random.
@@ -106,6 +107,12 @@ WorkloadSpec random_spec(std::mt19937_64& rng) {
     for (auto& l : lengths) l.second = mask.branches * pick(rng, std::vector<int64_t>{1, 9, 20});
   }
   WorkloadSpec spec = testing::make_spec(shape, lengths, "tiled-reference-random");
+  if (chance(rng, 0.3) && shape.head_dim > 64) {  // V (and the output) narrower than Q and K
+    std::vector<int> narrower;
+    for (int d : {64, 80, 96, 128, 192})
+      if (d < shape.head_dim) narrower.push_back(d);
+    spec.model.v_head_dim = pick(rng, narrower);
+  }
   if (chance(rng, 0.3)) {
     spec.model.kv_dtype = DType::fp8_e4m3;
     spec.model.kv_scale =

@@ -121,10 +121,14 @@ TEST(GpuTiledReferenceRules, EveryDimHasOneOwnerAndTheTileFits) {
       }
     }
     for (int d = 0; d < head_dim; ++d) EXPECT_EQ(owners[size_t(d)], 1) << head_dim << " dim " << d;
-    const int keys = gpu_tiled_keys_per_tile(head_dim);
+    const int keys = gpu_tiled_keys_per_tile(head_dim, head_dim);
     EXPECT_GE(keys, 16) << head_dim;
     EXPECT_LE(keys * head_dim, kGpuTiledTileFloats) << head_dim;
     EXPECT_GT((keys + 1) * head_dim, kGpuTiledTileFloats) << head_dim << ": as many as fit";
+    // A narrower V stages as many keys as K's rows allow (K is the wider tile).
+    for (int v_head_dim : {64, 128}) {
+      if (v_head_dim < head_dim) EXPECT_EQ(gpu_tiled_keys_per_tile(head_dim, v_head_dim), keys);
+    }
   }
 }
 

@@ -14,7 +14,7 @@
 
 namespace attn::testing {
 
-// One oracle's output ([total_q, num_q_heads, head_dim]) and LSE ([total_q, num_q_heads]).
+// One oracle's output ([total_q, num_q_heads, v_head_dim]) and LSE ([total_q, num_q_heads]).
 struct OracleRows {
   std::string name;
   std::vector<float> out, lse;
@@ -26,7 +26,7 @@ struct OracleRows {
 // Reports the first `report` of them as test failures and returns how many there are.
 inline int64_t rows_apart(const Batch& batch, const OracleRows& got, const OracleRows& expected,
                           double tolerance, const std::string& what, int report = 3) {
-  const size_t D = size_t(batch.spec.model.head_dim);
+  const size_t D = size_t(batch.spec.model.effective_v_head_dim());
   const int heads = batch.spec.model.num_q_heads;
   EXPECT_EQ(got.out.size(), expected.out.size()) << what;
   EXPECT_EQ(got.lse.size(), expected.lse.size()) << what;

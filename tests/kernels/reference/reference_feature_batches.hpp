@@ -174,6 +174,17 @@ inline std::vector<FeatureBatch> reference_feature_batches(uint64_t seed) {
     s.kv_cache.allocation = PageAllocation::fragmented;
     add("fragmented pages vllm fp16", s);
   }
+  {
+    WorkloadSpec s = make_spec(shape(4, 2, 192, DType::bf16, 16, KvLayout::vllm), prefix_prefill(3));
+    s.model.v_head_dim = 128;
+    add("narrow V: Q/K 192, V 128, vllm prefix prefill", s);
+  }
+  {
+    WorkloadSpec s = make_spec(shape(4, 4, 128, DType::fp16, 7, KvLayout::hnd), dense_prefill(2));
+    s.model.v_head_dim = 64;
+    fp8(s, KvScaleGranularity::per_head);
+    add("narrow V: Q/K 128, V 64, fp8-per-head hnd dense prefill", s);
+  }
 
   std::vector<FeatureBatch> out;
   for (auto& [what, spec] : specs) out.push_back({what, generate_batch(spec)});

@@ -98,7 +98,7 @@ def run_peer(peer, batch, env, policy, log=print):
         record["config"] = case.config
         case.call()
         sync()
-        output = case.output()
+        output = verify.to_host(case.output())
     except Exception as e:  # a peer's failure is its row, never the runner's end
         log(f"failed: {peer.unit}: {_first_line(e)}")
         log("".join(traceback.format_exception(type(e), e, e.__traceback__))[-2000:])

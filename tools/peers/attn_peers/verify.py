@@ -10,6 +10,15 @@ zero. `attn-bench peers import` recomputes the verdict from these numbers with i
 import numpy as np
 
 
+def to_host(output):
+    """A peer's output as a numpy array. A Case may return a numpy array or a torch tensor on any
+    device (a tensor on the GPU cannot be read by numpy directly): tensors are copied to the host
+    as float32, which holds every output dtype exactly."""
+    if hasattr(output, "detach") and hasattr(output, "cpu"):
+        return output.detach().float().cpu().numpy()
+    return np.asarray(output)
+
+
 def verify(output, reference, tolerance, reference_name="cpu_reference"):
     """output: anything numpy can turn into float64 [total_q, heads, v_head_dim]; reference:
     float32 of the same shape. Returns the fields of results/measurement.hpp's Verification.

@@ -43,6 +43,43 @@ FAKE_MODULE = textwrap.dedent('''
         return [FakeDecode()]
 ''')
 
+# The same peer returning its result the way a GPU kernel's Case does: a tensor-like object on a
+# device, which numpy cannot read directly (as torch's CUDA tensors refuse __array__).
+DEVICE_TENSOR_MODULE = textwrap.dedent('''
+    import numpy as np
+    from attn_peers.peers.base import Case
+
+    class DeviceTensor:
+        def __init__(self, host, on_host=False):
+            self.host, self.on_host = host, on_host
+        def __array__(self, *args, **kwargs):
+            if not self.on_host:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy")
+            return np.asarray(self.host, *args)
+        @property
+        def shape(self):
+            return self.host.shape
+        def detach(self):
+            return self
+        def float(self):
+            return DeviceTensor(self.host.astype(np.float32), self.on_host)
+        def cpu(self):
+            return DeviceTensor(self.host, True)
+        def numpy(self):
+            assert self.on_host, "numpy() of a tensor on a device"
+            return self.host
+
+    class TensorDecode:
+        name = "tensor_decode"
+        device = "cpu"
+        def prepare(self, batch, env, config):
+            reference = np.array(batch.reference, dtype=np.float32)
+            return Case(lambda: None, lambda: DeviceTensor(reference), {"library": "fake"})
+
+    def peers():
+        return [TensorDecode()]
+''')
+
 
 def read_rows(path):
     with open(path) as f:
@@ -91,6 +128,13 @@ class UserModuleTest(unittest.TestCase):
         self.assertEqual(rows["block_n=32,num_warps=4"]["disposition"], "incorrect")
         self.assertEqual(rows["block_n=16,num_warps=8"]["disposition"], "unsupported")
         self.assertEqual(rows["block_n=16,num_warps=8"]["reason"], "8 warps are not written yet")
+
+    def test_an_output_on_a_device_is_copied_to_the_host_and_verified(self):
+        _, out = self.runner(self.module("tensor_peers.py", DEVICE_TENSOR_MODULE))
+        rows = read_rows(out)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["disposition"], "passed", rows[0].get("reason"))
+        self.assertEqual(rows[0]["verification"]["rel_l2_error"], 0.0)
 
     def test_a_module_that_raises_on_import_is_invalid_input(self):
         bad = self.module("raises.py", "raise RuntimeError('no triton here')\n")

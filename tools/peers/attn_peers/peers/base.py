@@ -5,7 +5,7 @@ A peer is one implementation of another library, named `peer.<library>.<kernel>`
   declines(batch)   None, or why it cannot run this batch ("soft-cap", "sinks", "layout vllm")
   prepare(batch, env) -> Case: everything outside the timing (uploads, gathers, plans, compiles)
 A Case has call() (the timed work), output() (after a call: [total_q, num_q_heads, v_head_dim],
-in the output dtype or float32, into a buffer poisoned with NaN first where the API writes into
+a numpy array or a torch tensor on any device, in the output dtype or float32, into a buffer poisoned with NaN first where the API writes into
 one) and config (a dict recorded as the measurement's config_json: what the timing covers).
 V and the output may be narrower than Q and K (batch.v_head_dim < batch.head_dim): a peer whose
 library cannot take that declines it with a reason naming what is missing.

@@ -1,0 +1,541 @@
+// mla_decode.sm80_mma: absorbed multi-head latent attention over a paged latent cache with
+// mma.sync m16n8k16 (Ampere and newer). The family's semantics: kernels/mla_decode/
+// mla_decode_variants.hpp and docs/mla-decode.md; shapes and rules: sm80_mma_traits.hpp.
+//
+// A CTA takes ROWS = 16 x M_TILES consecutive rows of one sequence (row r is query token r / H,
+// q head r % H: Q's rows [total_q, H, rank + rope] are consecutive in that order) and one split of
+// the sequence's keys, BLOCK keys at a time through a STAGES-deep cp.async pipeline. Every q head
+// reads the same latent row, so the block is read once for all ROWS rows:
+//   1. S = Q K^T: the block's keys are dealt to the warps (BLOCK / WARPS each); a warp multiplies
+//      all ROWS rows of Q (A fragments from shared memory) by its keys' latent rows over the full
+//      rank + rope width.
+//   2. The block's row maxima are exchanged through shared memory; every warp then holds the same
+//      running max, so each rescales its own part of the output and keeps a partial row sum.
+//      P = 2^(S * scale_log2 - max) goes to shared memory as 16-bit values.
+//   3. O += P V: V is the first rank columns of the same latent block (ldmatrix.trans); the output
+//      columns are dealt to the warps (rank / WARPS each), every warp reading all of P.
+// Three barriers per block. With one split the CTA normalises and writes its rows. With several,
+// each writes its normalised rows and their log2-sum-exp to the partial buffers, and the last CTA
+// of the (sequence, row tile) to finish (a counter per pair) merges them into the output.
+#pragma once
+
+#include "kernels/common/convert.cuh"
+#include "kernels/common/cp_async.cuh"
+#include "kernels/common/fast_math.cuh"
+#include "kernels/common/mma_sm80.cuh"
+#include "kernels/mla_decode/sm80_mma_params.hpp"
+#include "kernels/mla_decode/sm80_mma_traits.hpp"
+
+namespace attn {
+namespace mla_sm80 {
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a tile of CHUNKS chunks per row: chunks are
+// XOR-swizzled by row mod 8 within each 128-byte line (CHUNKS is a multiple of 8).
+template <int CHUNKS>
+__device__ __forceinline__ unsigned swizzled(int row, int chunk) {
+  return unsigned((row * CHUNKS + (chunk ^ (row & 7))) * 16);
+}
+
+// Copies `rows` rows of D 16-bit elements into a swizzled tile, 8 threads per row (each thread
+// the chunks sub, sub + 8, ...: 8 neighbours read 128 contiguous bytes). source(r) is row r's
+// global address, or null for a row to fill with zeros.
+template <int D, int THREADS, class Source>
+__device__ __forceinline__ void copy_rows(unsigned char* tile, int rows, Source source) {
+  constexpr int CHUNKS = D / 8;
+  constexpr int ROWS_PER_PASS = THREADS / 8;
+  const int sub = threadIdx.x % 8;
+  for (int r = threadIdx.x / 8; r < rows; r += ROWS_PER_PASS) {
+    const unsigned char* src = source(r);
+#pragma unroll
+    for (int j = 0; j < CHUNKS / 8; ++j) {
+      const int chunk = 8 * j + sub;
+      cp_async_16(tile + swizzled<CHUNKS>(r, chunk), src ? src + chunk * 16 : tile, src != nullptr);
+    }
+  }
+}
+
+}  // namespace mla_sm80
+
+template <int DTYPE, int RANK, int ROPE, int M_TILES, int BLOCK, int WARPS, int STAGES,
+          bool QK_DIMS>
+__global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80Params p) {
+  namespace traits = mla_decode::sm80_mma;
+  static_assert(traits::check(RANK, ROPE, M_TILES, BLOCK, WARPS, STAGES, QK_DIMS) == traits::kOk,
+                "mla_decode.sm80_mma config breaks a rule of sm80_mma_traits.hpp");
+  constexpr int D = RANK + ROPE;
+  constexpr int CHUNKS = D / 8;
+  constexpr int ROWS = traits::tile_rows(M_TILES);
+  constexpr int THREADS = traits::threads(WARPS);
+  constexpr int KW = BLOCK / WARPS;  // keys of a block per warp in S = Q K^T
+  constexpr int NT = KW / 8;         // n8 tiles of the warp's scores
+  constexpr int CW = RANK / WARPS;   // output columns per warp in O += P V
+  constexpr int OT = CW / 8;         // n8 tiles of the warp's output
+  constexpr int P_STRIDE = BLOCK + 8;
+  constexpr int STAGE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
+  // qk_by_dims: the warp's slice of the width, its k16 steps, the block's score tiles, the
+  // partial scores' row stride, and the softmax's columns per warp, lanes per row, scores per lane.
+  constexpr int DW = D / WARPS;
+  constexpr int DK = DW / 16;
+  constexpr int SNT = BLOCK / 8;
+  constexpr int S_STRIDE = BLOCK + 8;
+  constexpr int CB = BLOCK / WARPS;
+  constexpr int LPR = QK_DIMS ? traits::lanes_per_row(M_TILES) : 1;
+  constexpr int E = QK_DIMS ? traits::scores_per_lane(M_TILES, BLOCK, WARPS) : 4;
+  const float kNegInf = -__int_as_float(0x7f800000);
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* q_s = smem;
+  unsigned char* kv_s = q_s + traits::q_bytes(RANK, ROPE, M_TILES);
+  unsigned short* p_s = reinterpret_cast<unsigned short*>(kv_s + STAGES * STAGE_BYTES);
+  float* max_s = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(p_s) +
+                                          traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
+  float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
+  float* merge_s = sum_s + WARPS * ROWS;  // [kMaxSplits][ROWS] weights, then [ROWS] unused
+  float* red_s = merge_s + traits::merge_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
+  __shared__ int last_split;
+
+  const int* work = p.work + 5 * blockIdx.x;
+  const int seq = work[0], split = work[1], splits = work[2];
+  const int key_begin = work[3], key_end = work[4];
+  const int q0 = p.cu_seqlens_q[seq];
+  const int q_len = p.cu_seqlens_q[seq + 1] - q0;
+  const int seq_rows = q_len * p.num_q_heads;
+  const int row0 = blockIdx.y * ROWS;
+  if (row0 >= seq_rows) return;
+  const int kv_len = p.kv_lens[seq];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  // Q's rows (zeros past the sequence's last row), as the first cp.async group.
+  const unsigned char* q_rows = static_cast<const unsigned char*>(p.q) +
+                                (static_cast<long long>(q0) * p.num_q_heads + row0) * D * 2;
+  mla_sm80::copy_rows<D, THREADS>(q_s, ROWS, [&](int r) -> const unsigned char* {
+    return row0 + r < seq_rows ? q_rows + static_cast<long long>(r) * D * 2 : nullptr;
+  });
+  cp_async_commit();
+
+  const int* table = p.block_table + static_cast<long long>(seq) * p.max_pages_per_seq;
+  const unsigned char* latent = static_cast<const unsigned char*>(p.latent);
+  auto load_block = [&](int block) {
+    const int key0 = key_begin + block * BLOCK;
+    mla_sm80::copy_rows<D, THREADS>(
+        kv_s + (block % STAGES) * STAGE_BYTES, BLOCK, [&](int k) -> const unsigned char* {
+          const int key = key0 + k;
+          if (key >= key_end) return nullptr;
+          const long long slot =
+              static_cast<long long>(__ldg(table + key / p.page_size)) * p.page_size +
+              key % p.page_size;
+          return latent + slot * D * 2;
+        });
+  };
+
+  // The visible keys of the tile's row r end before limit(r): the causal diagonal of its query
+  // token, or kv_len. Rows past the sequence's end are computed against zeros and never stored.
+  const int causal_base = kv_len - q_len + 1;
+  auto limit = [&](int r) { return p.causal ? causal_base + (row0 + r) / p.num_q_heads : kv_len; };
+  const int first_limit = min(limit(0), key_end);
+
+  float acc[M_TILES][OT][4];
+  float row_max[M_TILES][2], row_sum[M_TILES][2];
+#pragma unroll
+  for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+    for (int ot = 0; ot < OT; ++ot) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][ot][e] = 0.0f;
+    }
+    row_max[mt][0] = row_max[mt][1] = kNegInf;
+    row_sum[mt][0] = row_sum[mt][1] = 0.0f;
+  }
+  // qk_by_dims: Q's slice as A fragments, and the running max and partial sum of the row whose
+  // scores this lane takes in the softmax.
+  unsigned q_frag[QK_DIMS ? M_TILES : 1][QK_DIMS ? DK : 1][4];
+  float soft_max = kNegInf, soft_sum = 0.0f;
+
+  const unsigned q_addr = shared_address(q_s);
+  const unsigned p_addr = shared_address(p_s);
+  const int blocks = key_end > key_begin ? (key_end - key_begin + BLOCK - 1) / BLOCK : 0;
+#pragma unroll
+  for (int b = 0; b < STAGES - 1; ++b) {
+    if (b < blocks) load_block(b);
+    cp_async_commit();
+  }
+  for (int b = 0; b < blocks; ++b) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (b + STAGES - 1 < blocks) load_block(b + STAGES - 1);
+    cp_async_commit();
+    const unsigned stage = shared_address(kv_s + (b % STAGES) * STAGE_BYTES);
+    const int key0 = key_begin + b * BLOCK;
+
+    if constexpr (QK_DIMS) {
+      // 1. S = Q K^T split by width: the warp's DW-wide slice of Q stays in registers (loaded
+      // once) and multiplies the same slice of every key of the block; the warps' partial scores
+      // meet in shared memory.
+      if (b == 0) {
+#pragma unroll
+        for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+          for (int k = 0; k < DK; ++k) {
+            ldmatrix_x4(q_frag[mt][k],
+                        q_addr + mla_sm80::swizzled<CHUNKS>(mt * 16 + lane % 16,
+                                                            (warp * DW + k * 16) / 8 + lane / 16));
+          }
+        }
+      }
+      float part[M_TILES][SNT][4];
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < SNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part[mt][nt][e] = 0.0f;
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < DK; ++k) {
+#pragma unroll
+        for (int np = 0; np < SNT / 2; ++np) {
+          unsigned k_frag[4];
+          ldmatrix_x4(k_frag, stage + mla_sm80::swizzled<CHUNKS>(
+                                          np * 16 + lane % 8 + 8 * (lane / 16),
+                                          (warp * DW + k * 16) / 8 + (lane / 8) % 2));
+#pragma unroll
+          for (int mt = 0; mt < M_TILES; ++mt) {
+            mma_m16n8k16<DTYPE>(part[mt][2 * np], q_frag[mt][k], k_frag[0], k_frag[1]);
+            mma_m16n8k16<DTYPE>(part[mt][2 * np + 1], q_frag[mt][k], k_frag[2], k_frag[3]);
+          }
+        }
+      }
+      float* mine = red_s + warp * ROWS * S_STRIDE;
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < SNT; ++nt) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            *reinterpret_cast<float2*>(mine + (mt * 16 + lane / 4 + 8 * h) * S_STRIDE + nt * 8 +
+                                       2 * (lane % 4)) =
+                make_float2(part[mt][nt][2 * h], part[mt][nt][2 * h + 1]);
+          }
+        }
+      }
+      __syncthreads();
+
+      // 2. The warp's CB columns of the block: LPR lanes per row, E scores each, summed over the
+      // warps' partials; the row maxima through shared memory, then P as 16-bit values.
+      const int sr = lane / LPR, sc = warp * CB + (lane % LPR) * E;
+      const bool masked = key0 + BLOCK > first_limit;
+      const int end = masked ? min(limit(sr), key_end) : 0;
+      float x[E];
+      float m = kNegInf;
+#pragma unroll
+      for (int i = 0; i < E; i += 4) {
+        float4 v = *reinterpret_cast<const float4*>(red_s + sr * S_STRIDE + sc + i);
+#pragma unroll
+        for (int w = 1; w < WARPS; ++w) {
+          const float4 u =
+              *reinterpret_cast<const float4*>(red_s + (w * ROWS + sr) * S_STRIDE + sc + i);
+          v.x += u.x;
+          v.y += u.y;
+          v.z += u.z;
+          v.w += u.w;
+        }
+        const float vs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float logit = vs[j] * p.scale_log2;
+          if (masked && key0 + sc + i + j >= end) logit = kNegInf;
+          x[i + j] = logit;
+          m = fmaxf(m, logit);
+        }
+      }
+      if constexpr (LPR == 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      if (lane % LPR == 0) max_s[warp * ROWS + sr] = m;
+      __syncthreads();
+      {
+        float top = soft_max;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) top = fmaxf(top, max_s[w * ROWS + sr]);
+        const float base = top == kNegInf ? 0.0f : top;
+        const float rescale = exp2_ftz(soft_max - base);
+        soft_max = top;
+        float sum = 0.0f;
+        unsigned packed[E / 2];
+#pragma unroll
+        for (int i = 0; i < E; i += 2) {
+          const float p0 = exp2_ftz(x[i] - base), p1 = exp2_ftz(x[i + 1] - base);
+          sum += p0 + p1;
+          packed[i / 2] = pack2<DTYPE>(p0, p1);
+        }
+        soft_sum = soft_sum * rescale + sum;
+        unsigned short* dst = p_s + sr * P_STRIDE + sc;
+#pragma unroll
+        for (int i = 0; i < E / 2; i += 2) {
+          *reinterpret_cast<uint2*>(dst + 2 * i) = make_uint2(packed[i], packed[i + 1]);
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mt * 16 + lane / 4 + 8 * h;
+          float top = row_max[mt][h];
+#pragma unroll
+          for (int w = 0; w < WARPS; ++w) top = fmaxf(top, max_s[w * ROWS + r]);
+          const float rescale = exp2_ftz(row_max[mt][h] - (top == kNegInf ? 0.0f : top));
+          row_max[mt][h] = top;
+#pragma unroll
+          for (int ot = 0; ot < OT; ++ot) {
+            acc[mt][ot][2 * h] *= rescale;
+            acc[mt][ot][2 * h + 1] *= rescale;
+          }
+        }
+      }
+      __syncthreads();
+    } else {
+      // 1. S = Q K^T for the warp's KW keys, k16 at a time. Each score accumulates over the whole
+      // width (rank + rope, 36 k16 steps at DeepSeek's 576): consecutive k16 steps go to CHAINS
+      // independent accumulators, summed at the end, so the mma latency is not paid 36 times in a
+      // row where the warp has few score tiles.
+      constexpr int CHAINS = M_TILES * NT >= 4 ? 1 : (M_TILES * NT >= 2 ? 2 : 4);
+      float chain[CHAINS][M_TILES][NT][4];
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) {
+#pragma unroll
+        for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) chain[c][mt][nt][e] = 0.0f;
+          }
+        }
+      }
+#pragma unroll 1
+      for (int kk = 0; kk < D / 64; ++kk) {  // 64 dims: two k32 halves, four k16 steps
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int k32 = 2 * kk + half;
+          unsigned a[M_TILES][2][4];
+#pragma unroll
+          for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              ldmatrix_x4(a[mt][h], q_addr + mla_sm80::swizzled<CHUNKS>(
+                                                 mt * 16 + lane % 16, k32 * 4 + 2 * h + lane / 16));
+            }
+          }
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            unsigned k_frag[4];
+            ldmatrix_x4(k_frag, stage + mla_sm80::swizzled<CHUNKS>(warp * KW + nt * 8 + lane % 8,
+                                                                   k32 * 4 + lane / 8));
+#pragma unroll
+            for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                mma_m16n8k16<DTYPE>(chain[(2 * half + h) % CHAINS][mt][nt], a[mt][h], k_frag[2 * h],
+                                    k_frag[2 * h + 1]);
+              }
+            }
+          }
+        }
+      }
+      float s[M_TILES][NT][4];
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float sum = chain[0][mt][nt][e];
+#pragma unroll
+            for (int c = 1; c < CHAINS; ++c) sum += chain[c][mt][nt][e];
+            s[mt][nt][e] = sum;
+          }
+        }
+      }
+
+      // 2. Logits in base 2, hidden keys at -inf; the block's row maxima through shared memory.
+      const bool masked = key0 + BLOCK > first_limit;
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mt * 16 + lane / 4 + 8 * h;
+          const int end = masked ? min(limit(r), key_end) : 0;
+          float m = kNegInf;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              float x = s[mt][nt][2 * h + e] * p.scale_log2;
+              if (masked && key0 + warp * KW + nt * 8 + 2 * (lane % 4) + e >= end) x = kNegInf;
+              s[mt][nt][2 * h + e] = x;
+              m = fmaxf(m, x);
+            }
+          }
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+          if (lane % 4 == 0) max_s[warp * ROWS + r] = m;
+        }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mt * 16 + lane / 4 + 8 * h;
+          float m = row_max[mt][h];
+#pragma unroll
+          for (int w = 0; w < WARPS; ++w) m = fmaxf(m, max_s[w * ROWS + r]);
+          // A row that has seen no key yet keeps max -inf; its P and rescale are then 0.
+          const float base = m == kNegInf ? 0.0f : m;
+          const float rescale = exp2_ftz(row_max[mt][h] - base);
+          row_max[mt][h] = m;
+          float sum = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            const float p0 = exp2_ftz(s[mt][nt][2 * h] - base);
+            const float p1 = exp2_ftz(s[mt][nt][2 * h + 1] - base);
+            sum += p0 + p1;
+            *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + warp * KW + nt * 8 + 2 * (lane % 4)) =
+                pack2<DTYPE>(p0, p1);
+          }
+          row_sum[mt][h] = row_sum[mt][h] * rescale + sum;
+#pragma unroll
+          for (int ot = 0; ot < OT; ++ot) {
+            acc[mt][ot][2 * h] *= rescale;
+            acc[mt][ot][2 * h + 1] *= rescale;
+          }
+        }
+      }
+      __syncthreads();
+    }
+
+    // 3. O += P V over the warp's CW output columns, k16 keys at a time.
+#pragma unroll
+    for (int k16 = 0; k16 < BLOCK / 16; ++k16) {
+      unsigned a[M_TILES][4];
+#pragma unroll
+      for (int mt = 0; mt < M_TILES; ++mt) {
+        ldmatrix_x4(
+            a[mt],
+            p_addr + unsigned(((mt * 16 + lane % 16) * P_STRIDE + k16 * 16 + (lane / 16) * 8) * 2));
+      }
+#pragma unroll
+      for (int np = 0; np < OT / 2; ++np) {
+        unsigned v_frag[4];
+        ldmatrix_x4_trans(
+            v_frag, stage + mla_sm80::swizzled<CHUNKS>(k16 * 16 + lane % 8 + 8 * ((lane / 8) % 2),
+                                                       (warp * CW + np * 16) / 8 + lane / 16));
+#pragma unroll
+        for (int mt = 0; mt < M_TILES; ++mt) {
+          mma_m16n8k16<DTYPE>(acc[mt][2 * np], a[mt], v_frag[0], v_frag[1]);
+          mma_m16n8k16<DTYPE>(acc[mt][2 * np + 1], a[mt], v_frag[2], v_frag[3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Row sums over the warps; each row's normaliser and log2-sum-exp.
+  if constexpr (QK_DIMS) {
+    float l = soft_sum;
+    if constexpr (LPR == 2) l += __shfl_xor_sync(0xffffffffu, l, 1);
+    if (lane % LPR == 0) sum_s[warp * ROWS + lane / LPR] = l;
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float l = row_sum[mt][h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        if (lane % 4 == 0) sum_s[warp * ROWS + mt * 16 + lane / 4 + 8 * h] = l;
+      }
+    }
+  }
+  __syncthreads();
+  const long long out_row0 = static_cast<long long>(q0) * p.num_q_heads + row0;
+  const int slot = splits > 1 ? p.seq_partial[seq] + split : 0;
+#pragma unroll
+  for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = mt * 16 + lane / 4 + 8 * h;
+      float l = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) l += sum_s[w * ROWS + r];
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      if (row0 + r >= seq_rows) continue;
+      if (splits == 1) {
+        unsigned short* out =
+            static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + warp * CW;
+#pragma unroll
+        for (int ot = 0; ot < OT; ++ot) {
+          *reinterpret_cast<unsigned*>(out + ot * 8 + 2 * (lane % 4)) =
+              pack2<DTYPE>(acc[mt][ot][2 * h] * inv, acc[mt][ot][2 * h + 1] * inv);
+        }
+      } else {
+        const long long prow = static_cast<long long>(slot) * p.max_rows + row0 + r;
+        float* out = p.partial_out + prow * RANK + warp * CW;
+#pragma unroll
+        for (int ot = 0; ot < OT; ++ot) {
+          *reinterpret_cast<float2*>(out + ot * 8 + 2 * (lane % 4)) =
+              make_float2(acc[mt][ot][2 * h] * inv, acc[mt][ot][2 * h + 1] * inv);
+        }
+        if (warp == 0 && lane % 4 == 0) {
+          p.partial_lse[prow] = l > 0.0f ? row_max[mt][h] + log2f(l) : kNegInf;
+        }
+      }
+    }
+  }
+  if (splits == 1) return;
+
+  // The last split of this (sequence, row tile) to finish merges them all.
+  __threadfence();
+  __syncthreads();
+  int* counter = p.split_counters + static_cast<long long>(seq) * p.row_tiles + blockIdx.y;
+  if (threadIdx.x == 0) last_split = atomicAdd(counter, 1) == splits - 1;
+  __syncthreads();
+  if (!last_split) return;
+  __threadfence();
+  const int base_slot = p.seq_partial[seq];
+  const int rows = min(ROWS, seq_rows - row0);
+  for (int r = threadIdx.x; r < rows; r += THREADS) {
+    const float* lse = p.partial_lse + static_cast<long long>(base_slot) * p.max_rows + row0 + r;
+    float m = kNegInf;
+    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(lse + sp * p.max_rows));
+    float total = 0.0f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float w = m == kNegInf ? 0.0f : exp2_ftz(__ldcg(lse + sp * p.max_rows) - m);
+      merge_s[sp * ROWS + r] = w;
+      total += w;
+    }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    for (int sp = 0; sp < splits; ++sp) merge_s[sp * ROWS + r] *= inv;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < rows * (RANK / 4); i += THREADS) {
+    const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
+    float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int sp = 0; sp < splits; ++sp) {
+      const float w = merge_s[sp * ROWS + r];
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(
+          p.partial_out + (static_cast<long long>(base_slot + sp) * p.max_rows + row0 + r) * RANK +
+          c));
+      o[0] += w * v.x;
+      o[1] += w * v.y;
+      o[2] += w * v.z;
+      o[3] += w * v.w;
+    }
+    uint2 packed;
+    packed.x = pack2<DTYPE>(o[0], o[1]);
+    packed.y = pack2<DTYPE>(o[2], o[3]);
+    *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
+        packed;
+  }
+  if (threadIdx.x == 0) *counter = 0;
+}
+
+}  // namespace attn

@@ -1,0 +1,156 @@
+// Traits of mla_decode.sm80_mma: threads, tile shapes, shared memory and validity derived from one
+// config and the latent widths. Included by the host (to refuse a config before compiling it) and
+// by the device template (which static_asserts the same rule), so the two never disagree.
+//
+// A CTA computes TILE_ROWS = 16 x m_tiles rows (a row is one (query token, q head) pair of one
+// sequence) against one split of the sequence's keys, block_tokens keys at a time:
+//   S = Q K^T   Q [rows][rank + rope] and the latent block [keys][rank + rope], split over the
+//               warps by keys (qk_by_dims 0: block_tokens / warps keys each, at least one n8
+//               tile; Q re-read from shared memory every block) or by width (qk_by_dims 1: a
+//               (rank + rope) / warps slice each, k16 steps, Q's slice held in registers; the
+//               partial scores summed through shared memory, a share of the columns per warp)
+//   O += P V    P [rows][keys] through shared memory, V the same latent block's first rank
+//               columns; the output columns are dealt to the warps, rank / warps each
+#pragma once
+
+#include "base/host_device.hpp"
+
+namespace attn {
+namespace mla_decode::sm80_mma {
+
+constexpr int kMmaRows = 16;
+// Most splits of one sequence's keys; the CTA that merges them reads one partial row per split.
+constexpr int kMaxSplits = 64;
+
+ATTN_HOST_DEVICE constexpr int threads(int warps) {
+  return warps * 32;
+}
+ATTN_HOST_DEVICE constexpr int tile_rows(int m_tiles) {
+  return kMmaRows * m_tiles;
+}
+// A latent row in shared memory: rank + rope 16-bit elements (a multiple of 64: whole 128-byte
+// lines), its 16-byte chunks XOR-swizzled by the row's index mod 8 within each line (no padding:
+// the 8 rows one ldmatrix reads hit 8 different bank groups).
+ATTN_HOST_DEVICE constexpr int latent_row_bytes(int rank, int rope) {
+  return (rank + rope) * 2;
+}
+ATTN_HOST_DEVICE constexpr int q_bytes(int rank, int rope, int m_tiles) {
+  return tile_rows(m_tiles) * latent_row_bytes(rank, rope);
+}
+ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, int block_tokens) {
+  return block_tokens * latent_row_bytes(rank, rope);
+}
+// P [rows][block_tokens + 8] 16-bit: 16 bytes of padding per row keep ldmatrix conflict free.
+ATTN_HOST_DEVICE constexpr int p_bytes(int m_tiles, int block_tokens) {
+  return tile_rows(m_tiles) * (block_tokens + 8) * 2;
+}
+// The warps' row maxima and row sums, [warps][rows] floats each.
+ATTN_HOST_DEVICE constexpr int reduce_bytes(int m_tiles, int warps) {
+  return 2 * warps * tile_rows(m_tiles) * 4;
+}
+// qk_by_dims: the warps' partial scores, [warps][rows][block_tokens + 8] floats (8 floats of
+// padding keep the fragment stores at two wavefronts).
+ATTN_HOST_DEVICE constexpr int partial_score_bytes(int m_tiles, int block_tokens, int warps,
+                                                   bool qk_by_dims) {
+  return qk_by_dims ? warps * tile_rows(m_tiles) * (block_tokens + 8) * 4 : 0;
+}
+// qk_by_dims: lanes per row in the softmax of a warp's share of the columns, and scores per lane.
+ATTN_HOST_DEVICE constexpr int lanes_per_row(int m_tiles) {
+  return 32 / tile_rows(m_tiles);
+}
+ATTN_HOST_DEVICE constexpr int scores_per_lane(int m_tiles, int block_tokens, int warps) {
+  return block_tokens / warps / lanes_per_row(m_tiles);
+}
+// The split merge: one weight per split and row, and each row's normaliser.
+ATTN_HOST_DEVICE constexpr int merge_bytes(int m_tiles) {
+  return (kMaxSplits + 1) * tile_rows(m_tiles) * 4;
+}
+ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int m_tiles, int block_tokens,
+                                            int warps, int stages, bool qk_by_dims = false) {
+  return q_bytes(rank, rope, m_tiles) + stages * stage_bytes(rank, rope, block_tokens) +
+         p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + merge_bytes(m_tiles) +
+         partial_score_bytes(m_tiles, block_tokens, warps, qk_by_dims);
+}
+// Per-thread registers of the live arrays: the output accumulator (rows x rank / warps floats over
+// 32 lanes) and the warp's scores (rows x block_tokens / warps; qk_by_dims: rows x block_tokens
+// partial scores, and Q's slice, rows x (rank + rope) / warps 16-bit values), plus fragments and
+// addresses.
+ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int m_tiles, int block_tokens, int warps,
+                                                 bool qk_by_dims = false, int rope = 64) {
+  return tile_rows(m_tiles) * (rank / warps) / 32 +
+         (qk_by_dims ? tile_rows(m_tiles) * block_tokens / 32 +
+                           tile_rows(m_tiles) * (rank + rope) / warps / 64
+                     : tile_rows(m_tiles) * (block_tokens / warps) / 32) +
+         64;
+}
+
+// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
+constexpr int kMaxSharedBytes = 227 * 1024;
+constexpr int kMaxRegisterEstimate = 232;
+
+enum Rule : int {
+  kOk = 0,
+  kRank,          // kv_lora_rank: a multiple of 16 x warps (whole n16 column pairs per warp)
+  kRope,          // qk_rope_head_dim: 64 or 128 (rows of whole 128-byte swizzle groups)
+  kWarps,         // warps must be 4 or 8
+  kMTiles,        // m_tiles must be 1, 2 or 4
+  kStages,        // stages must be 2 or 3
+  kBlockTokens,   // block_tokens: a multiple of 16 and of 8 x warps, at most 128
+  kSharedMemory,  // more than kMaxSharedBytes
+  kRegisters,     // too many registers per thread (would spill)
+  kDimsSplit,     // qk_by_dims: whole k16 steps per warp, 16 or 32 rows, 4 scores per lane
+};
+
+ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
+  switch (rule) {
+    case kRank:
+      return "kv_lora_rank {rank} is not a multiple of {rank_step} (16 output columns per warp "
+             "and step)";
+    case kRope:
+      return "qk_rope_head_dim {rope} is not 64 or 128 (latent rows of whole 128-byte lines)";
+    case kWarps:
+      return "warps must be 4 or 8";
+    case kMTiles:
+      return "m_tiles must be 1, 2 or 4";
+    case kStages:
+      return "stages must be 2 or 3";
+    case kBlockTokens:
+      return "block_tokens must be a multiple of 16 and of {keys_per_warp_step} (8 keys per warp), "
+             "at most 128";
+    case kSharedMemory:
+      return "needs {shared_bytes} bytes of shared memory (limit {shared_limit}): lower stages, "
+             "block_tokens or m_tiles";
+    case kRegisters:
+      return "too many registers per thread (estimate {register_estimate}, limit "
+             "{register_limit}): lower m_tiles or raise warps";
+    case kDimsSplit:
+      return "qk_by_dims needs (rank + rope) / warps a multiple of 16, m_tiles 1 or 2, and "
+             "block_tokens / warps a multiple of 4 x (32 / rows): use qk_by_dims 0";
+    default:
+      return "invalid config";
+  }
+}
+
+ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_tokens, int warps,
+                                     int stages, bool qk_by_dims = false) {
+  if (warps != 4 && warps != 8) return kWarps;
+  if (rank <= 0 || rank % (16 * warps) != 0) return kRank;
+  if (rope != 64 && rope != 128) return kRope;
+  if (m_tiles != 1 && m_tiles != 2 && m_tiles != 4) return kMTiles;
+  if (stages != 2 && stages != 3) return kStages;
+  if (block_tokens < 16 || block_tokens % 16 != 0 || block_tokens % (8 * warps) != 0 ||
+      block_tokens > 128)
+    return kBlockTokens;
+  if (qk_by_dims && ((rank + rope) % (16 * warps) != 0 || m_tiles > 2 ||
+                     scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0))
+    return kDimsSplit;
+  if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims) > kMaxSharedBytes)
+    return kSharedMemory;
+  if (register_estimate(rank, m_tiles, block_tokens, warps, qk_by_dims, rope) >
+      kMaxRegisterEstimate)
+    return kRegisters;
+  return kOk;
+}
+
+}  // namespace mla_decode::sm80_mma
+}  // namespace attn

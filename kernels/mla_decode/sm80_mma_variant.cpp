@@ -1,0 +1,256 @@
+// Host side of mla_decode.sm80_mma (device code: sm80_mma.cuh, rules: sm80_mma_traits.hpp, the
+// split of the keys over CTAs: mla_split_plan.hpp).
+#include <algorithm>
+
+#include "kernels/config_axes.hpp"
+#include "kernels/dtype_code_of.hpp"
+#include "kernels/launch_inputs.hpp"
+#include "kernels/mla_decode/mla_decode_variants.hpp"
+#include "kernels/mla_decode/mla_split_plan.hpp"
+#include "kernels/mla_decode/sm80_mma_params.hpp"
+#include "kernels/mla_decode/sm80_mma_traits.hpp"
+#include "kernels/params_launcher.hpp"
+#include "kernels/problem.hpp"
+#include "kernels/rule_message.hpp"
+#include "workloads/workload_validation.hpp"
+
+namespace attn {
+
+namespace {
+
+namespace traits = mla_decode::sm80_mma;
+
+struct MlaSm80Config {
+  int block_tokens, warps, m_tiles, stages, num_splits;
+  bool qk_by_dims;
+  explicit MlaSm80Config(const KernelConfig& c)
+      : block_tokens(int(c.get("block_tokens"))),
+        warps(int(c.get("warps"))),
+        m_tiles(int(c.get("m_tiles"))),
+        stages(int(c.get("stages"))),
+        num_splits(int(c.get("num_splits"))),
+        qk_by_dims(c.get("qk_by_dims") != 0) {}
+  int check(int rank, int rope) const {
+    return traits::check(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims);
+  }
+  int shared_bytes(int rank, int rope) const {
+    return traits::shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims);
+  }
+};
+
+const ConfigAxes& axes() {
+  static const ConfigAxes kAxes{
+      {"block_tokens", {16, 32, 64, 128}, "latent rows per compute block (pipeline stage)", 32},
+      {"warps", {4, 8}, "warps per CTA: each takes a share of a block's keys and of the output", 4},
+      {"m_tiles", {1, 2, 4}, "16-row mma tiles of (query token, q head) rows per CTA", 1},
+      {"stages", {2, 3}, "cp.async pipeline depth: blocks in flight", 2},
+      {"num_splits", {0, 1, 2, 4, 8, 16, 32, 64}, "splits of each sequence's keys; 0 = auto", 0},
+      {"qk_by_dims",
+       {0, 1},
+       "Q K^T split over the warps by keys (0: Q re-read from shared memory each block) or by "
+       "width (1: Q's slice in registers, partial scores summed in shared memory)",
+       0},
+  };
+  return kAxes;
+}
+
+// Rows of one sequence: its query tokens x q heads.
+int64_t rows_of(const Batch& batch, int s) {
+  return batch.query_lens[size_t(s)] * batch.spec.model.num_q_heads;
+}
+
+class MlaSm80MmaVariant : public Variant {
+ public:
+  std::string name() const override { return "mla_decode.sm80_mma"; }
+  Family family() const override { return Family::mla_decode; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "mma.sync m16n8k16 over (query token, q head) rows; each latent block read once for "
+           "all of them; keys split across warps for Q K^T and output columns for P V; split-KV "
+           "merged in-kernel by LSE";
+  }
+
+  // The family's scope with a 16-bit latent cache (fp8 is not implemented here) and rope widths
+  // of whole 128-byte lines.
+  FeatureSet features() const override {
+    return FeatureSet()
+        .with(feature::kLatentAttention)
+        .with(feature::kQueries, {"decode", "prefill", "mixed"})
+        .with(feature::kMask, {"causal", "non_causal"})
+        .with(feature::kSharedPrefix)
+        .with(feature::kKvLayout, {"nhd"})
+        .with(feature::kDtype, {"bf16", "fp16"})
+        .with_range(feature::kKvLoraRank, kMinKvLoraRank, kMaxKvLoraRank)
+        .with(feature::kQkRopeHeadDim, {64, 128})
+        .with_range(feature::kPageSize, 1, kMaxPageSize)
+        .note(feature::kKvDtype, "fp8_e4m3.per_tensor", "the latent cache is read as 16-bit rows")
+        .note(feature::kHeadDim, "paged_decode and prefix_prefill run standard attention");
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return axes().space();
+  }
+
+  // Two m16 tiles where a sequence has at least 32 rows (q heads x query tokens), then the
+  // largest block that fits.
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    KernelConfig config = axes().defaults();
+    int64_t rows = 0;
+    for (int s = 0; s < batch.num_seqs; ++s) rows = std::max(rows, rows_of(batch, s));
+    if (rows >= 32) config.set("m_tiles", 2);
+    const ModelShape& m = batch.spec.model;
+    auto fits = [&](const KernelConfig& k) {
+      const MlaSm80Config c(k);
+      return c.check(m.kv_lora_rank, m.qk_rope_head_dim) == traits::kOk &&
+             (target.max_shared_per_block <= 0 ||
+              c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim) <= target.max_shared_per_block);
+    };
+    while (!fits(config) && config.get("block_tokens") > 16) {
+      config.set("block_tokens", config.get("block_tokens") / 2);
+    }
+    while (!fits(config) && config.get("m_tiles") > 1) {
+      config.set("m_tiles", config.get("m_tiles") / 2);
+    }
+    return config;
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
+    if (Support s = mla_decode_supports_batch(batch); !s) return s;
+    if (Support s = axes().has_exactly(config, name()); !s) return s;
+    const MlaSm80Config c(config);
+    const ModelShape& m = batch.spec.model;
+    const int rule = c.check(m.kv_lora_rank, m.qk_rope_head_dim);
+    if (rule != traits::kOk) {
+      return Support::no(
+          fill_rule(traits::rule_text(rule),
+                    {{"rank", m.kv_lora_rank},
+                     {"rank_step", 16 * c.warps},
+                     {"rope", m.qk_rope_head_dim},
+                     {"keys_per_warp_step", 8 * c.warps},
+                     {"shared_bytes", c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim)},
+                     {"shared_limit", traits::kMaxSharedBytes},
+                     {"register_estimate",
+                      traits::register_estimate(m.kv_lora_rank, c.m_tiles, c.block_tokens, c.warps,
+                                                c.qk_by_dims, m.qk_rope_head_dim)},
+                     {"register_limit", traits::kMaxRegisterEstimate}}));
+    }
+    const int smem = c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim);
+    if (target.max_shared_per_block > 0 && smem > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(smem) + " bytes of shared memory; the device " +
+                         "allows " + std::to_string(target.max_shared_per_block) + " per block");
+    }
+    if (c.num_splits > traits::kMaxSplits) {
+      return Support::no("num_splits above " + std::to_string(traits::kMaxSplits));
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    JitProgram program;
+    program.name = full_name(config) + ".r" + std::to_string(batch.spec.model.kv_lora_rank) +
+                   ".rope" + std::to_string(batch.spec.model.qk_rope_head_dim) + "." +
+                   to_string(batch.spec.model.dtype);
+    program.source = "#include \"kernels/mla_decode/sm80_mma.cuh\"\n";
+    program.kernels = {kernel_name(batch, MlaSm80Config(config))};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "mla_decode.sm80_mma needs a device problem");
+    const Support support = check(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const MlaSm80Config c(config);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction kernel = context.loader->function(program, kernel_name(batch, c));
+    const int smem = c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim);
+    allow_dynamic_shared_memory(context, kernel, smem);
+
+    const int rows_per_cta = traits::tile_rows(c.m_tiles);
+    std::vector<int> row_tiles(size_t(batch.num_seqs));
+    int max_row_tiles = 1;
+    int64_t max_rows = 0;
+    for (int s = 0; s < batch.num_seqs; ++s) {
+      const int64_t rows = rows_of(batch, s);
+      row_tiles[size_t(s)] = int((rows + rows_per_cta - 1) / rows_per_cta);
+      max_row_tiles = std::max(max_row_tiles, row_tiles[size_t(s)]);
+      max_rows = std::max(max_rows, rows);
+    }
+    MlaSplitInputs inputs;
+    inputs.block_tokens = c.block_tokens;
+    inputs.fixed_splits = c.num_splits;
+    inputs.sm_count = context.target.sm_count;
+    inputs.resident_per_sm = resident_ctas(context, kernel, smem, traits::threads(c.warps));
+    inputs.max_splits = traits::kMaxSplits;
+    const MlaSplitPlan plan = plan_mla_splits(batch.kv_lens, row_tiles, inputs);
+
+    MlaSm80Params p{};
+    p.q = problem.q();
+    p.latent = problem.k_pool();
+    p.block_table = problem.block_table();
+    p.kv_lens = problem.kv_lens();
+    p.cu_seqlens_q = problem.cu_seqlens_q();
+    p.out = problem.out();
+    std::vector<DeviceBuffer> owned;
+    owned.push_back(upload_array(*context.cuda, plan.work));
+    p.work = reinterpret_cast<const int*>(owned.back().address());
+    owned.push_back(upload_array(*context.cuda, plan.seq_partial));
+    p.seq_partial = reinterpret_cast<const int*>(owned.back().address());
+    // Counters start at zero; the CTA that merges a (sequence, row tile) resets its counter.
+    owned.push_back(upload_array(
+        *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(max_row_tiles), 0)));
+    p.split_counters = reinterpret_cast<int*>(owned.back().address());
+    if (plan.partial_slots > 0) {
+      const size_t rows = size_t(plan.partial_slots) * size_t(max_rows);
+      const size_t out_bytes = rows * size_t(m.kv_lora_rank) * sizeof(float);
+      CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
+      p.partial_out = reinterpret_cast<float*>(scratch);
+      p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
+    }
+    p.kv_scale = 1.0f;
+    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+    p.num_q_heads = m.num_q_heads;
+    p.page_size = batch.page_size;
+    p.max_pages_per_seq = batch.max_pages_per_seq;
+    p.max_rows = int(max_rows);
+    p.row_tiles = max_row_tiles;
+    p.causal = batch.causal ? 1 : 0;
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(plan.ctas());
+    shape.grid_y = unsigned(max_row_tiles);
+    shape.block_x = unsigned(traits::threads(c.warps));
+    shape.shared_bytes = unsigned(smem);
+    auto launcher = std::make_unique<ParamsLauncher<MlaSm80Params>>(context, kernel, shape, p,
+                                                                    std::move(owned));
+    launcher->set_plan(plan.description + ", " + std::to_string(max_row_tiles) + " row tiles of " +
+                       std::to_string(rows_per_cta) + " rows");
+    return launcher;
+  }
+
+  Work work(const Batch& batch) const override { return mla_decode_work(batch); }
+
+ private:
+  static std::string kernel_name(const Batch& batch, const MlaSm80Config& c) {
+    const ModelShape& m = batch.spec.model;
+    return "attn::mla_decode_sm80_mma<" + std::to_string(dtype_code_of(m.dtype)) + ", " +
+           std::to_string(m.kv_lora_rank) + ", " + std::to_string(m.qk_rope_head_dim) + ", " +
+           std::to_string(c.m_tiles) + ", " + std::to_string(c.block_tokens) + ", " +
+           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
+           (c.qk_by_dims ? "true" : "false") + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_mla_decode_sm80_mma() {
+  return std::make_unique<MlaSm80MmaVariant>();
+}
+
+}  // namespace attn

@@ -1,0 +1,99 @@
+// mla_decode.sm80_mma on the GPU: random latent batches (q head counts 1 to 128, latent widths,
+// page sizes 1 to 256, lengths with 0 and 1 keys, 1 to 4 query tokens, causal or not, bf16 or
+// fp16) and random valid configs, each verified against the CPU reference (double accumulation)
+// on a NaN-poisoned output by the Evaluator before anything is timed; then the split merge on
+// its own, with every fixed split count on one batch.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "kernels/registry.hpp"
+#include "measure/evaluator.hpp"
+#include "tests/gpu_case_budget.hpp"
+#include "tests/gpu_test_support.hpp"
+#include "tests/kernels/mla_decode/latent_batch.hpp"
+#include "tests/kernels/mla_decode/random_latent_spec.hpp"
+#include "tests/kernels/paged_decode/random_decode_batch.hpp"
+#include "tests/test_support.hpp"
+
+namespace attn {
+namespace {
+
+using testing::pick;
+
+Measurement evaluate_once(const Batch& batch, const Variant& variant, const KernelConfig& config) {
+  auto& env = testing::gpu();
+  auto options = testing::test_evaluator_options();
+  options.reference = ReferenceOracle::cpu;
+  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
+  return evaluator->evaluate(variant, config);
+}
+
+std::string describe(const nlohmann::json& spec, const KernelConfig& config) {
+  return spec.dump() + " config " + config.key();
+}
+
+TEST(MlaSm80MmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("mla_decode.sm80_mma");
+  const Target target = Target::cuda(testing::gpu().device());
+  const uint64_t seed = testing::test_seed_or_clock();
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const nlohmann::json spec = testing::random_latent_spec(rng);
+    const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
+    KernelConfig config = variant.default_config(batch, target);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      KernelConfig candidate;
+      for (const ConfigAxis& axis : variant.space(batch, target)) {
+        candidate.set(axis.name, pick(rng, axis.values));
+      }
+      if (variant.check(batch, candidate, target)) {
+        config = candidate;
+        break;
+      }
+    }
+    ASSERT_TRUE(variant.check(batch, config, target)) << describe(spec, config);
+    const Measurement m = evaluate_once(batch, variant, config);
+    EXPECT_EQ(m.disposition, Disposition::passed) << describe(spec, config) << ": " << m.reason;
+  }
+  EXPECT_GE(budget.checked(), 12);
+  testing::print_case_summary(budget, seed);
+}
+
+// DeepSeek-V3's widths with 16 heads and speculative decode: every fixed split count (the merge
+// of 2 to 64 partial results, sequences with fewer blocks than splits) and the planner's, with
+// Q K^T split by keys and by width.
+TEST(MlaSm80MmaGpu, EverySplitCountMergesToTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("mla_decode.sm80_mma");
+  const Target target = Target::cuda(testing::gpu().device());
+  testing::LatentShape shape;
+  shape.q_heads = 16;
+  shape.kv_lora_rank = 512;
+  shape.qk_rope_head_dim = 64;
+  shape.page_size = 64;
+  shape.sequences = {{3000, 1}, {0, 2}, {1, 1}, {700, 3}, {64, 4}};
+  const Batch batch =
+      generate_batch(parse_workload(testing::latent_workload_json(shape).dump(), "latent"));
+  for (const int64_t splits : {0, 1, 2, 4, 8, 16, 32, 64}) {
+    for (const int64_t by_dims : {0, 1}) {
+      KernelConfig config = variant.default_config(batch, target);
+      config.set("num_splits", splits);
+      config.set("qk_by_dims", by_dims);
+      if (by_dims) config.set("m_tiles", 1);
+      ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
+      const Measurement m = evaluate_once(batch, variant, config);
+      EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attn
