@@ -53,12 +53,14 @@ __global__ void __launch_bounds__(WARPS * 32)
   constexpr int D_TILES = HEAD_DIM / 8;   // n8 tiles of the output
   constexpr int K_STEPS = HEAD_DIM / 16;  // k16 steps of Q.K
   constexpr int CHUNKS = HEAD_DIM / 8;    // 16-byte chunks of a K/V row
-  constexpr int ROWS_PER_PASS = 32 / CHUNKS;
+  // Lanes per copied row: CHUNKS rounded up to a power of two (80, 96, 192: some lanes idle).
+  constexpr int COPY_LANES = blocksparse::sm80_mma_decode::copy_lanes(HEAD_DIM);
+  constexpr int ROWS_PER_PASS = 32 / COPY_LANES;
   constexpr int PASSES = WARP_KEYS / ROWS_PER_PASS;
   constexpr int KV_TILE = TILE_N * ROW;  // one K or V buffer, elements
   constexpr int STAGE_AREA =
       blocksparse::sm80_mma_decode::shared_bytes(HEAD_DIM, TILE_N, WARPS, STAGES) - M * ROW * 2;
-  static_assert(32 % CHUNKS == 0 && WARP_KEYS % ROWS_PER_PASS == 0, "copy pattern");
+  static_assert(32 % COPY_LANES == 0 && WARP_KEYS % ROWS_PER_PASS == 0, "copy pattern");
   const float kNegInf = -__int_as_float(0x7f800000);
 
   // The stage area [STAGES][K, V][TILE_N][ROW] (after the loop: the cross-warp merge), then Q.
@@ -74,11 +76,14 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int q_head0 = kv_head * p.group;
   const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
 
-  // Each warp copies its own WARP_KEYS rows of every tile: lane copies chunk lane % CHUNKS of the
-  // rows warp * WARP_KEYS + lane / CHUNKS + i * ROWS_PER_PASS. Keys past the end are zero-filled.
+  // Each warp copies its own WARP_KEYS rows of every tile: lane copies chunk lane % COPY_LANES
+  // (when the row has it) of the rows warp * WARP_KEYS + lane / COPY_LANES + i * ROWS_PER_PASS.
+  // Keys past the end are zero-filled.
   const int kv_stride = p.num_kv_heads * HEAD_DIM;
-  const int copy_col = (lane % CHUNKS) * 8;
-  const int copy_row = warp * WARP_KEYS + lane / CHUNKS;
+  const int copy_col = (lane % COPY_LANES) * 8;
+  const int copy_row = warp * WARP_KEYS + lane / COPY_LANES;
+  // Compile-time true where CHUNKS is a power of two (head dims 64 and 128).
+  const bool copy_lane_active = CHUNKS == COPY_LANES || lane % COPY_LANES < CHUNKS;
   const long long head_offset = (long long)kv_begin * kv_stride + kv_head * HEAD_DIM + copy_col;
   const unsigned short* k_copy = static_cast<const unsigned short*>(p.k) + head_offset;
   const unsigned short* v_copy = static_cast<const unsigned short*>(p.v) + head_offset;
@@ -91,8 +96,10 @@ __global__ void __launch_bounds__(WARPS * 32)
       const int key = key0 + i * ROWS_PER_PASS;
       const bool valid = key < kv_len;
       const int at = valid ? key * kv_stride : 0;
-      cp_async_16(k_dst + i * ROWS_PER_PASS * ROW, k_copy + at, valid);
-      cp_async_16(v_dst + i * ROWS_PER_PASS * ROW, v_copy + at, valid);
+      if (copy_lane_active) {
+        cp_async_16(k_dst + i * ROWS_PER_PASS * ROW, k_copy + at, valid);
+        cp_async_16(v_dst + i * ROWS_PER_PASS * ROW, v_copy + at, valid);
+      }
     }
   };
 

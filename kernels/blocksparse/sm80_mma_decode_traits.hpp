@@ -25,6 +25,13 @@ ATTN_HOST_DEVICE constexpr int warp_keys(int tile_n, int warps) {
 ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
   return head_dim + 8;
 }
+// A K/V row's 16-byte chunks are copied by a group of copy_lanes lanes, the next power of two (a
+// warp copies whole rows per pass); at head dims 80, 96 and 192 the group's extra lanes idle.
+ATTN_HOST_DEVICE constexpr int copy_lanes(int head_dim) {
+  int lanes = 1;
+  while (lanes < head_dim / 8) lanes *= 2;
+  return lanes;
+}
 ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int tile_n) {
   return 2 * tile_n * row_elements(head_dim) * 2;
 }
@@ -52,7 +59,7 @@ constexpr int kMaxRegisterEstimate = 255;
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64 or 128
+  kHeadDim,       // head_dim must be 64, 80, 96, 128 or 192
   kWarps,         // warps must be 1, 2, 4 or 8
   kStages,        // stages must be 2, 3 or 4
   kTileN,         // tile_n must be a multiple of 16 * warps, at most 128
@@ -62,7 +69,8 @@ enum Rule : int {
 };
 
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int warps, int stages) {
-  if (head_dim != 64 && head_dim != 128) return kHeadDim;
+  if (head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128 && head_dim != 192)
+    return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
   if (tile_n < 16 * warps || tile_n % (16 * warps) != 0 || tile_n > 128) return kTileN;

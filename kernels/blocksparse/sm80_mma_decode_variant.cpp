@@ -33,7 +33,7 @@ KernelConfig make_config(int tile_n, int warps, int stages) {
 std::string describe_rule(int rule, const DecodeConfig& c, int head_dim, int block_size) {
   switch (rule) {
     case blocksparse::sm80_mma_decode::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64 or 128";
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128 or 192";
     case blocksparse::sm80_mma_decode::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case blocksparse::sm80_mma_decode::kStages:
@@ -71,7 +71,9 @@ class DecodeVariant : public Variant {
   }
 
   FeatureSet features() const override {
+    // Head dims 80, 96 and 192 too (the prefill variants take 64 and 128).
     return blocksparse_features()
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192})
         .with(feature::kQueries, {"decode"})
         .note(feature::kQueries, "blocksparse.sm80_mma runs prefill");
   }

@@ -46,6 +46,15 @@ ATTN_HOST_DEVICE constexpr int copy_lanes(int head_dim, int kv_bytes) {
   while (lanes < copy_chunks(head_dim, kv_bytes)) lanes *= 2;
   return lanes;
 }
+// Passes of a warp's copy of its keys of one block (rows per pass: 32 / copy_lanes).
+ATTN_HOST_DEVICE constexpr int copy_passes(int head_dim, int kv_bytes, int warps,
+                                           int block_tokens) {
+  return warp_tokens(warps, block_tokens) / (32 / copy_lanes(head_dim, kv_bytes));
+}
+// Where the copy lanes are padded (head dims 80, 96, 192), more than this many passes per block
+// spill: at head dim 192 in bf16 (one row per pass), 32 passes (t64.w2, t128.w4) spilled 12 bytes
+// at 168 registers on sm_80, 16 passes none.
+constexpr int kMaxPaddedCopyPasses = 16;
 ATTN_HOST_DEVICE constexpr int row_elements(int head_dim) {
   return head_dim + 8;
 }
@@ -95,6 +104,7 @@ enum Rule : int {
   kBlockTokens,   // block_tokens must be 16 * warps * k and at most 256
   kSharedMemory,  // more than kMaxSharedBytes of shared memory
   kRegisters,     // too many registers per thread (would spill)
+  kCopyPasses,    // padded copy lanes: more than kMaxPaddedCopyPasses copy passes (would spill)
 };
 
 // Why a config breaks each rule (kernels/rule_message.hpp fills the {placeholders}).
@@ -115,6 +125,9 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
     case kRegisters:
       return "too many registers per thread (estimate {register_estimate}, limit "
              "{register_limit}): lower tile_tokens or raise warps";
+    case kCopyPasses:
+      return "head_dim {head_dim}: a warp copies its tile_tokens / warps keys in {copy_passes} "
+             "passes, over {copy_pass_limit} (would spill): lower tile_tokens or raise warps";
     default:
       return "invalid config";
   }
@@ -132,6 +145,9 @@ ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, 
   if (shared_bytes(head_dim, warps, block_tokens, stages, kv_bytes) > kMaxSharedBytes)
     return kSharedMemory;
   if (register_estimate(head_dim, warps, block_tokens) > kMaxRegisterEstimate) return kRegisters;
+  if (copy_lanes(head_dim, kv_bytes) != copy_chunks(head_dim, kv_bytes) &&
+      copy_passes(head_dim, kv_bytes, warps, block_tokens) > kMaxPaddedCopyPasses)
+    return kCopyPasses;
   return kOk;
 }
 

@@ -42,7 +42,9 @@ std::string describe_rule(int rule, const Sm80MmaConfig& c, int head_dim, int kv
        {"shared_bytes", c.shared_bytes(head_dim, kv_bytes)},
        {"shared_limit", traits::kMaxSharedBytes},
        {"register_estimate", traits::register_estimate(head_dim, c.warps, c.tile_tokens)},
-       {"register_limit", traits::kMaxRegisterEstimate}});
+       {"register_limit", traits::kMaxRegisterEstimate},
+       {"copy_passes", traits::copy_passes(head_dim, kv_bytes, c.warps, c.tile_tokens)},
+       {"copy_pass_limit", traits::kMaxPaddedCopyPasses}});
 }
 
 // The tunable axes; the defaults are the fastest of a sweep on an H200 (BENCHMARKS.md,

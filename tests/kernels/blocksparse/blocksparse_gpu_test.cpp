@@ -169,12 +169,12 @@ TEST(BlockSparseDecodeGpu, EveryAcceptedConfigMatchesTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("blocksparse.sm80_mma_decode");
   const Target target = Target::cuda(testing::gpu().device());
-  for (int head_dim : {64, 128}) {
+  for (int head_dim : {64, 80, 96, 128, 192}) {
     testing::SpecShape shape;
     shape.q_heads = 16;
     shape.kv_heads = 2;  // GQA 8
     shape.head_dim = head_dim;
-    shape.dtype = head_dim == 64 ? DType::fp16 : DType::bf16;
+    shape.dtype = head_dim == 64 || head_dim == 96 ? DType::fp16 : DType::bf16;
     shape.seed = uint64_t(head_dim);
     WorkloadSpec spec = testing::make_decode_spec(shape, {0, 63, 64, 700, 2049, 130});
     spec.mask.block_sparse = phi3_layout(128, 3, 4, 2);

@@ -184,6 +184,18 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(blocksparse::sm80_mma_decode::check(64, 16, 1, 2), blocksparse::sm80_mma_decode::kOk);
   EXPECT_EQ(blocksparse::sm80_mma_decode::check(256, 64, 4, 3),
             blocksparse::sm80_mma_decode::kHeadDim);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(72, 64, 4, 3),
+            blocksparse::sm80_mma_decode::kHeadDim);
+  // 80, 96, 192: rows copied by a power-of-two group of lanes, some idle.
+  for (int d : {80, 96, 192}) {
+    EXPECT_EQ(blocksparse::sm80_mma_decode::check(d, 64, 4, 3), blocksparse::sm80_mma_decode::kOk)
+        << d;
+  }
+  EXPECT_EQ(copy_lanes(64), 8);
+  EXPECT_EQ(copy_lanes(80), 16);
+  EXPECT_EQ(copy_lanes(96), 16);
+  EXPECT_EQ(copy_lanes(128), 16);
+  EXPECT_EQ(copy_lanes(192), 32);
   EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 3, 3),
             blocksparse::sm80_mma_decode::kWarps);
   EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 4, 1),

@@ -60,6 +60,11 @@ TEST(Sm80MmaTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(96, 4, 64, 3), kOk);
   EXPECT_EQ(check(80, 4, 64, 3, 1), kOk);
   EXPECT_EQ(check(192, 2, 32, 2), kOk);
+  EXPECT_EQ(check(192, 8, 128, 2), kOk);          // 16 keys per warp, one row per pass
+  EXPECT_EQ(check(192, 4, 128, 2), kCopyPasses);  // 32 keys per warp, one row per pass
+  EXPECT_EQ(check(192, 2, 64, 2), kCopyPasses);
+  EXPECT_EQ(check(192, 2, 64, 2, 1), kOk);  // fp8: two rows per pass
+  EXPECT_EQ(check(256, 2, 64, 2), kOk);     // unpadded copy lanes: no pass limit
   EXPECT_EQ(check(72, 4, 64, 3), kHeadDim);
   EXPECT_EQ(check(112, 4, 64, 3), kHeadDim);
   EXPECT_EQ(check(128, 3, 48, 3), kWarps);
@@ -140,6 +145,11 @@ TEST(Sm80MmaGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
                   break;
                 case paged_decode::sm80_mma::kRegisters:
                   EXPECT_NE(why.find("registers"), std::string::npos) << why;
+                  break;
+                case paged_decode::sm80_mma::kCopyPasses:
+                  EXPECT_TRUE(head_dim == 80 || head_dim == 96 || head_dim == 192)
+                      << config.key();  // padded copy lanes only
+                  EXPECT_NE(why.find("passes"), std::string::npos) << why;
                   break;
                 default:
                   ADD_FAILURE() << "unexpected rule " << rule << " for " << config.key();
