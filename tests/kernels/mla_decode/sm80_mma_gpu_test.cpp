@@ -47,17 +47,7 @@ TEST(MlaSm80MmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
     const nlohmann::json spec = testing::random_latent_spec(rng);
     const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
-    KernelConfig config = variant.default_config(batch, target);
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      KernelConfig candidate;
-      for (const ConfigAxis& axis : variant.space(batch, target)) {
-        candidate.set(axis.name, pick(rng, axis.values));
-      }
-      if (variant.check(batch, candidate, target)) {
-        config = candidate;
-        break;
-      }
-    }
+    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng);
     ASSERT_TRUE(variant.check(batch, config, target)) << describe(spec, config);
     const Measurement m = evaluate_once(batch, variant, config);
     EXPECT_EQ(m.disposition, Disposition::passed) << describe(spec, config) << ": " << m.reason;

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/variant.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn::testing {
@@ -14,6 +15,20 @@ namespace attn::testing {
 template <typename T>
 const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
   return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+// A random config of `variant`'s space that it accepts for `batch` on `target` (20 draws), or its
+// default config when no draw is accepted.
+inline KernelConfig random_accepted_config(const Variant& variant, const Batch& batch,
+                                           const Target& target, std::mt19937_64& rng) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    KernelConfig candidate;
+    for (const ConfigAxis& axis : variant.space(batch, target)) {
+      candidate.set(axis.name, pick(rng, axis.values));
+    }
+    if (variant.check(batch, candidate, target)) return candidate;
+  }
+  return variant.default_config(batch, target);
 }
 
 // Head dims the paged_decode GPU kernels run: every one (sm80_simt, sm80_mma), or those of the

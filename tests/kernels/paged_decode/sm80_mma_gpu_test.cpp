@@ -154,16 +154,7 @@ TEST_P(Sm80MmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
     const Batch batch = generate_batch(make_spec(shape, contexts, features));
 
     // A random config the variant accepts (the default when the draws are all invalid).
-    KernelConfig config = variant.default_config(batch, target);
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      KernelConfig candidate;
-      for (const ConfigAxis& axis : variant.space(batch, target))
-        candidate.set(axis.name, pick(rng, axis.values));
-      if (variant.check(batch, candidate, target)) {
-        config = candidate;
-        break;
-      }
-    }
+    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng);
     if (!expect_passed(batch, config)) budget.declined();
   }
   // sm90_tma runs fp8 pools and pages its TMA boxes cannot tile (1, 2, 5, 31 keys) on the

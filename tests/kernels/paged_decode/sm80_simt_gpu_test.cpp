@@ -80,16 +80,7 @@ TEST(Sm80SimtGpu, RandomBatchesConfigsAndDataMatchTheReference) {
     const Batch batch = generate_batch(spec);
 
     // A random config the traits accept (the default when the draw is invalid).
-    KernelConfig config = sm80_simt.default_config(batch, target);
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      KernelConfig candidate;
-      for (const ConfigAxis& axis : sm80_simt.space(batch, target))
-        candidate.set(axis.name, pick(rng, axis.values));
-      if (sm80_simt.check(batch, candidate, target)) {
-        config = candidate;
-        break;
-      }
-    }
+    const KernelConfig config = testing::random_accepted_config(sm80_simt, batch, target, rng);
     const Measurement m = evaluate_once(batch, config);
     EXPECT_EQ(m.disposition, Disposition::passed)
         << describe(batch.spec, config) << ": " << m.reason;
