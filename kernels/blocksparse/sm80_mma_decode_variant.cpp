@@ -173,9 +173,9 @@ class DecodeVariant : public Variant {
 
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const BlockSparseDecodePlan plan = blocksparse_decode_plan(batch, c.tile_n);
-    buffers.push_back(upload_int32(*context.cuda, plan.ctas));
-    buffers.push_back(upload_int32(*context.cuda, plan.entry_begin));
-    buffers.push_back(upload_int32(*context.cuda, plan.entries));
+    buffers.push_back(upload_array(*context.cuda, plan.ctas));
+    buffers.push_back(upload_array(*context.cuda, plan.entry_begin));
+    buffers.push_back(upload_array(*context.cuda, plan.entries));
 
     BlockSparseDecodeParams p{};
     p.q = problem.q();

@@ -173,9 +173,9 @@ class MmaVariant : public Variant {
 
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const std::vector<int32_t> tiles = blocksparse_mma_schedule(batch, c.tile_m, c.tile_n);
-    buffers.push_back(upload_int32(*context.cuda, tiles));
-    buffers.push_back(upload_int32(*context.cuda, layout.crow));
-    buffers.push_back(upload_int32(*context.cuda, layout.col));
+    buffers.push_back(upload_array(*context.cuda, tiles));
+    buffers.push_back(upload_array(*context.cuda, layout.crow));
+    buffers.push_back(upload_array(*context.cuda, layout.col));
 
     BlockSparseMmaParams p{};
     p.q = problem.q();

@@ -174,9 +174,9 @@ class Sm90WgmmaVariant : public Variant {
     const BlockSparseSm90Plan plan = blocksparse_sm90_plan(batch, c.consumers, c.tile_n);
     ATTN_ASSERT(plan.num_items() <= std::numeric_limits<int>::max(),
                 "blocksparse.sm90_wgmma: more work items than an int counts");
-    buffers.push_back(upload_int32(*context.cuda, plan.items));
-    buffers.push_back(upload_int32(*context.cuda, plan.entries));
-    buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));
+    buffers.push_back(upload_array(*context.cuda, plan.items));
+    buffers.push_back(upload_array(*context.cuda, plan.entries));
+    buffers.push_back(upload_array(*context.cuda, std::vector<int32_t>{0, 0}));
 
     // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
     // without keys (never the case with query tokens) nothing would read it.

@@ -4,16 +4,11 @@
 
 #include "base/errors.hpp"
 #include "kernels/flash_fwd/gather_kv_params.hpp"
+#include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"  // paged_pool_strides
 #include "workloads/batch_data.hpp"                        // pool_offset
 
 namespace attn {
-
-DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values) {
-  DeviceBuffer buffer(cuda, std::max<size_t>(1, values.size()) * sizeof(int32_t));
-  if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(int32_t));
-  return buffer;
-}
 
 std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
                                                CUfunction gather) {
@@ -25,7 +20,7 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
   buffers.emplace_back(*context.cuda, std::max<size_t>(16, row_bytes * size_t(m.head_dim)));
   buffers.emplace_back(*context.cuda,
                        std::max<size_t>(16, row_bytes * size_t(m.effective_v_head_dim())));
-  buffers.push_back(upload_int32(
+  buffers.push_back(upload_array(
       *context.cuda, std::vector<int32_t>(batch.cu_seqlens_kv.begin(), batch.cu_seqlens_kv.end())));
 
   FlashFwdGatherParams g{};

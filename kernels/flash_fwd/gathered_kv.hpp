@@ -1,17 +1,14 @@
-// Host helpers of the CUDA kernels that read K/V gathered into contiguous buffers
+// Host side of the CUDA kernels that read K/V gathered into contiguous buffers
 // (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse.sm80_mma, blocksparse.sm80_mma_decode):
-// int32 uploads, and the gather itself, run once in prepare() (outside any timing) with
-// flash_fwd_gather_kv (gather_kv.cuh).
+// the gather, run once in prepare() (outside any timing) with flash_fwd_gather_kv
+// (gather_kv.cuh).
 #pragma once
 
-#include <cstdint>
 #include <vector>
 
 #include "kernels/variant.hpp"
 
 namespace attn {
-
-DeviceBuffer upload_int32(const CudaContext& cuda, const std::vector<int32_t>& values);
 
 // K as [total_kv, num_kv_heads, head_dim], V as [total_kv, num_kv_heads, v_head_dim] (V no wider
 // than K) and cu_seqlens_kv as int32, in this order;

@@ -200,7 +200,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     // gathered once from the paged pool.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const std::vector<int32_t> tiles = flash_fwd_tile_schedule(batch, c.tile_m, c.tile_n);
-    buffers.push_back(upload_int32(*context.cuda, tiles));
+    buffers.push_back(upload_array(*context.cuda, tiles));
 
     FlashFwdParams p{};
     p.q = problem.q();

@@ -253,8 +253,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
       order_shape.stack_heads = c.consumers;
     }
     const std::vector<int32_t> work = flash_fwd_work_order(tiles, order_shape);
-    buffers.push_back(upload_int32(*context.cuda, work));
-    buffers.push_back(upload_int32(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
+    buffers.push_back(upload_array(*context.cuda, work));
+    buffers.push_back(upload_array(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 
     // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
     // without keys (never the case with query tokens) nothing would read it.

@@ -69,8 +69,8 @@ class MlaSm80MmaVariant : public Variant {
            "merged in-kernel by LSE";
   }
 
-  // The family's scope with a 16-bit latent cache (fp8 is not implemented here) and rope widths
-  // of whole 128-byte lines.
+  // The family's scope over a latent cache of Q's 16-bit dtype (an fp8 cache is declined with its
+  // reason) and rope widths that keep latent rows whole 128-byte lines.
   FeatureSet features() const override {
     return mla_decode_common_features()
         .with(feature::kQkRopeHeadDim, {64, 128})

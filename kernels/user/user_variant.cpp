@@ -113,8 +113,8 @@ class UserVariant : public Variant {
 
     // The CSR page table is not part of a device problem: uploaded here, owned by the launcher.
     std::vector<DeviceBuffer> owned;
-    owned.push_back(upload(context, batch.page_indptr));
-    owned.push_back(upload(context, batch.page_indices));
+    owned.push_back(upload_array(*context.cuda, batch.page_indptr));
+    owned.push_back(upload_array(*context.cuda, batch.page_indices));
 
     const ModelShape& m = batch.spec.model;
     AttnUserParams p{};
@@ -196,13 +196,6 @@ class UserVariant : public Variant {
     if (dtype == DType::fp16) return ATTN_DTYPE_FP16;
     if (dtype == DType::fp8_e4m3) return ATTN_DTYPE_FP8_E4M3;
     return ATTN_DTYPE_BF16;
-  }
-
-  template <typename T>
-  static DeviceBuffer upload(const ExecContext& context, const std::vector<T>& values) {
-    DeviceBuffer buffer(*context.cuda, std::max<size_t>(1, values.size()) * sizeof(T));
-    if (!values.empty()) buffer.upload(values.data(), values.size() * sizeof(T));
-    return buffer;
   }
 
   std::string kernel_expression(const UserLaunch& launch) const {

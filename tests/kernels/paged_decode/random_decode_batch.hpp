@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/variant.hpp"
@@ -15,6 +16,39 @@ namespace attn::testing {
 template <typename T>
 const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
   return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+// The cases of the paged_decode tests of head dims 80, 96 and 192: each head dim in every KV dtype
+// (bf16, fp16; fp8 per tensor with bf16 Q, per head with fp16 Q), both layouts and page sizes 1,
+// 16 and 12, over `q_heads` / `kv_heads` heads with shuffled pages: 3 x 4 x 2 x 3 = 72 shapes.
+struct OtherHeadDimCase {
+  SpecShape shape;
+  int fp8 = 0;  // 0: K/V of Q's dtype; 1: fp8 per tensor; 2: fp8 per head
+};
+inline std::vector<OtherHeadDimCase> other_head_dim_cases(int q_heads, int kv_heads) {
+  std::vector<OtherHeadDimCase> cases;
+  const std::pair<DType, int> kvs[] = {
+      {DType::bf16, 0}, {DType::fp16, 0}, {DType::bf16, 1}, {DType::fp16, 2}};
+  for (int head_dim : {80, 96, 192}) {
+    for (const auto& [dtype, fp8] : kvs) {
+      for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+        for (int page_size : {1, 16, 12}) {
+          OtherHeadDimCase c;
+          c.shape.q_heads = q_heads;
+          c.shape.kv_heads = kv_heads;
+          c.shape.head_dim = head_dim;
+          c.shape.dtype = dtype;
+          c.shape.layout = layout;
+          c.shape.page_size = page_size;
+          c.shape.allocation = PageAllocation::shuffled;
+          c.shape.seed = uint64_t(head_dim * 1000 + page_size * 10 + fp8);
+          c.fp8 = fp8;
+          cases.push_back(c);
+        }
+      }
+    }
+  }
+  return cases;
 }
 
 // A random config of `variant`'s space that it accepts for `batch` on `target` (20 draws), or its

@@ -305,33 +305,12 @@ TEST_P(Sm80MmaGpu, HeadDims80_96And192InEveryKvDtypeLayoutAndPageMatchTheReferen
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
   const Target target = Target::cuda(testing::gpu().device());
-  struct Kv {
-    DType dtype;
-    int fp8;  // Features::fp8
-  };
   std::vector<Batch> batches;
-  batches.reserve(72);
-  for (int head_dim : {80, 96, 192}) {
-    for (const Kv& kv :
-         {Kv{DType::bf16, 0}, Kv{DType::fp16, 0}, Kv{DType::bf16, 1}, Kv{DType::fp16, 2}}) {
-      for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
-        for (int page_size : {1, 16, 12}) {
-          testing::SpecShape shape;
-          shape.q_heads = 6;
-          shape.kv_heads = 2;
-          shape.head_dim = head_dim;
-          shape.dtype = kv.dtype;
-          shape.layout = layout;
-          shape.page_size = page_size;
-          shape.allocation = PageAllocation::shuffled;
-          shape.seed = uint64_t(head_dim * 1000 + page_size * 10 + kv.fp8);
-          Features features;
-          features.fp8 = kv.fp8;
-          features.sinks = page_size == 12;
-          batches.push_back(generate_batch(make_spec(shape, {0, 17, 300}, features)));
-        }
-      }
-    }
+  for (const testing::OtherHeadDimCase& c : testing::other_head_dim_cases(6, 2)) {
+    Features features;
+    features.fp8 = c.fp8;
+    features.sinks = c.shape.page_size == 12;
+    batches.push_back(generate_batch(make_spec(c.shape, {0, 17, 300}, features)));
   }
   std::vector<std::pair<const Batch*, KernelConfig>> runs;
   for (const Batch& batch : batches) {

@@ -159,49 +159,28 @@ TEST(Sm80SimtGpu, HeadDims80_96And192InEveryKvDtypeLayoutAndPageMatchTheReferenc
   const Registry registry = make_registry();
   const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
   const Target target = Target::cuda(testing::gpu().device());
-  struct Kv {
-    DType dtype;
-    int fp8;  // 0: K/V of Q's dtype; 1: fp8 per tensor; 2: fp8 per head
-  };
   int runs = 0;
-  for (int head_dim : {80, 96, 192}) {
-    for (const Kv& kv :
-         {Kv{DType::bf16, 0}, Kv{DType::fp16, 0}, Kv{DType::bf16, 1}, Kv{DType::fp16, 2}}) {
-      for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
-        for (int page_size : {1, 16, 12}) {
-          testing::SpecShape shape;
-          shape.q_heads = 8;
-          shape.kv_heads = 2;
-          shape.head_dim = head_dim;
-          shape.dtype = kv.dtype;
-          shape.layout = layout;
-          shape.page_size = page_size;
-          shape.allocation = PageAllocation::shuffled;
-          shape.seed = uint64_t(head_dim * 1000 + page_size * 10 + kv.fp8);
-          WorkloadSpec spec = testing::make_decode_spec(shape, {0, 17, 300});
-          if (kv.fp8 > 0) {
-            spec.model.kv_dtype = DType::fp8_e4m3;
-            spec.model.kv_scale =
-                kv.fp8 == 2 ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
-          }
-          if (page_size == 12) spec.model.attention_sinks = true;
-          const Batch batch = generate_batch(spec);
-          KernelConfig fixed = sm80_simt.default_config(batch, target);
-          fixed.set("heads_per_cta", 2);
-          fixed.set("num_splits", 3);
-          for (const KernelConfig& config : {sm80_simt.default_config(batch, target), fixed}) {
-            ASSERT_TRUE(sm80_simt.check(batch, config, target))
-                << describe(batch.spec, config) << ": "
-                << sm80_simt.check(batch, config, target).reason;
-            const Measurement m = evaluate_once(batch, config);
-            EXPECT_EQ(m.disposition, Disposition::passed)
-                << describe(batch.spec, config) << ": " << m.reason;
-            EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch.spec, config);
-            EXPECT_EQ(m.verification.reference, "cpu_reference") << describe(batch.spec, config);
-            ++runs;
-          }
-        }
-      }
+  for (const testing::OtherHeadDimCase& c : testing::other_head_dim_cases(8, 2)) {
+    WorkloadSpec spec = testing::make_decode_spec(c.shape, {0, 17, 300});
+    if (c.fp8 > 0) {
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale =
+          c.fp8 == 2 ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+    }
+    if (c.shape.page_size == 12) spec.model.attention_sinks = true;
+    const Batch batch = generate_batch(spec);
+    KernelConfig fixed = sm80_simt.default_config(batch, target);
+    fixed.set("heads_per_cta", 2);
+    fixed.set("num_splits", 3);
+    for (const KernelConfig& config : {sm80_simt.default_config(batch, target), fixed}) {
+      ASSERT_TRUE(sm80_simt.check(batch, config, target))
+          << describe(batch.spec, config) << ": " << sm80_simt.check(batch, config, target).reason;
+      const Measurement m = evaluate_once(batch, config);
+      EXPECT_EQ(m.disposition, Disposition::passed)
+          << describe(batch.spec, config) << ": " << m.reason;
+      EXPECT_EQ(m.verification.nonfinite, 0) << describe(batch.spec, config);
+      EXPECT_EQ(m.verification.reference, "cpu_reference") << describe(batch.spec, config);
+      ++runs;
     }
   }
   EXPECT_EQ(runs, 3 * 4 * 2 * 3 * 2);
