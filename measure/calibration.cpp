@@ -11,16 +11,13 @@
 #include "kernels/exec_context.hpp"
 #include "measure/clock_probe.hpp"
 #include "measure/nvml_monitor.hpp"
+#include "measure/stream_program.hpp"
 #include "measure/timing_core.hpp"
 
 namespace attn {
 
 namespace {
 
-std::string stream_kernel(const char* name, int threads, int unroll) {
-  return std::string("attn::") + name + "<" + std::to_string(threads) + ", " +
-         std::to_string(unroll) + ">";
-}
 std::string wgmma_kernel(int bn, int consumers, int stages, int group_m) {
   return "attn::gemm_sm90_wgmma<" + std::to_string(bn) + ", " + std::to_string(consumers) + ", " +
          std::to_string(stages) + ", " + std::to_string(group_m) + ">";
@@ -75,16 +72,6 @@ std::vector<uint16_t> random_matrix(size_t elements, uint64_t seed) {
 }
 
 }  // namespace
-
-JitProgram stream_program(const std::string& arch, int threads, int unroll) {
-  JitProgram program;
-  program.name = "calibrate.stream.t" + std::to_string(threads) + ".u" + std::to_string(unroll);
-  program.source = "#include \"kernels/calibrate/stream.cuh\"\n";
-  program.kernels = {stream_kernel("stream_read", threads, unroll),
-                     stream_kernel("stream_copy", threads, unroll)};
-  program.arch = arch;
-  return program;
-}
 
 JitProgram gemm_wgmma_program(const std::string& arch, int bn, int consumers, int stages,
                               int group_m) {

@@ -39,8 +39,8 @@ struct CalibrationOptions {
   bool skip_gemm = false;
 };
 
-// The programs calibrate compiles (also compiled by the CPU tests, which have NVRTC but no GPU).
-JitProgram stream_program(const std::string& arch, int threads, int unroll);
+// The programs calibrate compiles besides stream_program (measure/stream_program.hpp); the CPU
+// tests, which have NVRTC but no GPU, compile them too.
 JitProgram gemm_wgmma_program(const std::string& arch, int bn, int consumers, int stages,
                               int group_m);
 JitProgram gemm_mma_sync_program(const std::string& arch, int stages);

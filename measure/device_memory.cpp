@@ -22,11 +22,11 @@ DeviceMemoryNeed device_memory_need(const Batch& batch, bool gpu_reference, bool
     need.reference = m.reference;
     if (device_fill) need.reference += 2 * m.query + m.kv_pools + m.block_table;
   }
-  // The flush buffer is twice the L2; the rotation's copies of small problems add up to about
+  // The flush's two buffers are twice the L2 each; the rotation's copies of small problems add up to about
   // twice the L2 more (measure/evaluator.cpp). Copies of a large problem whose launch reads little
   // of it (a short window) are made only in half the memory still free when the case is timed
   // (measure/rotation_copies.hpp), so they are not part of this need.
-  need.timing = std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
+  need.timing = 2 * std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
   // Split-KV partial outputs and other workspaces, the modules of the variants, and the rounding
   // of every allocation: a tenth of the rest, and 256 MiB.
   need.margin =

@@ -75,7 +75,7 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   e->stream_ = std::make_unique<Stream>(*e->cuda_);
   e->loader_ = std::make_unique<KernelLoader>(*e->cuda_, jit);
   e->workspace_ = std::make_unique<Workspace>(*e->cuda_);
-  e->flusher_ = std::make_unique<L2Flusher>(*e->cuda_, size_t(device.l2_bytes));
+  e->flusher_ = std::make_unique<L2Flusher>(*e->cuda_, *e->loader_, size_t(device.l2_bytes));
   try {
     e->probe_ = std::make_unique<ClockProbe>(*e->cuda_, *e->loader_, device.arch());
   } catch (const Error& error) {  // measure anyway, without clock filtering, and say so

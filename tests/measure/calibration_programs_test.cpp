@@ -8,6 +8,7 @@
 #include "base/errors.hpp"
 #include "measure/calibration.hpp"
 #include "measure/clock_probe.hpp"
+#include "measure/stream_program.hpp"
 
 namespace attn {
 namespace {

@@ -28,7 +28,7 @@ TEST(DeviceMemoryNeed, CountsTheInputsTheReferenceAndTheTimingBuffers) {
   const DeviceMemoryNeed plain = device_memory_need(batch, false, false, l2);
   EXPECT_EQ(plain.inputs, 2 * q + pools + table + 4 * batch.num_seqs + 4 * (batch.num_seqs + 1));
   EXPECT_EQ(plain.reference, 0);
-  EXPECT_EQ(plain.timing, 6 * l2);
+  EXPECT_EQ(plain.timing, 8 * l2);
   EXPECT_GE(plain.margin, int64_t(256) << 20);
   EXPECT_EQ(plain.total(),
             plain.inputs + plain.masks + plain.reference + plain.timing + plain.margin);

@@ -7,9 +7,11 @@ The same steps as measure/timing_core.cpp, for a Python callable:
             standard deviation of the resampled medians over the median; past 64 samples looked at
             again only after the set grew by 1/16) is at or under `noise` with at least min_samples
             kept, or at max_samples, or after max_seconds (twice that while none is kept);
-  a sample  events: the L2 flushed (a buffer of twice the L2 zeroed, enqueued before the start
-            event, so it is not timed), a CUDA event, the call, a CUDA event, synchronise; cpu: a
-            monotonic clock around the call (the test peers, which run in numpy).
+  a sample  events: the L2 flushed and left clean (a buffer of twice the L2 zeroed, then a second
+            one of that size read, so the zeroing's dirty lines are written back before the start
+            event, not inside the call; both enqueued before the start event, so not timed), a CUDA
+            event, the call, a CUDA event, synchronise; cpu: a monotonic clock around the call
+            (the test peers, which run in numpy).
 
 What is not here: the graph timer (peers are timed with events only, so a sample of a peer
 includes its host-side dispatch wherever the host is slower than the flush ahead of it; see
@@ -97,10 +99,12 @@ class EventTimer:
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             l2 = int(getattr(props, "L2_cache_size", 0) or 0) or 64 * 1024 * 1024
             self.flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+            self.clean = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
 
     def sample_us(self, call):
         if self.flush is not None:
             self.flush.zero_()
+            self.clean.amax()  # read only: evicts the zeroing's dirty lines, leaves clean ones
         self.start.record()
         call()
         self.stop.record()
