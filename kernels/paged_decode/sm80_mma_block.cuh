@@ -88,7 +88,7 @@ struct WarpState {
   }
 };
 
-// Q's A fragments: kept in registers up to kMaxHeadDimQInRegisters, else re-read per k16 step
+// Q's A fragments: kept in registers where q_in_registers says so, else re-read per k16 step
 // from the padded Q tile (16 rows of row_elements(HEAD_DIM) 16-bit elements). For fp8 K/V the dims
 // are permuted, identically in Q and K (a dot product does not care), so that a lane's 4 dims of
 // a k16 step are 4 adjacent bytes: logical dims {2t, 2t+1, 2t+8, 2t+9} of the mma fragment
@@ -96,7 +96,8 @@ struct WarpState {
 template <bool KV_FP8, int HEAD_DIM>
 struct QFragments {
   static constexpr int K_STEPS = HEAD_DIM / 16;
-  static constexpr bool IN_REGISTERS = HEAD_DIM <= paged_decode::sm80_mma::kMaxHeadDimQInRegisters;
+  static constexpr bool IN_REGISTERS =
+      paged_decode::sm80_mma::q_in_registers(HEAD_DIM, KV_FP8 ? 1 : 2);
   static constexpr int HELD = IN_REGISTERS ? K_STEPS : 1;
   static constexpr int ROW = paged_decode::sm80_mma::row_elements(HEAD_DIM);
   unsigned int a[HELD][4];

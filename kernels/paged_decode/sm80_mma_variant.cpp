@@ -41,7 +41,7 @@ std::string describe_rule(int rule, const Sm80MmaConfig& c, int head_dim, int kv
        {"keys_per_slice", 16 * c.warps},
        {"shared_bytes", c.shared_bytes(head_dim, kv_bytes)},
        {"shared_limit", traits::kMaxSharedBytes},
-       {"register_estimate", traits::register_estimate(head_dim, c.warps, c.tile_tokens)},
+       {"register_estimate", traits::register_estimate(head_dim, c.warps, c.tile_tokens, kv_bytes)},
        {"register_limit", traits::kMaxRegisterEstimate},
        {"copy_passes", traits::copy_passes(head_dim, kv_bytes, c.warps, c.tile_tokens)},
        {"copy_pass_limit", traits::kMaxPaddedCopyPasses}});

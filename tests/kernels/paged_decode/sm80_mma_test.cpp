@@ -98,6 +98,14 @@ TEST(Sm80MmaTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(copy_lanes(96, 1), 8);
   EXPECT_EQ(copy_lanes(192, 2), 32);
   EXPECT_EQ(copy_lanes(256, 2), 32);
+  // Q's fragments stay in registers for 16-bit K/V up to head dim 128 only; fp8 K/V re-read them,
+  // and the register estimate counts them only where they are held.
+  EXPECT_TRUE(q_in_registers(128, 2));
+  EXPECT_FALSE(q_in_registers(192, 2));
+  EXPECT_FALSE(q_in_registers(128, 1));
+  EXPECT_FALSE(q_in_registers(64, 1));
+  EXPECT_EQ(register_estimate(128, 2, 32, 2) - register_estimate(128, 2, 32, 1), 128 / 4);
+  EXPECT_EQ(register_estimate(256, 2, 32, 2), register_estimate(256, 2, 32, 1));
   // The cross-warp merge always fits into the stage buffers it reuses.
   for (int d : {64, 80, 96, 128, 192, 256}) {
     for (int w : {1, 2, 4, 8}) EXPECT_LE(merge_bytes(d, w), 2 * stage_bytes(d, 16 * w)) << d << w;
