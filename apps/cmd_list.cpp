@@ -2,7 +2,8 @@
 // axes, and the built-in presets. FILTER keeps the variants and presets whose name matches it (a
 // glob with '*' or '?', else a part of the name). On a terminal the descriptions wrap under their
 // column; elsewhere each entry is one line, for grep. --coverage prints instead which variants
-// take which head dim, KV dtype, layout and page size (kernels/coverage.hpp), per family.
+// take which head dim, KV dtype, layout and page size (kernels/coverage.hpp), per family, and for
+// latent attention which latent shape, cache dtype and page size (kernels/latent_coverage.hpp).
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "apps/commands.hpp"
 #include "base/glob.hpp"
 #include "kernels/coverage.hpp"
+#include "kernels/latent_coverage.hpp"
 #include "kernels/registry.hpp"
 #include "results/table.hpp"
 #include "workloads/presets.hpp"
@@ -104,15 +106,12 @@ void list_coverage(const ListArgs& args) {
   families.erase(std::remove_if(families.begin(), families.end(),
                                 [](Family family) { return !in_coverage_matrix(family); }),
                  families.end());
-  if (families.empty()) {
-    throw UsageError("'" + args.filter + "' matches only " + to_string(outside.front()) +
-                     ", which the coverage matrix leaves out: multi-head latent attention is "
-                     "shaped by kv_lora_rank and qk_rope_head_dim, not by the matrix' head dims "
-                     "and layouts (`attn-bench list " +
-                     to_string(outside.front()) + " -v` lists what its variants take)");
-  }
-  const std::vector<CoverageCell> matrix = coverage_matrix(registry);
+  const std::vector<CoverageCell> matrix =
+      families.empty() ? std::vector<CoverageCell>{} : coverage_matrix(registry);
   const CoverageAxes& axes = coverage_axes();
+  const std::vector<LatentCoverageCell> latent =
+      outside.empty() ? std::vector<LatentCoverageCell>{} : latent_coverage_matrix(registry);
+  const LatentCoverageAxes& latent_axes = latent_coverage_axes();
 
   if (args.json) {
     nlohmann::ordered_json out;
@@ -141,6 +140,30 @@ void list_coverage(const ListArgs& args) {
     }
     out["left_out"] = nlohmann::ordered_json::array();  // families the matrix has no cells for
     for (Family family : outside) out["left_out"].push_back(to_string(family));
+    // Their own table: latent attention by latent shape, cache dtype and page size.
+    nlohmann::ordered_json table = {{"axes",
+                                     {{"shape", latent_axes.shapes},
+                                      {"kv_dtype", latent_axes.kv_dtypes},
+                                      {"page_size", latent_axes.page_sizes}}},
+                                    {"families", nlohmann::ordered_json::array()}};
+    for (Family family : outside) {
+      nlohmann::ordered_json f = {{"name", to_string(family)},
+                                  {"variants", nlohmann::ordered_json::array()},
+                                  {"cells", nlohmann::ordered_json::array()}};
+      for (const Variant* v : variants[to_string(family)]) {
+        f["variants"].push_back({{"name", v->name()}, {"backend", to_string(v->backend())}});
+      }
+      for (const LatentCoverageCell& c : latent) {
+        if (c.family != family) continue;
+        f["cells"].push_back({{"shape", c.shape},
+                              {"kv_dtype", c.kv_dtype},
+                              {"page_size", c.page_size},
+                              {"gpu_variants", c.gpu_variants},
+                              {"cpu_variants", c.cpu_variants}});
+      }
+      table["families"].push_back(std::move(f));
+    }
+    out["latent"] = std::move(table);
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -148,9 +171,9 @@ void list_coverage(const ListArgs& args) {
   std::cout << "Which variants accept a representative workload of each cell (a CUDA variant on "
                "an sm_90 GPU, with some config of its space). Page sizes: 1; 16 (whole TMA "
                "boxes of 8 keys); other (12). 192x128: Q/K head dim 192, V 128.\n";
-  for (Family family : families) {
+  // A family's variants as letters: a legend line, and the letters of those in `names`.
+  auto legend_of = [&](Family family, std::map<std::string, char>& letter) {
     const std::string name = to_string(family);
-    std::map<std::string, char> letter;
     std::string legend;
     for (const Variant* v : variants[name]) {
       const char l = char('a' + letter.size());
@@ -158,6 +181,12 @@ void list_coverage(const ListArgs& args) {
       legend +=
           std::string(legend.empty() ? "" : "  ") + l + " " + v->name().substr(name.size() + 1);
     }
+    return legend;
+  };
+  for (Family family : families) {
+    const std::string name = to_string(family);
+    std::map<std::string, char> letter;
+    const std::string legend = legend_of(family, letter);
     std::cout << "\n" << name << ": " << legend << "\n";
     TextTable table;
     table.add_column("kv dtype", TextTable::Align::left);
@@ -190,11 +219,41 @@ void list_coverage(const ListArgs& args) {
     table.print(std::cout);
   }
   for (Family family : outside) {
+    std::map<std::string, char> letter;
+    const std::string legend = legend_of(family, letter);
     std::cout << "\n"
               << to_string(family)
-              << ": not in the matrix (multi-head latent attention: kv_lora_rank and "
-                 "qk_rope_head_dim, one latent cache; `attn-bench list "
-              << to_string(family) << " -v` lists what its variants take)\n";
+              << " (multi-head latent attention, not on the head-dim axes: a column per "
+                 "kv_lora_rank+qk_rope_head_dim, a row per latent cache dtype and page size): "
+              << legend << "\n";
+    TextTable table;
+    table.add_column("kv dtype", TextTable::Align::left);
+    table.add_column("pages", TextTable::Align::left);
+    for (const std::string& shape : latent_axes.shapes) {
+      table.add_column(shape, TextTable::Align::left);
+    }
+    for (const std::string& kv_dtype : latent_axes.kv_dtypes) {
+      for (const std::string& page_size : latent_axes.page_sizes) {
+        std::vector<std::string> row = {kv_dtype, page_size};
+        for (const std::string& shape : latent_axes.shapes) {
+          std::string letters;
+          for (const LatentCoverageCell& c : latent) {
+            if (c.family != family || c.shape != shape || c.kv_dtype != kv_dtype ||
+                c.page_size != page_size) {
+              continue;
+            }
+            for (const auto* names : {&c.gpu_variants, &c.cpu_variants}) {
+              for (const std::string& v : *names) {
+                if (letter.count(v)) letters += letter[v];
+              }
+            }
+          }
+          row.push_back(letters.empty() ? "-" : letters);
+        }
+        table.add_row(std::move(row));
+      }
+    }
+    table.print(std::cout);
   }
 }
 

@@ -144,6 +144,10 @@ bool accepts(const Variant& variant, const FeatureSet& declared, const Batch& ba
 
 }  // namespace
 
+bool accepts_with_some_config(const Variant& variant, const Batch& batch, const Target& target) {
+  return accepts(variant, variant.features(), batch, batch_features(batch), target);
+}
+
 bool in_coverage_matrix(Family family) {
   return !family_shapes(family).empty();
 }

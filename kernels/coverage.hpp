@@ -13,7 +13,8 @@
 //
 // The matrix covers the standard-attention families (heads of head_dim over num_kv_heads K/V
 // heads). mla_decode is left out: a latent workload's shape is kv_lora_rank and qk_rope_head_dim
-// over one latent cache, which the head-dim and layout axes do not describe (docs/mla-decode.md).
+// over one latent cache, which the head-dim and layout axes do not describe (docs/mla-decode.md);
+// it has a table of its own (latent_coverage.hpp).
 #pragma once
 
 #include <string>
@@ -45,6 +46,10 @@ struct CoverageCell {
   std::vector<std::string> gpu_variants;  // CUDA variants that accept it, in registry order
   std::vector<std::string> cpu_variants;  // CPU variants that accept it
 };
+
+// Whether `variant` takes `batch` on `target` with its default config or some config of its
+// space (the check every cell makes; the latent table, latent_coverage.hpp, makes it too).
+bool accepts_with_some_config(const Variant& variant, const Batch& batch, const Target& target);
 
 // Whether the matrix has cells for `family` (every family but mla_decode).
 bool in_coverage_matrix(Family family);

@@ -5,6 +5,7 @@
 
 #include "base/errors.hpp"
 #include "kernels/device/sticky_errors.hpp"
+#include "kernels/reference/gpu_reference.hpp"
 #include "kernels/reference/gpu_tiled_reference.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "measure/device_memory.hpp"
@@ -100,7 +101,7 @@ std::unique_ptr<Evaluator> Evaluator::on_cuda(const Batch& batch,
   e->context_.workspace = e->workspace_.get();
   e->reference_name_ =
       use_gpu_reference(batch, e->options_.reference, e->options_.gpu_reference_min_work)
-          ? kGpuTiledReferenceName
+          ? gpu_reference_name_for(batch)
           : "cpu_reference";
   return e;
 }
@@ -114,15 +115,17 @@ const std::vector<float>& Evaluator::reference() {
   if (reference_) return *reference_;
   if (!cuda_) {
     reference_ = naive_dense_attention(batch_, options_.cpu_threads);
-  } else if (reference_name_ == kGpuTiledReferenceName) {
+  } else if (reference_name_ == kGpuTiledReferenceName || reference_name_ == kGpuReferenceName) {
     // Computed before the first variant launch, so device_ holds the inputs as uploaded. A device
     // problem generated on the GPU would share its fill with the variants' inputs; the oracle reads
     // an upload of the host problem instead (freed once it has run), which keeps the check that the
     // two fills agree.
     std::optional<Problem> upload;
     if (device_generated_) upload.emplace(Problem::on_device(host_, *cuda_));
-    reference_ = gpu_tiled_paged_attention_reference(upload ? *upload : *device_, *cuda_, *loader_,
-                                                     *stream_);
+    const Problem& inputs = upload ? *upload : *device_;
+    reference_ = reference_name_ == kGpuReferenceName  // mla: the tiled one declines latent rows
+                     ? gpu_paged_attention_reference(inputs, *cuda_, *loader_, *stream_)
+                     : gpu_tiled_paged_attention_reference(inputs, *cuda_, *loader_, *stream_);
   } else {
     reference_ = paged_attention_reference(host_, options_.cpu_threads);
   }

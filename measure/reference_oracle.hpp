@@ -1,6 +1,7 @@
 // Which oracle verifies a CUDA evaluation: the CPU reference (double precision, multi-threaded;
-// kernels/reference/paged_attention_reference.hpp) or the tiled GPU reference (fp32;
-// kernels/reference/gpu_tiled_reference.hpp). Both implement the same semantics; the CPU one is the
+// kernels/reference/paged_attention_reference.hpp) or a GPU reference (fp32; the tiled one,
+// kernels/reference/gpu_tiled_reference.hpp, or for latent attention the naive one,
+// kernels/reference/gpu_reference.hpp). All implement the same semantics; the CPU one is the
 // stricter oracle and the GPU one the quick one. `auto` takes the GPU reference when the problem's
 // work, visible (q head, query, key) triples times head_dim, is at least a threshold: by default
 // what the CPU reference verifies in about 2 s on a 16-core host (docs/measurement.md). A CPU
@@ -28,8 +29,10 @@ inline constexpr double kDefaultGpuReferenceMinWork = 3.2e9;
 // with a narrower V (v_head_dim), visible pairs times the mean of the two widths.
 double reference_work(const Batch& batch);
 
-// Whether a CUDA evaluation of `batch` verifies against the GPU reference: never for a batch the
-// GPU reference declines (gpu_reference_supports: multi-head latent attention), which the CPU reference verifies whatever the oracle asked for.
+// Whether a CUDA evaluation of `batch` verifies against a GPU reference (the tiled one, or for
+// multi-head latent attention the naive one: gpu_reference_name_for): never for a batch the naive
+// GPU reference declines (gpu_reference_supports), which the CPU reference verifies whatever the
+// oracle asked for.
 bool use_gpu_reference(const Batch& batch, ReferenceOracle oracle, double min_work);
 
 // Why `oracle` chose as it did, for the run's header: "--reference gpu", or

@@ -14,7 +14,11 @@
 //      P = 2^(S * scale_log2 - max) goes to shared memory as 16-bit values.
 //   3. O += P V: V is the first rank columns of the same latent block (ldmatrix.trans); the output
 //      columns are dealt to the warps (rank / WARPS each), every warp reading all of P.
-// Three barriers per block. With one split the CTA normalises and writes its rows. With several,
+// Three barriers per block. An fp8 latent cache (KV_FP8) adds a step before 1: the block's fp8
+// rows, staged by cp.async (STAGES staging buffers in flight), are converted exactly into one
+// 16-bit block tile of Q's dtype, which 1 and 3 then read as they read a 16-bit stage (one more
+// barrier). The cache's scale is folded into the score scale and into the output's normaliser,
+// never applied per element. With one split the CTA normalises and writes its rows. With several,
 // each writes its normalised rows and their log2-sum-exp to the partial buffers, and the last CTA
 // of the (sequence, row tile) to finish (a counter per pair) merges them into the output.
 #pragma once
@@ -34,6 +38,41 @@ namespace mla_sm80 {
 template <int CHUNKS>
 __device__ __forceinline__ unsigned swizzled(int row, int chunk) {
   return unsigned((row * CHUNKS + (chunk ^ (row & 7))) * 16);
+}
+
+// Copies `rows` fp8 rows of D bytes into a staging buffer (row r at r * D bytes, unswizzled), 4
+// threads per row (each thread the chunks sub, sub + 4, ...: 4 neighbours read 64 contiguous
+// bytes). D is a multiple of 64. source(r) is row r's global address, or null for a row to fill
+// with zeros.
+template <int D, int THREADS, class Source>
+__device__ __forceinline__ void copy_fp8_rows(unsigned char* staging, int rows, Source source) {
+  constexpr int CHUNKS = D / 16;
+  constexpr int ROWS_PER_PASS = THREADS / 4;
+  const int sub = threadIdx.x % 4;
+  for (int r = threadIdx.x / 4; r < rows; r += ROWS_PER_PASS) {
+    const unsigned char* src = source(r);
+#pragma unroll
+    for (int j = 0; j < CHUNKS / 4; ++j) {
+      const int chunk = 4 * j + sub;
+      unsigned char* dst = staging + r * D + chunk * 16;
+      cp_async_16(dst, src ? src + chunk * 16 : dst, src != nullptr);
+    }
+  }
+}
+
+// Converts `rows` staged fp8 rows (copy_fp8_rows) into the swizzled 16-bit tile the products read:
+// one 16-byte chunk (8 elements) per thread and step, from 8 staged bytes. Consecutive threads take
+// consecutive chunks of a row (D / 8 of them, a multiple of 8), so each quarter warp's stores fill
+// one 128-byte line's 8 swizzled chunks: no bank conflict; the loads are consecutive 8-byte words.
+template <int DTYPE, int D, int THREADS>
+__device__ __forceinline__ void convert_fp8_rows(unsigned char* tile, const unsigned char* staging,
+                                                 int rows) {
+  constexpr int CHUNKS = D / 8;
+  for (int i = threadIdx.x; i < rows * CHUNKS; i += THREADS) {
+    const int r = i / CHUNKS, chunk = i % CHUNKS;
+    const uint2 codes = *reinterpret_cast<const uint2*>(staging + i * 8);
+    *reinterpret_cast<uint4*>(tile + swizzled<CHUNKS>(r, chunk)) = e4m3x8_to_16bit<DTYPE>(codes);
+  }
 }
 
 // Copies `rows` rows of D 16-bit elements into a swizzled tile, 8 threads per row (each thread
@@ -57,11 +96,12 @@ __device__ __forceinline__ void copy_rows(unsigned char* tile, int rows, Source 
 }  // namespace mla_sm80
 
 template <int DTYPE, int RANK, int ROPE, int M_TILES, int BLOCK, int WARPS, int STAGES,
-          bool QK_DIMS>
+          bool QK_DIMS, bool KV_FP8>
 __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80Params p) {
   namespace traits = mla_decode::sm80_mma;
-  static_assert(traits::check(RANK, ROPE, M_TILES, BLOCK, WARPS, STAGES, QK_DIMS) == traits::kOk,
-                "mla_decode.sm80_mma config breaks a rule of sm80_mma_traits.hpp");
+  static_assert(
+      traits::check(RANK, ROPE, M_TILES, BLOCK, WARPS, STAGES, QK_DIMS, KV_FP8) == traits::kOk,
+      "mla_decode.sm80_mma config breaks a rule of sm80_mma_traits.hpp");
   constexpr int D = RANK + ROPE;
   constexpr int CHUNKS = D / 8;
   constexpr int ROWS = traits::tile_rows(M_TILES);
@@ -71,7 +111,9 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr int CW = RANK / WARPS;   // output columns per warp in O += P V
   constexpr int OT = CW / 8;         // n8 tiles of the warp's output
   constexpr int P_STRIDE = BLOCK + 8;
-  constexpr int STAGE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
+  // The pipeline's stage: a 16-bit block, or (KV_FP8) a staged fp8 block.
+  constexpr int STAGE_BYTES =
+      KV_FP8 ? traits::fp8_stage_bytes(RANK, ROPE, BLOCK) : traits::stage_bytes(RANK, ROPE, BLOCK);
   // qk_by_dims: the warp's slice of the width, its k16 steps, the block's score tiles, the
   // partial scores' row stride, and the softmax's columns per warp, lanes per row, scores per lane.
   constexpr int DW = D / WARPS;
@@ -86,7 +128,10 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* q_s = smem;
   unsigned char* kv_s = q_s + traits::q_bytes(RANK, ROPE, M_TILES);
-  unsigned short* p_s = reinterpret_cast<unsigned short*>(kv_s + STAGES * STAGE_BYTES);
+  // KV_FP8: the 16-bit block tile the staged fp8 block is converted into, after the stages.
+  unsigned char* tile_s = kv_s + STAGES * STAGE_BYTES;
+  unsigned short* p_s = reinterpret_cast<unsigned short*>(
+      kv_s + traits::pipeline_bytes(RANK, ROPE, BLOCK, STAGES, KV_FP8));
   float* max_s = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(p_s) +
                                           traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
@@ -104,6 +149,9 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   if (row0 >= seq_rows) return;
   const int kv_len = p.kv_lens[seq];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // An fp8 cache holds code = value / kv_scale: scores and outputs of the codes times kv_scale.
+  const float score_scale = KV_FP8 ? p.scale_log2 * p.kv_scale : p.scale_log2;
+  const float out_scale = KV_FP8 ? p.kv_scale : 1.0f;
 
   // Q's rows (zeros past the sequence's last row), as the first cp.async group.
   const unsigned char* q_rows = static_cast<const unsigned char*>(p.q) +
@@ -115,17 +163,22 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
 
   const int* table = p.block_table + static_cast<long long>(seq) * p.max_pages_per_seq;
   const unsigned char* latent = static_cast<const unsigned char*>(p.latent);
+  constexpr int ELEMENT_BYTES = KV_FP8 ? 1 : 2;
   auto load_block = [&](int block) {
     const int key0 = key_begin + block * BLOCK;
-    mla_sm80::copy_rows<D, THREADS>(
-        kv_s + (block % STAGES) * STAGE_BYTES, BLOCK, [&](int k) -> const unsigned char* {
-          const int key = key0 + k;
-          if (key >= key_end) return nullptr;
-          const long long slot =
-              static_cast<long long>(__ldg(table + key / p.page_size)) * p.page_size +
-              key % p.page_size;
-          return latent + slot * D * 2;
-        });
+    auto source = [&](int k) -> const unsigned char* {
+      const int key = key0 + k;
+      if (key >= key_end) return nullptr;
+      const long long slot =
+          static_cast<long long>(__ldg(table + key / p.page_size)) * p.page_size +
+          key % p.page_size;
+      return latent + slot * D * ELEMENT_BYTES;
+    };
+    if constexpr (KV_FP8) {
+      mla_sm80::copy_fp8_rows<D, THREADS>(kv_s + (block % STAGES) * STAGE_BYTES, BLOCK, source);
+    } else {
+      mla_sm80::copy_rows<D, THREADS>(kv_s + (block % STAGES) * STAGE_BYTES, BLOCK, source);
+    }
   };
 
   // The visible keys of the tile's row r end before limit(r): the causal diagonal of its query
@@ -164,7 +217,13 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
     __syncthreads();
     if (b + STAGES - 1 < blocks) load_block(b + STAGES - 1);
     cp_async_commit();
-    const unsigned stage = shared_address(kv_s + (b % STAGES) * STAGE_BYTES);
+    if constexpr (KV_FP8) {
+      // The barrier above: block b has landed and every warp is done with block b - 1's tile.
+      mla_sm80::convert_fp8_rows<DTYPE, D, THREADS>(tile_s, kv_s + (b % STAGES) * STAGE_BYTES,
+                                                    BLOCK);
+      __syncthreads();
+    }
+    const unsigned stage = shared_address(KV_FP8 ? tile_s : kv_s + (b % STAGES) * STAGE_BYTES);
     const int key0 = key_begin + b * BLOCK;
 
     if constexpr (QK_DIMS) {
@@ -243,7 +302,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
         const float vs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          float logit = vs[j] * p.scale_log2;
+          float logit = vs[j] * score_scale;
           if (masked && key0 + sc + i + j >= end) logit = kNegInf;
           x[i + j] = logit;
           m = fmaxf(m, logit);
@@ -368,7 +427,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
           for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              float x = s[mt][nt][2 * h + e] * p.scale_log2;
+              float x = s[mt][nt][2 * h + e] * score_scale;
               if (masked && key0 + warp * KW + nt * 8 + 2 * (lane % 4) + e >= end) x = kNegInf;
               s[mt][nt][2 * h + e] = x;
               m = fmaxf(m, x);
@@ -466,7 +525,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
       float l = 0.0f;
 #pragma unroll
       for (int w = 0; w < WARPS; ++w) l += sum_s[w * ROWS + r];
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const float inv = l > 0.0f ? out_scale / l : 0.0f;
       if (row0 + r >= seq_rows) continue;
       if (splits == 1) {
         unsigned short* out =

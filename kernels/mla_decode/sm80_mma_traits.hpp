@@ -11,6 +11,10 @@
 //               partial scores summed through shared memory, a share of the columns per warp)
 //   O += P V    P [rows][keys] through shared memory, V the same latent block's first rank
 //               columns; the output columns are dealt to the warps, rank / warps each
+// An fp8 e4m3 latent cache (kv_fp8) is copied by cp.async into `stages` staging buffers of fp8
+// rows (rank + rope bytes each) and converted, exactly, into one 16-bit block tile of Q's dtype
+// that both products read as they read a 16-bit cache's stage: the pipeline holds fp8 blocks, the
+// compute one 16-bit block. The cache's scale multiplies the score scale and the output.
 #pragma once
 
 #include "base/host_device.hpp"
@@ -40,6 +44,19 @@ ATTN_HOST_DEVICE constexpr int q_bytes(int rank, int rope, int m_tiles) {
 ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, int block_tokens) {
   return block_tokens * latent_row_bytes(rank, rope);
 }
+// kv_fp8: one staged block of fp8 latent rows, rank + rope bytes each, unswizzled (read back 8
+// bytes per thread, consecutive threads consecutive bytes).
+ATTN_HOST_DEVICE constexpr int fp8_stage_bytes(int rank, int rope, int block_tokens) {
+  return block_tokens * (rank + rope);
+}
+// The block pipeline: `stages` 16-bit stages, or (kv_fp8) `stages` fp8 staging buffers and the one
+// 16-bit block tile they are converted into.
+ATTN_HOST_DEVICE constexpr int pipeline_bytes(int rank, int rope, int block_tokens, int stages,
+                                              bool kv_fp8) {
+  return kv_fp8 ? stages * fp8_stage_bytes(rank, rope, block_tokens) +
+                      stage_bytes(rank, rope, block_tokens)
+                : stages * stage_bytes(rank, rope, block_tokens);
+}
 // P [rows][block_tokens + 8] 16-bit: 16 bytes of padding per row keep ldmatrix conflict free.
 ATTN_HOST_DEVICE constexpr int p_bytes(int m_tiles, int block_tokens) {
   return tile_rows(m_tiles) * (block_tokens + 8) * 2;
@@ -66,15 +83,17 @@ ATTN_HOST_DEVICE constexpr int merge_bytes(int m_tiles) {
   return (kMaxSplits + 1) * tile_rows(m_tiles) * 4;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int m_tiles, int block_tokens,
-                                            int warps, int stages, bool qk_by_dims = false) {
-  return q_bytes(rank, rope, m_tiles) + stages * stage_bytes(rank, rope, block_tokens) +
+                                            int warps, int stages, bool qk_by_dims = false,
+                                            bool kv_fp8 = false) {
+  return q_bytes(rank, rope, m_tiles) + pipeline_bytes(rank, rope, block_tokens, stages, kv_fp8) +
          p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + merge_bytes(m_tiles) +
          partial_score_bytes(m_tiles, block_tokens, warps, qk_by_dims);
 }
 // Per-thread registers of the live arrays: the output accumulator (rows x rank / warps floats over
 // 32 lanes) and the warp's scores (rows x block_tokens / warps; qk_by_dims: rows x block_tokens
 // partial scores, and Q's slice, rows x (rank + rope) / warps 16-bit values), plus fragments and
-// addresses.
+// addresses. kv_fp8 adds none: its conversion runs between blocks, when the scores are dead, and
+// holds one 8-byte load and one 16-byte store.
 ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int m_tiles, int block_tokens, int warps,
                                                  bool qk_by_dims = false, int rope = 64) {
   return tile_rows(m_tiles) * (rank / warps) / 32 +
@@ -132,7 +151,7 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
 }
 
 ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_tokens, int warps,
-                                     int stages, bool qk_by_dims = false) {
+                                     int stages, bool qk_by_dims = false, bool kv_fp8 = false) {
   if (warps != 4 && warps != 8) return kWarps;
   if (rank <= 0 || rank % (16 * warps) != 0) return kRank;
   if (rope != 64 && rope != 128) return kRope;
@@ -144,7 +163,8 @@ ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_
   if (qk_by_dims && ((rank + rope) % (16 * warps) != 0 || m_tiles > 2 ||
                      scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0))
     return kDimsSplit;
-  if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims) > kMaxSharedBytes)
+  if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims, kv_fp8) >
+      kMaxSharedBytes)
     return kSharedMemory;
   if (register_estimate(rank, m_tiles, block_tokens, warps, qk_by_dims, rope) >
       kMaxRegisterEstimate)

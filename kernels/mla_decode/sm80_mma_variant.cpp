@@ -19,21 +19,33 @@ namespace {
 
 namespace traits = mla_decode::sm80_mma;
 
+// Whether the batch's latent cache holds fp8 e4m3 codes (staged and converted in the kernel).
+bool latent_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+
+// A config of the space with the batch's latent widths and cache dtype: what the traits check.
 struct MlaSm80Config {
   int block_tokens, warps, m_tiles, stages, num_splits;
   bool qk_by_dims;
-  explicit MlaSm80Config(const KernelConfig& c)
+  int rank, rope;
+  bool kv_fp8;
+  MlaSm80Config(const KernelConfig& c, const Batch& batch)
       : block_tokens(int(c.get("block_tokens"))),
         warps(int(c.get("warps"))),
         m_tiles(int(c.get("m_tiles"))),
         stages(int(c.get("stages"))),
         num_splits(int(c.get("num_splits"))),
-        qk_by_dims(c.get("qk_by_dims") != 0) {}
-  int check(int rank, int rope) const {
-    return traits::check(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims);
+        qk_by_dims(c.get("qk_by_dims") != 0),
+        rank(batch.spec.model.kv_lora_rank),
+        rope(batch.spec.model.qk_rope_head_dim),
+        kv_fp8(latent_fp8(batch)) {}
+  int check() const {
+    return traits::check(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims, kv_fp8);
   }
-  int shared_bytes(int rank, int rope) const {
-    return traits::shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims);
+  int shared_bytes() const {
+    return traits::shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims,
+                                kv_fp8);
   }
 };
 
@@ -69,12 +81,13 @@ class MlaSm80MmaVariant : public Variant {
            "merged in-kernel by LSE";
   }
 
-  // The family's scope over a latent cache of Q's 16-bit dtype (an fp8 cache is declined with its
-  // reason) and rope widths that keep latent rows whole 128-byte lines.
+  // The family's scope over a latent cache of Q's 16-bit dtype or fp8 e4m3 (one scale; its rows
+  // are converted to Q's dtype in shared memory) and rope widths that keep latent rows whole
+  // 128-byte lines.
   FeatureSet features() const override {
     return mla_decode_common_features()
-        .with(feature::kQkRopeHeadDim, {64, 128})
-        .note(feature::kKvDtype, "fp8_e4m3.per_tensor", "the latent cache is read as 16-bit rows");
+        .with(feature::kKvDtype, {"fp8_e4m3.per_tensor"})
+        .with(feature::kQkRopeHeadDim, {64, 128});
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -96,12 +109,10 @@ class MlaSm80MmaVariant : public Variant {
     } else {
       config.set("qk_by_dims", 1);
     }
-    const ModelShape& m = batch.spec.model;
     auto fits = [&](const KernelConfig& k) {
-      const MlaSm80Config c(k);
-      return c.check(m.kv_lora_rank, m.qk_rope_head_dim) == traits::kOk &&
-             (target.max_shared_per_block <= 0 ||
-              c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim) <= target.max_shared_per_block);
+      const MlaSm80Config c(k, batch);
+      return c.check() == traits::kOk &&
+             (target.max_shared_per_block <= 0 || c.shared_bytes() <= target.max_shared_per_block);
     };
     while (!fits(config) && config.get("block_tokens") > 16) {
       config.set("block_tokens", config.get("block_tokens") / 2);
@@ -118,9 +129,9 @@ class MlaSm80MmaVariant : public Variant {
     if (Support s = supports_sm80_target(target, "mma.sync bf16, cp.async"); !s) return s;
     if (Support s = mla_decode_supports_batch(batch); !s) return s;
     if (Support s = axes().has_exactly(config, name()); !s) return s;
-    const MlaSm80Config c(config);
+    const MlaSm80Config c(config, batch);
     const ModelShape& m = batch.spec.model;
-    const int rule = c.check(m.kv_lora_rank, m.qk_rope_head_dim);
+    const int rule = c.check();
     if (rule != traits::kOk) {
       return Support::no(
           fill_rule(traits::rule_text(rule),
@@ -128,14 +139,14 @@ class MlaSm80MmaVariant : public Variant {
                      {"rank_step", 16 * c.warps},
                      {"rope", m.qk_rope_head_dim},
                      {"keys_per_warp_step", 8 * c.warps},
-                     {"shared_bytes", c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim)},
+                     {"shared_bytes", c.shared_bytes()},
                      {"shared_limit", traits::kMaxSharedBytes},
                      {"register_estimate",
                       traits::register_estimate(m.kv_lora_rank, c.m_tiles, c.block_tokens, c.warps,
                                                 c.qk_by_dims, m.qk_rope_head_dim)},
                      {"register_limit", traits::kMaxRegisterEstimate}}));
     }
-    const int smem = c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim);
+    const int smem = c.shared_bytes();
     if (target.max_shared_per_block > 0 && smem > target.max_shared_per_block) {
       return Support::no("needs " + std::to_string(smem) + " bytes of shared memory; the device " +
                          "allows " + std::to_string(target.max_shared_per_block) + " per block");
@@ -151,9 +162,9 @@ class MlaSm80MmaVariant : public Variant {
     JitProgram program;
     program.name = full_name(config) + ".r" + std::to_string(batch.spec.model.kv_lora_rank) +
                    ".rope" + std::to_string(batch.spec.model.qk_rope_head_dim) + "." +
-                   to_string(batch.spec.model.dtype);
+                   to_string(batch.spec.model.dtype) + (latent_fp8(batch) ? ".fp8_e4m3" : "");
     program.source = "#include \"kernels/mla_decode/sm80_mma.cuh\"\n";
-    program.kernels = {kernel_name(batch, MlaSm80Config(config))};
+    program.kernels = {kernel_name(MlaSm80Config(config, batch), batch.spec.model.dtype)};
     program.arch = target.arch;
     return {program};
   }
@@ -164,11 +175,11 @@ class MlaSm80MmaVariant : public Variant {
     ATTN_ASSERT(problem.backend() == Backend::cuda, "mla_decode.sm80_mma needs a device problem");
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
-    const MlaSm80Config c(config);
+    const MlaSm80Config c(config, batch);
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
-    CUfunction kernel = context.loader->function(program, kernel_name(batch, c));
-    const int smem = c.shared_bytes(m.kv_lora_rank, m.qk_rope_head_dim);
+    CUfunction kernel = context.loader->function(program, program.kernels.front());
+    const int smem = c.shared_bytes();
     allow_dynamic_shared_memory(context, kernel, smem);
 
     const int rows_per_cta = traits::tile_rows(c.m_tiles);
@@ -212,7 +223,9 @@ class MlaSm80MmaVariant : public Variant {
       p.partial_out = reinterpret_cast<float*>(scratch);
       p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
     }
-    p.kv_scale = 1.0f;
+    // fp8: the latent pool holds code = value / scale, one scale for the cache
+    // (mla_decode_variants.hpp).
+    p.kv_scale = c.kv_fp8 ? batch.k_scales.at(0) : 1.0f;
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
     p.num_q_heads = m.num_q_heads;
     p.page_size = batch.page_size;
@@ -236,13 +249,12 @@ class MlaSm80MmaVariant : public Variant {
   Work work(const Batch& batch) const override { return mla_decode_work(batch); }
 
  private:
-  static std::string kernel_name(const Batch& batch, const MlaSm80Config& c) {
-    const ModelShape& m = batch.spec.model;
-    return "attn::mla_decode_sm80_mma<" + std::to_string(dtype_code_of(m.dtype)) + ", " +
-           std::to_string(m.kv_lora_rank) + ", " + std::to_string(m.qk_rope_head_dim) + ", " +
+  static std::string kernel_name(const MlaSm80Config& c, DType dtype) {
+    return "attn::mla_decode_sm80_mma<" + std::to_string(dtype_code_of(dtype)) + ", " +
+           std::to_string(c.rank) + ", " + std::to_string(c.rope) + ", " +
            std::to_string(c.m_tiles) + ", " + std::to_string(c.block_tokens) + ", " +
            std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " +
-           (c.qk_by_dims ? "true" : "false") + ">";
+           (c.qk_by_dims ? "true" : "false") + ", " + (c.kv_fp8 ? "true" : "false") + ">";
   }
 };
 

@@ -5,6 +5,7 @@
 #include "base/errors.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/reference/gpu_reference_inputs.hpp"
+#include "kernels/reference/gpu_tiled_reference.hpp"
 #include "workloads/batch_data.hpp"
 
 namespace attn {
@@ -17,9 +18,20 @@ int reference_dtype_code(DType dtype) {
   return dtype_code_of(dtype);
 }
 
+int dims_per_lane(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  const int dims = gpu_reference_dims_per_lane(m.head_dim, m.effective_v_head_dim());
+  ATTN_ASSERT(dims > 0, "head_dim " + std::to_string(m.head_dim) + " or v_head_dim " +
+                            std::to_string(m.effective_v_head_dim()) +
+                            " above the GPU reference's " +
+                            std::to_string(32 * kGpuReferenceMaxDimsPerLane));
+  return dims;
+}
+
 std::string kernel_name(const Batch& batch) {
   return "attn::gpu_reference_attention<" + std::to_string(reference_dtype_code(batch.dtype)) +
-         ", " + std::to_string(reference_dtype_code(batch.kv_dtype)) + ">";
+         ", " + std::to_string(reference_dtype_code(batch.kv_dtype)) + ", " +
+         std::to_string(dims_per_lane(batch)) + ">";
 }
 
 // The strides and dim table of one pool, checked against pool_offset at the corners.
@@ -69,7 +81,14 @@ GpuReferenceTables gpu_reference_tables(const Batch& batch) {
     }
   }
   pool_addressing(batch, DataStream::key, t.k_strides, t.k_dim_offset);
-  pool_addressing(batch, DataStream::value, t.v_strides, t.v_dim_offset);
+  if (batch.spec.model.latent()) {
+    // mla: V is the first kv_lora_rank elements of the latent row, the K pool's row.
+    t.v_strides = t.k_strides;
+    t.v_dim_offset.assign(t.k_dim_offset.begin(),
+                          t.k_dim_offset.begin() + batch.spec.model.effective_v_head_dim());
+  } else {
+    pool_addressing(batch, DataStream::value, t.v_strides, t.v_dim_offset);
+  }
   return t;
 }
 
@@ -98,6 +117,9 @@ GpuReferenceMask gpu_reference_host_mask(const Batch& batch, const GpuReferenceT
 JitProgram gpu_reference_program(const Batch& batch, const std::string& arch) {
   JitProgram program;
   program.name = "gpu_reference." + to_string(batch.dtype) + "." + to_string(batch.kv_dtype);
+  if (dims_per_lane(batch) != kGpuReferenceDimsPerLane) {
+    program.name += ".lane_dims" + std::to_string(dims_per_lane(batch));
+  }
   program.source = "#include \"kernels/reference/gpu_reference.cuh\"\n";
   program.kernels = {kernel_name(batch)};
   program.arch = arch;
@@ -106,12 +128,15 @@ JitProgram gpu_reference_program(const Batch& batch, const std::string& arch) {
 
 Support gpu_reference_supports(const Batch& batch) {
   const ModelShape& m = batch.spec.model;
-  if (m.latent()) {
-    return Support::no(
-        "unsupported: multi-head latent attention (the GPU references compute standard "
-        "attention over K and V pools)");
+  if (gpu_reference_dims_per_lane(m.head_dim, m.effective_v_head_dim()) == 0) {
+    return Support::no("head_dim " + std::to_string(m.head_dim) + " above the GPU reference's " +
+                       std::to_string(32 * kGpuReferenceMaxDimsPerLane));
   }
   return Support::yes();
+}
+
+const char* gpu_reference_name_for(const Batch& batch) {
+  return gpu_tiled_reference_supports(batch) ? kGpuTiledReferenceName : kGpuReferenceName;
 }
 
 std::vector<float> gpu_paged_attention_reference(const Problem& device, const CudaContext& cuda,
@@ -124,8 +149,6 @@ std::vector<float> gpu_paged_attention_reference(const Problem& device, const Cu
                 "the GPU reference was called on a batch it declines: " + s.reason);
   }
   const ModelShape& m = batch.spec.model;
-  ATTN_ASSERT(std::max(m.head_dim, m.effective_v_head_dim()) <= 32 * kGpuReferenceDimsPerLane,
-              "head_dim or v_head_dim above the GPU reference's");
   const size_t rows = size_t(batch.total_q) * size_t(m.num_q_heads);
   if (rows == 0) {
     if (lse != nullptr) lse->clear();
@@ -140,6 +163,7 @@ std::vector<float> gpu_paged_attention_reference(const Problem& device, const Cu
   // One warp per row; beyond a million CTAs the warps loop over the rest.
   shape.grid_x = unsigned(
       std::min<size_t>((rows + kGpuReferenceWarps - 1) / kGpuReferenceWarps, size_t(1) << 20));
+  inputs.poison_outputs(stream);
   launch(cuda, kernel, shape, stream, inputs.params());
   stream.synchronize();
   return inputs.download(lse);

@@ -13,6 +13,11 @@
 // of -inf. Outputs fp32 [total_q, num_q_heads, head_dim] and the natural-log LSE [total_q,
 // num_q_heads]. Full-precision expf/tanhf/logf (no fast-math).
 //
+// Multi-head latent attention is the same walk with one kv head: K is the latent row [c | k_rope]
+// (head_dim kv_lora_rank + qk_rope_head_dim) and V its first kv_lora_rank elements, read from the
+// same pool under the same scale (the host points p.v at the latent pool). DIMS_PER_LANE is 8 for
+// standard heads and covers the latent row's width otherwise (gpu_reference_dims_per_lane).
+//
 // Why this is quick enough: the work is that of the attention itself, visible pairs * head_dim
 // FMAs twice; per key a warp spends a few loads, five shuffles and two expf. Causal or sparse
 // rows still walk all keys of their sequence, but 32 invisible keys cost one ballot.
@@ -22,9 +27,11 @@
 
 namespace attn {
 
-template <int Q_DTYPE, int KV_DTYPE>
+template <int Q_DTYPE, int KV_DTYPE, int DIMS_PER_LANE>
 __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
     gpu_reference_attention(const GpuReferenceParams p) {
+  static_assert(DIMS_PER_LANE > 0 && DIMS_PER_LANE <= kGpuReferenceMaxDimsPerLane,
+                "dims per lane: gpu_reference_dims_per_lane");
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = int(threadIdx.x % 32);
   const long long rows = p.total_q * p.num_q_heads;
@@ -40,8 +47,9 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
     const float k_scale = gpu_reference_kv_scale(p.k_scales, p.num_k_scales, kv_head);
     const float v_scale = gpu_reference_kv_scale(p.v_scales, p.num_v_scales, kv_head);
 
-    float q[kGpuReferenceDimsPerLane], acc[kGpuReferenceDimsPerLane];
-    for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
+    float q[DIMS_PER_LANE], acc[DIMS_PER_LANE];
+#pragma unroll
+    for (int i = 0; i < DIMS_PER_LANE; ++i) {
       const int d = lane + 32 * i;
       q[i] = d < p.head_dim ? gpu_reference_load<Q_DTYPE>(p.q, row * p.head_dim + d) : 0.0f;
       acc[i] = 0.0f;
@@ -62,7 +70,8 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
         const long long v_row = gpu_reference_pool_row(p.v, page, slot, kv_head);
 
         float dot = 0.0f;
-        for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
+#pragma unroll
+        for (int i = 0; i < DIMS_PER_LANE; ++i) {
           const int d = lane + 32 * i;
           if (d < p.head_dim) {
             dot += q[i] * gpu_reference_load<KV_DTYPE>(p.k.data, k_row + p.k.dim_offset[d]);
@@ -77,7 +86,8 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
         const float rescale = expf(running_max - new_max);  // 0 for the first key
         const float weight = expf(logit - new_max);
         running_sum = running_sum * rescale + weight;
-        for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
+#pragma unroll
+        for (int i = 0; i < DIMS_PER_LANE; ++i) {
           const int d = lane + 32 * i;
           if (d < p.v_head_dim) {
             const float value =
@@ -92,7 +102,8 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
 
     float* out = p.out + row * p.v_head_dim;
     if (seen == 0) {  // nothing visible: exactly zero, even with a sink
-      for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
+#pragma unroll
+      for (int i = 0; i < DIMS_PER_LANE; ++i) {
         const int d = lane + 32 * i;
         if (d < p.v_head_dim) out[d] = 0.0f;
       }
@@ -107,7 +118,8 @@ __global__ void __launch_bounds__(kGpuReferenceWarps * 32)
       acc_scale = expf(running_max - final_max);
       denominator = running_sum * acc_scale + expf(sink - final_max);
     }
-    for (int i = 0; i < kGpuReferenceDimsPerLane; ++i) {
+#pragma unroll
+    for (int i = 0; i < DIMS_PER_LANE; ++i) {
       const int d = lane + 32 * i;
       if (d < p.v_head_dim) out[d] = acc[i] * acc_scale / denominator;
     }

@@ -21,12 +21,19 @@ namespace attn {
 // The name verification records for this oracle (Verification::reference).
 inline constexpr const char* kGpuReferenceName = "gpu_naive_fp32";
 
-// Whether both GPU references (this one and the tiled one) compute `batch`. They read Q and K
-// head_dim wide and V and the output v_head_dim wide (model.v_head_dim, e.g. DeepSeek-V3's
-// prefill, Q/K 192 and V 128), but compute standard attention over K and V pools, so they decline
-// multi-head latent attention (attention "mla"); the CPU reference verifies that. Both throw an
-// internal error when called on a batch this declines.
+// Whether the naive GPU reference computes `batch`: every standard-attention batch (Q and K read
+// head_dim wide, V and the output v_head_dim wide, e.g. DeepSeek-V3's prefill, Q/K 192 and V 128)
+// and multi-head latent attention (attention "mla": one kv head whose K row is the latent row,
+// kv_lora_rank + qk_rope_head_dim wide, and whose V is its first kv_lora_rank elements, from the
+// same pool under the same fp8 scale). It declines rows wider than 32 x
+// kGpuReferenceMaxDimsPerLane, which the schema never makes. The tiled GPU reference takes less
+// (gpu_tiled_reference_supports). Both throw an internal error when called on a batch they decline.
 Support gpu_reference_supports(const Batch& batch);
+
+// The GPU reference that verifies `batch` when a GPU reference does (use_gpu_reference): the
+// tiled one (kGpuTiledReferenceName) where it takes the batch, else the naive one
+// (kGpuReferenceName: multi-head latent attention). Only for a batch gpu_reference_supports takes.
+const char* gpu_reference_name_for(const Batch& batch);
 
 // The host arrays the kernel reads besides the problem's tensors and the batch's masks, built
 // from the batch with the host's own definitions (pool_offset, the CPU reference's row order).

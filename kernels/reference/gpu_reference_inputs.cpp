@@ -47,7 +47,7 @@ GpuReferenceInputs::GpuReferenceInputs(const Problem& device, const CudaContext&
   p.k.data = device.k_pool();
   p.k.dim_offset = upload(tables.k_dim_offset);
   p.v = tables.v_strides;
-  p.v.data = device.v_pool();
+  p.v.data = m.latent() ? device.k_pool() : device.v_pool();  // mla: V is inside the latent row
   p.v.dim_offset = upload(tables.v_dim_offset);
   p.block_table = device.block_table();
   p.seq_of_token = upload(tables.seq_of_token);
@@ -81,6 +81,11 @@ GpuReferenceInputs::GpuReferenceInputs(const Problem& device, const CudaContext&
   p.max_pages_per_seq = batch.max_pages_per_seq;
   p.softmax_scale = batch.softmax_scale;
   p.soft_cap = batch.logits_soft_cap;
+}
+
+void GpuReferenceInputs::poison_outputs(const Stream& stream) const {
+  ATTN_CU_CHECK(cuda_.api(), cuMemsetD8Async(out_.address(), 0xFF, out_.bytes(), stream.handle()));
+  ATTN_CU_CHECK(cuda_.api(), cuMemsetD8Async(lse_.address(), 0xFF, lse_.bytes(), stream.handle()));
 }
 
 std::vector<float> GpuReferenceInputs::download(std::vector<float>* lse) const {

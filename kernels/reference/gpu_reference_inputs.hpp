@@ -25,6 +25,10 @@ class GpuReferenceInputs {
   // v_head_dim] floats, and *lse ([total_q, num_q_heads]) when given.
   std::vector<float> download(std::vector<float>* lse) const;
 
+  // Fills the output and LSE buffers with NaN (all bits set) on `stream`, so that an element the
+  // kernel does not write reads back as NaN, never as what the allocation held.
+  void poison_outputs(const Stream& stream) const;
+
   // Uploads `bytes` (at least one byte is allocated) and keeps the buffer; returns its address.
   const void* keep(const void* host, size_t bytes);
 

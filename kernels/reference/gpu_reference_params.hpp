@@ -60,7 +60,7 @@ struct GpuReferenceParams {
   float* lse;  // [total_q, num_q_heads] natural log; -inf for a row that sees no key
   long long total_q;
   int num_q_heads;
-  int group;  // q heads per kv head
+  int group;       // q heads per kv head
   int head_dim;    // Q and K rows
   int v_head_dim;  // V and output rows (model.v_head_dim, else head_dim)
   int page_size;
@@ -71,8 +71,22 @@ struct GpuReferenceParams {
 
 // Warps per CTA; each warp computes one output row (query token, q head) at a time.
 constexpr int kGpuReferenceWarps = 4;
-// Dims per lane: lane l holds dims l, l + 32, ...; 8 covers head_dim (and v_head_dim) 256.
+// Dims per lane: lane l holds dims l, l + 32, ...; 8 covers head_dim (and v_head_dim) 256, every
+// standard-attention head. A latent row (multi-head latent attention: head_dim kv_lora_rank +
+// qk_rope_head_dim, at most 1024 + 128) takes up to 36.
 constexpr int kGpuReferenceDimsPerLane = 8;
+constexpr int kGpuReferenceMaxDimsPerLane = 36;
+
+// The dims per lane of the kernel that computes rows of these widths: kGpuReferenceDimsPerLane up
+// to 256 (one kernel for every standard head), else the fewest multiple of 4 that covers the wider
+// row (one kernel per latent width: 20 at 512 + 64, 36 at 1024 + 128; at exactly 18, ptxas picks 96
+// registers and spills); 0 above 32 x kGpuReferenceMaxDimsPerLane.
+ATTN_HOST_DEVICE constexpr int gpu_reference_dims_per_lane(int head_dim, int v_head_dim) {
+  const int width = head_dim > v_head_dim ? head_dim : v_head_dim;
+  if (width <= 32 * kGpuReferenceDimsPerLane) return kGpuReferenceDimsPerLane;
+  if (width > 32 * kGpuReferenceMaxDimsPerLane) return 0;
+  return (width + 127) / 128 * 4;
+}
 
 // key_visible() of workloads/visibility.cpp, line for line, on the uploaded fields.
 ATTN_HOST_DEVICE inline bool gpu_reference_key_visible(const GpuReferenceMask& m, int seq,

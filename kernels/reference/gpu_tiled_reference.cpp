@@ -1,5 +1,6 @@
 #include "kernels/reference/gpu_tiled_reference.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include "base/errors.hpp"
@@ -49,6 +50,23 @@ GpuTiledPlan gpu_tiled_reference_plan(const Batch& batch) {
   return plan;
 }
 
+Support gpu_tiled_reference_supports(const Batch& batch) {
+  const ModelShape& m = batch.spec.model;
+  if (m.latent()) {
+    return Support::no(
+        "unsupported: multi-head latent attention (the tiled GPU reference stages K and V rows of "
+        "up to " +
+        std::to_string(kGpuTiledMaxHeadDim) +
+        " dims from two pools; the naive GPU reference "
+        "verifies latent rows)");
+  }
+  if (std::max(m.head_dim, m.effective_v_head_dim()) > kGpuTiledMaxHeadDim) {
+    return Support::no("head_dim above the tiled GPU reference's " +
+                       std::to_string(kGpuTiledMaxHeadDim));
+  }
+  return Support::yes();
+}
+
 JitProgram gpu_tiled_reference_program(const Batch& batch, const std::string& arch) {
   JitProgram program;
   program.name = "gpu_tiled_reference." + to_string(batch.dtype) + "." + to_string(batch.kv_dtype);
@@ -64,7 +82,7 @@ std::vector<float> gpu_tiled_paged_attention_reference(const Problem& device,
                                                        std::vector<float>* lse) {
   ATTN_ASSERT(device.backend() == Backend::cuda, "the tiled GPU reference needs a device problem");
   const Batch& batch = device.batch();
-  if (Support s = gpu_reference_supports(batch); !s) {
+  if (Support s = gpu_tiled_reference_supports(batch); !s) {
     throw Error(ExitCode::internal,
                 "the tiled GPU reference was called on a batch it declines: " + s.reason);
   }

@@ -14,6 +14,7 @@
 #include "kernels/exec_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/problem.hpp"
+#include "kernels/support.hpp"
 #include "workloads/batch.hpp"
 
 namespace attn {
@@ -29,7 +30,15 @@ struct GpuTiledPlan {
   LaunchShape shape;                        // grid (tiles, num_q_heads), kGpuTiledThreads threads
 };
 
-// Throws an internal error for a head_dim or v_head_dim above kGpuTiledMaxHeadDim or a grid CUDA cannot launch.
+// Whether the tiled GPU reference computes `batch`: standard attention up to head_dim (and
+// v_head_dim) kGpuTiledMaxHeadDim. It declines multi-head latent attention: its threads of a row
+// hold at most kGpuTiledMaxHeadDim dims and its shared-memory tiles stage K and V as two pools,
+// where a latent row is kv_lora_rank + qk_rope_head_dim wide (576 for DeepSeek-V3) and V lies
+// inside it; the naive GPU reference (gpu_reference.hpp) verifies those.
+Support gpu_tiled_reference_supports(const Batch& batch);
+
+// Throws an internal error for a head_dim or v_head_dim above kGpuTiledMaxHeadDim or a grid CUDA
+// cannot launch.
 GpuTiledPlan gpu_tiled_reference_plan(const Batch& batch);
 
 // One program with the kernel for the batch's dtypes.

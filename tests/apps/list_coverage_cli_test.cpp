@@ -49,22 +49,39 @@ TEST_F(ListCoverage, JsonHoldsEveryCellOfTheFamiliesTheFilterKeeps) {
   EXPECT_EQ(run({"list", "--coverage", "zzz-matches-nothing"}).exit_code, kUsage);
 }
 
-// mla_decode (latent attention) is not on the matrix' axes: named as left out, never tabled.
-TEST_F(ListCoverage, LeavesOutTheLatentAttentionFamily) {
+// mla_decode (latent attention) is not on the matrix' axes: named as left out of it, and tabled
+// on its own axes (latent shape, cache dtype, page size), where mla_decode.sm80_mma takes an fp8
+// latent cache.
+TEST_F(ListCoverage, TablesTheLatentAttentionFamilyOnItsOwnAxes) {
   const CliResult text = run({"list", "--coverage"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.out.find("mla_decode: a "), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("mla_decode: not in the matrix"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("mla_decode (multi-head latent attention"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("a sm80_mma  b cpu_reference"), std::string::npos) << text.out;
+  // The fp8 rows: sm80_mma and the CPU reference at 512+64 (the first column).
+  EXPECT_NE(text.out.find("fp8_e4m3  1      ab"), std::string::npos) << text.out;
 
   const CliResult json = run({"list", "--coverage", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const nlohmann::json coverage = nlohmann::json::parse(json.out);
   for (const auto& family : coverage["families"]) EXPECT_NE(family["name"], "mla_decode");
   EXPECT_EQ(coverage["left_out"], nlohmann::json::array({"mla_decode"}));
+  ASSERT_EQ(coverage["latent"]["families"].size(), 1u);
+  const nlohmann::json& mla = coverage["latent"]["families"][0];
+  EXPECT_EQ(mla["name"], "mla_decode");
+  int fp8_gpu = 0;
+  for (const auto& cell : mla["cells"]) {
+    if (cell["kv_dtype"] != "fp8_e4m3") continue;
+    for (const auto& v : cell["gpu_variants"]) fp8_gpu += v == "mla_decode.sm80_mma";
+  }
+  EXPECT_EQ(fp8_gpu, 12) << mla.dump();
 
   const CliResult only = run({"list", "--coverage", "mla_decode"});
-  EXPECT_EQ(only.exit_code, kUsage);
-  EXPECT_NE(only.err.find("the coverage matrix leaves out"), std::string::npos) << only.err;
+  EXPECT_EQ(only.exit_code, 0) << only.err;
+  EXPECT_NE(only.out.find("mla_decode (multi-head latent attention"), std::string::npos)
+      << only.out;
+  EXPECT_EQ(only.out.find("paged_decode"), std::string::npos) << only.out;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // A batch whose V is narrower than Q and K (model.v_head_dim): the GPU references compute it
 // (Q and K rows 192 wide, V and the output 128), so the oracle asked for verifies it; multi-head
-// latent attention is still the CPU reference's alone.
+// latent attention has its own test (latent_reference_choice_test.cpp).
 #include <gtest/gtest.h>
 
 #include "kernels/reference/gpu_reference.hpp"

@@ -272,6 +272,21 @@ TEST(LatentWorkload, ThePresetsDescribeTheirModels) {
     const WorkloadTotals t = workload_totals(load_preset(name));
     EXPECT_GE(t.kv_pool_bytes, int64_t(256) << 20) << name;
   }
+  // The fp8 twins of the 128-head and the TP8 preset: the same batch, the cache in half the bytes.
+  for (const auto& [fp8, wide] :
+       {std::pair{"decode-deepseek-v3-mla-fp8-64x4096", "decode-deepseek-v3-mla-64x4096"},
+        std::pair{"decode-deepseek-v3-tp8-mla-fp8-64x4096",
+                  "decode-deepseek-v3-tp8-mla-64x4096"}}) {
+    WorkloadSpec twin = load_preset(fp8);
+    EXPECT_EQ(twin.model.effective_kv_dtype(), DType::fp8_e4m3) << fp8;
+    EXPECT_EQ(workload_totals(twin).kv_pool_bytes * 2,
+              workload_totals(load_preset(wide)).kv_pool_bytes)
+        << fp8;
+    twin.model.kv_dtype.reset();
+    twin.name = wide;
+    twin.description = load_preset(wide).description;
+    EXPECT_EQ(canonical_json(twin), canonical_json(load_preset(wide))) << fp8;
+  }
 }
 
 }  // namespace

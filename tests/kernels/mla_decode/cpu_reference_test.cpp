@@ -16,10 +16,13 @@
 namespace attn {
 namespace {
 
-const char* const kLatentPresets[] = {
-    "decode-deepseek-v3-mla-64x4096", "decode-deepseek-v3-tp8-mla-64x4096",
-    "decode-kimi-k2-mla-64x4096", "decode-deepseek-v3-mla-speculative-64x4096",
-    "decode-deepseek-v3-mla-fp8-128x4096"};
+const char* const kLatentPresets[] = {"decode-deepseek-v3-mla-64x4096",
+                                      "decode-deepseek-v3-tp8-mla-64x4096",
+                                      "decode-kimi-k2-mla-64x4096",
+                                      "decode-deepseek-v3-mla-speculative-64x4096",
+                                      "decode-deepseek-v3-mla-fp8-128x4096",
+                                      "decode-deepseek-v3-mla-fp8-64x4096",
+                                      "decode-deepseek-v3-tp8-mla-fp8-64x4096"};
 
 // The paged oracle (reads the latent pool through the page table) equals the dense one (every
 // value from the data rule), whatever the page size, allocation, mask and cache dtype.

@@ -1,6 +1,7 @@
 // Random latent (mla) workloads for the mla_decode GPU tests: q head counts 1 to 128, latent widths
 // a GPU variant takes, page sizes 1 to 256, lengths with 0 and 1 keys, 1 to 4 query tokens, causal
-// or not, bf16 or fp16, sized so that the CPU reference stays under a second or two of the cores.
+// or not, bf16 or fp16, a latent cache of Q's dtype or (three draws in ten) fp8 e4m3 with one
+// scale, sized so that the CPU reference stays under a second or two of the cores.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +24,7 @@ inline nlohmann::json random_latent_spec(std::mt19937_64& rng) {
   shape.page_size = pick(rng, std::vector<int>{1, 16, 64, 64, 100, 256});
   shape.causal = std::bernoulli_distribution(0.8)(rng);
   shape.allocation = pick(rng, std::vector<std::string>{"shuffled", "sequential", "fragmented"});
+  if (std::bernoulli_distribution(0.3)(rng)) shape.kv_dtype = "fp8_e4m3";
   const int max_query = pick(rng, std::vector<int>{1, 1, 2, 4});
   const double width = shape.kv_lora_rank + shape.qk_rope_head_dim;
   const int64_t key_budget = int64_t(6e7 / (width * shape.q_heads * max_query));

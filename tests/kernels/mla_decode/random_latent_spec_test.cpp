@@ -16,10 +16,12 @@ TEST(RandomLatentSpec, DrawsValidWorkloadsTheMmaVariantTakes) {
   const Variant& variant = *registry.find("mla_decode.sm80_mma");
   const Target target = described_cuda_target(TargetDescription{});
   std::mt19937_64 rng(20261129);
+  int fp8 = 0;
   for (int i = 0; i < 300; ++i) {
     const nlohmann::json spec = testing::random_latent_spec(rng);
     SCOPED_TRACE(spec.dump());
     const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
+    fp8 += batch.kv_dtype == DType::fp8_e4m3;
     const KernelConfig config = variant.default_config(batch, target);
     const Support support = variant.check(batch, config, target);
     EXPECT_TRUE(support.ok) << support.reason;
@@ -31,6 +33,8 @@ TEST(RandomLatentSpec, DrawsValidWorkloadsTheMmaVariantTakes) {
     }
     EXPECT_LT(work, 1.3e8);
   }
+  EXPECT_GT(fp8, 50) << "fp8 latent caches are drawn";
+  EXPECT_LT(fp8, 150);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
-// The naive GPU reference against the CPU reference on small batches with every feature (within
-// 1e-4 relative per output row, and in LSE), and the Evaluator's choice of oracle: the GPU one (the
-// tiled GPU reference, gpu_tiled_reference_gpu_test.cpp) for a large problem in `auto` mode, where
-// it verifies a real variant in seconds.
+// The naive GPU reference against the CPU reference on small batches with every feature and on
+// random latent batches (within 1e-4 relative per output row, and in LSE), and the Evaluator's
+// choice of oracle: the GPU one (the tiled GPU reference, gpu_tiled_reference_gpu_test.cpp; the
+// naive one for latent batches) for a large problem in `auto` mode, where it verifies a real
+// variant in seconds.
 #include "kernels/reference/gpu_reference.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "measure/evaluator.hpp"
 #include "measure/reference_oracle.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/kernels/reference/reference_comparison.hpp"
 #include "tests/kernels/reference/reference_feature_batches.hpp"
 #include "tests/test_support.hpp"
@@ -85,6 +88,45 @@ TEST(GpuReference, MatchesTheCpuReferenceOnRandomShapes) {
     const Batch batch = generate_batch(spec);
     const std::string what = "trial " + std::to_string(trial) + " " + canonical_json(spec);
     const Oracles o = run_both(batch);
+    EXPECT_EQ(bad_rows(batch, o, what), 0) << what;
+  }
+}
+
+// Multi-head latent attention: q heads 1 to 128, latent widths (rank 64 to 1024, rope 16 to 128),
+// page sizes 1 to 256, lengths 0, 1 and thousands, 1 to 4 query tokens, causal or not, bf16 or
+// fp16 Q, a latent cache of Q's dtype or fp8 e4m3 (one scale). The output starts as NaN
+// (poison_outputs): an element the kernel misses fails its row.
+TEST(GpuReference, MatchesTheCpuReferenceOnRandomLatentBatches) {
+  ATTN_REQUIRE_GPU();
+  std::mt19937_64 rng(2026);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
+  };
+  for (int trial = 0; trial < 16; ++trial) {
+    testing::LatentShape shape;
+    shape.q_heads = int(pick({1, 2, 8, 16, 22, 64, 128}));
+    const int64_t widths = pick({0, 0, 1, 2});
+    shape.kv_lora_rank = widths == 0 ? 512 : (widths == 1 ? 64 : 1024);
+    shape.qk_rope_head_dim = widths == 0 ? 64 : (widths == 1 ? 16 : 128);
+    shape.page_size = int(pick({1, 16, 64, 100, 256}));
+    shape.kv_dtype = pick({0, 1}) == 0 ? "" : "fp8_e4m3";
+    shape.causal = pick({0, 1, 1}) == 1;
+    shape.allocation = pick({0, 1}) == 0 ? "shuffled" : "fragmented";
+    const int64_t max_query = pick({1, 2, 4});
+    shape.sequences.clear();
+    // CPU reference work under about 1e9 (q head, query, key) x width triples.
+    const double width = shape.kv_lora_rank + shape.qk_rope_head_dim;
+    const int64_t long_keys = std::min<int64_t>(4000, int64_t(3e8 / (width * shape.q_heads)));
+    for (int64_t n = pick({1, 2, 3}); n > 0; --n) {
+      shape.sequences.push_back({pick({0, 1, 2, 63, long_keys}), pick({1, max_query})});
+    }
+    nlohmann::json spec = testing::latent_workload_json(shape);
+    spec["model"]["dtype"] = pick({0, 1}) == 0 ? "bf16" : "fp16";
+    spec["seed"] = int(rng() % 100000);
+    const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
+    const std::string what = "latent trial " + std::to_string(trial) + " " + spec.dump();
+    const Oracles o = run_both(batch);
+    for (float v : o.gpu.out) ASSERT_FALSE(std::isnan(v)) << what;
     EXPECT_EQ(bad_rows(batch, o, what), 0) << what;
   }
 }
@@ -166,6 +208,41 @@ TEST(GpuReferenceEvaluator, AutoVerifiesALargePrefillWithTheGpuOracle) {
   std::cout << "[ info ] 2 x 4096 causal prefill verified against " << m.verification.reference
             << " (rel_l2 " << m.verification.rel_l2_error << ") in " << seconds
             << " s, compile and host fill included\n";
+}
+
+// `auto` on DeepSeek-V3's 128 heads over 16 sequences of 4096 keys (work 4.6e9, above the
+// default threshold; the CPU reference would take about 15 s): the naive GPU oracle verifies
+// mla_decode.sm80_mma on a 16-bit and on an fp8 latent cache.
+TEST(GpuReferenceEvaluator, AutoVerifiesALargeLatentBatchWithTheNaiveGpuOracle) {
+  ATTN_REQUIRE_GPU();
+  auto& env = testing::gpu();
+  const Registry registry = make_registry();
+  const Variant& variant = *registry.find("mla_decode.sm80_mma");
+  for (const std::string kv_dtype : {"", "fp8_e4m3"}) {
+    testing::LatentShape shape;
+    shape.q_heads = 128;
+    shape.kv_lora_rank = 512;
+    shape.qk_rope_head_dim = 64;
+    shape.page_size = 64;
+    shape.kv_dtype = kv_dtype;
+    shape.sequences.assign(16, {4095, 1});
+    const Batch batch = testing::latent_batch(shape);
+    ASSERT_GE(reference_work(batch), kDefaultGpuReferenceMinWork);
+    const auto start = std::chrono::steady_clock::now();
+    auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit,
+                                        quick_options(ReferenceOracle::automatic));
+    EXPECT_EQ(evaluator->reference_name(), kGpuReferenceName);
+    const Measurement m =
+        evaluator->evaluate(variant, variant.default_config(batch, evaluator->target()));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(m.disposition, Disposition::passed) << kv_dtype << ": " << m.reason;
+    EXPECT_EQ(m.verification.reference, kGpuReferenceName);
+    EXPECT_LT(seconds, 60.0);
+    std::cout << "[ info ] 128-head latent decode (" << (kv_dtype.empty() ? "bf16" : kv_dtype)
+              << " cache) verified against " << m.verification.reference << " (rel_l2 "
+              << m.verification.rel_l2_error << ") in " << seconds << " s\n";
+  }
 }
 
 // Below the threshold `auto` keeps the CPU reference; `gpu` forces the GPU one, and both pass
