@@ -33,6 +33,23 @@ struct ListArgs {
   bool coverage = false;
 };
 
+// One coverage table cell: the letters of the variants (GPU ones, then CPU ones) of every cell that
+// `in_cell` keeps, or "-".
+template <class Cell, class InCell>
+std::string cell_letters(const std::vector<Cell>& cells, const std::map<std::string, char>& letter,
+                         InCell in_cell) {
+  std::string letters;
+  for (const Cell& c : cells) {
+    if (!in_cell(c)) continue;
+    for (const auto* names : {&c.gpu_variants, &c.cpu_variants}) {
+      for (const std::string& v : *names) {
+        if (const auto it = letter.find(v); it != letter.end()) letters += it->second;
+      }
+    }
+  }
+  return letters.empty() ? "-" : letters;
+}
+
 bool matches(const std::string& filter, const std::string& name) {
   if (filter.empty()) return true;
   if (filter.find_first_of("*?") != std::string::npos) return glob_match(filter, name);
@@ -198,19 +215,10 @@ void list_coverage(const ListArgs& args) {
         for (const std::string& page_size : axes.page_sizes) {
           std::vector<std::string> row = {kv_dtype, layout, page_size};
           for (const std::string& dim : axes.head_dims) {
-            std::string letters;
-            for (const CoverageCell& c : matrix) {
-              if (c.family != family || c.head_dim != dim || c.kv_dtype != kv_dtype ||
-                  c.layout != layout || c.page_size != page_size) {
-                continue;
-              }
-              for (const auto* names : {&c.gpu_variants, &c.cpu_variants}) {
-                for (const std::string& v : *names) {
-                  if (letter.count(v)) letters += letter[v];
-                }
-              }
-            }
-            row.push_back(letters.empty() ? "-" : letters);
+            row.push_back(cell_letters(matrix, letter, [&](const CoverageCell& c) {
+              return c.family == family && c.head_dim == dim && c.kv_dtype == kv_dtype &&
+                     c.layout == layout && c.page_size == page_size;
+            }));
           }
           table.add_row(std::move(row));
         }
@@ -236,19 +244,10 @@ void list_coverage(const ListArgs& args) {
       for (const std::string& page_size : latent_axes.page_sizes) {
         std::vector<std::string> row = {kv_dtype, page_size};
         for (const std::string& shape : latent_axes.shapes) {
-          std::string letters;
-          for (const LatentCoverageCell& c : latent) {
-            if (c.family != family || c.shape != shape || c.kv_dtype != kv_dtype ||
-                c.page_size != page_size) {
-              continue;
-            }
-            for (const auto* names : {&c.gpu_variants, &c.cpu_variants}) {
-              for (const std::string& v : *names) {
-                if (letter.count(v)) letters += letter[v];
-              }
-            }
-          }
-          row.push_back(letters.empty() ? "-" : letters);
+          row.push_back(cell_letters(latent, letter, [&](const LatentCoverageCell& c) {
+            return c.family == family && c.shape == shape && c.kv_dtype == kv_dtype &&
+                   c.page_size == page_size;
+          }));
         }
         table.add_row(std::move(row));
       }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,29 @@
 namespace attn::testing {
 
 using ConfigFilter = std::function<bool(const KernelConfig&)>;
+
+// Every config of `variant`'s space for `batch`, accepted or not, in odometer order (the last axis
+// fastest), with each axis named in `fixed` held at its value there.
+inline std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch,
+                                               const Target& target,
+                                               const std::map<std::string, int64_t>& fixed = {}) {
+  std::vector<KernelConfig> configs(1);
+  for (const ConfigAxis& axis : variant.space(batch, target)) {
+    const auto held = fixed.find(axis.name);
+    const std::vector<int64_t> values =
+        held == fixed.end() ? axis.values : std::vector<int64_t>{held->second};
+    std::vector<KernelConfig> longer;
+    for (const KernelConfig& prefix : configs) {
+      for (int64_t value : values) {
+        KernelConfig config = prefix;
+        config.set(axis.name, value);
+        longer.push_back(std::move(config));
+      }
+    }
+    configs = std::move(longer);
+  }
+  return configs;
+}
 
 // Every config of `variant`'s space (the cross product of its axes, for batches.front()) that
 // `keep` keeps (all when empty) and at least one of `batches` accepts, in the space's order.

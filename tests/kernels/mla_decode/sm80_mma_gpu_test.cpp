@@ -13,6 +13,7 @@
 #include "measure/evaluator.hpp"
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/kernels/mla_decode/random_latent_spec.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
@@ -107,18 +108,8 @@ TEST(MlaSm80MmaGpu, EveryAcceptedFp8ConfigMatchesTheReference) {
   shape.sequences = {{1500, 1}, {0, 1}, {200, 4}, {33, 2}};
   const Batch batch = testing::latent_batch(shape);
   int accepted = 0;
-  std::vector<KernelConfig> configs(1);
-  for (const ConfigAxis& axis : variant.space(batch, target)) {
-    std::vector<KernelConfig> longer;
-    for (const KernelConfig& prefix : configs) {
-      for (int64_t value : axis.name == "num_splits" ? std::vector<int64_t>{0} : axis.values) {
-        KernelConfig config = prefix;
-        config.set(axis.name, value);
-        longer.push_back(config);
-      }
-    }
-    configs = std::move(longer);
-  }
+  const std::vector<KernelConfig> configs =
+      testing::space_configs(variant, batch, target, {{"num_splits", 0}});
   for (const KernelConfig& config : configs) {
     if (!variant.check(batch, config, target)) continue;
     ++accepted;

@@ -15,6 +15,7 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/mla_decode/sm80_mma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/target_fixtures.hpp"
 #include "workloads/presets.hpp"
@@ -29,19 +30,7 @@ namespace traits = mla_decode::sm80_mma;
 // Every config of the variant's space with num_splits 0 (the split count changes no rule).
 std::vector<KernelConfig> mla_sm80_configs(const Variant& variant, const Batch& batch,
                                            const Target& target) {
-  std::vector<KernelConfig> configs(1);
-  for (const ConfigAxis& axis : variant.space(batch, target)) {
-    std::vector<KernelConfig> longer;
-    for (const KernelConfig& prefix : configs) {
-      for (int64_t value : axis.name == "num_splits" ? std::vector<int64_t>{0} : axis.values) {
-        KernelConfig config = prefix;
-        config.set(axis.name, value);
-        longer.push_back(config);
-      }
-    }
-    configs = std::move(longer);
-  }
-  return configs;
+  return testing::space_configs(variant, batch, target, {{"num_splits", 0}});
 }
 
 Batch deepseek_batch(int q_heads, int rank, int rope, const std::string& kv_dtype,
