@@ -1,19 +1,22 @@
 """Latent (multi-head latent attention) batches in the peer runner, on the CPU: the dump's latent
 pool is read (widths, fp8 scale, features); peers that run standard attention are declined with
-the reason; a peer that declares latent = True runs and is verified against the reference; and
-peer.torch.mla_sdpa declines standard batches. Running peer.torch.mla_sdpa itself needs a GPU
-(`attn-bench peers` on a latent preset)."""
+the reason; a peer that declares latent = True runs and is verified against the reference;
+peer.torch.mla_sdpa declines standard batches; peer.flashinfer.mla declines what it does not plan
+and is unavailable without FlashInfer's MLA wrapper. Running the latent peers themselves needs a
+GPU (`attn-bench peers` on a latent preset)."""
 import json
 import os
 import sys
+import types
 import unittest
+from unittest import mock
 
 import numpy as np
 
 import support
 from attn_peers import batch as batch_module
 from attn_peers import runner
-from attn_peers.peers import torch_mla
+from attn_peers.peers import flashinfer_mla, torch_mla
 from attn_peers.peers.base import Peer
 
 PYTHON = sys.executable
@@ -83,6 +86,31 @@ class LatentPeersTest(unittest.TestCase):
         reason = torch_mla.MlaSdpaPeer().declines(self.standard)
         self.assertIn("multi-head latent attention only", reason)
         self.assertIsNone(torch_mla.MlaSdpaPeer().declines(self.bf16))
+
+    def test_the_flashinfer_mla_peer_declines_what_it_does_not_plan(self):
+        peer = flashinfer_mla.FlashInferMla()
+        self.assertTrue(peer.latent)
+        self.assertIn("multi-head latent attention only", peer.declines(self.standard))
+        self.assertEqual(peer.declines(self.fp8),
+                         "latent cache fp8_e4m3: this peer plans a cache of Q's dtype (bf16) only")
+        self.assertIsNone(peer.declines(self.bf16))
+
+    def test_the_flashinfer_mla_peer_needs_flashinfers_mla_wrapper(self):
+        class TorchHere:
+            def torch_unavailable(self):
+                return None
+
+        peer, env = flashinfer_mla.FlashInferMla(), TorchHere()
+        with mock.patch.dict(sys.modules, {"flashinfer": None}):
+            self.assertIn("flashinfer is not installed", peer.unavailable(env))
+        without_mla = types.ModuleType("flashinfer")
+        with mock.patch.dict(sys.modules, {"flashinfer": without_mla}):
+            self.assertEqual(peer.unavailable(env), "this flashinfer has no "
+                             "flashinfer.mla.BatchMLAPagedAttentionWrapper")
+        mla = types.ModuleType("flashinfer.mla")
+        mla.BatchMLAPagedAttentionWrapper = type("BatchMLAPagedAttentionWrapper", (), {})
+        with mock.patch.dict(sys.modules, {"flashinfer": without_mla, "flashinfer.mla": mla}):
+            self.assertIsNone(peer.unavailable(env))
 
     def test_a_latent_peer_runs_and_is_verified_against_the_reference(self):
         out = os.path.join(self.dumps.root, "latent-results.jsonl")

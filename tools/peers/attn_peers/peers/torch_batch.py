@@ -8,6 +8,7 @@ Environment.cached, so each is uploaded once).
                              NHD and HND, a copy for vLLM's K); not dequantised
   gathered(batch, env, s)    every sequence's keys (values) from its pages, contiguous:
                              [total_kv, kv_heads, D], sequence s at cu_seqlens_kv[s]
+  latent_pool(batch, env)    a latent batch's raw pool [pages, page_size, kv_lora_rank + rope]
   latent_gathered(batch, env) a latent batch's rows [total_kv, kv_lora_rank + qk_rope_head_dim]
   poisoned_output(batch, env) [total_q, num_q_heads, v_head_dim] of NaN
 D is head_dim for K and v_head_dim for V (narrower than Q/K's when the workload sets it).
@@ -56,6 +57,14 @@ def pool(batch, env, stream):
         torch, _nan_zeroed(batch, f"{stream}_cache"), batch.kv_dtype))
 
 
+def latent_pool(batch, env):
+    """A latent batch's raw pool [pages, page_size, kv_lora_rank + qk_rope_head_dim] in its dtype
+    (fp8: float8_e4m3fn codes), NaN in unowned slots replaced by zero."""
+    torch = env.torch
+    return env.cached("latent_pool", lambda: from_raw(
+        torch, _nan_zeroed(batch, "latent_cache"), batch.kv_dtype))
+
+
 def latent_gathered(batch, env):
     """A latent batch's rows, every sequence's from its pages, contiguous: [total_kv,
     kv_lora_rank + qk_rope_head_dim] in Q's dtype (an fp8 cache is dequantised, a copy),
@@ -63,7 +72,7 @@ def latent_gathered(batch, env):
     torch = env.torch
 
     def make():
-        pool_rows = from_raw(torch, _nan_zeroed(batch, "latent_cache"), batch.kv_dtype)
+        pool_rows = latent_pool(batch, env)
         rows = pool_rows.index_select(0, page_table(batch, env)).reshape(-1, batch.head_dim)
         keep = np.concatenate([np.arange(batch.kv_lens[s]) + batch.page_indptr[s] * batch.page_size
                                for s in range(batch.num_seqs)]) if batch.num_seqs else np.zeros(0)
