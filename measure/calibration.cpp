@@ -9,6 +9,7 @@
 #include "kernels/calibrate/gemm_traits.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/exec_context.hpp"
+#include "measure/callback_launcher.hpp"
 #include "measure/clock_probe.hpp"
 #include "measure/nvml_monitor.hpp"
 #include "measure/stream_program.hpp"
@@ -34,15 +35,6 @@ std::string format_bytes_label(size_t bytes) {
 bool use_wgmma(const CalibrationOptions& o, const std::string& arch) {
   return o.gemm_kernel == "wgmma" || (o.gemm_kernel == "auto" && arch == "sm_90a");
 }
-
-class CallbackLauncher : public Launcher {
- public:
-  explicit CallbackLauncher(std::function<void()> f) : f_(std::move(f)) {}
-  void launch() override { f_(); }
-
- private:
-  std::function<void()> f_;
-};
 
 // bf16 bits of a uniform value in [-1, 1) from a counter (round to nearest even).
 uint16_t random_bf16(uint64_t seed, uint64_t index) {

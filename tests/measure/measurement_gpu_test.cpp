@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 
 #include "kernels/registry.hpp"
 #include "measure/calibration.hpp"
+#include "measure/callback_launcher.hpp"
 #include "measure/clock_probe.hpp"
 #include "measure/device_records.hpp"
 #include "measure/evaluator.hpp"
@@ -144,15 +144,6 @@ TEST(MeasurementGpu, DecodeCaseUnderConfirmRepeatsWithinOnePercent) {
   EXPECT_FALSE(a.unstable) << a.unstable_reason;
 }
 
-class EnqueueLauncher : public Launcher {
- public:
-  explicit EnqueueLauncher(std::function<void()> f) : f_(std::move(f)) {}
-  void launch() override { f_(); }
-
- private:
-  std::function<void()> f_;
-};
-
 // The flush must leave nothing of its own in the timed window: a kernel that only reads 256 MiB
 // (stream_read, the calibration's own kernel), timed with events after the flush as every kernel
 // is, reaches at least 90% of the read ceiling calibrated in the same process over 1 GiB, and is
@@ -186,7 +177,7 @@ TEST(MeasurementGpu, AReadOf256MiBTimedAfterTheFlushReachesTheReadCeiling) {
   LaunchShape shape;
   shape.grid_x = unsigned(context.info().sm_count * 4);
   shape.block_x = 256;
-  EnqueueLauncher launcher([&] { launch(context, read, shape, stream, p); });
+  CallbackLauncher launcher([&] { launch(context, read, shape, stream, p); });
 
   L2Flusher flusher(context, loader, size_t(context.info().l2_bytes));
   const CudaTimingTools tools{&context, &stream, &flusher, nullptr, nullptr};
