@@ -63,15 +63,16 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch
                  D = uint64_t(m.head_dim);
   const uint64_t heads_stride = (hnd ? P * D : D) * bytes;
   const uint64_t tokens_stride = (hnd ? D : H * D) * bytes;
-  const uint64_t dims[5] = {64, D / 64, hnd ? P : H, hnd ? H : P, uint64_t(batch.num_pages)};
-  const uint64_t strides[4] = {64 * bytes, hnd ? tokens_stride : heads_stride,
+  // The innermost extent is the row (head_dim elements): a box at dims 64.. of a row narrower
+  // than 128 elements is zero-filled past it, with no memory read.
+  const uint64_t dims[4] = {D, hnd ? P : H, hnd ? H : P, uint64_t(batch.num_pages)};
+  const uint64_t strides[3] = {hnd ? tokens_stride : heads_stride,
                                hnd ? heads_stride : tokens_stride, P * H * D * bytes};
-  const uint32_t box[5] = {64, 1, hnd ? uint32_t(box_tokens) : 1u, hnd ? 1u : uint32_t(box_tokens),
-                           1};
+  const uint32_t box[4] = {64, hnd ? uint32_t(box_tokens) : 1u, hnd ? 1u : uint32_t(box_tokens), 1};
   PagedPoolTensorMap out;
   out.map =
-      encode_tensor_map(context.cuda->api(), tensor_map_type(m.dtype), pool, 5, dims, strides, box);
-  out.token_coordinate = hnd ? 2 : 3;
+      encode_tensor_map(context.cuda->api(), tensor_map_type(m.dtype), pool, 4, dims, strides, box);
+  out.token_coordinate = hnd ? 1 : 2;
   return out;
 }
 

@@ -51,13 +51,13 @@ DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values)
   return buffer;
 }
 
-// A K or V pool of 16-bit elements in the NHD or HND layout as a 5-D tensor, innermost first:
-//   (64 dims of a box, head_dim / 64 boxes of a row, then kv heads and tokens of a page in the
-//    pool's stride order, pages)
-// NHD: (64, blocks, kv_heads, page_size, pages); HND: (64, blocks, page_size, kv_heads, pages).
-// A box is 64 dims x box_tokens keys of one kv head and page, written 128-byte swizzled; box_tokens
-// must divide the page size and be at most 256. token_coordinate is the coordinate (2 or 3) that
-// holds the slot in the page; the kv head is the other of the two.
+// A K or V pool of 16-bit elements in the NHD or HND layout as a 4-D tensor, innermost first:
+//   (head_dim, then kv heads and tokens of a page in the pool's stride order, pages)
+// NHD: (head_dim, kv_heads, page_size, pages); HND: (head_dim, page_size, kv_heads, pages).
+// A box is 64 dims (at a multiple of 64; past head_dim zero-filled) x box_tokens keys of one kv
+// head and page, written 128-byte swizzled; box_tokens must divide the page size and be at most
+// 256. token_coordinate is the coordinate (1 or 2) that holds the slot in the page; the kv head is
+// the other of the two.
 struct PagedPoolTensorMap {
   TensorMapBytes map;
   int token_coordinate = 0;

@@ -95,7 +95,7 @@ __device__ __forceinline__ void tma_load_4d(void* destination, const TensorMapBy
 }
 
 // TMA: a box of a 5-D tensor at coordinates c0 (innermost) .. c4 into shared memory, completing
-// on `bar` (paged_decode.sm90_tma's page boxes).
+// on `bar` (prefix_prefill.sm90_wgmma's page boxes).
 __device__ __forceinline__ void tma_load_5d(void* destination, const TensorMapBytes* map, int c0,
                                             int c1, int c2, int c3, int c4,
                                             unsigned long long* bar) {

@@ -4,7 +4,8 @@
 // Same semantics, work list, split-KV and in-kernel split merge as sm80_mma.cuh (read that
 // first); what differs is how a compute block's keys reach shared memory:
 // - One producer warp (the CTA's last) issues, per block, one TMA box per page the block touches
-//   (box_tokens keys x 64 dims of one KV head; head_dim / 64 boxes side by side) for K and for V,
+//   (box_tokens keys x 64 dims of one KV head; column_boxes(head_dim) boxes side by side, the
+//   last one zero-filled past the row at head dims 80, 96 and 192) for K and for V,
 //   each completing its bytes on the stage's "full" mbarrier. Lanes read the block's page numbers
 //   from the block table in parallel, one box each. There is no per-row address arithmetic, no
 //   copy instruction per 16 bytes, and the compute warps never wait on their own copies.
@@ -43,8 +44,8 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
   constexpr int WARP_TOKENS = paged_decode::sm80_mma::warp_tokens(WARPS, BLOCK_TOKENS);
   constexpr int TILE_BYTES = paged_decode::sm90_tma::tile_bytes(HEAD_DIM, BLOCK_TOKENS);
   constexpr int HALVES =
-      HEAD_DIM / paged_decode::sm90_tma::kBoxElements;  // boxes side by side in a row
-  constexpr int BOXES = BLOCK_TOKENS / BOX_TOKENS;      // box rows of a block, <= 32
+      paged_decode::sm90_tma::column_boxes(HEAD_DIM);  // boxes side by side in a row
+  constexpr int BOXES = BLOCK_TOKENS / BOX_TOKENS;     // box rows of a block, <= 32
   constexpr int BOX_BYTES = BOX_TOKENS * paged_decode::sm90_tma::kBoxElements * 2;
   constexpr int HALF_BYTES = BLOCK_TOKENS * paged_decode::sm90_tma::kBoxElements * 2;
   static_assert(BOXES <= 32, "one producer lane per box");
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
     // Producer: lane b loads box b of each block (keys b * BOX_TOKENS ..) when it holds a key of
     // the sequence. A stage is refilled once every compute warp has released it.
     const int* pages = p.block_table + (long long)seq * p.max_pages_per_seq;
-    const int head_coordinate = 5 - params.token_coordinate;
+    const int head_coordinate = 3 - params.token_coordinate;
     for (int block = block_begin; block < block_end; ++block) {
       const int i = block - block_begin, stage = i % STAGES;
       const int key = block * BLOCK_TOKENS + lane * BOX_TOKENS;
@@ -103,16 +104,17 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
       if (lane == 0) sm90::mbarrier_expect_bytes(&full[stage], boxes * 2 * HALVES * BOX_BYTES);
       __syncwarp();
       if (load) {
-        int c[5] = {0, 0, 0, 0, page};
+        int c[4] = {0, 0, 0, page};
         c[params.token_coordinate] = key % p.page_size;
         c[head_coordinate] = kv_head;
         unsigned char* k_dst = smem + stage * 2 * TILE_BYTES + lane * BOX_BYTES;
 #pragma unroll
         for (int h = 0; h < HALVES; ++h) {
-          sm90::tma_load_5d(k_dst + h * HALF_BYTES, &params.k_map, 0, h, c[2], c[3], c[4],
+          const int dim0 = h * paged_decode::sm90_tma::kBoxElements;
+          sm90::tma_load_4d(k_dst + h * HALF_BYTES, &params.k_map, dim0, c[1], c[2], c[3],
                             &full[stage]);
-          sm90::tma_load_5d(k_dst + TILE_BYTES + h * HALF_BYTES, &params.v_map, 0, h, c[2], c[3],
-                            c[4], &full[stage]);
+          sm90::tma_load_4d(k_dst + TILE_BYTES + h * HALF_BYTES, &params.v_map, dim0, c[1], c[2],
+                            c[3], &full[stage]);
         }
       }
     }

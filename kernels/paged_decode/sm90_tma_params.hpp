@@ -18,7 +18,7 @@ struct Sm90TmaParams {
   TensorMapBytes k_map;
   TensorMapBytes v_map;
   Sm80MmaParams base;
-  int token_coordinate;  // 2 when tokens are the third coordinate (HND), 3 when the fourth (NHD)
+  int token_coordinate;  // 1 when tokens are the second coordinate (HND), 2 when the third (NHD)
 };
 
 }  // namespace attn

@@ -12,8 +12,14 @@ namespace attn {
 namespace paged_decode::sm90_tma {
 
 // TMA boxes are 64 16-bit elements (128 bytes, the widest the 128-byte swizzle allows) wide: a
-// K/V row of head_dim elements is head_dim / 64 boxes side by side.
+// K/V row of head_dim elements is column_boxes(head_dim) boxes side by side. Where head_dim is not
+// a multiple of 64 (80, 96, 192 is), the last box reaches past the row: the tensor map's innermost
+// extent is head_dim, so TMA fills those elements with zeros without reading memory, and the
+// compute never reads them.
 constexpr int kBoxElements = 64;
+ATTN_HOST_DEVICE constexpr int column_boxes(int head_dim) {
+  return (head_dim + kBoxElements - 1) / kBoxElements;
+}
 // Shared memory the kernel aligns its stage area to (the 128-byte swizzle repeats every 1024).
 constexpr int kAlignment = 1024;
 
@@ -25,10 +31,10 @@ ATTN_HOST_DEVICE constexpr int threads(int warps) {
 ATTN_HOST_DEVICE constexpr int box_tokens(int page_size, int block_tokens) {
   return page_size < block_tokens ? page_size : block_tokens;
 }
-// One K or V tile: block_tokens rows of head_dim 16-bit elements, no padding (the swizzle keeps
-// ldmatrix conflict-free).
+// One K or V tile: block_tokens rows of column_boxes(head_dim) x 64 16-bit elements (the swizzle
+// keeps ldmatrix conflict-free; a row's last box may be partly zero fill).
 ATTN_HOST_DEVICE constexpr int tile_bytes(int head_dim, int block_tokens) {
-  return block_tokens * head_dim * 2;
+  return block_tokens * column_boxes(head_dim) * kBoxElements * 2;
 }
 ATTN_HOST_DEVICE constexpr int stage_area_bytes(int head_dim, int warps, int block_tokens,
                                                 int stages) {
@@ -52,7 +58,7 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int warps, int block_t
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,       // head_dim must be 64, 128 or 256
+  kHeadDim,       // head_dim must be 64, 80, 96, 128, 192 or 256
   kWarps,         // warps must be 1, 2, 4 or 8
   kStages,        // stages must be 2, 3 or 4
   kBlockTokens,   // block_tokens must be 16 * warps * k and at most 256
@@ -64,7 +70,9 @@ enum Rule : int {
 // page_size 0: not known yet (the config alone); the page rule is checked when it is.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int warps, int block_tokens, int stages,
                                      int page_size = 0) {
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+  if (head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128 && head_dim != 192 &&
+      head_dim != 256)
+    return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
   if (block_tokens < 16 * warps || block_tokens % (16 * warps) != 0 || block_tokens > 256)

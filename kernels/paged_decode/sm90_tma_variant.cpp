@@ -46,7 +46,7 @@ struct Sm90TmaConfig {
 std::string describe_rule(int rule, const Sm90TmaConfig& c, int head_dim, int page_size) {
   switch (rule) {
     case paged_decode::sm90_tma::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+      return "head_dim " + std::to_string(head_dim) + " is not 64, 80, 96, 128, 192 or 256";
     case paged_decode::sm90_tma::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case paged_decode::sm90_tma::kStages:

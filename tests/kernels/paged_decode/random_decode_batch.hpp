@@ -65,13 +65,9 @@ inline KernelConfig random_accepted_config(const Variant& variant, const Batch& 
   return variant.default_config(batch, target);
 }
 
-// Head dims the paged_decode GPU kernels run: every one (sm80_simt, sm80_mma), or those of the
-// TMA boxes (sm90_tma).
+// Head dims the paged_decode GPU kernels run (every variant runs every one).
 inline std::vector<int> every_decode_head_dim() {
   return {64, 80, 96, 128, 192, 256};
-}
-inline std::vector<int> power_of_two_decode_head_dims() {
-  return {64, 128, 256};
 }
 
 // A random shape whose GQA group size is one of `groups` and head dim one of `head_dims`.

@@ -46,7 +46,19 @@ TEST(Sm90TmaTraits, RulesNameTheFirstBrokenConstraint) {
   using namespace paged_decode::sm90_tma;
   EXPECT_EQ(check(128, 4, 64, 2, 16), kOk);
   EXPECT_EQ(check(128, 4, 64, 2), kOk);  // page size not known yet
-  EXPECT_EQ(check(96, 4, 64, 2, 16), kHeadDim);
+  EXPECT_EQ(check(96, 4, 64, 2, 16), kOk);
+  EXPECT_EQ(check(80, 4, 64, 2, 16), kOk);
+  EXPECT_EQ(check(192, 4, 64, 2, 16), kOk);
+  EXPECT_EQ(check(112, 4, 64, 2, 16), kHeadDim);
+  // A row is whole 64-element boxes side by side, the last one zero-filled past the row.
+  EXPECT_EQ(column_boxes(64), 1);
+  EXPECT_EQ(column_boxes(80), 2);
+  EXPECT_EQ(column_boxes(96), 2);
+  EXPECT_EQ(column_boxes(128), 2);
+  EXPECT_EQ(column_boxes(192), 3);
+  EXPECT_EQ(column_boxes(256), 4);
+  EXPECT_EQ(tile_bytes(96, 64), tile_bytes(128, 64));
+  EXPECT_EQ(tile_bytes(192, 32), 32 * 192 * 2);
   EXPECT_EQ(check(128, 3, 48, 2, 16), kWarps);
   EXPECT_EQ(check(128, 4, 64, 5, 16), kStages);
   EXPECT_EQ(check(128, 4, 32, 2, 16), kBlockTokens);
