@@ -1,5 +1,6 @@
-// Warp-level tensor-core building blocks of sm_80 and newer: ldmatrix (plain and transposed) and
-// mma.sync m16n8k16 with fp32 accumulation, for bf16 or fp16 operands.
+// Warp-level tensor-core building blocks of sm_80 and newer: ldmatrix (plain and transposed),
+// movmatrix (a transpose in registers) and mma.sync m16n8k16 with fp32 accumulation, for bf16 or
+// fp16 operands.
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"): lane l holds, of
 //   A (16 x 16, row-major):    rows l / 4 and l / 4 + 8, columns 2 (l % 4) + {0, 1} and + 8;
@@ -35,6 +36,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned int (&r)[4], unsigned
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(shared));
+}
+
+// The 8 x 8 matrix of 16-bit elements whose fragment (lane l: row l / 4, columns 2 (l % 4) and
+// 2 (l % 4) + 1, packed low first) is `fragment`, transposed in registers: the result is the same
+// lane's fragment of the transpose.
+__device__ __forceinline__ unsigned int movmatrix_trans(unsigned int fragment) {
+  unsigned int out;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(out) : "r"(fragment));
+  return out;
 }
 
 // d += a (16 x 16, row-major) * b (16 x 8, column-major), fp32 accumulation.

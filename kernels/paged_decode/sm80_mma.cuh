@@ -44,14 +44,16 @@
 #include "kernels/common/convert.cuh"
 #include "kernels/common/cp_async.cuh"
 #include "kernels/paged_decode/sm80_mma_block.cuh"
+#include "kernels/paged_decode/sm80_mma_block_key_rows.cuh"
 #include "kernels/paged_decode/sm80_mma_epilogue.cuh"
 #include "kernels/paged_decode/sm80_mma_params.hpp"
 #include "kernels/paged_decode/sm80_mma_traits.hpp"
 
 namespace attn {
 
-template <int DTYPE, bool KV_FP8, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES>
-__global__ void __launch_bounds__(WARPS * 32) paged_decode_sm80_mma(const Sm80MmaParams p) {
+template <int DTYPE, bool KV_FP8, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES,
+          bool KEY_ROWS>
+__global__ void __launch_bounds__(WARPS * 32, KEY_ROWS ? 1 : 0) paged_decode_sm80_mma(const Sm80MmaParams p) {
   constexpr int KV_BYTES = KV_FP8 ? 1 : 2;
   static_assert(paged_decode::sm80_mma::check(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES, KV_BYTES) ==
                     paged_decode::sm80_mma::kOk,
@@ -183,9 +185,10 @@ __global__ void __launch_bounds__(WARPS * 32) paged_decode_sm80_mma(const Sm80Mm
     }
     if (PREFETCH && block_begin + STAGES - 1 < block_end) fetch_pages(block_begin + STAGES - 1);
 
-    paged_decode::sm80_mma::WarpState<HEAD_DIM> st;
+    using Form = paged_decode::sm80_mma::BlockForm<KEY_ROWS, KV_FP8, HEAD_DIM>;
+    typename Form::State st;
     st.init();
-    paged_decode::sm80_mma::QFragments<KV_FP8, HEAD_DIM> q;
+    typename Form::Q q;
     // fp8 dequantisation, folded into the logits' scale and the output.
     const float score_scale = KV_FP8 ? p.score_scale * p.k_scale[kv_head] : p.score_scale;
     const float v_scale = KV_FP8 ? p.v_scale[kv_head] : 1.0f;

@@ -76,6 +76,7 @@ __device__ __forceinline__ unsigned int e4m3_pair_to_f16(unsigned int w0, unsign
 // this lane's two rows' maximum (log2 domain) and partial sum (this lane's columns only).
 template <int HEAD_DIM>
 struct WarpState {
+  static constexpr bool kKeyRows = false;
   float o[HEAD_DIM / 8][4];
   float row_max[2];
   float row_sum[2];

@@ -11,16 +11,49 @@
 
 #include "kernels/common/convert.cuh"
 #include "kernels/paged_decode/sm80_mma_block.cuh"
+#include "kernels/paged_decode/sm80_mma_block_key_rows.cuh"
 #include "kernels/paged_decode/sm80_mma_params.hpp"
 #include "kernels/paged_decode/sm80_mma_traits.hpp"
 
 namespace attn {
 namespace paged_decode::sm80_mma {
 
-template <int DTYPE, bool KV_FP8, int HEAD_DIM, int WARPS, class Sync>
-__device__ __forceinline__ void finish_split(const Sm80MmaParams& p, WarpState<HEAD_DIM>& st,
-                                             unsigned char* smem, int* merge_here, int seq,
-                                             int split, int kv_head, float v_scale, Sync sync) {
+// A warp's key-rows state (sm80_mma_block_key_rows.cuh) into the merge area: its output, max and
+// sum of heads 2 t4 and 2 t4 + 1 of every lane (outputs [WARPS][M][HEAD_DIM], maxima and sums
+// [WARPS][M]).
+template <bool KV_FP8, int HEAD_DIM>
+__device__ __forceinline__ void store_key_rows_state(KeyRowsState<HEAD_DIM>& st, float* merge_out,
+                                                     float* merge_max, float* merge_sum) {
+  constexpr int M = paged_decode::sm80_mma::kMmaRows;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, quad = lane / 4, t4 = lane % 4;
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+    for (int mask = 4; mask < 32; mask *= 2)
+      st.col_sum[j] += __shfl_xor_sync(0xffffffffu, st.col_sum[j], mask);
+  }
+#pragma unroll
+  for (int m = 0; m < HEAD_DIM / 16; ++m) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int head = 2 * t4 + e % 2;
+      merge_out[(warp * M + head) * HEAD_DIM +
+                key_rows_dim<KV_FP8, HEAD_DIM>(m, quad + 8 * (e / 2))] = st.o[m][e];
+    }
+  }
+  if (quad == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      merge_max[warp * M + 2 * t4 + j] = st.col_max[j];
+      merge_sum[warp * M + 2 * t4 + j] = st.col_sum[j];
+    }
+  }
+}
+
+template <int DTYPE, bool KV_FP8, int HEAD_DIM, int WARPS, class State, class Sync>
+__device__ __forceinline__ void finish_split(const Sm80MmaParams& p, State& st, unsigned char* smem,
+                                             int* merge_here, int seq, int split, int kv_head,
+                                             float v_scale, Sync sync) {
   constexpr int THREADS = paged_decode::sm80_mma::threads(WARPS);
   constexpr int M = paged_decode::sm80_mma::kMmaRows;
   constexpr int D_TILES = HEAD_DIM / 8;
@@ -34,29 +67,33 @@ __device__ __forceinline__ void finish_split(const Sm80MmaParams& p, WarpState<H
   float* merge_max = merge_out + WARPS * M * HEAD_DIM;  // [WARPS][M]
   float* merge_sum = merge_max + WARPS * M;             // [WARPS][M]
   const int r0 = lane / 4;
+  if constexpr (State::kKeyRows) {
+    store_key_rows_state<KV_FP8, HEAD_DIM>(st, merge_out, merge_max, merge_sum);
+  } else {  // the head-rows state (sm80_mma_block.cuh): rows r0 and r0 + 8 of every lane
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    st.row_sum[r] += __shfl_xor_sync(0xffffffffu, st.row_sum[r], 1);
-    st.row_sum[r] += __shfl_xor_sync(0xffffffffu, st.row_sum[r], 2);
-    float* dst = merge_out + (warp * M + r0 + 8 * r) * HEAD_DIM;
+    for (int r = 0; r < 2; ++r) {
+      st.row_sum[r] += __shfl_xor_sync(0xffffffffu, st.row_sum[r], 1);
+      st.row_sum[r] += __shfl_xor_sync(0xffffffffu, st.row_sum[r], 2);
+      float* dst = merge_out + (warp * M + r0 + 8 * r) * HEAD_DIM;
 #pragma unroll
-    for (int n = 0; n < D_TILES; ++n) {
-      if constexpr (KV_FP8) {  // the P V permutation of sm80_mma_block.cuh, undone
-        if (HEAD_DIM % 32 == 0 || n < HEAD_DIM / 32 * 4) {  // groups of 4 tiles: 32 (n / 4) + 4 c
-          dst[32 * (n / 4) + 4 * (2 * t4) + n % 4] = st.o[n][2 * r];
-          dst[32 * (n / 4) + 4 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
-        } else {  // the last group of 2 tiles (head dim 80): 32 (n / 4) + 2 c + n % 4
-          dst[32 * (n / 4) + 2 * (2 * t4) + n % 4] = st.o[n][2 * r];
-          dst[32 * (n / 4) + 2 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
+      for (int n = 0; n < D_TILES; ++n) {
+        if constexpr (KV_FP8) {  // the P V permutation of sm80_mma_block.cuh, undone
+          if (HEAD_DIM % 32 == 0 || n < HEAD_DIM / 32 * 4) {  // groups of 4 tiles: 32 (n / 4) + 4 c
+            dst[32 * (n / 4) + 4 * (2 * t4) + n % 4] = st.o[n][2 * r];
+            dst[32 * (n / 4) + 4 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
+          } else {  // the last group of 2 tiles (head dim 80): 32 (n / 4) + 2 c + n % 4
+            dst[32 * (n / 4) + 2 * (2 * t4) + n % 4] = st.o[n][2 * r];
+            dst[32 * (n / 4) + 2 * (2 * t4 + 1) + n % 4] = st.o[n][2 * r + 1];
+          }
+        } else {
+          *reinterpret_cast<float2*>(dst + n * 8 + 2 * t4) =
+              make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
         }
-      } else {
-        *reinterpret_cast<float2*>(dst + n * 8 + 2 * t4) =
-            make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
       }
-    }
-    if (lane % 4 == 0) {
-      merge_max[warp * M + r0 + 8 * r] = st.row_max[r];
-      merge_sum[warp * M + r0 + 8 * r] = st.row_sum[r];
+      if (lane % 4 == 0) {
+        merge_max[warp * M + r0 + 8 * r] = st.row_max[r];
+        merge_sum[warp * M + r0 + 8 * r] = st.row_sum[r];
+      }
     }
   }
   sync();

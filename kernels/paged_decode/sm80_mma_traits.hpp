@@ -25,6 +25,13 @@ ATTN_HOST_DEVICE constexpr bool q_in_registers(int head_dim, int kv_bytes) {
   return kv_bytes == 2 && head_dim <= kMaxHeadDimQInRegisters;
 }
 
+// Groups of at most kKeyRowsMaxGroup q heads run the key-rows form (sm80_mma_block_key_rows.cuh:
+// the heads are the 8 N columns of each mma instead of its 16 M rows, so no row is padding).
+constexpr int kKeyRowsMaxGroup = 8;
+ATTN_HOST_DEVICE constexpr bool key_rows(int group) {
+  return group <= kKeyRowsMaxGroup;
+}
+
 ATTN_HOST_DEVICE constexpr int threads(int warps) {
   return warps * 32;
 }

@@ -131,9 +131,11 @@ class Sm80MmaVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "");
+                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
+                   (tensorcore_key_rows(batch) ? ".key_rows" : "");
     program.source = "#include \"kernels/paged_decode/sm80_mma.cuh\"\n";
-    program.kernels = {attention_kernel(code, kv_fp8(batch), head_dim, c)};
+    program.kernels = {
+        attention_kernel(code, kv_fp8(batch), head_dim, tensorcore_key_rows(batch), c)};
     program.arch = target.arch;
     return {program};
   }
@@ -148,8 +150,8 @@ class Sm80MmaVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code_of(m.dtype);
-    CUfunction attention =
-        context.loader->function(program, attention_kernel(code, kv_fp8(batch), m.head_dim, c));
+    CUfunction attention = context.loader->function(
+        program, attention_kernel(code, kv_fp8(batch), m.head_dim, tensorcore_key_rows(batch), c));
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     allow_dynamic_shared_memory(context, attention, smem);
 
@@ -171,10 +173,12 @@ class Sm80MmaVariant : public Variant {
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
-  static std::string attention_kernel(int code, bool fp8, int head_dim, const Sm80MmaConfig& c) {
+  static std::string attention_kernel(int code, bool fp8, int head_dim, bool key_rows,
+                                      const Sm80MmaConfig& c) {
     return "attn::paged_decode_sm80_mma<" + std::to_string(code) + ", " + (fp8 ? "true" : "false") +
            ", " + std::to_string(head_dim) + ", " + std::to_string(c.warps) + ", " +
-           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ">";
+           std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
+           (key_rows ? "true" : "false") + ">";
   }
 };
 

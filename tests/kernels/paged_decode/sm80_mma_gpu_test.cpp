@@ -123,13 +123,12 @@ void Sm80MmaGpu::compile_first(
   testing::compile_in_parallel(programs);
 }
 
-// Random shapes (GQA 1..16 including non powers of two, head dims 64/80/96/128/192/256 (sm90_tma:
-// 64/128/256), page sizes 1..256
-// including odd ones, both layouts and dtypes), uneven lengths with edge cases (context 0: a
-// single key), every optional feature on at random (soft-cap, sliding window, sinks, non-causal),
-// fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the variant's space
-// that check() accepts; as many cases as the case budget allows (tests/gpu_case_budget.hpp),
-// draws sm90_tma declines not counted.
+// Random shapes (GQA 1..16 including non powers of two, head dims 64/80/96/128/192/256, page
+// sizes 1..256 including odd ones, both layouts and dtypes), uneven lengths with edge cases
+// (context 0: a single key), every optional feature on at random (soft-cap, sliding window, sinks,
+// non-causal), fp8 e4m3 K/V with per-tensor or per-head scales, and a random config from the
+// variant's space that check() accepts; as many cases as the case budget allows
+// (tests/gpu_case_budget.hpp), draws sm90_tma declines not counted.
 TEST_P(Sm80MmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
@@ -327,6 +326,42 @@ TEST_P(Sm80MmaGpu, HeadDims80_96And192InEveryKvDtypeLayoutAndPageMatchTheReferen
 
 // Sequences of one key (context 0) and two keys, alone and beside a long one, with auto and many
 // splits: nearly every split and most warps of every block see no key.
+// The two forms of the per-block compute on either side of the boundary between them: a group of
+// 8 q heads runs the key-rows form (heads as the mma's N columns, sm80_mma_block_key_rows.cuh), a
+// group of 9 the head-rows form, at every head dim, with 16-bit and fp8 (per-head scales) K/V,
+// in one split and in two.
+TEST_P(Sm80MmaGpu, KeyRowsAndHeadRowsFormsAtEveryHeadDimMatchTheReference) {
+  const Registry registry = make_registry();
+  const Variant& variant = this->variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<Batch> batches;
+  for (const int group :
+       {paged_decode::sm80_mma::kKeyRowsMaxGroup, paged_decode::sm80_mma::kKeyRowsMaxGroup + 1}) {
+    for (const int head_dim : head_dims()) {
+      for (const int fp8 : {0, 2}) {
+        testing::SpecShape shape;
+        shape.q_heads = 2 * group;
+        shape.kv_heads = 2;
+        shape.head_dim = head_dim;
+        shape.seed = uint64_t(100 * group + head_dim + fp8);
+        Features features;
+        features.fp8 = fp8;
+        batches.push_back(generate_batch(make_spec(shape, {0, 33, 517}, features)));
+      }
+    }
+  }
+  std::vector<std::pair<const Batch*, KernelConfig>> runs;
+  for (const Batch& batch : batches) {
+    KernelConfig split = variant.default_config(batch, target);
+    split.set("num_splits", 2);
+    runs.push_back({&batch, variant.default_config(batch, target)});
+    runs.push_back({&batch, split});
+  }
+  compile_first(runs);
+  for (const auto& [batch, config] : runs) expect_passed(*batch, config);
+  EXPECT_EQ(runs.size(), size_t(2 * head_dims().size() * 2 * 2));
+}
+
 TEST_P(Sm80MmaGpu, LengthOneAndTwoSequencesMatchTheReference) {
   for (int page_size : {page(1), 16, 256}) {
     testing::SpecShape shape;
