@@ -95,10 +95,14 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
   const float kNegInf = -__int_as_float(0x7f800000);
   const int lane = threadIdx.x % 32, quad = lane / 4, t4 = lane % 4;
 
-  // S^T = K Q^T: [WARP_TOKENS keys x 8 heads].
-  float s[KEY_TILES][4];
+  // S^T = K Q^T: [WARP_TOKENS keys x 8 heads]. The even and odd k16 steps accumulate apart (two
+  // chains of dependent mma instead of one; a warp may hold a single key tile).
+  float s[KEY_TILES][4], s_odd[KEY_TILES][4];
 #pragma unroll
-  for (int kt = 0; kt < KEY_TILES; ++kt) s[kt][0] = s[kt][1] = s[kt][2] = s[kt][3] = 0.0f;
+  for (int kt = 0; kt < KEY_TILES; ++kt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[kt][e] = s_odd[kt][e] = 0.0f;
+  }
 #pragma unroll
   for (int ks = 0; ks < K_STEPS; ++ks) {
 #pragma unroll
@@ -116,8 +120,13 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
         ldmatrix_x4(a, k_tile + Tile::offset(row0 + kt * 16 + lane % 8 + 8 * ((lane / 8) % 2),
                                              (ks * 2 + lane / 16) * 16));
       }
-      mma_m16n8k16<MMA_DTYPE>(s[kt], a, q.b[ks][0], q.b[ks][1]);
+      mma_m16n8k16<MMA_DTYPE>(ks % 2 == 0 ? s[kt] : s_odd[kt], a, q.b[ks][0], q.b[ks][1]);
     }
+  }
+#pragma unroll
+  for (int kt = 0; kt < KEY_TILES; ++kt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[kt][e] += s_odd[kt][e];
   }
 
   // Logits (log2 domain), the masks, and this block's maximum per head.

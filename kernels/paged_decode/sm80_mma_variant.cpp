@@ -84,15 +84,20 @@ class Sm80MmaVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     KernelConfig config = axes().defaults();
     // Smaller tiles of fewer warps where a CTA of 64 keys and 4 warps holds too many registers to
-    // keep enough warps per SM: head dim 256 (241 registers), and fp8 K/V (whose converts add to
-    // each block's work), unless the GQA group already fills the mma rows. On the decode-shapes
-    // suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs 354 us, GQA 2 287 vs 342; fp8 GQA 4
-    // 178 vs 186, GQA 8 183 vs 187; but MQA d256 126 vs 116, fp8 GQA 16 194 vs 187.
-    // Head dim 192 keeps t64.w4 like 128 (not measured on a GPU yet): its Q fragments are re-read
-    // from shared memory, so ptxas gives it 166 registers at t64.w4 on sm_90a, as many as 128
-    // (256: 241); 80 and 96 take 120 and 126.
+    // keep enough warps per SM: head dim 256 (241 registers) unless the GQA group already fills
+    // the mma rows. On the decode-shapes suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs
+    // 354 us, GQA 2 287 vs 342; but MQA d256 126 vs 116.
+    // fp8 K/V in the key-rows form (GQA groups up to 8, sm80_mma_block_key_rows.cuh): 32 keys a
+    // warp, 4 warps (g8-d128-fp8h-64x4096 on an H200, every config tuned: t128.w4 151.34 us, the
+    // best; t64.w4 154.32; t32.w2 220.18).
+    // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
+    // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
+    // and 126.
     const int group = batch.spec.group_size();
-    if ((head_dim >= 256 && group < 16) || (kv_fp8(batch) && group <= 8)) {
+    if (kv_fp8(batch) && paged_decode::sm80_mma::key_rows(group)) {
+      config.set("tile_tokens", 128);
+      config.set("warps", 4);
+    } else if (head_dim >= 256 && group < 16) {
       config.set("tile_tokens", 32);
       config.set("warps", 2);
     }
