@@ -10,9 +10,12 @@
 //
 // Work decomposition (a 1-D grid over a host-built work list, decode_work_plan.hpp):
 // - A CTA owns one KV head and all `group` query heads that share it, over its segments (chunks
-//   of sequences, in order): the q heads are the M rows of 16 x 8 x 16 mma tiles (rows past the
-//   group are zero padding), so each K/V byte is read from memory once per KV head, whatever the
-//   GQA ratio.
+//   of sequences, in order), so each K/V byte is read from memory once per KV head, whatever the
+//   GQA ratio. Groups of more than 8 q heads are the M rows of 16 x 8 x 16 mma tiles (rows past
+//   the group are zero padding: sm80_mma_block.cuh); groups of up to 8 are the N columns of the
+//   transposed products S^T = K Q^T and O^T += V^T P^T (KEY_ROWS: sm80_mma_block_key_rows.cuh),
+//   which leave no row idle. (paged_decode.sm90_tma keeps the head-rows form: on an H200 the
+//   key-rows form was slower there, g8-d128-64x4096 266.37 against 278.94 us.)
 // - The sequence's visible keys are cut into compute blocks of BLOCK_TOKENS keys; a block spans
 //   several pages or part of one (every key row is addressed through the block table). The host
 //   lays the sequences' blocks end to end and gives each CTA of one wave the same number of them
@@ -53,7 +56,8 @@ namespace attn {
 
 template <int DTYPE, bool KV_FP8, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES,
           bool KEY_ROWS>
-__global__ void __launch_bounds__(WARPS * 32, KEY_ROWS ? 1 : 0) paged_decode_sm80_mma(const Sm80MmaParams p) {
+__global__ void __launch_bounds__(WARPS * 32, KEY_ROWS ? 1 : 0)
+    paged_decode_sm80_mma(const Sm80MmaParams p) {
   constexpr int KV_BYTES = KV_FP8 ? 1 : 2;
   static_assert(paged_decode::sm80_mma::check(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES, KV_BYTES) ==
                     paged_decode::sm80_mma::kOk,

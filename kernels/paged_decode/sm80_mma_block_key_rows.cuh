@@ -1,5 +1,5 @@
-// One warp's share of one compute block in the tensor-core decode kernels (paged_decode.sm80_mma
-// and paged_decode.sm90_tma) for GQA groups of at most 8 query heads: the transposed products
+// One warp's share of one compute block in paged_decode.sm80_mma for GQA groups of at most 8 query
+// heads: the transposed products
 //   S^T = K Q^T     (the warp's keys are the 16 M rows of each mma, the group's heads the 8 N
 //                    columns)
 //   O^T += V^T P^T  (the head dims are the M rows, the heads the N columns)

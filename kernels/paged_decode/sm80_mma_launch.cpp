@@ -103,9 +103,4 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
   return launch;
 }
 
-bool tensorcore_key_rows(const Batch& batch) {
-  return paged_decode::sm80_mma::key_rows(batch.spec.model.num_q_heads /
-                                          batch.spec.model.num_kv_heads);
-}
-
 }  // namespace attn

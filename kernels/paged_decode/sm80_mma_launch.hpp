@@ -21,10 +21,6 @@ namespace attn {
 // 16 (one mma tile of q heads), sinks one per q head.
 Support sm80_mma_supports_limits(const Batch& batch);
 
-// Whether the batch's GQA group runs the key-rows form of the tensor-core decode kernels (the
-// heads as the mma's N columns: sm80_mma_block_key_rows.cuh); the kernels' KEY_ROWS argument.
-bool tensorcore_key_rows(const Batch& batch);
-
 // The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
 // pools and logits, sinks and fp8 scales, and the work plan for block_tokens keys per block (from
 // key 0 when aligned_blocks, else from the first visible key)

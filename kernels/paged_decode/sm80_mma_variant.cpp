@@ -87,17 +87,19 @@ class Sm80MmaVariant : public Variant {
     // keep enough warps per SM: head dim 256 (241 registers) unless the GQA group already fills
     // the mma rows. On the decode-shapes suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs
     // 354 us, GQA 2 287 vs 342; but MQA d256 126 vs 116.
-    // fp8 K/V in the key-rows form (GQA groups up to 8, sm80_mma_block_key_rows.cuh): 32 keys a
-    // warp, 4 warps (g8-d128-fp8h-64x4096 on an H200, every config tuned: t128.w4 151.34 us, the
-    // best; t64.w4 154.32; t32.w2 220.18).
+    // fp8 K/V up to head dim 128 in the key-rows form (GQA groups up to 8,
+    // sm80_mma_block_key_rows.cuh): 32 keys a warp, 4 warps (g8-d128-fp8h-64x4096 on an H200,
+    // every config tuned: t128.w4 151.34 us, the best; t64.w4 154.32; t32.w2 220.18). Wider fp8
+    // rows keep t32.w2 (g7-d256-fp8t-64x2048: 108.29 us against 121.15 at t128.w4).
     // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
     // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
     // and 126.
     const int group = batch.spec.group_size();
-    if (kv_fp8(batch) && paged_decode::sm80_mma::key_rows(group)) {
+    if (kv_fp8(batch) && paged_decode::sm80_mma::key_rows(group) && head_dim <= 128) {
       config.set("tile_tokens", 128);
       config.set("warps", 4);
-    } else if (head_dim >= 256 && group < 16) {
+    } else if ((head_dim >= 256 && group < 16) ||
+               (kv_fp8(batch) && paged_decode::sm80_mma::key_rows(group))) {
       config.set("tile_tokens", 32);
       config.set("warps", 2);
     }
@@ -137,10 +139,9 @@ class Sm80MmaVariant : public Variant {
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
                    to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
-                   (tensorcore_key_rows(batch) ? ".key_rows" : "");
+                   (key_rows(batch) ? ".key_rows" : "");
     program.source = "#include \"kernels/paged_decode/sm80_mma.cuh\"\n";
-    program.kernels = {
-        attention_kernel(code, kv_fp8(batch), head_dim, tensorcore_key_rows(batch), c)};
+    program.kernels = {attention_kernel(code, kv_fp8(batch), head_dim, key_rows(batch), c)};
     program.arch = target.arch;
     return {program};
   }
@@ -156,7 +157,7 @@ class Sm80MmaVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code_of(m.dtype);
     CUfunction attention = context.loader->function(
-        program, attention_kernel(code, kv_fp8(batch), m.head_dim, tensorcore_key_rows(batch), c));
+        program, attention_kernel(code, kv_fp8(batch), m.head_dim, key_rows(batch), c));
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     allow_dynamic_shared_memory(context, attention, smem);
 
@@ -178,6 +179,10 @@ class Sm80MmaVariant : public Variant {
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
+  // The key-rows form where the GQA group fits the mma's 8 N columns (sm80_mma_traits.hpp).
+  static bool key_rows(const Batch& batch) {
+    return paged_decode::sm80_mma::key_rows(batch.spec.group_size());
+  }
   static std::string attention_kernel(int code, bool fp8, int head_dim, bool key_rows,
                                       const Sm80MmaConfig& c) {
     return "attn::paged_decode_sm80_mma<" + std::to_string(code) + ", " + (fp8 ? "true" : "false") +

@@ -31,8 +31,7 @@
 
 namespace attn {
 
-template <int DTYPE, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES, int BOX_TOKENS,
-          bool KEY_ROWS>
+template <int DTYPE, int HEAD_DIM, int WARPS, int BLOCK_TOKENS, int STAGES, int BOX_TOKENS>
 __global__ void __launch_bounds__((WARPS + 1) * 32)
     paged_decode_sm90_tma(const __grid_constant__ Sm90TmaParams params) {
   static_assert(paged_decode::sm90_tma::check(HEAD_DIM, WARPS, BLOCK_TOKENS, STAGES, BOX_TOKENS) ==
@@ -135,10 +134,9 @@ __global__ void __launch_bounds__((WARPS + 1) * 32)
   cp_async_commit();
   cp_async_wait<0>();
   compute_sync();
-  using Form = paged_decode::sm80_mma::BlockForm<KEY_ROWS, false, HEAD_DIM>;
-  typename Form::Q q;
+  paged_decode::sm80_mma::QFragments<false, HEAD_DIM> q;
   q.init(q_tile);
-  typename Form::State st;
+  paged_decode::sm80_mma::WarpState<HEAD_DIM> st;
   st.init();
 
   for (int block = block_begin; block < block_end; ++block) {

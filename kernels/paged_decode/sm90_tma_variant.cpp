@@ -144,8 +144,7 @@ class Sm90TmaVariant : public Variant {
     const Sm90TmaConfig c(config);
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + ".page" + std::to_string(batch.page_size) +
-                   (tensorcore_key_rows(batch) ? ".key_rows" : "");
+                   to_string(batch.spec.model.dtype) + ".page" + std::to_string(batch.page_size);
     program.source = "#include \"kernels/paged_decode/sm90_tma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c)};
     program.arch = target.arch;
@@ -215,8 +214,7 @@ class Sm90TmaVariant : public Variant {
     return "attn::paged_decode_sm90_tma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.warps) +
            ", " + std::to_string(c.tile_tokens) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(paged_decode::sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) +
-           ", " + (tensorcore_key_rows(batch) ? "true" : "false") + ">";
+           std::to_string(paged_decode::sm90_tma::box_tokens(batch.page_size, c.tile_tokens)) + ">";
   }
 };
 
