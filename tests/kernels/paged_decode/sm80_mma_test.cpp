@@ -209,8 +209,13 @@ TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
         batch.k_scales = batch.v_scales = {1.0f};
       }
       const KernelConfig config = variant.default_config(batch, hopper());
-      const bool small = head_dim == 256 || fp8;
-      EXPECT_EQ(config.get("tile_tokens"), small ? 32 : 64) << head_dim << " " << fp8;
+      // GQA 4: the key-rows form. Its fp8 tile is 128 keys and 4 warps up to head dim 128.
+      const bool key_rows_fp8 = fp8 && head_dim <= 128;
+      const bool small = !key_rows_fp8 && (head_dim == 256 || fp8);
+      EXPECT_EQ(config.get("tile_tokens"), key_rows_fp8 ? 128
+                                           : small      ? 32
+                                                        : 64)
+          << head_dim << " " << fp8;
       EXPECT_EQ(config.get("warps"), small ? 2 : 4) << head_dim << " " << fp8;
       EXPECT_TRUE(variant.check(batch, config, hopper())) << head_dim << " " << fp8;
     }
