@@ -18,9 +18,14 @@
 //   whole RANK + ROPE width (wgmma SS, Q from shared memory), masks, runs the online softmax (each
 //   row's scores lie in one quad of lanes: no shared memory), and multiplies P (registers, wgmma
 //   RS) by its half of V's columns into its half of the output: the 64 x RANK fp32 accumulator
-//   does not fit one warpgroup's registers, so warpgroup w holds columns w RANK / 2 .. Both
-//   compute the same S and softmax, so nothing passes between them inside the loop; each warp
-//   then arrives on the stage's empty mbarrier, which the producer waits on before refilling it.
+//   does not fit one warpgroup's registers, so warpgroup w holds columns w RANK / 2 .. Without
+//   QK_SPLIT both compute the same S and softmax, so nothing passes between them inside the loop.
+//   With QK_SPLIT warpgroup w computes the scores of keys w BLOCK / 2 .. of the block only (half
+//   the Q K^T work); the row maxima of the two halves meet in shared memory (one barrier of the
+//   256 consumer threads), each exponentiates its half against the common maximum, and P of the
+//   whole block passes through shared memory as A fragments (a second barrier); each keeps the
+//   row sums of its half, added at the end. Each warp then arrives on the stage's empty mbarrier,
+//   which the producer waits on before refilling it.
 // - V rows of the sequence's last block past its last key (the rest of its last page, or rows no
 //   box loaded) are zeroed before use, each warpgroup its own columns: P is 0 there, but 0 x NaN
 //   would poison the output.
@@ -49,12 +54,13 @@ __device__ __forceinline__ void warpgroup_sync(int wg) {
 
 }  // namespace mla_sm90
 
-template <int DTYPE, int RANK, int ROPE, int BLOCK, int STAGES, int BOX>
+template <int DTYPE, int RANK, int ROPE, int BLOCK, int STAGES, int BOX, bool QK_SPLIT>
 __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
     mla_decode_sm90_wgmma(const __grid_constant__ MlaSm90Params params) {
   namespace traits = mla_decode::sm90_wgmma;
-  static_assert(traits::check(RANK, ROPE, BLOCK, STAGES, BOX) == traits::kOk && BLOCK % BOX == 0,
-                "mla_decode.sm90_wgmma config breaks a rule of sm90_wgmma_traits.hpp");
+  static_assert(
+      traits::check(RANK, ROPE, BLOCK, STAGES, BOX, QK_SPLIT) == traits::kOk && BLOCK % BOX == 0,
+      "mla_decode.sm90_wgmma config breaks a rule of sm90_wgmma_traits.hpp");
   constexpr int D = RANK + ROPE;
   constexpr int CB = traits::column_blocks(RANK, ROPE);
   constexpr int ROWS = traits::kRows;
@@ -67,6 +73,9 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   constexpr int BOX_BYTES = BOX * sm90_attention::kBlockRowBytes;
   constexpr int CONSUMER_WARPS = 4 * traits::kConsumers;
   constexpr int CONSUMER_THREADS = 32 * CONSUMER_WARPS;
+  // Keys of the block whose scores a warpgroup computes: all, or (QK_SPLIT) warpgroup w's half
+  // from key w BLOCK / 2.
+  constexpr int SN = QK_SPLIT ? BLOCK / 2 : BLOCK;
   static_assert(BOXES <= 32, "one producer lane per box");
   const MlaSm80Params& p = params.base;
   const float kNegInf = -__int_as_float(0x7f800000);
@@ -77,8 +86,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
       ~static_cast<unsigned long long>(traits::kAlignment - 1));
   unsigned char* q_s = smem;  // CB column blocks of [ROWS][64]
   unsigned char* kv_s = smem + traits::stages_offset(RANK, ROPE);
+  // QK_SPLIT: [2][ROWS] row maxima (then sums) and P's A fragments [BLOCK / 16][4][128].
+  float* x_s = reinterpret_cast<float*>(smem + traits::exchange_offset(RANK, ROPE, BLOCK, STAGES));
+  unsigned int* p_x = reinterpret_cast<unsigned int*>(x_s + traits::kConsumers * ROWS);
   unsigned long long* full = reinterpret_cast<unsigned long long*>(
-      smem + traits::barrier_offset(RANK, ROPE, BLOCK, STAGES));
+      smem + traits::barrier_offset(RANK, ROPE, BLOCK, STAGES, QK_SPLIT));
   unsigned long long* empty = full + STAGES;
   float* merge_s = reinterpret_cast<float*>(kv_s);  // after the loop: [kMaxSplits][ROWS]
   __shared__ int last_split;
@@ -174,7 +186,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < NC / 2; ++i) o[c][i] = 0.0f;
   }
-  float s[BLOCK / 2];
+  float s[SN / 2];
   unsigned int pa[BLOCK / 16][4];
   float row_max[2] = {kNegInf, kNegInf};  // raw scores (score_scale > 0 keeps the order)
   float row_sum[2] = {0.0f, 0.0f};        // this lane's columns; summed over the quad at the end
@@ -198,12 +210,13 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
       mla_sm90::warpgroup_sync(wg);
     }
 
-    // S = Q K^T: (RANK + ROPE) / 16 k16 steps, K-major operands.
-    const unsigned long long k_desc = sm90::descriptor(kv);
+    // S = Q K^T: (RANK + ROPE) / 16 k16 steps, K-major operands; SN keys from key0 + skey.
+    const int skey = QK_SPLIT ? wg * SN : 0;
+    const unsigned long long k_desc = sm90::descriptor(kv + skey * sm90_attention::kBlockRowBytes);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      sm90::wgmma_ss<DTYPE, BLOCK>(
+      sm90::wgmma_ss<DTYPE, SN>(
           s, sm90::descriptor_advance(q_desc, sm90_attention::k_major_step_offset(kk, ROWS)),
           sm90::descriptor_advance(k_desc, sm90_attention::k_major_step_offset(kk, BLOCK)),
           kk > 0 ? 1 : 0);
@@ -214,29 +227,50 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
     // Hidden keys at -inf (the split's end, the causal diagonal), then the online softmax.
     if (key0 + BLOCK > first_limit) {
 #pragma unroll
-      for (int j = 0; j < BLOCK / 2; ++j) {
-        const int key = key0 + sm90_attention::accumulator_column(t, j);
+      for (int j = 0; j < SN / 2; ++j) {
+        const int key = key0 + skey + sm90_attention::accumulator_column(t, j);
         if (key >= limit[(j / 2) % 2]) s[j] = kNegInf;
+      }
+    }
+    float tile_max[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      tile_max[h] = kNegInf;
+#pragma unroll
+      for (int j = 0; j < SN / 8; ++j) {
+        tile_max[h] = fmaxf(tile_max[h], fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      }
+      tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+      tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+    }
+    if constexpr (QK_SPLIT) {
+      // The other warpgroup's maxima of the same rows over the other half of the keys. (Its
+      // previous read of x_s preceded the P exchange barrier of the last block, which this
+      // warpgroup has passed.)
+      if (t % 4 == 0) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          x_s[wg * ROWS + sm90_attention::accumulator_row(t, 2 * h)] = tile_max[h];
+        }
+      }
+      mla_sm90::consumers_sync();
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tile_max[h] =
+            fmaxf(tile_max[h], x_s[(1 - wg) * ROWS + sm90_attention::accumulator_row(t, 2 * h)]);
       }
     }
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float tile_max = kNegInf;
-#pragma unroll
-      for (int j = 0; j < BLOCK / 8; ++j) {
-        tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-      }
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float ref = fmaxf(row_max[h], tile_max);
+      const float ref = fmaxf(row_max[h], tile_max[h]);
       // A row that has seen no key yet keeps -inf; a finite base keeps -inf - -inf away.
       const float base = ref == kNegInf ? 0.0f : ref * score_scale;
       alpha[h] = exp2_ftz(row_max[h] * score_scale - base);
       row_max[h] = ref;
       float sum = 0.0f;
 #pragma unroll
-      for (int j = 0; j < BLOCK / 8; ++j) {
+      for (int j = 0; j < SN / 8; ++j) {
         s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], score_scale, -base));
         s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], score_scale, -base));
         sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
@@ -248,12 +282,33 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
 #pragma unroll
       for (int j = 0; j < NC / 2; ++j) o[c][j] *= alpha[(j / 2) % 2];
     }
+    if constexpr (QK_SPLIT) {
+      // P of the whole block through shared memory: this warpgroup's k16 steps of its half, then
+      // every step back (thread t of both warpgroups holds the same rows and columns of a
+      // fragment: [step][register][thread], no bank conflict).
 #pragma unroll
-    for (int kk = 0; kk < BLOCK / 16; ++kk) {
+      for (int kk = 0; kk < SN / 16; ++kk) {
 #pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        pa[kk][x] = pack2<DTYPE>(s[sm90_attention::a_fragment_accumulator(kk, x, 0)],
-                                 s[sm90_attention::a_fragment_accumulator(kk, x, 1)]);
+        for (int x = 0; x < 4; ++x) {
+          p_x[((wg * (SN / 16) + kk) * 4 + x) * 128 + t] =
+              pack2<DTYPE>(s[sm90_attention::a_fragment_accumulator(kk, x, 0)],
+                           s[sm90_attention::a_fragment_accumulator(kk, x, 1)]);
+        }
+      }
+      mla_sm90::consumers_sync();
+#pragma unroll
+      for (int kk = 0; kk < BLOCK / 16; ++kk) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) pa[kk][x] = p_x[(kk * 4 + x) * 128 + t];
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < BLOCK / 16; ++kk) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          pa[kk][x] = pack2<DTYPE>(s[sm90_attention::a_fragment_accumulator(kk, x, 0)],
+                                   s[sm90_attention::a_fragment_accumulator(kk, x, 1)]);
+        }
       }
     }
 
@@ -284,6 +339,19 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
     l[h] = row_sum[h];
     l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
     l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+  if constexpr (QK_SPLIT) {
+    // Each warpgroup summed P over its half of the keys (against the same maxima): add the other
+    // half. (The other warpgroup's last read of x_s preceded the last block's P exchange barrier.)
+    if (t % 4 == 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) x_s[wg * ROWS + sm90_attention::accumulator_row(t, 2 * h)] = l[h];
+    }
+    mla_sm90::consumers_sync();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      l[h] += x_s[(1 - wg) * ROWS + sm90_attention::accumulator_row(t, 2 * h)];
+    }
   }
   const long long out_row0 = static_cast<long long>(q0) * p.num_q_heads + row0;
   const int slot = splits > 1 ? p.seq_partial[seq] + split : 0;

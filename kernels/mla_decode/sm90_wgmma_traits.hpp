@@ -9,13 +9,16 @@
 //   - one producer warpgroup (one warp of it) loads each block with TMA, one box of box_tokens rows
 //   x 64 columns per
 //     page piece and 64-column block of the latent row, into `stages` buffers;
-//   - two consumer warpgroups each compute S = Q K^T (wgmma SS over the whole rank + rope width)
-//     and the same online softmax, and O += P V (wgmma RS, P from registers) over their half of
-//     the rank output columns: the 64 x rank fp32 accumulator is split by columns, rank / 4
-//     registers per thread.
+//   - two consumer warpgroups compute S = Q K^T (wgmma SS over the whole rank + rope width) and
+//     the online softmax, and O += P V (wgmma RS, P from registers) over their half of the rank
+//     output columns: the 64 x rank fp32 accumulator is split by columns, rank / 4 registers per
+//     thread. With qk_split 0 each warpgroup computes all of S (nothing passes between them);
+//     with qk_split 1 each computes the scores of half the block's keys, and the row maxima and
+//     P pass through shared memory (half the Q K^T work, two barriers per block).
 // Shared memory (after 1 KiB of alignment slack, the 128-byte swizzle's period): Q as
 // (rank + rope) / 64 column blocks of [64][64] 16-bit elements, `stages` blocks as column blocks
-// of [block_tokens][64], then the full and empty mbarriers of every stage. After the key loop the
+// of [block_tokens][64], (qk_split) the exchange, then the full and empty mbarriers of every
+// stage. After the key loop the
 // stage area holds the split merge's weights.
 #pragma once
 
@@ -61,15 +64,26 @@ ATTN_HOST_DEVICE constexpr int stage_area_bytes(int rank, int rope, int block_to
              ? stages * stage_bytes(rank, rope, block_tokens)
              : merge_bytes();
 }
-// Offsets from the aligned base: Q, the stages, the barriers.
+// qk_split: the scores' exchange between the two warpgroups, each row's block maximum (and, at
+// the end, its sum) of each warpgroup, [2][kRows] floats, and P of the whole block as 16-bit A
+// fragments, [block_tokens / 16][4][128] 32-bit words (64 x block_tokens 16-bit values).
+ATTN_HOST_DEVICE constexpr int exchange_bytes(int block_tokens, bool qk_split) {
+  return qk_split ? kConsumers * kRows * 4 + kRows * block_tokens * 2 : 0;
+}
+// Offsets from the aligned base: Q, the stages, the exchange, the barriers.
 ATTN_HOST_DEVICE constexpr int stages_offset(int rank, int rope) {
   return q_bytes(rank, rope);
 }
-ATTN_HOST_DEVICE constexpr int barrier_offset(int rank, int rope, int block_tokens, int stages) {
+ATTN_HOST_DEVICE constexpr int exchange_offset(int rank, int rope, int block_tokens, int stages) {
   return stages_offset(rank, rope) + stage_area_bytes(rank, rope, block_tokens, stages);
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int block_tokens, int stages) {
-  return kAlignment + barrier_offset(rank, rope, block_tokens, stages) + 2 * stages * 8;
+ATTN_HOST_DEVICE constexpr int barrier_offset(int rank, int rope, int block_tokens, int stages,
+                                              bool qk_split = false) {
+  return exchange_offset(rank, rope, block_tokens, stages) + exchange_bytes(block_tokens, qk_split);
+}
+ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int block_tokens, int stages,
+                                            bool qk_split = false) {
+  return kAlignment + barrier_offset(rank, rope, block_tokens, stages, qk_split) + 2 * stages * 8;
 }
 
 // Keys one TMA box carries: the largest common divisor of the page size and the block, so that a
@@ -90,8 +104,10 @@ constexpr int kRegisterOverhead = 40;
 constexpr int kProducerRegisters = 24;
 constexpr int kConsumerRegisters = 240;
 constexpr int kMaxRegisters = kConsumerRegisters;
-ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int block_tokens) {
-  return consumer_columns(rank) / 2 + block_tokens / 2 + block_tokens / 4 + kRegisterOverhead;
+ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int block_tokens,
+                                                 bool qk_split = false) {
+  return consumer_columns(rank) / 2 + (qk_split ? block_tokens / 4 : block_tokens / 2) +
+         block_tokens / 4 + kRegisterOverhead;
 }
 
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
@@ -136,13 +152,14 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
 
 // page_size 0: not known yet (the config alone); the page rule is checked when it is.
 ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int block_tokens, int stages,
-                                     int page_size = 0) {
+                                     int page_size = 0, bool qk_split = false) {
   if (rank <= 0 || rank % (kConsumers * 64) != 0) return kRank;
   if (rope != 64 && rope != 128) return kRope;
   if (block_tokens != 32 && block_tokens != 64) return kBlockTokens;
   if (stages < 2 || stages > 4) return kStages;
-  if (shared_bytes(rank, rope, block_tokens, stages) > kMaxSharedBytes) return kSharedMemory;
-  if (register_estimate(rank, block_tokens) > kMaxRegisters) return kRegisters;
+  if (shared_bytes(rank, rope, block_tokens, stages, qk_split) > kMaxSharedBytes)
+    return kSharedMemory;
+  if (register_estimate(rank, block_tokens, qk_split) > kMaxRegisters) return kRegisters;
   if (page_size != 0 && box_tokens(page_size, block_tokens) % kMinBoxTokens != 0) return kPageSize;
   return kOk;
 }

@@ -23,16 +23,20 @@ namespace traits = mla_decode::sm90_wgmma;
 // A config of the space with the batch's latent widths and page size: what the traits check.
 struct MlaSm90Config {
   int block_tokens, stages, num_splits;
+  bool qk_split;
   int rank, rope, page_size;
   MlaSm90Config(const KernelConfig& c, const Batch& batch)
       : block_tokens(int(c.get("block_tokens"))),
         stages(int(c.get("stages"))),
         num_splits(int(c.get("num_splits"))),
+        qk_split(c.get("qk_split") != 0),
         rank(batch.spec.model.kv_lora_rank),
         rope(batch.spec.model.qk_rope_head_dim),
         page_size(batch.page_size) {}
-  int check() const { return traits::check(rank, rope, block_tokens, stages, page_size); }
-  int shared_bytes() const { return traits::shared_bytes(rank, rope, block_tokens, stages); }
+  int check() const { return traits::check(rank, rope, block_tokens, stages, page_size, qk_split); }
+  int shared_bytes() const {
+    return traits::shared_bytes(rank, rope, block_tokens, stages, qk_split);
+  }
   int box_tokens() const { return traits::box_tokens(page_size, block_tokens); }
 };
 
@@ -44,6 +48,11 @@ const ConfigAxes& axes() {
        64},
       {"stages", {2, 3, 4}, "TMA pipeline depth: blocks in flight", 2},
       {"num_splits", {0, 1, 2, 4, 8, 16, 32, 64}, "splits of each sequence's keys; 0 = auto", 0},
+      {"qk_split",
+       {0, 1},
+       "Q K^T computed whole by each consumer warpgroup (0) or split by keys between them (1: "
+       "half the work; row maxima and P exchanged through shared memory)",
+       1},
   };
   return kAxes;
 }
@@ -75,8 +84,8 @@ class MlaSm90WgmmaVariant : public Variant {
     return axes().space();
   }
 
-  // 64-key blocks over two stages (the largest block; at DeepSeek-V3's widths three stages of it
-  // do not fit), else 32-key blocks with as many stages as fit.
+  // Q K^T split by keys over 64-key blocks in two stages (the largest block; at DeepSeek-V3's
+  // widths three stages of it do not fit), else 32-key blocks with as many stages as fit.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     KernelConfig config = axes().defaults();
     auto fits = [&](const KernelConfig& k) {
@@ -103,15 +112,15 @@ class MlaSm90WgmmaVariant : public Variant {
     const MlaSm90Config c(config, batch);
     const int rule = c.check();
     if (rule != traits::kOk) {
-      return Support::no(
-          fill_rule(traits::rule_text(rule),
-                    {{"rank", c.rank},
-                     {"rope", c.rope},
-                     {"page_size", c.page_size},
-                     {"shared_bytes", c.shared_bytes()},
-                     {"shared_limit", traits::kMaxSharedBytes},
-                     {"register_estimate", traits::register_estimate(c.rank, c.block_tokens)},
-                     {"register_limit", traits::kMaxRegisters}}));
+      return Support::no(fill_rule(
+          traits::rule_text(rule),
+          {{"rank", c.rank},
+           {"rope", c.rope},
+           {"page_size", c.page_size},
+           {"shared_bytes", c.shared_bytes()},
+           {"shared_limit", traits::kMaxSharedBytes},
+           {"register_estimate", traits::register_estimate(c.rank, c.block_tokens, c.qk_split)},
+           {"register_limit", traits::kMaxRegisters}}));
     }
     const int smem = c.shared_bytes();
     if (target.max_shared_per_block > 0 && smem > target.max_shared_per_block) {
@@ -225,7 +234,7 @@ class MlaSm90WgmmaVariant : public Variant {
     return "attn::mla_decode_sm90_wgmma<" + std::to_string(dtype_code_of(dtype)) + ", " +
            std::to_string(c.rank) + ", " + std::to_string(c.rope) + ", " +
            std::to_string(c.block_tokens) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(c.box_tokens()) + ">";
+           std::to_string(c.box_tokens()) + ", " + (c.qk_split ? "true" : "false") + ">";
   }
 };
 
