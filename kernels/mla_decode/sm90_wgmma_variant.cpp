@@ -1,0 +1,247 @@
+// Host side of mla_decode.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp,
+// the split of the keys over CTAs: mla_split_plan.hpp, shared with mla_decode.sm80_mma).
+#include <algorithm>
+
+#include "kernels/config_axes.hpp"
+#include "kernels/device/tensor_map.hpp"
+#include "kernels/dtype_code_of.hpp"
+#include "kernels/launch_inputs.hpp"
+#include "kernels/mla_decode/mla_decode_variants.hpp"
+#include "kernels/mla_decode/mla_split_plan.hpp"
+#include "kernels/mla_decode/sm90_wgmma_params.hpp"
+#include "kernels/mla_decode/sm90_wgmma_traits.hpp"
+#include "kernels/params_launcher.hpp"
+#include "kernels/problem.hpp"
+#include "kernels/rule_message.hpp"
+
+namespace attn {
+
+namespace {
+
+namespace traits = mla_decode::sm90_wgmma;
+
+// A config of the space with the batch's latent widths and page size: what the traits check.
+struct MlaSm90Config {
+  int block_tokens, stages, num_splits;
+  bool qk_split;
+  int rank, rope, page_size;
+  MlaSm90Config(const KernelConfig& c, const Batch& batch)
+      : block_tokens(int(c.get("block_tokens"))),
+        stages(int(c.get("stages"))),
+        num_splits(int(c.get("num_splits"))),
+        qk_split(c.get("qk_split") != 0),
+        rank(batch.spec.model.kv_lora_rank),
+        rope(batch.spec.model.qk_rope_head_dim),
+        page_size(batch.page_size) {}
+  int check() const { return traits::check(rank, rope, block_tokens, stages, page_size, qk_split); }
+  int shared_bytes() const {
+    return traits::shared_bytes(rank, rope, block_tokens, stages, qk_split);
+  }
+  int box_tokens() const { return traits::box_tokens(page_size, block_tokens); }
+};
+
+const ConfigAxes& axes() {
+  static const ConfigAxes kAxes{
+      {"block_tokens",
+       {32, 64},
+       "latent rows per block (pipeline stage, one wgmma N of Q K^T)",
+       64},
+      {"stages", {2, 3, 4}, "TMA pipeline depth: blocks in flight", 2},
+      {"num_splits", {0, 1, 2, 4, 8, 16, 32, 64}, "splits of each sequence's keys; 0 = auto", 0},
+      {"qk_split",
+       {0, 1},
+       "Q K^T computed whole by each consumer warpgroup (0) or split by keys between them (1: "
+       "half the work; row maxima and P exchanged through shared memory)",
+       1},
+  };
+  return kAxes;
+}
+
+// Rows of one sequence: its query tokens x q heads.
+int64_t rows_of(const Batch& batch, int s) {
+  return batch.query_lens[size_t(s)] * batch.spec.model.num_q_heads;
+}
+
+class MlaSm90WgmmaVariant : public Variant {
+ public:
+  std::string name() const override { return "mla_decode.sm90_wgmma"; }
+  Family family() const override { return Family::mla_decode; }
+  Backend backend() const override { return Backend::cuda; }
+  std::string summary() const override {
+    return "wgmma over 64 (query token, q head) rows per CTA; latent blocks loaded by TMA from a "
+           "producer warp; two consumer warpgroups each take half of the output columns; "
+           "split-KV merged in-kernel by LSE (Hopper)";
+  }
+
+  // The family's scope over a 16-bit latent cache of Q's dtype (the TMA boxes are 16-bit: an fp8
+  // cache runs on mla_decode.sm80_mma) and rope widths that keep latent rows whole 64-column
+  // boxes.
+  FeatureSet features() const override {
+    return mla_decode_common_features().with(feature::kQkRopeHeadDim, {64, 128});
+  }
+
+  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
+    return axes().space();
+  }
+
+  // Q K^T split by keys over 64-key blocks in two stages (the largest block; at DeepSeek-V3's
+  // widths three stages of it do not fit), else 32-key blocks with as many stages as fit.
+  KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    KernelConfig config = axes().defaults();
+    auto fits = [&](const KernelConfig& k) {
+      const MlaSm90Config c(k, batch);
+      return c.check() == traits::kOk &&
+             (target.max_shared_per_block <= 0 || c.shared_bytes() <= target.max_shared_per_block);
+    };
+    if (fits(config)) return config;
+    config.set("block_tokens", 32);
+    for (int stages : {4, 3, 2}) {
+      config.set("stages", stages);
+      if (fits(config)) return config;
+    }
+    return axes().defaults();
+  }
+
+  Support supports(const Batch& batch, const KernelConfig& config,
+                   const Target& target) const override {
+    if (Support s = supports_sm90_target(target, "wgmma, TMA, mbarrier transactions"); !s) {
+      return s;
+    }
+    if (Support s = mla_decode_supports_batch(batch); !s) return s;
+    if (Support s = axes().has_exactly(config, name()); !s) return s;
+    const MlaSm90Config c(config, batch);
+    const int rule = c.check();
+    if (rule != traits::kOk) {
+      return Support::no(fill_rule(
+          traits::rule_text(rule),
+          {{"rank", c.rank},
+           {"rope", c.rope},
+           {"page_size", c.page_size},
+           {"shared_bytes", c.shared_bytes()},
+           {"shared_limit", traits::kMaxSharedBytes},
+           {"register_estimate", traits::register_estimate(c.rank, c.block_tokens, c.qk_split)},
+           {"register_limit", traits::kMaxRegisters}}));
+    }
+    const int smem = c.shared_bytes();
+    if (target.max_shared_per_block > 0 && smem > target.max_shared_per_block) {
+      return Support::no("needs " + std::to_string(smem) + " bytes of shared memory; the device " +
+                         "allows " + std::to_string(target.max_shared_per_block) + " per block");
+    }
+    if (c.num_splits > traits::kMaxSplits) {
+      return Support::no("num_splits above " + std::to_string(traits::kMaxSplits));
+    }
+    return Support::yes();
+  }
+
+  std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
+                                   const Target& target) const override {
+    const MlaSm90Config c(config, batch);
+    JitProgram program;
+    program.name = full_name(config) + ".r" + std::to_string(c.rank) + ".rope" +
+                   std::to_string(c.rope) + "." + to_string(batch.spec.model.dtype) + ".box" +
+                   std::to_string(c.box_tokens());
+    program.source = "#include \"kernels/mla_decode/sm90_wgmma.cuh\"\n";
+    program.kernels = {kernel_name(c, batch.spec.model.dtype)};
+    program.arch = target.arch;
+    return {program};
+  }
+
+  std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
+                                    ExecContext& context) const override {
+    const Batch& batch = problem.batch();
+    ATTN_ASSERT(problem.backend() == Backend::cuda, "mla_decode.sm90_wgmma needs a device problem");
+    const Support support = check(batch, config, context.target);
+    ATTN_ASSERT(support.ok, support.reason);
+    const MlaSm90Config c(config, batch);
+    const ModelShape& m = batch.spec.model;
+    const JitProgram program = programs(batch, config, context.target).front();
+    CUfunction kernel = context.loader->function(program, program.kernels.front());
+    const int smem = c.shared_bytes();
+    allow_dynamic_shared_memory(context, kernel, smem);
+
+    std::vector<int> row_tiles(size_t(batch.num_seqs));
+    int max_row_tiles = 1;
+    int64_t max_rows = 0;
+    for (int s = 0; s < batch.num_seqs; ++s) {
+      const int64_t rows = rows_of(batch, s);
+      row_tiles[size_t(s)] = int((rows + traits::kRows - 1) / traits::kRows);
+      max_row_tiles = std::max(max_row_tiles, row_tiles[size_t(s)]);
+      max_rows = std::max(max_rows, rows);
+    }
+    MlaSplitInputs inputs;
+    inputs.block_tokens = c.block_tokens;
+    inputs.fixed_splits = c.num_splits;
+    inputs.sm_count = context.target.sm_count;
+    inputs.resident_per_sm = resident_ctas(context, kernel, smem, traits::kThreads);
+    inputs.max_splits = traits::kMaxSplits;
+    const MlaSplitPlan plan = plan_mla_splits(batch.kv_lens, row_tiles, inputs);
+
+    MlaSm90Params params{};
+    MlaSm80Params& p = params.base;
+    p.q = problem.q();
+    p.latent = problem.k_pool();
+    p.block_table = problem.block_table();
+    p.kv_lens = problem.kv_lens();
+    p.cu_seqlens_q = problem.cu_seqlens_q();
+    p.out = problem.out();
+    std::vector<DeviceBuffer> owned;
+    owned.push_back(upload_array(*context.cuda, plan.work));
+    p.work = reinterpret_cast<const int*>(owned.back().address());
+    owned.push_back(upload_array(*context.cuda, plan.seq_partial));
+    p.seq_partial = reinterpret_cast<const int*>(owned.back().address());
+    // Counters start at zero; the CTA that merges a (sequence, row tile) resets its counter.
+    owned.push_back(upload_array(
+        *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(max_row_tiles), 0)));
+    p.split_counters = reinterpret_cast<int*>(owned.back().address());
+    if (plan.partial_slots > 0) {
+      const size_t rows = size_t(plan.partial_slots) * size_t(max_rows);
+      const size_t out_bytes = rows * size_t(m.kv_lora_rank) * sizeof(float);
+      CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
+      p.partial_out = reinterpret_cast<float*>(scratch);
+      p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
+    }
+    p.kv_scale = 1.0f;
+    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+    p.num_q_heads = m.num_q_heads;
+    p.page_size = batch.page_size;
+    p.max_pages_per_seq = batch.max_pages_per_seq;
+    p.max_rows = int(max_rows);
+    p.row_tiles = max_row_tiles;
+    p.causal = batch.causal ? 1 : 0;
+    // The pool as [pages x page_size slots][rank + rope], boxes of 64 columns x box_tokens slots.
+    const uint64_t width = uint64_t(c.rank + c.rope);
+    params.latent_map = encode_tensor_map_2d(
+        context.cuda->api(), tensor_map_type(m.dtype), problem.k_pool(), width,
+        uint64_t(batch.num_pages) * uint64_t(batch.page_size), width * 2, uint32_t(c.box_tokens()));
+
+    LaunchShape shape;
+    shape.grid_x = unsigned(plan.ctas());
+    shape.grid_y = unsigned(max_row_tiles);
+    shape.block_x = unsigned(traits::kThreads);
+    shape.shared_bytes = unsigned(smem);
+    auto launcher = std::make_unique<ParamsLauncher<MlaSm90Params>>(context, kernel, shape, params,
+                                                                    std::move(owned));
+    launcher->set_plan(plan.description + ", " + std::to_string(max_row_tiles) +
+                       " row tiles of 64 rows, TMA boxes of " + std::to_string(c.box_tokens()) +
+                       " keys");
+    return launcher;
+  }
+
+  Work work(const Batch& batch) const override { return mla_decode_work(batch); }
+
+ private:
+  static std::string kernel_name(const MlaSm90Config& c, DType dtype) {
+    return "attn::mla_decode_sm90_wgmma<" + std::to_string(dtype_code_of(dtype)) + ", " +
+           std::to_string(c.rank) + ", " + std::to_string(c.rope) + ", " +
+           std::to_string(c.block_tokens) + ", " + std::to_string(c.stages) + ", " +
+           std::to_string(c.box_tokens()) + ", " + (c.qk_split ? "true" : "false") + ">";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Variant> make_mla_decode_sm90_wgmma() {
+  return std::make_unique<MlaSm90WgmmaVariant>();
+}
+
+}  // namespace attn
