@@ -85,21 +85,20 @@ class Sm80MmaVariant : public Variant {
     KernelConfig config = axes().defaults();
     // Smaller tiles of fewer warps where a CTA of 64 keys and 4 warps holds too many registers to
     // keep enough warps per SM: head dim 256 (241 registers) unless the GQA group already fills
-    // the mma rows. On the decode-shapes suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs
-    // 354 us, GQA 2 287 vs 342; but MQA d256 126 vs 116.
-    // fp8 K/V up to head dim 128 in the key-rows form (GQA groups up to 8,
+    // the mma rows, and fp8 K/V of groups up to 8 in the head-rows form (head dims above 128). On
+    // the decode-shapes suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs 354 us, GQA 2 287
+    // vs 342; but MQA d256 126 vs 116.
+    // fp8 K/V in the key-rows form (GQA groups up to 8, head dims up to 128,
     // sm80_mma_block_key_rows.cuh): 32 keys a warp, 4 warps (g8-d128-fp8h-64x4096 on an H200,
-    // every config tuned: t128.w4 151.34 us, the best; t64.w4 154.32; t32.w2 220.18). Wider fp8
-    // rows keep t32.w2 (g7-d256-fp8t-64x2048: 108.29 us against 121.15 at t128.w4).
+    // every config tuned: t128.w4 151.34 us, the best; t64.w4 154.32; t32.w2 220.18).
     // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
     // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
     // and 126.
     const int group = batch.spec.group_size();
-    if (kv_fp8(batch) && paged_decode::sm80_mma::key_rows(group) && head_dim <= 128) {
+    if (key_rows(batch) && kv_fp8(batch)) {
       config.set("tile_tokens", 128);
       config.set("warps", 4);
-    } else if ((head_dim >= 256 && group < 16) ||
-               (kv_fp8(batch) && paged_decode::sm80_mma::key_rows(group))) {
+    } else if ((head_dim >= 256 && group < 16) || (kv_fp8(batch) && group <= 8)) {
       config.set("tile_tokens", 32);
       config.set("warps", 2);
     }
@@ -181,7 +180,7 @@ class Sm80MmaVariant : public Variant {
  private:
   // The key-rows form where the GQA group fits the mma's 8 N columns (sm80_mma_traits.hpp).
   static bool key_rows(const Batch& batch) {
-    return paged_decode::sm80_mma::key_rows(batch.spec.group_size());
+    return paged_decode::sm80_mma::key_rows(batch.spec.group_size(), batch.spec.model.head_dim);
   }
   static std::string attention_kernel(int code, bool fp8, int head_dim, bool key_rows,
                                       const Sm80MmaConfig& c) {

@@ -326,10 +326,10 @@ TEST_P(Sm80MmaGpu, HeadDims80_96And192InEveryKvDtypeLayoutAndPageMatchTheReferen
 
 // Sequences of one key (context 0) and two keys, alone and beside a long one, with auto and many
 // splits: nearly every split and most warps of every block see no key.
-// The two forms of the per-block compute on either side of the boundary between them: a group of
-// 8 q heads runs the key-rows form (heads as the mma's N columns, sm80_mma_block_key_rows.cuh), a
-// group of 9 the head-rows form, at every head dim, with 16-bit and fp8 (per-head scales) K/V,
-// in one split and in two.
+// The two forms of the per-block compute on either side of the boundary between them: in
+// sm80_mma a group of 8 q heads runs the key-rows form up to head dim 128 (heads as the mma's N
+// columns, sm80_mma_block_key_rows.cuh), a group of 9 the head-rows form; at every head dim, with
+// 16-bit and fp8 (per-head scales) K/V, in one split and in two.
 TEST_P(Sm80MmaGpu, KeyRowsAndHeadRowsFormsAtEveryHeadDimMatchTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = this->variant(registry);
