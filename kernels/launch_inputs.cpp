@@ -56,11 +56,11 @@ int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_byte
 }
 
 PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
-                                         const void* pool, int box_tokens) {
+                                         const void* pool, int box_tokens, int row_dims) {
   const ModelShape& m = batch.spec.model;
   const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;  // tokens before heads
   const uint64_t bytes = 2, H = uint64_t(m.num_kv_heads), P = uint64_t(batch.page_size),
-                 D = uint64_t(m.head_dim);
+                 D = uint64_t(row_dims > 0 ? row_dims : m.head_dim);
   const uint64_t heads_stride = (hnd ? P * D : D) * bytes;
   const uint64_t tokens_stride = (hnd ? D : H * D) * bytes;
   // The innermost extent is the row (head_dim elements): a box at dims 64.. of a row narrower
@@ -77,11 +77,11 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch
 }
 
 TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
-                                                 const void* pool, int box_tokens) {
+                                                 const void* pool, int box_tokens, int row_dims) {
   const ModelShape& m = batch.spec.model;
   const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
   const uint64_t bytes = 2, H = uint64_t(m.num_kv_heads), P = uint64_t(batch.page_size),
-                 D = uint64_t(m.head_dim);
+                 D = uint64_t(row_dims > 0 ? row_dims : m.head_dim);
   const uint64_t token_stride = (hnd ? D : H * D) * bytes;
   const uint64_t dims[5] = {64, 8, hnd ? D / 64 : H * D / 64, hnd ? H * P / 8 : P / 8,
                             uint64_t(batch.num_pages)};

@@ -57,13 +57,14 @@ DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values)
 // A box is 64 dims (at a multiple of 64; past head_dim zero-filled) x box_tokens keys of one kv
 // head and page, written 128-byte swizzled; box_tokens must divide the page size and be at most
 // 256. token_coordinate is the coordinate (1 or 2) that holds the slot in the page; the kv head is
-// the other of the two.
+// the other of the two. row_dims: the pool's row width where it is not head_dim (a V pool of
+// v_head_dim).
 struct PagedPoolTensorMap {
   TensorMapBytes map;
   int token_coordinate = 0;
 };
 PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
-                                         const void* pool, int box_tokens);
+                                         const void* pool, int box_tokens, int row_dims = 0);
 
 // The same pool as a 5-D tensor whose boxes land interleaved (sm90_attention::interleaved_offset:
 // [keys / 8][head_dim / 64][8][64]), so that one box brings every column block of box_tokens keys
@@ -73,8 +74,10 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch
 // (dims and column blocks of one kv head, and 8-token groups of one head, are evenly strided in
 // the respective layout). A box is (64, 8, head_dim / 64, box_tokens / 8, 1) at coordinates
 // NHD (0, 0, kv_head x head_dim / 64, slot / 8, page), HND (0, 0, 0, kv_head x page_size / 8 +
-// slot / 8, page). page_size and box_tokens must be multiples of 8, box_tokens at most 2048.
+// slot / 8, page). page_size and box_tokens must be multiples of 8, box_tokens at most 2048, the
+// row (head_dim, or row_dims where not 0: a V pool of v_head_dim) a multiple of 64.
 TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
-                                                 const void* pool, int box_tokens);
+                                                 const void* pool, int box_tokens,
+                                                 int row_dims = 0);
 
 }  // namespace attn

@@ -13,10 +13,12 @@
 // block (p / block_size, j / block_size), and with causal j <= p (bottom-right aligned), else
 // j < kv_len. A row that sees no key writes zeros.
 //
-// Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
-// head_dim] (flash_fwd_gather_kv, once, outside the timing). The TMA maps view each as a 2-D
-// tensor [tokens, heads * head_dim]; a box of rows x 64 columns at column head * head_dim + 64 c is
-// column block c of one head's rows (flash_fwd.sm90_wgmma's boxes and shared-memory layout).
+// Layout: Q [total_q, num_q_heads, head_dim] and out [.., v_head_dim]; K and V contiguous
+// [total_kv, num_kv_heads, head_dim] and [.., v_head_dim] (flash_fwd_gather_kv, once, outside the
+// timing; V_HEAD_DIM is head_dim, or 128 beside 192). The TMA maps view Q, K and V as 3-D tensors
+// (dims, heads, tokens); a box of 64 dims x 1 head x rows at dim 64 c is column block c of one
+// head's rows, zero-filled past the row at head dims 80 and 96 (flash_fwd.sm90_wgmma's boxes and
+// shared-memory layout).
 //
 // Work decomposition (block = 128 x (1 + CONSUMERS) threads; grid persistent):
 // - A work item is TILE_M = 64 x CONSUMERS positions [pos0, pos0 + TILE_M) of one sequence and one
@@ -79,33 +81,35 @@
 
 namespace attn {
 
-template <int DTYPE, int HEAD_DIM, int TILE_N, int STAGES, int CONSUMERS, int CTAS_PER_SM,
-          bool CAUSAL>
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int STAGES, int CONSUMERS,
+          int CTAS_PER_SM, bool CAUSAL>
 __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), CTAS_PER_SM)
     blocksparse_sm90_wgmma(const __grid_constant__ BlockSparseSm90Params p) {
   using namespace blocksparse::sm90_wgmma;
-  static_assert(check(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM) == sm90_attention::kOk,
-                "invalid blocksparse.sm90_wgmma config: see blocksparse::sm90_wgmma::check");
+  static_assert(
+      check(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM, 0, V_HEAD_DIM) == sm90_attention::kOk,
+      "invalid blocksparse.sm90_wgmma config: see blocksparse::sm90_wgmma::check");
   static_assert(register_split_fits(CONSUMERS, CTAS_PER_SM), "setmaxnreg split");
   constexpr int TILE_M = tile_m(CONSUMERS);
   constexpr int ROWS = kRowsPerConsumer;  // 64 rows per consumer warpgroup
   constexpr int Q_BYTES = sm90_attention::q_bytes(HEAD_DIM, TILE_M);
-  constexpr int KV_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int K_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int V_BYTES = sm90_attention::kv_tile_bytes(V_HEAD_DIM, TILE_N);
   constexpr int BLOCKS = sm90_attention::column_blocks(HEAD_DIM);
   constexpr int ROW_BYTES = sm90_attention::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;                // one column block of Q, bytes
   // A key tile gathers PIECES entries of 64 keys (any kept blocks).
   constexpr int PIECES = entries_per_tile(TILE_N);
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
-  constexpr int Q_BUFFERS = q_buffers(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM);
+  constexpr int Q_BUFFERS = q_buffers(HEAD_DIM, TILE_N, STAGES, CONSUMERS, CTAS_PER_SM, V_HEAD_DIM);
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][BLOCKS][TILE_N][64]
-  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
+  unsigned char* v_tiles = k_tiles + STAGES * K_BYTES;    // [STAGES][V blocks][TILE_N][64]
+  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * V_BYTES);
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
@@ -153,17 +157,16 @@ __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), C
       sm90::mbarrier_expect_bytes(&q_full[b], Q_BYTES);
 #pragma unroll
       for (int c = 0; c < BLOCKS; ++c) {
-        sm90::tma_load_2d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, q_head * HEAD_DIM + c * 64,
-                          row0, &q_full[b]);
+        sm90::tma_load_3d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, c * 64, q_head, row0,
+                          &q_full[b]);
       }
-      const int col0 = (q_head / p.group) * HEAD_DIM;
       for (int n = 0; n < n_tiles; ++n, ++g) {
         int rows[PIECES];
 #pragma unroll
         for (int q = 0; q < PIECES; ++q)
           rows[q] = kv_begin + entry_key0(__ldg(p.entries + first + n * PIECES + q));
-        sm90_attention::load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, PIECES>(
-            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, col0, rows);
+        sm90_attention::load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, PIECES, V_HEAD_DIM>(
+            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, q_head / p.group, rows);
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
@@ -177,8 +180,8 @@ __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), C
   const int tid = threadIdx.x % 128;
   // This thread's two rows of the warpgroup's 64 (accumulator layout): row_in and row_in + 8.
   const int row_in = sm90_attention::accumulator_row(tid, 0);
-  const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
-  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES> c;
+  const long long row_stride = (long long)p.num_q_heads * V_HEAD_DIM;  // the output's
+  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, false, V_HEAD_DIM> c;
   int g = 0;  // key tiles of the CTA's earlier items
   sm90_attention::TurnStream stream{consumer};
   for (int k = 0;; ++k) {
@@ -229,7 +232,7 @@ __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), C
     // Normalise and store this thread's two rows of new tokens straight from registers, while
     // the producer loads the next item's first tiles.
     unsigned short* out =
-        static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * HEAD_DIM;
+        static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * V_HEAD_DIM;
     c.reduce_row_sums();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

@@ -72,24 +72,27 @@ ATTN_HOST_DEVICE constexpr int shared_budget(int ctas_per_sm) {
              ? sm90_attention::kMaxSharedBytes
              : kSharedPerSm / ctas_per_sm - kReservedSharedPerCta;
 }
+// v_head_dim (here and below): V's width, 0 for head_dim.
 ATTN_HOST_DEVICE constexpr int shared_bytes_with(int head_dim, int tile_n, int stages,
-                                                 int consumers, int q_buffers) {
-  return sm90_attention::tile_bytes(head_dim, tile_m(consumers), tile_n, stages) +
+                                                 int consumers, int q_buffers, int v_head_dim = 0) {
+  return sm90_attention::tile_bytes(head_dim, tile_m(consumers), tile_n, stages, v_head_dim) +
          (q_buffers - 1) * sm90_attention::q_bytes(head_dim, tile_m(consumers)) +
          barrier_bytes(stages, q_buffers);
 }
 // Q buffers: the CTA is persistent (a work item after another); with two the next item's Q loads
 // while the current item runs. Two wherever they fit the CTA's budget, else one.
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_n, int stages, int consumers,
-                                         int ctas_per_sm) {
-  return shared_bytes_with(head_dim, tile_n, stages, consumers, 2) <= shared_budget(ctas_per_sm)
+                                         int ctas_per_sm, int v_head_dim = 0) {
+  return shared_bytes_with(head_dim, tile_n, stages, consumers, 2, v_head_dim) <=
+                 shared_budget(ctas_per_sm)
              ? 2
              : 1;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int stages, int consumers,
-                                            int ctas_per_sm) {
+                                            int ctas_per_sm, int v_head_dim = 0) {
   return shared_bytes_with(head_dim, tile_n, stages, consumers,
-                           q_buffers(head_dim, tile_n, stages, consumers, ctas_per_sm));
+                           q_buffers(head_dim, tile_n, stages, consumers, ctas_per_sm, v_head_dim),
+                           v_head_dim);
 }
 
 // setmaxnreg budgets. The register file is split among the resident CTAs at launch; a CTA's
@@ -126,21 +129,21 @@ enum Rule : int {
   kBlockSize,                               // 64 must divide the layout's block size
 };
 
-// block_size 0: not known yet (the config alone); checked when it is.
+// block_size 0: not known yet (the config alone); checked when it is. The head dims are the
+// consumer's (sm90_attention::head_dims_allowed: 64 to 256, and 192 with a V of 128); at 256 only
+// 64-key tiles fit the registers.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int stages, int consumers,
-                                     int ctas_per_sm, int block_size = 0) {
-  // blocksparse.sm80_mma's head dims (the 64 and 128).
-  if (head_dim != 64 && head_dim != 128) return sm90_attention::kHeadDim;
+                                     int ctas_per_sm, int block_size = 0, int v_head_dim = 0) {
+  if (!sm90_attention::head_dims_allowed(head_dim, v_head_dim)) return sm90_attention::kHeadDim;
   if (consumers != 1 && consumers != 2) return sm90_attention::kConsumers;
   if (ctas_per_sm != 1 && ctas_per_sm != 2) return kCtasPerSm;
-  const int tiles =
-      sm90_attention::check_tiles(head_dim, tile_m(consumers), tile_n, stages, consumers,
-                                  shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm));
+  const int smem = shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm, v_head_dim);
+  const int tiles = sm90_attention::check_tiles(head_dim, tile_m(consumers), tile_n, stages,
+                                                consumers, smem, false, 2, v_head_dim);
   if (tiles != kOk) return tiles;
   if (ctas_per_sm == 2 && consumers == 2) return kTwoCtaConsumers;
-  if (shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm) > shared_budget(ctas_per_sm))
-    return kTwoCtaShared;
-  if (sm90_attention::register_estimate(head_dim, tile_n) >
+  if (smem > shared_budget(ctas_per_sm)) return kTwoCtaShared;
+  if (sm90_attention::register_estimate(head_dim, tile_n, v_head_dim) >
       consumer_registers(consumers, ctas_per_sm))
     return ctas_per_sm == 2 ? int(kTwoCtaRegisters) : int(sm90_attention::kRegisters);
   if (block_size != 0 && (block_size % kRowsPerConsumer != 0 || block_size % kEntryKeys != 0))

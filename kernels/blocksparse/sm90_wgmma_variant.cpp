@@ -24,12 +24,14 @@ struct Sm90Config {
         stages(int(c.get("stages"))),
         ctas_per_sm(int(c.get("ctas_per_sm"))),
         consumers(int(c.get("consumers"))) {}
-  int shared_bytes(int head_dim) const {
-    return blocksparse::sm90_wgmma::shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm);
+  // v_head_dim: V's width (ModelShape::effective_v_head_dim).
+  int shared_bytes(int head_dim, int v_head_dim) const {
+    return blocksparse::sm90_wgmma::shared_bytes(head_dim, tile_n, stages, consumers, ctas_per_sm,
+                                                 v_head_dim);
   }
-  int check(int head_dim, int block_size = 0) const {
+  int check(int head_dim, int v_head_dim, int block_size = 0) const {
     return blocksparse::sm90_wgmma::check(head_dim, tile_n, stages, consumers, ctas_per_sm,
-                                          block_size);
+                                          block_size, v_head_dim);
   }
 };
 
@@ -40,12 +42,11 @@ KernelConfig make_config(int tile_n, int stages, int ctas_per_sm, int consumers)
                       {"consumers", consumers}};
 }
 
-std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block_size) {
+std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int v_head_dim,
+                          int block_size) {
   using namespace blocksparse::sm90_wgmma;
-  const int smem = c.shared_bytes(head_dim);
+  const int smem = c.shared_bytes(head_dim, v_head_dim);
   switch (rule) {
-    case sm90_attention::kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64 or 128";
     case kCtasPerSm:
       return "ctas_per_sm must be 1 or 2";
     case kTwoCtaShared:
@@ -54,7 +55,7 @@ std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block
              "): lower stages or tile_n, or run one CTA per SM";
     case kTwoCtaRegisters:
       return "too many registers per consumer thread for two CTAs per SM (estimate " +
-             std::to_string(sm90_attention::register_estimate(head_dim, c.tile_n)) +
+             std::to_string(sm90_attention::register_estimate(head_dim, c.tile_n, v_head_dim)) +
              ", setmaxnreg " + std::to_string(consumer_registers(1, 2)) +
              "): lower tile_n or run one CTA per SM";
     case kTwoCtaConsumers:
@@ -66,8 +67,9 @@ std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int block
              std::to_string(block_size) +
              " (a warpgroup's rows in one block row, an entry's keys in one block column)";
     default: {
-      const std::string reason =
-          sm90_attention::describe_tile_rule(rule, head_dim, c.tile_n, c.consumers, smem);
+      const std::string reason = sm90_attention::describe_tile_rule(
+          rule, head_dim, c.tile_n, c.consumers, smem, false, 2,
+          consumer_registers(c.consumers, c.ctas_per_sm), v_head_dim);
       return reason.empty() ? "invalid config" : reason;
     }
   }
@@ -86,7 +88,13 @@ class Sm90WgmmaVariant : public Variant {
            "CTAs per SM";
   }
 
-  FeatureSet features() const override { return blocksparse_features(); }
+  // The family's features and head dims 80, 96, 192 and 256, and 192 with a V of 128
+  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check).
+  FeatureSet features() const override {
+    return blocksparse_features()
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+        .with(feature::kVHeadDim, {128});
+  }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return {
@@ -111,15 +119,16 @@ class Sm90WgmmaVariant : public Variant {
   // one's softmax under the other's matrix products).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
+    const int v_head_dim = batch.spec.model.effective_v_head_dim();
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
     const std::vector<KernelConfig> candidates = {
         make_config(128, 4, 1, 2), make_config(128, 2, 1, 2), make_config(64, 4, 1, 2),
         make_config(64, 2, 2, 1), make_config(64, 2, 1, 1)};
     for (const KernelConfig& config : candidates) {
       const Sm90Config c(config);
-      if (c.check(head_dim, block) == blocksparse::sm90_wgmma::kOk &&
+      if (c.check(head_dim, v_head_dim, block) == blocksparse::sm90_wgmma::kOk &&
           (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+           c.shared_bytes(head_dim, v_head_dim) <= target.max_shared_per_block)) {
         return config;
       }
     }
@@ -142,10 +151,11 @@ class Sm90WgmmaVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     const Sm90Config c(config);
     const int block = batch.block_sparse->block_size;
-    const int rule = c.check(m.head_dim, block);
+    const int v_head_dim = m.effective_v_head_dim();
+    const int rule = c.check(m.head_dim, v_head_dim, block);
     if (rule != blocksparse::sm90_wgmma::kOk)
-      return Support::no(describe_rule(rule, c, m.head_dim, block));
-    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
+      return Support::no(describe_rule(rule, c, m.head_dim, v_head_dim, block));
+    return supports_shared_bytes(c.shared_bytes(m.head_dim, v_head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -166,10 +176,12 @@ class Sm90WgmmaVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, kGatherKvKernel);
-    const int smem = c.shared_bytes(m.head_dim);
+    const int v_head_dim = m.effective_v_head_dim();
+    const int smem = c.shared_bytes(m.head_dim, v_head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
-    // Contiguous K and V [total_kv, kv_heads, head_dim] and cu_seqlens_kv, gathered once.
+    // Contiguous K and V [total_kv, kv_heads, head_dim] (V: v_head_dim) and cu_seqlens_kv,
+    // gathered once.
     std::vector<DeviceBuffer> buffers = gather_kv_contiguous(problem, context, gather);
     const BlockSparseSm90Plan plan = blocksparse_sm90_plan(batch, c.consumers, c.tile_n);
     ATTN_ASSERT(plan.num_items() <= std::numeric_limits<int>::max(),
@@ -178,23 +190,22 @@ class Sm90WgmmaVariant : public Variant {
     buffers.push_back(upload_array(*context.cuda, plan.entries));
     buffers.push_back(upload_array(*context.cuda, std::vector<int32_t>{0, 0}));
 
-    // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
-    // without keys (never the case with query tokens) nothing would read it.
+    // Q, K and V as 3-D tensors (dims, heads, tokens) (encode_heads_tensor_map: boxes past a row
+    // of 80 or 96 dims are zero-filled). A tensor map needs at least one row; without keys (never
+    // the case with query tokens) nothing would read it.
     const DriverApi& api = context.cuda->api();
     const CUtensorMapDataType type = tensor_map_type(m.dtype);
-    const uint64_t q_columns = uint64_t(m.num_q_heads) * uint64_t(m.head_dim);
-    const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
     const uint64_t q_rows = uint64_t(std::max<int64_t>(1, batch.total_q));
     const uint64_t kv_rows = uint64_t(std::max<int64_t>(1, batch.total_kv));
     BlockSparseSm90Params p{};
-    p.q_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, q_rows, q_columns * 2,
-                                   uint32_t(blocksparse::sm90_wgmma::tile_m(c.consumers)));
+    p.q_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads, q_rows,
+                                      uint32_t(blocksparse::sm90_wgmma::tile_m(c.consumers)));
     // K and V boxes are one plan entry (64 keys): a tile gathers tile_n / 64 of them.
     const uint32_t entry_rows = uint32_t(blocksparse::sm90_wgmma::kEntryKeys);
-    p.k_map = encode_tensor_map_2d(api, type, buffers[0].pointer(), kv_columns, kv_rows,
-                                   kv_columns * 2, entry_rows);
-    p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
-                                   kv_columns * 2, entry_rows);
+    p.k_map = encode_heads_tensor_map(api, type, buffers[0].pointer(), m.head_dim, m.num_kv_heads,
+                                      kv_rows, entry_rows);
+    p.v_map = encode_heads_tensor_map(api, type, buffers[1].pointer(), v_head_dim, m.num_kv_heads,
+                                      kv_rows, entry_rows);
     p.out = problem.out();
     p.cu_seqlens_q = problem.cu_seqlens_q();
     p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
@@ -223,9 +234,11 @@ class Sm90WgmmaVariant : public Variant {
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
     return "attn::blocksparse_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
-           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) +
-           ", " + std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
-           std::to_string(c.ctas_per_sm) + ", " + (batch.causal ? "true" : "false") + ">";
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " +
+           std::to_string(batch.spec.model.effective_v_head_dim()) + ", " +
+           std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
+           std::to_string(c.consumers) + ", " + std::to_string(c.ctas_per_sm) + ", " +
+           (batch.causal ? "true" : "false") + ">";
   }
 };
 

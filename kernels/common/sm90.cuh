@@ -12,8 +12,9 @@
 //   CU_TENSOR_MAP_SWIZZLE_128B and a 64-element (128-byte) inner box: rows of 128 bytes, 8-row
 //   swizzle atoms of 1024 bytes. Buffers must start on a 1024-byte boundary.
 // - wgmma.mma_async m64nNk16, fp32 accumulation, bf16 or fp16 inputs: both operands from shared
-//   memory (SS, N any multiple of 16 up to 256), or A from registers (RS, N = 64, 72, 128, 256;
-//   72: head dim 64 beside a column of ones, sm90_attention::Consumer's TENSOR_ROW_SUMS).
+//   memory (SS, N any multiple of 16 up to 256), or A from registers (RS, N = 64, 72, 80, 96, 128,
+//   192, 256: V's widths; 72: head dim 64 beside a column of ones, sm90_attention::Consumer's
+//   TENSOR_ROW_SUMS).
 //
 // Accumulator layout of wgmma m64nN (fp32, N / 2 registers per thread): warp w of the warpgroup
 // holds rows 16w .. 16w + 15; register i of lane l holds row 16w + l / 4 + 8 * ((i / 2) % 2),
@@ -78,6 +79,19 @@ __device__ __forceinline__ void tma_load_2d(void* destination, const TensorMapBy
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(smem_address(destination)),
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_address(bar)), "r"(inner), "r"(outer)
+      : "memory");
+}
+
+// TMA: a box of a 3-D tensor at coordinates c0 (innermost) .. c2 into shared memory, completing
+// on `bar` (flash_fwd.sm90_wgmma's and blocksparse.sm90_wgmma's Q, K and V as (head_dim, heads,
+// rows): a box's columns past head_dim are zero-filled, with no memory read).
+__device__ __forceinline__ void tma_load_3d(void* destination, const TensorMapBytes* map, int c0,
+                                            int c1, int c2, unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(smem_address(destination)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(smem_address(bar)), "r"(c0), "r"(c1),
+      "r"(c2)
       : "memory");
 }
 
@@ -335,13 +349,16 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N_ / 2], unsigned long long 
 template <int DTYPE, int N_, int TRANS_B>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N_ / 2], const unsigned int (&a)[4],
                                          unsigned long long desc_b) {
-  static_assert(N_ == 64 || N_ == 72 || N_ == 128 || N_ == 256,
-                "wgmma_rs: N must be 64, 72, 128 or 256");
+  static_assert(N_ == 64 || N_ == 72 || N_ == 80 || N_ == 96 || N_ == 128 || N_ == 192 || N_ == 256,
+                "wgmma_rs: N must be 64, 72, 80, 96, 128, 192 or 256");
   static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_rs: bf16 or fp16");
   static_assert(TRANS_B == 0 || TRANS_B == 1, "wgmma_rs: TRANS_B is 0 or 1");
   ATTN_SM90_RS_CASE(64, 4, 32, 33, 34, 35, 36, 37, 38)
   ATTN_SM90_RS_CASE(72, 4H, 36, 37, 38, 39, 40, 41, 42)
+  ATTN_SM90_RS_CASE(80, 5, 40, 41, 42, 43, 44, 45, 46)
+  ATTN_SM90_RS_CASE(96, 6, 48, 49, 50, 51, 52, 53, 54)
   ATTN_SM90_RS_CASE(128, 8, 64, 65, 66, 67, 68, 69, 70)
+  ATTN_SM90_RS_CASE(192, 12, 96, 97, 98, 99, 100, 101, 102)
   ATTN_SM90_RS_CASE(256, 16, 128, 129, 130, 131, 132, 133, 134)
 }
 

@@ -11,10 +11,14 @@
 // O and converts S_n into the next P. Two consumer warpgroups of one CTA also alternate their
 // issue slots (IssueTurns, below: FA3's inter-warpgroup ping-pong).
 //
-// Layouts (kernels/common/sm90_attention_traits.hpp): Q [HEAD_DIM / 64][TILE_M][64] and each K or V
-// stage [HEAD_DIM / 64][TILE_N][64], as TMA writes them with the 128-byte swizzle. Q and K are
-// K-major operands (SBO 1024); V is the MN-major B of P V (LBO TILE_N x 128, SBO 1024). With
-// INTERLEAVED (prefix_prefill's page boxes) K and V stages are [TILE_N / 8][HEAD_DIM / 64][8][64]
+// Layouts (kernels/common/sm90_attention_traits.hpp): Q [BLOCKS][TILE_M][64] and each K stage
+// [BLOCKS][TILE_N][64] (BLOCKS = column_blocks(HEAD_DIM): whole 64-column blocks, the last one
+// zero-filled past the row at head dims 80 and 96), each V stage likewise over V_DIM (V's width:
+// HEAD_DIM, or 128 beside a HEAD_DIM of 192), as TMA writes them with the 128-byte swizzle. Q and
+// K are K-major operands (SBO 1024), stepped over the real HEAD_DIM / 16 k16 steps; V is the
+// MN-major B of P V (LBO TILE_N x 128, SBO 1024), one wgmma of N = V_DIM per k16 step (at 80 and
+// 96 N reaches into the second column block's swizzle atom as far as the real dims). With
+// INTERLEAVED (prefix_prefill's page boxes) K and V stages are [TILE_N / 8][BLOCKS][8][64]
 // instead: SBO is one 8-key group of every column block, V's LBO one swizzle atom.
 //
 // Barriers: K and V of each stage have a full barrier (the producer's TMA bytes) and an empty one
@@ -47,55 +51,57 @@ struct KvPipeline {
   unsigned long long* v_empty;
 };
 
-// The producer side for contiguous K and V (2-D tensor maps [rows][heads x head_dim]): key tile n
-// into stage n % STAGES, each of K and V once every consumer warp released the tile the stage held
-// before (a fresh empty barrier passes parity 1). The tile is PIECES runs of TILE_N / PIECES rows
-// each (the maps' box height), run p from row rows[p] (blocksparse.sm90_wgmma gathers two kept
-// blocks into one tile; the others load TILE_N consecutive rows as one piece), of columns col0 ..
-// col0 + HEAD_DIM - 1 as HEAD_DIM / 64 boxes per run. One thread calls it.
-template <int HEAD_DIM, int TILE_N, int STAGES, int PIECES>
+// The producer side for contiguous K and V (3-D tensor maps (dims, kv heads, rows), the row
+// innermost: a box's columns past the row are zero-filled without a read): key tile n into stage
+// n % STAGES, each of K and V once every consumer warp released the tile the stage held before (a
+// fresh empty barrier passes parity 1). The tile is PIECES runs of TILE_N / PIECES rows each (the
+// maps' box height), run p from row rows[p] (blocksparse.sm90_wgmma gathers two kept blocks into
+// one tile; the others load TILE_N consecutive rows as one piece), of kv head `kv_head`, as
+// column_blocks(HEAD_DIM) boxes per run for K and column_blocks(V_DIM) for V. One thread calls it.
+template <int HEAD_DIM, int TILE_N, int STAGES, int PIECES, int V_DIM = HEAD_DIM>
 __device__ __forceinline__ void load_kv_tile_pieces(unsigned char* k_tiles, unsigned char* v_tiles,
                                                     const KvPipeline& kv,
                                                     const TensorMapBytes* k_map,
-                                                    const TensorMapBytes* v_map, int n, int col0,
+                                                    const TensorMapBytes* v_map, int n, int kv_head,
                                                     const int (&rows)[PIECES]) {
-  constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int K_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int V_BYTES = kv_tile_bytes(V_DIM, TILE_N);
   constexpr int KV_BLOCK = TILE_N * kBlockRowBytes;          // one 64-column block of a tile
   constexpr int PIECE = (TILE_N / PIECES) * kBlockRowBytes;  // one run of one column block
   static_assert(TILE_N % (8 * PIECES) == 0, "whole 8-row swizzle atoms per piece");
   const int s = n % STAGES;
   const unsigned int parity = ((n / STAGES) & 1) ^ 1;
   sm90::mbarrier_wait(&kv.k_empty[s], parity);
-  sm90::mbarrier_expect_bytes(&kv.k_full[s], KV_BYTES);
+  sm90::mbarrier_expect_bytes(&kv.k_full[s], K_BYTES);  // zero fill counts
 #pragma unroll
-  for (int c = 0; c < HEAD_DIM / 64; ++c) {
+  for (int c = 0; c < column_blocks(HEAD_DIM); ++c) {
 #pragma unroll
     for (int q = 0; q < PIECES; ++q) {
-      sm90::tma_load_2d(k_tiles + s * KV_BYTES + c * KV_BLOCK + q * PIECE, k_map, col0 + c * 64,
+      sm90::tma_load_3d(k_tiles + s * K_BYTES + c * KV_BLOCK + q * PIECE, k_map, c * 64, kv_head,
                         rows[q], &kv.k_full[s]);
     }
   }
   sm90::mbarrier_wait(&kv.v_empty[s], parity);
-  sm90::mbarrier_expect_bytes(&kv.v_full[s], KV_BYTES);
+  sm90::mbarrier_expect_bytes(&kv.v_full[s], V_BYTES);
 #pragma unroll
-  for (int c = 0; c < HEAD_DIM / 64; ++c) {
+  for (int c = 0; c < column_blocks(V_DIM); ++c) {
 #pragma unroll
     for (int q = 0; q < PIECES; ++q) {
-      sm90::tma_load_2d(v_tiles + s * KV_BYTES + c * KV_BLOCK + q * PIECE, v_map, col0 + c * 64,
+      sm90::tma_load_3d(v_tiles + s * V_BYTES + c * KV_BLOCK + q * PIECE, v_map, c * 64, kv_head,
                         rows[q], &kv.v_full[s]);
     }
   }
 }
 
 // Key tile n of TILE_N consecutive rows from `row` (boxes of TILE_N rows).
-template <int HEAD_DIM, int TILE_N, int STAGES>
-__device__ __forceinline__ void load_kv_tile_2d(unsigned char* k_tiles, unsigned char* v_tiles,
-                                                const KvPipeline& kv, const TensorMapBytes* k_map,
-                                                const TensorMapBytes* v_map, int n, int col0,
-                                                int row) {
+template <int HEAD_DIM, int TILE_N, int STAGES, int V_DIM = HEAD_DIM>
+__device__ __forceinline__ void load_kv_tile_rows(unsigned char* k_tiles, unsigned char* v_tiles,
+                                                  const KvPipeline& kv, const TensorMapBytes* k_map,
+                                                  const TensorMapBytes* v_map, int n, int kv_head,
+                                                  int row) {
   const int rows[1] = {row};
-  load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, 1>(k_tiles, v_tiles, kv, k_map, v_map, n, col0,
-                                                   rows);
+  load_kv_tile_pieces<HEAD_DIM, TILE_N, STAGES, 1, V_DIM>(k_tiles, v_tiles, kv, k_map, v_map, n,
+                                                          kv_head, rows);
 }
 
 // Hides the scores of keys key0 + column with key >= key_end or key > the row's limit (limit0 for
@@ -212,22 +218,25 @@ constexpr float kRescaleLog2 = 8.0f;
 // interleaved_offset), else column-block-major. TENSOR_ROW_SUMS: the rows' sums of P come from
 // the tensor cores, P V multiplying a column block of ones too (sm90_attention_traits.hpp,
 // tensor_row_sums_fit; the kernel fills kOnesBytes of shared memory with ones and passes them to
-// init).
+// init). V_DIM: V's and O's width (HEAD_DIM, or 128 beside a HEAD_DIM of 192).
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, bool INTERLEAVED = false,
-          bool TENSOR_ROW_SUMS = false>
+          bool TENSOR_ROW_SUMS = false, int V_DIM = HEAD_DIM>
 struct Consumer {
-  static_assert(!TENSOR_ROW_SUMS || (tensor_row_sums_fit(HEAD_DIM) && !INTERLEAVED),
+  static_assert(head_dims_allowed(HEAD_DIM, V_DIM), "head dims: see head_dims_allowed");
+  static_assert(!TENSOR_ROW_SUMS ||
+                    (tensor_row_sums_fit(HEAD_DIM) && V_DIM == HEAD_DIM && !INTERLEAVED),
                 "row sums on the tensor cores: head dim 64, column-block-major V");
-  static constexpr int KV_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
-  // O's registers: HEAD_DIM / 2, and with TENSOR_ROW_SUMS the ones' 8 columns, whose registers
+  static constexpr int K_BYTES = kv_tile_bytes(HEAD_DIM, TILE_N);
+  static constexpr int V_BYTES = kv_tile_bytes(V_DIM, TILE_N);
+  // O's registers: V_DIM / 2, and with TENSOR_ROW_SUMS the ones' 8 columns, whose registers
   // SUM_REGISTER + 2 h and + 1 hold row h's sum of P (every column of ones the same).
-  static constexpr int O_REGISTERS = output_registers(HEAD_DIM, TENSOR_ROW_SUMS);
+  static constexpr int O_REGISTERS = output_registers(V_DIM, TENSOR_ROW_SUMS);
   static constexpr int O_COLUMNS = 2 * O_REGISTERS;
-  static constexpr int SUM_REGISTER = HEAD_DIM / 2;
+  static constexpr int SUM_REGISTER = V_DIM / 2;
   // Lazy rescaling where O is large: measured on an H200 (BENCHMARKS.md, issue 8) it took d256
   // 4x4096 from 1002.06 / 1007.55 us to 957.26 / 956.50, and cost 2% to 7% at head dims 64 and
   // 128 (the vote and the branch outweigh 32 or 64 multiplies).
-  static constexpr bool LAZY_RESCALE = HEAD_DIM >= 256;
+  static constexpr bool LAZY_RESCALE = V_DIM >= 256;
 
   // Accumulator register i of a 64 x N wgmma tile: row accumulator_row(tid, i), column
   // accumulator_column(tid, i). Statistics per row h = 0, 1 (rows l / 4 and l / 4 + 8 of the
@@ -287,10 +296,11 @@ struct Consumer {
     return *reinterpret_cast<float(*)[COLS / 2]>(&s[0]);
   }
 
-  // S = Q K^T: HEAD_DIM / 16 k16 steps, the first overwriting S. Each operand's descriptor is
-  // built once and advanced by a constant per step (sm90::descriptor_advance). COLS < TILE_N:
-  // only the tile's first COLS keys (a tile whose later keys every row of the warpgroup hides),
-  // into S's first COLS / 2 registers; the rest of S is left as it was.
+  // S = Q K^T: HEAD_DIM / 16 k16 steps (the real dims: 5 at 80, 6 at 96), the first overwriting S.
+  // Each operand's descriptor is built once and advanced by a constant per step
+  // (sm90::descriptor_advance). COLS < TILE_N: only the tile's first COLS keys (a tile whose later
+  // keys every row of the warpgroup hides), into S's first COLS / 2 registers; the rest of S is
+  // left as it was.
   template <int COLS = TILE_N>
   __device__ __forceinline__ void issue_scores(const unsigned char* q_rows,
                                                const unsigned char* k) {
@@ -323,7 +333,7 @@ struct Consumer {
   template <int COLS = TILE_N>
   __device__ __forceinline__ void issue_values(const unsigned char* v) {
     const unsigned long long v_desc =
-        INTERLEAVED ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(HEAD_DIM))
+        INTERLEAVED ? sm90::descriptor(v, kSwizzleAtomBytes, interleaved_group_bytes(V_DIM))
         : TENSOR_ROW_SUMS
             ? sm90::descriptor(v, ones_address - sm90::smem_address(v), kSwizzleAtomBytes)
             : sm90::descriptor(v, v_leading_bytes(TILE_N), kSwizzleAtomBytes);
@@ -331,7 +341,7 @@ struct Consumer {
 #pragma unroll
     for (int kk = 0; kk < COLS / 16; ++kk) {
       const unsigned int v_step =
-          INTERLEAVED ? interleaved_v_step_offset(kk, HEAD_DIM) : mn_major_step_offset(kk);
+          INTERLEAVED ? interleaved_v_step_offset(kk, V_DIM) : mn_major_step_offset(kk);
       sm90::wgmma_rs<DTYPE, O_COLUMNS, 1>(
           o, pa[kk],
           TENSOR_ROW_SUMS ? sm90::descriptor_advance_fixed_leading(v_desc, v_step)
@@ -414,7 +424,7 @@ struct Consumer {
   // merge_partial folds such a partial, written by the same thread index of another warpgroup
   // (the same rows and columns of the accumulator layout), into this one: both rescaled to the
   // larger reference, as split-KV merges.
-  static constexpr int kPartialFloats = partial_floats(HEAD_DIM, TENSOR_ROW_SUMS);
+  static constexpr int kPartialFloats = partial_floats(V_DIM, TENSOR_ROW_SUMS);
   __device__ __forceinline__ void save_partial(float* partial) const {
 #pragma unroll
     for (int i = 0; i < O_REGISTERS; ++i) partial[i * 128 + tid] = o[i];
@@ -461,8 +471,8 @@ struct Consumer {
     sm90::mbarrier_wait(&kv.v_full[s_prev], unsigned((t - 1) / STAGES) & 1u);
     before_values(n - 1);
     turns.take(n);
-    issue_scores<COLS>(q_rows, kv.k_tiles + s_now * KV_BYTES);
-    issue_values(kv.v_tiles + s_prev * KV_BYTES);
+    issue_scores<COLS>(q_rows, kv.k_tiles + s_now * K_BYTES);
+    issue_values(kv.v_tiles + s_prev * V_BYTES);
     turns.pass(n);
     sm90::wgmma_wait<1>();  // S_n done (groups complete in order); P V may still run
     release(&kv.k_empty[s_now]);
@@ -496,7 +506,7 @@ struct Consumer {
       sm90::mbarrier_wait(q_full, at.q_parity);
       sm90::mbarrier_wait(&kv.k_full[stage(0)], phase(0));
       turns.take(0);
-      issue_scores(q_rows, kv.k_tiles + stage(0) * KV_BYTES);
+      issue_scores(q_rows, kv.k_tiles + stage(0) * K_BYTES);
       turns.pass(0);
       sm90::wgmma_wait<0>();
       release(&kv.k_empty[stage(0)]);
@@ -515,7 +525,7 @@ struct Consumer {
       sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));
       before_values(last);
       turns.take(my_tiles);
-      issue_values(kv.v_tiles + stage(last) * KV_BYTES);
+      issue_values(kv.v_tiles + stage(last) * V_BYTES);
       turns.pass(my_tiles);
       sm90::wgmma_wait<0>();
       release(&kv.v_empty[stage(last)]);
@@ -552,13 +562,13 @@ struct Consumer {
   }
 
   // Writes this thread's rows of O, row h times inv[h], as 16-bit values into a tile laid out as
-  // Q is ([HEAD_DIM / 64][64 rows][64], each column block `block_stride` bytes from the last,
+  // Q is ([V_DIM / 64][64 rows][64], each column block `block_stride` bytes from the last,
   // 16-byte chunks XOR-swizzled by row % 8 as TMA's 128-byte swizzle writes them): 4 bytes per
   // column pair, and each warp's stores hit 32 different banks.
   __device__ __forceinline__ void stage_output(unsigned char* tile, int block_stride,
                                                const float (&inv)[2]) const {
 #pragma unroll
-    for (int j = 0; j < HEAD_DIM / 8; ++j) {
+    for (int j = 0; j < V_DIM / 8; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int i = 4 * j + 2 * h;  // registers i, i + 1: row h, adjacent columns
@@ -587,7 +597,7 @@ struct Consumer {
     }
   }
 
-  // Writes row h of O times `inv` to out_row (HEAD_DIM 16-bit elements) where `store`, 16 bytes
+  // Writes row h of O times `inv` to out_row (V_DIM 16-bit elements) where `store`, 16 bytes
   // per lane: the four lanes of a quad hold one row, each two columns of every 8-column block
   // (accumulator layout), so a 4 x 4 transpose of packed column pairs over the quad (two rounds
   // of shuffles) gives each lane 8 consecutive columns of one block of every four. Every lane of
@@ -601,7 +611,7 @@ struct Consumer {
                                             bool store) const {
     const int q = lane % 4;
 #pragma unroll
-    for (int m = 0; m < HEAD_DIM / 32; ++m) {
+    for (int m = 0; m < V_DIM / 32; ++m) {
       unsigned int v[4];  // v[r]: this lane's column pair of block 4 m + r
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
@@ -615,6 +625,15 @@ struct Consumer {
       // v[r]: column pair r of block 4 m + q.
       if (store)
         *reinterpret_cast<uint4*>(out_row + 8 * (4 * m + q)) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+    // V_DIM 80: its last two 8-column blocks are no group of four; each lane stores its column
+    // pair of them (4 bytes), the row's only columns not written 16 bytes at a time.
+#pragma unroll
+    for (int j = V_DIM / 32 * 4; j < V_DIM / 8; ++j) {
+      const int i = 4 * j + 2 * h;
+      if (store)
+        *reinterpret_cast<unsigned int*>(out_row + 8 * j + 2 * q) =
+            pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
     }
   }
 };

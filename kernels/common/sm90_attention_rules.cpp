@@ -6,10 +6,13 @@ namespace attn {
 namespace sm90_attention {
 
 std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers, int shared_bytes,
-                               bool any_tile_n, int max_consumers, int registers) {
+                               bool any_tile_n, int max_consumers, int registers, int v_head_dim) {
+  const int v = value_dim(head_dim, v_head_dim);
   switch (rule) {
     case kHeadDim:
-      return "head_dim " + std::to_string(head_dim) + " is not 64, 128 or 256";
+      return "head_dim " + std::to_string(head_dim) +
+             (v != head_dim ? " with V head dim " + std::to_string(v) : std::string()) +
+             " is not one of 64, 80, 96, 128, 192 and 256 with V as wide, nor 192 with a V of 128";
     case kConsumers:
       return max_consumers == 2 ? "consumers must be 1 or 2 (consumer warpgroups)"
                                 : "consumers must be 1 to " + std::to_string(max_consumers) +
@@ -27,7 +30,7 @@ std::string describe_tile_rule(int rule, int head_dim, int tile_n, int consumers
              std::to_string(kMaxSharedBytes) + "): lower stages, tile_n or tile_m";
     case kRegisters:
       return "too many registers per consumer thread (estimate " +
-             std::to_string(register_estimate(head_dim, tile_n)) + ", setmaxnreg " +
+             std::to_string(register_estimate(head_dim, tile_n, v)) + ", setmaxnreg " +
              std::to_string(registers) + "): lower tile_n" + (consumers > 2 ? " or consumers" : "");
     default:
       return "";

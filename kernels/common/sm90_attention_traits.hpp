@@ -13,7 +13,10 @@ namespace sm90_attention {
 // Rows of one wgmma m64 tile: each consumer warpgroup owns 64 query rows of the CTA's tile_m.
 constexpr int kConsumerRows = 64;
 // 16-bit elements of one 128-byte swizzle row: a TMA box is 64 columns wide, so Q, K and V tiles
-// are stored as head_dim / 64 column blocks of [rows][64].
+// // are stored as column_blocks(head_dim) column blocks of [rows][64]. At head dims that are not a
+// multiple of 64 (80, 96) the last block is partly past the row: TMA fills it
+// with zeros (the tensor maps' innermost extent is the row, so no memory is read there), and no
+// wgmma reads it (Q K^T steps over the real dims, P V's N is V's real width).
 constexpr int kBlockColumns = 64;
 constexpr int kBlockRowBytes = kBlockColumns * 2;
 
@@ -21,19 +24,38 @@ ATTN_HOST_DEVICE constexpr int threads(int consumers) {
   return 128 * (consumers + 1);  // one producer warpgroup + the consumers
 }
 ATTN_HOST_DEVICE constexpr int column_blocks(int head_dim) {
-  return head_dim / kBlockColumns;
+  return (head_dim + kBlockColumns - 1) / kBlockColumns;
+}
+// V's and the output's width: v_head_dim where the model sets one (narrower than Q and K's), else
+// head_dim (0 stands for "as wide as Q and K" in the functions below).
+ATTN_HOST_DEVICE constexpr int value_dim(int head_dim, int v_head_dim) {
+  return v_head_dim > 0 ? v_head_dim : head_dim;
+}
+// The head dims the consumer runs: 64, 80, 96, 128, 192 and 256 with V as wide, and 192 with a V
+// of 128 (DeepSeek's MLA prefill without the latent projection). Q K^T's k16 steps cover the real
+// dims (80: 5 steps), P V's N is V's width (80 and 96: a multiple of 16, the second column
+// block's partial swizzle atom addressed through the descriptor's LBO as the ones at head dim
+// 64 are, m64n72).
+ATTN_HOST_DEVICE constexpr bool head_dims_allowed(int head_dim, int v_head_dim) {
+  const bool dim = head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128 ||
+                   head_dim == 192 || head_dim == 256;
+  const int v = value_dim(head_dim, v_head_dim);
+  return dim && (v == head_dim || (head_dim == 192 && v == 128));
 }
 ATTN_HOST_DEVICE constexpr int q_bytes(int head_dim, int tile_m) {
-  return tile_m * head_dim * 2;
+  return tile_m * column_blocks(head_dim) * kBlockRowBytes;
 }
-// One K or one V buffer (one pipeline stage of one of them).
+// One K or one V buffer (one pipeline stage of one of them): whole 64-column blocks.
 ATTN_HOST_DEVICE constexpr int kv_tile_bytes(int head_dim, int tile_n) {
-  return tile_n * head_dim * 2;
+  return tile_n * column_blocks(head_dim) * kBlockRowBytes;
 }
 // 1 KiB of slack to align the tiles to the 1024-byte period of the 128-byte swizzle, Q, and
-// STAGES K and STAGES V buffers; the kernels' barriers follow.
-ATTN_HOST_DEVICE constexpr int tile_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return 1024 + q_bytes(head_dim, tile_m) + 2 * stages * kv_tile_bytes(head_dim, tile_n);
+// STAGES K and STAGES V buffers (V's v_head_dim wide); the kernels' barriers follow.
+ATTN_HOST_DEVICE constexpr int tile_bytes(int head_dim, int tile_m, int tile_n, int stages,
+                                          int v_head_dim = 0) {
+  return 1024 + q_bytes(head_dim, tile_m) +
+         stages * (kv_tile_bytes(head_dim, tile_n) +
+                   kv_tile_bytes(value_dim(head_dim, v_head_dim), tile_n));
 }
 
 // --- Index maps the kernels use, checked against the PTX ISA's layouts on the CPU
@@ -104,9 +126,10 @@ constexpr int kConsumerRegisters = 240;
 // previous tile's probabilities as packed 16-bit A fragments (64 x tile_n / 2 registers), which
 // wgmma still reads while the next softmax runs; plus an allowance for addresses, row statistics
 // and loop state.
+// The accumulator is V's width (v_head_dim, else head_dim).
 constexpr int kRegisterOverhead = 40;
-ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n) {
-  return head_dim / 2 + tile_n / 2 + tile_n / 4 + kRegisterOverhead;
+ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n, int v_head_dim = 0) {
+  return value_dim(head_dim, v_head_dim) / 2 + tile_n / 2 + tile_n / 4 + kRegisterOverhead;
 }
 
 // Row sums on the tensor cores (Consumer's TENSOR_ROW_SUMS): P V multiplies P by V and by 8
@@ -138,7 +161,7 @@ constexpr int kMaxSharedBytes = 227 * 1024;
 
 enum Rule : int {
   kOk = 0,
-  kHeadDim,    // head_dim must be 64, 128 or 256
+  kHeadDim,    // head_dims_allowed: 64, 80, 96, 128, 192, 256 (V as wide), or 192 with V 128
   kConsumers,  // consumers must be 1 or 2 (1 to 3 where the kernel allows)
   kTileM,      // tile_m must be 64 x consumers
   kTileN,      // tile_n must be 64 or 128 (or, where the kernel allows, a multiple of 16 up to 256)
@@ -159,17 +182,18 @@ ATTN_HOST_DEVICE constexpr bool tile_n_allowed(int tile_n, bool any_width) {
 }
 
 // The rules of the tiles alone; `shared_bytes` is the kernel's whole footprint for this config,
-// `max_consumers` the most consumer warpgroups the kernel takes (flash_fwd.sm90_wgmma: 3).
+// `max_consumers` the most consumer warpgroups the kernel takes (flash_fwd.sm90_wgmma: 3),
+// `v_head_dim` V's width (0: head_dim).
 ATTN_HOST_DEVICE constexpr int check_tiles(int head_dim, int tile_m, int tile_n, int stages,
                                            int consumers, int shared_bytes, bool any_tile_n = false,
-                                           int max_consumers = 2) {
-  if (head_dim != 64 && head_dim != 128 && head_dim != 256) return kHeadDim;
+                                           int max_consumers = 2, int v_head_dim = 0) {
+  if (!head_dims_allowed(head_dim, v_head_dim)) return kHeadDim;
   if (consumers < 1 || consumers > max_consumers) return kConsumers;
   if (tile_m != kConsumerRows * consumers) return kTileM;
   if (!tile_n_allowed(tile_n, any_tile_n)) return kTileN;
   if (stages < 2 || stages > 4) return kStages;
   if (shared_bytes > kMaxSharedBytes) return kSharedMemory;
-  if (register_estimate(head_dim, tile_n) > kConsumerRegisters) return kRegisters;
+  if (register_estimate(head_dim, tile_n, v_head_dim) > kConsumerRegisters) return kRegisters;
   return kOk;
 }
 

@@ -23,10 +23,12 @@ ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers, int extr
                                              int slot_bytes = kSlotBytes) {
   return (2 * q_buffers + 4 * stages + extra) * 8 + slot_bytes * q_buffers;
 }
-// Q buffers: two wherever they fit in shared memory, else one.
+// Q buffers: two wherever they fit in shared memory, else one. v_head_dim: V's width (0:
+// head_dim).
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
-                                         int extra = 0, int slot_bytes = kSlotBytes) {
-  return sm90_attention::tile_bytes(head_dim, tile_m, tile_n, stages) +
+                                         int extra = 0, int slot_bytes = kSlotBytes,
+                                         int v_head_dim = 0) {
+  return sm90_attention::tile_bytes(head_dim, tile_m, tile_n, stages, v_head_dim) +
                      sm90_attention::q_bytes(head_dim, tile_m) +
                      barrier_bytes(stages, 2, extra, slot_bytes) <=
                  sm90_attention::kMaxSharedBytes
@@ -35,9 +37,10 @@ ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, i
 }
 // The alignment slack, the Q buffers, STAGES K and V buffers, the barriers and item slots.
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
-                                            int extra = 0, int slot_bytes = kSlotBytes) {
-  const int buffers = q_buffers(head_dim, tile_m, tile_n, stages, extra, slot_bytes);
-  return sm90_attention::tile_bytes(head_dim, tile_m, tile_n, stages) +
+                                            int extra = 0, int slot_bytes = kSlotBytes,
+                                            int v_head_dim = 0) {
+  const int buffers = q_buffers(head_dim, tile_m, tile_n, stages, extra, slot_bytes, v_head_dim);
+  return sm90_attention::tile_bytes(head_dim, tile_m, tile_n, stages, v_head_dim) +
          (buffers - 1) * sm90_attention::q_bytes(head_dim, tile_m) +
          barrier_bytes(stages, buffers, extra, slot_bytes);
 }

@@ -39,4 +39,13 @@ TensorMapBytes encode_tensor_map_2d(const DriverApi& api, CUtensorMapDataType ty
   return encode_tensor_map(api, type, base, 2, dims, &row_stride_bytes, box);
 }
 
+TensorMapBytes encode_heads_tensor_map(const DriverApi& api, CUtensorMapDataType type,
+                                       const void* base, int dims, int heads, uint64_t rows,
+                                       uint32_t box_rows) {
+  const uint64_t extent[3] = {uint64_t(dims), uint64_t(heads), rows};
+  const uint64_t strides[2] = {uint64_t(dims) * 2, uint64_t(heads) * uint64_t(dims) * 2};
+  const uint32_t box[3] = {64, 1, box_rows};
+  return encode_tensor_map(api, type, base, 3, extent, strides, box);
+}
+
 }  // namespace attn

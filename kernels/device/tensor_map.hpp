@@ -30,4 +30,13 @@ TensorMapBytes encode_tensor_map_2d(const DriverApi& api, CUtensorMapDataType ty
                                     const void* base, uint64_t cols, uint64_t rows,
                                     uint64_t row_stride_bytes, uint32_t box_rows);
 
+// A contiguous [rows, heads, dims] tensor of 16-bit elements as the 3-D tensor (dims, heads,
+// rows), read in boxes of 64 dims x 1 head x box_rows rows: the row of one head is innermost, so
+// a box at dim 64 of a row of 80 or 96 dims is zero-filled past the row without a memory read
+// (the flash_fwd and blocksparse sm90_wgmma kernels' Q, K and V). dims x 2 bytes must be a
+// multiple of 16.
+TensorMapBytes encode_heads_tensor_map(const DriverApi& api, CUtensorMapDataType type,
+                                       const void* base, int dims, int heads, uint64_t rows,
+                                       uint32_t box_rows);
+
 }  // namespace attn

@@ -10,10 +10,13 @@
 // q_len) (aligned to the bottom right when the lengths differ). A row that sees no key writes
 // zeros and lse = -inf. The same semantics as flash_fwd.sm80_mma.
 //
-// Layout: Q and out [total_q, num_q_heads, head_dim]; K and V contiguous [total_kv, num_kv_heads,
-// head_dim] (flash_fwd_gather_kv makes them so from the paged pool, once, outside the timing).
-// The TMA maps view each as a 2-D tensor [tokens, heads * head_dim]: a box of rows x 64 columns
-// at column head * head_dim + 64 c is column block c of one head's rows. Rows outside the tensor
+// Layout: Q [total_q, num_q_heads, head_dim] and out [total_q, num_q_heads, v_head_dim]; K and V
+// contiguous [total_kv, num_kv_heads, head_dim] and [.., v_head_dim] (flash_fwd_gather_kv makes
+// them so from the paged pool, once, outside the timing; V_HEAD_DIM is head_dim, or 128 beside a
+// head_dim of 192). The TMA maps view Q, K and V as 3-D tensors (dims, heads, tokens), the row
+// innermost: a box of 64 columns x 1 head x rows at dim 64 c is column block c of one head's rows,
+// and at head dims 80 and 96 the second box's columns past the row are zero-filled by TMA (no
+// memory read; no wgmma reads them either: sm90_attention.cuh). Rows outside the tensor
 // (past its end, or before its start: a negative row coordinate) are zero-filled by TMA; keys
 // past the end of a sequence (the next sequence's) are loaded but masked, query rows before a
 // sequence's first (the top query tile, Item) are never stored.
@@ -81,7 +84,8 @@
 //   narrow tile's wgmmas: flash_fwd::sm90_wgmma::narrows_last_tile).
 //
 // Shared memory (from a 1024-byte boundary, the period of the 128-byte swizzle):
-//   Q [Q_BUFFERS][HEAD_DIM / 64][TILE_M][64], K [STAGES][HEAD_DIM / 64][TILE_N][64], V likewise,
+//   Q [Q_BUFFERS][BLOCKS][TILE_M][64], K [STAGES][BLOCKS][TILE_N][64] (BLOCKS = column_blocks(
+//   HEAD_DIM), whole 64-column blocks), V [STAGES][column_blocks(V_HEAD_DIM)][TILE_N][64],
 //   at head dim 64 [16][64] ones (the row sums, below), barriers, item slots.
 // Every [rows][64] column block is what a TMA box with CU_TENSOR_MAP_SWIZZLE_128B writes: rows of
 // 128 bytes, 16-byte chunks XOR-swizzled by (row % 8), 8-row atoms 1024 bytes apart.
@@ -90,7 +94,7 @@
 // - V (B of O = P V, [K = keys, N = dims]): its rows are keys with dims contiguous, i.e. B is
 //   MN-major. wgmma reads it through a descriptor with the transpose bit (imm-trans-b = 1, allowed
 //   for 16-bit types): SBO = 1024 (8 keys of 128 bytes), LBO = TILE_N x 128 (the next column block
-//   of 64 dims); k16 step kk starts at key 16 kk, byte 2048 kk. One wgmma m64nHEAD_DIMk16 covers
+//   of 64 dims); k16 step kk starts at key 16 kk, byte 2048 kk. One wgmma m64nV_HEAD_DIMk16 covers
 //   every dim (N <= 256).
 //
 // Tunables and why they exist:
@@ -177,12 +181,12 @@ struct ItemView {
 
 }  // namespace flash_fwd::sm90_wgmma
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS, bool CAUSAL,
-          int LAST_KEYS>
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int STAGES,
+          int CONSUMERS, bool CAUSAL, int LAST_KEYS>
 __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
     flash_fwd_sm90_wgmma(const __grid_constant__ FlashFwdSm90Params p) {
-  static_assert(flash_fwd::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS) ==
-                    flash_fwd::sm90_wgmma::kOk,
+  static_assert(flash_fwd::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS,
+                                             V_HEAD_DIM) == flash_fwd::sm90_wgmma::kOk,
                 "invalid flash_fwd.sm90_wgmma config: see flash_fwd::sm90_wgmma::check");
   static_assert(LAST_KEYS % 16 == 0 && LAST_KEYS >= 16 && LAST_KEYS <= TILE_N,
                 "LAST_KEYS: whole k16 steps of a key tile");
@@ -190,7 +194,8 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
       LAST_KEYS == TILE_N || flash_fwd::sm90_wgmma::narrows_last_tile(HEAD_DIM, TILE_N, CAUSAL),
       "the last tile is narrowed only where flash_fwd::sm90_wgmma::narrows_last_tile says");
   constexpr int Q_BYTES = flash_fwd::sm90_wgmma::q_bytes(HEAD_DIM, TILE_M);
-  constexpr int KV_BYTES = flash_fwd::sm90_wgmma::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int K_BYTES = flash_fwd::sm90_wgmma::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int V_BYTES = flash_fwd::sm90_wgmma::kv_tile_bytes(V_HEAD_DIM, TILE_N);
   constexpr int BLOCKS = flash_fwd::sm90_wgmma::column_blocks(HEAD_DIM);
   constexpr int ROW_BYTES = flash_fwd::sm90_wgmma::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;                       // one column block of Q, bytes
@@ -199,7 +204,8 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
                 "accumulator layout");
   constexpr int ROWS = flash_fwd::sm90_wgmma::kConsumerRows;  // 64 rows per consumer warpgroup
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
-  constexpr int Q_BUFFERS = flash_fwd::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
+  constexpr int Q_BUFFERS =
+      flash_fwd::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM);
   using Item = flash_fwd::sm90_wgmma::Item<TILE_M, TILE_N, CAUSAL>;
   // Not under a causal mask: there a sequence's top tile sees few keys (one tile when none are
   // cached), and the causal programs spilled 16 bytes with it at 2 and 3 stages; such tiles are
@@ -215,10 +221,10 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][BLOCKS][TILE_N][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][BLOCKS][TILE_N][64]
+  unsigned char* v_tiles = k_tiles + STAGES * K_BYTES;    // [STAGES][V blocks][TILE_N][64]
   // Row sums on the tensor cores (flash_fwd::sm90_wgmma::tensor_row_sums): [16][64] ones.
   constexpr bool ROW_SUMS = flash_fwd::sm90_wgmma::tensor_row_sums(HEAD_DIM);
-  unsigned char* ones = v_tiles + STAGES * KV_BYTES;
+  unsigned char* ones = v_tiles + STAGES * V_BYTES;
   unsigned long long* q_full =
       reinterpret_cast<unsigned long long*>(ones + flash_fwd::sm90_wgmma::ones_bytes(HEAD_DIM));
   unsigned long long* q_empty = q_full + Q_BUFFERS;
@@ -290,8 +296,8 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
           for (int w = 0; w < heads; ++w) {
 #pragma unroll
             for (int c = 0; c < BLOCKS; ++c) {
-              sm90::tma_load_2d(q_buffer + c * Q_BLOCK + w * ROWS * ROW_BYTES, &p.q_rows_map,
-                                (item.q_head + w) * HEAD_DIM + c * 64, row, full);
+              sm90::tma_load_3d(q_buffer + c * Q_BLOCK + w * ROWS * ROW_BYTES, &p.q_rows_map,
+                                c * 64, item.q_head + w, row, full);
             }
           }
         } else {
@@ -299,8 +305,8 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
         }
         for (int n = 0; n < item.n_tiles; ++n) {
           for (int w = 0; w < heads; ++w, ++g) {
-            sm90_attention::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(
-                k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, (item.q_head + w) / p.group * HEAD_DIM,
+            sm90_attention::load_kv_tile_rows<HEAD_DIM, TILE_N, STAGES, V_HEAD_DIM>(
+                k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, (item.q_head + w) / p.group,
                 item.kv_begin + n * TILE_N);
           }
         }
@@ -313,17 +319,16 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
         sm90::mbarrier_expect_bytes(full, Q_BYTES);
 #pragma unroll
         for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_2d(q_tiles + queue.buffer(k) * Q_BYTES + c * Q_BLOCK, &p.q_map,
-                            item.q_head * HEAD_DIM + c * 64, item.q_begin + item.m0, full);
+          sm90::tma_load_3d(q_tiles + queue.buffer(k) * Q_BYTES + c * Q_BLOCK, &p.q_map, c * 64,
+                            item.q_head, item.q_begin + item.m0, full);
         }
       } else {
         sm90::mbarrier_arrive(full);
       }
       const int kv_head = item.q_head / p.group;
       for (int n = 0; n < item.n_tiles; ++n, ++g) {
-        sm90_attention::load_kv_tile_2d<HEAD_DIM, TILE_N, STAGES>(k_tiles, v_tiles, kv, &p.k_map,
-                                                                  &p.v_map, g, kv_head * HEAD_DIM,
-                                                                  item.kv_begin + n * TILE_N);
+        sm90_attention::load_kv_tile_rows<HEAD_DIM, TILE_N, STAGES, V_HEAD_DIM>(
+            k_tiles, v_tiles, kv, &p.k_map, &p.v_map, g, kv_head, item.kv_begin + n * TILE_N);
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
       // consumers finish it), as a non-persistent grid would start a CTA where one ends.
@@ -343,7 +348,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   using View = flash_fwd::sm90_wgmma::ItemView;
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128, lane = tid % 32;
-  const long long row_stride = (long long)p.num_q_heads * HEAD_DIM;
+  const long long row_stride = (long long)p.num_q_heads * V_HEAD_DIM;  // the output's
   // Streaming needs the next item's Q in the other buffer, and registers for S_0 beside O while
   // the previous item's output is stored: at head_dim 256 (128 of O) ptxas spilled 676 bytes.
   // Three consumers do not stream (their register rule, flash_fwd::sm90_wgmma::check, is measured
@@ -358,7 +363,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   // The keys a short last tile takes: half of it (causal) or LAST_KEYS (not).
   constexpr int LAST = HALF_LAST ? TILE_N / 2 : LAST_KEYS;
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
-  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS> c;
+  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS, V_HEAD_DIM> c;
   c.init(tid, p.scale_log2, 0.0f, ones);
 
   // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
@@ -374,7 +379,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   // (Consumer::store_row); against those the staged epilogue is level at head_dim 128 (d128
   // 16x1024 241.84 / 242.16 us staged, 242.37 / 242.93 direct; BENCHMARKS.md, flash_fwd,
   // "16-byte output stores"), and it stays.
-  constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128;
+  constexpr bool STAGED = Q_BUFFERS == 2 && HEAD_DIM == 128 && V_HEAD_DIM == 128;
   static_assert(!SHARES_ROWS || (!STREAM && !STAGED),
                 "shared rows: no item streams into them, and their output is stored directly");
   static_assert(!STACKS || !STAGED, "stacked items store their rows directly");
@@ -402,7 +407,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   // reduce_row_sums), and `max_log2`, their reference maxima, give the LSE.
   auto store_output = [&](int k, const View& it, const float(&sum)[2], const float(&max_log2)[2]) {
     unsigned short* out =
-        static_cast<unsigned short*>(p.out) + it.q_begin * row_stride + it.q_head * HEAD_DIM;
+        static_cast<unsigned short*>(p.out) + it.q_begin * row_stride + it.q_head * V_HEAD_DIM;
     const int wg_row0 = it.m0 + consumer * ROWS;
     const int row0 = wg_row0 + flash_fwd::sm90_wgmma::accumulator_row(tid, 0);
     float inv[2];
@@ -430,7 +435,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
         if (tid == 0) {
 #pragma unroll
           for (int block = 0; block < BLOCKS; ++block) {
-            sm90::tma_store_2d(&p.o_map, it.q_head * HEAD_DIM + block * 64, it.q_begin + wg_row0,
+            sm90::tma_store_2d(&p.o_map, it.q_head * V_HEAD_DIM + block * 64, it.q_begin + wg_row0,
                                tile + block * Q_BLOCK);
           }
           sm90::tma_store_commit();
@@ -478,13 +483,13 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   // warpgroup's next tile, and the warpgroups' products overlap one another's softmax.
   auto scores_at = [&](const unsigned char* q_rows, int t) {
     sm90::mbarrier_wait(&kv.k_full[stage(t)], phase(t));
-    c.issue_scores(q_rows, kv.k_tiles + stage(t) * KV_BYTES);
+    c.issue_scores(q_rows, kv.k_tiles + stage(t) * K_BYTES);
     sm90::wgmma_wait<0>();
     c.release(&kv.k_empty[stage(t)]);
   };
   auto values_at = [&](int t) {
     sm90::mbarrier_wait(&kv.v_full[stage(t)], phase(t));
-    c.issue_values(kv.v_tiles + stage(t) * KV_BYTES);
+    c.issue_values(kv.v_tiles + stage(t) * V_BYTES);
     sm90::wgmma_wait<0>();
     c.release(&kv.v_empty[stage(t)]);
   };
@@ -653,14 +658,14 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
       if (carried) {
         sm90::mbarrier_wait(&kv.v_full[stage(last_values)], phase(last_values));
         turns.take(0);
-        c.issue_scores(q_rows, kv.k_tiles + stage(g) * KV_BYTES);
-        c.template issue_values<LAST_KEYS>(kv.v_tiles + stage(last_values) * KV_BYTES);
+        c.issue_scores(q_rows, kv.k_tiles + stage(g) * K_BYTES);
+        c.template issue_values<LAST_KEYS>(kv.v_tiles + stage(last_values) * V_BYTES);
         turns.pass(0);
         sm90::wgmma_wait<0>();
         c.release(&kv.v_empty[stage(last_values)]);
       } else {
         turns.take(0);
-        c.issue_scores(q_rows, kv.k_tiles + stage(g) * KV_BYTES);
+        c.issue_scores(q_rows, kv.k_tiles + stage(g) * K_BYTES);
         turns.pass(0);
         sm90::wgmma_wait<0>();
       }
@@ -713,11 +718,11 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
       sm90::mbarrier_wait(&kv.v_full[stage(last)], phase(last));
       turns.take(my_tiles);
       if (half_last || NARROW_LAST) {
-        c.template issue_values<LAST>(kv.v_tiles + stage(last) * KV_BYTES);
+        c.template issue_values<LAST>(kv.v_tiles + stage(last) * V_BYTES);
         turns.pass(my_tiles);
         sm90::wgmma_wait<0>();
       } else {
-        c.issue_values(kv.v_tiles + stage(last) * KV_BYTES);
+        c.issue_values(kv.v_tiles + stage(last) * V_BYTES);
         turns.pass(my_tiles);
         sm90::wgmma_wait<0>();
       }

@@ -156,13 +156,16 @@ ATTN_HOST_DEVICE constexpr int extra_words(int head_dim, int tile_m) {
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, 0, 4 * kSlotInts);
 }
-ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
+// v_head_dim: V's width (0: head_dim).
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
+                                         int v_head_dim = 0) {
   return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, extra_words(head_dim, tile_m),
-                                    4 * kSlotInts);
+                                    4 * kSlotInts, v_head_dim);
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
+                                            int v_head_dim = 0) {
   return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages,
-                                       extra_words(head_dim, tile_m), 4 * kSlotInts);
+                                       extra_words(head_dim, tile_m), 4 * kSlotInts, v_head_dim);
 }
 // setmaxnreg. This kernel's producer walks the items with few live values: with two consumers it
 // gives back to 24, as FlashAttention-3's does, so that the consumers take all of 240 (128 x 24 +
@@ -199,13 +202,16 @@ ATTN_HOST_DEVICE constexpr int register_limit(int consumers) {
   return consumer_registers(consumers) + (consumers == 1 ? -8 : consumers == 3 ? 8 : 0);
 }
 
+// v_head_dim: V's width (0: head_dim; sm90_attention::head_dims_allowed).
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
-                                     int consumers) {
-  const int tiles = sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                                                shared_bytes(head_dim, tile_m, tile_n, stages),
-                                                kAnyTileN, kMaxConsumers);
+                                     int consumers, int v_head_dim = 0) {
+  const int tiles =
+      sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
+                                  shared_bytes(head_dim, tile_m, tile_n, stages, v_head_dim),
+                                  kAnyTileN, kMaxConsumers, v_head_dim);
   if (tiles != kOk) return tiles;
-  if (register_estimate(head_dim, tile_n) > register_limit(consumers)) return kRegisters;
+  if (register_estimate(head_dim, tile_n, v_head_dim) > register_limit(consumers))
+    return kRegisters;
   return kOk;
 }
 

@@ -26,11 +26,12 @@ struct Sm90Config {
         tile_n(int(c.get("tile_n"))),
         stages(int(c.get("stages"))),
         consumers(int(c.get("consumers"))) {}
-  int shared_bytes(int head_dim) const {
-    return flash_fwd::sm90_wgmma::shared_bytes(head_dim, tile_m, tile_n, stages);
+  // v_head_dim: V's width (ModelShape::effective_v_head_dim).
+  int shared_bytes(int head_dim, int v_head_dim) const {
+    return flash_fwd::sm90_wgmma::shared_bytes(head_dim, tile_m, tile_n, stages, v_head_dim);
   }
-  int check(int head_dim) const {
-    return flash_fwd::sm90_wgmma::check(head_dim, tile_m, tile_n, stages, consumers);
+  int check(int head_dim, int v_head_dim) const {
+    return flash_fwd::sm90_wgmma::check(head_dim, tile_m, tile_n, stages, consumers, v_head_dim);
   }
 };
 
@@ -53,7 +54,8 @@ WorkOrderShape work_order_shape(const Batch& batch, const Target& target) {
   shape.group = batch.spec.group_size();
   shape.ctas = std::max(target.sm_count, 1);
   for (const int64_t kv_len : batch.kv_lens)
-    shape.kv_seq_bytes.push_back(2 * kv_len * m.head_dim * int64_t(size_of(m.dtype)));
+    shape.kv_seq_bytes.push_back(kv_len * (m.head_dim + m.effective_v_head_dim()) *
+                                 int64_t(size_of(m.dtype)));
   shape.l2_bytes = target.l2_bytes;
   return shape;
 }
@@ -67,10 +69,13 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 // dim (hopper/tile_size.h: 176 keys at 128, 80 at 256; at 64 it pairs 192 rows with 128 to 192
 // keys, we keep 128 rows) and the power of two below. Measured on an H200 with c2.st2.tm128
 // (BENCHMARKS.md, flash_fwd, "wider key tiles"): d64 4x4096 1292 us at 128 keys, 1227 at 192;
-// d128 4x4096 881 at 128, 861 at 176; d256 4x4096 822 at 64, 787 at 80.
+// d128 4x4096 881 at 128, 861 at 176; d256 4x4096 822 at 64, 787 at 80. Head dims 80 and 96
+// take 128's (their accumulators are smaller), 192 FlashAttention-3's 112 and narrower ones
+// (not measured here).
 std::vector<int> default_widths(int head_dim) {
   if (head_dim == 64) return {192, 176, 128};
-  if (head_dim == 128) return {176, 128};
+  if (head_dim <= 128) return {176, 128};
+  if (head_dim == 192) return {112, 96, 64};
   return {80, 64};
 }
 
@@ -116,11 +121,11 @@ int last_tile_keys(const Batch& batch, int tile_n) {
 // Key tiles per query tile up to which the default takes more stages.
 constexpr int64_t kShortItemTiles = 8;
 
-std::string describe_rule(int rule, const Sm90Config& c, int head_dim) {
+std::string describe_rule(int rule, const Sm90Config& c, int head_dim, int v_head_dim) {
   const std::string reason = sm90_attention::describe_tile_rule(
-      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim),
+      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim, v_head_dim),
       flash_fwd::sm90_wgmma::kAnyTileN, flash_fwd::sm90_wgmma::kMaxConsumers,
-      flash_fwd::sm90_wgmma::consumer_registers(c.consumers));
+      flash_fwd::sm90_wgmma::consumer_registers(c.consumers), v_head_dim);
   return reason.empty() ? "invalid config" : reason;
 }
 
@@ -134,7 +139,13 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
            "warpgroups with setmaxnreg, softmax overlapped with P.V";
   }
 
-  FeatureSet features() const override { return flash_fwd_features(); }
+  // The family's features and head dims 80, 96 and 192, and 192 with a V of 128
+  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check).
+  FeatureSet features() const override {
+    return flash_fwd_features()
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+        .with(feature::kVHeadDim, {128});
+  }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return sm90_attention::tile_axes("query rows", {64, 80, 128, 176, 192},
@@ -147,11 +158,12 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   // two do not fit the device's shared memory.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
+    const int v_head_dim = batch.spec.model.effective_v_head_dim();
     auto fits = [&](const KernelConfig& config) {
       const Sm90Config c(config);
-      return c.check(head_dim) == flash_fwd::sm90_wgmma::kOk &&
+      return c.check(head_dim, v_head_dim) == flash_fwd::sm90_wgmma::kOk &&
              (target.max_shared_per_block <= 0 ||
-              c.shared_bytes(head_dim) <= target.max_shared_per_block);
+              c.shared_bytes(head_dim, v_head_dim) <= target.max_shared_per_block);
     };
     // Head dim 64: three consumer warpgroups (192 query rows, FlashAttention-3's choice there)
     // over 128-key tiles, the widest their 160 registers hold, in the most stages that fit. The
@@ -204,12 +216,14 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
         !s)
       return s;
     const Sm90Config c(config);
-    const int rule = c.check(m.head_dim);
-    if (rule != flash_fwd::sm90_wgmma::kOk) return Support::no(describe_rule(rule, c, m.head_dim));
+    const int v_head_dim = m.effective_v_head_dim();
+    const int rule = c.check(m.head_dim, v_head_dim);
+    if (rule != flash_fwd::sm90_wgmma::kOk)
+      return Support::no(describe_rule(rule, c, m.head_dim, v_head_dim));
     if (flash_sm90_items(batch, c.tile_m) > INT_MAX) {
       return Support::no("more than 2^31 work items (query tiles x q heads)");
     }
-    return supports_shared_bytes(c.shared_bytes(m.head_dim), target);
+    return supports_shared_bytes(c.shared_bytes(m.head_dim, v_head_dim), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -234,7 +248,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, kGatherKvKernel);
-    const int smem = c.shared_bytes(m.head_dim);
+    const int v_head_dim = m.effective_v_head_dim();
+    const int smem = c.shared_bytes(m.head_dim, v_head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
     // Contiguous K and V [total_kv, kv_heads, head_dim], gathered once from the paged pool.
@@ -256,24 +271,26 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     buffers.push_back(upload_array(*context.cuda, work));
     buffers.push_back(upload_array(*context.cuda, std::vector<int32_t>{0, 0}));  // p.schedule
 
-    // Q, K and V as 2-D tensors [tokens, heads * head_dim]. A tensor map needs at least one row;
-    // without keys (never the case with query tokens) nothing would read it.
+    // Q, K and V as 3-D tensors (dims, heads, tokens) (encode_heads_tensor_map); the output as the
+    // 2-D [tokens, heads * v_head_dim] (the staged epilogue's TMA stores, head dim 128 only). A
+    // tensor map needs at least one row; without keys (never the case with query tokens) nothing
+    // would read it.
     const DriverApi& api = context.cuda->api();
     const CUtensorMapDataType type = tensor_map_type(m.dtype);
-    const uint64_t q_columns = uint64_t(m.num_q_heads) * uint64_t(m.head_dim);
-    const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
+    const uint64_t o_columns = uint64_t(m.num_q_heads) * uint64_t(v_head_dim);
+    const uint64_t q_rows = uint64_t(batch.total_q);
     const uint64_t kv_rows = uint64_t(std::max<int64_t>(1, batch.total_kv));
     FlashFwdSm90Params p{};
-    p.q_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, uint64_t(batch.total_q),
-                                   q_columns * 2, uint32_t(c.tile_m));
-    p.k_map = encode_tensor_map_2d(api, type, buffers[0].pointer(), kv_columns, kv_rows,
-                                   kv_columns * 2, uint32_t(c.tile_n));
-    p.v_map = encode_tensor_map_2d(api, type, buffers[1].pointer(), kv_columns, kv_rows,
-                                   kv_columns * 2, uint32_t(c.tile_n));
-    p.o_map = encode_tensor_map_2d(api, type, problem.out(), q_columns, uint64_t(batch.total_q),
-                                   q_columns * 2, uint32_t(sm90_attention::kConsumerRows));
-    p.q_rows_map = encode_tensor_map_2d(api, type, problem.q(), q_columns, uint64_t(batch.total_q),
-                                        q_columns * 2, uint32_t(sm90_attention::kConsumerRows));
+    p.q_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads, q_rows,
+                                      uint32_t(c.tile_m));
+    p.k_map = encode_heads_tensor_map(api, type, buffers[0].pointer(), m.head_dim, m.num_kv_heads,
+                                      kv_rows, uint32_t(c.tile_n));
+    p.v_map = encode_heads_tensor_map(api, type, buffers[1].pointer(), v_head_dim, m.num_kv_heads,
+                                      kv_rows, uint32_t(c.tile_n));
+    p.o_map = encode_tensor_map_2d(api, type, problem.out(), o_columns, q_rows, o_columns * 2,
+                                   uint32_t(sm90_attention::kConsumerRows));
+    p.q_rows_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads,
+                                           q_rows, uint32_t(sm90_attention::kConsumerRows));
     p.out = problem.out();
     p.lse = lse;
     p.cu_seqlens_q = problem.cu_seqlens_q();
@@ -302,9 +319,11 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
  private:
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
     return "attn::flash_fwd_sm90_wgmma<" + std::to_string(dtype_code_of(batch.spec.model.dtype)) +
-           ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
-           ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(c.consumers) + ", " + (batch.causal ? "true" : "false") + ", " +
+           ", " + std::to_string(batch.spec.model.head_dim) + ", " +
+           std::to_string(batch.spec.model.effective_v_head_dim()) + ", " +
+           std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
+           std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
+           (batch.causal ? "true" : "false") + ", " +
            std::to_string(last_tile_keys(batch, c.tile_n)) + ">";
   }
 };

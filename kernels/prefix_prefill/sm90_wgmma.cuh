@@ -10,8 +10,9 @@
 // group) attend to every cached key 0 .. c - 1, read through the page table, and, causally (j <= i,
 // or all j < n without causal), to the new tokens' keys, which prepare() gathers once into
 // contiguous rows K_new / V_new (gather.cuh). logits() scales and soft-caps; a sink logit joins the
-// denominator with no value. Not here: fp8 KV, vLLM's layout, sliding windows, explicit masks
-// (prefix_prefill.sm80_mma and .masked have them).
+// denominator with no value. Head dims 64, 80, 96, 128, 192 and 256, and 192 with V_HEAD_DIM 128
+// (V's and the output's rows; sm90_attention::head_dims_allowed). Not here: fp8 KV, vLLM's
+// layout, sliding windows, explicit masks (prefix_prefill.sm80_mma and .masked have them).
 //
 // Work decomposition (block = 128 x (1 + CONSUMERS)):
 // - Work items are the (q tile, kv head) pairs of prefix_prefill_cta_schedule, in its order. The
@@ -27,7 +28,8 @@
 //   consecutive new tokens of one sequence times the group's q heads, token-major (row r: token
 //   t0 + r / group, q head kv_head * group + r % group), as prefix_prefill.sm80_mma packs them; K
 //   and V are loaded once for the whole group, and a decode row (query_len 1) fills group rows. One
-//   4-D TMA box per 64-dim column block brings exactly these rows of Q; rows past group x
+//   3-D TMA box per 64-dim column block brings exactly these rows of Q (zero-filled past the row
+//   at head dims 80 and 96); rows past group x
 //   tile_tokens are never written nor stored (each row's scores, softmax and output stay in its own
 //   row).
 // - Keys are walked in tiles of TILE_N: first the cached context, tiles aligned to key 0 (the last
@@ -41,7 +43,10 @@
 //   look the tile's pages up in parallel. Each box costs the TMA unit about the same whatever its
 //   size, and at 16-key pages their number set the time: on the issue-6 case (H200) one box per
 //   page and 64-dim block took 357 us, one per page for V 337 us, and one per page for K and V 329
-//   us (st2). A new-token tile is one 4-D box of K_new and one of V_new.
+//   us (st2). A new-token tile is one 4-D box of K_new and one of V_new. At head dims 80 and 96
+//   (prefix_prefill::sm90_wgmma::interleaves) the tiles are column-block-major instead and every
+//   box, of a page or of K_new / V_new, is one column block, the second one zero-filled past the
+//   row by TMA (no memory read).
 // - Two ways to load a context tile, fixed at compile time by the page size
 //   (prefix_prefill::sm90_wgmma::copies_context): TMA page boxes as above wherever a box tiles the
 //   page and the key tile; for the pages under 64 keys that no box tiles (1, 2, 4, 5, 24, 31, 48,
@@ -82,26 +87,27 @@ namespace attn {
 namespace prefix_prefill::sm90_wgmma {
 
 // One pool's (K's or V's) part of context tile keys key0 .. key0 + TILE_N - 1, copied by producer
-// thread `tid` (0..127) with cp.async into `tile` (interleaved, [TILE_N / 8][HEAD_DIM / 64][8][64],
-// 128-byte swizzled).
-// A key row is HEAD_DIM / 8 16-byte chunks: consecutive threads take consecutive chunks of one key
-// (its dims are contiguous in the pool, whatever the layout), 128 / (HEAD_DIM / 8) keys a pass.
+// thread `tid` (0..127) with cp.async into `tile` (128-byte swizzled, interleaved, [TILE_N / 8]
+// [blocks][8][64], or column-block-major, [blocks][TILE_N][64]: tile_chunk_offset), DIMS the
+// pool's row width (head_dim, or V's v_head_dim).
+// A key row is DIMS / 8 16-byte chunks: consecutive threads take consecutive chunks of one key
+// (its dims are contiguous in the pool, whatever the layout), 128 / (DIMS / 8) keys a pass where
+// that divides (the chunks of 80 and 96 dims run on across keys). The chunks of a last column
+// block past the row are not written (no wgmma reads them).
 // Keys at or past `ctx` are zero-filled without a read, so the V rows of the last partial tile are
 // zero for P V (a page slot past a sequence's end may hold NaN). `head` is the kv head's offset
 // in a page (computed here, not held across the producer loop: registers are scarce).
-template <int HEAD_DIM, int TILE_N, int PAGE_SIZE>
+template <int DIMS, int TILE_N, int PAGE_SIZE, bool INTERLEAVED>
 __device__ __forceinline__ void copy_context_tile(unsigned char* tile, const unsigned short* pool,
                                                   int head, const int* pages, int key0, int ctx,
                                                   int tid, int page_stride, int token_stride) {
-  constexpr int CHUNKS = HEAD_DIM / 8;  // 16-byte chunks per key
-  constexpr int KEYS = 128 / CHUNKS;    // keys per pass of the warpgroup
-  static_assert(TILE_N % KEYS == 0, "whole passes over the tile");
-  const int chunk = tid % CHUNKS;
-  pool += head + chunk * 8;
+  constexpr int CHUNKS = DIMS / 8;  // 16-byte chunks per key
+  pool += head;
   // Not unrolled: tried at 24 producer registers (unrolled by 4, or with the pages looked up once
   // per warp and shuffled), it spilled; not retried at 40.
 #pragma unroll 1
-  for (int row = tid / CHUNKS; row < TILE_N; row += KEYS) {
+  for (int i = tid; i < TILE_N * CHUNKS; i += 128) {
+    const int row = i / CHUNKS, chunk = i % CHUNKS;
     const int key = key0 + row;
     const bool valid = key < ctx;
     long long offset = 0;
@@ -109,7 +115,8 @@ __device__ __forceinline__ void copy_context_tile(unsigned char* tile, const uns
       offset = (long long)__ldg(pages + key / PAGE_SIZE) * page_stride +
                (key % PAGE_SIZE) * token_stride;
     }
-    cp_async_16(tile + interleaved_chunk_offset(row, chunk, HEAD_DIM), pool + offset, valid);
+    cp_async_16(tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, INTERLEAVED),
+                pool + offset + chunk * 8, valid);
   }
 }
 
@@ -152,16 +159,20 @@ struct Item {
 
 }  // namespace prefix_prefill::sm90_wgmma
 
-template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, int CONSUMERS,
-          int BOX_TOKENS>
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int STAGES,
+          int CONSUMERS, int BOX_TOKENS>
 __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
   static_assert(prefix_prefill::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS,
-                                                  BOX_TOKENS) == sm90_attention::kOk,
+                                                  BOX_TOKENS, 0, V_HEAD_DIM) == sm90_attention::kOk,
                 "invalid prefix_prefill.sm90_wgmma config: see prefix_prefill::sm90_wgmma::check");
   constexpr int Q_BYTES = sm90_attention::q_bytes(HEAD_DIM, TILE_M);
-  constexpr int KV_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
-  constexpr int BLOCKS = sm90_attention::column_blocks(HEAD_DIM);
+  constexpr int K_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
+  constexpr int V_BYTES = sm90_attention::kv_tile_bytes(V_HEAD_DIM, TILE_N);
+  constexpr int BLOCKS = sm90_attention::column_blocks(HEAD_DIM);  // of Q and K
+  constexpr int V_BLOCKS = sm90_attention::column_blocks(V_HEAD_DIM);
+  // Interleaved K and V tiles, or column-block-major (head dims 80 and 96).
+  constexpr bool INTERLEAVED = prefix_prefill::sm90_wgmma::interleaves(HEAD_DIM, V_HEAD_DIM);
   constexpr int ROW_BYTES = sm90_attention::kBlockRowBytes;  // 128
   constexpr int Q_BLOCK = TILE_M * ROW_BYTES;                // one column block of Q, bytes
   constexpr int BOXES = TILE_N / BOX_TOKENS;                 // page boxes per context tile (TMA)
@@ -173,10 +184,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
   constexpr int PRODUCER_WARPS = COPY ? 4 : 1;  // arrivals on each full barrier
   // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
-  // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page.
-  constexpr int BOX_BYTES = BLOCKS * BOX_TOKENS * ROW_BYTES;  // one page box, every column block
+  // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page;
+  // or column-block-major ([BLOCKS][TILE_N][64]), a box per page and column block.
+  constexpr int KV_BLOCK = TILE_N * ROW_BYTES;  // column-block-major: one column block of a tile
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
-  constexpr int Q_BUFFERS = prefix_prefill::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES);
+  constexpr int Q_BUFFERS =
+      prefix_prefill::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM);
   using Item = prefix_prefill::sm90_wgmma::Item<TILE_N>;
 
   extern __shared__ unsigned char shared_raw[];
@@ -184,8 +197,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
       (reinterpret_cast<unsigned long long>(shared_raw) + 1023) & ~1023ull);
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][TILE_N / 8][BLOCKS][8][64]
-  unsigned char* v_tiles = k_tiles + STAGES * KV_BYTES;   // [STAGES][TILE_N / 8][BLOCKS][8][64]
-  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * KV_BYTES);
+  unsigned char* v_tiles = k_tiles + STAGES * K_BYTES;    // [STAGES][TILE_N / 8][V_BLOCKS][8][64]
+  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * V_BYTES);
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
@@ -241,7 +254,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         sm90::mbarrier_expect_bytes(&q_full[b], BLOCKS * p.group * p.tile_tokens * ROW_BYTES);
 #pragma unroll
         for (int c = 0; c < BLOCKS; ++c) {
-          sm90::tma_load_4d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, 0, c,
+          sm90::tma_load_3d(q_tiles + b * Q_BYTES + c * Q_BLOCK, &p.q_map, c * 64,
                             item.kv_head * p.group, item.info.q_start + item.t0, &q_full[b]);
         }
       }
@@ -249,8 +262,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
       for (int n = 0; n < item.n_tiles; ++n, ++g) {
         const int s = g % STAGES;
         const unsigned int parity = ((g / STAGES) & 1) ^ 1;
-        unsigned char* k_dst = k_tiles + s * KV_BYTES;
-        unsigned char* v_dst = v_tiles + s * KV_BYTES;
+        unsigned char* k_dst = k_tiles + s * K_BYTES;
+        unsigned char* v_dst = v_tiles + s * V_BYTES;
         if (COPY && n < n_ctx) {
           // FlashAttention-3's paged-KV pipeline: copy tile n, then publish tile n - 1 once this
           // thread's copies of it have landed (cp.async groups complete in commit order:
@@ -259,20 +272,30 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           const int prev = (g + STAGES - 1) % STAGES;  // tile n - 1's stage
           // K's, then V's: wait for the stage, copy, and publish tile n - 1's part (when
           // K_{n-1} or V_{n-1} landed, the two groups committed after it may not have).
-          auto copy_part = [&](unsigned long long* empty, unsigned char* dst,
+          // V's pool strides are K's times V_HEAD_DIM / HEAD_DIM (each is a multiple of the row).
+          auto copy_part = [&](bool value, unsigned long long* empty, unsigned char* dst,
                                const unsigned short* pool, unsigned long long* full) {
             sm90::mbarrier_wait(&empty[s], parity);
-            prefix_prefill::sm90_wgmma::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS>(
-                dst, pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx, threadIdx.x,
-                p.page_stride, p.token_stride);
+            if (value) {
+              prefix_prefill::sm90_wgmma::copy_context_tile<V_HEAD_DIM, TILE_N, BOX_TOKENS,
+                                                            INTERLEAVED>(
+                  dst, pool, item.kv_head * (p.head_stride / HEAD_DIM * V_HEAD_DIM), item.pages,
+                  n * TILE_N, ctx, threadIdx.x, p.page_stride / HEAD_DIM * V_HEAD_DIM,
+                  p.token_stride / HEAD_DIM * V_HEAD_DIM);
+            } else {
+              prefix_prefill::sm90_wgmma::copy_context_tile<HEAD_DIM, TILE_N, BOX_TOKENS,
+                                                            INTERLEAVED>(
+                  dst, pool, item.kv_head * p.head_stride, item.pages, n * TILE_N, ctx, threadIdx.x,
+                  p.page_stride, p.token_stride);
+            }
             cp_async_commit();
             if (n > 0) {
               cp_async_wait<2>();
               prefix_prefill::sm90_wgmma::publish_copies(&full[prev], lane);
             }
           };
-          copy_part(k_empty, k_dst, p.k_pool, k_full);
-          copy_part(v_empty, v_dst, p.v_pool, v_full);
+          copy_part(false, k_empty, k_dst, p.k_pool, k_full);
+          copy_part(true, v_empty, v_dst, p.v_pool, v_full);
           if (n == n_ctx - 1) {
             cp_async_wait<1>();
             prefix_prefill::sm90_wgmma::publish_copies(&k_full[s], lane);
@@ -285,41 +308,59 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           const bool load = lane < BOXES && key < ctx;
           const int page = load ? __ldg(item.pages + key / p.page_size) : 0;
           const int slot = load ? key % p.page_size : 0;
-          // The pool maps' coordinates (paged_pool_interleaved_tensor_map): NHD (0, 0, kv head x
-          // blocks, slot / 8, page), HND (0, 0, 0, kv head x page_size / 8 + slot / 8, page).
-          const int x = p.hnd ? 0 : item.kv_head * BLOCKS;
+          const int boxes = __popc(__ballot_sync(0xffffffffu, load));
+          // Interleaved, the pool maps' coordinates (paged_pool_interleaved_tensor_map): NHD (0,
+          // 0, kv head x blocks, slot / 8, page), HND (0, 0, 0, kv head x page_size / 8 + slot /
+          // 8, page). Column-block-major (paged_pool_tensor_map): NHD (dim, kv head, slot, page),
+          // HND (dim, slot, kv head, page), a box per column block.
           const int y = (p.hnd ? item.kv_head * (p.page_size / 8) : 0) + slot / 8;
-          const int bytes = __popc(__ballot_sync(0xffffffffu, load)) * BOX_BYTES;
-          sm90::mbarrier_wait(&k_empty[s], parity);
-          if (lane == 0) sm90::mbarrier_expect_bytes(&k_full[s], bytes);
-          __syncwarp();
-          if (load) {
-            sm90::tma_load_5d(k_dst + lane * BOX_BYTES, &p.k_map, 0, 0, x, y, page, &k_full[s]);
-          }
-          sm90::mbarrier_wait(&v_empty[s], parity);
-          if (lane == 0) sm90::mbarrier_expect_bytes(&v_full[s], bytes);
-          __syncwarp();
-          if (load) {
-            sm90::tma_load_5d(v_dst + lane * BOX_BYTES, &p.v_map, 0, 0, x, y, page, &v_full[s]);
-          }
+          const int c1 = p.hnd ? slot : item.kv_head, c2 = p.hnd ? item.kv_head : slot;
+          auto load_part = [&](bool value, unsigned long long* empty, unsigned long long* full,
+                               unsigned char* dst, const TensorMapBytes* map) {
+            const int PART_BLOCKS = value ? V_BLOCKS : BLOCKS;  // a constant once inlined
+            const int PART_BOX_BYTES = PART_BLOCKS * BOX_TOKENS * ROW_BYTES;
+            sm90::mbarrier_wait(&empty[s], parity);
+            if (lane == 0) sm90::mbarrier_expect_bytes(&full[s], boxes * PART_BOX_BYTES);
+            __syncwarp();
+            if (!load) return;
+            if constexpr (INTERLEAVED) {
+              const int x = p.hnd ? 0 : item.kv_head * PART_BLOCKS;
+              sm90::tma_load_5d(dst + lane * PART_BOX_BYTES, map, 0, 0, x, y, page, &full[s]);
+            } else {
+#pragma unroll
+              for (int c = 0; c < PART_BLOCKS; ++c) {
+                sm90::tma_load_4d(dst + c * KV_BLOCK + lane * BOX_TOKENS * ROW_BYTES, map, c * 64,
+                                  c1, c2, page, &full[s]);
+              }
+            }
+          };
+          load_part(false, k_empty, k_full, k_dst, &p.k_map);
+          load_part(true, v_empty, v_full, v_dst, &p.v_map);
         } else if (lane == 0) {
           // A new-token tile, one box of K_new and one of V_new: warp 0 loads it; the other
           // producer warps (COPY) arrive for theirs.
-          const int group = (item.info.new_start + (n - n_ctx) * TILE_N) / 8;  // rows start at 16k
-          sm90::mbarrier_wait(&k_empty[s], parity);
-          if (warp == 0) {
-            sm90::mbarrier_expect_bytes(&k_full[s], KV_BYTES);
-            sm90::tma_load_4d(k_dst, &p.k_new_map, 0, 0, item.kv_head * BLOCKS, group, &k_full[s]);
-          } else {
-            sm90::mbarrier_arrive(&k_full[s]);
-          }
-          sm90::mbarrier_wait(&v_empty[s], parity);
-          if (warp == 0) {
-            sm90::mbarrier_expect_bytes(&v_full[s], KV_BYTES);
-            sm90::tma_load_4d(v_dst, &p.v_new_map, 0, 0, item.kv_head * BLOCKS, group, &v_full[s]);
-          } else {
-            sm90::mbarrier_arrive(&v_full[s]);
-          }
+          // Interleaved: one box of (64, 8, blocks, TILE_N / 8) at 8-row group `group`;
+          // column-block-major: a box of 64 dims x TILE_N rows per column block.
+          const int row = item.info.new_start + (n - n_ctx) * TILE_N;  // rows start at 16k
+          auto load_new = [&](bool value, unsigned long long* empty, unsigned long long* full,
+                              unsigned char* dst, const TensorMapBytes* map) {
+            const int PART_BLOCKS = value ? V_BLOCKS : BLOCKS;  // a constant once inlined
+            sm90::mbarrier_wait(&empty[s], parity);
+            if (warp != 0) {
+              sm90::mbarrier_arrive(&full[s]);
+              return;
+            }
+            sm90::mbarrier_expect_bytes(&full[s], PART_BLOCKS * KV_BLOCK);
+            if constexpr (INTERLEAVED) {
+              sm90::tma_load_4d(dst, map, 0, 0, item.kv_head * PART_BLOCKS, row / 8, &full[s]);
+            } else {
+#pragma unroll
+              for (int c = 0; c < PART_BLOCKS; ++c)
+                sm90::tma_load_3d(dst + c * KV_BLOCK, map, c * 64, item.kv_head, row, &full[s]);
+            }
+          };
+          load_new(false, k_empty, k_full, k_dst, &p.k_new_map);
+          load_new(true, v_empty, v_full, v_dst, &p.v_new_map);
         }
       }
       // The next item is drawn once this one's loads are issued (a few tiles before the
@@ -335,7 +376,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
   // This thread's two rows: r0 and r0 + 8.
   const int r0 = wg_row0 + sm90_attention::accumulator_row(tid, 0);
-  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, true> c;
+  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, INTERLEAVED, false, V_HEAD_DIM>
+      c;
   int g = 0;                       // key tiles of the CTA's earlier items
   unsigned int zeroed_parity = 0;  // of v_zeroed's next phase
   sm90_attention::TurnStream stream{consumer};
@@ -387,12 +429,14 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         [&](int n) {
           if (!zeroes || n != n_ctx - 1) return;
           if (consumer == 0) {
-            unsigned char* v = v_tiles + ((g + n) % STAGES) * KV_BYTES;
-            const int chunks = (TILE_N - ctx_rows) * BLOCKS * 8;  // 16-byte chunks of whole rows
+            unsigned char* v = v_tiles + ((g + n) % STAGES) * V_BYTES;
+            constexpr int ROW_CHUNKS = V_BLOCKS * 8;  // 16-byte chunks of a whole row's blocks
+            const int chunks = (TILE_N - ctx_rows) * ROW_CHUNKS;
             for (int i = tid; i < chunks; i += 128) {
-              const int row = ctx_rows + i / (BLOCKS * 8), dim = (i % (BLOCKS * 8)) * 8;
-              *reinterpret_cast<uint4*>(v + sm90_attention::interleaved_offset(
-                                                row, dim, HEAD_DIM)) = make_uint4(0, 0, 0, 0);
+              const int row = ctx_rows + i / ROW_CHUNKS, chunk = i % ROW_CHUNKS;
+              *reinterpret_cast<uint4*>(v + prefix_prefill::sm90_wgmma::tile_chunk_offset(
+                                                row, chunk, V_HEAD_DIM, TILE_N, INTERLEAVED)) =
+                  make_uint4(0, 0, 0, 0);
             }
             sm90::fence_proxy_async_shared();  // before wgmma (and TMA, later) read these bytes
             sm90::mbarrier_arrive(v_zeroed);
@@ -423,9 +467,10 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           inv = 1.0f / sum;
         }
       }
-      c.store_row(static_cast<unsigned short*>(p.out) +
-                      ((long long)(item.info.q_start + token) * p.num_q_heads + q_head) * HEAD_DIM,
-                  h, inv, valid);
+      c.store_row(
+          static_cast<unsigned short*>(p.out) +
+              ((long long)(item.info.q_start + token) * p.num_q_heads + q_head) * V_HEAD_DIM,
+          h, inv, valid);
     }
   }
 }

@@ -9,19 +9,21 @@
 namespace attn {
 
 struct PrefixPrefillSm90Params {
-  // q [total_q, num_q_heads, head_dim] as the 4-D tensor (64, head_dim / 64, num_q_heads,
-  // total_q); a box is 64 dims x 1 x group heads x tile_tokens tokens: the CTA's rows, token-major.
+  // q [total_q, num_q_heads, head_dim] as the 3-D tensor (head_dim, num_q_heads, total_q); a box
+  // is 64 dims x group heads x tile_tokens tokens: the CTA's rows, token-major.
   TensorMapBytes q_map;
   // The K and V pools as 5-D tensors of page boxes landing interleaved (launch_inputs.hpp,
-  // paged_pool_interleaved_tensor_map); encoded only where the context comes as TMA boxes
+  // paged_pool_interleaved_tensor_map), or at head dims 80 and 96 as 4-D tensors of a column block
+  // per box (paged_pool_tensor_map); encoded only where the context comes as TMA boxes
   // (prefix_prefill::sm90_wgmma::copies_context false).
   TensorMapBytes k_map;
   TensorMapBytes v_map;
-  // K_new and V_new [new_rows, num_kv_heads * head_dim] as (64, 8 rows, kv heads x column blocks,
-  // new_rows / 8): a box is tile_n rows of one kv head, interleaved.
+  // K_new and V_new [new_rows, num_kv_heads * head_dim (V: v_head_dim)] as (64, 8 rows, kv heads x
+  // column blocks, new_rows / 8): a box is tile_n rows of one kv head, interleaved; at head dims 80
+  // and 96 as (dims, kv heads, new_rows), a box one column block of tile_n rows.
   TensorMapBytes k_new_map;
   TensorMapBytes v_new_map;
-  void* out;                     // [total_q, num_q_heads, head_dim]
+  void* out;                     // [total_q, num_q_heads, v_head_dim]
   const int* block_table;        // [num_seqs, max_pages_per_seq]
   const int* tiles;              // [items, 3]: (sequence, first token, kv head); see the schedule
   int* schedule;                 // [2], zero between launches: items handed out, CTAs done

@@ -22,11 +22,27 @@ constexpr int kOwnBarriers = 1;  // v_zeroed
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, kOwnBarriers);
 }
-ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, kOwnBarriers);
+// v_head_dim (here and below): V's width, 0 for head_dim.
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
+                                         int v_head_dim = 0) {
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, kOwnBarriers,
+                                    sm90_persistent::kSlotBytes, v_head_dim);
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, kOwnBarriers);
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
+                                            int v_head_dim = 0) {
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, kOwnBarriers,
+                                       sm90_persistent::kSlotBytes, v_head_dim);
+}
+
+// K and V tiles are interleaved (sm90_attention::interleaved_offset: one TMA box brings every
+// column block of a page) where both rows are whole 64-dim column blocks (64, 128, 192, 256, and
+// 192 with a V of 128). At head dims 80 and 96 they are column-block-major ([column blocks][tile_n]
+// [64]) instead: a page box is one column block (the pool map's row innermost, so the second
+// block is zero-filled past the row without a read; launch_inputs.hpp, paged_pool_tensor_map),
+// as an interleaved box cannot stop at the row's end inside a block.
+ATTN_HOST_DEVICE constexpr bool interleaves(int head_dim, int v_head_dim = 0) {
+  return head_dim % sm90_attention::kBlockColumns == 0 &&
+         sm90_attention::value_dim(head_dim, v_head_dim) % sm90_attention::kBlockColumns == 0;
 }
 
 // setmaxnreg of the producer and consumer warpgroups: the persistent split
@@ -38,6 +54,12 @@ ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = f
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
   return sm90_persistent::consumer_registers(consumers) - (consumers == 2 && copies ? 8 : 0);
+}
+// The most registers sm90_attention::register_estimate may give a consumer thread's arrays. One
+// consumer keeps a margin of 16 below setmaxnreg's 240: at head_dim 192 over 128 keys (estimate
+// 232) ptxas spilled 60 bytes there.
+ATTN_HOST_DEVICE constexpr int register_limit(int consumers) {
+  return consumer_registers(consumers) - (consumers == 1 ? 16 : 0);
 }
 
 // Keys one TMA box of the paged context carries: a whole page, or the tile's part of a page larger
@@ -78,6 +100,14 @@ ATTN_HOST_DEVICE constexpr int interleaved_chunk_offset(int row, int chunk, int 
          (chunk / 8) * sm90_attention::kSwizzleAtomBytes +
          swizzled_chunk_offset(row % 8, chunk % 8);
 }
+// The same in a K or V tile of tile_n keys and rows of `dims`, interleaved or column-block-major
+// (interleaves).
+ATTN_HOST_DEVICE constexpr int tile_chunk_offset(int row, int chunk, int dims, int tile_n,
+                                                 bool interleaved) {
+  return interleaved ? interleaved_chunk_offset(row, chunk, dims)
+                     : (chunk / 8) * tile_n * sm90_attention::kBlockRowBytes +
+                           swizzled_chunk_offset(row, chunk % 8);
+}
 
 enum Rule : int {
   // sm90_attention::Rule's kOk .. kRegisters, then:
@@ -88,10 +118,14 @@ enum Rule : int {
 
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
-                                     int consumers, int page_size = 0, int group = 0) {
-  const int tiles = sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                                                shared_bytes(head_dim, tile_m, tile_n, stages));
+                                     int consumers, int page_size = 0, int group = 0,
+                                     int v_head_dim = 0) {
+  const int tiles = sm90_attention::check_tiles(
+      head_dim, tile_m, tile_n, stages, consumers,
+      shared_bytes(head_dim, tile_m, tile_n, stages, v_head_dim), false, 2, v_head_dim);
   if (tiles != sm90_attention::kOk) return tiles;
+  if (sm90_attention::register_estimate(head_dim, tile_n, v_head_dim) > register_limit(consumers))
+    return sm90_attention::kRegisters;
   if (page_size != 0) {
     // A TMA box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses
     // a page: keys of one box are contiguous in the pool. Copied pages (fewer keys than

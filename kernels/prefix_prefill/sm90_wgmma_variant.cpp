@@ -26,13 +26,14 @@ struct Sm90Config {
         tile_n(int(c.get("tile_n"))),
         stages(int(c.get("stages"))),
         consumers(int(c.get("consumers"))) {}
-  int shared_bytes(int head_dim) const {
-    return prefix_prefill::sm90_wgmma::shared_bytes(head_dim, tile_m, tile_n, stages);
+  int shared_bytes(const Batch& batch) const {
+    return prefix_prefill::sm90_wgmma::shared_bytes(
+        batch.spec.model.head_dim, tile_m, tile_n, stages, batch.spec.model.effective_v_head_dim());
   }
   int check(const Batch& batch) const {
-    return prefix_prefill::sm90_wgmma::check(batch.spec.model.head_dim, tile_m, tile_n, stages,
-                                             consumers, int(batch.page_size),
-                                             batch.spec.group_size());
+    return prefix_prefill::sm90_wgmma::check(
+        batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, int(batch.page_size),
+        batch.spec.group_size(), batch.spec.model.effective_v_head_dim());
   }
 };
 
@@ -44,7 +45,9 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
   const std::string tiles = sm90_attention::describe_tile_rule(
-      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim));
+      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(batch), false, 2,
+      prefix_prefill::sm90_wgmma::register_limit(c.consumers),
+      batch.spec.model.effective_v_head_dim());
   if (!tiles.empty()) return tiles;
   switch (rule) {
     case prefix_prefill::sm90_wgmma::kPageSize:
@@ -81,7 +84,9 @@ class Sm90WgmmaVariant : public Variant {
         .without(feature::kKvDtype)
         .note(feature::kKvDtype, "prefix_prefill.sm80_mma reads fp8 caches")
         .with(feature::kKvLayout, {"nhd", "hnd"})
-        .note(feature::kKvLayout, "prefix_prefill.sm80_mma reads the vllm layout");
+        .note(feature::kKvLayout, "prefix_prefill.sm80_mma reads the vllm layout")
+        .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
+        .with(feature::kVHeadDim, {128});
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -98,9 +103,10 @@ class Sm90WgmmaVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     std::vector<KernelConfig> candidates;
     if (batch.max_query_len() * batch.spec.group_size() <= 64) {
-      candidates.push_back(make_config(64, head_dim == 256 ? 64 : 128, 2, 1));
+      candidates.push_back(make_config(64, 128, 2, 1));  // where the registers and memory allow
+      candidates.push_back(make_config(64, 64, 2, 1));
     }
-    if (head_dim == 64 || head_dim == 128) {
+    if (head_dim <= 128) {
       candidates.push_back(make_config(128, 128, 3, 2));
       candidates.push_back(make_config(128, 128, 2, 2));
     }
@@ -110,7 +116,7 @@ class Sm90WgmmaVariant : public Variant {
       const Sm90Config c(config);
       if (c.check(batch) == sm90_attention::kOk &&
           (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+           c.shared_bytes(batch) <= target.max_shared_per_block)) {
         return config;
       }
     }
@@ -130,8 +136,7 @@ class Sm90WgmmaVariant : public Variant {
     const Sm90Config c(config);
     const int rule = c.check(batch);
     if (rule != sm90_attention::kOk) return Support::no(describe_rule(rule, c, batch));
-    const int head_dim = batch.spec.model.head_dim;
-    return supports_shared_bytes(c.shared_bytes(head_dim), target);
+    return supports_shared_bytes(c.shared_bytes(batch), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -139,8 +144,11 @@ class Sm90WgmmaVariant : public Variant {
     const Sm90Config c(config);
     JitProgram program;
     program.name =
-        full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
-        to_string(batch.spec.model.dtype) + ".box" +
+        full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) +
+        (batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
+             ? ".dv" + std::to_string(batch.spec.model.effective_v_head_dim())
+             : std::string()) +
+        "." + to_string(batch.spec.model.dtype) + ".box" +
         std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n));
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
@@ -159,7 +167,9 @@ class Sm90WgmmaVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, "attn::prefix_prefill_gather");
-    const int smem = c.shared_bytes(m.head_dim);
+    const int smem = c.shared_bytes(batch);
+    const int v_head_dim = m.effective_v_head_dim();
+    const bool interleaved = prefix_prefill::sm90_wgmma::interleaves(m.head_dim, v_head_dim);
     allow_dynamic_shared_memory(context, attention, smem);
 
     const int group = batch.spec.group_size();
@@ -179,38 +189,54 @@ class Sm90WgmmaVariant : public Variant {
     const CUtensorMapDataType type = tensor_map_type(m.dtype);
     PrefixPrefillSm90Params p{};
     {
-      // Q as (64, head_dim / 64, q heads, tokens): a box is the group's heads of tile_tokens
-      // consecutive tokens, one 64-dim column block, rows token-major.
-      const uint64_t dims[4] = {64, uint64_t(m.head_dim / 64), uint64_t(m.num_q_heads),
+      // Q as (head_dim, q heads, tokens): a box is one 64-dim column block (zero-filled past the
+      // row at head dims 80 and 96) of the group's heads of tile_tokens consecutive tokens, rows
+      // token-major.
+      const uint64_t dims[3] = {uint64_t(m.head_dim), uint64_t(m.num_q_heads),
                                 uint64_t(batch.total_q)};
-      const uint64_t strides[3] = {128, uint64_t(m.head_dim) * 2,
+      const uint64_t strides[2] = {uint64_t(m.head_dim) * 2,
                                    uint64_t(m.num_q_heads) * uint64_t(m.head_dim) * 2};
-      const uint32_t box[4] = {64, 1, uint32_t(group), uint32_t(tile_tokens)};
-      p.q_map = encode_tensor_map(api, type, problem.q(), 4, dims, strides, box);
+      const uint32_t box[3] = {64, uint32_t(group), uint32_t(tile_tokens)};
+      p.q_map = encode_tensor_map(api, type, problem.q(), 3, dims, strides, box);
     }
     const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-    if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n)) {
+    if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n) && interleaved) {
       p.k_map = paged_pool_interleaved_tensor_map(context, batch, problem.k_pool(), box_tokens);
-      p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens);
+      p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens,
+                                                  v_head_dim);
+    } else if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n)) {
+      // Column-block-major tiles (head dims 80 and 96): a box per page and column block, the
+      // kernel's coordinates (dim, kv head, slot, page) for NHD and (dim, slot, kv head, page)
+      // for HND (paged_pool_tensor_map's token_coordinate 2 and 1).
+      p.k_map = paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens).map;
+      p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens, v_head_dim).map;
     }
     p.hnd = hnd ? 1 : 0;
-    // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp).
+    // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp): K's
+    // strides; the kernel scales them by v_head_dim / head_dim for V's pool.
     p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
     p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
     p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
     p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
-    const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
-    {
-      // K_new and V_new as (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n
-      // rows of one kv head's every column block, landing interleaved as the context's tiles.
-      const uint64_t dims[4] = {64, 8, kv_columns / 64, uint64_t(fresh.new_rows) / 8};
-      const uint64_t strides[3] = {kv_columns * 2, 128, 8 * kv_columns * 2};
-      const uint32_t box[4] = {64, 8, uint32_t(m.head_dim / 64), uint32_t(c.tile_n / 8)};
-      p.k_new_map = encode_tensor_map(api, type, fresh.k_new, 4, dims, strides, box);
-      p.v_new_map = encode_tensor_map(api, type, fresh.v_new, 4, dims, strides, box);
-    }
+    // K_new and V_new (rows of head_dim and v_head_dim).
+    auto new_tokens_map = [&](const void* rows, int row_dims) {
+      if (!interleaved) {
+        // (dims, kv heads, new_rows): a box is one column block of tile_n rows of one kv head.
+        return encode_heads_tensor_map(api, type, rows, row_dims, m.num_kv_heads,
+                                       uint64_t(fresh.new_rows), uint32_t(c.tile_n));
+      }
+      // (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n rows of one kv
+      // head's every column block, landing interleaved as the context's tiles.
+      const uint64_t columns = uint64_t(m.num_kv_heads) * uint64_t(row_dims);
+      const uint64_t dims[4] = {64, 8, columns / 64, uint64_t(fresh.new_rows) / 8};
+      const uint64_t strides[3] = {columns * 2, 128, 8 * columns * 2};
+      const uint32_t box[4] = {64, 8, uint32_t(row_dims / 64), uint32_t(c.tile_n / 8)};
+      return encode_tensor_map(api, type, rows, 4, dims, strides, box);
+    };
+    p.k_new_map = new_tokens_map(fresh.k_new, m.head_dim);
+    p.v_new_map = new_tokens_map(fresh.v_new, v_head_dim);
     p.out = problem.out();
     p.block_table = problem.block_table();
     p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));
@@ -248,9 +274,10 @@ class Sm90WgmmaVariant : public Variant {
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
     return "attn::prefix_prefill_sm90_wgmma<" +
            std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
-           std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
-           std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
-           std::to_string(c.consumers) + ", " +
+           std::to_string(batch.spec.model.head_dim) + ", " +
+           std::to_string(batch.spec.model.effective_v_head_dim()) + ", " +
+           std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
+           std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
            std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
            ">";
   }

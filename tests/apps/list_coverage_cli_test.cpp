@@ -39,11 +39,13 @@ TEST_F(ListCoverage, JsonHoldsEveryCellOfTheFamiliesTheFilterKeeps) {
   for (const auto& cell : family["cells"]) {
     const bool gpu = !cell["gpu_variants"].empty();
     const std::string dim = cell["head_dim"];
-    // flash_fwd's kernels take every head dim of the matrix (80, 96, 192 and 192x128 on
-    // flash_fwd.sm80_mma alone) and no fp8 cache.
+    // flash_fwd's kernels, sm80_mma and sm90_wgmma alike, take every head dim of the matrix
+    // (192x128 too) and no fp8 cache.
     EXPECT_EQ(gpu, cell["kv_dtype"] != "fp8_e4m3") << cell.dump();
-    if (gpu && dim != "64" && dim != "128" && dim != "256") {
-      EXPECT_EQ(cell["gpu_variants"], nlohmann::json::array({"flash_fwd.sm80_mma"})) << cell.dump();
+    if (gpu) {
+      EXPECT_EQ(cell["gpu_variants"],
+                nlohmann::json::array({"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"}))
+          << dim << " " << cell.dump();
     }
   }
   EXPECT_EQ(run({"list", "--coverage", "zzz-matches-nothing"}).exit_code, kUsage);

@@ -52,32 +52,47 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   ASSERT_NE(fp8, nullptr);
   EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm80_mma"));
   EXPECT_FALSE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
-  // blocksparse declares no head dim 256; blocksparse.sm80_mma takes 192.
+  // blocksparse.sm80_mma and sm90_wgmma take 192; head dim 256 only sm90_wgmma.
   const CoverageCell* d192 = find_cell(matrix, Family::blocksparse, "192", "fp16", "HND", "1");
   ASSERT_NE(d192, nullptr);
   EXPECT_TRUE(holds(d192->gpu_variants, "blocksparse.sm80_mma"));
+  EXPECT_TRUE(holds(d192->gpu_variants, "blocksparse.sm90_wgmma"));
   const CoverageCell* wide = find_cell(matrix, Family::blocksparse, "256", "bf16", "NHD", "16");
   ASSERT_NE(wide, nullptr);
-  EXPECT_TRUE(wide->gpu_variants.empty());
+  EXPECT_EQ(wide->gpu_variants, std::vector<std::string>{"blocksparse.sm90_wgmma"});
   EXPECT_EQ(wide->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
+  // The wgmma variants at head dims 80 and 96 (rows that are not whole TMA boxes).
+  for (const char* head_dim : {"80", "96"}) {
+    for (Family family : {Family::flash_fwd, Family::prefix_prefill, Family::blocksparse}) {
+      const CoverageCell* cell = find_cell(matrix, family, head_dim, "bf16", "HND", "16");
+      ASSERT_NE(cell, nullptr);
+      EXPECT_TRUE(holds(cell->gpu_variants, to_string(family) + ".sm90_wgmma")) << head_dim;
+    }
+  }
 }
 
-// A V narrower than Q/K (192x128): on the GPU only the sm80 tensor-core variants take it
-// (flash_fwd.sm80_mma and blocksparse.sm80_mma, which read no fp8 cache; prefix_prefill's
-// sm80_mma and sm80_mma_masked, which do); the other families leave it to their CPU references.
-TEST(CoverageMatrix, OnlyTheSm80MmaVariantsTakeANarrowerVOnTheGpu) {
+// A V narrower than Q/K (192x128): on the GPU the tensor-core variants take it (flash_fwd's and
+// blocksparse's sm80_mma and sm90_wgmma, which read no fp8 cache; prefix_prefill's sm80_mma and
+// sm80_mma_masked, which do, and its sm90_wgmma, which does not); paged_decode leaves it to its
+// CPU reference.
+TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
   for (const CoverageCell& c : coverage_matrix(make_registry())) {
     if (c.head_dim != "192x128") continue;
     const std::string what =
         to_string(c.family) + " " + c.kv_dtype + " " + c.layout + " " + c.page_size;
     if (c.kv_dtype != "fp8_e4m3" && c.family == Family::flash_fwd) {
-      EXPECT_EQ(c.gpu_variants, std::vector<std::string>{"flash_fwd.sm80_mma"}) << what;
-    } else if (c.kv_dtype != "fp8_e4m3" && c.family == Family::blocksparse) {
-      EXPECT_EQ(c.gpu_variants, std::vector<std::string>{"blocksparse.sm80_mma"}) << what;
-    } else if (c.family == Family::prefix_prefill) {
-      EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",
-                                                          "prefix_prefill.sm80_mma_masked"}))
+      EXPECT_EQ(c.gpu_variants,
+                (std::vector<std::string>{"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"}))
           << what;
+    } else if (c.kv_dtype != "fp8_e4m3" && c.family == Family::blocksparse) {
+      EXPECT_EQ(c.gpu_variants,
+                (std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"}))
+          << what;
+    } else if (c.family == Family::prefix_prefill) {
+      std::vector<std::string> expected = {"prefix_prefill.sm80_mma",
+                                           "prefix_prefill.sm80_mma_masked"};
+      if (c.kv_dtype != "fp8_e4m3") expected.push_back("prefix_prefill.sm90_wgmma");
+      EXPECT_EQ(c.gpu_variants, expected) << what;
     } else {
       EXPECT_TRUE(c.gpu_variants.empty()) << what;
     }

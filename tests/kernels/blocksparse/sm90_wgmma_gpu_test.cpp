@@ -2,7 +2,8 @@
 // random variable-length prefill batches (contexts that put the first new token anywhere in a
 // block, so the first tile's Q box starts inside the context or before the tensor; lengths off
 // every tile; several sequences so key tiles cross into the next sequence's rows), GQA ratios
-// including non powers of two, head dims 64/128, bf16 and fp16, causal and not, over random Phi-3
+// including non powers of two, head dims 64/128 (and 80/96/192/256 and 192 with a V of 128:
+// their own tests below), bf16 and fp16, causal and not, over random Phi-3
 // layouts and random lower-triangular ones (empty rows, dropped diagonals) of blocks 64 and 128,
 // with random configs and every accepted config (one and two consumers, one and two CTAs per SM);
 // many more work items than CTAs (each persistent CTA runs several, its key tiles numbered across
@@ -40,11 +41,13 @@ KernelConfig make_config(int tile_n, int stages, int ctas_per_sm, int consumers)
                       {"consumers", consumers}};
 }
 
+// v_head_dim: V's width where narrower than Q and K's (0: as wide).
 Batch sparse_batch(const testing::SpecShape& shape,
                    const std::vector<std::pair<int64_t, int64_t>>& sequences,
-                   const BlockSparseSpec& layout, bool causal) {
+                   const BlockSparseSpec& layout, bool causal, int v_head_dim = 0) {
   WorkloadSpec spec = testing::make_spec(shape, sequences, "bs-sm90-gpu");
   spec.mask.block_sparse = layout;
+  if (v_head_dim > 0 && v_head_dim != shape.head_dim) spec.model.v_head_dim = v_head_dim;
   Batch batch = generate_batch(spec);
   batch.causal = causal;  // workloads with a layout are causal; the kernel also runs non-causal
   return batch;
@@ -85,6 +88,72 @@ TEST(BlockSparseSm90Gpu, OneTileMatchesTheReference) {
     }
   }
   expect_all_match_reference(variant, cases);
+}
+
+// The head dims past 64 and 128: rows that are not whole 64-dim column blocks (80 and 96: the
+// second block is TMA's zero fill past the row, Q K^T takes 5 or 6 k16 steps, P V an N of 80 or
+// 96), three or four of them (192, 256: 64-key tiles only at 256), and V narrower than Q and K
+// (192, 128).
+const std::vector<std::pair<int, int>> kBlockSparseSm90NewHeadDims = {
+    {80, 80}, {96, 96}, {192, 192}, {256, 256}, {192, 128}};
+
+// One tile at each new head dim (as OneTileMatchesTheReference, 64-key tiles), then, on lengths
+// off every tile with a one-token sequence and a context ending mid-block (GQA 3), the default
+// config and one consumer at one CTA per SM, causal (bf16, Phi-3 blocks of 64) and not (fp16,
+// random blocks of 128).
+TEST(BlockSparseSm90Gpu, HeadDims80To256AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::mt19937_64 rng(80);
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (const auto& [head_dim, v_head_dim] : kBlockSparseSm90NewHeadDims) {
+    for (bool causal : {false, true}) {
+      testing::SpecShape shape;
+      shape.q_heads = 1;
+      shape.kv_heads = 1;
+      shape.head_dim = head_dim;
+      cases.push_back({sparse_batch(shape, {{0, 128}}, phi3_layout(64, 2, 1), causal, v_head_dim),
+                       make_config(64, 2, 1, 1)});
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + causal;
+      Batch batch = sparse_batch(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}},
+                                 phi3_layout(causal ? 64 : 128, 2, 3), causal, v_head_dim);
+      if (!causal) randomise_layout(batch, rng, 0.4);
+      cases.push_back({batch, variant.default_config(batch, target)});
+      cases.push_back({batch, make_config(64, 2, 1, 1)});
+    }
+  }
+  for (const auto& [batch, config] : cases) {
+    const Support support = variant.check(batch, config, target);
+    ASSERT_TRUE(support.ok) << config.key() << " d" << batch.spec.model.head_dim << ": "
+                            << support.reason;
+  }
+  expect_all_match_reference(variant, cases);
+}
+
+// Random shapes, lengths and layouts of blocks 64 and 128 (random_batch) at the new head dims,
+// with a random accepted config, as many as the case budget allows.
+TEST(BlockSparseSm90Gpu, RandomBatchesAtHeadDims80To256AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  const uint64_t seed = testing::test_seed_or(20261130);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const bool causal = rng() % 4 != 0;
+    const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20, {64, 128},
+                                     kBlockSparseSm90NewHeadDims);
+    expect_matches_reference(variant, batch, random_config(variant, batch, target, rng));
+  }
+  testing::print_case_summary(budget, seed);
 }
 
 // Random shapes, lengths and layouts of blocks 64 and 128 (random_batch) with a random accepted

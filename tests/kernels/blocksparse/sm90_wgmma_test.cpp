@@ -43,14 +43,16 @@ BlockSparseSpec phi3_layout(int block_size, int local, int stride, int sliding =
   return b;
 }
 
+// v_head_dim: V's width where narrower than Q and K's (0: as wide).
 Batch prefill_batch(int head_dim, DType dtype = DType::bf16, int block_size = 64,
-                    bool causal = true) {
+                    bool causal = true, int v_head_dim = 0) {
   testing::SpecShape shape;
   shape.q_heads = 8;
   shape.kv_heads = 2;
   shape.head_dim = head_dim;
   shape.dtype = dtype;
   WorkloadSpec spec = testing::make_spec(shape, {{0, 300}, {70, 33}, {0, 1}}, "bs-sm90-test");
+  if (v_head_dim > 0) spec.model.v_head_dim = v_head_dim;
   spec.mask.block_sparse = phi3_layout(block_size, 2, 3);
   Batch batch = generate_batch(spec);
   batch.causal = causal;  // workloads with a layout are causal; the kernel also runs non-causal
@@ -96,8 +98,18 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(64, 128, 3, 1, 2), kOk);
   EXPECT_EQ(check(128, 64, 4, 2, 1), kOk);
   EXPECT_EQ(check(128, 128, 2, 2, 1), kOk);
-  EXPECT_EQ(check(256, 64, 2, 1, 1), sm90_attention::kHeadDim);  // the 64 and 128, as mma
-  EXPECT_EQ(check(96, 64, 2, 1, 1), sm90_attention::kHeadDim);
+  // The consumer's head dims (sm90_attention::head_dims_allowed): 80, 96, 192 and 256 too, and
+  // 192 with a V of 128 (the last argument), no other narrower V.
+  EXPECT_EQ(check(256, 64, 2, 1, 1), kOk);
+  EXPECT_EQ(check(256, 128, 2, 1, 1), sm90_attention::kSharedMemory);  // 32 + 4 x 64 KiB
+  EXPECT_EQ(check(96, 64, 2, 1, 1), kOk);
+  EXPECT_EQ(check(80, 128, 2, 2, 1), kOk);  // 80 dims take two whole column blocks
+  EXPECT_EQ(check(80, 128, 4, 2, 1), sm90_attention::kSharedMemory);
+  EXPECT_EQ(check(192, 64, 2, 2, 1), kOk);
+  EXPECT_EQ(check(192, 128, 2, 1, 1, 0, 128), kOk);
+  EXPECT_EQ(check(112, 64, 2, 1, 1), sm90_attention::kHeadDim);
+  EXPECT_EQ(check(128, 64, 2, 1, 1, 0, 64), sm90_attention::kHeadDim);
+  EXPECT_EQ(check(256, 64, 2, 1, 1, 0, 128), sm90_attention::kHeadDim);
   EXPECT_EQ(check(128, 64, 2, 3, 1), sm90_attention::kConsumers);
   EXPECT_EQ(check(128, 32, 2, 1, 1), sm90_attention::kTileN);
   EXPECT_EQ(check(128, 64, 5, 1, 1), sm90_attention::kStages);
@@ -146,21 +158,31 @@ TEST(BlockSparseSm90Traits, RulesNameTheFirstBrokenConstraint) {
     EXPECT_GE(producer_registers(w, c), 32);  // the producer walks the work items
     EXPECT_LE(consumer_registers(w, c), 256);
   }
-  // Every accepted config fits its registers and its share of the SM's shared memory.
-  for (int d : {64, 128}) {
+  // Every accepted config fits its registers and its share of the SM's shared memory, and every
+  // head dim has some.
+  for (const auto& [d, v] : std::vector<std::pair<int, int>>{
+           {64, 64}, {80, 80}, {96, 96}, {128, 128}, {192, 192}, {256, 256}, {192, 128}}) {
+    int accepted = 0;
     for (int n : {64, 128}) {
       for (int s : {2, 3, 4}) {
         for (int c : {1, 2}) {
           for (int w : {1, 2}) {
-            if (check(d, n, s, w, c) != kOk) continue;
-            EXPECT_LE(sm90_attention::register_estimate(d, n), consumer_registers(w, c));
-            EXPECT_LE(c * (shared_bytes(d, n, s, w, c) + kReservedSharedPerCta), kSharedPerSm);
-            EXPECT_LE(shared_bytes(d, n, s, w, c), sm90_attention::kMaxSharedBytes);
+            if (check(d, n, s, w, c, 0, v) != kOk) continue;
+            ++accepted;
+            EXPECT_LE(sm90_attention::register_estimate(d, n, v), consumer_registers(w, c));
+            EXPECT_LE(c * (shared_bytes(d, n, s, w, c, v) + kReservedSharedPerCta), kSharedPerSm);
+            EXPECT_LE(shared_bytes(d, n, s, w, c, v), sm90_attention::kMaxSharedBytes);
           }
         }
       }
     }
+    EXPECT_GT(accepted, 0) << d << " " << v;
   }
+  // A V of 128 beside Q and K of 192 takes V stages of two column blocks, not three: 8 KiB less
+  // per stage of 64 keys (two Q buffers either way).
+  EXPECT_EQ(q_buffers(192, 64, 2, 2, 1), 2);
+  EXPECT_EQ(q_buffers(192, 64, 2, 2, 1, 128), 2);
+  EXPECT_EQ(shared_bytes(192, 64, 2, 2, 1) - shared_bytes(192, 64, 2, 2, 1, 128), 2 * 64 * 64 * 2);
   // The entry encoding.
   EXPECT_EQ(entry_key0(640 * kEntryScale + 3), 640);
   EXPECT_TRUE(entry_kept_by(640 * kEntryScale + 2, 1));
@@ -211,9 +233,11 @@ TEST(BlockSparseSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   EXPECT_NE(small_block.reason.find("64 (the query rows of a consumer warpgroup, and the keys"),
             std::string::npos)
       << small_block.reason;
-  const Support wide = variant.check(prefill_batch(256), make_config(64, 2, 1, 1), target);
+  // Head dim 256 in 64-key tiles; 128-key tiles need more shared memory than a block has.
+  EXPECT_TRUE(variant.check(prefill_batch(256), make_config(64, 2, 1, 1), target).ok);
+  const Support wide = variant.check(prefill_batch(256), make_config(128, 2, 1, 1), target);
   EXPECT_FALSE(wide.ok);
-  EXPECT_NE(wide.reason.find("does not implement: head dim 256"), std::string::npos) << wide.reason;
+  EXPECT_NE(wide.reason.find("shared memory"), std::string::npos) << wide.reason;
   KernelConfig extra = make_config(64, 2, 2, 1);
   extra.set("tile_m", 64);
   EXPECT_FALSE(variant.check(batch, extra, target).ok);
@@ -285,7 +309,7 @@ TEST(BlockSparseSm90Gating, DefaultsAreSupportedAndNamed) {
   EXPECT_EQ(variant.full_name(variant.default_config(batch, target)),
             "blocksparse.sm90_wgmma.c2.ctas_per_sm1.st2.tn128");
   const JitProgram program = variant.programs(batch, make_config(64, 3, 1, 2), target).front();
-  EXPECT_EQ(program.kernels.at(0), "attn::blocksparse_sm90_wgmma<0, 128, 64, 3, 2, 1, true>");
+  EXPECT_EQ(program.kernels.at(0), "attn::blocksparse_sm90_wgmma<0, 128, 128, 64, 3, 2, 1, true>");
   EXPECT_EQ(program.kernels.at(1), "attn::flash_fwd_gather_kv");
   EXPECT_EQ(program.arch, "sm_90a");
 }
@@ -451,7 +475,8 @@ TEST(BlockSparseSm90Plan, TwoConsumersShareNearlyEveryTileOnThePhi3Layout) {
 }
 
 // Every accepted config, bf16 and fp16, head dims 64 and 128, causal and not (blocks of 128 so
-// both tile sizes are accepted), compiled by NVRTC for sm_90a: ptxas reports registers and no
+// both tile sizes are accepted), and at head dims 80, 96, 192, 256 and 192 with a V of 128 causal
+// in bf16 and not in fp16, compiled by NVRTC for sm_90a: ptxas reports registers and no
 // spills, no stack frame, no ignored setmaxnreg and no serialised wgmma. ATTN_TEST_VERBOSE=1
 // prints ptxas' report.
 TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
@@ -472,11 +497,15 @@ TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(8);
-  for (int head_dim : {64, 128}) {
+  const std::vector<std::pair<int, int>> dims = {{64, 0},  {128, 0}, {80, 0},   {96, 0},
+                                                 {192, 0}, {256, 0}, {192, 128}};
+  batches.reserve(4 * dims.size());
+  for (const auto& [head_dim, v_head_dim] : dims) {
+    const bool sampled = head_dim != 64 && head_dim != 128;
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (bool causal : {true, false}) {
-        batches.push_back(prefill_batch(head_dim, dtype, 128, causal));
+        if (sampled && causal != (dtype == DType::bf16)) continue;
+        batches.push_back(prefill_batch(head_dim, dtype, 128, causal, v_head_dim));
         const Batch& batch = batches.back();
         int accepted = 0;
         for (const KernelConfig& config : space_configs(variant, batch, target)) {
@@ -486,7 +515,11 @@ TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
           program.options.push_back("--ptxas-options=-v");
           jobs.push_back({program.name, jit.compile_async(program)});
         }
-        EXPECT_EQ(accepted, head_dim == 64 ? kAcceptedD64 : kAcceptedD128) << head_dim;
+        if (sampled) {
+          EXPECT_GT(accepted, 0) << head_dim;
+        } else {
+          EXPECT_EQ(accepted, head_dim == 64 ? kAcceptedD64 : kAcceptedD128) << head_dim;
+        }
       }
     }
   }

@@ -1,7 +1,8 @@
 // flash_fwd.sm90_wgmma on a Hopper GPU (skipped elsewhere, with the reason): random
 // variable-length batches (lengths that are multiples of no tile, contexts that shift the causal
 // diagonal, several sequences so TMA boxes cross into the next sequence's rows), GQA ratios
-// including non powers of two, head dims 64/128/256, bf16 and fp16, causal and not, and every
+// including non powers of two, head dims 64/128/256 (and 80/96/192 and 192 with a V of 128:
+// their own tests below), bf16 and fp16, causal and not, and every
 // config of the space (without a causal mask at head dim 128 those over tiles wider than 64 keys
 // narrow each item's last key tile: flash_fwd::sm90_wgmma::narrows_last_tile). Every run writes
 // into a poisoned output and a NaN-filled LSE buffer and is compared with the oracle
@@ -55,6 +56,73 @@ TEST(FlashFwdSm90Gpu, OneTileMatchesTheReference) {
       expect_matches_reference(batch, make_config(64, 64, 2, 1));
     }
   }
+}
+
+// The head dims whose rows are not whole 64-dim column blocks (80 and 96: the second block is TMA's
+// zero fill past the row, Q K^T takes 5 or 6 k16 steps, P V an N of 80 or 96) or are three of them
+// (192), and V narrower than Q and K (192, 128: K and V tiles of different widths).
+const std::vector<std::pair<int, int>> kFlashSm90NewHeadDims = {
+    {80, 80}, {96, 96}, {192, 192}, {192, 128}};
+
+WorkloadSpec flash_sm90_with_v_head_dim(WorkloadSpec spec, int v_head_dim) {
+  if (v_head_dim != spec.model.head_dim) spec.model.v_head_dim = v_head_dim;
+  return spec;
+}
+
+// One tile at each new head dim first (as OneTileMatchesTheReference), then, on a batch of
+// uneven lengths (a one-token sequence, contexts that shift the causal diagonal, GQA 3), the
+// default config and the smallest one (one consumer, 64-key tiles), causal (bf16) and not (fp16).
+TEST(FlashFwdSm90Gpu, HeadDims80To192AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (const auto& [head_dim, v_head_dim] : kFlashSm90NewHeadDims) {
+    for (bool causal : {false, true}) {
+      testing::SpecShape shape;
+      shape.q_heads = 1;
+      shape.kv_heads = 1;
+      shape.head_dim = head_dim;
+      cases.push_back({generate_batch(flash_sm90_with_v_head_dim(
+                           prefill_spec(shape, {{0, 64}}, causal), v_head_dim)),
+                       make_config(64, 64, 2, 1)});
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + causal;
+      const Batch batch = generate_batch(flash_sm90_with_v_head_dim(
+          prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal),
+          v_head_dim));
+      cases.push_back({batch, variant.default_config(batch, target)});
+      cases.push_back({batch, make_config(64, 64, 2, 1)});
+    }
+  }
+  for (const auto& [batch, config] : cases) {
+    const Support support = variant.check(batch, config, target);
+    ASSERT_TRUE(support.ok) << config.key() << " d" << batch.spec.model.head_dim << ": "
+                            << support.reason;
+  }
+  expect_all_match_reference(variant, cases);
+}
+
+// Random shapes and lengths (random_prefill_batch) at the new head dims with a random accepted
+// config, as many as the case budget allows (tests/gpu_case_budget.hpp).
+TEST(FlashFwdSm90Gpu, RandomBatchesAtHeadDims80To192AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  const uint64_t seed = testing::test_seed_or(20261129);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const Batch batch = random_prefill_batch(rng, kFlashSm90NewHeadDims);
+    expect_matches_reference(batch, random_config(variant, batch, target, rng));
+  }
+  testing::print_case_summary(budget, seed);
 }
 
 // Random shapes and lengths (random_prefill_batch) with a random accepted config, as many as the

@@ -31,8 +31,9 @@ Target hopper() {
   return testing::hopper_target();
 }
 
+// v_head_dim: V's width where narrower than Q and K's (0: as wide).
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
-                    bool causal = true) {
+                    bool causal = true, int v_head_dim = 0) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
@@ -40,6 +41,7 @@ Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType
   shape.dtype = dtype;
   WorkloadSpec spec = testing::make_spec(shape, {{0, 100}, {7, 33}, {0, 1}});
   spec.mask.causal = causal;
+  if (v_head_dim > 0) spec.model.v_head_dim = v_head_dim;
   return generate_batch(spec);
 }
 
@@ -76,7 +78,15 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(check(128, 128, 128, 2, 2), kOk);
   EXPECT_EQ(check(64, 64, 64, 3, 1), kOk);
   EXPECT_EQ(check(256, 128, 64, 2, 2), kOk);
-  EXPECT_EQ(check(96, 128, 64, 2, 2), kHeadDim);
+  // Head dims 80, 96 and 192 too, and 192 with a V of 128 (the last argument): no other.
+  EXPECT_EQ(check(96, 128, 64, 2, 2), kOk);
+  EXPECT_EQ(check(80, 128, 192, 2, 2), kOk);  // 40 O + 96 S + 48 P + overhead <= 240
+  EXPECT_EQ(check(192, 128, 112, 2, 2), kOk);
+  EXPECT_EQ(check(192, 128, 128, 2, 2), kSharedMemory);
+  EXPECT_EQ(check(192, 128, 128, 2, 2, 128), kOk);  // V stages of 128 columns fit
+  EXPECT_EQ(check(112, 128, 64, 2, 2), kHeadDim);
+  EXPECT_EQ(check(128, 128, 64, 2, 2, 64), kHeadDim);
+  EXPECT_EQ(check(256, 128, 64, 2, 2, 128), kHeadDim);
   EXPECT_EQ(check(128, 256, 64, 2, 4), kConsumers);
   EXPECT_EQ(check(128, 64, 64, 2, 0), kConsumers);
   // Three consumers (192 rows) have 160 registers each: 128 keys at head_dim 64 and 80 at 128
@@ -207,7 +217,7 @@ TEST(FlashFwdSm90Traits, RulesNameTheFirstBrokenConstraint) {
     EXPECT_EQ(consumer_registers(c) % 8, 0);
   }
   // Every accepted config keeps its tiles 1024-byte aligned (the swizzle period) and fits.
-  for (int d : {64, 128, 256}) {
+  for (int d : {64, 80, 96, 128, 192, 256}) {
     for (int c : {1, 2, 3}) {
       for (int n = 64; n <= 256; n += 16) {
         for (int s : {2, 3, 4}) {
@@ -336,7 +346,9 @@ int mn_major_read(int start, int lbo, int sbo, int k, int mn) {
 // column blocks of 64 dims; V (B of O = P V, [keys][dims], MN-major with the transpose bit).
 TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
   using namespace flash_fwd::sm90_wgmma;
-  for (int head_dim : {64, 128, 256}) {
+  // At 80 and 96 the K-major steps cover the real dims only (5 and 6) and P V's N = head_dim
+  // columns reach into the second block as far as the row (the rest is TMA's zero fill).
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
     for (int tile_n : {64, 80, 96, 128, 160, 176, 192}) {
       const int blocks = column_blocks(head_dim);
       // Element (row, dim) of a [blocks][rows][64] tile as TMA wrote it.
@@ -373,7 +385,7 @@ TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
           }
         }
       }
-      EXPECT_EQ(blocks * 64, head_dim);
+      EXPECT_EQ(blocks, (head_dim + 63) / 64);
       // Every operand start keeps the swizzle phase: K-major steps move within a 128-byte row,
       // MN-major steps by whole 1024-byte atoms.
       for (int kk = 0; kk < tile_n / 16; ++kk) EXPECT_EQ(mn_major_step_offset(kk) % 1024, 0);
@@ -387,7 +399,7 @@ TEST(FlashFwdSm90Layout, DescriptorOffsetsReadWhatTmaWrote) {
 // interleaved_group_bytes (and LBO one atom for V) exactly where the boxes put each key and dim.
 TEST(FlashFwdSm90Layout, InterleavedDescriptorsReadWhatPageBoxesWrote) {
   using namespace sm90_attention;
-  for (int head_dim : {64, 128, 256}) {
+  for (int head_dim : {64, 128, 192, 256}) {
     for (int tile_n : {64, 128}) {
       const int blocks = column_blocks(head_dim);
       // Element (key, dim) as a box of 8-key groups wrote it: group, column block, then the
@@ -620,8 +632,8 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
   ASSERT_EQ(a.kernels.size(), 2u);
   // The last key tile's keys (LAST_KEYS): the batch's sequences hold 100, 40 and 1 keys, so
   // without the mask every last tile fits in 112 of 128; under it the tile is whole.
-  EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm90_wgmma<1, 128, 64, 128, 3, 1, true, 128>");
-  EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm90_wgmma<0, 128, 64, 128, 3, 1, false, 112>");
+  EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm90_wgmma<1, 128, 128, 64, 128, 3, 1, true, 128>");
+  EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm90_wgmma<0, 128, 128, 64, 128, 3, 1, false, 112>");
   EXPECT_EQ(a.kernels[1], "attn::flash_fwd_gather_kv");
   EXPECT_NE(a.name, b.name);
   EXPECT_NE(b.name.find(".last112"), std::string::npos) << b.name;
@@ -630,15 +642,16 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
   // Tiles of 80 keys end at 100 keys on 20, at 40 on 40 (48 in whole steps); tiles of 64 are
   // not narrowed (flash_fwd::sm90_wgmma::narrows_last_tile), nor are other head dims.
   EXPECT_EQ(variant.programs(full, make_config(64, 80, 3, 1), hopper()).front().kernels[0],
-            "attn::flash_fwd_sm90_wgmma<0, 128, 64, 80, 3, 1, false, 48>");
+            "attn::flash_fwd_sm90_wgmma<0, 128, 128, 64, 80, 3, 1, false, 48>");
   EXPECT_EQ(variant.programs(full, make_config(64, 64, 3, 1), hopper()).front().kernels[0],
-            "attn::flash_fwd_sm90_wgmma<0, 128, 64, 64, 3, 1, false, 64>");
+            "attn::flash_fwd_sm90_wgmma<0, 128, 128, 64, 64, 3, 1, false, 64>");
   const Batch full64 = prefill_batch(8, 2, 64, DType::bf16, false);
   EXPECT_EQ(variant.programs(full64, make_config(64, 128, 3, 1), hopper()).front().kernels[0],
-            "attn::flash_fwd_sm90_wgmma<0, 64, 64, 128, 3, 1, false, 128>");
+            "attn::flash_fwd_sm90_wgmma<0, 64, 64, 64, 128, 3, 1, false, 128>");
 }
 
-// NVRTC compiles every config the traits accept, for every head dim and both dtypes (causal for
+// NVRTC compiles every config the traits accept, for every head dim (80, 96, 192 and 192 with a V
+// of 128 too) and both dtypes (causal for
 // one of them, non-causal for the other; ATTN_TEST_EXHAUSTIVE=1 compiles both causalities of
 // each), and ptxas reports no spills, no stack frame and no wgmma serialisation (which would
 // silently drop the overlap of softmax and P V). ATTN_TEST_VERBOSE=1 prints ptxas' report.
@@ -659,12 +672,14 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(12);
-  for (int head_dim : {64, 128, 256}) {
+  const std::vector<std::pair<int, int>> dims = {{64, 0},  {80, 0},  {96, 0},   {128, 0},
+                                                 {192, 0}, {256, 0}, {192, 128}};
+  batches.reserve(4 * dims.size());
+  for (const auto& [head_dim, v_head_dim] : dims) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (bool causal : {true, false}) {
         if (!exhaustive && causal != (dtype == DType::bf16)) continue;
-        batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal));
+        batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal, v_head_dim));
         const Batch& batch = batches.back();
         int accepted = 0;
         for (const KernelConfig& config : space_configs(variant, batch, target)) {

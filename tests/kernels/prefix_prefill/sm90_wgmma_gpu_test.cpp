@@ -2,7 +2,8 @@
 // then random batches (contexts including 0 and page-boundary lengths, query lengths including 1,
 // GQA non powers of two, page sizes 1..256 (cp.async under 64 keys, TMA boxes from 64), NHD and
 // HND, both dtypes, soft-cap, sinks, non-causal), every accepted config, every page size and
-// layout, decode-like tiles that are mostly padding, and the acceptance shapes. Each case
+// layout, decode-like tiles that are mostly padding, and the acceptance shapes; head dims
+// 80, 96, 192 and 192 with a V of 128 on one-tile, per-context-path and random cases. Each case
 // is verified against the oracle (the CPU reference, or the tiled GPU reference for a large batch)
 // on a poisoned output (the Evaluator NaN-fills the output, runs once and checks every row within
 // the dtype's tolerance, and counts non-finite values) before anything is timed. The programs of a
@@ -70,6 +71,8 @@ std::string describe(const Batch& batch, const KernelConfig& config) {
       << spec.model.head_dim << " " << to_string(spec.model.dtype) << " page "
       << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " "
       << to_string(spec.kv_cache.allocation) << " seed " << spec.seed;
+  if (spec.model.effective_v_head_dim() != spec.model.head_dim)
+    out << " dv" << spec.model.effective_v_head_dim();
   if (batch.logits_soft_cap > 0) out << " soft-cap " << batch.logits_soft_cap;
   if (!batch.sink_logits.empty()) out << " sinks";
   if (!batch.causal) out << " non-causal";
@@ -147,58 +150,132 @@ TEST(PrefixPrefillSm90Gpu, OneTileMatchesTheReference) {
   expect_all_pass(cases);
 }
 
-// Random shapes (GQA 1..16 with non powers of two, head dims 64/128/256, bf16/fp16, page sizes
-// 1..256, copied and TMA-boxed, NHD/HND, sequential or shuffled pages), 1 to 5 sequences with
-// contexts 0, around pages and tiles, and long, query lengths from 1, soft-cap, sinks and
-// non-causal at random, and a random accepted config; one case at a time, as many as the case
-// budget allows.
-TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
-  ATTN_REQUIRE_HOPPER();
+// One random case: a random shape (GQA 1..16 with non powers of two, (head_dim, v_head_dim) from
+// `dims`, bf16/fp16, page sizes 1..256, copied and TMA-boxed, NHD/HND, sequential or shuffled
+// pages), 1 to 5 sequences with contexts 0, around pages and tiles, and long, query lengths from
+// 1, soft-cap, sinks and non-causal at random, and a random accepted config.
+void expect_random_case_passes(std::mt19937_64& rng, const std::vector<std::pair<int, int>>& dims) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Target target = device_target();
+  testing::SpecShape shape;
+  shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
+  shape.q_heads =
+      shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16});
+  const auto [head_dim, v_head_dim] = pick(rng, dims);
+  shape.head_dim = head_dim;
+  shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+  shape.page_size = pick(rng, std::vector<int>{1, 5, 8, 16, 24, 32, 48, 64, 128, 256});
+  shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+  shape.allocation =
+      pick(rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
+  shape.seed = rng();
+  Lengths lengths;
+  const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
+  for (int s = 0; s < seqs; ++s) {
+    lengths.push_back(
+        {pick(rng, std::vector<int64_t>{0, 0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047}),
+         pick(rng, std::vector<int64_t>{1, 1, 2, 7, 16, 17, 63, 64, 65, 129, 300})});
+  }
+  WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-random");
+  if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+  if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
+  if (chance(rng, 0.3)) spec.model.attention_sinks = true;
+  if (chance(rng, 0.2)) spec.mask.causal = false;
+  Batch batch = generate_batch(spec);
+  KernelConfig config = variant.default_config(batch, target);
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    KernelConfig candidate;
+    for (const ConfigAxis& axis : variant.space(batch, target))
+      candidate.set(axis.name, pick(rng, axis.values));
+    if (variant.check(batch, candidate, target)) {
+      config = candidate;
+      break;
+    }
+  }
+  expect_all_pass({Case{std::move(batch), config}});
+}
+
+// Random cases (expect_random_case_passes) at head dims 64/128/256, one at a time, as many as the
+// case budget allows.
+TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
   const uint64_t seed = test_seed();
   SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    testing::SpecShape shape;
-    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
-    shape.q_heads =
-        shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16});
-    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
-    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
-    shape.page_size = pick(rng, std::vector<int>{1, 5, 8, 16, 24, 32, 48, 64, 128, 256});
-    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
-    shape.allocation = pick(
-        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
-    shape.seed = rng();
-    Lengths lengths;
-    const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
-    for (int s = 0; s < seqs; ++s) {
-      lengths.push_back(
-          {pick(rng, std::vector<int64_t>{0, 0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047}),
-           pick(rng, std::vector<int64_t>{1, 1, 2, 7, 16, 17, 63, 64, 65, 129, 300})});
-    }
-    WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-random");
-    if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
-    if (chance(rng, 0.3)) spec.model.attention_sinks = true;
-    if (chance(rng, 0.2)) spec.mask.causal = false;
-    Batch batch = generate_batch(spec);
-    KernelConfig config = variant.default_config(batch, target);
-    for (int attempt = 0; attempt < 40; ++attempt) {
-      KernelConfig candidate;
-      for (const ConfigAxis& axis : variant.space(batch, target))
-        candidate.set(axis.name, pick(rng, axis.values));
-      if (variant.check(batch, candidate, target)) {
-        config = candidate;
-        break;
-      }
-    }
-    expect_all_pass({Case{std::move(batch), config}});
+    expect_random_case_passes(rng, {{64, 64}, {128, 128}, {256, 256}});
   }
   testing::print_case_summary(budget, seed);
+}
+
+// The head dims whose rows are not whole 64-dim column blocks (80 and 96: K and V tiles
+// column-block-major, a TMA box per page and column block, the second zero-filled past the row;
+// Q K^T takes 5 or 6 k16 steps, P V an N of 80 or 96), three of them (192), and V narrower than
+// Q and K (192, 128: K and V tiles of different widths, V's pool strides scaled from K's).
+const std::vector<std::pair<int, int>> kPrefixSm90NewHeadDims = {
+    {80, 80}, {96, 96}, {192, 192}, {192, 128}};
+
+// Random cases (expect_random_case_passes) at the new head dims, as many as the case budget
+// allows.
+TEST(PrefixPrefillSm90Gpu, RandomBatchesAtHeadDims80To192AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    expect_random_case_passes(rng, kPrefixSm90NewHeadDims);
+  }
+  testing::print_case_summary(budget, seed);
+}
+
+// At each new head dim: one tile first (OneTileMatchesTheReference's four cases, TMA pages of 64
+// and copied pages of 5, the smallest config), then each way the context arrives with the
+// default config on uneven lengths (a long context with few new tokens, no context, a decode
+// row, a context ending mid-page; GQA 3): copied pages of 5 (NHD), TMA boxes of 16-key pages
+// (HND), of whole 64-key pages (NHD) and of a tile's part of 256-key pages (HND, soft-cap and
+// sinks), bf16 and fp16 by turns.
+TEST(PrefixPrefillSm90Gpu, HeadDims80To192AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  std::vector<Case> cases;
+  for (const auto& [head_dim, v_head_dim] : kPrefixSm90NewHeadDims) {
+    auto narrow = [&, v = v_head_dim](WorkloadSpec spec) {
+      if (v != spec.model.head_dim) spec.model.v_head_dim = v;
+      return spec;
+    };
+    for (int page : {64, 5}) {
+      for (const auto& [lengths, causal] : std::vector<std::pair<Lengths, bool>>{
+               {{{0, 64}}, false}, {{{0, 64}}, true}, {{{64, 64}}, true}, {{{40, 24}}, true}}) {
+        WorkloadSpec spec =
+            narrow(testing::make_spec(shape_of(1, 1, head_dim, page), lengths, "one-tile"));
+        spec.mask.causal = causal;
+        cases.push_back({generate_batch(spec), make_config(64, 64, 2, 1)});
+      }
+    }
+    uint64_t seed = uint64_t(head_dim + v_head_dim) * 8;
+    for (const auto& [page, layout] : std::vector<std::pair<int, KvLayout>>{
+             {5, KvLayout::nhd}, {16, KvLayout::hnd}, {64, KvLayout::nhd}, {256, KvLayout::hnd}}) {
+      const DType dtype = page % 32 == 0 ? DType::fp16 : DType::bf16;
+      testing::SpecShape shape = shape_of(6, 2, head_dim, page, dtype, layout);  // GQA 3
+      shape.seed = ++seed;
+      WorkloadSpec spec = narrow(testing::make_spec(
+          shape, {{1000, 17}, {0, 300}, {45, 1}, {3, 129}, {200, 70}}, "prefill-sm90-dims"));
+      if (page == 256) {
+        spec.model.logits_soft_cap = 30.0;
+        spec.model.attention_sinks = true;
+      }
+      const Batch batch = generate_batch(spec);
+      cases.push_back({batch, variant.default_config(batch, target)});
+    }
+  }
+  expect_all_pass(cases);
 }
 
 // Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head dim

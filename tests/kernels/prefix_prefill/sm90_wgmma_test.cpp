@@ -30,8 +30,10 @@ Target hopper() {
   return testing::hopper_target();
 }
 
+// v_head_dim: V's width where narrower than Q and K's (0: as wide).
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
-                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd) {
+                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd,
+                    int v_head_dim = 0) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
@@ -39,7 +41,9 @@ Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
   shape.page_size = page_size;
   shape.dtype = dtype;
   shape.layout = layout;
-  return generate_batch(testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test"));
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test");
+  if (v_head_dim > 0) spec.model.v_head_dim = v_head_dim;
+  return generate_batch(spec);
 }
 
 KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
@@ -69,7 +73,22 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   using namespace prefix_prefill::sm90_wgmma;
   // The tile rules are flash_fwd.sm90_wgmma's.
   EXPECT_EQ(check(128, 128, 128, 2, 2), sm90_attention::kOk);
-  EXPECT_EQ(check(96, 128, 64, 2, 2), sm90_attention::kHeadDim);
+  // Head dims 80, 96 and 192 (and 192 with a V of 128, the last argument) too, no others.
+  EXPECT_EQ(check(96, 128, 64, 2, 2), kOk);
+  EXPECT_EQ(check(80, 128, 128, 3, 2), kOk);
+  EXPECT_EQ(check(192, 128, 64, 2, 2), kOk);
+  EXPECT_EQ(check(192, 128, 128, 2, 2, 0, 0, 128), kOk);
+  EXPECT_EQ(check(112, 128, 64, 2, 2), sm90_attention::kHeadDim);
+  EXPECT_EQ(check(128, 128, 64, 2, 2, 0, 0, 64), sm90_attention::kHeadDim);
+  // One consumer keeps 16 registers of margin: 192 dims over 128 keys spilled (estimate 232),
+  // a V of 128 there fits (200).
+  EXPECT_EQ(check(192, 64, 128, 2, 1), sm90_attention::kRegisters);
+  EXPECT_EQ(check(192, 64, 128, 2, 1, 0, 0, 128), kOk);
+  // Interleaved tiles where both rows are whole column blocks.
+  EXPECT_TRUE(interleaves(192, 128));
+  EXPECT_TRUE(interleaves(256));
+  EXPECT_FALSE(interleaves(80));
+  EXPECT_FALSE(interleaves(96));
   EXPECT_EQ(check(128, 192, 64, 2, 3), sm90_attention::kConsumers);
   EXPECT_EQ(check(128, 128, 64, 2, 1), sm90_attention::kTileM);
   EXPECT_EQ(check(128, 128, 96, 2, 2), sm90_attention::kTileN);
@@ -142,7 +161,7 @@ TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
   }
   // In the interleaved tiles (the layout the page boxes write) chunk c of key r lands where TMA's
   // swizzle puts dims 8c .. 8c + 7 of that key.
-  for (int head_dim : {64, 128, 256}) {
+  for (int head_dim : {64, 128, 192, 256}) {
     for (int row = 0; row < 128; ++row) {
       for (int chunk = 0; chunk < head_dim / 8; ++chunk) {
         const int linear = sm90_attention::interleaved_offset(row, chunk * 8, head_dim);
@@ -152,6 +171,24 @@ TEST(PrefixPrefillSm90Traits, CopiedChunksLandWhereTheTmaSwizzlePutsThem) {
       }
     }
   }
+  // Column-block-major tiles (head dims 80 and 96): chunk c of key r in block c / 8 of tile_n
+  // rows, where TMA's swizzle puts it; interleaved ones as interleaved_chunk_offset.
+  for (int head_dim : {80, 96}) {
+    for (int tile_n : {64, 128}) {
+      for (int row = 0; row < tile_n; ++row) {
+        for (int chunk = 0; chunk < head_dim / 8; ++chunk) {
+          const int linear = (chunk / 8) * tile_n * 128 + row * 128 + (chunk % 8) * 16;
+          const int tma = linear ^ (((linear >> 7) & 7) << 4);
+          EXPECT_EQ(
+              prefix_prefill::sm90_wgmma::tile_chunk_offset(row, chunk, head_dim, tile_n, false),
+              tma)
+              << head_dim << " " << row << " " << chunk;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(prefix_prefill::sm90_wgmma::tile_chunk_offset(17, 20, 192, 128, true),
+            prefix_prefill::sm90_wgmma::interleaved_chunk_offset(17, 20, 192));
   // A row's 8 chunks fill its 128 bytes exactly once (conflict-free 16-byte stores).
   for (int row = 0; row < 8; ++row) {
     int seen = 0;
@@ -316,14 +353,15 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   const JitProgram a = variant.programs(small_pages, config, hopper()).front();
   const JitProgram b = variant.programs(large_pages, config, hopper()).front();
   ASSERT_EQ(a.kernels.size(), 2u);
-  EXPECT_EQ(a.kernels[0], "attn::prefix_prefill_sm90_wgmma<1, 128, 64, 128, 3, 1, 16>");
-  EXPECT_EQ(b.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 64, 64, 128, 3, 1, 128>");
+  EXPECT_EQ(a.kernels[0], "attn::prefix_prefill_sm90_wgmma<1, 128, 128, 64, 128, 3, 1, 16>");
+  EXPECT_EQ(b.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 64, 64, 64, 128, 3, 1, 128>");
   EXPECT_EQ(a.kernels[1], "attn::prefix_prefill_gather");
   EXPECT_NE(a.name, b.name);
   EXPECT_EQ(a.arch, "sm_90a");
 }
 
-// NVRTC compiles every config the traits accept for every head dim, with pages of 16 keys (bf16,
+// NVRTC compiles every config the traits accept for every head dim (80, 96, 192 and 192 with a V
+// of 128 too), with pages of 16 keys (bf16,
 // TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles them) and boxes of a
 // whole key tile (fp16, page 256); ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every
 // page for both dtypes. ptxas reports no spills,
@@ -345,14 +383,16 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(36);
-  for (int head_dim : {64, 128, 256}) {
+  const std::vector<std::pair<int, int>> dims = {{64, 0},  {80, 0},  {96, 0},   {128, 0},
+                                                 {192, 0}, {256, 0}, {192, 128}};
+  batches.reserve(12 * dims.size());
+  for (const auto& [head_dim, v_head_dim] : dims) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (int page : {5, 8, 16, 24, 32, 256}) {
         const bool sampled = (dtype == DType::bf16 && (page == 16 || page == 24)) ||
                              (dtype == DType::fp16 && page == 256);
         if (!exhaustive && !sampled) continue;
-        batches.push_back(prefill_batch(12, 4, head_dim, page, dtype));
+        batches.push_back(prefill_batch(12, 4, head_dim, page, dtype, KvLayout::nhd, v_head_dim));
         const Batch& batch = batches.back();
         int accepted = 0;
         for (const KernelConfig& config : space_configs(variant, batch)) {
