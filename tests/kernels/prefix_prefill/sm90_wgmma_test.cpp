@@ -389,8 +389,13 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   for (const auto& [head_dim, v_head_dim] : dims) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (int page : {5, 8, 16, 24, 32, 256}) {
-        const bool sampled = (dtype == DType::bf16 && (page == 16 || page == 24)) ||
-                             (dtype == DType::fp16 && page == 256);
+        // Head dims 64, 128 and 256: both dtypes and three page sizes; the others (one more
+        // column block, partly used, or a narrower V) bf16 on 16-key pages, to keep CI short.
+        const bool power_of_two =
+            (head_dim == 64 || head_dim == 128 || head_dim == 256) && v_head_dim == 0;
+        const bool sampled = power_of_two ? (dtype == DType::bf16 && (page == 16 || page == 24)) ||
+                                                (dtype == DType::fp16 && page == 256)
+                                          : dtype == DType::bf16 && page == 16;
         if (!exhaustive && !sampled) continue;
         batches.push_back(prefill_batch(12, 4, head_dim, page, dtype, KvLayout::nhd, v_head_dim));
         const Batch& batch = batches.back();
