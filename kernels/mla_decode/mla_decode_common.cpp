@@ -48,4 +48,8 @@ void add_mla_decode_variants(Registry& registry) {
   registry.add(make_mla_decode_cpu_reference());
 }
 
+int64_t mla_rows_of(const Batch& batch, int s) {
+  return batch.query_lens[size_t(s)] * batch.spec.model.num_q_heads;
+}
+
 }  // namespace attn

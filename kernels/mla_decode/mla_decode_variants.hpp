@@ -55,4 +55,7 @@ Support mla_decode_supports_batch(const Batch& batch);
 // + qk_rope_head_dim) for the score and 2 * kv_lora_rank for the output.
 Work mla_decode_work(const Batch& batch);
 
+// Rows a CUDA variant computes for sequence s: its query tokens x q heads.
+int64_t mla_rows_of(const Batch& batch, int s);
+
 }  // namespace attn

@@ -65,11 +65,6 @@ const ConfigAxes& axes() {
   return kAxes;
 }
 
-// Rows of one sequence: its query tokens x q heads.
-int64_t rows_of(const Batch& batch, int s) {
-  return batch.query_lens[size_t(s)] * batch.spec.model.num_q_heads;
-}
-
 class MlaSm80MmaVariant : public Variant {
  public:
   std::string name() const override { return "mla_decode.sm80_mma"; }
@@ -102,7 +97,7 @@ class MlaSm80MmaVariant : public Variant {
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     KernelConfig config = axes().defaults();
     int64_t rows = 0;
-    for (int s = 0; s < batch.num_seqs; ++s) rows = std::max(rows, rows_of(batch, s));
+    for (int s = 0; s < batch.num_seqs; ++s) rows = std::max(rows, mla_rows_of(batch, s));
     if (rows >= 32) {
       config.set("m_tiles", 2);
       config.set("block_tokens", 64);
@@ -187,7 +182,7 @@ class MlaSm80MmaVariant : public Variant {
     int max_row_tiles = 1;
     int64_t max_rows = 0;
     for (int s = 0; s < batch.num_seqs; ++s) {
-      const int64_t rows = rows_of(batch, s);
+      const int64_t rows = mla_rows_of(batch, s);
       row_tiles[size_t(s)] = int((rows + rows_per_cta - 1) / rows_per_cta);
       max_row_tiles = std::max(max_row_tiles, row_tiles[size_t(s)]);
       max_rows = std::max(max_rows, rows);

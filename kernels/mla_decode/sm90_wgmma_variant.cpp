@@ -57,11 +57,6 @@ const ConfigAxes& axes() {
   return kAxes;
 }
 
-// Rows of one sequence: its query tokens x q heads.
-int64_t rows_of(const Batch& batch, int s) {
-  return batch.query_lens[size_t(s)] * batch.spec.model.num_q_heads;
-}
-
 class MlaSm90WgmmaVariant : public Variant {
  public:
   std::string name() const override { return "mla_decode.sm90_wgmma"; }
@@ -163,7 +158,7 @@ class MlaSm90WgmmaVariant : public Variant {
     int max_row_tiles = 1;
     int64_t max_rows = 0;
     for (int s = 0; s < batch.num_seqs; ++s) {
-      const int64_t rows = rows_of(batch, s);
+      const int64_t rows = mla_rows_of(batch, s);
       row_tiles[size_t(s)] = int((rows + traits::kRows - 1) / traits::kRows);
       max_row_tiles = std::max(max_row_tiles, row_tiles[size_t(s)]);
       max_rows = std::max(max_rows, rows);
