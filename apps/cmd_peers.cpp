@@ -439,7 +439,8 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
       "peers",
       "Run other libraries' attention (torch SDPA, FlexAttention, FlashInfer) and our variants on "
       "the same batch, verified and timed alike, into one run (docs/peers.md)");
-  cmd->add_option("workload", args->workload, "workload.json or a preset name (a file wins)");
+  cmd->add_option("workload", args->workload,
+                  "workload.json, a preset name or SUITE#WORKLOAD (a file wins)");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--peers", args->peers,
                   "comma-separated globs over peer names, e.g. 'peer.torch.*' (default: all)");

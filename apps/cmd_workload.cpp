@@ -80,7 +80,8 @@ void dump(const WorkloadArgs& args) {
 CLI::App* add_action(CLI::App* parent, const std::string& name, const std::string& help,
                      const std::shared_ptr<WorkloadArgs>& args) {
   CLI::App* cmd = parent->add_subcommand(name, help);
-  cmd->add_option("workload", args->workload, "workload.json or a preset name (a file wins)")
+  cmd->add_option("workload", args->workload,
+                  "workload.json, a preset name or SUITE#WORKLOAD (a file wins)")
       ->required();
   add_max_host_memory_flag(cmd, args->max_host_memory);
   return cmd;
