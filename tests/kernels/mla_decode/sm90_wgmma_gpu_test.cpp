@@ -16,6 +16,7 @@
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
+#include "tests/kernels/mla_decode/random_latent_spec.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
 
@@ -43,24 +44,7 @@ nlohmann::json random_sm90_latent_spec(std::mt19937_64& rng) {
   shape.page_size = pick(rng, std::vector<int>{8, 16, 16, 48, 64, 64, 128, 256});
   shape.causal = std::bernoulli_distribution(0.8)(rng);
   shape.allocation = pick(rng, std::vector<std::string>{"shuffled", "sequential", "fragmented"});
-  const int max_query = pick(rng, std::vector<int>{1, 1, 2, 4});
-  const double width = shape.kv_lora_rank + shape.qk_rope_head_dim;
-  const int64_t key_budget = int64_t(6e7 / (width * shape.q_heads * max_query));
-  const int seqs = std::uniform_int_distribution<int>(1, 12)(rng);
-  shape.sequences.clear();
-  for (int s = 0; s < seqs; ++s) {
-    int64_t context = pick(rng, std::vector<int64_t>{0, 1, 2, 31, 32, 63, 64, 65});
-    if (std::bernoulli_distribution(0.6)(rng)) {
-      context =
-          std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(1, key_budget / seqs))(rng);
-    }
-    const int64_t query = std::uniform_int_distribution<int64_t>(1, max_query)(rng);
-    shape.sequences.push_back({context, query});
-  }
-  nlohmann::json spec = testing::latent_workload_json(shape);
-  if (std::bernoulli_distribution(0.3)(rng)) spec["model"]["dtype"] = "fp16";
-  spec["seed"] = std::uniform_int_distribution<int>(1, 1 << 30)(rng);
-  return spec;
+  return testing::latent_spec_with_random_lengths(rng, shape, {0, 1, 2, 31, 32, 63, 64, 65});
 }
 
 TEST(MlaSm90WgmmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
