@@ -117,6 +117,47 @@ __device__ __forceinline__ uint4 e4m3x8_to_16bit(const uint2& codes) {
   return make_uint4(f16[0], f16[1], f16[2], f16[3]);
 }
 
+// Eight fp8 e4m3 codes as eight bf16 values (a uint4, element order kept), exactly, with integer
+// instructions and one bf16x2 multiply per pair (sm_90: the producer warps of the Hopper kernels
+// convert whole K/V tiles and must stay off the conversion unit, which e4m3x8_to_16bit's
+// e4m3 -> f16 -> f32 -> bf16 path takes four times per pair): each code's sign, exponent and
+// mantissa bits move into a bf16 whose exponent bias is 127 instead of 7 (the value times 2^-120,
+// subnormal codes becoming bf16 subnormals), and fma.rn.bf16x2 by 2^120 (+ -0) scales it back.
+__device__ __forceinline__ uint4 e4m3x8_to_bf16_rebiased(const uint2& codes) {
+  const unsigned int words[2] = {codes.x, codes.y};
+  const unsigned int two_pow_120 = 0x7b807b80u;  // bf16x2 {2^120, 2^120}
+  const unsigned int minus_zero = 0x80008000u;
+  unsigned int out[4];
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const unsigned int x = words[w];
+    const unsigned int odd = (x & 0x80008000u) | ((x >> 4) & 0x07f007f0u);          // bytes 1, 3
+    const unsigned int even = ((x << 8) & 0x80008000u) | ((x << 4) & 0x07f007f0u);  // bytes 0, 2
+    const unsigned int pairs[2] = {__byte_perm(even, odd, 0x5410), __byte_perm(even, odd, 0x7632)};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;\n"
+          : "=r"(out[2 * w + i])
+          : "r"(pairs[i]), "r"(two_pow_120), "r"(minus_zero));
+    }
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// Sixteen fp8 e4m3 codes (a uint4) as sixteen 16-bit values of DTYPE in two uint4 (lo: codes
+// 0..7), exactly, for sm_90's producer warps: bf16 by e4m3x8_to_bf16_rebiased, fp16 by the
+// hardware's e4m3x2 -> f16x2 conversion.
+template <int DTYPE>
+__device__ __forceinline__ void e4m3x16_to_16bit_sm90(const uint4& codes, uint4& lo, uint4& hi) {
+  if constexpr (DTYPE == kDTypeBf16) {
+    lo = e4m3x8_to_bf16_rebiased(make_uint2(codes.x, codes.y));
+    hi = e4m3x8_to_bf16_rebiased(make_uint2(codes.z, codes.w));
+  } else {
+    lo = e4m3x8_to_16bit<DTYPE>(make_uint2(codes.x, codes.y));
+    hi = e4m3x8_to_16bit<DTYPE>(make_uint2(codes.z, codes.w));
+  }
+}
+
 // 16-byte load through the read-only path: K/V pages are never written during attention.
 __device__ __forceinline__ uint4 load_16B_readonly(const void* address) {
   return __ldg(static_cast<const uint4*>(address));

@@ -19,14 +19,28 @@ using sm90_attention::kOk;
 // warpgroup arrives on once it has zeroed the V rows of the last context tile past the context's
 // end), and the item slots; two Q buffers wherever they fit in shared memory, else one.
 constexpr int kOwnBarriers = 1;  // v_zeroed
+// An fp8 cache's tiles come through a staging buffer: the producer warpgroup copies a tile's fp8
+// codes there with cp.async (kFp8StagingSlots K or V tiles in flight, half a 16-bit tile each),
+// then converts them into the stage's 16-bit tile. Counted with the kernel's own 8-byte words.
+constexpr int kFp8StagingSlots = 2;
+ATTN_HOST_DEVICE constexpr int fp8_staging_bytes(int head_dim, int tile_n) {
+  return kFp8StagingSlots * tile_n * head_dim;
+}
+ATTN_HOST_DEVICE constexpr int own_words(int head_dim, int tile_n, bool kv_fp8) {
+  return kOwnBarriers + (kv_fp8 ? fp8_staging_bytes(head_dim, tile_n) / 8 : 0);
+}
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, kOwnBarriers);
 }
-ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, kOwnBarriers);
+ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
+                                         bool kv_fp8 = false) {
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages,
+                                    own_words(head_dim, tile_n, kv_fp8));
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
-  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, kOwnBarriers);
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
+                                            bool kv_fp8 = false) {
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages,
+                                       own_words(head_dim, tile_n, kv_fp8));
 }
 
 // setmaxnreg of the producer and consumer warpgroups: the persistent split
@@ -88,14 +102,17 @@ enum Rule : int {
 
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
-                                     int consumers, int page_size = 0, int group = 0) {
-  const int tiles = sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
-                                                shared_bytes(head_dim, tile_m, tile_n, stages));
+                                     int consumers, int page_size = 0, int group = 0,
+                                     bool kv_fp8 = false) {
+  const int tiles =
+      sm90_attention::check_tiles(head_dim, tile_m, tile_n, stages, consumers,
+                                  shared_bytes(head_dim, tile_m, tile_n, stages, kv_fp8));
   if (tiles != sm90_attention::kOk) return tiles;
-  if (page_size != 0) {
-    // A TMA box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses
-    // a page: keys of one box are contiguous in the pool. Copied pages (fewer keys than
-    // kCopiedPageTokens that no box tiles) are looked up key by key: any size.
+  if (page_size != 0 && !kv_fp8) {
+    // (An fp8 cache's tiles are copied key by key: any page size.) A TMA box is 8-row aligned in
+    // shared memory (the 128-byte swizzle's atom) and never crosses a page: keys of one box are
+    // contiguous in the pool. Copied pages (fewer keys than kCopiedPageTokens that no box tiles)
+    // are looked up key by key: any size.
     const int box = box_tokens(page_size, tile_n);
     if (!copies_context(box, tile_n) && (!tma_tiles_page(box, tile_n) || page_size % box != 0))
       return kPageSize;

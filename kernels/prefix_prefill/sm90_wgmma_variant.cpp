@@ -1,7 +1,8 @@
 // Host side of prefix_prefill.sm90_wgmma (device code: sm90_wgmma.cuh, rules:
 // sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.sm80_mma,
 // plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
-// tokens, and the pools' strides for the cp.async path (smaller pages).
+// tokens, and the pools' strides for the cp.async path (smaller pages, and every tile of an fp8
+// cache, whose codes the producer warpgroup converts).
 #include <algorithm>
 
 #include "kernels/common/sm90_attention_rules.hpp"
@@ -19,6 +20,10 @@ namespace {
 
 const char* const kAxes[] = {"tile_m", "tile_n", "stages", "consumers"};
 
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+
 struct Sm90Config {
   int tile_m, tile_n, stages, consumers;
   explicit Sm90Config(const KernelConfig& c)
@@ -26,13 +31,14 @@ struct Sm90Config {
         tile_n(int(c.get("tile_n"))),
         stages(int(c.get("stages"))),
         consumers(int(c.get("consumers"))) {}
-  int shared_bytes(int head_dim) const {
-    return prefix_prefill::sm90_wgmma::shared_bytes(head_dim, tile_m, tile_n, stages);
+  int shared_bytes(const Batch& batch) const {
+    return prefix_prefill::sm90_wgmma::shared_bytes(batch.spec.model.head_dim, tile_m, tile_n,
+                                                    stages, kv_fp8(batch));
   }
   int check(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::check(batch.spec.model.head_dim, tile_m, tile_n, stages,
                                              consumers, int(batch.page_size),
-                                             batch.spec.group_size());
+                                             batch.spec.group_size(), kv_fp8(batch));
   }
 };
 
@@ -43,8 +49,8 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
 
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
-  const std::string tiles = sm90_attention::describe_tile_rule(
-      rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(head_dim));
+  const std::string tiles = sm90_attention::describe_tile_rule(rule, head_dim, c.tile_n,
+                                                               c.consumers, c.shared_bytes(batch));
   if (!tiles.empty()) return tiles;
   switch (rule) {
     case prefix_prefill::sm90_wgmma::kPageSize:
@@ -71,15 +77,13 @@ class Sm90WgmmaVariant : public Variant {
            "under 64 keys) + mbarriers, wgmma, producer/consumer warpgroups, GQA rows packed";
   }
 
-  // prefix_prefill.sm80_mma's features less three: the window (this kernel masks causally and at
-  // the context's end only), fp8 K/V (its TMA boxes and wgmma are 16-bit) and the vllm layout (its
-  // x-packed K and dims-major V have no TMA page box here). prefix_prefill.sm80_mma runs all three.
+  // prefix_prefill.sm80_mma's features less two: the window (this kernel masks causally and at
+  // the context's end only) and the vllm layout (its x-packed K and dims-major V have no TMA page
+  // box here). prefix_prefill.sm80_mma runs both. fp8 K/V: the producer warpgroup converts.
   FeatureSet features() const override {
     return prefix_prefill_features()
         .without(feature::kSlidingWindow)
         .note(feature::kSlidingWindow, "prefix_prefill.sm80_mma runs windows")
-        .without(feature::kKvDtype)
-        .note(feature::kKvDtype, "prefix_prefill.sm80_mma reads fp8 caches")
         .with(feature::kKvLayout, {"nhd", "hnd"})
         .note(feature::kKvLayout, "prefix_prefill.sm80_mma reads the vllm layout");
   }
@@ -110,7 +114,7 @@ class Sm90WgmmaVariant : public Variant {
       const Sm90Config c(config);
       if (c.check(batch) == sm90_attention::kOk &&
           (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(head_dim) <= target.max_shared_per_block)) {
+           c.shared_bytes(batch) <= target.max_shared_per_block)) {
         return config;
       }
     }
@@ -130,8 +134,7 @@ class Sm90WgmmaVariant : public Variant {
     const Sm90Config c(config);
     const int rule = c.check(batch);
     if (rule != sm90_attention::kOk) return Support::no(describe_rule(rule, c, batch));
-    const int head_dim = batch.spec.model.head_dim;
-    return supports_shared_bytes(c.shared_bytes(head_dim), target);
+    return supports_shared_bytes(c.shared_bytes(batch), target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
@@ -141,7 +144,8 @@ class Sm90WgmmaVariant : public Variant {
     program.name =
         full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
         to_string(batch.spec.model.dtype) + ".box" +
-        std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n));
+        std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
+        (kv_fp8(batch) ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
     program.arch = target.arch;
@@ -159,7 +163,7 @@ class Sm90WgmmaVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
     CUfunction gather = context.loader->function(program, "attn::prefix_prefill_gather");
-    const int smem = c.shared_bytes(m.head_dim);
+    const int smem = c.shared_bytes(batch);
     allow_dynamic_shared_memory(context, attention, smem);
 
     const int group = batch.spec.group_size();
@@ -190,19 +194,32 @@ class Sm90WgmmaVariant : public Variant {
     }
     const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-    if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n)) {
+    const bool fp8 = kv_fp8(batch);
+    if (!fp8 && !prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n)) {
       p.k_map = paged_pool_interleaved_tensor_map(context, batch, problem.k_pool(), box_tokens);
       p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens);
     }
     p.hnd = hnd ? 1 : 0;
-    // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp).
+    // The pools as the cp.async path reads them (elements, which an fp8 cache's are bytes; NHD or
+    // HND, launch_inputs.hpp).
     p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
     p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
     p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
     p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
     const uint64_t kv_columns = uint64_t(m.num_kv_heads) * uint64_t(m.head_dim);
-    {
+    if (fp8) {
+      // The producer warpgroup copies the gathered codes too, and dequantises with the scales.
+      p.k_new = static_cast<const unsigned char*>(fresh.k_new);
+      p.v_new = static_cast<const unsigned char*>(fresh.v_new);
+      p.new_rows = int(fresh.new_rows);
+      auto per_head = [&](const std::vector<float>& scales) {
+        const std::vector<float> out = scales_per_kv_head(scales, m.num_kv_heads);
+        return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    } else {
       // K_new and V_new as (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n
       // rows of one kv head's every column block, landing interleaved as the context's tiles.
       const uint64_t dims[4] = {64, 8, kv_columns / 64, uint64_t(fresh.new_rows) / 8};
@@ -252,7 +269,7 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.consumers) + ", " +
            std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
-           ">";
+           (kv_fp8(batch) ? ", true" : "") + ">";
   }
 };
 
