@@ -34,10 +34,11 @@ class FlashFwdVariant : public Variant {
 
 // What the CUDA flash_fwd variants implement: prefill and mixed batches (a decode batch, one
 // token per sequence, belongs to paged_decode), causal or non-causal dense masks, shared
-// prefixes, NHD and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype,
+// prefixes, NHD and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype or
+// fp8 e4m3 with per-tensor or per-head scales (gathered as codes, dequantised by the kernels),
 // head dims 64, 128 and 256 (flash_fwd.sm80_mma adds 80, 96, 192 and a narrower V), pages of 1
 // to 256 tokens. The family does not define sliding windows, soft-caps, sinks, block-sparse or
-// explicit masks, or a quantised KV cache.
+// explicit masks.
 FeatureSet flash_fwd_features();
 
 // minimum_work over K/V gathered per sequence: Q, the visible K and V rows once per kv head

@@ -134,7 +134,11 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
            "warpgroups with setmaxnreg, softmax overlapped with P.V";
   }
 
-  FeatureSet features() const override { return flash_fwd_features(); }
+  FeatureSet features() const override {
+    return flash_fwd_features()
+        .without(feature::kKvDtype)
+        .note(feature::kKvDtype, "flash_fwd.sm80_mma reads fp8 caches");
+  }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
     return sm90_attention::tile_axes("query rows", {64, 80, 128, 176, 192},

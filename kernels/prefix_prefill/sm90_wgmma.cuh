@@ -70,7 +70,7 @@
 //   tokens, goes through the producer warpgroup: each thread copies its 16-byte chunks of the
 //   tile's codes with cp.async into a staging buffer (kFp8StagingSlots parts, a part being one
 //   tile's K or V), and while the next part's copies fly it converts its chunks of the landed part
-//   into the stage's swizzled 16-bit tile (e4m3x16_to_16bit_sm90: integer instructions and one
+//   into the stage's swizzled 16-bit tile (e4m3x16_to_16bit: integer instructions and one
 //   bf16x2 multiply per pair, exact) and publishes it as the copy path does. The thread that copies
 //   a chunk converts it, so no barrier orders the copy and the read. Keys past the context (or past
 //   the new tokens) are zero-filled by the copy, as on the copy path. The codes are dequantised
@@ -175,7 +175,7 @@ __device__ __forceinline__ void convert_fp8_part(unsigned char* tile, const unsi
   for (int u = tid; u < UNITS; u += 128) {
     const uint4 codes = *reinterpret_cast<const uint4*>(staging + u * 16);
     uint4 lo, hi;
-    e4m3x16_to_16bit_sm90<DTYPE>(codes, lo, hi);
+    e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
     const int row = u / CHUNKS, chunk = 2 * (u % CHUNKS);
     *reinterpret_cast<uint4*>(tile + interleaved_chunk_offset(row, chunk, HEAD_DIM)) = lo;
     *reinterpret_cast<uint4*>(tile + interleaved_chunk_offset(row, chunk + 1, HEAD_DIM)) = hi;
@@ -286,8 +286,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     // every consumer warp released tile g - STAGES (a fresh empty barrier passes parity 1), so
     // the next item's first tiles load while the consumers finish the current one. Every producer
     // thread that writes or arrives waits for that first.
-    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(CONSUMERS,
-                                                                        WARPGROUP_LOADS)>();
+    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(CONSUMERS, WARPGROUP_LOADS,
+                                                                        KV_FP8)>();
     if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int next = blockIdx.x;  // thread 0: the item it announces next

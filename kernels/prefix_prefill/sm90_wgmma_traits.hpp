@@ -47,7 +47,12 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // (sm90_persistent::producer_registers), and with two consumers the cp.async copy of small pages
 // needs 8 more in the producer (at 40 it spilled 8 bytes): 128 x 48 + 256 x 224. ptxas reports
 // no spill.
-ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false) {
+// An fp8 cache's producer converts whole tiles: with two consumers it takes what the CTA's 384 x
+// 168 registers leave beside 256 x 224 (56), with one consumer 96 (at 48 and 56 ptxas spilled 16
+// to 56 bytes in it).
+ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false,
+                                                  bool kv_fp8 = false) {
+  if (kv_fp8) return consumers == 2 ? 56 : 96;
   return sm90_persistent::producer_registers(consumers) + (consumers == 2 && copies ? 8 : 0);
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {

@@ -46,12 +46,18 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_TRUE(holds(decode->gpu_variants, "paged_decode.sm80_simt"));
   EXPECT_TRUE(holds(decode->gpu_variants, "paged_decode.sm90_tma"));
   EXPECT_EQ(decode->cpu_variants, std::vector<std::string>{"paged_decode.cpu_reference"});
-  // prefix_prefill.sm90_wgmma reads no fp8 cache; sm80_mma does.
+  // Both prefix_prefill tensor-core variants read fp8 caches; in flash_fwd only sm80_mma does.
   const CoverageCell* fp8 =
       find_cell(matrix, Family::prefix_prefill, "128", "fp8_e4m3", "HND", "other");
   ASSERT_NE(fp8, nullptr);
   EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm80_mma"));
-  EXPECT_FALSE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
+  EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
+  const CoverageCell* dense_fp8 =
+      find_cell(matrix, Family::flash_fwd, "128", "fp8_e4m3", "NHD", "16");
+  ASSERT_NE(dense_fp8, nullptr);
+  EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm80_mma"));
+  EXPECT_FALSE(holds(dense_fp8->gpu_variants, "flash_fwd.sm90_wgmma"));
+  EXPECT_EQ(dense_fp8->cpu_variants, std::vector<std::string>{"flash_fwd.cpu_reference"});
   // blocksparse declares no head dim 256; blocksparse.sm80_mma takes 192.
   const CoverageCell* d192 = find_cell(matrix, Family::blocksparse, "192", "fp16", "HND", "1");
   ASSERT_NE(d192, nullptr);
