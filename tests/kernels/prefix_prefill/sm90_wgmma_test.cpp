@@ -31,7 +31,8 @@ Target hopper() {
 }
 
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
-                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd) {
+                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd,
+                    bool kv_fp8 = false) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
@@ -39,7 +40,12 @@ Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
   shape.page_size = page_size;
   shape.dtype = dtype;
   shape.layout = layout;
-  return generate_batch(testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test"));
+  WorkloadSpec spec = testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test");
+  if (kv_fp8) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale = KvScaleGranularity::per_head;
+  }
+  return generate_batch(spec);
 }
 
 KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
@@ -332,8 +338,9 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
 
 // NVRTC compiles every config the traits accept for every head dim, with pages of 16 keys (bf16,
 // TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles them) and boxes of a
-// whole key tile (fp16, page 256); ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every
-// page for both dtypes. ptxas reports no spills,
+// whole key tile (fp16, page 256), and over an fp8 cache (bf16 with pages of 16, fp16 with pages
+// of 5: every tile copied and converted by the producer warpgroup); ATTN_TEST_EXHAUSTIVE=1 adds
+// pages of 5, 8 and 32 keys and every page for both dtypes. ptxas reports no spills,
 // no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const fs::path dir =
@@ -352,24 +359,28 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
-  batches.reserve(36);
+  batches.reserve(72);
   for (int head_dim : {64, 128, 256}) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (int page : {5, 8, 16, 24, 32, 256}) {
-        const bool sampled = (dtype == DType::bf16 && (page == 16 || page == 24)) ||
-                             (dtype == DType::fp16 && page == 256);
-        if (!exhaustive && !sampled) continue;
-        batches.push_back(prefill_batch(12, 4, head_dim, page, dtype));
-        const Batch& batch = batches.back();
-        int accepted = 0;
-        for (const KernelConfig& config : space_configs(variant, batch)) {
-          if (!variant.check(batch, config, target)) continue;
-          ++accepted;
-          JitProgram program = variant.programs(batch, config, target).front();
-          program.options.push_back("--ptxas-options=-v");
-          jobs.push_back({program.name, jit.compile_async(program)});
+        for (bool fp8 : {false, true}) {
+          const bool sampled =
+              fp8 ? (dtype == DType::bf16 && page == 16) || (dtype == DType::fp16 && page == 5)
+                  : (dtype == DType::bf16 && (page == 16 || page == 24)) ||
+                        (dtype == DType::fp16 && page == 256);
+          if (!exhaustive && !sampled) continue;
+          batches.push_back(prefill_batch(12, 4, head_dim, page, dtype, KvLayout::nhd, fp8));
+          const Batch& batch = batches.back();
+          int accepted = 0;
+          for (const KernelConfig& config : space_configs(variant, batch)) {
+            if (!variant.check(batch, config, target)) continue;
+            ++accepted;
+            JitProgram program = variant.programs(batch, config, target).front();
+            program.options.push_back("--ptxas-options=-v");
+            jobs.push_back({program.name, jit.compile_async(program)});
+          }
+          EXPECT_GT(accepted, 0);
         }
-        EXPECT_GT(accepted, 0);
       }
     }
   }
