@@ -47,9 +47,9 @@ FeatureSet flash_fwd_features();
 Work flash_fwd_work(const Batch& batch);
 
 // Limits of the kernels that read K/V gathered into contiguous buffers by flash_fwd_gather_kv
-// (flash_fwd.sm80_mma, blocksparse.sm80_mma; their features hold NHD or HND pools and bf16/fp16
-// only): a positive softmax scale, and offsets within a sequence and token counts that fit the
-// kernels' 32-bit arithmetic.
+// (flash_fwd.sm80_mma, blocksparse.sm80_mma; their features hold NHD or HND pools, bf16/fp16,
+// and for flash_fwd.sm80_mma fp8 codes): a positive softmax scale, and offsets within a sequence
+// and token counts that fit the kernels' 32-bit arithmetic.
 Support gathered_kv_supports(const Batch& batch);
 
 // Where a sequence's query tiles of tile_m rows start: at its first row (tile m holds rows
