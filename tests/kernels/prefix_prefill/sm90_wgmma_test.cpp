@@ -386,15 +386,22 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   EXPECT_EQ(a.kernels[1], "attn::prefix_prefill_gather");
   EXPECT_NE(a.name, b.name);
   EXPECT_EQ(a.arch, "sm_90a");
+  // V's width follows the head dim and an fp8 cache comes last, in the name too.
+  const Batch fp8_narrow_v =
+      prefill_batch(8, 2, 192, 16, DType::bf16, KvLayout::nhd, 128, /*kv_fp8=*/true);
+  const JitProgram c = variant.programs(fp8_narrow_v, make_config(64, 64, 2, 1), hopper()).front();
+  EXPECT_EQ(c.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, true>");
+  EXPECT_NE(c.name.find(".d192.dv128.bf16.box16.kv_fp8"), std::string::npos) << c.name;
 }
 
-// NVRTC compiles every config the traits accept for every head dim (80, 96, 192 and 192 with a V
-// of 128 too), with pages of 16 keys (bf16,
-// TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles them) and boxes of a
-// whole key tile (fp16, page 256), and over an fp8 cache (bf16 with pages of 16, fp16 with pages
-// of 5: every tile copied and converted by the producer warpgroup); ATTN_TEST_EXHAUSTIVE=1 adds
-// pages of 5, 8 and 32 keys and every page for both dtypes. ptxas reports no spills,
-// no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints ptxas' report.
+// NVRTC compiles every config the traits accept for every head dim: at 64, 128 and 256 with pages
+// of 16 keys (bf16, TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles
+// them) and boxes of a whole key tile (fp16, page 256), and over an fp8 cache (bf16 with pages of
+// 16, fp16 with pages of 5: every tile copied and converted by the producer warpgroup); at 80, 96,
+// 192 and 192 with a V of 128, bf16 on pages of 16 keys, over a 16-bit and an fp8 cache.
+// ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every page for both dtypes.
+// ptxas reports no spills, no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints
+// ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const fs::path dir =
       fs::temp_directory_path() /
