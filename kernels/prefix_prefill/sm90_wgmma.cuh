@@ -75,14 +75,16 @@
 // - An fp8 cache (KV_FP8): wgmma's operands stay 16-bit, so every K and V tile, context or new
 //   tokens, goes through the producer warpgroup: each thread copies its 16-byte chunks of the
 //   tile's codes with cp.async into a staging buffer (kFp8StagingSlots parts, a part being one
-//   tile's K or V), and while the next part's copies fly it converts its chunks of the landed part
-//   into the stage's swizzled 16-bit tile (e4m3x16_to_16bit: integer instructions and one
-//   bf16x2 multiply per pair, exact) and publishes it as the copy path does. The thread that copies
-//   a chunk converts it, so no barrier orders the copy and the read. Keys past the context (or past
-//   the new tokens) are zero-filled by the copy, as on the copy path. The codes are dequantised
-//   without their scale: K's scale multiplies the item's score scale (items are one kv head, so a
-//   per-head scale is one number per item) and V's the output's normaliser. The consumers run as
-//   for a 16-bit cache; the producer reads half the bytes.
+//   tile's K or V, V's rows V_HEAD_DIM codes), and while the next part's copies fly it converts
+//   its chunks of the landed part into the stage's swizzled 16-bit tile, laid out as the head
+//   dim's tiles are (interleaved, or column-block-major at 80 and 96), with e4m3x16_to_16bit
+//   (integer instructions and one bf16x2 multiply per pair, exact), and publishes it as the copy
+//   path does. The thread that copies a chunk converts it, so no barrier orders the copy and the
+//   read. Keys past the context (or past the new tokens) are zero-filled by the copy, as on the
+//   copy path. The codes are dequantised without their scale: K's scale multiplies the item's
+//   score scale (items are one kv head, so a per-head scale is one number per item) and V's the
+//   output's normaliser. The consumers run as for a 16-bit cache; the producer reads half the
+//   bytes.
 //
 // Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
 // stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
