@@ -117,6 +117,54 @@ __device__ __forceinline__ uint4 e4m3x8_to_16bit(const uint2& codes) {
   return make_uint4(f16[0], f16[1], f16[2], f16[3]);
 }
 
+// Eight fp8 e4m3 codes as eight 16-bit values of DTYPE (a uint4, element order kept), exactly,
+// with integer instructions and one 16-bit multiply-add per pair (sm_80 and newer). For the
+// kernels that convert whole K/V tiles (the Hopper producer warps, flash_fwd.sm80_mma): they stay
+// off the conversion unit, which e4m3x8_to_16bit's e4m3 -> f16 -> f32 -> bf16 path takes four
+// times per pair. Each code's sign, exponent and mantissa bits move into a 16-bit value whose
+// exponent bias is larger (bf16: 127 instead of 7, the value times 2^-120; fp16: 15, times 2^-8;
+// subnormal codes becoming subnormals), and fma.rn by 2^120 or 2^8 (+ -0) scales it back.
+template <int DTYPE>
+__device__ __forceinline__ uint4 e4m3x8_to_16bit_rebiased(const uint2& codes) {
+  constexpr bool kBf16 = DTYPE == kDTypeBf16;
+  // A code's 7 exponent and mantissa bits land at bit 4 of its half (bf16: 8 exponent bits over
+  // 7 of mantissa) or bit 7 (fp16: 5 over 10).
+  constexpr int kShift = kBf16 ? 4 : 7;
+  constexpr unsigned int kMask = kBf16 ? 0x07f007f0u : 0x3f803f80u;
+  const unsigned int scale = kBf16 ? 0x7b807b80u : 0x5c005c00u;  // {2^120, 2^120}, {2^8, 2^8}
+  const unsigned int minus_zero = 0x80008000u;
+  const unsigned int words[2] = {codes.x, codes.y};
+  unsigned int out[4];
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const unsigned int x = words[w];
+    const unsigned int odd = (x & 0x80008000u) | ((x >> (8 - kShift)) & kMask);    // bytes 1, 3
+    const unsigned int even = ((x << 8) & 0x80008000u) | ((x << kShift) & kMask);  // bytes 0, 2
+    const unsigned int pairs[2] = {__byte_perm(even, odd, 0x5410), __byte_perm(even, odd, 0x7632)};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      if constexpr (kBf16) {
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;\n"
+            : "=r"(out[2 * w + i])
+            : "r"(pairs[i]), "r"(scale), "r"(minus_zero));
+      } else {
+        asm("fma.rn.f16x2 %0, %1, %2, %3;\n"
+            : "=r"(out[2 * w + i])
+            : "r"(pairs[i]), "r"(scale), "r"(minus_zero));
+      }
+    }
+  }
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// Sixteen fp8 e4m3 codes (a uint4) as sixteen 16-bit values of DTYPE in two uint4 (lo: codes
+// 0..7), exactly (e4m3x8_to_16bit_rebiased).
+template <int DTYPE>
+__device__ __forceinline__ void e4m3x16_to_16bit(const uint4& codes, uint4& lo, uint4& hi) {
+  lo = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.x, codes.y));
+  hi = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.z, codes.w));
+}
+
 // 16-byte load through the read-only path: K/V pages are never written during attention.
 __device__ __forceinline__ uint4 load_16B_readonly(const void* address) {
   return __ldg(static_cast<const uint4*>(address));

@@ -39,6 +39,14 @@
 //   that the family says can hold one), and a warp skips the products of a tile none of its rows
 //   can see.
 //
+// - KV_FP8 (flash_fwd.sm80_mma over an fp8 cache): K and V are fp8 e4m3 codes ([total_kv,
+//   num_kv_heads, head_dim] bytes), times the kv head's scale (Params' k_scale and v_scale, per kv
+//   head). The stages hold the codes as copied (plain rows, half the bytes); once tile n has landed
+//   every thread converts its share into one 16-bit K and V tile laid out as the stages of a 16-bit
+//   cache are (exact: every e4m3 value is a bf16 and an fp16), and a second barrier publishes it,
+//   while the copies of the tiles after it fly. K's scale folds into the logit scale, V's into the
+//   output's normaliser. The split pipeline (STAGES 1) has no fp8 form.
+//
 // The kernels' shapes, shared memory and register model: kernels/common/sm80_attention_traits.hpp.
 #pragma once
 
@@ -50,6 +58,23 @@
 
 namespace attn {
 namespace sm80_attention {
+
+// KV_FP8: a tile of fp8 codes (plain rows of W codes, as copied) into a 16-bit tile of DTYPE laid
+// out as the loop's K or V buffers (rows of row_elements(W), chunks swizzled where W is), by the
+// CTA's threads, 16 codes a thread at a time.
+template <int DTYPE, int W, int TILE_N, int THREADS>
+__device__ __forceinline__ void convert_fp8_tile(const unsigned char* codes, unsigned short* tile,
+                                                 int tid) {
+  constexpr int CHUNKS = W / 16;  // 16-code units of a row
+  constexpr int R = row_elements(W);
+  for (int u = tid; u < TILE_N * CHUNKS; u += THREADS) {
+    const int r = u / CHUNKS, c = 2 * (u % CHUNKS);  // row, its first 8-element chunk
+    uint4 lo, hi;
+    e4m3x16_to_16bit<DTYPE>(*reinterpret_cast<const uint4*>(codes + u * 16), lo, hi);
+    *reinterpret_cast<uint4*>(tile + r * R + swizzled_chunk(W, r, c) * 8) = lo;
+    *reinterpret_cast<uint4*>(tile + r * R + swizzled_chunk(W, r, c + 1) * 8) = hi;
+  }
+}
 
 // What a kernel of the loop decides, as its KeyTiles class (flash_fwd.sm80_mma's
 // flash_fwd::sm80_mma::DenseKeyTiles, blocksparse.sm80_mma's blocksparse::sm80_mma::KeyTiles):
@@ -81,7 +106,7 @@ namespace sm80_attention {
 // output is staged in Q's rows); P V and the accumulator run over it. Where it equals HEAD_DIM
 // the K and V copies share one pattern and one loop, as they always did.
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES,
-          bool CAUSAL, class KeyTiles, class Params>
+          bool CAUSAL, class KeyTiles, bool KV_FP8 = false, class Params>
 __device__ __forceinline__ void attend(const Params& p) {
   static_assert(V_HEAD_DIM <= HEAD_DIM && V_HEAD_DIM % 16 == 0 && HEAD_DIM % 16 == 0,
                 "V's rows are staged in Q's: at most head_dim, whole k16 steps");
@@ -101,17 +126,29 @@ __device__ __forceinline__ void attend(const Params& p) {
   constexpr int KV_TILE = TILE_N * ROW;                 // one K buffer, elements
   constexpr int STAGE_TILE = KV_TILE + TILE_N * V_ROW;  // one K and one V buffer
   constexpr bool SPLIT = STAGES == 1;                   // one K and one V buffer, loaded in turn
+  static_assert(!KV_FP8 || !SPLIT, "fp8 K/V: the stage pipeline (stages 2 to 4)");
+  // KV_FP8: one stage's codes, K [TILE_N][HEAD_DIM] then V [TILE_N][V_HEAD_DIM] bytes, in 16-bit
+  // units; the converted tile (one K and one V buffer) follows the stages.
+  constexpr int FP8_STAGE = TILE_N * (HEAD_DIM + V_HEAD_DIM) / 2;
   const float kNegInf = -__int_as_float(0x7f800000);
 
   // Q [TILE_M][ROW], then [STAGES][K [TILE_N][ROW], V [TILE_N][V_ROW]] (SPLIT: one K and one V
-  // buffer).
+  // buffer); KV_FP8: [STAGES][FP8_STAGE], then one K and one V buffer of 16-bit values.
   extern __shared__ __align__(16) unsigned short smem[];
   unsigned short* q_tile = smem;
   unsigned short* kv_tiles = smem + TILE_M * ROW;
+  unsigned short* converted = kv_tiles + STAGES * FP8_STAGE;  // KV_FP8 only
 
   // The CTA's tile (its first row: row0) of one sequence, and its q head.
   const int seq = p.tiles[2 * blockIdx.x], row0 = p.tiles[2 * blockIdx.x + 1] * TILE_M;
   const int q_head = blockIdx.y, kv_head = q_head / p.group;
+  // The logit scale, times an fp8 cache's K scale; V's multiplies the output.
+  float scale_log2 = p.scale_log2;
+  float out_scale = 1.0f;
+  if constexpr (KV_FP8) {
+    scale_log2 *= p.k_scale[kv_head];
+    out_scale = p.v_scale[kv_head];
+  }
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int q_begin = p.cu_seqlens_q[seq], q_len = p.cu_seqlens_q[seq + 1] - q_begin;
   const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
@@ -192,8 +229,41 @@ __device__ __forceinline__ void attend(const Params& p) {
                    sm80_attention::swizzled_chunk(V_HEAD_DIM, v_copy_row, tid % V_SLOTS) * 8;
   const int v_stride = SAME_V ? kv_stride : p.num_kv_heads * V_HEAD_DIM;
   const unsigned short* v_copy = v_src + v_copy_col;
+  // KV_FP8: the sequence's first code of this kv head (byte offsets are element offsets).
+  const unsigned char* k_codes =
+      static_cast<const unsigned char*>(p.k) + kv_begin * kv_row_stride + kv_head * HEAD_DIM;
+  const unsigned char* v_codes =
+      static_cast<const unsigned char*>(p.v) + kv_begin * v_row_stride + kv_head * V_HEAD_DIM;
   // Key tile n's K and/or V rows into stage `stage`'s buffers.
   auto load_tile = [&](int n, int stage, bool k, bool v) {
+    if constexpr (KV_FP8) {
+      // Plain rows of codes, 16 codes a copy; keys past the sequence zero-filled.
+      constexpr int K_UNITS = TILE_N * (HEAD_DIM / 16), V_UNITS = TILE_N * (V_HEAD_DIM / 16);
+      unsigned char* k_dst = reinterpret_cast<unsigned char*>(kv_tiles + stage * FP8_STAGE);
+      unsigned char* v_dst = k_dst + TILE_N * HEAD_DIM;
+      const int first = CONSECUTIVE ? n * TILE_N : tiles.key0(n);
+#pragma unroll
+      for (int i = 0; i < (K_UNITS + THREADS - 1) / THREADS; ++i) {
+        const int u = tid + i * THREADS;
+        if (K_UNITS % THREADS != 0 && u >= K_UNITS) break;
+        const int key = first + u / (HEAD_DIM / 16);
+        const bool valid = key < kv_len;
+        cp_async_16(k_dst + u * 16,
+                    k_codes + (valid ? key * kv_stride : 0) + (u % (HEAD_DIM / 16)) * 16, valid);
+      }
+#pragma unroll
+      for (int i = 0; i < (V_UNITS + THREADS - 1) / THREADS; ++i) {
+        const int u = tid + i * THREADS;
+        if (V_UNITS % THREADS != 0 && u >= V_UNITS) break;
+        const int key = first + u / (V_HEAD_DIM / 16);
+        const bool valid = key < kv_len;
+        const int v_key_stride = SAME_V ? kv_stride : p.num_kv_heads * V_HEAD_DIM;
+        cp_async_16(v_dst + u * 16,
+                    v_codes + (valid ? key * v_key_stride : 0) + (u % (V_HEAD_DIM / 16)) * 16,
+                    valid);
+      }
+      return;
+    }
     unsigned short* k_dst = kv_tiles + stage * STAGE_TILE;
     unsigned short* v_dst = k_dst + KV_TILE;
     // The tile's first key: from the family's walk once per tile (a load of the kept block's
@@ -345,12 +415,24 @@ __device__ __forceinline__ void attend(const Params& p) {
       if (n + STAGES - 1 < n_tiles) load_kv(n + STAGES - 1, (n + STAGES - 1) % STAGES);
       cp_async_commit();
     }
+    if constexpr (KV_FP8) {
+      // Tile n's codes into the 16-bit K and V buffers (every warp takes part, seeing the tile or
+      // not), published by a second barrier; the barrier above kept them until every warp was
+      // done with tile n - 1's.
+      const unsigned char* k_stage =
+          reinterpret_cast<const unsigned char*>(kv_tiles + (n % STAGES) * FP8_STAGE);
+      convert_fp8_tile<DTYPE, HEAD_DIM, TILE_N, THREADS>(k_stage, converted, tid);
+      convert_fp8_tile<DTYPE, V_HEAD_DIM, TILE_N, THREADS>(k_stage + TILE_N * HEAD_DIM,
+                                                           converted + KV_TILE, tid);
+      __syncthreads();
+    }
 
     const int key0 = CONSECUTIVE ? n * TILE_N : tiles.key0(n);
     // No row of this warp sees the tile: skip its products (SPLIT: not the barrier below).
     const bool sees = warp_has_rows && key0 < warp_keys_end;
     if (!SPLIT && !sees) continue;
-    const unsigned short* k_tile = kv_tiles + (SPLIT ? 0 : (n % STAGES) * STAGE_TILE);
+    const unsigned short* k_tile =
+        KV_FP8 ? converted : kv_tiles + (SPLIT ? 0 : (n % STAGES) * STAGE_TILE);
     const unsigned short* v_tile = k_tile + KV_TILE;
     // SPLIT, after S_n and its softmax: V_n visible to every warp, every warp done with K_n,
     // K_{n+1} on its way.
@@ -444,14 +526,14 @@ __device__ __forceinline__ void attend(const Params& p) {
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
         const float new_max = fmaxf(row_max[r], tile_max);
         // No visible key yet: a finite base, so that -inf - -inf never happens.
-        const float base = new_max == kNegInf ? 0.0f : new_max * p.scale_log2;
-        const float alpha = exp2_ftz(row_max[r] * p.scale_log2 - base);  // 0 while no key
+        const float base = new_max == kNegInf ? 0.0f : new_max * scale_log2;
+        const float alpha = exp2_ftz(row_max[r] * scale_log2 - base);  // 0 while no key
         row_max[r] = new_max;
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < N_TILES; ++j) {
-          s[m][j][2 * h] = exp2_ftz(fmaf(s[m][j][2 * h], p.scale_log2, -base));
-          s[m][j][2 * h + 1] = exp2_ftz(fmaf(s[m][j][2 * h + 1], p.scale_log2, -base));
+          s[m][j][2 * h] = exp2_ftz(fmaf(s[m][j][2 * h], scale_log2, -base));
+          s[m][j][2 * h + 1] = exp2_ftz(fmaf(s[m][j][2 * h + 1], scale_log2, -base));
           if constexpr (!ROW_SUMS) sum += s[m][j][2 * h] + s[m][j][2 * h + 1];
         }
         if constexpr (ROW_SUMS) {
@@ -520,8 +602,8 @@ __device__ __forceinline__ void attend(const Params& p) {
         row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
         row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
       }
-      const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;  // no key: zeros
-      const int row = warp * WARP_ROWS + m * 16 + lane / 4 + 8 * h;    // in the CTA's tile
+      const float inv = row_sum[r] > 0.0f ? out_scale / row_sum[r] : 0.0f;  // no key: zeros
+      const int row = warp * WARP_ROWS + m * 16 + lane / 4 + 8 * h;         // in the CTA's tile
       __syncwarp();  // every lane's last ldmatrix of Q done before the rows are overwritten
 #pragma unroll
       for (int d = 0; d < D_TILES; ++d) {
@@ -533,7 +615,7 @@ __device__ __forceinline__ void attend(const Params& p) {
       if (lse != nullptr && lane % 4 == 0 && (!ROWS_BEFORE || m0 + row >= 0) && m0 + row < q_len) {
         const float kLn2 = 0.69314718055994531f;
         lse[(long long)(q_begin + m0 + row) * p.num_q_heads + q_head] =
-            row_sum[r] > 0.0f ? (row_max[r] * p.scale_log2 + log2f(row_sum[r])) * kLn2 : kNegInf;
+            row_sum[r] > 0.0f ? (row_max[r] * scale_log2 + log2f(row_sum[r])) * kLn2 : kNegInf;
       }
     }
   }

@@ -108,6 +108,13 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int v_head_dim, int ti
           stages * tile_n * row_elements(v_head_dim)) *
          2;
 }
+// With an fp8 cache (attend's KV_FP8): Q, STAGES buffers of K and V codes as copied (plain rows,
+// one byte a code), and the one K and V buffer of 16-bit values they are converted into.
+ATTN_HOST_DEVICE constexpr int shared_bytes_kv_fp8(int head_dim, int v_head_dim, int tile_m,
+                                                   int tile_n, int stages) {
+  return tile_m * row_elements(head_dim) * 2 + stages * tile_n * (head_dim + v_head_dim) +
+         tile_n * (row_elements(head_dim) + row_elements(v_head_dim)) * 2;
+}
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
   return (tile_m + stages * 2 * tile_n) * row_elements(head_dim) * 2;
 }

@@ -27,8 +27,7 @@ class CpuReferenceVariant : public FlashFwdVariant {
         .with(feature::kMask, {"causal", "non_causal"})
         .without(feature::kSlidingWindow)
         .without(feature::kLogitsSoftCap)
-        .without(feature::kAttentionSinks)
-        .without(feature::kKvDtype);
+        .without(feature::kAttentionSinks);
   }
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override { return {}; }
   KernelConfig default_config(const Batch&, const Target&) const override { return {}; }

@@ -25,6 +25,7 @@ FeatureSet flash_fwd_features() {
       .with(feature::kSharedPrefix)
       .with(feature::kKvLayout, {"nhd", "hnd"})
       .with(feature::kDtype, {"bf16", "fp16"})
+      .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"})
       .with(feature::kHeadDim, {64, 128, 256})
       .with_range(feature::kPageSize, 1, 256);
 }

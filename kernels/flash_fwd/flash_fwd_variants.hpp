@@ -34,11 +34,12 @@ class FlashFwdVariant : public Variant {
 
 // What the CUDA flash_fwd variants implement: prefill and mixed batches (a decode batch, one
 // token per sequence, belongs to paged_decode), causal or non-causal dense masks, shared
-// prefixes, NHD and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype,
+// prefixes, NHD and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype or
+// fp8 e4m3 with per-tensor or per-head scales (gathered as codes, dequantised by the kernels),
 // head dims 64, 128 and 256 (flash_fwd.sm80_mma adds 80, 96, 192 and a narrower V,
 // flash_fwd.sm90_wgmma 80, 96, 192 and 192 with a V of 128), pages of 1
 // to 256 tokens. The family does not define sliding windows, soft-caps, sinks, block-sparse or
-// explicit masks, or a quantised KV cache.
+// explicit masks.
 FeatureSet flash_fwd_features();
 
 // minimum_work over K/V gathered per sequence: Q, the visible K and V rows once per kv head
@@ -47,9 +48,9 @@ FeatureSet flash_fwd_features();
 Work flash_fwd_work(const Batch& batch);
 
 // Limits of the kernels that read K/V gathered into contiguous buffers by flash_fwd_gather_kv
-// (flash_fwd.sm80_mma, blocksparse.sm80_mma; their features hold NHD or HND pools and bf16/fp16
-// only): a positive softmax scale, and offsets within a sequence and token counts that fit the
-// kernels' 32-bit arithmetic.
+// (flash_fwd.sm80_mma, blocksparse.sm80_mma; their features hold NHD or HND pools, bf16/fp16,
+// and for flash_fwd.sm80_mma fp8 codes): a positive softmax scale, and offsets within a sequence
+// and token counts that fit the kernels' 32-bit arithmetic.
 Support gathered_kv_supports(const Batch& batch);
 
 // Where a sequence's query tiles of tile_m rows start: at its first row (tile m holds rows

@@ -11,11 +11,15 @@ namespace attn {
 
 // Copies K and V of every sequence from the paged pool into contiguous tensors, one 16-byte chunk
 // of K (and the same chunk of V, where V's narrower rows have it) per thread and step
-// (grid-stride). Not part of the timed
-// attention: it stands in for a caller whose K/V are contiguous already.
+// (grid-stride), element_bytes to an element: an fp8 cache's codes stay codes (the kernels
+// dequantise them on their way into shared memory). Not part of the timed attention: it stands
+// in for a caller whose K/V are contiguous already.
 __global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
-  const int chunks = p.head_dim / 8;
+  const int row_bytes = p.head_dim * p.element_bytes, v_row_bytes = p.v_head_dim * p.element_bytes;
+  const int chunks = row_bytes / 16;
   const long long total = p.total_kv * p.num_kv_heads * chunks;
+  const unsigned char* k_pool = static_cast<const unsigned char*>(p.k_pool);
+  const unsigned char* v_pool = static_cast<const unsigned char*>(p.v_pool);
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     const int chunk = int(i % chunks);
@@ -33,19 +37,22 @@ __global__ void flash_fwd_gather_kv(const FlashFwdGatherParams p) {
     }
     const int pos = int(token - p.cu_seqlens_kv[lo]);
     const int page = p.block_table[(long long)lo * p.max_pages_per_seq + pos / p.page_size];
-    const long long from = (long long)page * p.page_stride +
-                           (long long)(pos % p.page_size) * p.token_stride + head * p.head_stride +
-                           chunk * 8;
-    const long long to = row * p.head_dim + chunk * 8;
-    *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.k) + to) =
-        *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.k_pool) + from);
-    if (chunk * 8 < p.v_head_dim) {
-      const long long v_from = (long long)page * p.v_page_stride +
-                               (long long)(pos % p.page_size) * p.v_token_stride +
-                               head * p.v_head_stride + chunk * 8;
-      *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.v) + row * p.v_head_dim +
-                                chunk * 8) =
-          *reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(p.v_pool) + v_from);
+    // Pool strides are in elements; the copy in bytes.
+    const long long from =
+        ((long long)page * p.page_stride + (long long)(pos % p.page_size) * p.token_stride +
+         head * p.head_stride) *
+            p.element_bytes +
+        chunk * 16;
+    *reinterpret_cast<uint4*>(static_cast<unsigned char*>(p.k) + row * row_bytes + chunk * 16) =
+        *reinterpret_cast<const uint4*>(k_pool + from);
+    if (chunk * 16 < v_row_bytes) {
+      const long long v_from =
+          ((long long)page * p.v_page_stride + (long long)(pos % p.page_size) * p.v_token_stride +
+           head * p.v_head_stride) *
+              p.element_bytes +
+          chunk * 16;
+      *reinterpret_cast<uint4*>(static_cast<unsigned char*>(p.v) + row * v_row_bytes + chunk * 16) =
+          *reinterpret_cast<const uint4*>(v_pool + v_from);
     }
   }
 }

@@ -4,7 +4,8 @@
 namespace attn {
 
 // The gather that makes K and V contiguous (flash_fwd_gather_kv): each 16-byte chunk of the dense
-// tensors is copied from the page that holds its token.
+// tensors is copied from the page that holds its token. Strides and sizes in elements of the
+// cache's dtype.
 struct FlashFwdGatherParams {
   const void* k_pool;  // the batch's layout (NHD or HND), see Problem
   const void* v_pool;
@@ -25,6 +26,7 @@ struct FlashFwdGatherParams {
   int v_head_dim;  // at most head_dim
   int page_size;
   int max_pages_per_seq;
+  int element_bytes;  // of K/V: 2 (bf16, fp16) or 1 (fp8 e4m3 codes, gathered as codes)
 };
 
 }  // namespace attn

@@ -15,7 +15,9 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
   const Batch& batch = problem.batch();
   const ModelShape& m = batch.spec.model;
   ATTN_ASSERT(m.effective_v_head_dim() <= m.head_dim, "the gather takes V no wider than K");
-  const size_t row_bytes = size_t(batch.total_kv) * size_t(m.num_kv_heads) * size_of(m.dtype);
+  // Of the cache's dtype: an fp8 cache's codes are gathered as they are.
+  const size_t row_bytes =
+      size_t(batch.total_kv) * size_t(m.num_kv_heads) * size_of(batch.kv_dtype);
   std::vector<DeviceBuffer> buffers;
   buffers.emplace_back(*context.cuda, std::max<size_t>(16, row_bytes * size_t(m.head_dim)));
   buffers.emplace_back(*context.cuda,
@@ -48,8 +50,9 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
   g.v_head_dim = m.effective_v_head_dim();
   g.page_size = batch.page_size;
   g.max_pages_per_seq = batch.max_pages_per_seq;
+  g.element_bytes = int(size_of(batch.kv_dtype));
   if (batch.total_kv > 0) {
-    const long long chunks = batch.total_kv * m.num_kv_heads * (m.head_dim / 8);
+    const long long chunks = batch.total_kv * m.num_kv_heads * (m.head_dim * g.element_bytes / 16);
     LaunchShape shape;
     shape.block_x = 256;
     shape.grid_x = unsigned(std::clamp<long long>((chunks + 255) / 256, 1, 65535));
@@ -68,7 +71,8 @@ JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
                                    ? ".dv" + std::to_string(m.effective_v_head_dim())
                                    : "";
   program.name = variant.full_name(config) + ".d" + std::to_string(m.head_dim) + narrow_v + "." +
-                 to_string(m.dtype) + (batch.causal ? ".causal" : "");
+                 to_string(m.dtype) + (batch.kv_dtype == DType::fp8_e4m3 ? ".kv_fp8" : "") +
+                 (batch.causal ? ".causal" : "");
   program.source = "#include \"" + header + "\"\n";
   program.kernels = {std::move(attention), kGatherKvKernel};
   program.arch = target.arch;

@@ -11,7 +11,8 @@
 namespace attn {
 
 // K as [total_kv, num_kv_heads, head_dim], V as [total_kv, num_kv_heads, v_head_dim] (V no wider
-// than K) and cu_seqlens_kv as int32, in this order;
+// than K) in the cache's dtype (an fp8 cache's codes as they are) and cu_seqlens_kv as int32, in
+// this order;
 // `gather` is flash_fwd_gather_kv from the variant's program. Synchronises the stream.
 std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
                                                CUfunction gather);

@@ -71,15 +71,17 @@ struct DenseKeyTiles {
 
 }  // namespace flash_fwd::sm80_mma
 
-// V_HEAD_DIM last, defaulting to HEAD_DIM: a V as wide as Q and K keeps its name expression.
+// V_HEAD_DIM, defaulting to HEAD_DIM, then KV_FP8 (an fp8 cache's codes, gathered as codes and
+// dequantised on their way into shared memory: sm80_attention::attend), defaulting to false: a
+// V as wide as Q and K over a 16-bit cache keeps its name expression.
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL,
-          int V_HEAD_DIM = HEAD_DIM>
+          int V_HEAD_DIM = HEAD_DIM, bool KV_FP8 = false>
 __global__ void __launch_bounds__(WARPS * 32, 1) flash_fwd_sm80_mma(const FlashFwdParams p) {
-  static_assert(flash_fwd::sm80_mma::check(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
-                    flash_fwd::sm80_mma::kOk,
+  static_assert(flash_fwd::sm80_mma::check(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES,
+                                           KV_FP8) == flash_fwd::sm80_mma::kOk,
                 "invalid flash_fwd.sm80_mma config: see flash_fwd::sm80_mma::check");
   sm80_attention::attend<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
-                         flash_fwd::sm80_mma::DenseKeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
+                         flash_fwd::sm80_mma::DenseKeyTiles<TILE_M, TILE_N, CAUSAL>, KV_FP8>(p);
 }
 
 }  // namespace attn

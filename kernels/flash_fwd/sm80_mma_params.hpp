@@ -1,5 +1,6 @@
 // Kernel parameters of flash_fwd.sm80_mma, shared by the host (which fills them) and the device
-// code (which reads them). Pointers are device addresses; 16-bit elements (bf16 or fp16).
+// code (which reads them). Pointers are device addresses; 16-bit elements (bf16 or fp16), or an
+// fp8 cache's K/V codes (1 byte each) with their scales.
 #pragma once
 
 #include "kernels/flash_fwd/gather_kv_params.hpp"  // FlashFwdGatherParams
@@ -20,6 +21,10 @@ struct FlashFwdParams {
   int num_kv_heads;
   int group;         // num_q_heads / num_kv_heads
   float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
+  // An fp8 cache: the dequantisation scales per kv head (a per-tensor scale repeated); K's
+  // multiplies the logits, V's the output. Null otherwise.
+  const float* k_scale;  // [num_kv_heads]
+  const float* v_scale;  // [num_kv_heads]
 };
 
 }  // namespace attn

@@ -15,18 +15,26 @@ namespace attn {
 
 namespace {
 
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+
+// A config, and whether the batch's cache is fp8 (its codes dequantised in the kernel).
 struct Sm80Config {
   int tile_m, tile_n, warps, stages;
-  explicit Sm80Config(const KernelConfig& c)
+  bool fp8;
+  Sm80Config(const KernelConfig& c, const Batch& batch)
       : tile_m(int(c.get("tile_m"))),
         tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
-        stages(int(c.get("stages"))) {}
+        stages(int(c.get("stages"))),
+        fp8(kv_fp8(batch)) {}
   int shared_bytes(int head_dim, int v_head_dim) const {
-    return sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
+    return fp8 ? sm80_attention::shared_bytes_kv_fp8(head_dim, v_head_dim, tile_m, tile_n, stages)
+               : sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
   }
   int check(int head_dim, int v_head_dim) const {
-    return flash_fwd::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages);
+    return flash_fwd::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages, fp8);
   }
 };
 
@@ -52,7 +60,9 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim, int v_hea
     case flash_fwd::sm80_mma::kWarps:
       return "warps must be 1, 2, 4 or 8";
     case flash_fwd::sm80_mma::kStages:
-      return "stages must be 1 (split K / V pipeline), 2, 3 or 4";
+      return c.fp8 ? "stages must be 2, 3 or 4 with an fp8 cache (the split K / V pipeline has no "
+                     "fp8 form)"
+                   : "stages must be 1 (split K / V pipeline), 2, 3 or 4";
     case flash_fwd::sm80_mma::kTileM:
       return "tile_m must be " + std::to_string(16 * c.warps) + " or " +
              std::to_string(32 * c.warps) + " with " + std::to_string(c.warps) +
@@ -68,7 +78,7 @@ std::string describe_rule(int rule, const Sm80Config& c, int head_dim, int v_hea
       return "too many registers per thread (estimate " +
              std::to_string(sm80_attention::register_estimate(head_dim, v_head_dim, c.tile_m,
                                                               c.tile_n, c.warps)) +
-             ", limit " + std::to_string(flash_fwd::sm80_mma::kMaxRegisterEstimate) +
+             ", limit " + std::to_string(flash_fwd::sm80_mma::max_register_estimate(c.fp8)) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     default:
       return "invalid config";
@@ -150,8 +160,17 @@ class Sm80MmaVariant : public FlashFwdVariant {
       candidates = {short_keys ? make_config(64, 64, 4, 1) : make_config(128, 64, 8, 1),
                     make_config(64, 64, 4, 1), make_config(64, 32, 4, 2)};
     }
+    if (kv_fp8(batch)) {
+      // Unmeasured: the same shapes through the stage pipeline (the split one has no fp8 form).
+      for (KernelConfig& config : candidates) {
+        if (config.get("stages") == 1) {
+          config = make_config(int(config.get("tile_m")), int(config.get("tile_n")),
+                               int(config.get("warps")), 2);
+        }
+      }
+    }
     for (const KernelConfig& config : candidates) {
-      const Sm80Config c(config);
+      const Sm80Config c(config, batch);
       if (c.check(head_dim, v_head_dim) == flash_fwd::sm80_mma::kOk &&
           (target.max_shared_per_block <= 0 ||
            c.shared_bytes(head_dim, v_head_dim) <= target.max_shared_per_block)) {
@@ -168,7 +187,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     const ModelShape& m = batch.spec.model;
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
       return s;
-    const Sm80Config c(config);
+    const Sm80Config c(config, batch);
     const int v_head_dim = m.effective_v_head_dim();
     const int rule = c.check(m.head_dim, v_head_dim);
     if (rule != flash_fwd::sm80_mma::kOk)
@@ -179,7 +198,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     return {gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm80_mma.cuh",
-                                attention_kernel(batch, Sm80Config(config)))};
+                                attention_kernel(batch, Sm80Config(config, batch)))};
   }
 
   std::unique_ptr<Launcher> prepare_with_lse(Problem& problem, const KernelConfig& config,
@@ -188,7 +207,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
     ATTN_ASSERT(problem.backend() == Backend::cuda, "sm80_mma needs a device problem");
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
-    const Sm80Config c(config);
+    const Sm80Config c(config, batch);
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
@@ -215,6 +234,14 @@ class Sm80MmaVariant : public FlashFwdVariant {
     p.num_kv_heads = m.num_kv_heads;
     p.group = batch.spec.group_size();
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+    if (c.fp8) {
+      auto per_head = [&](const std::vector<float>& scales) {
+        buffers.push_back(upload_array(*context.cuda, scales_per_kv_head(scales, m.num_kv_heads)));
+        return static_cast<const float*>(buffers.back().pointer());
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    }
 
     LaunchShape shape;
     shape.grid_x = unsigned(tiles.size() / 2);
@@ -233,7 +260,9 @@ class Sm80MmaVariant : public FlashFwdVariant {
            ", " + std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) +
            ", " + std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
            std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") +
-           v_head_dim_argument(batch.spec.model) + ">";
+           (c.fp8 ? ", " + std::to_string(batch.spec.model.effective_v_head_dim()) + ", true"
+                  : v_head_dim_argument(batch.spec.model)) +
+           ">";
   }
 };
 

@@ -140,11 +140,14 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   }
 
   // The family's features and head dims 80, 96 and 192, and 192 with a V of 128
-  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check).
+  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check),
+  // less fp8 caches (its gathered K/V are TMA-loaded into wgmma's 16-bit operands).
   FeatureSet features() const override {
     return flash_fwd_features()
         .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
-        .with(feature::kVHeadDim, {128});
+        .with(feature::kVHeadDim, {128})
+        .without(feature::kKvDtype)
+        .note(feature::kKvDtype, "flash_fwd.sm80_mma reads fp8 caches");
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {

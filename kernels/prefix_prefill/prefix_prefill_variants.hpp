@@ -23,7 +23,7 @@ void add_prefix_prefill_variants(Registry& registry);
 // 64, 128 and 256 with V as wide, pages of 1 to 256 tokens. Block-sparse layouts are the
 // blocksparse family's. The variants widen or narrow it (prefix_prefill.sm80_mma and _masked:
 // also head dims 80, 96 and 192 and a narrower V; _masked: explicit masks instead; sm90_wgmma:
-// also head dims 80, 96 and 192 and 192 with a V of 128, but no window, no fp8, no vllm layout).
+// also head dims 80, 96 and 192 and 192 with a V of 128, but no window, no vllm layout).
 FeatureSet prefix_prefill_features();
 
 // Limits of the CUDA prefix_prefill kernels on a batch: one sink logit per q head, a sequence to

@@ -11,8 +11,10 @@
 // or all j < n without causal), to the new tokens' keys, which prepare() gathers once into
 // contiguous rows K_new / V_new (gather.cuh). logits() scales and soft-caps; a sink logit joins the
 // denominator with no value. Head dims 64, 80, 96, 128, 192 and 256, and 192 with V_HEAD_DIM 128
-// (V's and the output's rows; sm90_attention::head_dims_allowed). Not here: fp8 KV, vLLM's
-// layout, sliding windows, explicit masks (prefix_prefill.sm80_mma and .masked have them).
+// (V's and the output's rows; sm90_attention::head_dims_allowed). fp8-e4m3 K/V (KV_FP8) are codes
+// times a per-tensor or per-kv-head scale: K's folds into the item's score scale, V's into the
+// output (below), at every head dim. Not here: vLLM's layout, sliding windows, explicit masks
+// (prefix_prefill.sm80_mma and .masked have them).
 //
 // Work decomposition (block = 128 x (1 + CONSUMERS)):
 // - Work items are the (q tile, kv head) pairs of prefix_prefill_cta_schedule, in its order. The
@@ -69,6 +71,20 @@
 // - Masks, on the tiles a rule cuts only: the last context tile (keys past the context), and with
 //   causal the new-token tiles that reach past the warpgroup's first token (key j > token), or
 //   without causal the last new-token tile (keys past query_len).
+//
+// - An fp8 cache (KV_FP8): wgmma's operands stay 16-bit, so every K and V tile, context or new
+//   tokens, goes through the producer warpgroup: each thread copies its 16-byte chunks of the
+//   tile's codes with cp.async into a staging buffer (kFp8StagingSlots parts, a part being one
+//   tile's K or V, V's rows V_HEAD_DIM codes), and while the next part's copies fly it converts
+//   its chunks of the landed part into the stage's swizzled 16-bit tile, laid out as the head
+//   dim's tiles are (interleaved, or column-block-major at 80 and 96), with e4m3x16_to_16bit
+//   (integer instructions and one bf16x2 multiply per pair, exact), and publishes it as the copy
+//   path does. The thread that copies a chunk converts it, so no barrier orders the copy and the
+//   read. Keys past the context (or past the new tokens) are zero-filled by the copy, as on the
+//   copy path. The codes are dequantised without their scale: K's scale multiplies the item's
+//   score scale (items are one kv head, so a per-head scale is one number per item) and V's the
+//   output's normaliser. The consumers run as for a 16-bit cache; the producer reads half the
+//   bytes.
 //
 // Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
 // stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
@@ -129,6 +145,58 @@ __device__ __forceinline__ void publish_copies(unsigned long long* full, int lan
   if (lane == 0) sm90::mbarrier_arrive(full);
 }
 
+// KV_FP8: one part (K's or V's codes) of a key tile, keys key0 .. key0 + TILE_N - 1, copied by
+// producer thread `tid` (0..127) with cp.async into `staging`: unit u (key u / CHUNKS, 16-byte
+// chunk u % CHUNKS) at staging + 16 u, units tid, tid + 128, ... being this thread's (and
+// convert_fp8_part's). DIMS is the part's row width (head_dim, or V's v_head_dim), a multiple of
+// 16. Keys at or past `limit` are zero-filled without a read. `src` is the kv head's first code; a
+// key's codes lie at pages[key / page_size] * page_stride + (key % page_size) * token_stride from
+// it (the paged context), or, with pages null, at key * token_stride (the gathered new tokens).
+template <int DIMS, int TILE_N>
+__device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsigned char* src,
+                                              const int* pages, int key0, int limit, int tid,
+                                              int page_size, long long page_stride,
+                                              long long token_stride) {
+  static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per key");
+  constexpr int CHUNKS = DIMS / 16;  // 16-byte chunks of codes per key
+  constexpr int UNITS = TILE_N * CHUNKS;
+#pragma unroll 1
+  for (int u = tid; u < UNITS; u += 128) {
+    const int key = key0 + u / CHUNKS;
+    const bool valid = key < limit;
+    long long offset = 0;
+    if (valid) {
+      offset = pages != nullptr ? (long long)__ldg(pages + key / page_size) * page_stride +
+                                      (key % page_size) * token_stride
+                                : key * token_stride;
+    }
+    cp_async_16(staging + u * 16, src + offset + (u % CHUNKS) * 16, valid);
+  }
+}
+
+// KV_FP8: this thread's units of a landed part (copy_fp8_part's, rows of DIMS codes) as 16-bit
+// values of DTYPE into `tile`, laid out as the kernel's tiles are (128-byte swizzled, interleaved
+// [TILE_N / 8][blocks][8][64] or column-block-major [blocks][TILE_N][64]: tile_chunk_offset): a
+// unit's 16 codes are two 16-byte chunks of its key, both in one column block (a block holds 8
+// chunks). Chunks of a last column block past the row are not written, as on the copy path (no
+// wgmma reads them).
+template <int DTYPE, int DIMS, int TILE_N, bool INTERLEAVED>
+__device__ __forceinline__ void convert_fp8_part(unsigned char* tile, const unsigned char* staging,
+                                                 int tid) {
+  constexpr int CHUNKS = DIMS / 16;
+  constexpr int UNITS = TILE_N * CHUNKS;
+#pragma unroll 1
+  for (int u = tid; u < UNITS; u += 128) {
+    const uint4 codes = *reinterpret_cast<const uint4*>(staging + u * 16);
+    uint4 lo, hi;
+    e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
+    const int row = u / CHUNKS, chunk = 2 * (u % CHUNKS);
+    *reinterpret_cast<uint4*>(tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, INTERLEAVED)) = lo;
+    *reinterpret_cast<uint4*>(tile + tile_chunk_offset(row, chunk + 1, DIMS, TILE_N, INTERLEAVED)) =
+        hi;
+  }
+}
+
 // One work item of the persistent grid: tile_tokens new tokens of one sequence (from t0) and one
 // kv head, entry `index` of p.tiles (prefix_prefill_cta_schedule's order), and the key tiles it
 // walks: n_ctx over the context, then the new-token tiles up to its last token.
@@ -160,12 +228,13 @@ struct Item {
 }  // namespace prefix_prefill::sm90_wgmma
 
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int STAGES,
-          int CONSUMERS, int BOX_TOKENS>
+          int CONSUMERS, int BOX_TOKENS, bool KV_FP8 = false>
 __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
-  static_assert(prefix_prefill::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS,
-                                                  BOX_TOKENS, 0, V_HEAD_DIM) == sm90_attention::kOk,
-                "invalid prefix_prefill.sm90_wgmma config: see prefix_prefill::sm90_wgmma::check");
+  static_assert(
+      prefix_prefill::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS, BOX_TOKENS, 0,
+                                        V_HEAD_DIM, KV_FP8) == sm90_attention::kOk,
+      "invalid prefix_prefill.sm90_wgmma config: see prefix_prefill::sm90_wgmma::check");
   constexpr int Q_BYTES = sm90_attention::q_bytes(HEAD_DIM, TILE_M);
   constexpr int K_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);
   constexpr int V_BYTES = sm90_attention::kv_tile_bytes(V_HEAD_DIM, TILE_N);
@@ -182,14 +251,19 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   constexpr bool COPY = prefix_prefill::sm90_wgmma::copies_context(BOX_TOKENS, TILE_N);
   static_assert(COPY || BOXES <= 32, "one producer lane per TMA box");
   static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
-  constexpr int PRODUCER_WARPS = COPY ? 4 : 1;  // arrivals on each full barrier
+  // With KV_FP8 every tile is copied and converted by the whole producer warpgroup.
+  constexpr bool WARPGROUP_LOADS = COPY || KV_FP8;
+  constexpr int PRODUCER_WARPS = WARPGROUP_LOADS ? 4 : 1;  // arrivals on each full barrier
+  // KV_FP8: one part's codes, bytes (K's rows are the wider: V_HEAD_DIM <= HEAD_DIM).
+  constexpr int STAGING_PART = TILE_N * HEAD_DIM;
+  static_assert(V_HEAD_DIM <= HEAD_DIM, "V's rows fit K's staging part");
   // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
   // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page;
   // or column-block-major ([BLOCKS][TILE_N][64]), a box per page and column block.
   constexpr int KV_BLOCK = TILE_N * ROW_BYTES;  // column-block-major: one column block of a tile
   // Item k of the CTA has its Q in buffer k % Q_BUFFERS.
   constexpr int Q_BUFFERS =
-      prefix_prefill::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM);
+      prefix_prefill::sm90_wgmma::q_buffers(HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM, KV_FP8);
   using Item = prefix_prefill::sm90_wgmma::Item<TILE_N>;
 
   extern __shared__ unsigned char shared_raw[];
@@ -198,7 +272,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][TILE_N / 8][BLOCKS][8][64]
   unsigned char* v_tiles = k_tiles + STAGES * K_BYTES;    // [STAGES][TILE_N / 8][V_BLOCKS][8][64]
-  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(v_tiles + STAGES * V_BYTES);
+  // KV_FP8: [kFp8StagingSlots][STAGING_PART] codes in flight (prefix_prefill::sm90_wgmma::
+  // fp8_staging_bytes), counted with the kernel's own words after the barriers.
+  unsigned char* fp8_staging = v_tiles + STAGES * V_BYTES;
+  unsigned long long* q_full = reinterpret_cast<unsigned long long*>(
+      fp8_staging + (KV_FP8 ? prefix_prefill::sm90_wgmma::fp8_staging_bytes(HEAD_DIM, TILE_N) : 0));
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
@@ -231,7 +309,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     // every consumer warp released tile g - STAGES (a fresh empty barrier passes parity 1), so
     // the next item's first tiles load while the consumers finish the current one. Every producer
     // thread that writes or arrives waits for that first.
-    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(CONSUMERS, COPY)>();
+    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(CONSUMERS, WARPGROUP_LOADS,
+                                                                        KV_FP8)>();
     if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int next = blockIdx.x;  // thread 0: the item it announces next
@@ -259,7 +338,69 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         }
       }
       const int ctx = item.info.context_len, n_ctx = item.n_ctx;
-      for (int n = 0; n < item.n_tiles; ++n, ++g) {
+      if constexpr (KV_FP8) {
+        // Parts 2 n (K_n) and 2 n + 1 (V_n) of the item's tiles: part i + 1's copies fly while
+        // part i is converted (cp.async groups complete in commit order; one per part).
+        const int parts = 2 * item.n_tiles;
+        // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
+        // (each is a multiple of the row), as on the copy path.
+        const int kv_heads = p.num_q_heads / p.group;
+        auto v_stride = [](long long k_stride) {
+          return V_HEAD_DIM == HEAD_DIM ? k_stride : k_stride / HEAD_DIM * V_HEAD_DIM;
+        };
+        auto copy_part = [&](int i) {
+          const int n = i / 2;
+          unsigned char* staging =
+              fp8_staging + (i % prefix_prefill::sm90_wgmma::kFp8StagingSlots) * STAGING_PART;
+          const unsigned char* k_pool = reinterpret_cast<const unsigned char*>(p.k_pool);
+          const unsigned char* v_pool = reinterpret_cast<const unsigned char*>(p.v_pool);
+          if (n < n_ctx && i % 2 == 0) {
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N>(
+                staging, k_pool + (long long)item.kv_head * p.head_stride, item.pages, n * TILE_N,
+                ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
+          } else if (n < n_ctx) {
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N>(
+                staging, v_pool + item.kv_head * v_stride(p.head_stride), item.pages, n * TILE_N,
+                ctx, threadIdx.x, p.page_size, v_stride(p.page_stride), v_stride(p.token_stride));
+          } else if (i % 2 == 0) {
+            const long long row = (long long)kv_heads * HEAD_DIM;
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N>(
+                staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, nullptr,
+                (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
+          } else {
+            const long long row = (long long)kv_heads * V_HEAD_DIM;
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N>(
+                staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, nullptr,
+                (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
+          }
+          cp_async_commit();
+        };
+        copy_part(0);
+        for (int i = 0; i < parts; ++i) {
+          if (i + 1 < parts) {
+            copy_part(i + 1);
+          } else {
+            cp_async_commit();  // an empty group keeps the count
+          }
+          cp_async_wait<1>();  // part i's copies (this thread's) landed
+          const int t = g + i / 2, s = t % STAGES;
+          const unsigned char* staging =
+              fp8_staging + (i % prefix_prefill::sm90_wgmma::kFp8StagingSlots) * STAGING_PART;
+          if (i % 2 == 0) {
+            sm90::mbarrier_wait(&k_empty[s], ((t / STAGES) & 1) ^ 1);
+            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, INTERLEAVED>(
+                k_tiles + s * K_BYTES, staging, threadIdx.x);
+            prefix_prefill::sm90_wgmma::publish_copies(&k_full[s], lane);
+          } else {
+            sm90::mbarrier_wait(&v_empty[s], ((t / STAGES) & 1) ^ 1);
+            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, V_HEAD_DIM, TILE_N, INTERLEAVED>(
+                v_tiles + s * V_BYTES, staging, threadIdx.x);
+            prefix_prefill::sm90_wgmma::publish_copies(&v_full[s], lane);
+          }
+        }
+        g += item.n_tiles;
+      }
+      for (int n = 0; !KV_FP8 && n < item.n_tiles; ++n, ++g) {
         const int s = g % STAGES;
         const unsigned int parity = ((g / STAGES) & 1) ^ 1;
         unsigned char* k_dst = k_tiles + s * K_BYTES;
@@ -370,7 +511,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS, COPY)>();
+  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS,
+                                                                      WARPGROUP_LOADS)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
@@ -408,9 +550,10 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     // The last context tile's rows from ctx_rows on lie past the context: zeroed in V (TMA
     // tiles; copied tiles are zero-filled already). The first consumer warpgroup zeroes them.
     const int ctx_rows = ctx - (n_ctx - 1) * TILE_N;
-    const bool zeroes = !COPY && n_ctx > 0 && ctx_rows < TILE_N;
+    const bool zeroes = !WARPGROUP_LOADS && n_ctx > 0 && ctx_rows < TILE_N;
 
-    c.init(tid, p.score_scale, p.cap_log2);
+    // An fp8 cache's K scale (the item's kv head's) multiplies every logit of the item.
+    c.init(tid, KV_FP8 ? p.score_scale * p.k_scale[item.kv_head] : p.score_scale, p.cap_log2);
     c.run(
         sm90_attention::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
         q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &q_full[b], my_tiles, item.n_tiles,
@@ -447,8 +590,9 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     g += item.n_tiles;
     if (zeroes) zeroed_parity ^= 1;
 
-    // Normalise (the sink joins the denominator) and store this thread's two rows straight from
-    // registers, while the producer loads the next item's first tiles.
+    // Normalise (the sink joins the denominator; an fp8 cache's V scale comes in here) and store
+    // this thread's two rows straight from registers, while the producer loads the next item's
+    // first tiles.
     c.reduce_row_sums();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -466,6 +610,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         } else {
           inv = 1.0f / sum;
         }
+        if (KV_FP8) inv *= p.v_scale[item.kv_head];
       }
       c.store_row(
           static_cast<unsigned short*>(p.out) +

@@ -1,6 +1,7 @@
 // Kernel parameters of prefix_prefill.sm90_wgmma, shared by the host (which fills them) and the
 // device code (which reads them). The struct is a __grid_constant__ kernel parameter: TMA reads
-// the tensor maps from parameter memory. 16-bit elements throughout.
+// the tensor maps from parameter memory. 16-bit elements, except an fp8 cache's K/V (1 byte each:
+// the pools and the gathered new tokens, read by the producer warpgroup, never by TMA).
 #pragma once
 
 #include "kernels/common/tensor_map_bytes.hpp"
@@ -48,6 +49,15 @@ struct PrefixPrefillSm90Params {
   // (cap_log2 > 0) cap_log2 * tanh(score_scale * q.k).
   float score_scale;
   float cap_log2;
+  // An fp8 cache (KV_FP8): the gathered new tokens' codes, K_new [new_rows, kv_heads, head_dim]
+  // and V_new alike (the pools' codes are k_pool / v_pool, their strides in bytes), and the
+  // dequantisation scales per kv head (a per-tensor scale repeated): K's multiplies the logits,
+  // V's the output. Null otherwise.
+  const unsigned char* k_new;
+  const unsigned char* v_new;
+  const float* k_scale;  // [num_kv_heads]
+  const float* v_scale;  // [num_kv_heads]
+  int new_rows;          // rows of K_new / V_new (zero-filled past them)
 };
 
 }  // namespace attn

@@ -19,18 +19,31 @@ using sm90_attention::kOk;
 // warpgroup arrives on once it has zeroed the V rows of the last context tile past the context's
 // end), and the item slots; two Q buffers wherever they fit in shared memory, else one.
 constexpr int kOwnBarriers = 1;  // v_zeroed
+// An fp8 cache's tiles come through a staging buffer: the producer warpgroup copies a tile's fp8
+// codes there with cp.async (kFp8StagingSlots K or V tiles in flight, half a 16-bit tile each),
+// then converts them into the stage's 16-bit tile. Counted with the kernel's own 8-byte words.
+constexpr int kFp8StagingSlots = 2;
+ATTN_HOST_DEVICE constexpr int fp8_staging_bytes(int head_dim, int tile_n) {
+  return kFp8StagingSlots * tile_n * head_dim;
+}
+ATTN_HOST_DEVICE constexpr int own_words(int head_dim, int tile_n, bool kv_fp8) {
+  return kOwnBarriers + (kv_fp8 ? fp8_staging_bytes(head_dim, tile_n) / 8 : 0);
+}
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, kOwnBarriers);
 }
-// v_head_dim (here and below): V's width, 0 for head_dim.
+// v_head_dim (here and below): V's width, 0 for head_dim; kv_fp8: an fp8 cache (its staging
+// buffer).
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
-                                         int v_head_dim = 0) {
-  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages, kOwnBarriers,
+                                         int v_head_dim = 0, bool kv_fp8 = false) {
+  return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages,
+                                    own_words(head_dim, tile_n, kv_fp8),
                                     sm90_persistent::kSlotBytes, v_head_dim);
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
-                                            int v_head_dim = 0) {
-  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages, kOwnBarriers,
+                                            int v_head_dim = 0, bool kv_fp8 = false) {
+  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages,
+                                       own_words(head_dim, tile_n, kv_fp8),
                                        sm90_persistent::kSlotBytes, v_head_dim);
 }
 
@@ -39,7 +52,8 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n
 // 192 with a V of 128). At head dims 80 and 96 they are column-block-major ([column blocks][tile_n]
 // [64]) instead: a page box is one column block (the pool map's row innermost, so the second
 // block is zero-filled past the row without a read; launch_inputs.hpp, paged_pool_tensor_map),
-// as an interleaved box cannot stop at the row's end inside a block.
+// as an interleaved box cannot stop at the row's end inside a block. An fp8 cache's tiles are
+// converted into the same layout.
 ATTN_HOST_DEVICE constexpr bool interleaves(int head_dim, int v_head_dim = 0) {
   return head_dim % sm90_attention::kBlockColumns == 0 &&
          sm90_attention::value_dim(head_dim, v_head_dim) % sm90_attention::kBlockColumns == 0;
@@ -49,7 +63,12 @@ ATTN_HOST_DEVICE constexpr bool interleaves(int head_dim, int v_head_dim = 0) {
 // (sm90_persistent::producer_registers), and with two consumers the cp.async copy of small pages
 // needs 8 more in the producer (at 40 it spilled 8 bytes): 128 x 48 + 256 x 224. ptxas reports
 // no spill.
-ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false) {
+// An fp8 cache's producer converts whole tiles: with two consumers it takes what the CTA's 384 x
+// 168 registers leave beside 256 x 224 (56), with one consumer 96 (at 48 and 56 ptxas spilled 16
+// to 56 bytes in it).
+ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false,
+                                                  bool kv_fp8 = false) {
+  if (kv_fp8) return consumers == 2 ? 56 : 96;
   return sm90_persistent::producer_registers(consumers) + (consumers == 2 && copies ? 8 : 0);
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
@@ -119,17 +138,18 @@ enum Rule : int {
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers, int page_size = 0, int group = 0,
-                                     int v_head_dim = 0) {
+                                     int v_head_dim = 0, bool kv_fp8 = false) {
   const int tiles = sm90_attention::check_tiles(
       head_dim, tile_m, tile_n, stages, consumers,
-      shared_bytes(head_dim, tile_m, tile_n, stages, v_head_dim), false, 2, v_head_dim);
+      shared_bytes(head_dim, tile_m, tile_n, stages, v_head_dim, kv_fp8), false, 2, v_head_dim);
   if (tiles != sm90_attention::kOk) return tiles;
   if (sm90_attention::register_estimate(head_dim, tile_n, v_head_dim) > register_limit(consumers))
     return sm90_attention::kRegisters;
-  if (page_size != 0) {
-    // A TMA box is 8-row aligned in shared memory (the 128-byte swizzle's atom) and never crosses
-    // a page: keys of one box are contiguous in the pool. Copied pages (fewer keys than
-    // kCopiedPageTokens that no box tiles) are looked up key by key: any size.
+  if (page_size != 0 && !kv_fp8) {
+    // (An fp8 cache's tiles are copied key by key: any page size.) A TMA box is 8-row aligned in
+    // shared memory (the 128-byte swizzle's atom) and never crosses a page: keys of one box are
+    // contiguous in the pool. Copied pages (fewer keys than kCopiedPageTokens that no box tiles)
+    // are looked up key by key: any size.
     const int box = box_tokens(page_size, tile_n);
     if (!copies_context(box, tile_n) && (!tma_tiles_page(box, tile_n) || page_size % box != 0))
       return kPageSize;

@@ -1,7 +1,8 @@
 // Host side of prefix_prefill.sm90_wgmma (device code: sm90_wgmma.cuh, rules:
 // sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.sm80_mma,
 // plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
-// tokens, and the pools' strides for the cp.async path (smaller pages).
+// tokens, and the pools' strides for the cp.async path (smaller pages, and every tile of an fp8
+// cache, whose codes the producer warpgroup converts).
 #include <algorithm>
 
 #include "kernels/common/sm90_attention_rules.hpp"
@@ -19,6 +20,10 @@ namespace {
 
 const char* const kAxes[] = {"tile_m", "tile_n", "stages", "consumers"};
 
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
+
 struct Sm90Config {
   int tile_m, tile_n, stages, consumers;
   explicit Sm90Config(const KernelConfig& c)
@@ -27,13 +32,14 @@ struct Sm90Config {
         stages(int(c.get("stages"))),
         consumers(int(c.get("consumers"))) {}
   int shared_bytes(const Batch& batch) const {
-    return prefix_prefill::sm90_wgmma::shared_bytes(
-        batch.spec.model.head_dim, tile_m, tile_n, stages, batch.spec.model.effective_v_head_dim());
+    return prefix_prefill::sm90_wgmma::shared_bytes(batch.spec.model.head_dim, tile_m, tile_n,
+                                                    stages, batch.spec.model.effective_v_head_dim(),
+                                                    kv_fp8(batch));
   }
   int check(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::check(
         batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, int(batch.page_size),
-        batch.spec.group_size(), batch.spec.model.effective_v_head_dim());
+        batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), kv_fp8(batch));
   }
 };
 
@@ -74,15 +80,13 @@ class Sm90WgmmaVariant : public Variant {
            "under 64 keys) + mbarriers, wgmma, producer/consumer warpgroups, GQA rows packed";
   }
 
-  // prefix_prefill.sm80_mma's features less three: the window (this kernel masks causally and at
-  // the context's end only), fp8 K/V (its TMA boxes and wgmma are 16-bit) and the vllm layout (its
-  // x-packed K and dims-major V have no TMA page box here). prefix_prefill.sm80_mma runs all three.
+  // prefix_prefill.sm80_mma's features less two: the window (this kernel masks causally and at
+  // the context's end only) and the vllm layout (its x-packed K and dims-major V have no TMA page
+  // box here). prefix_prefill.sm80_mma runs both. fp8 K/V: the producer warpgroup converts.
   FeatureSet features() const override {
     return prefix_prefill_features()
         .without(feature::kSlidingWindow)
         .note(feature::kSlidingWindow, "prefix_prefill.sm80_mma runs windows")
-        .without(feature::kKvDtype)
-        .note(feature::kKvDtype, "prefix_prefill.sm80_mma reads fp8 caches")
         .with(feature::kKvLayout, {"nhd", "hnd"})
         .note(feature::kKvLayout, "prefix_prefill.sm80_mma reads the vllm layout")
         .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
@@ -149,7 +153,8 @@ class Sm90WgmmaVariant : public Variant {
              ? ".dv" + std::to_string(batch.spec.model.effective_v_head_dim())
              : std::string()) +
         "." + to_string(batch.spec.model.dtype) + ".box" +
-        std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n));
+        std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
+        (kv_fp8(batch) ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
     program.arch = target.arch;
@@ -201,11 +206,14 @@ class Sm90WgmmaVariant : public Variant {
     }
     const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-    if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n) && interleaved) {
+    const bool fp8 = kv_fp8(batch);
+    const bool tma_pages =
+        !fp8 && !prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n);
+    if (tma_pages && interleaved) {
       p.k_map = paged_pool_interleaved_tensor_map(context, batch, problem.k_pool(), box_tokens);
       p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens,
                                                   v_head_dim);
-    } else if (!prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n)) {
+    } else if (tma_pages) {
       // Column-block-major tiles (head dims 80 and 96): a box per page and column block, the
       // kernel's coordinates (dim, kv head, slot, page) for NHD and (dim, slot, kv head, page)
       // for HND (paged_pool_tensor_map's token_coordinate 2 and 1).
@@ -213,30 +221,45 @@ class Sm90WgmmaVariant : public Variant {
       p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens, v_head_dim).map;
     }
     p.hnd = hnd ? 1 : 0;
-    // The pools as the cp.async path reads them (elements; NHD or HND, launch_inputs.hpp): K's
-    // strides; the kernel scales them by v_head_dim / head_dim for V's pool.
+    // The pools as the cp.async path reads them (elements, which an fp8 cache's are bytes; NHD or
+    // HND, launch_inputs.hpp): K's strides; the kernel scales them by v_head_dim / head_dim for
+    // V's pool.
     p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
     p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
     p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
     p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
-    // K_new and V_new (rows of head_dim and v_head_dim).
-    auto new_tokens_map = [&](const void* rows, int row_dims) {
-      if (!interleaved) {
-        // (dims, kv heads, new_rows): a box is one column block of tile_n rows of one kv head.
-        return encode_heads_tensor_map(api, type, rows, row_dims, m.num_kv_heads,
-                                       uint64_t(fresh.new_rows), uint32_t(c.tile_n));
-      }
-      // (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n rows of one kv
-      // head's every column block, landing interleaved as the context's tiles.
-      const uint64_t columns = uint64_t(m.num_kv_heads) * uint64_t(row_dims);
-      const uint64_t dims[4] = {64, 8, columns / 64, uint64_t(fresh.new_rows) / 8};
-      const uint64_t strides[3] = {columns * 2, 128, 8 * columns * 2};
-      const uint32_t box[4] = {64, 8, uint32_t(row_dims / 64), uint32_t(c.tile_n / 8)};
-      return encode_tensor_map(api, type, rows, 4, dims, strides, box);
-    };
-    p.k_new_map = new_tokens_map(fresh.k_new, m.head_dim);
-    p.v_new_map = new_tokens_map(fresh.v_new, v_head_dim);
+    if (fp8) {
+      // The producer warpgroup copies the gathered codes too (rows of head_dim and v_head_dim
+      // codes), and dequantises with the scales.
+      p.k_new = static_cast<const unsigned char*>(fresh.k_new);
+      p.v_new = static_cast<const unsigned char*>(fresh.v_new);
+      p.new_rows = int(fresh.new_rows);
+      auto per_head = [&](const std::vector<float>& scales) {
+        const std::vector<float> out = scales_per_kv_head(scales, m.num_kv_heads);
+        return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    } else {
+      // K_new and V_new (rows of head_dim and v_head_dim).
+      auto new_tokens_map = [&](const void* rows, int row_dims) {
+        if (!interleaved) {
+          // (dims, kv heads, new_rows): a box is one column block of tile_n rows of one kv head.
+          return encode_heads_tensor_map(api, type, rows, row_dims, m.num_kv_heads,
+                                         uint64_t(fresh.new_rows), uint32_t(c.tile_n));
+        }
+        // (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n rows of one kv
+        // head's every column block, landing interleaved as the context's tiles.
+        const uint64_t columns = uint64_t(m.num_kv_heads) * uint64_t(row_dims);
+        const uint64_t dims[4] = {64, 8, columns / 64, uint64_t(fresh.new_rows) / 8};
+        const uint64_t strides[3] = {columns * 2, 128, 8 * columns * 2};
+        const uint32_t box[4] = {64, 8, uint32_t(row_dims / 64), uint32_t(c.tile_n / 8)};
+        return encode_tensor_map(api, type, rows, 4, dims, strides, box);
+      };
+      p.k_new_map = new_tokens_map(fresh.k_new, m.head_dim);
+      p.v_new_map = new_tokens_map(fresh.v_new, v_head_dim);
+    }
     p.out = problem.out();
     p.block_table = problem.block_table();
     p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));
@@ -279,7 +302,7 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
            std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
-           ">";
+           (kv_fp8(batch) ? ", true" : "") + ">";
   }
 };
 

@@ -46,12 +46,18 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_TRUE(holds(decode->gpu_variants, "paged_decode.sm80_simt"));
   EXPECT_TRUE(holds(decode->gpu_variants, "paged_decode.sm90_tma"));
   EXPECT_EQ(decode->cpu_variants, std::vector<std::string>{"paged_decode.cpu_reference"});
-  // prefix_prefill.sm90_wgmma reads no fp8 cache; sm80_mma does.
+  // Both prefix_prefill tensor-core variants read fp8 caches; in flash_fwd only sm80_mma does.
   const CoverageCell* fp8 =
       find_cell(matrix, Family::prefix_prefill, "128", "fp8_e4m3", "HND", "other");
   ASSERT_NE(fp8, nullptr);
   EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm80_mma"));
-  EXPECT_FALSE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
+  EXPECT_TRUE(holds(fp8->gpu_variants, "prefix_prefill.sm90_wgmma"));
+  const CoverageCell* dense_fp8 =
+      find_cell(matrix, Family::flash_fwd, "128", "fp8_e4m3", "NHD", "16");
+  ASSERT_NE(dense_fp8, nullptr);
+  EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm80_mma"));
+  EXPECT_FALSE(holds(dense_fp8->gpu_variants, "flash_fwd.sm90_wgmma"));
+  EXPECT_EQ(dense_fp8->cpu_variants, std::vector<std::string>{"flash_fwd.cpu_reference"});
   // blocksparse.sm80_mma and sm90_wgmma take 192; head dim 256 only sm90_wgmma.
   const CoverageCell* d192 = find_cell(matrix, Family::blocksparse, "192", "fp16", "HND", "1");
   ASSERT_NE(d192, nullptr);
@@ -68,39 +74,47 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
       ASSERT_NE(cell, nullptr);
       EXPECT_TRUE(holds(cell->gpu_variants, to_string(family) + ".sm90_wgmma")) << head_dim;
     }
+    // prefix_prefill.sm90_wgmma converts an fp8 cache's codes into those tiles too.
+    const CoverageCell* cell =
+        find_cell(matrix, Family::prefix_prefill, head_dim, "fp8_e4m3", "NHD", "other");
+    ASSERT_NE(cell, nullptr);
+    EXPECT_TRUE(holds(cell->gpu_variants, "prefix_prefill.sm90_wgmma")) << head_dim;
   }
 }
 
 // A V narrower than Q/K (192x128): on the GPU the tensor-core variants take it (flash_fwd's and
-// blocksparse's sm80_mma and sm90_wgmma, which read no fp8 cache; prefix_prefill's sm80_mma and
-// sm80_mma_masked, which do, and its sm90_wgmma, which does not); paged_decode leaves it to its
-// CPU reference.
+// blocksparse's sm80_mma and sm90_wgmma, and in flash_fwd only sm80_mma with an fp8 cache;
+// prefix_prefill's sm80_mma, sm80_mma_masked and sm90_wgmma, with 16-bit and fp8 caches alike);
+// paged_decode leaves it to its CPU reference.
 TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
   for (const CoverageCell& c : coverage_matrix(make_registry())) {
     if (c.head_dim != "192x128") continue;
     const std::string what =
         to_string(c.family) + " " + c.kv_dtype + " " + c.layout + " " + c.page_size;
-    if (c.kv_dtype != "fp8_e4m3" && c.family == Family::flash_fwd) {
-      EXPECT_EQ(c.gpu_variants,
-                (std::vector<std::string>{"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"}))
-          << what;
-    } else if (c.kv_dtype != "fp8_e4m3" && c.family == Family::blocksparse) {
+    const bool fp8 = c.kv_dtype == "fp8_e4m3";
+    if (c.family == Family::flash_fwd) {
+      const std::vector<std::string> expected =
+          fp8 ? std::vector<std::string>{"flash_fwd.sm80_mma"}
+              : std::vector<std::string>{"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"};
+      EXPECT_EQ(c.gpu_variants, expected) << what;
+    } else if (!fp8 && c.family == Family::blocksparse) {
       EXPECT_EQ(c.gpu_variants,
                 (std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"}))
           << what;
     } else if (c.family == Family::prefix_prefill) {
-      std::vector<std::string> expected = {"prefix_prefill.sm80_mma",
-                                           "prefix_prefill.sm80_mma_masked"};
-      if (c.kv_dtype != "fp8_e4m3") expected.push_back("prefix_prefill.sm90_wgmma");
-      EXPECT_EQ(c.gpu_variants, expected) << what;
+      EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",
+                                                          "prefix_prefill.sm80_mma_masked",
+                                                          "prefix_prefill.sm90_wgmma"}))
+          << what;
     } else {
       EXPECT_TRUE(c.gpu_variants.empty()) << what;
     }
-    // flash_fwd's and blocksparse's references leave fp8 caches to the other families.
-    if (c.kv_dtype != "fp8_e4m3" || c.family == Family::paged_decode ||
-        c.family == Family::prefix_prefill) {
+    // blocksparse's reference leaves fp8 caches to the other families.
+    if (!fp8 || c.family != Family::blocksparse) {
       EXPECT_EQ(c.cpu_variants, std::vector<std::string>{to_string(c.family) + ".cpu_reference"})
           << what;
+    } else {
+      EXPECT_TRUE(c.cpu_variants.empty()) << what;
     }
   }
 }

@@ -43,9 +43,12 @@ inline std::string describe(const Batch& batch, const KernelConfig& config) {
       << spec.model.head_dim;
   if (spec.model.effective_v_head_dim() != spec.model.head_dim)
     out << " dv" << spec.model.effective_v_head_dim();
-  out << " " << to_string(spec.model.dtype) << " page " << spec.kv_cache.page_size << " "
-      << to_string(spec.kv_cache.layout) << " seed " << spec.seed
-      << (batch.causal ? " causal" : " non-causal") << " (context, query) [";
+  out << " " << to_string(spec.model.dtype);
+  if (spec.model.kv_dtype == DType::fp8_e4m3)
+    out << " kv fp8 "
+        << (spec.model.kv_scale == KvScaleGranularity::per_head ? "per head" : "per tensor");
+  out << " page " << spec.kv_cache.page_size << " " << to_string(spec.kv_cache.layout) << " seed "
+      << spec.seed << (batch.causal ? " causal" : " non-causal") << " (context, query) [";
   for (int s = 0; s < batch.num_seqs; ++s) {
     out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
   }
@@ -157,9 +160,11 @@ inline const std::vector<std::pair<int, int>> kPowerOfTwoHeadDims = {
 // dims from `dims` ((head_dim, v_head_dim) pairs: a narrower V sets model.v_head_dim), both
 // dtypes, both pool layouts, odd page sizes; 1 to 5 sequences whose query lengths are near and
 // off every tile size (1, 15, 17, 63, 65, 127, 129, ...) with contexts from 0 to 257, so the causal
-// diagonal crosses tiles at every offset; causal or not.
+// diagonal crosses tiles at every offset; causal or not. kv_fp8: over an fp8 (e4m3) cache, with
+// per-tensor or per-head scales at random.
 inline Batch random_prefill_batch(
-    std::mt19937_64& rng, const std::vector<std::pair<int, int>>& dims = kPowerOfTwoHeadDims) {
+    std::mt19937_64& rng, const std::vector<std::pair<int, int>>& dims = kPowerOfTwoHeadDims,
+    bool kv_fp8 = false) {
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
   shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 40});
@@ -184,6 +189,12 @@ inline Batch random_prefill_batch(
   const bool causal = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
   WorkloadSpec spec = prefill_spec(shape, sequences, causal);
   if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+  if (kv_fp8) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale = std::uniform_int_distribution<int>(0, 1)(rng) == 0
+                              ? KvScaleGranularity::per_head
+                              : KvScaleGranularity::per_tensor;
+  }
   return generate_batch(spec);
 }
 

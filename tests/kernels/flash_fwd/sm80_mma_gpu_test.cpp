@@ -1,7 +1,8 @@
 // flash_fwd.sm80_mma on the GPU: random variable-length batches (lengths that are multiples of no
 // tile, contexts that shift the causal diagonal), GQA ratios including non powers of two, head
 // dims 64/80/96/128/192/256 and V narrower than Q/K ((192, 128), (128, 64)), bf16 and fp16, causal
-// and not, and random configs from the variant's space.
+// and not, random configs from the variant's space, and fp8 (e4m3) caches with per-tensor and
+// per-head scales (gathered as codes, dequantised by the kernel on their way into shared memory).
 // Every run writes into a poisoned output and a NaN-filled LSE buffer and is compared with the
 // oracle (flash_fwd_gpu_check.hpp).
 #include <gtest/gtest.h>
@@ -32,8 +33,9 @@ const std::vector<std::pair<int, int>> kNewHeadDims = {
     {80, 80}, {96, 96}, {192, 192}, {192, 128}, {128, 64}};
 
 // The batches of an every-config test at (head_dim, v_head_dim): causal (bf16) and not (fp16),
-// GQA 3, lengths that are multiples of no tile.
-std::vector<Batch> every_config_batches(int head_dim, int v_head_dim) {
+// GQA 3, lengths that are multiples of no tile. kv_fp8: over an fp8 cache, per-head scales for
+// the causal batch and one per-tensor scale for the other.
+std::vector<Batch> every_config_batches(int head_dim, int v_head_dim, bool kv_fp8 = false) {
   std::vector<Batch> batches;
   for (bool causal : {true, false}) {
     testing::SpecShape shape;
@@ -44,6 +46,10 @@ std::vector<Batch> every_config_batches(int head_dim, int v_head_dim) {
     shape.seed = uint64_t(head_dim) * 2 + causal;
     WorkloadSpec spec = prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}}, causal);
     if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+    if (kv_fp8) {
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale = causal ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+    }
     batches.push_back(generate_batch(spec));
   }
   return batches;
@@ -66,6 +72,42 @@ TEST(FlashFwdSm80Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
     expect_matches_reference(batch, random_config(variant, batch, target, rng));
   }
   testing::print_case_summary(budget, seed);
+}
+
+// Random shapes and lengths over an fp8 cache (per-tensor or per-head scales), every head dim
+// and the narrower Vs, with a random accepted config (the stage pipeline: stages 2 to 4), as
+// many as the case budget allows.
+TEST(FlashFwdSm80Gpu, RandomFp8CachesMatchTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  const uint64_t seed = testing::test_seed_or(20261129);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const Batch batch = random_prefill_batch(rng, kAllHeadDims, true);
+    expect_matches_reference(batch, random_config(variant, batch, target, rng));
+  }
+  testing::print_case_summary(budget, seed);
+}
+
+// Every config the variant accepts over an fp8 cache, at head dims 64, 128 and 256, 96 (padded
+// rows) and Q/K 192 with V 128 (V's own rows): causal with per-head scales (bf16 queries) and not
+// with one per-tensor scale (fp16), each config once.
+TEST(FlashFwdSm80Gpu, EveryAcceptedConfigWithFp8CachesMatchesTheReference) {
+  ATTN_REQUIRE_GPU();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm80_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (const auto& [head_dim, v_head_dim] :
+       std::vector<std::pair<int, int>>{{64, 64}, {128, 128}, {256, 256}, {96, 96}, {192, 128}})
+    add_rotated_cases(variant, every_config_batches(head_dim, v_head_dim, true), target, 1, cases);
+  EXPECT_GT(cases.size(), 30u);
+  expect_all_match_reference(variant, cases);
 }
 
 // Every (tile_m, tile_n, warps, stages) the variant accepts on this device, for each head dim, on

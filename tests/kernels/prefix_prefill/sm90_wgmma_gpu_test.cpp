@@ -432,8 +432,140 @@ TEST(PrefixPrefillSm90Gpu, ManyItemsPerCtaMatchTheReference) {
   expect_all_pass(cases);
 }
 
+// An fp8 (e4m3) cache, per-tensor or per-head scales: random shapes (GQA 1..12, head dims
+// 64/128/256, bf16/fp16 queries, pages copied and TMA-sized, NHD/HND), 1 to 4 sequences with
+// contexts 0, around pages and tiles, and long, query lengths from 1, soft-cap, sinks and
+// non-causal at random, and a random accepted config; as many cases as the case budget allows.
+TEST(PrefixPrefillSm90Gpu, RandomFp8CachesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    testing::SpecShape shape;
+    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
+    shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 5, 8, 12});
+    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
+    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
+    shape.page_size = pick(rng, std::vector<int>{1, 5, 16, 24, 64, 256});
+    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
+    shape.allocation = pick(
+        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
+    shape.seed = rng();
+    Lengths lengths;
+    const int seqs = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int s = 0; s < seqs; ++s) {
+      lengths.push_back(
+          {pick(rng, std::vector<int64_t>{0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047}),
+           pick(rng, std::vector<int64_t>{1, 2, 7, 16, 17, 63, 64, 65, 129, 300})});
+    }
+    WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-fp8-random");
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale =
+        chance(rng, 0.5) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+    if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
+    if (chance(rng, 0.3)) spec.model.attention_sinks = true;
+    if (chance(rng, 0.2)) spec.mask.causal = false;
+    Batch batch = generate_batch(spec);
+    KernelConfig config = variant.default_config(batch, target);
+    for (int attempt = 0; attempt < 40; ++attempt) {
+      KernelConfig candidate;
+      for (const ConfigAxis& axis : variant.space(batch, target))
+        candidate.set(axis.name, pick(rng, axis.values));
+      if (variant.check(batch, candidate, target)) {
+        config = candidate;
+        break;
+      }
+    }
+    expect_all_pass({Case{std::move(batch), config}});
+  }
+  testing::print_case_summary(budget, seed);
+}
+
+// An fp8 cache in every config the variant accepts for it (the staging buffer leaves out the
+// largest), per head dim: per-head scales with bf16 queries on pages of 16 keys (NHD), per-tensor
+// scales with fp16 queries on pages of 5 (HND) with soft-cap and sinks; uneven lengths (a long
+// context with few new tokens, no context, a decode row, a context that ends mid-page).
+TEST(PrefixPrefillSm90Gpu, Fp8CachesInEveryAcceptedConfigMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  std::vector<Case> cases;
+  for (int head_dim : {64, 128, 256}) {
+    for (bool per_head : {true, false}) {
+      testing::SpecShape shape =
+          shape_of(6, 2, head_dim, per_head ? 16 : 5, per_head ? DType::bf16 : DType::fp16,
+                   per_head ? KvLayout::nhd : KvLayout::hnd);
+      shape.seed = uint64_t(head_dim) * 2 + (per_head ? 0 : 1);
+      WorkloadSpec spec = testing::make_spec(
+          shape, {{1000, 17}, {0, 300}, {45, 1}, {3, 129}, {200, 70}}, "prefill-sm90-fp8-configs");
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale =
+          per_head ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+      if (!per_head) {
+        spec.model.logits_soft_cap = 30.0;
+        spec.model.attention_sinks = true;
+      }
+      const Batch batch = generate_batch(spec);
+      int accepted = 0;
+      const auto space = variant.space(batch, target);
+      for (int64_t m : space[0].values)
+        for (int64_t n : space[1].values)
+          for (int64_t s : space[2].values)
+            for (int64_t c : space[3].values) {
+              const KernelConfig config = make_config(int(m), int(n), int(s), int(c));
+              if (!variant.check(batch, config, target)) continue;
+              ++accepted;
+              cases.push_back({batch, config});
+            }
+      EXPECT_GT(accepted, 0) << head_dim;
+    }
+  }
+  expect_all_pass(cases);
+}
+
+// An fp8 cache at each head dim beyond 64/128/256 (the tiles the codes are converted into are
+// column-block-major at 80 and 96, V's narrower at 192x128): per-head scales with bf16 queries on
+// pages of 16 keys (NHD), per-tensor scales with fp16 queries on pages of 5 (HND) with soft-cap
+// and sinks, uneven lengths, in the smallest config and the default one.
+TEST(PrefixPrefillSm90Gpu, Fp8CachesAtHeadDims80To192AndNarrowVMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = device_target();
+  std::vector<Case> cases;
+  for (const auto& [head_dim, v_head_dim] : kPrefixSm90NewHeadDims) {
+    for (bool per_head : {true, false}) {
+      testing::SpecShape shape =
+          shape_of(6, 2, head_dim, per_head ? 16 : 5, per_head ? DType::bf16 : DType::fp16,
+                   per_head ? KvLayout::nhd : KvLayout::hnd);
+      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + (per_head ? 0 : 1);
+      WorkloadSpec spec = testing::make_spec(
+          shape, {{1000, 17}, {0, 300}, {45, 1}, {3, 129}, {200, 70}}, "prefill-sm90-fp8-dims");
+      if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale =
+          per_head ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+      if (!per_head) {
+        spec.model.logits_soft_cap = 30.0;
+        spec.model.attention_sinks = true;
+      }
+      const Batch batch = generate_batch(spec);
+      cases.push_back({batch, make_config(64, 64, 2, 1)});
+      cases.push_back({batch, variant.default_config(batch, target)});
+    }
+  }
+  expect_all_pass(cases);
+}
+
 // The performance case (8 x (2048 cached + 512 new), 32/8 heads, d128, bf16, page 16)
-// and the mixed chunked-prefill shape, with the default config.
+// and the mixed chunked-prefill shape, with the default config, over a bf16 and an fp8 cache.
 TEST(PrefixPrefillSm90Gpu, AcceptanceShapesMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -447,9 +579,15 @@ TEST(PrefixPrefillSm90Gpu, AcceptanceShapesMatchTheReference) {
   mixed.push_back({0, 512});
   std::vector<Case> cases;
   for (const Lengths& lengths : {Lengths(8, {2048, 512}), mixed}) {
-    const Batch batch =
-        generate_batch(testing::make_spec(shape, lengths, "prefill-sm90-acceptance"));
-    cases.push_back({batch, variant.default_config(batch, target)});
+    for (bool fp8 : {false, true}) {
+      WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-acceptance");
+      if (fp8) {
+        spec.model.kv_dtype = DType::fp8_e4m3;
+        spec.model.kv_scale = KvScaleGranularity::per_head;
+      }
+      const Batch batch = generate_batch(spec);
+      cases.push_back({batch, variant.default_config(batch, target)});
+    }
   }
   expect_all_pass(cases);
 }

@@ -32,8 +32,8 @@ Target hopper() {
 
 // v_head_dim: V's width where narrower than Q and K's (0: as wide).
 Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
-                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd,
-                    int v_head_dim = 0) {
+                    DType dtype = DType::bf16, KvLayout layout = KvLayout::nhd, int v_head_dim = 0,
+                    bool kv_fp8 = false) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
@@ -43,6 +43,10 @@ Batch prefill_batch(int q_heads, int kv_heads, int head_dim, int page_size = 16,
   shape.layout = layout;
   WorkloadSpec spec = testing::make_spec(shape, {{0, 7}, {40, 1}, {300, 65}}, "prefill-test");
   if (v_head_dim > 0) spec.model.v_head_dim = v_head_dim;
+  if (kv_fp8) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale = KvScaleGranularity::per_head;
+  }
   return generate_batch(spec);
 }
 
@@ -130,6 +134,23 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(q_buffers(128, 128, 128, 3), 1);
   EXPECT_EQ(shared_bytes(128, 128, 128, 3), 1024 + 128 * 128 * 2 + 6 * 128 * 128 * 2 + 15 * 8 + 16);
   EXPECT_LE(shared_bytes(128, 128, 128, 3), sm90_attention::kMaxSharedBytes);
+  // An fp8 cache adds its staging buffer (two parts of tile_n x head_dim codes; K's rows are the
+  // wider at 192x128), so three stages of 128 keys no longer fit at head dim 128, and takes any
+  // page size (its tiles are copied key by key, never TMA boxes).
+  for (auto [head_dim, v_head_dim] : {std::pair{128, 0}, {80, 0}, {192, 128}}) {
+    const int buffers = q_buffers(head_dim, 128, 64, 2, v_head_dim, true);
+    EXPECT_EQ(shared_bytes(head_dim, 128, 64, 2, v_head_dim, true),
+              1024 + buffers * sm90_attention::q_bytes(head_dim, 128) +
+                  2 * sm90_attention::kv_tile_bytes(head_dim, 64) +
+                  2 * sm90_attention::kv_tile_bytes(v_head_dim ? v_head_dim : head_dim, 64) +
+                  fp8_staging_bytes(head_dim, 64) + (2 * buffers + 8 + 1) * 8 + 16 * buffers)
+        << head_dim;
+  }
+  EXPECT_EQ(fp8_staging_bytes(128, 64), 2 * 64 * 128);
+  EXPECT_EQ(check(128, 128, 128, 3, 2, 0, 0, 0, true), sm90_attention::kSharedMemory);
+  EXPECT_EQ(check(128, 128, 128, 2, 2, 96, 0, 0, true), kOk);  // kPageSize without fp8
+  EXPECT_EQ(check(96, 128, 64, 2, 2, 5, 0, 0, true), kOk);
+  EXPECT_EQ(check(192, 64, 64, 2, 1, 16, 0, 128, true), kOk);
   // The register split fits the register file at one CTA per SM, in multiples of 8; with two
   // consumers the producer takes 16 registers from them (32 when it copies pages), which still
   // hold their arrays in every head dim (its largest tile_n).
@@ -316,11 +337,18 @@ TEST(PrefixPrefillSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"sinks", "", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
       {"window longer than every sequence", "", [](Batch& b) { b.sliding_window = 100000; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
-      {"fp8 KV", "fp8 KV cache",
+      {"fp8 KV per tensor", "",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
          b.v_scales = {0.02f};
+       }},
+      {"fp8 KV per head", "",
+       [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.spec.model.kv_scale = KvScaleGranularity::per_head;
+         b.k_scales.assign(size_t(b.spec.model.num_kv_heads), 0.01f);
+         b.v_scales.assign(size_t(b.spec.model.num_kv_heads), 0.02f);
        }},
       {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
@@ -358,14 +386,22 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   EXPECT_EQ(a.kernels[1], "attn::prefix_prefill_gather");
   EXPECT_NE(a.name, b.name);
   EXPECT_EQ(a.arch, "sm_90a");
+  // V's width follows the head dim and an fp8 cache comes last, in the name too.
+  const Batch fp8_narrow_v =
+      prefill_batch(8, 2, 192, 16, DType::bf16, KvLayout::nhd, 128, /*kv_fp8=*/true);
+  const JitProgram c = variant.programs(fp8_narrow_v, make_config(64, 64, 2, 1), hopper()).front();
+  EXPECT_EQ(c.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, true>");
+  EXPECT_NE(c.name.find(".d192.dv128.bf16.box16.kv_fp8"), std::string::npos) << c.name;
 }
 
-// NVRTC compiles every config the traits accept for every head dim (80, 96, 192 and 192 with a V
-// of 128 too), with pages of 16 keys (bf16,
-// TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles them) and boxes of a
-// whole key tile (fp16, page 256); ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every
-// page for both dtypes. ptxas reports no spills,
-// no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints ptxas' report.
+// NVRTC compiles every config the traits accept for every head dim: at 64, 128 and 256 with pages
+// of 16 keys (bf16, TMA boxes of one page), of 24 keys (bf16, the cp.async path: no box tiles
+// them) and boxes of a whole key tile (fp16, page 256), and over an fp8 cache (bf16 with pages of
+// 16, fp16 with pages of 5: every tile copied and converted by the producer warpgroup); at 80, 96,
+// 192 and 192 with a V of 128, bf16 on pages of 16 keys, over a 16-bit and an fp8 cache.
+// ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every page for both dtypes.
+// ptxas reports no spills, no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints
+// ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const fs::path dir =
       fs::temp_directory_path() /
@@ -385,29 +421,35 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
   const std::vector<std::pair<int, int>> dims = {{64, 0},  {80, 0},  {96, 0},   {128, 0},
                                                  {192, 0}, {256, 0}, {192, 128}};
-  batches.reserve(12 * dims.size());
+  batches.reserve(24 * dims.size());
   for (const auto& [head_dim, v_head_dim] : dims) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (int page : {5, 8, 16, 24, 32, 256}) {
-        // Head dims 64, 128 and 256: both dtypes and three page sizes; the others (one more
-        // column block, partly used, or a narrower V) bf16 on 16-key pages, to keep CI short.
-        const bool power_of_two =
-            (head_dim == 64 || head_dim == 128 || head_dim == 256) && v_head_dim == 0;
-        const bool sampled = power_of_two ? (dtype == DType::bf16 && (page == 16 || page == 24)) ||
-                                                (dtype == DType::fp16 && page == 256)
-                                          : dtype == DType::bf16 && page == 16;
-        if (!exhaustive && !sampled) continue;
-        batches.push_back(prefill_batch(12, 4, head_dim, page, dtype, KvLayout::nhd, v_head_dim));
-        const Batch& batch = batches.back();
-        int accepted = 0;
-        for (const KernelConfig& config : space_configs(variant, batch)) {
-          if (!variant.check(batch, config, target)) continue;
-          ++accepted;
-          JitProgram program = variant.programs(batch, config, target).front();
-          program.options.push_back("--ptxas-options=-v");
-          jobs.push_back({program.name, jit.compile_async(program)});
+        for (bool fp8 : {false, true}) {
+          // Head dims 64, 128 and 256: both dtypes and two or three page sizes (an fp8 cache's
+          // tiles are copied whatever the page); the others (one more column block, partly used,
+          // or a narrower V) bf16 on 16-key pages, to keep CI short.
+          const bool power_of_two =
+              (head_dim == 64 || head_dim == 128 || head_dim == 256) && v_head_dim == 0;
+          const bool sampled =
+              !power_of_two ? dtype == DType::bf16 && page == 16
+              : fp8 ? (dtype == DType::bf16 && page == 16) || (dtype == DType::fp16 && page == 5)
+                    : (dtype == DType::bf16 && (page == 16 || page == 24)) ||
+                          (dtype == DType::fp16 && page == 256);
+          if (!exhaustive && !sampled) continue;
+          batches.push_back(
+              prefill_batch(12, 4, head_dim, page, dtype, KvLayout::nhd, v_head_dim, fp8));
+          const Batch& batch = batches.back();
+          int accepted = 0;
+          for (const KernelConfig& config : space_configs(variant, batch)) {
+            if (!variant.check(batch, config, target)) continue;
+            ++accepted;
+            JitProgram program = variant.programs(batch, config, target).front();
+            program.options.push_back("--ptxas-options=-v");
+            jobs.push_back({program.name, jit.compile_async(program)});
+          }
+          EXPECT_GT(accepted, 0);
         }
-        EXPECT_GT(accepted, 0);
       }
     }
   }
