@@ -74,8 +74,9 @@
 //
 // - An fp8 cache (KV_FP8): wgmma's operands stay 16-bit, so every K and V tile, context or new
 //   tokens, goes through the producer warpgroup: each thread copies its 16-byte chunks of the
-//   tile's codes with cp.async into a staging buffer (kFp8StagingSlots parts, a part being one
-//   tile's K or V, V's rows V_HEAD_DIM codes), and while the next part's copies fly it converts
+//   tile's codes with cp.async into a staging buffer (fp8_staging_slots parts, 2 to 4, a part
+//   being one tile's K or V, V's rows V_HEAD_DIM codes), and while the next parts' copies fly
+//   (one page-table read per copy, all issued before the copies) it converts
 //   its chunks of the landed part into the stage's swizzled 16-bit tile, laid out as the head
 //   dim's tiles are (interleaved, or column-block-major at 80 and 96), with e4m3x16_to_16bit
 //   (integer instructions and one bf16x2 multiply per pair, exact), and publishes it as the copy
@@ -145,30 +146,53 @@ __device__ __forceinline__ void publish_copies(unsigned long long* full, int lan
   if (lane == 0) sm90::mbarrier_arrive(full);
 }
 
+// KV_FP8: the page-table entries of the context keys key0 .. min(key0 + TILE_N, limit) - 1 (pages
+// first .. of the item's table, first = key0 / page_size, TILE_N + 1 at most), read by the
+// producer warpgroup (thread `tid`, 0..127) into `tile_pages`, all in flight at once. The copies
+// of a tile's K and V parts then read their pages from shared memory: a tile costs one page-table
+// latency, not one per copy. The first barrier (named, the producer warpgroup's) orders the reads
+// of the previous tile's entries before they are overwritten, the second the writes before the
+// reads.
+template <int TILE_N>
+__device__ __forceinline__ void load_tile_pages(int* tile_pages, const int* pages, int key0,
+                                                int limit, int page_size, int tid) {
+  const int first = key0 / page_size;
+  const int last = key0 < limit ? (min(key0 + TILE_N, limit) - 1) / page_size : first - 1;
+  asm volatile("bar.sync %0, 128;\n" ::"n"(kFp8PagesBarrier) : "memory");
+#pragma unroll
+  for (int e = tid; e < TILE_N + 1; e += 128) {
+    if (first + e <= last) tile_pages[e] = __ldg(pages + first + e);
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"n"(kFp8PagesBarrier) : "memory");
+}
+
 // KV_FP8: one part (K's or V's codes) of a key tile, keys key0 .. key0 + TILE_N - 1, copied by
 // producer thread `tid` (0..127) with cp.async into `staging`: unit u (key u / CHUNKS, 16-byte
 // chunk u % CHUNKS) at staging + 16 u, units tid, tid + 128, ... being this thread's (and
 // convert_fp8_part's). DIMS is the part's row width (head_dim, or V's v_head_dim), a multiple of
 // 16. Keys at or past `limit` are zero-filled without a read. `src` is the kv head's first code; a
-// key's codes lie at pages[key / page_size] * page_stride + (key % page_size) * token_stride from
-// it (the paged context), or, with pages null, at key * token_stride (the gathered new tokens).
+// key's codes lie at tile_pages[key / page_size - key0 / page_size] * page_stride + (key %
+// page_size) * token_stride from it (the paged context: load_tile_pages' entries), or, with
+// tile_pages null, at key * token_stride (the gathered new tokens).
 template <int DIMS, int TILE_N>
 __device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsigned char* src,
-                                              const int* pages, int key0, int limit, int tid,
+                                              const int* tile_pages, int key0, int limit, int tid,
                                               int page_size, long long page_stride,
                                               long long token_stride) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per key");
   constexpr int CHUNKS = DIMS / 16;  // 16-byte chunks of codes per key
   constexpr int UNITS = TILE_N * CHUNKS;
+  const int first = key0 / page_size;
 #pragma unroll 1
   for (int u = tid; u < UNITS; u += 128) {
     const int key = key0 + u / CHUNKS;
     const bool valid = key < limit;
     long long offset = 0;
     if (valid) {
-      offset = pages != nullptr ? (long long)__ldg(pages + key / page_size) * page_stride +
-                                      (key % page_size) * token_stride
-                                : key * token_stride;
+      offset = tile_pages != nullptr
+                   ? (long long)tile_pages[key / page_size - first] * page_stride +
+                         (key % page_size) * token_stride
+                   : key * token_stride;
     }
     cp_async_16(staging + u * 16, src + offset + (u % CHUNKS) * 16, valid);
   }
@@ -254,8 +278,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   // With KV_FP8 every tile is copied and converted by the whole producer warpgroup.
   constexpr bool WARPGROUP_LOADS = COPY || KV_FP8;
   constexpr int PRODUCER_WARPS = WARPGROUP_LOADS ? 4 : 1;  // arrivals on each full barrier
-  // KV_FP8: one part's codes, bytes (K's rows are the wider: V_HEAD_DIM <= HEAD_DIM).
-  constexpr int STAGING_PART = TILE_N * HEAD_DIM;
+  // KV_FP8: one part's codes, bytes (K's rows are the wider: V_HEAD_DIM <= HEAD_DIM), and the
+  // parts the staging buffer holds.
+  constexpr int STAGING_PART = prefix_prefill::sm90_wgmma::fp8_part_bytes(HEAD_DIM, TILE_N);
+  constexpr int SLOTS =
+      prefix_prefill::sm90_wgmma::fp8_staging_slots(HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM);
   static_assert(V_HEAD_DIM <= HEAD_DIM, "V's rows fit K's staging part");
   // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
   // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page;
@@ -272,11 +299,16 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   unsigned char* q_tiles = shared;                        // [Q_BUFFERS][BLOCKS][TILE_M][64]
   unsigned char* k_tiles = shared + Q_BUFFERS * Q_BYTES;  // [STAGES][TILE_N / 8][BLOCKS][8][64]
   unsigned char* v_tiles = k_tiles + STAGES * K_BYTES;    // [STAGES][TILE_N / 8][V_BLOCKS][8][64]
-  // KV_FP8: [kFp8StagingSlots][STAGING_PART] codes in flight (prefix_prefill::sm90_wgmma::
+  // KV_FP8: [SLOTS][STAGING_PART] codes in flight (prefix_prefill::sm90_wgmma::
   // fp8_staging_bytes), counted with the kernel's own words after the barriers.
   unsigned char* fp8_staging = v_tiles + STAGES * V_BYTES;
+  // KV_FP8: then the page-table entries of the producer's current context tile (TILE_N + 1,
+  // load_tile_pages), in the same words.
+  int* fp8_pages = reinterpret_cast<int*>(fp8_staging + SLOTS * STAGING_PART);
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(
-      fp8_staging + (KV_FP8 ? prefix_prefill::sm90_wgmma::fp8_staging_bytes(HEAD_DIM, TILE_N) : 0));
+      fp8_staging + (KV_FP8 ? prefix_prefill::sm90_wgmma::fp8_staging_bytes(
+                                  HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM)
+                            : 0));
   unsigned long long* q_empty = q_full + Q_BUFFERS;
   unsigned long long* k_full = q_empty + Q_BUFFERS;
   unsigned long long* k_empty = k_full + STAGES;
@@ -339,8 +371,9 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
       }
       const int ctx = item.info.context_len, n_ctx = item.n_ctx;
       if constexpr (KV_FP8) {
-        // Parts 2 n (K_n) and 2 n + 1 (V_n) of the item's tiles: part i + 1's copies fly while
-        // part i is converted (cp.async groups complete in commit order; one per part).
+        // Parts 2 n (K_n) and 2 n + 1 (V_n) of the item's tiles: parts i + 1 .. i + SLOTS - 1
+        // fly while part i is converted (cp.async groups complete in commit order; one per part,
+        // an empty one past the item's last part keeps the count).
         const int parts = 2 * item.n_tiles;
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
@@ -350,17 +383,19 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         };
         auto copy_part = [&](int i) {
           const int n = i / 2;
-          unsigned char* staging =
-              fp8_staging + (i % prefix_prefill::sm90_wgmma::kFp8StagingSlots) * STAGING_PART;
+          unsigned char* staging = fp8_staging + (i % SLOTS) * STAGING_PART;
           const unsigned char* k_pool = reinterpret_cast<const unsigned char*>(p.k_pool);
           const unsigned char* v_pool = reinterpret_cast<const unsigned char*>(p.v_pool);
           if (n < n_ctx && i % 2 == 0) {
+            // A context tile's K part reads its page-table entries; its V part reuses them.
+            prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N>(fp8_pages, item.pages, n * TILE_N,
+                                                                ctx, p.page_size, threadIdx.x);
             prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N>(
-                staging, k_pool + (long long)item.kv_head * p.head_stride, item.pages, n * TILE_N,
+                staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
           } else if (n < n_ctx) {
             prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N>(
-                staging, v_pool + item.kv_head * v_stride(p.head_stride), item.pages, n * TILE_N,
+                staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, v_stride(p.page_stride), v_stride(p.token_stride));
           } else if (i % 2 == 0) {
             const long long row = (long long)kv_heads * HEAD_DIM;
@@ -375,17 +410,23 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           }
           cp_async_commit();
         };
-        copy_part(0);
-        for (int i = 0; i < parts; ++i) {
-          if (i + 1 < parts) {
-            copy_part(i + 1);
+#pragma unroll 1
+        for (int i = 0; i < SLOTS - 1; ++i) {
+          if (i < parts) {
+            copy_part(i);
           } else {
-            cp_async_commit();  // an empty group keeps the count
+            cp_async_commit();
           }
-          cp_async_wait<1>();  // part i's copies (this thread's) landed
+        }
+        for (int i = 0; i < parts; ++i) {
+          if (i + SLOTS - 1 < parts) {
+            copy_part(i + SLOTS - 1);  // into the slot part i - 1 left
+          } else {
+            cp_async_commit();
+          }
+          cp_async_wait<SLOTS - 1>();  // part i's copies (this thread's) landed
           const int t = g + i / 2, s = t % STAGES;
-          const unsigned char* staging =
-              fp8_staging + (i % prefix_prefill::sm90_wgmma::kFp8StagingSlots) * STAGING_PART;
+          const unsigned char* staging = fp8_staging + (i % SLOTS) * STAGING_PART;
           if (i % 2 == 0) {
             sm90::mbarrier_wait(&k_empty[s], ((t / STAGES) & 1) ^ 1);
             prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, INTERLEAVED>(

@@ -19,15 +19,47 @@ using sm90_attention::kOk;
 // warpgroup arrives on once it has zeroed the V rows of the last context tile past the context's
 // end), and the item slots; two Q buffers wherever they fit in shared memory, else one.
 constexpr int kOwnBarriers = 1;  // v_zeroed
-// An fp8 cache's tiles come through a staging buffer: the producer warpgroup copies a tile's fp8
-// codes there with cp.async (kFp8StagingSlots K or V tiles in flight, half a 16-bit tile each),
-// then converts them into the stage's 16-bit tile. Counted with the kernel's own 8-byte words.
-constexpr int kFp8StagingSlots = 2;
-ATTN_HOST_DEVICE constexpr int fp8_staging_bytes(int head_dim, int tile_n) {
-  return kFp8StagingSlots * tile_n * head_dim;
+// An fp8 cache's tiles come through a staging buffer: the producer warpgroup copies the fp8 codes
+// of a part (one key tile's K or V, tile_n x head_dim bytes for the wider K) there with cp.async,
+// then converts them into the stage's 16-bit tile. Slots - 1 parts are in flight while one is
+// converted: as many slots as fit beside two Q buffers, from 2 to kMaxFp8StagingSlots (2 where
+// two Q buffers do not fit at all). Counted with the kernel's own 8-byte words.
+constexpr int kMinFp8StagingSlots = 2;
+constexpr int kMaxFp8StagingSlots = 4;
+// The named barrier (bar.sync id) of the producer warpgroup's page-table entries; the consumers'
+// issue turns take ids 1 to 3.
+constexpr int kFp8PagesBarrier = 8;
+ATTN_HOST_DEVICE constexpr int fp8_part_bytes(int head_dim, int tile_n) {
+  return tile_n * head_dim;
 }
-ATTN_HOST_DEVICE constexpr int own_words(int head_dim, int tile_n, bool kv_fp8) {
-  return kOwnBarriers + (kv_fp8 ? fp8_staging_bytes(head_dim, tile_n) / 8 : 0);
+// Beside the slots, the page-table entries of the context tile the producer copies (tile_n + 1 at
+// most), rounded up to 8-byte words.
+ATTN_HOST_DEVICE constexpr int fp8_page_entry_bytes(int tile_n) {
+  return ((tile_n + 1) * 4 + 7) / 8 * 8;
+}
+ATTN_HOST_DEVICE constexpr int fp8_staging_slots(int head_dim, int tile_m, int tile_n, int stages,
+                                                 int v_head_dim = 0) {
+  int slots = kMaxFp8StagingSlots;
+  while (slots > kMinFp8StagingSlots &&
+         sm90_persistent::q_buffers(
+             head_dim, tile_m, tile_n, stages,
+             kOwnBarriers +
+                 (slots * fp8_part_bytes(head_dim, tile_n) + fp8_page_entry_bytes(tile_n)) / 8,
+             sm90_persistent::kSlotBytes, v_head_dim) < 2) {
+    --slots;
+  }
+  return slots;
+}
+ATTN_HOST_DEVICE constexpr int fp8_staging_bytes(int head_dim, int tile_m, int tile_n, int stages,
+                                                 int v_head_dim = 0) {
+  return fp8_staging_slots(head_dim, tile_m, tile_n, stages, v_head_dim) *
+             fp8_part_bytes(head_dim, tile_n) +
+         fp8_page_entry_bytes(tile_n);
+}
+ATTN_HOST_DEVICE constexpr int own_words(int head_dim, int tile_m, int tile_n, int stages,
+                                         int v_head_dim, bool kv_fp8) {
+  return kOwnBarriers +
+         (kv_fp8 ? fp8_staging_bytes(head_dim, tile_m, tile_n, stages, v_head_dim) / 8 : 0);
 }
 ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
   return sm90_persistent::barrier_bytes(stages, q_buffers, kOwnBarriers);
@@ -37,14 +69,15 @@ ATTN_HOST_DEVICE constexpr int barrier_bytes(int stages, int q_buffers) {
 ATTN_HOST_DEVICE constexpr int q_buffers(int head_dim, int tile_m, int tile_n, int stages,
                                          int v_head_dim = 0, bool kv_fp8 = false) {
   return sm90_persistent::q_buffers(head_dim, tile_m, tile_n, stages,
-                                    own_words(head_dim, tile_n, kv_fp8),
+                                    own_words(head_dim, tile_m, tile_n, stages, v_head_dim, kv_fp8),
                                     sm90_persistent::kSlotBytes, v_head_dim);
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages,
                                             int v_head_dim = 0, bool kv_fp8 = false) {
-  return sm90_persistent::shared_bytes(head_dim, tile_m, tile_n, stages,
-                                       own_words(head_dim, tile_n, kv_fp8),
-                                       sm90_persistent::kSlotBytes, v_head_dim);
+  return sm90_persistent::shared_bytes(
+      head_dim, tile_m, tile_n, stages,
+      own_words(head_dim, tile_m, tile_n, stages, v_head_dim, kv_fp8), sm90_persistent::kSlotBytes,
+      v_head_dim);
 }
 
 // K and V tiles are interleaved (sm90_attention::interleaved_offset: one TMA box brings every

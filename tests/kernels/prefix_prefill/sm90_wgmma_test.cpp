@@ -143,10 +143,35 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
               1024 + buffers * sm90_attention::q_bytes(head_dim, 128) +
                   2 * sm90_attention::kv_tile_bytes(head_dim, 64) +
                   2 * sm90_attention::kv_tile_bytes(v_head_dim ? v_head_dim : head_dim, 64) +
-                  fp8_staging_bytes(head_dim, 64) + (2 * buffers + 8 + 1) * 8 + 16 * buffers)
+                  fp8_staging_bytes(head_dim, 128, 64, 2, v_head_dim) + (2 * buffers + 8 + 1) * 8 +
+                  16 * buffers)
         << head_dim;
   }
-  EXPECT_EQ(fp8_staging_bytes(128, 64), 2 * 64 * 128);
+  // As many staging slots (2 to 4 parts of tile_n x head_dim codes) as fit beside two Q buffers.
+  EXPECT_EQ(fp8_staging_slots(128, 128, 64, 2), 4);
+  EXPECT_EQ(fp8_staging_bytes(128, 128, 64, 2), 4 * 64 * 128 + 65 * 4 + 4);
+  EXPECT_EQ(q_buffers(128, 128, 64, 2, 0, true), 2);
+  EXPECT_EQ(fp8_staging_slots(128, 128, 128, 2), 2);  // 2 x 32 KB Q + 128 KB of K/V + 32 KB
+  EXPECT_EQ(q_buffers(128, 128, 128, 2, 0, true), 2);
+  for (int head_dim : {64, 80, 96, 128, 192, 256}) {
+    for (int tile_n : {64, 128}) {
+      for (int stages : {2, 3, 4}) {
+        const int slots = fp8_staging_slots(head_dim, 128, tile_n, stages);
+        EXPECT_GE(slots, kMinFp8StagingSlots);
+        EXPECT_LE(slots, kMaxFp8StagingSlots);
+        // One more slot would cost the second Q buffer (or there is none to lose).
+        if (slots < kMaxFp8StagingSlots && q_buffers(head_dim, 128, tile_n, stages, 0, true) == 2) {
+          EXPECT_EQ(sm90_persistent::q_buffers(
+                        head_dim, 128, tile_n, stages,
+                        kOwnBarriers + ((slots + 1) * fp8_part_bytes(head_dim, tile_n) +
+                                        fp8_page_entry_bytes(tile_n)) /
+                                           8),
+                    1)
+              << head_dim << " " << tile_n << " " << stages;
+        }
+      }
+    }
+  }
   EXPECT_EQ(check(128, 128, 128, 3, 2, 0, 0, 0, true), sm90_attention::kSharedMemory);
   EXPECT_EQ(check(128, 128, 128, 2, 2, 96, 0, 0, true), kOk);  // kPageSize without fp8
   EXPECT_EQ(check(96, 128, 64, 2, 2, 5, 0, 0, true), kOk);
