@@ -173,15 +173,17 @@ __device__ __forceinline__ void load_tile_pages(int* tile_pages, const int* page
 // 16. Keys at or past `limit` are zero-filled without a read. `src` is the kv head's first code; a
 // key's codes lie at tile_pages[key / page_size - key0 / page_size] * page_stride + (key %
 // page_size) * token_stride from it (the paged context: load_tile_pages' entries), or, with
-// tile_pages null, at key * token_stride (the gathered new tokens).
-template <int DIMS, int TILE_N>
+// tile_pages null, at key * token_stride (the gathered new tokens). PAGE: the page size where it
+// is known at compile time (pages smaller than the tile: BOX_TOKENS), else 0 (`page_size`).
+template <int DIMS, int TILE_N, int PAGE>
 __device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsigned char* src,
                                               const int* tile_pages, int key0, int limit, int tid,
-                                              int page_size, long long page_stride,
+                                              int runtime_page_size, long long page_stride,
                                               long long token_stride) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per key");
   constexpr int CHUNKS = DIMS / 16;  // 16-byte chunks of codes per key
   constexpr int UNITS = TILE_N * CHUNKS;
+  const int page_size = PAGE > 0 ? PAGE : runtime_page_size;
   const int first = key0 / page_size;
 #pragma unroll 1
   for (int u = tid; u < UNITS; u += 128) {
@@ -375,6 +377,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         // fly while part i is converted (cp.async groups complete in commit order; one per part,
         // an empty one past the item's last part keeps the count).
         const int parts = 2 * item.n_tiles;
+        // Pages smaller than the tile are BOX_TOKENS keys (sm90_wgmma_traits.hpp, box_tokens).
+        constexpr int FP8_PAGE = BOX_TOKENS < TILE_N ? BOX_TOKENS : 0;
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
         const int kv_heads = p.num_q_heads / p.group;
@@ -390,21 +394,21 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
             // A context tile's K part reads its page-table entries; its V part reuses them.
             prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N>(fp8_pages, item.pages, n * TILE_N,
                                                                 ctx, p.page_size, threadIdx.x);
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE>(
                 staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
           } else if (n < n_ctx) {
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE>(
                 staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, v_stride(p.page_stride), v_stride(p.token_stride));
           } else if (i % 2 == 0) {
             const long long row = (long long)kv_heads * HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE>(
                 staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, nullptr,
                 (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           } else {
             const long long row = (long long)kv_heads * V_HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE>(
                 staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, nullptr,
                 (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           }
