@@ -184,6 +184,29 @@ __device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsi
   constexpr int CHUNKS = DIMS / 16;  // 16-byte chunks of codes per key
   constexpr int UNITS = TILE_N * CHUNKS;
   const int page_size = PAGE > 0 ? PAGE : runtime_page_size;
+  // Where a thread's units are whole steps of keys apart (CHUNKS divides 128) and pages of a
+  // compile-time size tile both the tile and the step, its units share one key offset in their
+  // pages and one chunk: a unit is one page-table entry, one multiply and its copy. Not at head
+  // dim 64 (4 chunks), where ptxas spilled 8 bytes in the producer (its 56 registers).
+  constexpr int STEP = 128 % CHUNKS == 0 ? 128 / CHUNKS : 0;  // keys between a thread's units
+  if constexpr (CHUNKS >= 8 && STEP > 0 && PAGE > 0 && STEP % PAGE == 0 && TILE_N % PAGE == 0) {
+    const int r0 = tid / CHUNKS;
+    // (A token's row in the pool is far below 2^31 bytes / PAGE.)
+    const int in_page = (r0 % PAGE) * int(token_stride) + (tid % CHUNKS) * 16;
+#pragma unroll 1
+    for (int j = 0; j < TILE_N / STEP; ++j) {
+      const int key = key0 + r0 + STEP * j;
+      const bool valid = key < limit;
+      long long offset = 0;
+      if (valid) {
+        offset = tile_pages != nullptr
+                     ? (long long)tile_pages[r0 / PAGE + j * (STEP / PAGE)] * page_stride + in_page
+                     : key * token_stride + (tid % CHUNKS) * 16;
+      }
+      cp_async_16(staging + (tid + 128 * j) * 16, src + offset, valid);
+    }
+    return;
+  }
   const int first = key0 / page_size;
 #pragma unroll 1
   for (int u = tid; u < UNITS; u += 128) {
