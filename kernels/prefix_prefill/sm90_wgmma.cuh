@@ -175,7 +175,9 @@ __device__ __forceinline__ void load_tile_pages(int* tile_pages, const int* page
 // page_size) * token_stride from it (the paged context: load_tile_pages' entries), or, with
 // tile_pages null, at key * token_stride (the gathered new tokens). PAGE: the page size where it
 // is known at compile time (pages smaller than the tile: BOX_TOKENS), else 0 (`page_size`).
-template <int DIMS, int TILE_N, int PAGE>
+// STEPS: the stepped copy below may be used (not where K's and V's rows differ: at 192 with a V
+// of 128, K's generic copy beside V's stepped one spilled 8 to 28 bytes in the producer).
+template <int DIMS, int TILE_N, int PAGE, bool STEPS>
 __device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsigned char* src,
                                               const int* tile_pages, int key0, int limit, int tid,
                                               int runtime_page_size, long long page_stride,
@@ -189,7 +191,8 @@ __device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsi
   // pages and one chunk: a unit is one page-table entry, one multiply and its copy. Not at head
   // dim 64 (4 chunks), where ptxas spilled 8 bytes in the producer (its 56 registers).
   constexpr int STEP = 128 % CHUNKS == 0 ? 128 / CHUNKS : 0;  // keys between a thread's units
-  if constexpr (CHUNKS >= 8 && STEP > 0 && PAGE > 0 && STEP % PAGE == 0 && TILE_N % PAGE == 0) {
+  if constexpr (STEPS && CHUNKS >= 8 && STEP > 0 && PAGE > 0 && STEP % PAGE == 0 &&
+                TILE_N % PAGE == 0) {
     const int r0 = tid / CHUNKS;
     // (A token's row in the pool is far below 2^31 bytes / PAGE.)
     const int in_page = (r0 % PAGE) * int(token_stride) + (tid % CHUNKS) * 16;
@@ -402,6 +405,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         const int parts = 2 * item.n_tiles;
         // Pages smaller than the tile are BOX_TOKENS keys (sm90_wgmma_traits.hpp, box_tokens).
         constexpr int FP8_PAGE = BOX_TOKENS < TILE_N ? BOX_TOKENS : 0;
+        constexpr bool FP8_STEPS = HEAD_DIM == V_HEAD_DIM;
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
         const int kv_heads = p.num_q_heads / p.group;
@@ -417,21 +421,21 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
             // A context tile's K part reads its page-table entries; its V part reuses them.
             prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N>(fp8_pages, item.pages, n * TILE_N,
                                                                 ctx, p.page_size, threadIdx.x);
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
                 staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
           } else if (n < n_ctx) {
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
                 staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, v_stride(p.page_stride), v_stride(p.token_stride));
           } else if (i % 2 == 0) {
             const long long row = (long long)kv_heads * HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
                 staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, nullptr,
                 (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           } else {
             const long long row = (long long)kv_heads * V_HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE>(
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
                 staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, nullptr,
                 (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           }
