@@ -4,7 +4,7 @@ last_page_len):
 
 peer.flashinfer.decode   BatchDecodeWithPagedKVCacheWrapper (decode batches: one query token per
                          sequence); use_tensor_cores when the GQA group is 4 or more, as
-                         FlashInfer advises
+                         FlashInfer advises, or where its CUDA-core module fails to build
 peer.flashinfer.prefill  BatchPrefillWithPagedKVCacheWrapper (batches with more query tokens):
                          causal (FlashInfer aligns it bottom-right, as ours), sliding window
                          (window_left = w - 1), soft-cap, and explicit masks (our per-sequence
@@ -131,6 +131,28 @@ class _FlashInferPeer(Peer):
         return Case(call, lambda: torch_batch.to_numpy(out), config)
 
 
+def planned_decode_wrapper(flashinfer, workspace, layout, tensor_cores, plan):
+    """A BatchDecodeWithPagedKVCacheWrapper planned by plan(wrapper), with tensor cores as asked,
+    and the config entries that say how it runs. Where the CUDA-core decode module (groups under
+    4) fails to build or load (FlashInfer compiles it at plan time; some FlashInfer releases fail
+    to link it with newer CUDA toolkits), the wrapper is planned again with use_tensor_cores,
+    which serves every group, and the config records why."""
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+        workspace, kv_layout=layout, use_tensor_cores=tensor_cores)
+    try:
+        plan(wrapper)
+        return wrapper, {"use_tensor_cores": tensor_cores}
+    except RuntimeError as error:
+        if tensor_cores:
+            raise
+        reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+        workspace, kv_layout=layout, use_tensor_cores=True)
+    plan(wrapper)
+    return wrapper, {"use_tensor_cores": True,
+                     "fallback": f"the CUDA-core decode module failed ({reason}): tensor cores"}
+
+
 class FlashInferDecode(_FlashInferPeer):
     name = "peer.flashinfer.decode"
     wrapper_name = "BatchDecodeWithPagedKVCacheWrapper"
@@ -146,19 +168,20 @@ class FlashInferDecode(_FlashInferPeer):
     def prepare(self, batch, env):
         torch, flashinfer, workspace, (indptr, indices, last), kv, scales = self._common(batch, env)
         group = batch.num_q_heads // batch.num_kv_heads
-        tensor_cores = group >= 4
-        wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
-            workspace, kv_layout=batch.layout, use_tensor_cores=tensor_cores)
-        wrapper.plan(indptr, indices, last, batch.num_q_heads, batch.num_kv_heads, batch.head_dim,
-                     batch.page_size, pos_encoding_mode="NONE",
-                     window_left=batch.sliding_window - 1 if batch.sliding_window > 0 else -1,
-                     logits_soft_cap=batch.logits_soft_cap if batch.logits_soft_cap > 0 else None,
-                     q_data_type=torch_batch.torch_dtype(torch, batch.dtype),
-                     kv_data_type=torch_batch.torch_dtype(torch, batch.kv_dtype),
-                     sm_scale=batch.softmax_scale, **self._head_dim_vo(batch))
+
+        def plan(wrapper):
+            wrapper.plan(indptr, indices, last, batch.num_q_heads, batch.num_kv_heads,
+                         batch.head_dim, batch.page_size, pos_encoding_mode="NONE",
+                         window_left=batch.sliding_window - 1 if batch.sliding_window > 0 else -1,
+                         logits_soft_cap=batch.logits_soft_cap if batch.logits_soft_cap > 0 else None,
+                         q_data_type=torch_batch.torch_dtype(torch, batch.dtype),
+                         kv_data_type=torch_batch.torch_dtype(torch, batch.kv_dtype),
+                         sm_scale=batch.softmax_scale, **self._head_dim_vo(batch))
+
+        wrapper, config = planned_decode_wrapper(flashinfer, workspace, batch.layout, group >= 4,
+                                                 plan)
         return self._case(batch, env, wrapper, kv, scales,
-                          {"wrapper": "BatchDecodeWithPagedKVCacheWrapper",
-                           "use_tensor_cores": tensor_cores})
+                          {"wrapper": "BatchDecodeWithPagedKVCacheWrapper", **config})
 
 
 class FlashInferPrefill(_FlashInferPeer):
