@@ -18,15 +18,13 @@
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/every_config_cases.hpp"
+#include "tests/kernels/random_draws.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
 namespace blocksparse_testing {
 
-template <typename T>
-inline const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 inline BlockSparseSpec phi3_layout(int block_size, int local, int stride, int sliding = 1,
                                    bool homo = false) {
@@ -135,17 +133,6 @@ inline void compile_cases_in_parallel(const Variant& variant,
       programs.push_back(std::move(program));
   }
   testing::compile_in_parallel(programs);
-}
-
-inline KernelConfig random_config(const Variant& variant, const Batch& batch, const Target& target,
-                                  std::mt19937_64& rng) {
-  for (int attempt = 0; attempt < 30; ++attempt) {
-    KernelConfig candidate;
-    for (const ConfigAxis& axis : variant.space(batch, target))
-      candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.check(batch, candidate, target)) return candidate;
-  }
-  return variant.default_config(batch, target);
 }
 
 // A random shape, layout (block size from block_sizes), (head_dim, v_head_dim) from `dims` (a

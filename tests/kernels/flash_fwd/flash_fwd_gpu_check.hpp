@@ -21,6 +21,7 @@
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/every_config_cases.hpp"
+#include "tests/kernels/random_draws.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -31,10 +32,7 @@ namespace flash_fwd_testing {
 // log(1 +- p).
 inline constexpr double kLseTolerance = 2e-3;
 
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 inline std::string describe(const Batch& batch, const KernelConfig& config) {
   const WorkloadSpec& spec = batch.spec;
@@ -138,18 +136,6 @@ inline WorkloadSpec prefill_spec(const testing::SpecShape& shape,
   WorkloadSpec spec = testing::make_spec(shape, sequences, "flash-fwd-test");
   spec.mask.causal = causal;
   return spec;
-}
-
-// A random config the variant accepts (the default when 30 draws are all invalid).
-inline KernelConfig random_config(const Variant& variant, const Batch& batch, const Target& target,
-                                  std::mt19937_64& rng) {
-  for (int attempt = 0; attempt < 30; ++attempt) {
-    KernelConfig candidate;
-    for (const ConfigAxis& axis : variant.space(batch, target))
-      candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.check(batch, candidate, target)) return candidate;
-  }
-  return variant.default_config(batch, target);
 }
 
 // (head_dim, v_head_dim) pairs a test draws from: V as wide as Q and K at 64, 128 and 256.

@@ -9,14 +9,10 @@
 #include <vector>
 
 #include "kernels/variant.hpp"
+#include "tests/kernels/random_draws.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn::testing {
-
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
 
 // The cases of the paged_decode tests of head dims 80, 96 and 192: each head dim in every KV dtype
 // (bf16, fp16; fp8 per tensor with bf16 Q, per head with fp16 Q), both layouts and page sizes 1,
@@ -49,20 +45,6 @@ inline std::vector<OtherHeadDimCase> other_head_dim_cases(int q_heads, int kv_he
     }
   }
   return cases;
-}
-
-// A random config of `variant`'s space that it accepts for `batch` on `target` (20 draws), or its
-// default config when no draw is accepted.
-inline KernelConfig random_accepted_config(const Variant& variant, const Batch& batch,
-                                           const Target& target, std::mt19937_64& rng) {
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    KernelConfig candidate;
-    for (const ConfigAxis& axis : variant.space(batch, target)) {
-      candidate.set(axis.name, pick(rng, axis.values));
-    }
-    if (variant.check(batch, candidate, target)) return candidate;
-  }
-  return variant.default_config(batch, target);
 }
 
 // Head dims the paged_decode GPU kernels run (every variant runs every one).

@@ -16,15 +16,13 @@
 #include "measure/reference_oracle.hpp"
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/random_draws.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
 namespace {
 
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 bool chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
@@ -89,14 +87,8 @@ void compile_first(const Variant& variant,
 // A random config of the variant's space that it accepts for this batch (the default when 40
 // draws are all refused).
 KernelConfig random_config(std::mt19937_64& rng, const Variant& variant, const Batch& batch) {
-  const Target target = Target::cuda(testing::gpu().device());
-  for (int attempt = 0; attempt < 40; ++attempt) {
-    KernelConfig candidate;
-    for (const ConfigAxis& axis : variant.space(batch, target))
-      candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.check(batch, candidate, target)) return candidate;
-  }
-  return variant.default_config(batch, target);
+  return testing::random_accepted_config(variant, batch, Target::cuda(testing::gpu().device()), rng,
+                                         40);
 }
 
 // (Q/K head dim, V head dim): every head dim of the schema with V as wide, and narrower Vs

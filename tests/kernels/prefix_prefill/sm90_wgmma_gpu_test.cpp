@@ -21,6 +21,7 @@
 #include "measure/evaluator.hpp"
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/random_draws.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
@@ -36,10 +37,7 @@ using Lengths = std::vector<std::pair<int64_t, int64_t>>;
                    << testing::gpu().device().arch();                        \
   } while (0)
 
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 bool chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
@@ -183,16 +181,7 @@ void expect_random_case_passes(std::mt19937_64& rng, const std::vector<std::pair
   if (chance(rng, 0.3)) spec.model.attention_sinks = true;
   if (chance(rng, 0.2)) spec.mask.causal = false;
   Batch batch = generate_batch(spec);
-  KernelConfig config = variant.default_config(batch, target);
-  for (int attempt = 0; attempt < 40; ++attempt) {
-    KernelConfig candidate;
-    for (const ConfigAxis& axis : variant.space(batch, target))
-      candidate.set(axis.name, pick(rng, axis.values));
-    if (variant.check(batch, candidate, target)) {
-      config = candidate;
-      break;
-    }
-  }
+  const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng, 40);
   expect_all_pass({Case{std::move(batch), config}});
 }
 
@@ -472,16 +461,7 @@ TEST(PrefixPrefillSm90Gpu, RandomFp8CachesMatchTheReference) {
     if (chance(rng, 0.3)) spec.model.attention_sinks = true;
     if (chance(rng, 0.2)) spec.mask.causal = false;
     Batch batch = generate_batch(spec);
-    KernelConfig config = variant.default_config(batch, target);
-    for (int attempt = 0; attempt < 40; ++attempt) {
-      KernelConfig candidate;
-      for (const ConfigAxis& axis : variant.space(batch, target))
-        candidate.set(axis.name, pick(rng, axis.values));
-      if (variant.check(batch, candidate, target)) {
-        config = candidate;
-        break;
-      }
-    }
+    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng, 40);
     expect_all_pass({Case{std::move(batch), config}});
   }
   testing::print_case_summary(budget, seed);

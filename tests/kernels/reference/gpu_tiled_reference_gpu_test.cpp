@@ -21,6 +21,7 @@
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/random_draws.hpp"
 #include "tests/kernels/reference/reference_comparison.hpp"
 #include "tests/kernels/reference/reference_feature_batches.hpp"
 #include "tests/test_support.hpp"
@@ -65,10 +66,7 @@ TEST(GpuTiledReference, MatchesTheNaiveAndCpuReferencesOnEveryFeatureBatch) {
   }
 }
 
-template <typename T>
-const T& pick(std::mt19937_64& rng, const std::vector<T>& values) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
+using testing::pick;
 
 bool chance(std::mt19937_64& rng, double p) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
