@@ -618,8 +618,9 @@ TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
     }
     // The same batches as the sm80 variant (the same kernel semantics), but an fp8 cache, which
     // only the sm80 variant dequantises.
-    if (batch.kv_dtype != DType::fp8_e4m3)
+    if (batch.kv_dtype != DType::fp8_e4m3) {
       EXPECT_EQ(sm80.check(batch, sm80.default_config(batch, gpu), gpu).ok, s.ok) << feature.name;
+    }
   }
 }
 
