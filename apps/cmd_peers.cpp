@@ -1,6 +1,7 @@
 // attn-bench peers WORKLOAD: our variants and other libraries' attention (torch SDPA,
 // FlexAttention, FlashInfer: the peer runner in tools/peers) on exactly the same batch, verified
 // against the same oracle, timed under the same policy, recorded in one run, printed side by side.
+// attn-bench peers --suite NAME: the same on every workload of a suite, then one table over all.
 // attn-bench peers import RESULTS: records a results file the peer runner wrote on its own.
 // docs/peers.md.
 
@@ -20,7 +21,9 @@
 #include "apps/memory_budget.hpp"
 #include "apps/peer_runner.hpp"
 #include "apps/peer_runner_setup.hpp"
+#include "apps/peers_suite_table.hpp"
 #include "apps/policy_flags.hpp"
+#include "apps/suite_workloads.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
 #include "base/progress.hpp"
@@ -46,6 +49,7 @@ namespace fs = std::filesystem;
 
 struct PeersArgs {
   std::string workload;
+  std::string suite;  // --suite: every workload of a suite, then one table over all of them
   std::string db;
   std::string peers;
   std::vector<std::string> peer_modules;  // --peer-module: the user's Python peer modules
@@ -179,55 +183,38 @@ ReferenceOracle reference_oracle_from(const PeersArgs& args) {
   return *oracle;
 }
 
-int peers(const PeersArgs& args, const Invocation& invocation) {
-  // Everything the user gave is checked before any GPU work.
-  if (args.peer_deadline < 0) throw UsageError("--peer-deadline must be >= 0 (0: no deadline)");
-  const WorkloadSpec spec = load_workload_argument(args.workload);
-  const std::vector<std::string> peer_modules = checked_peer_modules(args.peer_modules);
+// What every workload of one `peers` command shares, set up and checked once before any GPU work.
+struct PeersSetup {
   BenchOptions options;
-  options.variant_filter = args.variant;
-  options.policy = policy_from(args.policy);
-  options.device = args.device;
-  options.force_cpu = args.cpu;
-  options.cpu_threads = args.threads;
-  options.reference = reference_oracle_from(args);
+  std::string python;  // runs the peer runner
+  fs::path script;     // the runner
+  std::vector<std::string> peer_modules;
+  std::vector<std::string> chosen;  // the runs of the peers asked for, in the runner's order
+  std::string db;
+};
+
+// What became of one workload: its exit code, whether a stop signal ended it, and what it recorded.
+struct WorkloadOutcome {
+  int exit_code = 0;
+  bool interrupted = false;
+  PeersSuiteWorkload recorded;
+};
+
+// Our variants, then the chosen peers, on `batch`: verified against one oracle, timed under one
+// policy, recorded in one run of `store`, printed side by side. The dump the peers read and the
+// runner's results files go in `work_dir`.
+WorkloadOutcome peers_on_workload(const Batch& batch, const PeersArgs& args,
+                                  const Invocation& invocation, const PeersSetup& setup,
+                                  const Registry& registry, Store& store,
+                                  const fs::path& work_dir) {
   // The bar shows each sample of the case in hand; Ctrl-C stops sampling between two samples.
   Progress* progress_now = nullptr;
   std::optional<InterruptHandler> interrupt;
+  BenchOptions options = setup.options;
   options.sampling = case_progress_hooks(
       &progress_now, [&interrupt] { return interrupt.has_value() && interrupt->requested(); });
-  const Registry registry = make_registry();
-  if (!args.variant.empty() && registry.matching(args.variant).empty()) {
-    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
-  }
-  if (!args.runner.empty() && !fs::exists(fs::path(args.runner) / "run_peers.py")) {
-    throw UsageError("--runner '" + args.runner +
-                     "': no run_peers.py there (name the tools/peers folder of a checkout)");
-  }
-  check_mask_limits(spec);
-  check_host_memory(spec, args.workload, MemoryUse::peers, args.max_host_memory);
-  const Batch batch = generate_batch(spec);
-  if (!args.cpu) {
-    const DeviceDiscovery discovery = discover_devices();
-    if (discovery.devices.empty()) {
-      throw EnvironmentError("attn-bench peers needs a GPU: " + discovery.why_none +
-                             " (--cpu runs the CPU reference variant and the CPU test peers only)");
-    }
-  }
-  // The runner starts (Python with numpy) and knows the peers asked for, before any GPU work.
-  const std::string python = peer_runner_python(args.python);
-  WorkFolder folder(args.keep_dump);
-  const fs::path script = peer_runner_script(args.runner, folder.path());
-  std::vector<std::string> peer_names;
-  for (const RunnerPeer& peer : list_runner_peers(python, script, folder.path(), peer_modules)) {
-    if (is_peer_variant(peer.name)) peer_names.push_back(peer.unit);
-  }
-  check_peer_globs(args.peers, peer_names);
-  const std::vector<std::string> chosen = chosen_peers(args.peers, peer_names);
-  const std::string db = results_database_path(args.db);
-  Store store(db);
   BenchSession session = BenchSession::open(batch, options);
-  std::cout << "workload  " << spec.name << " (" << batch.spec_hash.substr(0, 12) << "), "
+  std::cout << "workload  " << batch.spec.name << " (" << batch.spec_hash.substr(0, 12) << "), "
             << batch.num_seqs << " sequences, " << batch.total_q << " query tokens, "
             << batch.total_kv << " keys\n";
   std::cout << "device    " << session.device().name << " (" << session.backend() << ")\n";
@@ -244,7 +231,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   std::cerr << "attn-bench: computing the reference output (" << session.reference_name() << ")\n";
   std::vector<DumpTensor> tensors = batch_tensors(batch);
   tensors.push_back(reference_output_tensor(batch, session.reference_output()));
-  const fs::path dump_dir = folder.path() / "dump";
+  const fs::path dump_dir = work_dir / "dump";
   write_batch_dump(batch, std::move(tensors), dump_dir.string(),
                    dump_verification_fields(batch, session.reference_name()));
 
@@ -252,7 +239,7 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   // Ctrl-C, SIGTERM, SIGHUP: the case in progress finishes (or the runner is stopped), what ran is
   // recorded and printed, the run is marked interrupted (apps/interrupt.hpp).
   interrupt.emplace("attn-bench");
-  interrupt->close_runs_in(db);
+  interrupt->close_runs_in(setup.db);
   std::string runner_failure;
   std::vector<std::string> out_of_time;
   const BenchReport* finished = nullptr;
@@ -271,26 +258,27 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
       progress_now = nullptr;
     }
     PeerRunnerOutcome peers;
-    if (!interrupt->requested() && !chosen.empty()) {
+    if (!interrupt->requested() && !setup.chosen.empty()) {
       PeerRunnerRequest request;
-      request.argv = {python,
-                      script.string(),
+      request.argv = {setup.python,
+                      setup.script.string(),
                       dump_dir.string(),
                       "--policy-json",
                       policy_to_json(options.policy).dump(),
                       "--device",
                       args.cpu ? "cpu" : std::to_string(args.device)};
-      for (const std::string& module : peer_modules) {
+      for (const std::string& module : setup.peer_modules) {
         request.argv.push_back("--peer-module");
         request.argv.push_back(module);
       }
-      request.peers = chosen;
-      request.folder = folder.path().string();
+      request.peers = setup.chosen;
+      request.folder = work_dir.string();
       request.deadline_s = args.peer_deadline;
       request.backend = session.backend();
       request.policy = options.policy.name;
       request.stop_requested = [&] { return interrupt->requested(); };
-      std::cout << "\npeers     running " << script.string() << " on " << dump_dir.string() << "\n"
+      std::cout << "\npeers     running " << setup.script.string() << " on " << dump_dir.string()
+                << "\n"
                 << std::flush;
       peers = run_peers_with_deadlines(request);
     }
@@ -320,9 +308,11 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
     session.fail(e.what());  // the run row says why it ended
     throw;
   }
-  const bool interrupted = interrupt->requested();
+  WorkloadOutcome outcome;
+  outcome.interrupted = interrupt->requested();
   interrupt.reset();
   const BenchReport& report = *finished;
+  outcome.recorded = {batch.spec.name, report.run_id, report.rows};
 
   std::vector<TableRow> rows;
   for (const BenchRow& r : report.rows) {
@@ -330,26 +320,118 @@ int peers(const PeersArgs& args, const Invocation& invocation) {
   }
   std::cout << "\n";
   print_side_by_side(rows, std::cout);
-  std::cout << "\nrecorded  run " << report.run_id << " in " << db << "; compare with: attn-tune "
-            << "compare --db " << db << " --variant '" << to_string(peer_family(batch, registry))
-            << ".*' --variant 'peer.*'\n";
+  std::cout << "\nrecorded  run " << report.run_id << " in " << setup.db
+            << "; compare with: attn-tune compare --db " << setup.db << " --variant '"
+            << to_string(peer_family(batch, registry)) << ".*' --variant 'peer.*'\n";
   if (!out_of_time.empty()) {
     std::cerr << "attn-bench: " << out_of_time.size() << " peer(s) ran out of time and are "
               << "recorded as timed_out: ";
     for (size_t i = 0; i < out_of_time.size(); ++i) std::cerr << (i ? ", " : "") << out_of_time[i];
     std::cerr << " (--peer-deadline " << format("%.0f", args.peer_deadline) << ")\n";
   }
-  if (interrupted) {
+  if (outcome.interrupted) {
     std::cerr << "attn-bench: interrupted: what ran is recorded in run " << report.run_id
               << " (status 'interrupted')\n";
-    return to_int(ExitCode::interrupted);
-  }
-  if (!runner_failure.empty()) {
+    outcome.exit_code = to_int(ExitCode::interrupted);
+  } else if (!runner_failure.empty()) {
     std::cerr << "attn-bench: environment: " << runner_failure << " (its output is above)\n";
-    return to_int(ExitCode::environment);
+    outcome.exit_code = to_int(ExitCode::environment);
+  } else if (report.any_failed()) {
+    outcome.exit_code = to_int(ExitCode::failed_cases);
+  } else {
+    outcome.exit_code = to_int(ExitCode::ok);
   }
-  if (report.any_failed()) return to_int(ExitCode::failed_cases);
-  return to_int(ExitCode::ok);
+  return outcome;
+}
+
+// One workload (a file, a preset, SUITE#WORKLOAD) or every workload of --suite in turn, each
+// printed as it ends and recorded in a run of its own; a suite ends with one table over all of
+// them (apps/peers_suite_table.hpp).
+int peers(const PeersArgs& args, const Invocation& invocation) {
+  // Everything the user gave is checked before any GPU work: the workloads (a suite's all of
+  // them), the options and each workload's host memory.
+  if (args.peer_deadline < 0) throw UsageError("--peer-deadline must be >= 0 (0: no deadline)");
+  std::vector<WorkloadSpec> specs;
+  std::string suite_name;
+  if (!args.suite.empty()) {
+    if (!args.workload.empty()) {
+      throw UsageError("--suite runs the suite's workloads: give no workload with it");
+    }
+    Suite suite = checked_suite(args.suite, MemoryUse::peers, args.max_host_memory);
+    suite_name = suite.name;
+    specs = std::move(suite.workloads);
+  } else {
+    specs.push_back(load_workload_argument(args.workload));
+  }
+  PeersSetup setup;
+  setup.peer_modules = checked_peer_modules(args.peer_modules);
+  setup.options.variant_filter = args.variant;
+  setup.options.policy = policy_from(args.policy);
+  setup.options.device = args.device;
+  setup.options.force_cpu = args.cpu;
+  setup.options.cpu_threads = args.threads;
+  setup.options.reference = reference_oracle_from(args);
+  const Registry registry = make_registry();
+  if (!args.variant.empty() && registry.matching(args.variant).empty()) {
+    throw UsageError("--variant '" + args.variant + "' matches no variant (see `attn-bench list`)");
+  }
+  if (!args.runner.empty() && !fs::exists(fs::path(args.runner) / "run_peers.py")) {
+    throw UsageError("--runner '" + args.runner +
+                     "': no run_peers.py there (name the tools/peers folder of a checkout)");
+  }
+  if (suite_name.empty()) {
+    check_mask_limits(specs.front());
+    check_host_memory(specs.front(), args.workload, MemoryUse::peers, args.max_host_memory);
+  }
+  // The first batch is built before the database is opened: a workload whose referenced files
+  // fail only then leaves no database behind.
+  std::optional<Batch> first_batch = generate_batch(specs.front());
+  if (!args.cpu) {
+    const DeviceDiscovery discovery = discover_devices();
+    if (discovery.devices.empty()) {
+      throw EnvironmentError("attn-bench peers needs a GPU: " + discovery.why_none +
+                             " (--cpu runs the CPU reference variant and the CPU test peers only)");
+    }
+  }
+  // The runner starts (Python with numpy) and knows the peers asked for, before any GPU work.
+  setup.python = peer_runner_python(args.python);
+  WorkFolder folder(args.keep_dump);
+  setup.script = peer_runner_script(args.runner, folder.path());
+  std::vector<std::string> peer_names;
+  for (const RunnerPeer& peer :
+       list_runner_peers(setup.python, setup.script, folder.path(), setup.peer_modules)) {
+    if (is_peer_variant(peer.name)) peer_names.push_back(peer.unit);
+  }
+  check_peer_globs(args.peers, peer_names);
+  setup.chosen = chosen_peers(args.peers, peer_names);
+  setup.db = results_database_path(args.db);
+  Store store(setup.db);
+
+  std::vector<PeersSuiteWorkload> suite_rows;
+  int exit_code = to_int(ExitCode::ok);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!suite_name.empty())
+      print_suite_progress(std::cerr, "attn-bench", suite_name, i, specs.size());
+    const Batch batch = i == 0 ? std::move(*first_batch) : generate_batch(specs[i]);
+    first_batch.reset();
+    // A suite's workloads each have a folder of their own (workload-1, ...) for the dump and the
+    // runner's results.
+    const fs::path work_dir =
+        suite_name.empty() ? folder.path() : folder.path() / ("workload-" + std::to_string(i + 1));
+    fs::create_directories(work_dir);
+    WorkloadOutcome outcome =
+        peers_on_workload(batch, args, invocation, setup, registry, store, work_dir);
+    suite_rows.push_back(std::move(outcome.recorded));
+    // The first failure's code stands (the suite goes on), except that an interruption stops it.
+    if (exit_code == to_int(ExitCode::ok)) exit_code = outcome.exit_code;
+    if (outcome.interrupted) {
+      exit_code = outcome.exit_code;
+      break;
+    }
+    if (!suite_name.empty() && i + 1 < specs.size()) std::cout << "\n";
+  }
+  if (!suite_name.empty()) print_peers_suite_table(suite_name, suite_rows, std::cout);
+  return exit_code;
 }
 
 // The device a results file was measured on: this host's CPU; the GPU with its UUID on this
@@ -441,6 +523,9 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
       "the same batch, verified and timed alike, into one run (docs/peers.md)");
   cmd->add_option("workload", args->workload,
                   "workload.json, a preset name or SUITE#WORKLOAD (a file wins)");
+  cmd->add_option("--suite", args->suite,
+                  "run ours and the peers on every workload of a suite (a built-in suite's name "
+                  "or a suite file) and end with one table: a row per workload, a column per peer");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--peers", args->peers,
                   "comma-separated globs over peer names, e.g. 'peer.torch.*' (default: all)");
@@ -479,8 +564,10 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
 });
 cmd->callback([args, import, &invocation] {
   if (import->parsed()) return;
-  if (args->workload.empty()) {
-    throw UsageError("attn-bench peers: name a workload (file or preset), or `peers import FILE`");
+  if (args->workload.empty() && args->suite.empty()) {
+    throw UsageError(
+        "attn-bench peers: name a workload (file or preset) or --suite NAME, or `peers import "
+        "FILE`");
   }
   invocation.exit_code = peers(*args, invocation);
 });

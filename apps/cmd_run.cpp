@@ -17,6 +17,7 @@
 #include "apps/peer_runner_setup.hpp"
 #include "apps/policy_flags.hpp"
 #include "apps/run_report.hpp"
+#include "apps/suite_workloads.hpp"
 #include "apps/user_kernels.hpp"
 #include "base/build_info.hpp"
 #include "base/errors.hpp"
@@ -412,22 +413,22 @@ int run(const RunArgs& args, const Invocation& invocation) {
           "--suite runs one benchmark set per workload: --benchmark_format, --benchmark_out and "
           "--benchmark_list_tests need a single workload");
     }
-    Suite suite = load_suite(args.suite);
+    Suite suite = checked_suite(args.suite, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
+                                args.max_host_memory);
     suite_name = suite.name;
     specs = std::move(suite.workloads);
   } else {
     specs.push_back(args.workload.empty()
                         ? load_preset(args.preset.empty() ? "default" : args.preset)
                         : load_workload_argument(args.workload));
+    check_mask_limits(specs.front());
+    check_host_memory(specs.front(),
+                      args.workload.empty() ? "workload " + specs.front().name : args.workload,
+                      args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
   }
   const BenchOptions options = bench_options_from(args);
   const std::optional<RunFormat> run_format = run_format_from_string(args.format);
   if (!run_format) throw UsageError("--format '" + args.format + "': use table, csv, md or json");
-  for (const WorkloadSpec& spec : specs) {
-    check_mask_limits(spec);
-    check_host_memory(spec, args.workload.empty() ? "workload " + spec.name : args.workload,
-                      args.cpu ? MemoryUse::run_cpu : MemoryUse::run, args.max_host_memory);
-  }
   // The first batch is built before the database is opened: a workload whose referenced files
   // fail only then leaves no database behind.
   std::optional<Batch> first_batch = generate_batch(specs.front());
@@ -472,8 +473,7 @@ int run(const RunArgs& args, const Invocation& invocation) {
   int exit_code = to_int(ExitCode::ok);
   for (size_t i = 0; i < specs.size(); ++i) {
     if (!suite_name.empty() && !args.quiet) {
-      std::cerr << "attn-bench: suite " << suite_name << ": workload " << i + 1 << " of "
-                << specs.size() << "\n";
+      print_suite_progress(std::cerr, "attn-bench", suite_name, i, specs.size());
     }
     const Batch batch = i == 0 ? std::move(*first_batch) : generate_batch(specs[i]);
     first_batch.reset();

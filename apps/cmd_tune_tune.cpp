@@ -19,6 +19,7 @@
 #include "apps/memory_budget.hpp"
 #include "apps/module_peers.hpp"
 #include "apps/peer_runner_setup.hpp"
+#include "apps/suite_workloads.hpp"
 #include "apps/tune_backend.hpp"
 #include "apps/tune_commands.hpp"
 #include "apps/user_kernels.hpp"
@@ -398,21 +399,16 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   if (!args.workload.empty()) {
     throw UsageError("--suite tunes the suite's workloads: give no workload with it");
   }
-  const Suite suite = load_suite(args.suite);
+  const Suite suite = checked_suite(args.suite, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
+                                    args.max_host_memory);
   make_registry_with_user_kernels(args.kernels);  // every spec checked before the first sweep
-  for (const WorkloadSpec& spec : suite.workloads) {
-    check_mask_limits(spec);
-    check_host_memory(spec, "workload " + spec.name, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
-                      args.max_host_memory);
-  }
   std::vector<std::pair<std::string, std::string>> winners;
   int exit_code = to_int(ExitCode::ok);
   for (size_t i = 0; i < suite.workloads.size(); ++i) {
     TuneArgs one = args;
     one.suite.clear();
     one.workload = args.suite + "#" + suite.workloads[i].name;
-    std::cerr << "attn-tune: suite " << suite.name << ": workload " << i + 1 << " of "
-              << suite.workloads.size() << "\n";
+    print_suite_progress(std::cerr, "attn-tune", suite.name, i, suite.workloads.size());
     std::string winner = "-";
     const int code = tune(one, invocation, &winner);
     winners.emplace_back(suite.workloads[i].name, winner);
