@@ -8,6 +8,7 @@
 
 #include "results/store.hpp"
 #include "tests/apps/cli_runner.hpp"
+#include "tests/apps/tiny_suite_workloads.hpp"
 
 namespace attn {
 namespace {
@@ -17,15 +18,9 @@ using testing::CliResult;
 class SuiteCli : public testing::Cli {
  protected:
   std::string tiny_suite() {
-    return write("tiny.json", R"({"schema_version": 1, "name": "tiny",
-      "description": "two small decode batches",
-      "workloads": [
-        {"schema_version": 2, "name": "tiny-a", "model": {"num_q_heads": 4, "num_kv_heads": 2,
-         "head_dim": 64, "dtype": "bf16"}, "kv_cache": {"page_size": 16},
-         "sequences": [{"context_len": 100, "query_len": 1, "count": 3}], "seed": 1},
-        {"schema_version": 2, "name": "tiny-b", "model": {"num_q_heads": 8, "num_kv_heads": 1,
-         "head_dim": 64, "dtype": "bf16"}, "kv_cache": {"page_size": 1},
-         "sequences": [{"context_len": 50, "query_len": 1, "count": 2}], "seed": 1}]})")
+    return write("tiny.json", std::string(R"({"schema_version": 1, "name": "tiny",
+      "description": "two small decode batches", "workloads": [)") +
+                                  testing::kTinyDecodeWorkloads + "]}")
         .string();
   }
 };
