@@ -184,6 +184,26 @@ inline Batch random_prefill_batch(
   return generate_batch(spec);
 }
 
+// Random batches (random_prefill_batch over `dims`, an fp8 cache with kv_fp8), each with a random
+// config `variant` accepts (30 draws), checked against the reference, as many as the case budget
+// allows (tests/gpu_case_budget.hpp); the seed is ATTN_TEST_SEED's or `seed`.
+inline void expect_random_batches_match_reference(const FlashFwdVariant& variant, uint64_t seed,
+                                                  const std::vector<std::pair<int, int>>& dims,
+                                                  bool kv_fp8 = false) {
+  const Target target = Target::cuda(testing::gpu().device());
+  seed = testing::test_seed_or(seed);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const Batch batch = random_prefill_batch(rng, dims, kv_fp8);
+    expect_flash_fwd_matches_reference(
+        variant, batch, testing::random_accepted_config(variant, batch, target, rng, 30));
+  }
+  testing::print_case_summary(budget, seed);
+}
+
 // The cases of an every-config test over `batches` (of one head dim): every config one of them
 // accepts, on `per_config` of them (tests/kernels/every_config_cases.hpp).
 inline void add_rotated_cases(const Variant& variant, const std::vector<Batch>& batches,

@@ -60,19 +60,7 @@ std::vector<Batch> every_config_batches(int head_dim, int v_head_dim, bool kv_fp
 TEST(FlashFwdSm80Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = sm80_variant(registry);
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261208);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const Batch batch = random_prefill_batch(rng, kAllHeadDims);
-    expect_matches_reference(batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_batches_match_reference(sm80_variant(registry), 20261208, kAllHeadDims);
 }
 
 // Random shapes and lengths over an fp8 cache (per-tensor or per-head scales), every head dim
@@ -81,19 +69,7 @@ TEST(FlashFwdSm80Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
 TEST(FlashFwdSm80Gpu, RandomFp8CachesMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = sm80_variant(registry);
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261129);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const Batch batch = random_prefill_batch(rng, kAllHeadDims, true);
-    expect_matches_reference(batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_batches_match_reference(sm80_variant(registry), 20261129, kAllHeadDims, true);
 }
 
 // Every config the variant accepts over an fp8 cache, at head dims 64, 128 and 256, 96 (padded

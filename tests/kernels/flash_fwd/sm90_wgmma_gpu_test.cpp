@@ -111,19 +111,7 @@ TEST(FlashFwdSm90Gpu, HeadDims80To192AndNarrowVMatchTheReference) {
 TEST(FlashFwdSm90Gpu, RandomBatchesAtHeadDims80To192AndNarrowVMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
-  const Variant& variant = sm90_variant(registry);
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261129);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const Batch batch = random_prefill_batch(rng, kFlashSm90NewHeadDims);
-    expect_matches_reference(batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_batches_match_reference(sm90_variant(registry), 20261129, kFlashSm90NewHeadDims);
 }
 
 // Random shapes and lengths (random_prefill_batch) with a random accepted config, as many as the
@@ -131,19 +119,7 @@ TEST(FlashFwdSm90Gpu, RandomBatchesAtHeadDims80To192AndNarrowVMatchTheReference)
 TEST(FlashFwdSm90Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
-  const Variant& variant = sm90_variant(registry);
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261290);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const Batch batch = random_prefill_batch(rng);
-    expect_matches_reference(batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_batches_match_reference(sm90_variant(registry), 20261290, kPowerOfTwoHeadDims);
 }
 
 // Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head
