@@ -148,6 +148,27 @@ TEST(PrefixPrefillSm90Gpu, OneTileMatchesTheReference) {
   expect_all_pass(cases);
 }
 
+// The features a random case draws: soft-cap (30%), sinks (30%) and non-causal (20%).
+void draw_features(std::mt19937_64& rng, WorkloadSpec& spec) {
+  if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
+  if (chance(rng, 0.3)) spec.model.attention_sinks = true;
+  if (chance(rng, 0.2)) spec.mask.causal = false;
+}
+
+// Runs one_case as many times as the case budget allows (tests/gpu_case_budget.hpp) on one random
+// stream, seeded by ATTN_TEST_SEED or the test's own seed; a failure names the seed and the case.
+void for_each_random_case(const std::function<void(std::mt19937_64&)>& one_case) {
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    one_case(rng);
+  }
+  testing::print_case_summary(budget, seed);
+}
+
 // One random case: a random shape (GQA 1..16 with non powers of two, (head_dim, v_head_dim) from
 // `dims`, bf16/fp16, page sizes 1..256, copied and TMA-boxed, NHD/HND, sequential or shuffled
 // pages), 1 to 5 sequences with contexts 0, around pages and tiles, and long, query lengths from
@@ -177,9 +198,7 @@ void expect_random_case_passes(std::mt19937_64& rng, const std::vector<std::pair
   }
   WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-random");
   if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
-  if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
-  if (chance(rng, 0.3)) spec.model.attention_sinks = true;
-  if (chance(rng, 0.2)) spec.mask.causal = false;
+  draw_features(rng, spec);
   Batch batch = generate_batch(spec);
   const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng, 40);
   expect_all_pass({Case{std::move(batch), config}});
@@ -189,15 +208,9 @@ void expect_random_case_passes(std::mt19937_64& rng, const std::vector<std::pair
 // case budget allows.
 TEST(PrefixPrefillSm90Gpu, RandomBatchesFeaturesAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
-  const uint64_t seed = test_seed();
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+  for_each_random_case([](std::mt19937_64& rng) {
     expect_random_case_passes(rng, {{64, 64}, {128, 128}, {256, 256}});
-  }
-  testing::print_case_summary(budget, seed);
+  });
 }
 
 // The head dims whose rows are not whole 64-dim column blocks (80 and 96: K and V tiles
@@ -211,15 +224,8 @@ const std::vector<std::pair<int, int>> kPrefixSm90NewHeadDims = {
 // allows.
 TEST(PrefixPrefillSm90Gpu, RandomBatchesAtHeadDims80To192AndNarrowVMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
-  const uint64_t seed = test_seed();
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    expect_random_case_passes(rng, kPrefixSm90NewHeadDims);
-  }
-  testing::print_case_summary(budget, seed);
+  for_each_random_case(
+      [](std::mt19937_64& rng) { expect_random_case_passes(rng, kPrefixSm90NewHeadDims); });
 }
 
 // At each new head dim: one tile first (OneTileMatchesTheReference's four cases, TMA pages of 64
@@ -430,12 +436,7 @@ TEST(PrefixPrefillSm90Gpu, RandomFp8CachesMatchTheReference) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Target target = device_target();
-  const uint64_t seed = test_seed();
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+  for_each_random_case([&](std::mt19937_64& rng) {
     testing::SpecShape shape;
     shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
     shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 5, 8, 12});
@@ -457,14 +458,11 @@ TEST(PrefixPrefillSm90Gpu, RandomFp8CachesMatchTheReference) {
     spec.model.kv_dtype = DType::fp8_e4m3;
     spec.model.kv_scale =
         chance(rng, 0.5) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
-    if (chance(rng, 0.3)) spec.model.logits_soft_cap = pick(rng, std::vector<double>{2.0, 30.0});
-    if (chance(rng, 0.3)) spec.model.attention_sinks = true;
-    if (chance(rng, 0.2)) spec.mask.causal = false;
+    draw_features(rng, spec);
     Batch batch = generate_batch(spec);
     const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng, 40);
     expect_all_pass({Case{std::move(batch), config}});
-  }
-  testing::print_case_summary(budget, seed);
+  });
 }
 
 // An fp8 cache in every config the variant accepts for it (the staging buffer leaves out the
