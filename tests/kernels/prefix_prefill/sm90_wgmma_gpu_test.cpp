@@ -169,35 +169,55 @@ void for_each_random_case(const std::function<void(std::mt19937_64&)>& one_case)
   testing::print_case_summary(budget, seed);
 }
 
-// One random case: a random shape (GQA 1..16 with non powers of two, (head_dim, v_head_dim) from
-// `dims`, bf16/fp16, page sizes 1..256, copied and TMA-boxed, NHD/HND, sequential or shuffled
-// pages), 1 to 5 sequences with contexts 0, around pages and tiles, and long, query lengths from
-// 1, soft-cap, sinks and non-causal at random, and a random accepted config.
-void expect_random_case_passes(std::mt19937_64& rng, const std::vector<std::pair<int, int>>& dims) {
+// The lists a random case draws from: GQA groups, page sizes, the most sequences, and each
+// sequence's context and new-token lengths.
+struct RandomDraws {
+  std::vector<int> groups;
+  std::vector<int> pages;
+  int max_sequences;
+  std::vector<int64_t> contexts;
+  std::vector<int64_t> queries;
+};
+// GQA 1..16 with non powers of two, page sizes 1..256 (copied and TMA-boxed), 1 to 5 sequences
+// with contexts 0, around pages and tiles, and long, query lengths from 1.
+const RandomDraws kAnyCase = {{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16},
+                              {1, 5, 8, 16, 24, 32, 48, 64, 128, 256},
+                              5,
+                              {0, 0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047},
+                              {1, 1, 2, 7, 16, 17, 63, 64, 65, 129, 300}};
+
+// One random case: a random shape (GQA and pages from `draws`, (head_dim, v_head_dim) from `dims`,
+// bf16/fp16, NHD/HND, sequential or shuffled pages), lengths from `draws`, with kv_fp8 an fp8
+// cache (per-head or per-tensor scales), soft-cap, sinks and non-causal at random, and a random
+// accepted config.
+void expect_random_case_passes(std::mt19937_64& rng, const std::vector<std::pair<int, int>>& dims,
+                               const RandomDraws& draws = kAnyCase, bool kv_fp8 = false) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Target target = device_target();
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
-  shape.q_heads =
-      shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 16});
+  shape.q_heads = shape.kv_heads * pick(rng, draws.groups);
   const auto [head_dim, v_head_dim] = pick(rng, dims);
   shape.head_dim = head_dim;
   shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
-  shape.page_size = pick(rng, std::vector<int>{1, 5, 8, 16, 24, 32, 48, 64, 128, 256});
+  shape.page_size = pick(rng, draws.pages);
   shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
   shape.allocation =
       pick(rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
   shape.seed = rng();
   Lengths lengths;
-  const int seqs = std::uniform_int_distribution<int>(1, 5)(rng);
-  for (int s = 0; s < seqs; ++s) {
-    lengths.push_back(
-        {pick(rng, std::vector<int64_t>{0, 0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047}),
-         pick(rng, std::vector<int64_t>{1, 1, 2, 7, 16, 17, 63, 64, 65, 129, 300})});
-  }
-  WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-random");
+  const int seqs = std::uniform_int_distribution<int>(1, draws.max_sequences)(rng);
+  for (int s = 0; s < seqs; ++s)
+    lengths.push_back({pick(rng, draws.contexts), pick(rng, draws.queries)});
+  WorkloadSpec spec = testing::make_spec(
+      shape, lengths, kv_fp8 ? "prefill-sm90-fp8-random" : "prefill-sm90-random");
   if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+  if (kv_fp8) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale =
+        chance(rng, 0.5) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+  }
   draw_features(rng, spec);
   Batch batch = generate_batch(spec);
   const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng, 40);
@@ -433,35 +453,13 @@ TEST(PrefixPrefillSm90Gpu, ManyItemsPerCtaMatchTheReference) {
 // non-causal at random, and a random accepted config; as many cases as the case budget allows.
 TEST(PrefixPrefillSm90Gpu, RandomFp8CachesMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
-  const Registry registry = make_registry();
-  const Variant& variant = sm90_variant(registry);
-  const Target target = device_target();
+  const RandomDraws fp8_draws = {{1, 2, 3, 5, 8, 12},
+                                 {1, 5, 16, 24, 64, 256},
+                                 4,
+                                 {0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047},
+                                 {1, 2, 7, 16, 17, 63, 64, 65, 129, 300}};
   for_each_random_case([&](std::mt19937_64& rng) {
-    testing::SpecShape shape;
-    shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
-    shape.q_heads = shape.kv_heads * pick(rng, std::vector<int>{1, 2, 3, 5, 8, 12});
-    shape.head_dim = pick(rng, std::vector<int>{64, 128, 256});
-    shape.dtype = pick(rng, std::vector<DType>{DType::bf16, DType::fp16});
-    shape.page_size = pick(rng, std::vector<int>{1, 5, 16, 24, 64, 256});
-    shape.layout = pick(rng, std::vector<KvLayout>{KvLayout::nhd, KvLayout::hnd});
-    shape.allocation = pick(
-        rng, std::vector<PageAllocation>{PageAllocation::sequential, PageAllocation::shuffled});
-    shape.seed = rng();
-    Lengths lengths;
-    const int seqs = std::uniform_int_distribution<int>(1, 4)(rng);
-    for (int s = 0; s < seqs; ++s) {
-      lengths.push_back(
-          {pick(rng, std::vector<int64_t>{0, 1, 15, 16, 17, 63, 64, 100, 255, 256, 1031, 2047}),
-           pick(rng, std::vector<int64_t>{1, 2, 7, 16, 17, 63, 64, 65, 129, 300})});
-    }
-    WorkloadSpec spec = testing::make_spec(shape, lengths, "prefill-sm90-fp8-random");
-    spec.model.kv_dtype = DType::fp8_e4m3;
-    spec.model.kv_scale =
-        chance(rng, 0.5) ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
-    draw_features(rng, spec);
-    Batch batch = generate_batch(spec);
-    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng, 40);
-    expect_all_pass({Case{std::move(batch), config}});
+    expect_random_case_passes(rng, {{64, 64}, {128, 128}, {256, 256}}, fp8_draws, true);
   });
 }
 
