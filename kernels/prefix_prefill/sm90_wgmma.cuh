@@ -75,10 +75,10 @@
 // - An fp8 cache (KV_FP8): wgmma's operands stay 16-bit, so every K and V tile, context or new
 //   tokens, goes through the producer warpgroup: each thread copies its 16-byte chunks of the
 //   tile's codes with cp.async into a staging buffer (fp8_staging_slots parts, 2 to 4, a part
-//   being one tile's K or V, V's rows V_HEAD_DIM codes), and while the next parts' copies fly
-//   (one page-table read per copy, all issued before the copies) it converts
-//   its chunks of the landed part into the stage's swizzled 16-bit tile, laid out as the head
-//   dim's tiles are (interleaved, or column-block-major at 80 and 96), with e4m3x16_to_16bit
+//   being one tile's K or V, V's rows V_HEAD_DIM codes; a context tile's page-table entries are
+//   read once into shared memory, load_tile_pages), and while the next parts' copies fly it
+//   converts its chunks of the landed part into the stage's swizzled 16-bit tile, laid out as the
+//   head dim's tiles are (interleaved, or column-block-major at 80 and 96), with e4m3x16_to_16bit
 //   (integer instructions and one bf16x2 multiply per pair, exact), and publishes it as the copy
 //   path does. The thread that copies a chunk converts it, so no barrier orders the copy and the
 //   read. Keys past the context (or past the new tokens) are zero-filled by the copy, as on the
