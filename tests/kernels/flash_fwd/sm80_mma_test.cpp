@@ -17,6 +17,7 @@
 #include "kernels/flash_fwd/sm80_mma_traits.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/fp8_batch.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
 
@@ -371,19 +372,8 @@ TEST(FlashFwdSm80Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
-      {"fp8 KV per tensor", "",
-       [](Batch& b) {
-         b.kv_dtype = DType::fp8_e4m3;
-         b.k_scales = {0.01f};
-         b.v_scales = {0.02f};
-       }},
-      {"fp8 KV per head", "",
-       [](Batch& b) {
-         b.kv_dtype = DType::fp8_e4m3;
-         b.spec.model.kv_scale = KvScaleGranularity::per_head;
-         b.k_scales.assign(size_t(b.spec.model.num_kv_heads), 0.01f);
-         b.v_scales.assign(size_t(b.spec.model.num_kv_heads), 0.02f);
-       }},
+      {"fp8 KV per tensor", "", [](Batch& b) { b = testing::with_fp8(b, false); }},
+      {"fp8 KV per head", "", [](Batch& b) { b = testing::with_fp8(b, true); }},
       {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
       {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},

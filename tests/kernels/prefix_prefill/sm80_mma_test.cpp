@@ -19,6 +19,7 @@
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm80_mma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/fp8_batch.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/batch_data.hpp"
 
@@ -66,12 +67,7 @@ Batch prefill_batch(const testing::SpecShape& shape, int v_head_dim = 0) {
 const std::pair<int, int> kPrefillHeadDimPairs[] = {{64, 64},   {80, 80},   {96, 96},   {128, 128},
                                                     {192, 192}, {256, 256}, {192, 128}, {128, 64}};
 
-Batch with_fp8(Batch batch, bool per_head) {
-  batch.kv_dtype = DType::fp8_e4m3;
-  batch.k_scales.assign(per_head ? size_t(batch.spec.model.num_kv_heads) : 1, 0.01f);
-  batch.v_scales.assign(per_head ? size_t(batch.spec.model.num_kv_heads) : 1, 0.02f);
-  return batch;
-}
+using testing::with_fp8;
 
 Batch with_causal_mask(Batch batch) {
   ExplicitMask mask;

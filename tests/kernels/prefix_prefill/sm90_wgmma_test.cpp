@@ -18,6 +18,7 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/fp8_batch.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
 
@@ -362,19 +363,8 @@ TEST(PrefixPrefillSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"sinks", "", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
       {"window longer than every sequence", "", [](Batch& b) { b.sliding_window = 100000; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
-      {"fp8 KV per tensor", "",
-       [](Batch& b) {
-         b.kv_dtype = DType::fp8_e4m3;
-         b.k_scales = {0.01f};
-         b.v_scales = {0.02f};
-       }},
-      {"fp8 KV per head", "",
-       [](Batch& b) {
-         b.kv_dtype = DType::fp8_e4m3;
-         b.spec.model.kv_scale = KvScaleGranularity::per_head;
-         b.k_scales.assign(size_t(b.spec.model.num_kv_heads), 0.01f);
-         b.v_scales.assign(size_t(b.spec.model.num_kv_heads), 0.02f);
-       }},
+      {"fp8 KV per tensor", "", [](Batch& b) { b = testing::with_fp8(b, false); }},
+      {"fp8 KV per head", "", [](Batch& b) { b = testing::with_fp8(b, true); }},
       {"vllm layout", "vllm", [](Batch& b) { b.spec.kv_cache.layout = KvLayout::vllm; }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
       {"block-sparse", "block-sparse", [](Batch& b) { b.block_sparse = BlockSparseLayout{}; }},
