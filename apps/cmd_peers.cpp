@@ -525,7 +525,8 @@ void add_peers_command(CLI::App& app, Invocation& invocation) {
                   "workload.json, a preset name or SUITE#WORKLOAD (a file wins)");
   cmd->add_option("--suite", args->suite,
                   "run ours and the peers on every workload of a suite (a built-in suite's name "
-                  "or a suite file) and end with one table: a row per workload, a column per peer");
+                  "or a suite file; SUITE#GLOB: the workloads whose names match) and end with one "
+                  "table: a row per workload, a column per peer");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--peers", args->peers,
                   "comma-separated globs over peer names, e.g. 'peer.torch.*' (default: all)");

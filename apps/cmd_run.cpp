@@ -514,8 +514,8 @@ void add_run_command(CLI::App& app, Invocation& invocation) {
   cmd->add_option("--preset", args->preset, "run a built-in preset (see `attn-bench list`)")
       ->excludes(workload);
   cmd->add_option("--suite", args->suite,
-                  "run every workload of a suite (a built-in suite's name or a suite file) and "
-                  "print one combined table");
+                  "run every workload of a suite (a built-in suite's name or a suite file; "
+                  "SUITE#GLOB: the workloads whose names match) and print one combined table");
   cmd->add_option("--db", args->db, "SQLite database (default: $ATTN_DB or ./attn-bench.db)");
   cmd->add_option("--variant", args->variant, "only variants whose name matches this glob");
   add_kernel_spec_flag(cmd, args->kernels);

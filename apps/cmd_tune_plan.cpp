@@ -119,7 +119,7 @@ int plan(const PlanArgs& args, const Invocation& invocation) {
   if (args.suite.empty()) {
     specs.push_back(load_workload_argument(args.workload));
   } else {
-    specs = load_suite(args.suite).workloads;
+    specs = load_suite_selection(args.suite).workloads;
   }
   std::vector<AxisOverride> overrides;
   for (const std::string& text : args.axes) overrides.push_back(parse_axis_override(text));
@@ -334,8 +334,9 @@ void add_tune_plan_command(CLI::App& app, Invocation& invocation) {
   CLI::Option* workload = add_space_selection(*cmd, args->workload, args->variant, args->axes);
   workload->required(false);
   cmd->add_option("--suite", args->suite,
-                  "plan every workload of a suite (a built-in suite's name or a suite file): the "
-                  "shards are balanced over all of them")
+                  "plan every workload of a suite (a built-in suite's name or a suite file; "
+                  "SUITE#GLOB: the workloads whose names match): the shards are balanced over all "
+                  "of them")
       ->excludes(workload);
   cmd->add_option("--shards", args->shards, "tasks of the job array, one shard each")->required();
   cmd->add_option("--out", args->out,

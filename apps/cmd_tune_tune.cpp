@@ -433,9 +433,10 @@ void add_tune_tune_command(CLI::App& app, Invocation& invocation) {
       "tune", "Search each variant's configs for a workload; store attempts, results, winners");
   CLI::Option* workload = add_space_selection(*cmd, args->workload, args->variant, args->axes);
   workload->required(false);
-  cmd->add_option("--suite", args->suite,
-                  "tune every workload of a suite (a built-in suite's name or a suite file), then "
-                  "print the winners side by side")
+  cmd->add_option(
+         "--suite", args->suite,
+         "tune every workload of a suite (a built-in suite's name or a suite file; "
+         "SUITE#GLOB: the workloads whose names match), then print the winners side by side")
       ->excludes(workload);
   add_kernel_spec_flag(cmd, args->kernels);
   add_peer_module_flag(cmd, args->peer_modules);

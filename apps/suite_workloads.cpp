@@ -6,7 +6,7 @@ namespace attn {
 
 Suite checked_suite(const std::string& argument, MemoryUse use,
                     const std::string& max_host_memory) {
-  Suite suite = load_suite(argument);
+  Suite suite = load_suite_selection(argument);
   for (const WorkloadSpec& spec : suite.workloads) {
     check_mask_limits(spec);
     check_host_memory(spec, "workload " + spec.name, use, max_host_memory);

@@ -12,7 +12,8 @@
 
 namespace attn {
 
-// The suite `argument` names (a suite file or a built-in suite; workloads/suites.hpp), each
+// The suite `argument` names (a suite file or a built-in suite, or SUITE#GLOB for the workloads
+// whose names match; workloads/suites.hpp, load_suite_selection), each
 // workload checked as `use` holds it under the budget of --max-host-memory `max_host_memory`.
 // UsageError for an unknown suite, InputError for a bad one or a workload over the budget.
 Suite checked_suite(const std::string& argument, MemoryUse use, const std::string& max_host_memory);

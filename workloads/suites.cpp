@@ -6,6 +6,7 @@
 
 #include "base/bounded_file.hpp"
 #include "base/errors.hpp"
+#include "base/glob.hpp"
 #include "workloads/json_field_reader.hpp"
 #include "workloads/presets.hpp"
 #include "workloads/referenced_file.hpp"
@@ -163,10 +164,10 @@ std::optional<SuiteWorkloadReference> split_suite_reference(const std::string& a
   return SuiteWorkloadReference{argument.substr(0, hash), argument.substr(hash + 1)};
 }
 
-const WorkloadSpec& suite_workload(const Suite& suite, const std::string& name) {
-  for (const WorkloadSpec& spec : suite.workloads) {
-    if (spec.name == name) return spec;
-  }
+namespace {
+
+// The suite's workload names, for a message (cut after about 2000 characters).
+std::string workload_names(const Suite& suite) {
   std::string known;
   for (const WorkloadSpec& spec : suite.workloads) {
     if (known.size() > 2000) {
@@ -175,8 +176,36 @@ const WorkloadSpec& suite_workload(const Suite& suite, const std::string& name) 
     }
     known += (known.empty() ? "" : ", ") + spec.name;
   }
+  return known;
+}
+
+}  // namespace
+
+const WorkloadSpec& suite_workload(const Suite& suite, const std::string& name) {
+  for (const WorkloadSpec& spec : suite.workloads) {
+    if (spec.name == name) return spec;
+  }
   throw UsageError("suite '" + suite.name + "' has no workload named '" + printable_path(name) +
-                   "' (its workloads: " + known + ")");
+                   "' (its workloads: " + workload_names(suite) + ")");
+}
+
+Suite load_suite_selection(const std::string& argument) {
+  struct stat info {};
+  const std::optional<SuiteWorkloadReference> reference = split_suite_reference(argument);
+  if (!reference || ::lstat(argument.c_str(), &info) == 0) return load_suite(argument);
+  Suite suite = load_suite(reference->suite);
+  const auto unmatched = [&](const WorkloadSpec& spec) {
+    return !glob_match(reference->workload, spec.name);
+  };
+  if (std::all_of(suite.workloads.begin(), suite.workloads.end(), unmatched)) {
+    throw UsageError("no workload of suite '" + suite.name + "' matches '" +
+                     printable_path(reference->workload) +
+                     "' (its workloads: " + workload_names(suite) + ")");
+  }
+  suite.workloads.erase(std::remove_if(suite.workloads.begin(), suite.workloads.end(), unmatched),
+                        suite.workloads.end());
+  suite.name += "#" + reference->workload;
+  return suite;
 }
 
 }  // namespace attn

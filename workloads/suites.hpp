@@ -52,4 +52,10 @@ std::optional<SuiteWorkloadReference> split_suite_reference(const std::string& a
 // none.
 const WorkloadSpec& suite_workload(const Suite& suite, const std::string& name);
 
+// --suite's argument: a suite file or built-in suite (load_suite), or "SUITE#GLOB", the workloads
+// of SUITE whose names match the glob (* and ?), in the suite's order, under the name
+// "SUITE#GLOB". A file whose name has '#' wins. A glob that matches no workload: a UsageError
+// listing the suite's workloads.
+Suite load_suite_selection(const std::string& argument);
+
 }  // namespace attn

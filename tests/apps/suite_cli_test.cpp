@@ -61,6 +61,19 @@ TEST_F(SuiteCli, OneWorkloadOfASuiteByName) {
   EXPECT_NE(r.err.find("has no workload named 'shapes-nope'"), std::string::npos) << r.err;
 }
 
+TEST_F(SuiteCli, AGlobAfterTheSuiteRunsTheWorkloadsItMatches) {
+  const CliResult r = run({"run", "--suite", tiny_suite() + "#*-b", "--cpu", "--samples", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t table = r.out.find("#*-b: 1 workloads with a passing variant");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ntiny-b ", table), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("tiny-a"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("workload 1 of 1"), std::string::npos) << r.err;
+  const CliResult none = run({"run", "--suite", tiny_suite() + "#nothing*", "--cpu"});
+  EXPECT_EQ(none.exit_code, testing::kUsage);
+  EXPECT_NE(none.err.find("matches 'nothing*'"), std::string::npos) << none.err;
+}
+
 TEST_F(SuiteCli, TuneTunesEachWorkloadAndPrintsTheWinners) {
   binary_ = ATTN_TUNE_BINARY;
   const CliResult t =

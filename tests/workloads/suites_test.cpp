@@ -133,5 +133,34 @@ TEST(SuiteTest, ReferencesNameOneWorkloadOfASuite) {
   EXPECT_THROW(load_suite("no-such-suite"), UsageError);
 }
 
+TEST(SuiteTest, AGlobSelectsWorkloadsOfASuiteInItsOrder) {
+  const Suite all = load_suite("decode-shapes");
+  const Suite g7 = load_suite_selection("decode-shapes#shapes-g7-*");
+  EXPECT_EQ(g7.name, "decode-shapes#shapes-g7-*");
+  std::vector<std::string> expected;
+  for (const WorkloadSpec& spec : all.workloads) {
+    if (spec.name.rfind("shapes-g7-", 0) == 0) expected.push_back(spec.name);
+  }
+  std::vector<std::string> names;
+  for (const WorkloadSpec& spec : g7.workloads) names.push_back(spec.name);
+  EXPECT_EQ(names, expected);
+  EXPECT_GE(names.size(), 3u);
+  EXPECT_LT(names.size(), all.workloads.size());
+  // One name is a selection of one; no '#' is the whole suite.
+  EXPECT_EQ(load_suite_selection("decode-shapes#shapes-g1-d128-1x32768").workloads.size(), 1u);
+  EXPECT_EQ(load_suite_selection("decode-shapes").workloads.size(), all.workloads.size());
+  try {
+    load_suite_selection("decode-shapes#nothing-*");
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("no workload of suite 'decode-shapes' matches 'nothing-*'"),
+        std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("shapes-g7-d128-64x4096"), std::string::npos);
+  }
+  EXPECT_THROW(load_suite_selection("no-such-suite#x"), UsageError);
+}
+
 }  // namespace
 }  // namespace attn
