@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <future>
 #include <random>
-#include <regex>
 
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/mla_decode/sm80_mma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/compile_jobs.hpp"
 #include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/target_fixtures.hpp"
@@ -75,8 +75,12 @@ TEST(MlaSm80MmaTraits, Fp8SharedMemoryRuleIsExact) {
                     traits::shared_bytes(rank, rope, m_tiles, block, warps, stages, by_dims, true);
                 const int wide =
                     traits::shared_bytes(rank, rope, m_tiles, block, warps, stages, by_dims, false);
-                if (stages == 2) EXPECT_EQ(fp8, wide);
-                if (stages == 3) EXPECT_LT(fp8, wide);
+                if (stages == 2) {
+                  EXPECT_EQ(fp8, wide);
+                }
+                if (stages == 3) {
+                  EXPECT_LT(fp8, wide);
+                }
                 const int rule =
                     traits::check(rank, rope, m_tiles, block, warps, stages, by_dims, true);
                 const int wide_rule =
@@ -190,11 +194,7 @@ TEST(MlaSm80MmaCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   const Variant& variant = *registry.find("mla_decode.sm80_mma");
   const bool exhaustive = std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr;
   std::mt19937_64 rng(11);
-  struct Job {
-    std::string what;
-    std::future<CompiledProgram> compiled;
-  };
-  std::vector<Job> jobs;
+  std::vector<testing::CompileJob> jobs;
   std::vector<Batch> batches;
   batches.reserve(8);
   for (const std::string dtype : {"bf16", "fp16"}) {
@@ -221,17 +221,7 @@ TEST(MlaSm80MmaCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
       }
     }
   }
-  const std::regex spills("([1-9][0-9]*) bytes spill (stores|loads)");
-  for (Job& job : jobs) {
-    try {
-      const CompiledProgram compiled = job.compiled.get();
-      EXPECT_EQ(compiled.lowered_names.size(), 1u) << job.what;
-      EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
-      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
-    } catch (const CompileError& error) {
-      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
-    }
-  }
+  testing::expect_compiled_without_spills(jobs, 1);
   fs::remove_all(dir);
 }
 

@@ -7,11 +7,11 @@
 
 #include <filesystem>
 #include <future>
-#include <regex>
 
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/mla_decode/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/compile_jobs.hpp"
 #include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/target_fixtures.hpp"
@@ -188,11 +188,7 @@ TEST(MlaSm90WgmmaCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("mla_decode.sm90_wgmma");
   const Target target = testing::hopper_target();
-  struct Job {
-    std::string what;
-    std::future<CompiledProgram> compiled;
-  };
-  std::vector<Job> jobs;
+  std::vector<testing::CompileJob> jobs;
   for (const auto& [dtype, page] :
        {std::pair<std::string, int>{"bf16", 64}, {"fp16", 64}, {"bf16", 16}}) {
     const Batch batch = sm90_latent_batch(16, 512, 64, page, "", dtype);
@@ -211,17 +207,7 @@ TEST(MlaSm90WgmmaCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
     }
     EXPECT_GE(accepted, configs.size() > 1 ? 6 : 1) << dtype << " " << page;
   }
-  const std::regex spills("([1-9][0-9]*) bytes spill (stores|loads)");
-  for (Job& job : jobs) {
-    try {
-      const CompiledProgram compiled = job.compiled.get();
-      EXPECT_EQ(compiled.lowered_names.size(), 1u) << job.what;
-      EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
-      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
-    } catch (const CompileError& error) {
-      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
-    }
-  }
+  testing::expect_compiled_without_spills(jobs, 1);
   fs::remove_all(dir);
 }
 

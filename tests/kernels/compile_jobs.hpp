@@ -1,0 +1,37 @@
+// Programs the compile tests compile in the background, and the check every one of them gets.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "kernels/jit/jit_compiler.hpp"
+
+namespace attn::testing {
+
+// A program compiling (JitCompiler::compile_async) and the name a failure reports it by.
+struct CompileJob {
+  std::string what;
+  std::future<CompiledProgram> compiled;
+};
+
+// Waits for every job: each compiled into `lowered` kernels, ptxas (--ptxas-options=-v) reported
+// its registers and spilled nothing; a compile error fails the test with its log.
+inline void expect_compiled_without_spills(std::vector<CompileJob>& jobs, size_t lowered) {
+  const std::regex spills("([1-9][0-9]*) bytes spill (stores|loads)");
+  for (CompileJob& job : jobs) {
+    try {
+      const CompiledProgram compiled = job.compiled.get();
+      EXPECT_EQ(compiled.lowered_names.size(), lowered) << job.what;
+      EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
+      EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
+    } catch (const CompileError& error) {
+      ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
+    }
+  }
+}
+
+}  // namespace attn::testing
