@@ -1,5 +1,6 @@
 // Kernel parameters of the blocksparse family, shared by the host (which fills them) and the device
-// code (which reads them). Pointers are device addresses; 16-bit elements (bf16 or fp16). K and V
+// code (which reads them). Pointers are device addresses; 16-bit elements (bf16 or fp16), or an
+// fp8 cache's K/V codes (1 byte each) with their scales. K and V
 // are contiguous, gathered once from the paged pool in prepare() (flash_fwd_gather_kv), as seed
 // 003's kernel reads them.
 #pragma once
@@ -26,6 +27,10 @@ struct BlockSparseMmaParams {
   int num_kv_heads;
   int group;         // num_q_heads / num_kv_heads
   float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
+  // An fp8 cache: the dequantisation scales per kv head (a per-tensor scale repeated); K's
+  // multiplies the logits, V's the output. Null otherwise.
+  const float* k_scale;  // [num_kv_heads]
+  const float* v_scale;  // [num_kv_heads]
 };
 
 // blocksparse.sm80_mma_decode: one CTA per (sequence, kv head), the group's q heads in the M rows.
@@ -46,6 +51,9 @@ struct BlockSparseDecodeParams {
   int num_kv_heads;
   int group;         // num_q_heads / num_kv_heads, at most 16 (the mma's M rows)
   float scale_log2;  // softmax_scale * log2(e)
+  // An fp8 cache: as BlockSparseMmaParams' (per kv head). Null otherwise.
+  const float* k_scale;  // [num_kv_heads]
+  const float* v_scale;  // [num_kv_heads]
 };
 
 }  // namespace attn

@@ -22,7 +22,8 @@ void add_blocksparse_variants(Registry& registry);
 // and HND pools (gathered into contiguous K/V), bf16/fp16 with K/V of Q's dtype, head dims 64 and
 // 128 (the variants add 80, 96, 192 and a narrower V; blocksparse.sm90_wgmma also 256, and 192x128
 // as its only narrower V), pages of 1 to 256 tokens. The family does not define explicit masks,
-// sliding windows, soft-caps, sinks or a quantised KV cache.
+// sliding windows, soft-caps or sinks; fp8 e4m3 caches (per-tensor or per-head scales) are the
+// sm80 variants' own (blocksparse.sm80_mma, blocksparse.sm80_mma_decode).
 FeatureSet blocksparse_features();
 // The note of a dense batch's decline, for every blocksparse variant.
 inline constexpr char kBlocksparseNeedsALayout[] =

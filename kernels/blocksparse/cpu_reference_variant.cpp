@@ -1,5 +1,6 @@
 // blocksparse.cpu_reference: the CPU oracle (kernels/reference, which applies key_visible and so
-// the batch's block-sparse layout) as a blocksparse variant.
+// the batch's block-sparse layout) as a blocksparse variant; it dequantises an fp8 cache's codes
+// with their scales, as the family's sm80 kernels do.
 #include "kernels/reference/cpu_reference_variant.hpp"
 #include "kernels/blocksparse/blocksparse_variants.hpp"
 
@@ -17,8 +18,7 @@ std::unique_ptr<Variant> make_blocksparse_cpu_reference() {
            .note(feature::kMask, "non_causal", kBlocksparseNeedsALayout)
            .without(feature::kSlidingWindow)
            .without(feature::kLogitsSoftCap)
-           .without(feature::kAttentionSinks)
-           .without(feature::kKvDtype),
+           .without(feature::kAttentionSinks),
        [](const Batch& batch) { return blocksparse_supports_layout(batch); },
        [](const Batch& batch) { return blocksparse_work(batch); }});
 }

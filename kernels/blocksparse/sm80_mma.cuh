@@ -27,6 +27,10 @@
 // STAGES cp.async buffers (ldmatrix without bank conflicts); P stays in registers as the A
 // operand of P V; a warp skips the products of a tile none of its rows can see.
 //
+// An fp8 cache (KV_FP8): the gather keeps the codes, and the loop copies them into its stages and
+// converts each landed tile into one 16-bit K and V tile (sm80_attention::attend's KV_FP8); K's
+// scale joins the logit scale, V's the output.
+//
 // Tunables and why they exist:
 //   TILE_M  query rows per CTA (the q block size): K/V bytes re-read per row vs CTAs to fill the
 //           GPU; at most the layout's block
@@ -87,16 +91,17 @@ struct KeyTiles {
 
 }  // namespace blocksparse::sm80_mma
 
-// V_HEAD_DIM last, defaulting to HEAD_DIM: a V as wide as Q and K keeps its name expression.
+// V_HEAD_DIM, defaulting to HEAD_DIM, then KV_FP8 (an fp8 cache's codes), defaulting to false: a
+// V as wide as Q and K over a 16-bit cache keeps its name expression.
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int WARPS, int STAGES, bool CAUSAL,
-          int V_HEAD_DIM = HEAD_DIM>
+          int V_HEAD_DIM = HEAD_DIM, bool KV_FP8 = false>
 __global__ void __launch_bounds__(WARPS * 32, 1)
     blocksparse_sm80_mma(const BlockSparseMmaParams p) {
-  static_assert(blocksparse::sm80_mma::check(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES) ==
-                    blocksparse::sm80_mma::kOk,
+  static_assert(blocksparse::sm80_mma::check(HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES,
+                                             KV_FP8) == blocksparse::sm80_mma::kOk,
                 "invalid blocksparse.sm80_mma config: see blocksparse::sm80_mma::check");
   sm80_attention::attend<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_M, TILE_N, WARPS, STAGES, CAUSAL,
-                         blocksparse::sm80_mma::KeyTiles<TILE_M, TILE_N, CAUSAL>>(p);
+                         blocksparse::sm80_mma::KeyTiles<TILE_M, TILE_N, CAUSAL>, KV_FP8>(p);
 }
 
 }  // namespace attn

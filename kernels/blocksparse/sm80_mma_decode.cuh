@@ -22,6 +22,13 @@
 //   exactly the rows it computes (cp.async, STAGES buffers), so the key loop has no barrier
 //   between warps. The warps' states are merged once through shared memory at the end.
 //
+// An fp8 cache (KV_FP8): K and V are e4m3 codes ([total_kv, num_kv_heads, head_dim] bytes, the
+// gather keeps them), times the kv head's scale (k_scale, v_scale). Each warp copies its rows'
+// codes into the stages (plain rows, half the bytes) and, once they have landed, converts them
+// into its rows of one 16-bit K and V tile (e4m3x16_to_16bit: exact, every e4m3 value is a bf16
+// and an fp16), which its mma read as they read a 16-bit stage; still no barrier between warps.
+// K's scale folds into the logit scale, V's into the output's normaliser.
+//
 // Tunables and why they exist:
 //   TILE_N  keys per tile (the kv block size, dividing the layout's block): bytes in flight per
 //           stage vs shared memory
@@ -37,11 +44,12 @@
 
 namespace attn {
 
-template <int DTYPE, int HEAD_DIM, int TILE_N, int WARPS, int STAGES>
+// KV_FP8 last, defaulting to false: a 16-bit cache keeps its name expression.
+template <int DTYPE, int HEAD_DIM, int TILE_N, int WARPS, int STAGES, bool KV_FP8 = false>
 __global__ void __launch_bounds__(WARPS * 32)
     blocksparse_sm80_mma_decode(const BlockSparseDecodeParams p) {
   static_assert(
-      blocksparse::sm80_mma_decode::check(HEAD_DIM, TILE_N, WARPS, STAGES) ==
+      blocksparse::sm80_mma_decode::check(HEAD_DIM, TILE_N, WARPS, STAGES, KV_FP8) ==
           blocksparse::sm80_mma_decode::kOk,
       "invalid blocksparse.sm80_mma_decode config: see blocksparse::sm80_mma_decode::check");
   constexpr int THREADS = blocksparse::sm80_mma_decode::threads(WARPS);
@@ -59,13 +67,23 @@ __global__ void __launch_bounds__(WARPS * 32)
   constexpr int PASSES = WARP_KEYS / ROWS_PER_PASS;
   constexpr int KV_TILE = TILE_N * ROW;  // one K or V buffer, elements
   constexpr int STAGE_AREA =
-      blocksparse::sm80_mma_decode::shared_bytes(HEAD_DIM, TILE_N, WARPS, STAGES) - M * ROW * 2;
+      blocksparse::sm80_mma_decode::shared_bytes(HEAD_DIM, TILE_N, WARPS, STAGES, KV_FP8) -
+      M * ROW * 2;
+  // KV_FP8: one stage's codes, K [TILE_N][HEAD_DIM] then V (bytes); the converted K and V tiles
+  // ([TILE_N][ROW] 16-bit values each) follow the stages.
+  constexpr int FP8_STAGE = blocksparse::sm80_mma_decode::stage_bytes(HEAD_DIM, TILE_N, true);
+  constexpr int ROW_UNITS = HEAD_DIM / 16;           // 16-code units of a row
+  constexpr int WARP_UNITS = WARP_KEYS * ROW_UNITS;  // of the warp's K (or V) rows
+  constexpr int UNIT_PASSES = (WARP_UNITS + 31) / 32;
   static_assert(32 % COPY_LANES == 0 && WARP_KEYS % ROWS_PER_PASS == 0, "copy pattern");
   const float kNegInf = -__int_as_float(0x7f800000);
 
-  // The stage area [STAGES][K, V][TILE_N][ROW] (after the loop: the cross-warp merge), then Q.
+  // The stage area [STAGES][K, V][TILE_N][ROW] (KV_FP8: [STAGES][K, V][TILE_N][HEAD_DIM] codes,
+  // then the converted [K, V][TILE_N][ROW]; after the loop: the cross-warp merge), then Q.
   extern __shared__ __align__(16) unsigned char decode_smem[];
   unsigned short* kv_tiles = reinterpret_cast<unsigned short*>(decode_smem);
+  unsigned short* converted =
+      reinterpret_cast<unsigned short*>(decode_smem + STAGES * FP8_STAGE);  // KV_FP8 only
   unsigned short* q_tile = reinterpret_cast<unsigned short*>(decode_smem + STAGE_AREA);
 
   const int seq = p.ctas[2 * blockIdx.x], kv_head = p.ctas[2 * blockIdx.x + 1];
@@ -75,6 +93,13 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int q_head0 = kv_head * p.group;
   const int kv_begin = p.cu_seqlens_kv[seq], kv_len = p.cu_seqlens_kv[seq + 1] - kv_begin;
+  // The logit scale, times an fp8 cache's K scale; V's multiplies the output.
+  float scale_log2 = p.scale_log2;
+  float out_scale = 1.0f;
+  if constexpr (KV_FP8) {
+    scale_log2 *= p.k_scale[kv_head];
+    out_scale = p.v_scale[kv_head];
+  }
 
   // Each warp copies its own WARP_KEYS rows of every tile: lane copies chunk lane % COPY_LANES
   // (when the row has it) of the rows warp * WARP_KEYS + lane / COPY_LANES + i * ROWS_PER_PASS.
@@ -87,7 +112,30 @@ __global__ void __launch_bounds__(WARPS * 32)
   const long long head_offset = (long long)kv_begin * kv_stride + kv_head * HEAD_DIM + copy_col;
   const unsigned short* k_copy = static_cast<const unsigned short*>(p.k) + head_offset;
   const unsigned short* v_copy = static_cast<const unsigned short*>(p.v) + head_offset;
+  // KV_FP8: the sequence's first code of this kv head (byte offsets are element offsets).
+  const long long code_offset = (long long)kv_begin * kv_stride + kv_head * HEAD_DIM;
+  const unsigned char* k_codes = static_cast<const unsigned char*>(p.k) + code_offset;
+  const unsigned char* v_codes = static_cast<const unsigned char*>(p.v) + code_offset;
   auto load_tile = [&](int n, int stage) {
+    if constexpr (KV_FP8) {
+      // The warp's rows as plain rows of codes, 16 codes a copy: unit u of the warp is code
+      // chunk u % ROW_UNITS of its row u / ROW_UNITS. Keys past the end zero-filled.
+      unsigned char* k_dst = reinterpret_cast<unsigned char*>(kv_tiles) + stage * FP8_STAGE +
+                             warp * WARP_KEYS * HEAD_DIM;
+      unsigned char* v_dst = k_dst + TILE_N * HEAD_DIM;
+      const int key0 = entries[2 * n] + warp * WARP_KEYS;
+#pragma unroll
+      for (int i = 0; i < UNIT_PASSES; ++i) {
+        const int u = lane + i * 32;
+        if (WARP_UNITS % 32 != 0 && u >= WARP_UNITS) break;
+        const int key = key0 + u / ROW_UNITS;
+        const bool valid = key < kv_len;
+        const int at = (valid ? key * kv_stride : 0) + (u % ROW_UNITS) * 16;
+        cp_async_16(k_dst + u * 16, k_codes + at, valid);
+        cp_async_16(v_dst + u * 16, v_codes + at, valid);
+      }
+      return;
+    }
     unsigned short* k_dst = kv_tiles + stage * 2 * KV_TILE + copy_row * ROW + copy_col;
     unsigned short* v_dst = k_dst + KV_TILE;
     const int key0 = entries[2 * n] + copy_row;
@@ -143,11 +191,34 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     if (n + STAGES - 1 < n_tiles) load_tile(n + STAGES - 1, (n + STAGES - 1) % STAGES);
     cp_async_commit();
+    if constexpr (KV_FP8) {
+      // The warp's rows of tile n's codes into its rows of the 16-bit K and V tiles (the barrier
+      // above: every lane done with tile n - 1's), published to the warp's lanes.
+      const unsigned char* k_stage = reinterpret_cast<const unsigned char*>(kv_tiles) +
+                                     (n % STAGES) * FP8_STAGE + warp * WARP_KEYS * HEAD_DIM;
+      unsigned short* k_rows = converted + warp * WARP_KEYS * ROW;
+#pragma unroll
+      for (int i = 0; i < UNIT_PASSES; ++i) {
+        const int u = lane + i * 32;
+        if (WARP_UNITS % 32 != 0 && u >= WARP_UNITS) break;
+        const int at = (u / ROW_UNITS) * ROW + (u % ROW_UNITS) * 16;
+        uint4 lo, hi;
+        e4m3x16_to_16bit<DTYPE>(*reinterpret_cast<const uint4*>(k_stage + u * 16), lo, hi);
+        *reinterpret_cast<uint4*>(k_rows + at) = lo;
+        *reinterpret_cast<uint4*>(k_rows + at + 8) = hi;
+        e4m3x16_to_16bit<DTYPE>(
+            *reinterpret_cast<const uint4*>(k_stage + TILE_N * HEAD_DIM + u * 16), lo, hi);
+        *reinterpret_cast<uint4*>(k_rows + KV_TILE + at) = lo;
+        *reinterpret_cast<uint4*>(k_rows + KV_TILE + at + 8) = hi;
+      }
+      __syncwarp();
+    }
 
     const int key0 = entries[2 * n] + warp * WARP_KEYS;
     const unsigned int heads = unsigned(entries[2 * n + 1]);  // bit r: q head r keeps the tile
     const bool keep_lo = (heads >> r0) & 1u, keep_hi = (heads >> (r0 + 8)) & 1u;
-    const unsigned short* k_tile = kv_tiles + (n % STAGES) * 2 * KV_TILE + warp * WARP_KEYS * ROW;
+    const unsigned short* k_tile =
+        (KV_FP8 ? converted : kv_tiles + (n % STAGES) * 2 * KV_TILE) + warp * WARP_KEYS * ROW;
     const unsigned short* v_tile = k_tile + KV_TILE;
 
     // S = Q K^T over the warp's keys: [16 heads x WARP_KEYS keys].
@@ -173,7 +244,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       for (int e = 0; e < 4; ++e) {
         const int key = key0 + j * 8 + 2 * (lane % 4) + (e & 1);
         const bool keep = (e < 2 ? keep_lo : keep_hi) && key < kv_len;
-        const float x = keep ? s[j][e] * p.scale_log2 : kNegInf;
+        const float x = keep ? s[j][e] * scale_log2 : kNegInf;
         s[j][e] = x;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
       }
@@ -260,7 +331,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       x0 = fmaf(part.x, factor, x0);
       x1 = fmaf(part.y, factor, x1);
     }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // no visible key: zeros
+    const float inv = sum > 0.0f ? out_scale / sum : 0.0f;  // no visible key: zeros
     const long long row = (long long)seq * p.num_q_heads + q_head0 + r;
     *reinterpret_cast<unsigned int*>(static_cast<unsigned short*>(p.out) + row * HEAD_DIM + d) =
         pack2<DTYPE>(x0 * inv, x1 * inv);

@@ -1,6 +1,7 @@
 // Traits of blocksparse.sm80_mma_decode: threads, tile shapes, shared memory and validity derived
-// from one config (head_dim, tile_n, warps, stages). Included by the host (to refuse a config with
-// a reason before compiling it) and by the device template (which static_asserts the same rule).
+// from one config (head_dim, tile_n, warps, stages) and the cache's dtype (16-bit or fp8 codes).
+// Included by the host (to refuse a config with a reason before compiling it) and by the device
+// template (which static_asserts the same rule).
 #pragma once
 
 #include "base/host_device.hpp"
@@ -32,18 +33,29 @@ ATTN_HOST_DEVICE constexpr int copy_lanes(int head_dim) {
   while (lanes < head_dim / 8) lanes *= 2;
   return lanes;
 }
-ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int tile_n) {
-  return 2 * tile_n * row_elements(head_dim) * 2;
+// One stage: K and V of tile_n keys, padded 16-bit rows, or with an fp8 cache the codes as copied
+// (plain rows, one byte a code).
+ATTN_HOST_DEVICE constexpr int stage_bytes(int head_dim, int tile_n, bool kv_fp8 = false) {
+  return kv_fp8 ? 2 * tile_n * head_dim : 2 * tile_n * row_elements(head_dim) * 2;
+}
+// With an fp8 cache, after the stages: the one K and V tile of 16-bit values (padded rows) each
+// warp converts its rows of the landed stage into.
+ATTN_HOST_DEVICE constexpr int converted_bytes(int head_dim, int tile_n, bool kv_fp8) {
+  return kv_fp8 ? 2 * tile_n * row_elements(head_dim) * 2 : 0;
+}
+ATTN_HOST_DEVICE constexpr int kv_area_bytes(int head_dim, int tile_n, int stages, bool kv_fp8) {
+  return stages * stage_bytes(head_dim, tile_n, kv_fp8) + converted_bytes(head_dim, tile_n, kv_fp8);
 }
 // The cross-warp merge after the key loop: each warp's [16][head_dim] output and its 16 row maxima
 // and sums, as floats.
 ATTN_HOST_DEVICE constexpr int merge_bytes(int head_dim, int warps) {
   return warps * kMmaRows * (head_dim + 2) * 4;
 }
-// STAGES K/V buffers (reused by the merge), then Q [16][row_elements].
-ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int warps, int stages) {
-  return (stages * stage_bytes(head_dim, tile_n) > merge_bytes(head_dim, warps)
-              ? stages * stage_bytes(head_dim, tile_n)
+// STAGES K/V buffers (fp8: and the converted tile; reused by the merge), then Q [16][row_elements].
+ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_n, int warps, int stages,
+                                            bool kv_fp8 = false) {
+  return (kv_area_bytes(head_dim, tile_n, stages, kv_fp8) > merge_bytes(head_dim, warps)
+              ? kv_area_bytes(head_dim, tile_n, stages, kv_fp8)
               : merge_bytes(head_dim, warps)) +
          kMmaRows * row_elements(head_dim) * 2;
 }
@@ -56,26 +68,36 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_n, int w
 
 constexpr int kMaxSharedBytes = 227 * 1024;
 constexpr int kMaxRegisterEstimate = 255;
+// With an fp8 cache the codes a lane converts are in flight beside the loop's registers: ptxas
+// (CUDA 13.0) spilled 8 bytes at sm_80 and 40 at sm_90a at head dim 192 with 64 keys per warp
+// (estimate 248) and used 243 registers at head dim 128 with 64 keys per warp (estimate 200);
+// flash_fwd.sm80_mma's fp8 limit holds here too.
+constexpr int kMaxRegisterEstimateKvFp8 = 212;
+ATTN_HOST_DEVICE constexpr int max_register_estimate(bool kv_fp8) {
+  return kv_fp8 ? kMaxRegisterEstimateKvFp8 : kMaxRegisterEstimate;
+}
 
 enum Rule : int {
   kOk = 0,
   kHeadDim,       // head_dim must be 64, 80, 96, 128 or 192
   kWarps,         // warps must be 1, 2, 4 or 8
-  kStages,        // stages must be 2, 3 or 4
+  kStages,        // stages must be 2, 3 or 4 (with an fp8 cache too)
   kTileN,         // tile_n must be a multiple of 16 * warps, at most 128
   kSharedMemory,  // more than kMaxSharedBytes of shared memory
   kRegisters,     // too many registers per thread (would spill)
   kBlockSize,     // tile_n must divide the layout's block size
 };
 
-ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int warps, int stages) {
+// kv_fp8: an fp8 cache (the kernel's KV_FP8: codes in the stages, one converted tile).
+ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_n, int warps, int stages,
+                                     bool kv_fp8 = false) {
   if (head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128 && head_dim != 192)
     return kHeadDim;
   if (warps != 1 && warps != 2 && warps != 4 && warps != 8) return kWarps;
   if (stages < 2 || stages > 4) return kStages;
   if (tile_n < 16 * warps || tile_n % (16 * warps) != 0 || tile_n > 128) return kTileN;
-  if (shared_bytes(head_dim, tile_n, warps, stages) > kMaxSharedBytes) return kSharedMemory;
-  if (register_estimate(head_dim, tile_n, warps) > kMaxRegisterEstimate) return kRegisters;
+  if (shared_bytes(head_dim, tile_n, warps, stages, kv_fp8) > kMaxSharedBytes) return kSharedMemory;
+  if (register_estimate(head_dim, tile_n, warps) > max_register_estimate(kv_fp8)) return kRegisters;
   return kOk;
 }
 

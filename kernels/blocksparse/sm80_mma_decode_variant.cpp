@@ -14,15 +14,20 @@ namespace attn {
 
 namespace {
 
+// A config, and whether the batch's cache is fp8 (its codes dequantised in the kernel).
 struct DecodeConfig {
   int tile_n, warps, stages;
-  explicit DecodeConfig(const KernelConfig& c)
-      : tile_n(int(c.get("tile_n"))), warps(int(c.get("warps"))), stages(int(c.get("stages"))) {}
+  bool fp8;
+  DecodeConfig(const KernelConfig& c, const Batch& batch)
+      : tile_n(int(c.get("tile_n"))),
+        warps(int(c.get("warps"))),
+        stages(int(c.get("stages"))),
+        fp8(batch.kv_dtype == DType::fp8_e4m3) {}
   int shared_bytes(int head_dim) const {
-    return blocksparse::sm80_mma_decode::shared_bytes(head_dim, tile_n, warps, stages);
+    return blocksparse::sm80_mma_decode::shared_bytes(head_dim, tile_n, warps, stages, fp8);
   }
   int check(int head_dim) const {
-    return blocksparse::sm80_mma_decode::check(head_dim, tile_n, warps, stages);
+    return blocksparse::sm80_mma_decode::check(head_dim, tile_n, warps, stages, fp8);
   }
 };
 
@@ -50,7 +55,8 @@ std::string describe_rule(int rule, const DecodeConfig& c, int head_dim, int blo
       return "too many registers per thread (estimate " +
              std::to_string(
                  blocksparse::sm80_mma_decode::register_estimate(head_dim, c.tile_n, c.warps)) +
-             ", limit " + std::to_string(blocksparse::sm80_mma_decode::kMaxRegisterEstimate) +
+             ", limit " +
+             std::to_string(blocksparse::sm80_mma_decode::max_register_estimate(c.fp8)) +
              "): lower tile_n or use more warps";
     case blocksparse::sm80_mma_decode::kBlockSize:
       return "tile_n " + std::to_string(c.tile_n) + " must divide the layout's block size " +
@@ -71,9 +77,10 @@ class DecodeVariant : public Variant {
   }
 
   FeatureSet features() const override {
-    // Head dims 80, 96 and 192 too (the prefill variants take 64 and 128).
+    // Head dims 80, 96 and 192 too (the prefill variants take 64 and 128), and fp8 caches.
     return blocksparse_features()
         .with(feature::kHeadDim, {64, 80, 96, 128, 192})
+        .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"})
         .with(feature::kQueries, {"decode"})
         .note(feature::kQueries, "blocksparse.sm80_mma runs prefill");
   }
@@ -93,14 +100,15 @@ class DecodeVariant : public Variant {
   }
 
   // Not measured yet (written without a GPU): one layout block of 64 keys per tile, 16 keys per
-  // warp over 4 warps, 3 stages (106 KiB at head_dim 128: two CTAs per SM on Hopper and A100).
+  // warp over 4 warps, 3 stages (106 KiB at head_dim 128: two CTAs per SM on Hopper and A100). An
+  // fp8 cache takes the same rule (its own shared memory), unmeasured.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     const int block = batch.block_sparse ? batch.block_sparse->block_size : 64;
     const std::vector<KernelConfig> candidates = {make_config(64, 4, 3), make_config(32, 2, 3),
                                                   make_config(16, 1, 3), make_config(16, 1, 2)};
     for (const KernelConfig& config : candidates) {
-      const DecodeConfig c(config);
+      const DecodeConfig c(config, batch);
       if (c.check(head_dim) == blocksparse::sm80_mma_decode::kOk &&
           blocksparse::sm80_mma_decode::check_block(block, c.tile_n) ==
               blocksparse::sm80_mma_decode::kOk &&
@@ -130,7 +138,7 @@ class DecodeVariant : public Variant {
     }
     if (batch.total_kv > INT_MAX) return Support::no("more than 2^31 tokens in the batch");
     if (Support s = config_has_exactly(config, {"tile_n", "warps", "stages"}, name()); !s) return s;
-    const DecodeConfig c(config);
+    const DecodeConfig c(config, batch);
     const int block = batch.block_sparse->block_size;
     int rule = c.check(m.head_dim);
     if (rule == blocksparse::sm80_mma_decode::kOk)
@@ -143,10 +151,10 @@ class DecodeVariant : public Variant {
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
-    const DecodeConfig c(config);
+    const DecodeConfig c(config, batch);
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) + "." +
-                   to_string(batch.spec.model.dtype);
+                   to_string(batch.spec.model.dtype) + (c.fp8 ? ".kv_fp8" : "");
     // The gather that makes K and V contiguous comes from flash_fwd.
     program.source =
         "#include \"kernels/blocksparse/sm80_mma_decode.cuh\"\n#include "
@@ -163,7 +171,7 @@ class DecodeVariant : public Variant {
                 "blocksparse.sm80_mma_decode needs a device problem");
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
-    const DecodeConfig c(config);
+    const DecodeConfig c(config, batch);
     const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
     CUfunction attention = context.loader->function(program, attention_kernel(batch, c));
@@ -190,6 +198,14 @@ class DecodeVariant : public Variant {
     p.num_kv_heads = m.num_kv_heads;
     p.group = batch.spec.group_size();
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+    if (c.fp8) {
+      auto per_head = [&](const std::vector<float>& scales) {
+        buffers.push_back(upload_array(*context.cuda, scales_per_kv_head(scales, m.num_kv_heads)));
+        return static_cast<const float*>(buffers.back().pointer());
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    }
 
     LaunchShape shape;
     shape.grid_x = unsigned(plan.ctas.size() / 2);
@@ -206,7 +222,8 @@ class DecodeVariant : public Variant {
     const int dtype = dtype_code_of(batch.spec.model.dtype);
     return "attn::blocksparse_sm80_mma_decode<" + std::to_string(dtype) + ", " +
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_n) + ", " +
-           std::to_string(c.warps) + ", " + std::to_string(c.stages) + ">";
+           std::to_string(c.warps) + ", " + std::to_string(c.stages) + (c.fp8 ? ", true" : "") +
+           ">";
   }
 };
 

@@ -9,7 +9,8 @@
 // (kernels/common/sm80_attention.cuh), so its register and shared-memory model is that loop's
 // (kernels/common/sm80_attention_traits.hpp), measured with ptxas; its config rule is
 // flash_fwd.sm80_mma's narrowed (no split pipeline, no head_dim 256, no spills); only the rules
-// that differ live here.
+// that differ live here. An fp8 cache (kv_fp8) takes the loop's fp8 form: its shared memory
+// (codes in the stages, one converted 16-bit tile) and flash_fwd.sm80_mma's fp8 register limit.
 #pragma once
 
 #include "base/host_device.hpp"
@@ -22,7 +23,7 @@ enum Rule : int {
   kOk = 0,
   kHeadDim,       // head_dim must be 64, 80, 96, 128 or 192
   kWarps,         // warps must be 1, 2, 4 or 8
-  kStages,        // stages must be 2, 3 or 4
+  kStages,        // stages must be 2, 3 or 4 (with an fp8 cache too)
   kTileM,         // tile_m / warps must be 16 or 32
   kTileN,         // tile_n must be 16, 32, 64 or 128
   kSharedMemory,  // more than flash_fwd::sm80_mma::kMaxSharedBytes of shared memory
@@ -32,6 +33,11 @@ enum Rule : int {
 };
 
 constexpr int kMaxRegisterEstimate = 255;
+// With an fp8 cache the conversion's registers join the loop's: flash_fwd.sm80_mma's limit for
+// the same loop (ptxas spilled above it there), held to this family's V-as-wide-as-K estimate.
+ATTN_HOST_DEVICE constexpr int max_register_estimate(bool kv_fp8) {
+  return kv_fp8 ? flash_fwd::sm80_mma::kMaxRegisterEstimateKvFp8 : kMaxRegisterEstimate;
+}
 
 // The estimate the no-spill rule holds a config to: V counted as wide as Q and K. With a
 // narrower V's own (smaller) estimate, 32-row warps at (192, 128) were admitted and ptxas spilled
@@ -41,18 +47,21 @@ ATTN_HOST_DEVICE constexpr int register_estimate(int head_dim, int tile_m, int t
 }
 
 // head_dim: Q's and K's rows; v_head_dim: V's and the output's (model.v_head_dim, else head_dim).
+// kv_fp8: an fp8 cache (sm80_attention::attend's KV_FP8).
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int v_head_dim, int tile_m, int tile_n,
-                                     int warps, int stages) {
+                                     int warps, int stages, bool kv_fp8 = false) {
   if (head_dim == 256 || !flash_fwd::sm80_mma::is_head_dim(head_dim)) return kHeadDim;
-  const int rule = flash_fwd::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages);
+  const int rule =
+      flash_fwd::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages, kv_fp8);
   if (rule == flash_fwd::sm80_mma::kVHeadDim) return kVHeadDim;
   // No split K / V pipeline here (flash_fwd.sm80_mma's stages 1); its rules run warps, then stages.
   if (rule != flash_fwd::sm80_mma::kWarps && stages < 2) return kStages;
   switch (rule) {
     case flash_fwd::sm80_mma::kOk:  // no spills here (flash_fwd.sm80_mma admits a few bytes where
                                     // they paid)
-      return register_estimate(head_dim, tile_m, tile_n, warps) > kMaxRegisterEstimate ? kRegisters
-                                                                                       : kOk;
+      return register_estimate(head_dim, tile_m, tile_n, warps) > max_register_estimate(kv_fp8)
+                 ? kRegisters
+                 : kOk;
     case flash_fwd::sm80_mma::kWarps:
       return kWarps;
     case flash_fwd::sm80_mma::kStages:
@@ -82,8 +91,9 @@ ATTN_HOST_DEVICE constexpr int check_block(int block_size, int tile_m, int tile_
 }
 
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int v_head_dim, int tile_m, int tile_n,
-                                            int stages) {
-  return sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
+                                            int stages, bool kv_fp8 = false) {
+  return kv_fp8 ? sm80_attention::shared_bytes_kv_fp8(head_dim, v_head_dim, tile_m, tile_n, stages)
+                : sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int head_dim, int tile_m, int tile_n, int stages) {
   return shared_bytes(head_dim, head_dim, tile_m, tile_n, stages);

@@ -15,18 +15,21 @@ namespace attn {
 
 namespace {
 
+// A config, and whether the batch's cache is fp8 (its codes dequantised in the kernel).
 struct MmaConfig {
   int tile_m, tile_n, warps, stages;
-  explicit MmaConfig(const KernelConfig& c)
+  bool fp8;
+  MmaConfig(const KernelConfig& c, const Batch& batch)
       : tile_m(int(c.get("tile_m"))),
         tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
-        stages(int(c.get("stages"))) {}
+        stages(int(c.get("stages"))),
+        fp8(batch.kv_dtype == DType::fp8_e4m3) {}
   int shared_bytes(int head_dim, int v_head_dim) const {
-    return blocksparse::sm80_mma::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
+    return blocksparse::sm80_mma::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages, fp8);
   }
   int check(int head_dim, int v_head_dim) const {
-    return blocksparse::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages);
+    return blocksparse::sm80_mma::check(head_dim, v_head_dim, tile_m, tile_n, warps, stages, fp8);
   }
 };
 
@@ -61,7 +64,7 @@ std::string describe_rule(int rule, const MmaConfig& c, int head_dim, int v_head
       return "too many registers per thread (estimate " +
              std::to_string(
                  blocksparse::sm80_mma::register_estimate(head_dim, c.tile_m, c.tile_n, c.warps)) +
-             ", limit " + std::to_string(blocksparse::sm80_mma::kMaxRegisterEstimate) +
+             ", limit " + std::to_string(blocksparse::sm80_mma::max_register_estimate(c.fp8)) +
              "): lower tile_n, or use 16 query rows per warp (tile_m = 16 x warps)";
     case blocksparse::sm80_mma::kBlockSize:
       return "tile_m " + std::to_string(c.tile_m) + " and tile_n " + std::to_string(c.tile_n) +
@@ -82,11 +85,12 @@ class MmaVariant : public Variant {
            "CSR layout row, cp.async K/V pipeline";
   }
 
-  // The family's features at head dims 64 to 192, and V narrower than Q and K.
+  // The family's features at head dims 64 to 192, V narrower than Q and K, and fp8 caches.
   FeatureSet features() const override {
     return blocksparse_features()
         .with(feature::kHeadDim, {64, 80, 96, 128, 192})
-        .with(feature::kVHeadDim, {64, 80, 96, 128, 192});
+        .with(feature::kVHeadDim, {64, 80, 96, 128, 192})
+        .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"});
   }
 
   // Tile sizes that divide the layout's block (the others are refused anyway).
@@ -111,6 +115,7 @@ class MmaVariant : public Variant {
   // the no-spill register rule, 16 rows per warp so Q stays in registers: for blocks of 64 (seed
   // 003's Phi-3 layouts) a 64 x 64 tile over 4 warps, which is seed 003's own BLOCK_M x BLOCK_N
   // and num_warps; two stages keep two CTAs per SM (87 KiB of shared memory each at head_dim 128).
+  // An fp8 cache takes the same rule (its own shared memory and register limit), unmeasured.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     const int v_head_dim = batch.spec.model.effective_v_head_dim();
@@ -119,7 +124,7 @@ class MmaVariant : public Variant {
         make_config(128, 64, 8, 2), make_config(64, 64, 4, 2), make_config(32, 32, 2, 2),
         make_config(16, 16, 1, 2)};
     for (const KernelConfig& config : candidates) {
-      const MmaConfig c(config);
+      const MmaConfig c(config, batch);
       if (c.check(head_dim, v_head_dim) == blocksparse::sm80_mma::kOk &&
           blocksparse::sm80_mma::check_block(block, c.tile_m, c.tile_n) ==
               blocksparse::sm80_mma::kOk &&
@@ -139,7 +144,7 @@ class MmaVariant : public Variant {
     const ModelShape& m = batch.spec.model;
     if (Support s = config_has_exactly(config, {"tile_m", "tile_n", "warps", "stages"}, name()); !s)
       return s;
-    const MmaConfig c(config);
+    const MmaConfig c(config, batch);
     const int block = batch.block_sparse->block_size;
     const int v_head_dim = m.effective_v_head_dim();
     int rule = c.check(m.head_dim, v_head_dim);
@@ -153,7 +158,7 @@ class MmaVariant : public Variant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     return {gathered_kv_program(*this, batch, config, target, "kernels/blocksparse/sm80_mma.cuh",
-                                attention_kernel(batch, MmaConfig(config)))};
+                                attention_kernel(batch, MmaConfig(config, batch)))};
   }
 
   std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
@@ -162,7 +167,7 @@ class MmaVariant : public Variant {
     ATTN_ASSERT(problem.backend() == Backend::cuda, "blocksparse.sm80_mma needs a device problem");
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
-    const MmaConfig c(config);
+    const MmaConfig c(config, batch);
     const ModelShape& m = batch.spec.model;
     const BlockSparseLayout& layout = *batch.block_sparse;
     const JitProgram program = programs(batch, config, context.target).front();
@@ -194,6 +199,14 @@ class MmaVariant : public Variant {
     p.num_kv_heads = m.num_kv_heads;
     p.group = batch.spec.group_size();
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
+    if (c.fp8) {
+      auto per_head = [&](const std::vector<float>& scales) {
+        buffers.push_back(upload_array(*context.cuda, scales_per_kv_head(scales, m.num_kv_heads)));
+        return static_cast<const float*>(buffers.back().pointer());
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    }
 
     LaunchShape shape;
     shape.grid_x = unsigned(tiles.size() / 2);
@@ -213,7 +226,8 @@ class MmaVariant : public Variant {
            std::to_string(batch.spec.model.head_dim) + ", " + std::to_string(c.tile_m) + ", " +
            std::to_string(c.tile_n) + ", " + std::to_string(c.warps) + ", " +
            std::to_string(c.stages) + ", " + (batch.causal ? "true" : "false") +
-           (batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
+           (c.fp8 ? ", " + std::to_string(batch.spec.model.effective_v_head_dim()) + ", true"
+            : batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
                 ? ", " + std::to_string(batch.spec.model.effective_v_head_dim())
                 : "") +
            ">";

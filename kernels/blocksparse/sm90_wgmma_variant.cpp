@@ -89,11 +89,15 @@ class Sm90WgmmaVariant : public Variant {
   }
 
   // The family's features and head dims 80, 96, 192 and 256, and 192 with a V of 128
-  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check).
+  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check). No
+  // fp8 cache: its TMA loads would need a conversion stage (as prefix_prefill.sm90_wgmma's
+  // producer has), which this kernel does not have.
   FeatureSet features() const override {
     return blocksparse_features()
         .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
-        .with(feature::kVHeadDim, {128});
+        .with(feature::kVHeadDim, {128})
+        .note(feature::kKvDtype,
+              "blocksparse.sm80_mma and blocksparse.sm80_mma_decode read fp8 caches");
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {

@@ -39,13 +39,14 @@
 //   that the family says can hold one), and a warp skips the products of a tile none of its rows
 //   can see.
 //
-// - KV_FP8 (flash_fwd.sm80_mma over an fp8 cache): K and V are fp8 e4m3 codes ([total_kv,
-//   num_kv_heads, head_dim] bytes), times the kv head's scale (Params' k_scale and v_scale, per kv
-//   head). The stages hold the codes as copied (plain rows, half the bytes); once tile n has landed
-//   every thread converts its share into one 16-bit K and V tile laid out as the stages of a 16-bit
-//   cache are (exact: every e4m3 value is a bf16 and an fp16), and a second barrier publishes it,
-//   while the copies of the tiles after it fly. K's scale folds into the logit scale, V's into the
-//   output's normaliser. The split pipeline (STAGES 1) has no fp8 form.
+// - KV_FP8 (flash_fwd.sm80_mma and blocksparse.sm80_mma over an fp8 cache): K and V are fp8
+//   e4m3 codes ([total_kv, num_kv_heads, head_dim] bytes), times the kv head's scale (Params'
+//   k_scale and v_scale, per kv head). The stages hold the codes as copied (plain rows, half the
+//   bytes); once tile n has landed every thread converts its share into one 16-bit K and V tile
+//   laid out as the stages of a 16-bit cache are (exact: every e4m3 value is a bf16 and an
+//   fp16), and a second barrier publishes it, while the copies of the tiles after it fly. K's
+//   scale folds into the logit scale, V's into the output's normaliser. The split pipeline
+//   (STAGES 1) has no fp8 form.
 //
 // The kernels' shapes, shared memory and register model: kernels/common/sm80_attention_traits.hpp.
 #pragma once

@@ -51,6 +51,29 @@ TEST_F(ListCoverage, JsonHoldsEveryCellOfTheFamiliesTheFilterKeeps) {
   EXPECT_EQ(run({"list", "--coverage", "zzz-matches-nothing"}).exit_code, kUsage);
 }
 
+// blocksparse's fp8 row: the two sm80 variants at every head dim they take, none at 256 (only
+// sm90_wgmma's, which reads no fp8 cache); the CPU reference in every cell.
+TEST_F(ListCoverage, BlocksparseFp8CellsAreTheSm80Variants) {
+  const CliResult r = run({"list", "--coverage", "--json", "blocksparse"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json coverage = nlohmann::json::parse(r.out);
+  ASSERT_EQ(coverage["families"].size(), 1u);
+  int fp8_cells = 0;
+  for (const auto& cell : coverage["families"][0]["cells"]) {
+    if (cell["kv_dtype"] != "fp8_e4m3") continue;
+    ++fp8_cells;
+    const nlohmann::json expected =
+        cell["head_dim"] == "256" ? nlohmann::json::array()
+        : cell["head_dim"] == "192x128"
+            ? nlohmann::json::array({"blocksparse.sm80_mma"})
+            : nlohmann::json::array({"blocksparse.sm80_mma", "blocksparse.sm80_mma_decode"});
+    EXPECT_EQ(cell["gpu_variants"], expected) << cell.dump();
+    EXPECT_EQ(cell["cpu_variants"], nlohmann::json::array({"blocksparse.cpu_reference"}))
+        << cell.dump();
+  }
+  EXPECT_EQ(fp8_cells, 7 * 2 * 3);
+}
+
 // mla_decode (latent attention) is not on the matrix' axes: named as left out of it, and tabled
 // on its own axes (latent shape, cache dtype, page size), where mla_decode.sm80_mma takes an fp8
 // latent cache and mla_decode.sm90_wgmma 16-bit caches over pages of whole 8-token boxes.

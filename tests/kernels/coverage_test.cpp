@@ -58,6 +58,22 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm80_mma"));
   EXPECT_FALSE(holds(dense_fp8->gpu_variants, "flash_fwd.sm90_wgmma"));
   EXPECT_EQ(dense_fp8->cpu_variants, std::vector<std::string>{"flash_fwd.cpu_reference"});
+  // blocksparse's sm80 variants read fp8 caches (prefill and decode cells alike), not sm90_wgmma;
+  // its CPU reference too.
+  for (const char* head_dim : {"64", "80", "96", "128", "192"}) {
+    const CoverageCell* sparse_fp8 =
+        find_cell(matrix, Family::blocksparse, head_dim, "fp8_e4m3", "NHD", "other");
+    ASSERT_NE(sparse_fp8, nullptr);
+    EXPECT_EQ(sparse_fp8->gpu_variants,
+              (std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm80_mma_decode"}))
+        << head_dim;
+    EXPECT_EQ(sparse_fp8->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
+  }
+  const CoverageCell* sparse_fp8_256 =
+      find_cell(matrix, Family::blocksparse, "256", "fp8_e4m3", "HND", "16");
+  ASSERT_NE(sparse_fp8_256, nullptr);
+  EXPECT_TRUE(sparse_fp8_256->gpu_variants.empty());  // sm90_wgmma's head dim, not its fp8
+  EXPECT_EQ(sparse_fp8_256->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
   // blocksparse.sm80_mma and sm90_wgmma take 192; head dim 256 only sm90_wgmma.
   const CoverageCell* d192 = find_cell(matrix, Family::blocksparse, "192", "fp16", "HND", "1");
   ASSERT_NE(d192, nullptr);
@@ -83,7 +99,7 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
 }
 
 // A V narrower than Q/K (192x128): on the GPU the tensor-core variants take it (flash_fwd's and
-// blocksparse's sm80_mma and sm90_wgmma, and in flash_fwd only sm80_mma with an fp8 cache;
+// blocksparse's sm80_mma and sm90_wgmma, and with an fp8 cache only the sm80_mma ones;
 // prefix_prefill's sm80_mma, sm80_mma_masked and sm90_wgmma, with 16-bit and fp8 caches alike);
 // paged_decode leaves it to its CPU reference.
 TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
@@ -97,10 +113,11 @@ TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
           fp8 ? std::vector<std::string>{"flash_fwd.sm80_mma"}
               : std::vector<std::string>{"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"};
       EXPECT_EQ(c.gpu_variants, expected) << what;
-    } else if (!fp8 && c.family == Family::blocksparse) {
-      EXPECT_EQ(c.gpu_variants,
-                (std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"}))
-          << what;
+    } else if (c.family == Family::blocksparse) {
+      const std::vector<std::string> expected =
+          fp8 ? std::vector<std::string>{"blocksparse.sm80_mma"}
+              : std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"};
+      EXPECT_EQ(c.gpu_variants, expected) << what;
     } else if (c.family == Family::prefix_prefill) {
       EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",
                                                           "prefix_prefill.sm80_mma_masked",
@@ -109,13 +126,8 @@ TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
     } else {
       EXPECT_TRUE(c.gpu_variants.empty()) << what;
     }
-    // blocksparse's reference leaves fp8 caches to the other families.
-    if (!fp8 || c.family != Family::blocksparse) {
-      EXPECT_EQ(c.cpu_variants, std::vector<std::string>{to_string(c.family) + ".cpu_reference"})
-          << what;
-    } else {
-      EXPECT_TRUE(c.cpu_variants.empty()) << what;
-    }
+    EXPECT_EQ(c.cpu_variants, std::vector<std::string>{to_string(c.family) + ".cpu_reference"})
+        << what;
   }
 }
 

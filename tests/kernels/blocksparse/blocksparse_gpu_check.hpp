@@ -2,7 +2,9 @@
 // layouts (the Phi-3 parameter family, and random lower-triangular ones with empty rows and dropped
 // diagonals), random batches and configs, and the check of one run against the oracle (the CPU
 // reference, or the tiled GPU reference for a large batch: testing::oracle_output) on a poisoned
-// output (0xFF: NaN in bf16 and fp16), or of the Evaluator's path against a chosen oracle.
+// output (0xFF: NaN in bf16 and fp16), or of the Evaluator's path against a chosen oracle. The
+// tolerance is the output's dtype's (Q's): an fp8 cache's codes are converted exactly and the
+// oracle reads the same codes times the same scales.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -70,9 +72,13 @@ inline std::string describe(const Batch& batch, const KernelConfig& config) {
       << spec.model.head_dim;
   if (spec.model.effective_v_head_dim() != spec.model.head_dim)
     out << " dv" << spec.model.effective_v_head_dim();
-  out << " " << to_string(spec.model.dtype) << " page " << spec.kv_cache.page_size << " seed "
-      << spec.seed << (batch.causal ? " causal" : " non-causal") << " block " << layout.block_size
-      << " density " << layout.density() << " (context, query) [";
+  out << " " << to_string(spec.model.dtype);
+  if (spec.model.kv_dtype == DType::fp8_e4m3)
+    out << " kv fp8 "
+        << (spec.model.kv_scale == KvScaleGranularity::per_head ? "per head" : "per tensor");
+  out << " page " << spec.kv_cache.page_size << " seed " << spec.seed
+      << (batch.causal ? " causal" : " non-causal") << " block " << layout.block_size << " density "
+      << layout.density() << " (context, query) [";
   for (int s = 0; s < batch.num_seqs; ++s) {
     out << "(" << batch.context_lens[size_t(s)] << ", " << batch.query_lens[size_t(s)] << ") ";
   }
@@ -136,11 +142,13 @@ inline void compile_cases_in_parallel(const Variant& variant,
 }
 
 // A random shape, layout (block size from block_sizes), (head_dim, v_head_dim) from `dims` (a
-// narrower V sets model.v_head_dim) and data seed; sequences as given.
+// narrower V sets model.v_head_dim) and data seed; sequences as given. kv_fp8: over an fp8 (e4m3)
+// cache, with per-tensor or per-head scales at random.
 inline Batch random_batch(std::mt19937_64& rng,
                           const std::vector<std::pair<int64_t, int64_t>>& sequences, bool causal,
                           int max_group, const std::vector<int>& block_sizes = {16, 32, 64, 128},
-                          const std::vector<std::pair<int, int>>& dims = {{64, 64}, {128, 128}}) {
+                          const std::vector<std::pair<int, int>>& dims = {{64, 64}, {128, 128}},
+                          bool kv_fp8 = false) {
   testing::SpecShape shape;
   shape.kv_heads = pick(rng, std::vector<int>{1, 2, 3});
   std::vector<int> groups;
@@ -156,6 +164,11 @@ inline Batch random_batch(std::mt19937_64& rng,
   shape.seed = rng();
   WorkloadSpec spec = testing::make_spec(shape, sequences, "blocksparse-gpu-test");
   if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+  if (kv_fp8) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale =
+        rng() % 2 == 0 ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+  }
   spec.mask.block_sparse =
       phi3_layout(pick(rng, block_sizes), std::uniform_int_distribution<int>(1, 4)(rng),
                   std::uniform_int_distribution<int>(1, 8)(rng),

@@ -3,7 +3,8 @@
 // workloads/visibility's key_visible (blocksparse.sm80_mma's tile walk, emulated with the kernel's
 // own element mask, and blocksparse.sm80_mma_decode's per-CTA tile list with head bits) on random
 // layouts, contexts and lengths; the work model; the CPU reference variant; and a seeded sample of
-// accepted configs compiled by NVRTC for sm_80 and sm_90a without spills.
+// accepted configs compiled by NVRTC for sm_80 and sm_90a without spills, 16-bit and fp8 caches
+// (fp8's own gating, bytes and reference: fp8_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,6 +79,13 @@ Batch prefill_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType
   spec.mask.block_sparse = phi3_layout(block_size, 2, 3);
   if (v_head_dim != 0) spec.model.v_head_dim = v_head_dim;
   return generate_batch(spec);
+}
+
+// The batch over an fp8 e4m3 cache (the generator's codes and scales), Q of its dtype.
+Batch with_fp8_cache(Batch batch, KvScaleGranularity scale = KvScaleGranularity::per_tensor) {
+  batch.spec.model.kv_dtype = DType::fp8_e4m3;
+  batch.spec.model.kv_scale = scale;
+  return generate_batch(batch.spec);
 }
 
 Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
@@ -178,6 +186,19 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
   // flash_fwd.sm80_mma's rows: swizzled (unpadded) at head_dim 128, padded at 64.
   EXPECT_EQ(shared_bytes(128, 64, 64, 2), (64 + 2 * 2 * 64) * 128 * 2);
   EXPECT_EQ(shared_bytes(64, 64, 64, 2), (64 + 2 * 2 * 64) * 72 * 2);
+  // An fp8 cache: the stages hold codes (a byte each), one converted 16-bit K and V tile follows;
+  // no split pipeline; flash_fwd.sm80_mma's fp8 register limit on this family's estimate.
+  EXPECT_EQ(shared_bytes(128, 128, 64, 64, 2, true), 64 * 128 * 2 + 2 * 64 * 256 + 64 * 256 * 2);
+  EXPECT_EQ(shared_bytes(64, 64, 64, 64, 3, true), 64 * 72 * 2 + 3 * 64 * 128 + 64 * 144 * 2);
+  EXPECT_EQ(check(128, 128, 64, 64, 4, 2, true), kOk);
+  EXPECT_EQ(check(192, 128, 64, 32, 4, 4, true), kOk);
+  EXPECT_EQ(check(128, 128, 64, 64, 4, 1, true), kStages);
+  EXPECT_EQ(max_register_estimate(true), flash_fwd::sm80_mma::kMaxRegisterEstimateKvFp8);
+  EXPECT_EQ(max_register_estimate(false), kMaxRegisterEstimate);
+  // 32-row warps over 32 keys at head dim 128: estimate 228, under 255, over the fp8 limit.
+  EXPECT_EQ(register_estimate(128, 64, 32, 2), 228);
+  EXPECT_EQ(check(128, 128, 64, 32, 2, 2, false), kOk);
+  EXPECT_EQ(check(128, 128, 64, 32, 2, 2, true), kRegisters);
 
   using namespace blocksparse::sm80_mma_decode;
   EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 4, 3), blocksparse::sm80_mma_decode::kOk);
@@ -208,6 +229,24 @@ TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
             blocksparse::sm80_mma_decode::kSharedMemory);
   EXPECT_EQ(blocksparse::sm80_mma_decode::check_block(64, 128),
             blocksparse::sm80_mma_decode::kBlockSize);
+  // fp8: codes in the stages, then the converted K and V tile, the merge reusing both.
+  EXPECT_EQ(stage_bytes(128, 64, true), 2 * 64 * 128);
+  EXPECT_EQ(converted_bytes(128, 64, true), 2 * 64 * 136 * 2);
+  EXPECT_EQ(converted_bytes(128, 64, false), 0);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::shared_bytes(128, 64, 4, 3, true),
+            3 * 2 * 64 * 128 + 2 * 64 * 136 * 2 + 16 * 136 * 2);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 4, 3, true),
+            blocksparse::sm80_mma_decode::kOk);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(128, 64, 4, 1, true),
+            blocksparse::sm80_mma_decode::kStages);
+  // The fp8 register limit: 64 keys per warp at head dim 192 (estimate 248) spilled.
+  EXPECT_EQ(blocksparse::sm80_mma_decode::register_estimate(192, 64, 1), 248);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(192, 64, 1, 2, false),
+            blocksparse::sm80_mma_decode::kOk);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(192, 64, 1, 2, true),
+            blocksparse::sm80_mma_decode::kRegisters);
+  EXPECT_EQ(blocksparse::sm80_mma_decode::check(192, 64, 4, 2, true),
+            blocksparse::sm80_mma_decode::kOk);
   // The merge area fits in the stage area or enlarges it.
   EXPECT_EQ(blocksparse::sm80_mma_decode::shared_bytes(128, 16, 1, 2),
             blocksparse::sm80_mma_decode::merge_bytes(128, 1) > 2 * stage_bytes(128, 16)
@@ -371,8 +410,23 @@ TEST(BlockSparseGating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(8, 1.0f); }},
       {"explicit mask", "explicit", [](Batch& b) { b.explicit_mask = ExplicitMask{}; }},
-      {"fp8 KV", "fp8 KV cache",
+      // fp8 e4m3 caches, per-tensor and per-head scales: the sm80 variants and the reference.
+      {"fp8 KV", "",
        [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.k_scales = {0.01f};
+         b.v_scales = {0.02f};
+       }},
+      {"fp8 KV per head", "",
+       [](Batch& b) {
+         b.kv_dtype = DType::fp8_e4m3;
+         b.spec.model.kv_scale = KvScaleGranularity::per_head;
+         b.k_scales = {0.01f, 0.03f};
+         b.v_scales = {0.02f, 0.04f};
+       }},
+      {"fp8 KV fp16 queries", "",
+       [](Batch& b) {
+         b.dtype = b.spec.model.dtype = DType::fp16;
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
          b.v_scales = {0.02f};
@@ -625,9 +679,11 @@ TEST(BlockSparseCpuReference, MatchesTheDenseOracle) {
 
 // NVRTC compiles a seeded sample of the configs each variant accepts (each default included) for
 // sm_80 and sm_90a, head dims 64 and 128 (and for blocksparse.sm80_mma 80, 96, 192 and a narrower
-// V), causal and not, and ptxas reports no spills.
-// ATTN_TEST_EXHAUSTIVE=1: all of them (318 kernels over both archs: 168 causal and 78 non-causal
-// mma, 72 decode; no spills, at most 244 registers with CUDA 13.0).
+// V), causal and not, 16-bit and fp8 caches (with an fp8 cache also the accepted config of the
+// largest register estimate), and ptxas reports no spills.
+// ATTN_TEST_EXHAUSTIVE=1: all of them (over 16-bit caches 318 kernels over both archs: 168 causal
+// and 78 non-causal mma, 72 decode; no spills, at most 244 registers with CUDA 13.0; the fp8
+// batches' configs not yet counted exhaustively).
 TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   const fs::path dir =
       fs::temp_directory_path() /
@@ -643,7 +699,7 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;
-  batches.reserve(16);
+  batches.reserve(32);
   for (int head_dim : {64, 128}) {
     const DType dtype = head_dim == 64 ? DType::fp16 : DType::bf16;
     batches.push_back(prefill_batch(8, 2, head_dim, dtype));
@@ -657,6 +713,17 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
     const DType dtype = head_dim == 96 || v_head_dim == 128 ? DType::fp16 : DType::bf16;
     batches.push_back(prefill_batch(8, 2, head_dim, dtype, 64, v_head_dim));
   }
+  // fp8 caches: per-tensor and per-head scales, bf16 and fp16 queries, every head dim.
+  for (const auto& [head_dim, v_head_dim] : std::vector<std::pair<int, int>>{
+           {64, 64}, {80, 80}, {96, 96}, {128, 128}, {192, 192}, {192, 128}}) {
+    const DType dtype = head_dim % 64 == 0 ? DType::bf16 : DType::fp16;
+    const KvScaleGranularity scale =
+        head_dim == 128 ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+    batches.push_back(with_fp8_cache(prefill_batch(8, 2, head_dim, dtype, 64, v_head_dim), scale));
+    // Blocks of 128: the decode variant's 128-key tiles over one warp are in its space.
+    if (head_dim == v_head_dim)
+      batches.push_back(with_fp8_cache(decode_batch(8, 2, head_dim, dtype, 128), scale));
+  }
   for (const Batch& batch : batches) {
     const Variant& variant = *registry.find(batch.decode_only() ? "blocksparse.sm80_mma_decode"
                                                                 : "blocksparse.sm80_mma");
@@ -667,6 +734,21 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
       }
       ASSERT_FALSE(accepted.empty());
       std::shuffle(accepted.begin(), accepted.end(), rng);
+      if (batch.kv_dtype == DType::fp8_e4m3) {
+        // The accepted config the register rule estimates highest first, where spills would be.
+        const int d = batch.spec.model.head_dim;
+        auto estimate = [&](const KernelConfig& c) {
+          return batch.decode_only()
+                     ? blocksparse::sm80_mma_decode::register_estimate(d, int(c.get("tile_n")),
+                                                                       int(c.get("warps")))
+                     : blocksparse::sm80_mma::register_estimate(
+                           d, int(c.get("tile_m")), int(c.get("tile_n")), int(c.get("warps")));
+        };
+        std::stable_sort(accepted.begin(), accepted.end(),
+                         [&](const KernelConfig& a, const KernelConfig& b) {
+                           return estimate(a) > estimate(b);
+                         });
+      }
       accepted.insert(accepted.begin(), variant.default_config(batch, target));
       const size_t take = exhaustive ? accepted.size() : std::min<size_t>(2, accepted.size());
       for (size_t i = 0; i < take; ++i) {

@@ -271,7 +271,8 @@ TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(8, 1.0f); }},
-      {"fp8 KV", "fp8 KV cache",
+      // Out of this kernel's scope; the note names the variants that read them.
+      {"fp8 KV", "blocksparse.sm80_mma and blocksparse.sm80_mma_decode read fp8 caches",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
