@@ -1,6 +1,7 @@
 """The GPU tests' CTest groups (tests/CMakeLists.txt) on a build: every test of attn_gpu_tests is
 a CTest test exactly once and `ctest -L gpu` selects them all; `gpu-quick` holds one test per
-CUDA variant and the tiled GPU reference's check; the timing tests run alone (RUN_SERIAL); the
+CUDA variant and the tiled GPU reference's check; the timing tests and the
+device-memory test run alone (RUN_SERIAL); the
 random tests, the every-config sweeps and the large batches carry a COST (ctest -j starts them
 first), the quick and timing tests none.
 
@@ -68,7 +69,7 @@ def main(binary, build):
         serial = properties.get("RUN_SERIAL", False)
         cost = float(properties.get("COST", 0))
         check(labels == (["gpu-quick"] if name in quick else ["gpu"]), f"{name}: labels {labels}")
-        check(serial == name.startswith("MeasurementGpu."), f"{name}: RUN_SERIAL {serial}")
+        check(serial == name.startswith(("MeasurementGpu.", "DeviceMemoryGpu.")), f"{name}: RUN_SERIAL {serial}")
         if name in quick or serial:
             check(cost == 0, f"{name}: COST {cost}")
         elif any(word in name for word in ("RandomBatches", "EveryAccepted", "LargeBatches")):
