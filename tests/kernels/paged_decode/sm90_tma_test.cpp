@@ -19,10 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Batch decode_batch(int head_dim, int page_size, DType dtype = DType::bf16) {
+Batch decode_batch(int head_dim, int page_size, DType dtype = DType::bf16, int q_heads = 8,
+                   int kv_heads = 2) {
   testing::SpecShape shape;
-  shape.q_heads = 8;
-  shape.kv_heads = 2;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
   shape.head_dim = head_dim;
   shape.page_size = page_size;
   shape.dtype = dtype;
@@ -75,6 +76,29 @@ TEST(Sm90TmaTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_GE(q_offset(128, 4, 64, 2), 2 * 2 * tile_bytes(128, 64));
   EXPECT_EQ(barrier_offset(128, 4, 64, 2) % 8, 0);
   EXPECT_EQ(shared_bytes(128, 4, 64, 2), kAlignment + barrier_offset(128, 4, 64, 2) + 32);
+}
+
+// The default block: 128 keys where 16 or more q heads fill the mma rows at head dims 80 to 128,
+// 64 elsewhere (smaller groups, head dim 64, and 256, whose 64-key stages already fill most of the
+// shared memory).
+TEST(Sm90TmaVariant, DefaultBlockIs128KeysForFullRowsUpToHeadDim128) {
+  const Registry registry = make_registry();
+  const Variant& variant = tma_variant(registry);
+  const Target hopper = testing::hopper_target();
+  struct Case {
+    int head_dim, q_heads, kv_heads, tile;
+  };
+  for (const Case c : {Case{128, 16, 1, 128}, Case{96, 32, 2, 128}, Case{80, 16, 1, 128},
+                       Case{64, 16, 1, 64}, Case{128, 8, 1, 64}, Case{128, 32, 8, 64},
+                       Case{256, 16, 1, 64}, Case{192, 16, 1, 64}}) {
+    SCOPED_TRACE("d" + std::to_string(c.head_dim) + " " + std::to_string(c.q_heads) + "/" +
+                 std::to_string(c.kv_heads));
+    const Batch batch = decode_batch(c.head_dim, 16, DType::bf16, c.q_heads, c.kv_heads);
+    const KernelConfig config = variant.default_config(batch, hopper);
+    EXPECT_EQ(config.get("tile_tokens"), c.tile);
+    EXPECT_EQ(config.get("warps"), 4);
+    EXPECT_TRUE(variant.check(batch, config, hopper));
+  }
 }
 
 TEST(Sm90TmaVariant, DeclinesWhatItCannotRunAndFallsBackWhereTmaCannotLoad) {
