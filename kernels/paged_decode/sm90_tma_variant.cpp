@@ -101,13 +101,18 @@ class Sm90TmaVariant : public Variant {
   }
 
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
-    // sm80_mma's default shape (BENCHMARKS.md, paged_decode), shrunk until it fits. Groups of 16
-    // or more q heads at head dims 80 to 128 take 128-key blocks: their 16 mma rows are full and
-    // each warp's 32 keys halve the per-block costs per key (MQA, 16 q heads, d128, 128 x 8192 on
-    // an H200, every config tuned: t128.w4 142.46 us, the best; t64.w4 155.60; at d64 t64.w4
-    // stays the best, 86.13 against 92.99).
+    // sm80_mma's default shape (BENCHMARKS.md, paged_decode), shrunk until it fits. One exception:
+    // 16 or more q heads per KV head at head dims 80 to 128 with between 90% and 100% of an SM
+    // per (sequence, KV head) take 128-key blocks, one CTA per SM with no split. On an H200 at d128
+    // (sm90_tma, t128 against t64 µs): 128 units of 8192 keys, MQA 146.24 / 155.84 and GQA 16
+    // 143.42 / 154.85; every other count lost with t128: 32, 64, 256 and 512 units (2048 to 32768
+    // keys), by 1.4% to 12.4%.
     const int head_dim = batch.spec.model.head_dim, warps = 4;
-    const bool full_rows_d128 = batch.spec.group_size() >= 16 && head_dim > 64 && head_dim <= 128;
+    const int64_t units = int64_t(batch.num_seqs) * batch.spec.model.num_kv_heads;
+    const bool one_unit_per_sm = target.sm_count > 0 && units <= target.sm_count &&
+                                 units * 10 >= int64_t(target.sm_count) * 9;
+    const bool full_rows_d128 =
+        batch.spec.group_size() >= 16 && head_dim > 64 && head_dim <= 128 && one_unit_per_sm;
     int tile = full_rows_d128 ? 128 : 64, stages = 2;
     auto fits = [&](int t) {
       const Sm90TmaConfig c(KernelConfig{

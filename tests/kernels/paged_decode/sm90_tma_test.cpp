@@ -19,15 +19,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// seqs > 0: that many sequences of 40 keys instead of the three default ones.
 Batch decode_batch(int head_dim, int page_size, DType dtype = DType::bf16, int q_heads = 8,
-                   int kv_heads = 2) {
+                   int kv_heads = 2, int seqs = 0) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
   shape.head_dim = head_dim;
   shape.page_size = page_size;
   shape.dtype = dtype;
-  return generate_batch(testing::make_decode_spec(shape, {5, 40, 300}));
+  const std::vector<int64_t> lens =
+      seqs > 0 ? std::vector<int64_t>(size_t(seqs), 40) : std::vector<int64_t>{5, 40, 300};
+  return generate_batch(testing::make_decode_spec(shape, lens));
 }
 
 KernelConfig make_config(int tile_tokens, int warps, int stages, int num_splits = 0) {
@@ -78,22 +81,25 @@ TEST(Sm90TmaTraits, RulesNameTheFirstBrokenConstraint) {
   EXPECT_EQ(shared_bytes(128, 4, 64, 2), kAlignment + barrier_offset(128, 4, 64, 2) + 32);
 }
 
-// The default block: 128 keys where 16 or more q heads fill the mma rows at head dims 80 to 128,
-// 64 elsewhere (smaller groups, head dim 64, and 256, whose 64-key stages already fill most of the
-// shared memory).
-TEST(Sm90TmaVariant, DefaultBlockIs128KeysForFullRowsUpToHeadDim128) {
+// The default block: 128 keys where 16 or more q heads fill the mma rows at head dims 80 to 128
+// and the (sequence, KV head) units are 90% to 100% of the SMs (one CTA each, no split); 64 keys
+// elsewhere.
+TEST(Sm90TmaVariant, DefaultBlockIs128KeysForFullRowsWithOneUnitPerSm) {
   const Registry registry = make_registry();
   const Variant& variant = tma_variant(registry);
-  const Target hopper = testing::hopper_target();
+  Target hopper = testing::hopper_target();
+  hopper.sm_count = 132;
   struct Case {
-    int head_dim, q_heads, kv_heads, tile;
+    int head_dim, q_heads, kv_heads, seqs, tile;
   };
-  for (const Case c : {Case{128, 16, 1, 128}, Case{96, 32, 2, 128}, Case{80, 16, 1, 128},
-                       Case{64, 16, 1, 64}, Case{128, 8, 1, 64}, Case{128, 32, 8, 64},
-                       Case{256, 16, 1, 64}, Case{192, 16, 1, 64}}) {
+  for (const Case c :
+       {Case{128, 16, 1, 128, 128}, Case{128, 32, 2, 64, 128}, Case{96, 16, 1, 132, 128},
+        Case{80, 16, 1, 120, 128}, Case{128, 16, 1, 133, 64}, Case{128, 16, 1, 118, 64},
+        Case{128, 16, 1, 64, 64}, Case{128, 32, 2, 128, 64}, Case{64, 16, 1, 128, 64},
+        Case{128, 8, 1, 128, 64}, Case{256, 16, 1, 128, 64}, Case{192, 16, 1, 128, 64}}) {
     SCOPED_TRACE("d" + std::to_string(c.head_dim) + " " + std::to_string(c.q_heads) + "/" +
-                 std::to_string(c.kv_heads));
-    const Batch batch = decode_batch(c.head_dim, 16, DType::bf16, c.q_heads, c.kv_heads);
+                 std::to_string(c.kv_heads) + " x " + std::to_string(c.seqs));
+    const Batch batch = decode_batch(c.head_dim, 16, DType::bf16, c.q_heads, c.kv_heads, c.seqs);
     const KernelConfig config = variant.default_config(batch, hopper);
     EXPECT_EQ(config.get("tile_tokens"), c.tile);
     EXPECT_EQ(config.get("warps"), 4);
