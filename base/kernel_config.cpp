@@ -75,11 +75,11 @@ KernelConfig KernelConfig::from_key(const std::string& key) {
 
 std::string axis_abbreviation(const std::string& axis) {
   static const std::map<std::string, std::string> kAbbreviations = {
-      {"tile_tokens", "t"}, {"warps", "w"},     {"heads_per_cta", "h"},
-      {"num_splits", "s"},  {"stages", "st"},   {"pages_per_block", "p"},
-      {"block_m", "m"},     {"block_n", "n"},   {"tile_m", "tm"},
-      {"tile_n", "tn"},     {"consumers", "c"}, {"unroll_cache", "uc"},
-      {"unroll_new", "un"},
+      {"tile_tokens", "t"}, {"warps", "w"},        {"heads_per_cta", "h"},
+      {"num_splits", "s"},  {"stages", "st"},      {"pages_per_block", "p"},
+      {"block_m", "m"},     {"block_n", "n"},      {"tile_m", "tm"},
+      {"tile_n", "tn"},     {"consumers", "c"},    {"unroll_cache", "uc"},
+      {"unroll_new", "un"}, {"fp8_dequant", "dq"},
   };
   auto it = kAbbreviations.find(axis);
   return it == kAbbreviations.end() ? axis : it->second;

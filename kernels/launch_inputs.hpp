@@ -63,8 +63,11 @@ struct PagedPoolTensorMap {
   TensorMapBytes map;
   int token_coordinate = 0;
 };
+// num_pages: the pool's pages where it is not the batch's (a copy of some of them, of 16-bit
+// values, such as prefix_prefill.sm90_wgmma's dequantised fp8 pages); 0 for batch.num_pages.
 PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
-                                         const void* pool, int box_tokens, int row_dims = 0);
+                                         const void* pool, int box_tokens, int row_dims = 0,
+                                         int64_t num_pages = 0);
 
 // The same pool as a 5-D tensor whose boxes land interleaved (sm90_attention::interleaved_offset:
 // [keys / 8][head_dim / 64][8][64]), so that one box brings every column block of box_tokens keys
@@ -77,7 +80,7 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch
 // slot / 8, page). page_size and box_tokens must be multiples of 8, box_tokens at most 2048, the
 // row (head_dim, or row_dims where not 0: a V pool of v_head_dim) a multiple of 64.
 TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
-                                                 const void* pool, int box_tokens,
-                                                 int row_dims = 0);
+                                                 const void* pool, int box_tokens, int row_dims = 0,
+                                                 int64_t num_pages = 0);
 
 }  // namespace attn

@@ -1,5 +1,7 @@
 #include "kernels/variant.hpp"
 
+#include <algorithm>
+
 #include "workloads/visibility.hpp"
 
 namespace attn {
@@ -59,7 +61,12 @@ Support config_has_exactly(const KernelConfig& config, const std::vector<std::st
     if (!config.find(axis)) return Support::no("config lacks the axis " + axis);
   }
   if (config.values().size() != axes.size()) {
-    return Support::no("config has axes " + variant + " does not use");
+    std::string extra;
+    for (const auto& [axis, value] : config.values()) {
+      if (std::find(axes.begin(), axes.end(), axis) == axes.end())
+        extra += (extra.empty() ? "" : ", ") + axis;
+    }
+    return Support::no("config has axes " + variant + " does not use: " + extra);
   }
   return Support::yes();
 }

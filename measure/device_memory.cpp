@@ -27,10 +27,24 @@ DeviceMemoryNeed device_memory_need(const Batch& batch, bool gpu_reference, bool
   // of it (a short window) are made only in half the memory still free when the case is timed
   // (measure/rotation_copies.hpp), so they are not part of this need.
   need.timing = 2 * std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
+  // An fp8 cache: prefix_prefill.sm90_wgmma's dequantisation pass (fp8_dequant=1) writes 16-bit
+  // copies of every sequence's context pages and of the new tokens' rows (16-row aligned).
+  if (batch.kv_dtype == DType::fp8_e4m3) {
+    const ModelShape& model = batch.spec.model;
+    const int64_t row = int64_t(model.num_kv_heads) *
+                        (model.head_dim + model.effective_v_head_dim()) * 2;  // K and V, 16-bit
+    int64_t rows = 0;
+    for (int s = 0; s < batch.num_seqs; ++s) {
+      const int64_t context = batch.context_lens[size_t(s)];
+      rows += (context + batch.page_size - 1) / batch.page_size * batch.page_size;
+      rows += (batch.query_lens[size_t(s)] + 15) / 16 * 16;
+    }
+    need.workspace = rows * row;
+  }
   // Split-KV partial outputs and other workspaces, the modules of the variants, and the rounding
   // of every allocation: a tenth of the rest, and 256 MiB.
-  need.margin =
-      (need.inputs + need.masks + need.reference + need.timing) / 10 + (int64_t(256) << 20);
+  need.margin = (need.inputs + need.masks + need.reference + need.timing + need.workspace) / 10 +
+                (int64_t(256) << 20);
   return need;
 }
 
@@ -45,7 +59,8 @@ void check_device_memory(const DeviceMemoryNeed& need, const CudaContext& contex
       {"(device memory): the batch needs about " + format_bytes(need.total()) + " on " +
        context.info().name + " (inputs " + format_bytes(need.inputs) + ", masks " +
        format_bytes(need.masks) + ", GPU reference " + format_bytes(need.reference) + ", timing " +
-       format_bytes(need.timing) + ", workspace margin " + format_bytes(need.margin) + "), and " +
+       format_bytes(need.timing) + ", fp8 dequantisation " + format_bytes(need.workspace) +
+       ", workspace margin " + format_bytes(need.margin) + "), and " +
        format_bytes(int64_t(free_bytes)) + " of its " + format_bytes(int64_t(total_bytes)) +
        " are free; use a smaller batch (fewer or shorter sequences, fewer pages) or free "
        "the GPU"});

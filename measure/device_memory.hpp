@@ -17,8 +17,9 @@ struct DeviceMemoryNeed {
   int64_t reference = 0;  // the GPU reference: its fp32 output, and an upload of the host problem
                           // when the variants' inputs were generated on the device
   int64_t timing = 0;     // the L2 flush buffer and the copies the graph timer rotates through
-  int64_t margin = 0;     // workspaces, loaded modules and the allocator's rounding
-  int64_t total() const { return inputs + masks + reference + timing + margin; }
+  int64_t workspace = 0;  // an fp8 cache's 16-bit copies (prefix_prefill.sm90_wgmma's pass)
+  int64_t margin = 0;     // other workspaces, loaded modules and the allocator's rounding
+  int64_t total() const { return inputs + masks + reference + timing + workspace + margin; }
 };
 
 // What an evaluator on a GPU with `l2_bytes` of L2 allocates for `batch`. `gpu_reference`: the

@@ -86,6 +86,11 @@
 //   score scale (items are one kv head, so a per-head scale is one number per item) and V's the
 //   output's normaliser. The consumers run as for a 16-bit cache; the producer reads half the
 //   bytes.
+// - Or (KV_SCALES without KV_FP8, config fp8_dequant=1) a pass before the kernel converts the
+//   codes of the context pages and of the new tokens to 16-bit values once
+//   (fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the scales applied
+//   as above. A context tile read by many query tiles is then converted once instead of once per
+//   query tile, for 2 bytes written and read again per code.
 //
 // Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
 // stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
@@ -280,7 +285,7 @@ struct Item {
 }  // namespace prefix_prefill::sm90_wgmma
 
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int STAGES,
-          int CONSUMERS, int BOX_TOKENS, bool KV_FP8 = false>
+          int CONSUMERS, int BOX_TOKENS, bool KV_FP8 = false, bool KV_SCALES = KV_FP8>
 __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
   static_assert(
@@ -625,7 +630,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     const bool zeroes = !WARPGROUP_LOADS && n_ctx > 0 && ctx_rows < TILE_N;
 
     // An fp8 cache's K scale (the item's kv head's) multiplies every logit of the item.
-    c.init(tid, KV_FP8 ? p.score_scale * p.k_scale[item.kv_head] : p.score_scale, p.cap_log2);
+    c.init(tid, KV_SCALES ? p.score_scale * p.k_scale[item.kv_head] : p.score_scale, p.cap_log2);
     c.run(
         sm90_attention::KvPipeline{k_tiles, v_tiles, k_full, k_empty, v_full, v_empty},
         q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &q_full[b], my_tiles, item.n_tiles,
@@ -682,7 +687,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         } else {
           inv = 1.0f / sum;
         }
-        if (KV_FP8) inv *= p.v_scale[item.kv_head];
+        if (KV_SCALES) inv *= p.v_scale[item.kv_head];
       }
       c.store_row(
           static_cast<unsigned short*>(p.out) +

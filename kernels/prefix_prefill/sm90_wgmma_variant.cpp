@@ -2,7 +2,8 @@
 // sm90_wgmma_traits.hpp): the new tokens' gather and the tile schedule of prefix_prefill.sm80_mma,
 // plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
 // tokens, and the pools' strides for the cp.async path (smaller pages, and every tile of an fp8
-// cache, whose codes the producer warpgroup converts).
+// cache whose codes the producer warpgroup converts); or, over an fp8 cache with fp8_dequant=1, the
+// pass that converts the codes first (fp8_dequantize.cuh) and the 16-bit pages it writes.
 #include <algorithm>
 
 #include "kernels/common/sm90_attention_rules.hpp"
@@ -10,6 +11,7 @@
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/params_launcher.hpp"
+#include "kernels/prefix_prefill/fp8_dequantize_params.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
@@ -19,27 +21,40 @@ namespace attn {
 namespace {
 
 const char* const kAxes[] = {"tile_m", "tile_n", "stages", "consumers"};
+// An fp8 cache's one more: 0, the producer warpgroup converts each tile it loads; 1, a pass
+// converts the context pages and new tokens once before the kernel (fp8_dequantize.cuh).
+const char* const kFp8DequantAxis = "fp8_dequant";
 
 bool kv_fp8(const Batch& batch) {
   return batch.kv_dtype == DType::fp8_e4m3;
 }
 
+std::vector<std::string> axes_of(const Batch& batch) {
+  std::vector<std::string> axes(std::begin(kAxes), std::end(kAxes));
+  if (kv_fp8(batch)) axes.push_back(kFp8DequantAxis);
+  return axes;
+}
+
 struct Sm90Config {
-  int tile_m, tile_n, stages, consumers;
+  int tile_m, tile_n, stages, consumers, fp8_dequant;
   explicit Sm90Config(const KernelConfig& c)
       : tile_m(int(c.get("tile_m"))),
         tile_n(int(c.get("tile_n"))),
         stages(int(c.get("stages"))),
-        consumers(int(c.get("consumers"))) {}
+        consumers(int(c.get("consumers"))),
+        fp8_dequant(int(c.find(kFp8DequantAxis).value_or(0))) {}
+  // The producer warpgroup converts fp8 codes (the kernel's KV_FP8); otherwise its tiles are
+  // 16-bit, a 16-bit cache's or the dequantisation pass's.
+  bool converts(const Batch& batch) const { return kv_fp8(batch) && fp8_dequant == 0; }
   int shared_bytes(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::shared_bytes(batch.spec.model.head_dim, tile_m, tile_n,
                                                     stages, batch.spec.model.effective_v_head_dim(),
-                                                    kv_fp8(batch));
+                                                    converts(batch));
   }
   int check(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::check(
         batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, int(batch.page_size),
-        batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), kv_fp8(batch));
+        batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), converts(batch));
   }
 };
 
@@ -47,6 +62,30 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
   return KernelConfig{
       {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
 }
+
+// The dequantisation pass, then the attention kernel, on the context's stream.
+class DequantThenAttend : public Launcher {
+ public:
+  DequantThenAttend(const ExecContext& context, CUfunction dequantize, LaunchShape shape,
+                    const PrefixPrefillDequantParams& params, std::unique_ptr<Launcher> attend)
+      : context_(context),
+        dequantize_(dequantize),
+        shape_(shape),
+        params_(params),
+        attend_(std::move(attend)) {}
+  void launch() override {
+    if (shape_.grid_x > 0)
+      attn::launch(*context_.cuda, dequantize_, shape_, *context_.stream, params_);
+    attend_->launch();
+  }
+
+ private:
+  ExecContext context_;
+  CUfunction dequantize_;
+  LaunchShape shape_;
+  PrefixPrefillDequantParams params_;
+  std::unique_ptr<Launcher> attend_;  // owns the buffers params_ points into
+};
 
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
@@ -93,8 +132,15 @@ class Sm90WgmmaVariant : public Variant {
         .with(feature::kVHeadDim, {128});
   }
 
-  std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
-    return sm90_attention::tile_axes("rows (new tokens x GQA group)");
+  std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
+    std::vector<ConfigAxis> axes = sm90_attention::tile_axes("rows (new tokens x GQA group)");
+    if (kv_fp8(batch)) {
+      axes.push_back({kFp8DequantAxis,
+                      {0, 1},
+                      "fp8 cache: 0 the producer converts every tile it loads, 1 a pass converts "
+                      "each context page and new token once before the kernel"});
+    }
+    return axes;
   }
 
   // Measured on an H200 (issue-6 case, BENCHMARKS.md, af2f81a: c2.st3.tm128.tn128 319.65 us,
@@ -103,7 +149,28 @@ class Sm90WgmmaVariant : public Variant {
   // less; the persistent kernel's second Q buffer fits with st2 only, and st3 still won), one
   // consumer when the longest sequence fills at most 64 rows (decode-like batches), and 64 keys
   // per stage where the page size does not tile 128.
+  //
+  // An fp8 cache: the dequantisation pass where a context tile is read by more than one query tile
+  // of 64 rows (prefix-prefill-llama3-8b-fp8-8x2048-512 on an H200: see BENCHMARKS.md), the
+  // producer's conversion where each is read about once (decode-like batches).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
+    std::vector<KernelConfig> candidates = tile_candidates(batch);
+    if (kv_fp8(batch)) {
+      const int dequant = batch.max_query_len() * batch.spec.group_size() > 64 ? 1 : 0;
+      for (KernelConfig& c : candidates) c.set(kFp8DequantAxis, dequant);
+    }
+    for (const KernelConfig& config : candidates) {
+      const Sm90Config c(config);
+      if (c.check(batch) == sm90_attention::kOk &&
+          (target.max_shared_per_block <= 0 ||
+           c.shared_bytes(batch) <= target.max_shared_per_block)) {
+        return config;
+      }
+    }
+    return candidates.back();
+  }
+
+  static std::vector<KernelConfig> tile_candidates(const Batch& batch) {
     const int head_dim = batch.spec.model.head_dim;
     std::vector<KernelConfig> candidates;
     if (batch.max_query_len() * batch.spec.group_size() <= 64) {
@@ -116,15 +183,7 @@ class Sm90WgmmaVariant : public Variant {
     }
     for (const KernelConfig& c : {make_config(128, 64, 2, 2), make_config(64, 64, 2, 1)})
       candidates.push_back(c);
-    for (const KernelConfig& config : candidates) {
-      const Sm90Config c(config);
-      if (c.check(batch) == sm90_attention::kOk &&
-          (target.max_shared_per_block <= 0 ||
-           c.shared_bytes(batch) <= target.max_shared_per_block)) {
-        return config;
-      }
-    }
-    return candidates.back();
+    return candidates;
   }
 
   Support supports(const Batch& batch, const KernelConfig& config,
@@ -135,9 +194,10 @@ class Sm90WgmmaVariant : public Variant {
                          target.arch);
     }
     if (Support s = prefix_prefill_supports_limits(batch); !s) return s;
-    if (Support s = config_has_exactly(config, {std::begin(kAxes), std::end(kAxes)}, name()); !s)
-      return s;
+    if (Support s = config_has_exactly(config, axes_of(batch), name()); !s) return s;
     const Sm90Config c(config);
+    if (c.fp8_dequant != 0 && c.fp8_dequant != 1)
+      return Support::no("fp8_dequant must be 0 or 1, not " + std::to_string(c.fp8_dequant));
     const int rule = c.check(batch);
     if (rule != sm90_attention::kOk) return Support::no(describe_rule(rule, c, batch));
     return supports_shared_bytes(c.shared_bytes(batch), target);
@@ -157,6 +217,10 @@ class Sm90WgmmaVariant : public Variant {
         (kv_fp8(batch) ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
+    if (kv_fp8(batch) && !c.converts(batch)) {
+      program.source += "#include \"kernels/prefix_prefill/fp8_dequantize.cuh\"\n";
+      program.kernels.push_back(dequantize_kernel(batch));
+    }
     program.arch = target.arch;
     return {program};
   }
@@ -207,40 +271,102 @@ class Sm90WgmmaVariant : public Variant {
     const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
     const bool fp8 = kv_fp8(batch);
+    const bool converts = c.converts(batch);
+    // The pools and block table the kernel reads: the batch's, or over an fp8 cache with
+    // fp8_dequant=1 the pass's 16-bit copies of each sequence's context pages, numbered in order
+    // (a block table of those numbers, which follow from the lengths alone).
+    const void* k_pool = problem.k_pool();
+    const void* v_pool = problem.v_pool();
+    const int* block_table = problem.block_table();
+    const void* k_new = fresh.k_new;
+    const void* v_new = fresh.v_new;
+    int64_t pool_pages = 0;  // the batch's
+    PrefixPrefillDequantParams dq{};
+    LaunchShape dq_shape;
+    CUfunction dequantize = nullptr;
+    if (fp8 && !converts) {
+      const int64_t max_pages = batch.max_pages_per_seq;
+      std::vector<int> entries, compact(size_t(batch.num_seqs * max_pages), 0);
+      for (int s = 0; s < batch.num_seqs; ++s) {
+        const int64_t pages =
+            (batch.context_lens[size_t(s)] + batch.page_size - 1) / batch.page_size;
+        for (int64_t j = 0; j < pages; ++j) {
+          compact[size_t(s * max_pages + j)] = int(entries.size());
+          entries.push_back(int(s * max_pages + j));
+        }
+      }
+      auto allocate = [&](size_t bytes) {
+        buffers.emplace_back(*context.cuda, std::max<size_t>(bytes, 16));
+        return buffers.back().address();
+      };
+      const int64_t heads = m.num_kv_heads;
+      dq.k_pool = static_cast<const unsigned char*>(problem.k_pool());
+      dq.v_pool = static_cast<const unsigned char*>(problem.v_pool());
+      dq.block_table = problem.block_table();
+      dq.entries = reinterpret_cast<const int*>(upload(entries.data(), entries.size() * 4));
+      dq.pages = int(entries.size());
+      dq.k_page_bytes = batch.page_size * heads * m.head_dim;
+      dq.v_page_bytes = batch.page_size * heads * v_head_dim;
+      pool_pages = std::max<int64_t>(dq.pages, 1);  // page 0 exists for entries past a context
+      dq.k_out =
+          reinterpret_cast<unsigned short*>(allocate(size_t(pool_pages * dq.k_page_bytes * 2)));
+      dq.v_out =
+          reinterpret_cast<unsigned short*>(allocate(size_t(pool_pages * dq.v_page_bytes * 2)));
+      dq.k_new = static_cast<const unsigned char*>(fresh.k_new);
+      dq.v_new = static_cast<const unsigned char*>(fresh.v_new);
+      dq.k_new_bytes = fresh.new_rows * heads * m.head_dim;
+      dq.v_new_bytes = fresh.new_rows * heads * v_head_dim;
+      dq.k_new_out = reinterpret_cast<unsigned short*>(allocate(size_t(dq.k_new_bytes * 2)));
+      dq.v_new_out = reinterpret_cast<unsigned short*>(allocate(size_t(dq.v_new_bytes * 2)));
+      dq_shape.grid_x =
+          unsigned(prefix_prefill::fp8_dequantize::ctas(dq.pages, dq.k_new_bytes, dq.v_new_bytes));
+      dq_shape.block_x = unsigned(prefix_prefill::fp8_dequantize::kThreads);
+      dequantize = context.loader->function(program, dequantize_kernel(batch));
+      k_pool = dq.k_out;
+      v_pool = dq.v_out;
+      k_new = dq.k_new_out;
+      v_new = dq.v_new_out;
+      block_table = reinterpret_cast<const int*>(upload(compact.data(), compact.size() * 4));
+    }
     const bool tma_pages =
-        !fp8 && !prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n);
+        !converts && !prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n);
     if (tma_pages && interleaved) {
-      p.k_map = paged_pool_interleaved_tensor_map(context, batch, problem.k_pool(), box_tokens);
-      p.v_map = paged_pool_interleaved_tensor_map(context, batch, problem.v_pool(), box_tokens,
-                                                  v_head_dim);
+      p.k_map =
+          paged_pool_interleaved_tensor_map(context, batch, k_pool, box_tokens, 0, pool_pages);
+      p.v_map = paged_pool_interleaved_tensor_map(context, batch, v_pool, box_tokens, v_head_dim,
+                                                  pool_pages);
     } else if (tma_pages) {
       // Column-block-major tiles (head dims 80 and 96): a box per page and column block, the
       // kernel's coordinates (dim, kv head, slot, page) for NHD and (dim, slot, kv head, page)
       // for HND (paged_pool_tensor_map's token_coordinate 2 and 1).
-      p.k_map = paged_pool_tensor_map(context, batch, problem.k_pool(), box_tokens).map;
-      p.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box_tokens, v_head_dim).map;
+      p.k_map = paged_pool_tensor_map(context, batch, k_pool, box_tokens, 0, pool_pages).map;
+      p.v_map =
+          paged_pool_tensor_map(context, batch, v_pool, box_tokens, v_head_dim, pool_pages).map;
     }
     p.hnd = hnd ? 1 : 0;
     // The pools as the cp.async path reads them (elements, which an fp8 cache's are bytes; NHD or
     // HND, launch_inputs.hpp): K's strides; the kernel scales them by v_head_dim / head_dim for
     // V's pool.
-    p.k_pool = static_cast<const unsigned short*>(problem.k_pool());
-    p.v_pool = static_cast<const unsigned short*>(problem.v_pool());
+    p.k_pool = static_cast<const unsigned short*>(k_pool);
+    p.v_pool = static_cast<const unsigned short*>(v_pool);
     p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
     p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
     if (fp8) {
-      // The producer warpgroup copies the gathered codes too (rows of head_dim and v_head_dim
-      // codes), and dequantises with the scales.
-      p.k_new = static_cast<const unsigned char*>(fresh.k_new);
-      p.v_new = static_cast<const unsigned char*>(fresh.v_new);
-      p.new_rows = int(fresh.new_rows);
+      // K's scale joins the logits' and V's the output's (the kernel's KV_SCALES).
       auto per_head = [&](const std::vector<float>& scales) {
         const std::vector<float> out = scales_per_kv_head(scales, m.num_kv_heads);
         return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
       };
       p.k_scale = per_head(batch.k_scales);
       p.v_scale = per_head(batch.v_scales);
+    }
+    if (converts) {
+      // The producer warpgroup copies the gathered codes too (rows of head_dim and v_head_dim
+      // codes), and dequantises them.
+      p.k_new = static_cast<const unsigned char*>(fresh.k_new);
+      p.v_new = static_cast<const unsigned char*>(fresh.v_new);
+      p.new_rows = int(fresh.new_rows);
     } else {
       // K_new and V_new (rows of head_dim and v_head_dim).
       auto new_tokens_map = [&](const void* rows, int row_dims) {
@@ -257,11 +383,11 @@ class Sm90WgmmaVariant : public Variant {
         const uint32_t box[4] = {64, 8, uint32_t(row_dims / 64), uint32_t(c.tile_n / 8)};
         return encode_tensor_map(api, type, rows, 4, dims, strides, box);
       };
-      p.k_new_map = new_tokens_map(fresh.k_new, m.head_dim);
-      p.v_new_map = new_tokens_map(fresh.v_new, v_head_dim);
+      p.k_new_map = new_tokens_map(k_new, m.head_dim);
+      p.v_new_map = new_tokens_map(v_new, v_head_dim);
     }
     p.out = problem.out();
-    p.block_table = problem.block_table();
+    p.block_table = block_table;
     p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));
     p.items = int(tiles.size() / 3);
     const int zeros[2] = {0, 0};
@@ -287,8 +413,11 @@ class Sm90WgmmaVariant : public Variant {
     shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
     shape.block_x = unsigned(sm90_attention::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,
-                                                                     std::move(buffers));
+    auto attend = std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(
+        context, attention, shape, p, std::move(buffers));
+    if (dequantize == nullptr) return attend;
+    return std::make_unique<DequantThenAttend>(context, dequantize, dq_shape, dq,
+                                               std::move(attend));
   }
 
   Work work(const Batch& batch) const override { return prefix_prefill_work(batch); }
@@ -302,7 +431,14 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
            std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
-           (kv_fp8(batch) ? ", true" : "") + ">";
+           (c.converts(batch) ? ", true"
+            : kv_fp8(batch)   ? ", false, true"
+                              : "") +
+           ">";
+  }
+  static std::string dequantize_kernel(const Batch& batch) {
+    return "attn::prefix_prefill_fp8_dequantize<" +
+           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ">";
   }
 };
 

@@ -39,6 +39,25 @@ TEST(DeviceMemoryNeed, CountsTheInputsTheReferenceAndTheTimingBuffers) {
   EXPECT_EQ(device_memory_need(batch, true, false, l2).reference, fp32_out);
   EXPECT_EQ(device_memory_need(batch, true, true, l2).reference, fp32_out + 2 * q + pools + table);
   EXPECT_GT(device_memory_need(batch, false, true, l2).inputs, plain.inputs) << "the CSR table";
+  EXPECT_EQ(plain.workspace, 0);
+}
+
+// An fp8 cache adds the 16-bit copies prefix_prefill.sm90_wgmma's dequantisation pass writes: each
+// sequence's context pages and its new tokens' rows (rounded up to 16), K and V.
+TEST(DeviceMemoryNeed, AnFp8CacheCountsTheDequantisedCopies) {
+  testing::SpecShape shape;
+  shape.head_dim = 128;
+  shape.q_heads = 32;
+  shape.kv_heads = 8;
+  shape.page_size = 16;
+  WorkloadSpec spec = testing::make_spec(shape, {{1000, 17}, {0, 300}, {45, 1}}, "fp8-memory");
+  spec.model.kv_dtype = DType::fp8_e4m3;
+  const Batch batch = generate_batch(spec);
+  const int64_t rows = (1008 + 32) + (0 + 304) + (48 + 16);
+  const DeviceMemoryNeed need = device_memory_need(batch, false, false, int64_t(50) << 20);
+  EXPECT_EQ(need.workspace, rows * 8 * (128 + 128) * 2);
+  EXPECT_EQ(need.total(), need.inputs + need.masks + need.reference + need.timing +
+                              need.workspace + need.margin);
 }
 
 }  // namespace

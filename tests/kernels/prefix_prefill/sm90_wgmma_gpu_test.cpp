@@ -464,7 +464,8 @@ TEST(PrefixPrefillSm90Gpu, RandomFp8CachesMatchTheReference) {
 }
 
 // An fp8 cache in every config the variant accepts for it (the staging buffer leaves out the
-// largest), per head dim: per-head scales with bf16 queries on pages of 16 keys (NHD), per-tensor
+// largest tiles where the producer converts; the dequantisation pass, fp8_dequant=1, takes a
+// 16-bit cache's), per head dim: per-head scales with bf16 queries on pages of 16 keys (NHD), per-tensor
 // scales with fp16 queries on pages of 5 (HND) with soft-cap and sinks; uneven lengths (a long
 // context with few new tokens, no context, a decode row, a context that ends mid-page).
 TEST(PrefixPrefillSm90Gpu, Fp8CachesInEveryAcceptedConfigMatchTheReference) {
@@ -494,12 +495,14 @@ TEST(PrefixPrefillSm90Gpu, Fp8CachesInEveryAcceptedConfigMatchTheReference) {
       for (int64_t m : space[0].values)
         for (int64_t n : space[1].values)
           for (int64_t s : space[2].values)
-            for (int64_t c : space[3].values) {
-              const KernelConfig config = make_config(int(m), int(n), int(s), int(c));
-              if (!variant.check(batch, config, target)) continue;
-              ++accepted;
-              cases.push_back({batch, config});
-            }
+            for (int64_t c : space[3].values)
+              for (int64_t dequant : space[4].values) {
+                KernelConfig config = make_config(int(m), int(n), int(s), int(c));
+                config.set("fp8_dequant", dequant);
+                if (!variant.check(batch, config, target)) continue;
+                ++accepted;
+                cases.push_back({batch, config});
+              }
       EXPECT_GT(accepted, 0) << head_dim;
     }
   }
@@ -509,7 +512,8 @@ TEST(PrefixPrefillSm90Gpu, Fp8CachesInEveryAcceptedConfigMatchTheReference) {
 // An fp8 cache at each head dim beyond 64/128/256 (the tiles the codes are converted into are
 // column-block-major at 80 and 96, V's narrower at 192x128): per-head scales with bf16 queries on
 // pages of 16 keys (NHD), per-tensor scales with fp16 queries on pages of 5 (HND) with soft-cap
-// and sinks, uneven lengths, in the smallest config and the default one.
+// and sinks, uneven lengths, in the smallest config (the producer converting, and the pass) and the
+// default one.
 TEST(PrefixPrefillSm90Gpu, Fp8CachesAtHeadDims80To192AndNarrowVMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
@@ -533,7 +537,11 @@ TEST(PrefixPrefillSm90Gpu, Fp8CachesAtHeadDims80To192AndNarrowVMatchTheReference
         spec.model.attention_sinks = true;
       }
       const Batch batch = generate_batch(spec);
-      cases.push_back({batch, make_config(64, 64, 2, 1)});
+      for (int dequant : {0, 1}) {
+        KernelConfig smallest = make_config(64, 64, 2, 1);
+        smallest.set("fp8_dequant", dequant);
+        cases.push_back({batch, smallest});
+      }
       cases.push_back({batch, variant.default_config(batch, target)});
     }
   }

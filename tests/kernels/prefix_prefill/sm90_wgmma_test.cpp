@@ -407,6 +407,51 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   const JitProgram c = variant.programs(fp8_narrow_v, make_config(64, 64, 2, 1), hopper()).front();
   EXPECT_EQ(c.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, true>");
   EXPECT_NE(c.name.find(".d192.dv128.bf16.box16.kv_fp8"), std::string::npos) << c.name;
+  // With fp8_dequant=1: the 16-bit cache's tiles with the scales (KV_SCALES), and the pass.
+  KernelConfig dequant = make_config(64, 64, 2, 1);
+  dequant.set("fp8_dequant", 1);
+  const JitProgram d = variant.programs(fp8_narrow_v, dequant, hopper()).front();
+  ASSERT_EQ(d.kernels.size(), 3u);
+  EXPECT_EQ(d.kernels[0],
+            "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, false, true>");
+  EXPECT_EQ(d.kernels[2], "attn::prefix_prefill_fp8_dequantize<0>");
+  EXPECT_NE(d.name.find(".dq1."), std::string::npos) << d.name;
+  EXPECT_NE(d.name, c.name);
+}
+
+// An fp8 cache adds the fp8_dequant axis (and only an fp8 cache takes it): the default dequantises
+// first where a context tile is read by more than one query tile of 64 rows, and leaves the
+// conversion to the producer where each is read about once (decode-like batches).
+TEST(PrefixPrefillSm90Gating, AnFp8CacheChoosesBetweenTheProducersConversionAndAPass) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Batch prefill = testing::with_fp8(prefill_batch(8, 2, 128), true);
+  const KernelConfig chosen = variant.default_config(prefill, hopper());
+  EXPECT_EQ(chosen.get("fp8_dequant"), 1);
+  EXPECT_TRUE(variant.check(prefill, chosen, hopper()));
+  KernelConfig converts = make_config(128, 64, 2, 2);  // room for the producer's staging
+  converts.set("fp8_dequant", 0);
+  EXPECT_TRUE(variant.check(prefill, converts, hopper()));
+  KernelConfig neither = chosen;
+  neither.set("fp8_dequant", 2);
+  const Support two = variant.check(prefill, neither, hopper());
+  EXPECT_FALSE(two.ok);
+  EXPECT_NE(two.reason.find("fp8_dequant"), std::string::npos) << two.reason;
+  bool listed = false;
+  for (const ConfigAxis& axis : variant.space(prefill, hopper()))
+    listed = listed || axis.name == "fp8_dequant";
+  EXPECT_TRUE(listed);
+
+  testing::SpecShape shape;
+  const Batch decode =
+      testing::with_fp8(generate_batch(testing::make_decode_spec(shape, {5, 300})), false);
+  EXPECT_EQ(variant.default_config(decode, hopper()).get("fp8_dequant"), 0);
+
+  const Batch bf16 = prefill_batch(8, 2, 128);
+  const Support extra = variant.check(bf16, chosen, hopper());
+  EXPECT_FALSE(extra.ok);
+  EXPECT_NE(extra.reason.find("fp8_dequant"), std::string::npos) << extra.reason;
+  for (const ConfigAxis& axis : variant.space(bf16, hopper())) EXPECT_NE(axis.name, "fp8_dequant");
 }
 
 // NVRTC compiles every config the traits accept for every head dim: at 64, 128 and 256 with pages
@@ -431,6 +476,7 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   struct Job {
     std::string what;
     std::future<CompiledProgram> compiled;
+    size_t kernels;  // the program's (the dequantisation pass's third with fp8_dequant=1)
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
@@ -455,13 +501,20 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
           batches.push_back(
               prefill_batch(12, 4, head_dim, page, dtype, KvLayout::nhd, v_head_dim, fp8));
           const Batch& batch = batches.back();
+          // fp8_dequant=1 runs the 16-bit cache's attention kernel with two scales, and its pass:
+          // the default tiles only, unless exhaustive.
+          KernelConfig dequant_default = variant.default_config(batch, target);
+          if (fp8) dequant_default.set("fp8_dequant", 1);
           int accepted = 0;
           for (const KernelConfig& config : space_configs(variant, batch)) {
             if (!variant.check(batch, config, target)) continue;
             ++accepted;
+            if (fp8 && config.get("fp8_dequant") == 1 && !exhaustive &&
+                !(config == dequant_default))
+              continue;
             JitProgram program = variant.programs(batch, config, target).front();
             program.options.push_back("--ptxas-options=-v");
-            jobs.push_back({program.name, jit.compile_async(program)});
+            jobs.push_back({program.name, jit.compile_async(program), program.kernels.size()});
           }
           EXPECT_GT(accepted, 0);
         }
@@ -472,7 +525,7 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   for (Job& job : jobs) {
     try {
       const CompiledProgram compiled = job.compiled.get();
-      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      EXPECT_EQ(compiled.lowered_names.size(), job.kernels) << job.what;
       EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
       EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
       EXPECT_EQ(compiled.log.find("Performance Loss"), std::string::npos)
