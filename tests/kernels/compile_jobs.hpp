@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <future>
 #include <regex>
 #include <string>
@@ -32,6 +33,13 @@ inline void expect_compiled_without_spills(std::vector<CompileJob>& jobs, size_t
       ADD_FAILURE() << job.what << ": " << error.what() << "\n" << error.log();
     }
   }
+}
+
+// Whether a compile test compiles the `index`-th accepted config of its `batch`-th batch: every one
+// with ATTN_TEST_EXHAUSTIVE set, else every other, alternating between batches, so that each
+// config position is compiled in every other batch (CI time; the GPU tests run every config).
+inline bool compiles_config(size_t batch, size_t index) {
+  return std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr || (batch + index) % 2 == 0;
 }
 
 }  // namespace attn::testing
