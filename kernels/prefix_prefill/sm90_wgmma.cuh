@@ -290,7 +290,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     prefix_prefill_sm90_wgmma(const __grid_constant__ PrefixPrefillSm90Params p) {
   static_assert(
       prefix_prefill::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS, BOX_TOKENS, 0,
-                                        V_HEAD_DIM, KV_FP8) == sm90_attention::kOk,
+                                        V_HEAD_DIM, KV_FP8, KV_SCALES) == sm90_attention::kOk,
       "invalid prefix_prefill.sm90_wgmma config: see prefix_prefill::sm90_wgmma::check");
   constexpr int Q_BYTES = sm90_attention::q_bytes(HEAD_DIM, TILE_M);
   constexpr int K_BYTES = sm90_attention::kv_tile_bytes(HEAD_DIM, TILE_N);

@@ -168,15 +168,26 @@ enum Rule : int {
   kGroup,  // the GQA group must fit in tile_m rows (one token at least)
 };
 
+// Registers a consumer of 16-bit tiles that applies an fp8 cache's scales (fp8_dequant=1) keeps in
+// hand beyond the estimate: V's scale multiplies the output where every accumulator is live, and
+// at head dim 256 with two consumers and 64-key tiles (estimate 216 of 232) ptxas spilled 4 bytes
+// there (with 16-key pages, whose copying producer leaves the consumers 224), none at 192 (184).
+constexpr int kScaleRegisters = 17;
+
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
+// kv_fp8: the producer converts an fp8 cache's tiles; kv_scales: the consumers apply its scales
+// (also with 16-bit tiles, which the dequantisation pass wrote).
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers, int page_size = 0, int group = 0,
-                                     int v_head_dim = 0, bool kv_fp8 = false) {
+                                     int v_head_dim = 0, bool kv_fp8 = false,
+                                     bool kv_scales = false) {
   const int tiles = sm90_attention::check_tiles(
       head_dim, tile_m, tile_n, stages, consumers,
       shared_bytes(head_dim, tile_m, tile_n, stages, v_head_dim, kv_fp8), false, 2, v_head_dim);
   if (tiles != sm90_attention::kOk) return tiles;
-  if (sm90_attention::register_estimate(head_dim, tile_n, v_head_dim) > register_limit(consumers))
+  const int estimate = sm90_attention::register_estimate(head_dim, tile_n, v_head_dim);
+  if (estimate > register_limit(consumers)) return sm90_attention::kRegisters;
+  if (kv_scales && !kv_fp8 && estimate + kScaleRegisters > consumer_registers(consumers))
     return sm90_attention::kRegisters;
   if (page_size != 0 && !kv_fp8) {
     // (An fp8 cache's tiles are copied key by key: any page size.) A TMA box is 8-row aligned in

@@ -54,7 +54,8 @@ struct Sm90Config {
   int check(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::check(
         batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, int(batch.page_size),
-        batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), converts(batch));
+        batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), converts(batch),
+        kv_fp8(batch));
   }
 };
 
@@ -89,6 +90,17 @@ class DequantThenAttend : public Launcher {
 
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
+  const int estimate = sm90_attention::register_estimate(head_dim, c.tile_n,
+                                                         batch.spec.model.effective_v_head_dim());
+  if (rule == sm90_attention::kRegisters &&
+      estimate <= prefix_prefill::sm90_wgmma::register_limit(c.consumers)) {
+    return "too many registers per consumer thread with fp8_dequant=1 (estimate " +
+           std::to_string(estimate) + " and " +
+           std::to_string(prefix_prefill::sm90_wgmma::kScaleRegisters) +
+           " for the fp8 scales, setmaxnreg " +
+           std::to_string(prefix_prefill::sm90_wgmma::consumer_registers(c.consumers)) +
+           "): lower tile_n or consumers, or fp8_dequant=0";
+  }
   const std::string tiles = sm90_attention::describe_tile_rule(
       rule, head_dim, c.tile_n, c.consumers, c.shared_bytes(batch), false, 2,
       prefix_prefill::sm90_wgmma::register_limit(c.consumers),
@@ -156,8 +168,17 @@ class Sm90WgmmaVariant : public Variant {
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     std::vector<KernelConfig> candidates = tile_candidates(batch);
     if (kv_fp8(batch)) {
+      // The preferred way first, then the other one's tiles (fp8_dequant=1 fits no tile of two
+      // consumers at head dim 256).
       const int dequant = batch.max_query_len() * batch.spec.group_size() > 64 ? 1 : 0;
-      for (KernelConfig& c : candidates) c.set(kFp8DequantAxis, dequant);
+      const std::vector<KernelConfig> tiles = candidates;
+      candidates.clear();
+      for (int way : {dequant, 1 - dequant}) {
+        for (KernelConfig c : tiles) {
+          c.set(kFp8DequantAxis, way);
+          candidates.push_back(c);
+        }
+      }
     }
     for (const KernelConfig& config : candidates) {
       const Sm90Config c(config);

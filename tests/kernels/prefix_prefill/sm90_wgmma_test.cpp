@@ -18,6 +18,7 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/compile_jobs.hpp"
 #include "tests/kernels/fp8_batch.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
@@ -62,15 +63,22 @@ const Variant& sm90_variant(const Registry& registry) {
   return *variant;
 }
 
+// Every config of the space: the tile axes, and an fp8 cache's fp8_dequant.
 std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch) {
   const auto space = variant.space(batch, hopper());
-  EXPECT_EQ(space.size(), 4u);
-  std::vector<KernelConfig> out;
-  for (int64_t m : space[0].values)
-    for (int64_t n : space[1].values)
-      for (int64_t s : space[2].values)
-        for (int64_t c : space[3].values)
-          out.push_back(make_config(int(m), int(n), int(s), int(c)));
+  EXPECT_EQ(space.size(), batch.kv_dtype == DType::fp8_e4m3 ? 5u : 4u);
+  std::vector<KernelConfig> out = {KernelConfig{}};
+  for (const ConfigAxis& axis : space) {
+    std::vector<KernelConfig> grown;
+    for (const KernelConfig& partial : out) {
+      for (int64_t value : axis.values) {
+        KernelConfig config = partial;
+        config.set(axis.name, value);
+        grown.push_back(config);
+      }
+    }
+    out = std::move(grown);
+  }
   return out;
 }
 
@@ -447,6 +455,18 @@ TEST(PrefixPrefillSm90Gating, AnFp8CacheChoosesBetweenTheProducersConversionAndA
       testing::with_fp8(generate_batch(testing::make_decode_spec(shape, {5, 300})), false);
   EXPECT_EQ(variant.default_config(decode, hopper()).get("fp8_dequant"), 0);
 
+  // At head dim 256 the scales leave two consumers too few registers: one consumer, or the
+  // producer's conversion.
+  const Batch wide = testing::with_fp8(prefill_batch(8, 2, 256), true);
+  KernelConfig pair = make_config(128, 64, 2, 2);
+  pair.set("fp8_dequant", 1);
+  const Support refused = variant.check(wide, pair, hopper());
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.reason.find("fp8 scales"), std::string::npos) << refused.reason;
+  pair.set("fp8_dequant", 0);
+  EXPECT_TRUE(variant.check(wide, pair, hopper()));
+  EXPECT_TRUE(variant.check(wide, variant.default_config(wide, hopper()), hopper()));
+
   const Batch bf16 = prefill_batch(8, 2, 128);
   const Support extra = variant.check(bf16, chosen, hopper());
   EXPECT_FALSE(extra.ok);
@@ -459,7 +479,9 @@ TEST(PrefixPrefillSm90Gating, AnFp8CacheChoosesBetweenTheProducersConversionAndA
 // them) and boxes of a whole key tile (fp16, page 256), and over an fp8 cache (bf16 with pages of
 // 16, fp16 with pages of 5: every tile copied and converted by the producer warpgroup); at 80, 96,
 // 192 and 192 with a V of 128, bf16 on pages of 16 keys, over a 16-bit and an fp8 cache.
-// ATTN_TEST_EXHAUSTIVE=1 adds pages of 5, 8 and 32 keys and every page for both dtypes.
+// Every other accepted config of a batch, alternating (testing::compiles_config), and over an fp8
+// cache the default tiles with fp8_dequant=1. ATTN_TEST_EXHAUSTIVE=1 compiles every config and adds
+// pages of 5, 8 and 32 keys and every page for both dtypes.
 // ptxas reports no spills, no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints
 // ptxas' report.
 TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
@@ -506,12 +528,15 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
           KernelConfig dequant_default = variant.default_config(batch, target);
           if (fp8) dequant_default.set("fp8_dequant", 1);
           int accepted = 0;
+          size_t sampled_index = 0;  // of the configs other than fp8_dequant=1
           for (const KernelConfig& config : space_configs(variant, batch)) {
             if (!variant.check(batch, config, target)) continue;
             ++accepted;
-            if (fp8 && config.get("fp8_dequant") == 1 && !exhaustive &&
-                !(config == dequant_default))
+            if (fp8 && config.get("fp8_dequant") == 1) {
+              if (!exhaustive && !(config == dequant_default)) continue;
+            } else if (!testing::compiles_config(batches.size(), sampled_index++)) {
               continue;
+            }
             JitProgram program = variant.programs(batch, config, target).front();
             program.options.push_back("--ptxas-options=-v");
             jobs.push_back({program.name, jit.compile_async(program), program.kernels.size()});
