@@ -76,8 +76,12 @@ TEST_F(LatentAttentionCli, TheDumpHoldsTheLatentPoolAndAnOutputInLatentSpace) {
     if (t["name"] == "latent_cache") {
       EXPECT_EQ(t["shape"], nlohmann::json::array({index["batch"]["num_pages"], 16, 160}));
     }
-    if (t["name"] == "reference_out") EXPECT_EQ(t["shape"], nlohmann::json::array({8, 8, 128}));
-    if (t["name"] == "q") EXPECT_EQ(t["shape"], nlohmann::json::array({8, 8, 160}));
+    if (t["name"] == "reference_out") {
+      EXPECT_EQ(t["shape"], nlohmann::json::array({8, 8, 128}));
+    }
+    if (t["name"] == "q") {
+      EXPECT_EQ(t["shape"], nlohmann::json::array({8, 8, 160}));
+    }
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "latent_cache"), names.end());
   EXPECT_EQ(std::find(names.begin(), names.end(), "k_cache"), names.end());

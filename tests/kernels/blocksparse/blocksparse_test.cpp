@@ -24,6 +24,7 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/visibility.hpp"
 
@@ -133,24 +134,6 @@ KernelConfig mma_config(int tile_m, int tile_n, int warps, int stages) {
 
 KernelConfig decode_config(int tile_n, int warps, int stages) {
   return KernelConfig{{"tile_n", tile_n}, {"warps", warps}, {"stages", stages}};
-}
-
-// Every point of a variant's space.
-std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch,
-                                        const Target& target) {
-  std::vector<KernelConfig> out = {KernelConfig{}};
-  for (const ConfigAxis& axis : variant.space(batch, target)) {
-    std::vector<KernelConfig> next;
-    for (const KernelConfig& partial : out) {
-      for (int64_t value : axis.values) {
-        KernelConfig c = partial;
-        c.set(axis.name, value);
-        next.push_back(c);
-      }
-    }
-    out = std::move(next);
-  }
-  return out;
 }
 
 TEST(BlockSparseTraits, RulesNameTheFirstBrokenConstraint) {
@@ -264,7 +247,7 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
       const Batch prefill = prefill_batch(8, 2, head_dim, DType::bf16, block);
       const Batch dec = decode_batch(8, 2, head_dim, DType::bf16, block);
       for (const Target& target : {hopper(), ampere()}) {
-        for (const KernelConfig& c : space_configs(mma, prefill, target)) {
+        for (const KernelConfig& c : testing::space_configs(mma, prefill, target)) {
           const int m = int(c.get("tile_m")), n = int(c.get("tile_n")), w = int(c.get("warps")),
                     s = int(c.get("stages"));
           EXPECT_EQ(block % m, 0);  // the space lists only tiles that divide the block
@@ -282,7 +265,7 @@ TEST(BlockSparseGating, SpaceRefusalsMirrorTheTraitsWithReasons) {
             EXPECT_FALSE(support.reason.empty());
           }
         }
-        for (const KernelConfig& c : space_configs(decode, dec, target)) {
+        for (const KernelConfig& c : testing::space_configs(decode, dec, target)) {
           const int n = int(c.get("tile_n")), w = int(c.get("warps")), s = int(c.get("stages"));
           const int rule = blocksparse::sm80_mma_decode::check(head_dim, n, w, s);
           const bool fits = blocksparse::sm80_mma_decode::shared_bytes(head_dim, n, w, s) <=
@@ -327,7 +310,7 @@ TEST(BlockSparseGating, NewHeadDimsAndNarrowVFollowTheTraits) {
     for (int block : {32, 64}) {
       const Batch prefill = prefill_batch(8, 2, head_dim, DType::bf16, block, v_head_dim);
       for (const Target& target : {hopper(), ampere()}) {
-        for (const KernelConfig& c : space_configs(mma, prefill, target)) {
+        for (const KernelConfig& c : testing::space_configs(mma, prefill, target)) {
           const int m = int(c.get("tile_m")), n = int(c.get("tile_n")), w = int(c.get("warps")),
                     s = int(c.get("stages"));
           int rule = blocksparse::sm80_mma::check(head_dim, v_head_dim, m, n, w, s);
@@ -729,7 +712,7 @@ TEST(BlockSparseCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
                                                                 : "blocksparse.sm80_mma");
     for (const Target& target : {ampere(), hopper()}) {
       std::vector<KernelConfig> accepted;
-      for (const KernelConfig& config : space_configs(variant, batch, target)) {
+      for (const KernelConfig& config : testing::space_configs(variant, batch, target)) {
         if (variant.check(batch, config, target)) accepted.push_back(config);
       }
       ASSERT_FALSE(accepted.empty());

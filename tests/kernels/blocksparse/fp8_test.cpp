@@ -13,6 +13,7 @@
 #include "kernels/blocksparse/sm80_mma_traits.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/traffic.hpp"
@@ -48,24 +49,6 @@ Batch fp8_sparse_batch(bool decode, int head_dim, DType dtype, bool fp8,
   return generate_batch(spec);
 }
 
-// Every point of a variant's space.
-std::vector<KernelConfig> fp8_space(const Variant& variant, const Batch& batch,
-                                    const Target& target) {
-  std::vector<KernelConfig> out = {KernelConfig{}};
-  for (const ConfigAxis& axis : variant.space(batch, target)) {
-    std::vector<KernelConfig> next;
-    for (const KernelConfig& partial : out) {
-      for (int64_t value : axis.values) {
-        KernelConfig c = partial;
-        c.set(axis.name, value);
-        next.push_back(c);
-      }
-    }
-    out = std::move(next);
-  }
-  return out;
-}
-
 TEST(BlockSparseFp8Gating, PrefillAcceptsExactlyWhatItsTraitsAcceptWithAnFp8Cache) {
   const Registry registry = make_registry();
   const Variant& mma = *registry.find("blocksparse.sm80_mma");
@@ -76,7 +59,7 @@ TEST(BlockSparseFp8Gating, PrefillAcceptsExactlyWhatItsTraitsAcceptWithAnFp8Cach
       const Batch batch = fp8_sparse_batch(false, head_dim, DType::bf16, true,
                                            KvScaleGranularity::per_tensor, block, v_head_dim);
       for (const Target& target : {testing::hopper_target(), testing::ampere_target()}) {
-        for (const KernelConfig& c : fp8_space(mma, batch, target)) {
+        for (const KernelConfig& c : testing::space_configs(mma, batch, target)) {
           const int m = int(c.get("tile_m")), n = int(c.get("tile_n")), w = int(c.get("warps")),
                     s = int(c.get("stages"));
           int rule = blocksparse::sm80_mma::check(head_dim, v_head_dim, m, n, w, s, true);
@@ -119,7 +102,7 @@ TEST(BlockSparseFp8Gating, DecodeAcceptsExactlyWhatItsTraitsAcceptWithAnFp8Cache
       const Batch batch =
           fp8_sparse_batch(true, head_dim, DType::fp16, true, KvScaleGranularity::per_head, block);
       for (const Target& target : {testing::hopper_target(), testing::ampere_target()}) {
-        for (const KernelConfig& c : fp8_space(decode, batch, target)) {
+        for (const KernelConfig& c : testing::space_configs(decode, batch, target)) {
           const int n = int(c.get("tile_n")), w = int(c.get("warps")), s = int(c.get("stages"));
           int rule = blocksparse::sm80_mma_decode::check(head_dim, n, w, s, true);
           if (rule == blocksparse::sm80_mma_decode::kOk)

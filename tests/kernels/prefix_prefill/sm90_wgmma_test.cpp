@@ -18,6 +18,7 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/compile_jobs.hpp"
 #include "tests/kernels/fp8_batch.hpp"
 #include "tests/target_fixtures.hpp"
@@ -61,25 +62,6 @@ const Variant& sm90_variant(const Registry& registry) {
   const Variant* variant = registry.find("prefix_prefill.sm90_wgmma");
   EXPECT_NE(variant, nullptr);
   return *variant;
-}
-
-// Every config of the space: the tile axes, and an fp8 cache's fp8_dequant.
-std::vector<KernelConfig> space_configs(const Variant& variant, const Batch& batch) {
-  const auto space = variant.space(batch, hopper());
-  EXPECT_EQ(space.size(), batch.kv_dtype == DType::fp8_e4m3 ? 5u : 4u);
-  std::vector<KernelConfig> out = {KernelConfig{}};
-  for (const ConfigAxis& axis : space) {
-    std::vector<KernelConfig> grown;
-    for (const KernelConfig& partial : out) {
-      for (int64_t value : axis.values) {
-        KernelConfig config = partial;
-        config.set(axis.name, value);
-        grown.push_back(config);
-      }
-    }
-    out = std::move(grown);
-  }
-  return out;
 }
 
 TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
@@ -263,7 +245,7 @@ TEST(PrefixPrefillSm90Gating, SpaceRefusalsMirrorTheTraitsWithReasons) {
   for (int head_dim : {64, 128, 256}) {
     for (int page : {16, 24, 192}) {
       const Batch batch = prefill_batch(12, 4, head_dim, page);
-      for (const KernelConfig& config : space_configs(variant, batch)) {
+      for (const KernelConfig& config : testing::space_configs(variant, batch, hopper())) {
         const int m = int(config.get("tile_m")), n = int(config.get("tile_n")),
                   s = int(config.get("stages")), c = int(config.get("consumers"));
         const Support support = variant.check(batch, config, hopper());
@@ -529,7 +511,7 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
           if (fp8) dequant_default.set("fp8_dequant", 1);
           int accepted = 0;
           size_t sampled_index = 0;  // of the configs other than fp8_dequant=1
-          for (const KernelConfig& config : space_configs(variant, batch)) {
+          for (const KernelConfig& config : testing::space_configs(variant, batch, hopper())) {
             if (!variant.check(batch, config, target)) continue;
             ++accepted;
             if (fp8 && config.get("fp8_dequant") == 1) {
