@@ -144,7 +144,9 @@ TEST_F(HostileFiles, EachIsRefusedOrRunsInBoundedTimeAndMemory) {
                     "--warmup", "0", "--noise", "0.9", "--threads", "2", "--db", db, path});
     expect_verdict(f, "run --cpu", f.run_exit, run);
     note(f, "run --cpu", run);
-    if (f.run_exit == 0) EXPECT_NE(run.out.find("recorded  run"), std::string::npos) << run.out;
+    if (f.run_exit == 0) {
+      EXPECT_NE(run.out.find("recorded  run"), std::string::npos) << run.out;
+    }
   }
   std::printf("%zu hostile files x 2 commands: slowest %.2f s, %s; largest %ld MiB resident, %s\n",
               files.size(), slowest, slowest_run.c_str(), largest_kib / 1024, largest_run.c_str());
