@@ -88,7 +88,7 @@
 //   bytes.
 // - Or (KV_SCALES without KV_FP8, config fp8_dequant=1) a pass before the kernel converts the
 //   codes of the context pages and of the new tokens to 16-bit values once
-//   (fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the scales applied
+//   (kernels/common/fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the scales applied
 //   as above. A context tile read by many query tiles is then converted once instead of once per
 //   query tile, for 2 bytes written and read again per code.
 //

@@ -3,15 +3,16 @@
 // plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
 // tokens, and the pools' strides for the cp.async path (smaller pages, and every tile of an fp8
 // cache whose codes the producer warpgroup converts); or, over an fp8 cache with fp8_dequant=1, the
-// pass that converts the codes first (fp8_dequantize.cuh) and the 16-bit pages it writes.
+// pass that converts the codes first (kernels/common/fp8_dequantize.cuh) and the 16-bit pages it
+// writes.
 #include <algorithm>
 
 #include "kernels/common/sm90_attention_rules.hpp"
+#include "kernels/dequant_then_attend.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/params_launcher.hpp"
-#include "kernels/prefix_prefill/fp8_dequantize_params.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
@@ -63,30 +64,6 @@ KernelConfig make_config(int tile_m, int tile_n, int stages, int consumers) {
   return KernelConfig{
       {"tile_m", tile_m}, {"tile_n", tile_n}, {"stages", stages}, {"consumers", consumers}};
 }
-
-// The dequantisation pass, then the attention kernel, on the context's stream.
-class DequantThenAttend : public Launcher {
- public:
-  DequantThenAttend(const ExecContext& context, CUfunction dequantize, LaunchShape shape,
-                    const PrefixPrefillDequantParams& params, std::unique_ptr<Launcher> attend)
-      : context_(context),
-        dequantize_(dequantize),
-        shape_(shape),
-        params_(params),
-        attend_(std::move(attend)) {}
-  void launch() override {
-    if (shape_.grid_x > 0)
-      attn::launch(*context_.cuda, dequantize_, shape_, *context_.stream, params_);
-    attend_->launch();
-  }
-
- private:
-  ExecContext context_;
-  CUfunction dequantize_;
-  LaunchShape shape_;
-  PrefixPrefillDequantParams params_;
-  std::unique_ptr<Launcher> attend_;  // owns the buffers params_ points into
-};
 
 std::string describe_rule(int rule, const Sm90Config& c, const Batch& batch) {
   const int head_dim = batch.spec.model.head_dim;
@@ -239,8 +216,8 @@ class Sm90WgmmaVariant : public Variant {
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
     if (kv_fp8(batch) && !c.converts(batch)) {
-      program.source += "#include \"kernels/prefix_prefill/fp8_dequantize.cuh\"\n";
-      program.kernels.push_back(dequantize_kernel(batch));
+      program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
+      program.kernels.push_back(dequantize_fp8_kernel(batch.spec.model.dtype));
     }
     program.arch = target.arch;
     return {program};
@@ -302,8 +279,7 @@ class Sm90WgmmaVariant : public Variant {
     const void* k_new = fresh.k_new;
     const void* v_new = fresh.v_new;
     int64_t pool_pages = 0;  // the batch's
-    PrefixPrefillDequantParams dq{};
-    LaunchShape dq_shape;
+    Fp8DequantParams dq{};
     CUfunction dequantize = nullptr;
     if (fp8 && !converts) {
       const int64_t max_pages = batch.max_pages_per_seq;
@@ -339,10 +315,7 @@ class Sm90WgmmaVariant : public Variant {
       dq.v_new_bytes = fresh.new_rows * heads * v_head_dim;
       dq.k_new_out = reinterpret_cast<unsigned short*>(allocate(size_t(dq.k_new_bytes * 2)));
       dq.v_new_out = reinterpret_cast<unsigned short*>(allocate(size_t(dq.v_new_bytes * 2)));
-      dq_shape.grid_x =
-          unsigned(prefix_prefill::fp8_dequantize::ctas(dq.pages, dq.k_new_bytes, dq.v_new_bytes));
-      dq_shape.block_x = unsigned(prefix_prefill::fp8_dequantize::kThreads);
-      dequantize = context.loader->function(program, dequantize_kernel(batch));
+      dequantize = context.loader->function(program, dequantize_fp8_kernel(m.dtype));
       k_pool = dq.k_out;
       v_pool = dq.v_out;
       k_new = dq.k_new_out;
@@ -437,8 +410,7 @@ class Sm90WgmmaVariant : public Variant {
     auto attend = std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(
         context, attention, shape, p, std::move(buffers));
     if (dequantize == nullptr) return attend;
-    return std::make_unique<DequantThenAttend>(context, dequantize, dq_shape, dq,
-                                               std::move(attend));
+    return std::make_unique<DequantThenAttend>(context, dequantize, dq, std::move(attend));
   }
 
   Work work(const Batch& batch) const override { return prefix_prefill_work(batch); }
@@ -456,10 +428,6 @@ class Sm90WgmmaVariant : public Variant {
             : kv_fp8(batch)   ? ", false, true"
                               : "") +
            ">";
-  }
-  static std::string dequantize_kernel(const Batch& batch) {
-    return "attn::prefix_prefill_fp8_dequantize<" +
-           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ">";
   }
 };
 

@@ -404,7 +404,7 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   ASSERT_EQ(d.kernels.size(), 3u);
   EXPECT_EQ(d.kernels[0],
             "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, false, true>");
-  EXPECT_EQ(d.kernels[2], "attn::prefix_prefill_fp8_dequantize<0>");
+  EXPECT_EQ(d.kernels[2], "attn::dequantize_fp8<0>");
   EXPECT_NE(d.name.find(".dq1."), std::string::npos) << d.name;
   EXPECT_NE(d.name, c.name);
 }

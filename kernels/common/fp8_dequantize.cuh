@@ -1,19 +1,19 @@
-// The dequantisation pass of prefix_prefill.sm90_wgmma over an fp8 (e4m3) cache (config
-// fp8_dequant=1): converts the codes of every context page a sequence reads, and of the gathered
-// new tokens, to 16-bit values of DTYPE (the queries' type) once per launch, exactly (every finite
-// e4m3 value is a bf16 and an fp16; the scales stay out: K's joins the logits' scale and V's the
-// output's, as in the kernel's own conversion). The attention kernel then reads 16-bit tiles by
-// TMA, as over a 16-bit cache, instead of converting each context tile once per query tile that
-// reads it. Host side: prefix_prefill.sm90_wgmma's prepare(); parameters:
-// fp8_dequantize_params.hpp.
+// The dequantisation pass before a Hopper attention kernel over an fp8 (e4m3) cache: converts the
+// codes of every context page a sequence reads and of contiguous rows (gathered new tokens, or
+// gathered K and V) to 16-bit values of DTYPE (the queries' type) once per launch, exactly (every
+// finite e4m3 value is a bf16 and an fp16; the scales stay out: K's joins the logits' scale and
+// V's the output's). The attention kernel then reads 16-bit tiles, as over a 16-bit cache: in
+// prefix_prefill.sm90_wgmma (fp8_dequant=1) instead of converting each context tile once per
+// query tile that reads it, in flash_fwd.sm90_wgmma always. Host side: those variants' prepare()
+// and DequantThenAttend (kernels/dequant_then_attend.hpp); parameters: fp8_dequantize_params.hpp.
 #pragma once
 
 #include "kernels/common/convert.cuh"
-#include "kernels/prefix_prefill/fp8_dequantize_params.hpp"
+#include "kernels/common/fp8_dequantize_params.hpp"
 
 namespace attn {
 
-namespace prefix_prefill::fp8_dequantize {
+namespace fp8_dequantize {
 
 // bytes codes (a multiple of 8) from src into dst: 8 per thread and step, so that a warp's loads
 // (8 bytes a lane) and stores (16) are both contiguous, and four steps' loads in flight before
@@ -39,12 +39,12 @@ __device__ __forceinline__ void convert(const unsigned char* __restrict__ src,
   }
 }
 
-}  // namespace prefix_prefill::fp8_dequantize
+}  // namespace fp8_dequantize
 
 template <int DTYPE>
-__global__ void __launch_bounds__(prefix_prefill::fp8_dequantize::kThreads)
-    prefix_prefill_fp8_dequantize(const PrefixPrefillDequantParams p) {
-  namespace dq = prefix_prefill::fp8_dequantize;
+__global__ void __launch_bounds__(fp8_dequantize::kThreads)
+    dequantize_fp8(const Fp8DequantParams p) {
+  namespace dq = fp8_dequantize;
   const long long e = blockIdx.x;
   if (e < p.pages) {
     const long long page = p.block_table[p.entries[e]];
