@@ -182,7 +182,7 @@ struct ItemView {
 }  // namespace flash_fwd::sm90_wgmma
 
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_M, int TILE_N, int STAGES,
-          int CONSUMERS, bool CAUSAL, int LAST_KEYS>
+          int CONSUMERS, bool CAUSAL, int LAST_KEYS, bool KV_SCALES = false>
 __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
     flash_fwd_sm90_wgmma(const __grid_constant__ FlashFwdSm90Params p) {
   static_assert(flash_fwd::sm90_wgmma::check(HEAD_DIM, TILE_M, TILE_N, STAGES, CONSUMERS,
@@ -365,6 +365,14 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   auto tiles_of = [&](const View& it, int w) { return it.template tiles_of<TILE_N, CAUSAL>(w); };
   sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, false, ROW_SUMS, V_HEAD_DIM> c;
   c.init(tid, p.scale_log2, 0.0f, ones);
+  // An fp8 cache's K scale multiplies q head `q_head`'s logits: set before an item's first
+  // softmax, once the previous item's output (which reads the scale for its LSE) is out.
+  auto scale_for = [&](int q_head) {
+    if constexpr (KV_SCALES) {
+      c.score_scale = c.exp_scale =
+          p.scale_log2 * p.k_scale[min(q_head, p.num_q_heads - 1) / p.group];
+    }
+  };
 
   // At head_dim 128 with two Q buffers the output goes out through the warpgroup's rows of the
   // item's Q buffer (STAGED): each thread writes its two rows there (4 bytes per column pair, no
@@ -411,10 +419,12 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
     const int wg_row0 = it.m0 + consumer * ROWS;
     const int row0 = wg_row0 + flash_fwd::sm90_wgmma::accumulator_row(tid, 0);
     float inv[2];
+    // An fp8 cache's V scale (the item's kv head's) multiplies the output.
+    const float v_scale = KV_SCALES ? p.v_scale[it.q_head / p.group] : 1.0f;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 8 * h;
-      inv[h] = sum[h] > 0.0f ? 1.0f / sum[h] : 0.0f;  // no key: zeros
+      inv[h] = sum[h] > 0.0f ? v_scale / sum[h] : 0.0f;  // no key: zeros
       // Rows above the sequence (m0 < 0) are not stored; every lane takes part in the shuffles.
       if constexpr (!STAGED) c.store_row(out + row * row_stride, h, inv[h], row >= 0);
       if (row < 0) continue;
@@ -512,6 +522,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
         sm90_attention::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, sm90_attention::kNoLimit,
                                             sm90_attention::kNoLimit);
     };
+    scale_for(it.q_head);
     for (int n = 0; n < it.n_tiles; ++n) {
       const int t = g0 + n;
       if (n % CONSUMERS != consumer) {
@@ -557,6 +568,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
       const int limit0 = diagonal + flash_fwd::sm90_wgmma::accumulator_row(tid, 0);
       sm90_attention::mask_scores<TILE_N>(s, tid, n * TILE_N, it.kv_len, limit0, limit0 + 8);
     };
+    scale_for(it.q_head + consumer);
     for (int n = 0; n < key_tiles; ++n) {
       const int first = g0 + n * heads, end = first + heads;
       const int mine = first + consumer;  // this warpgroup's tile n, where it has a head
@@ -677,6 +689,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
         finish_item(k - 1, done);
         carried = false;
       }
+      scale_for(item.q_head);
       c.softmax(0, mask);
       c.rescale_and_pack();
     }

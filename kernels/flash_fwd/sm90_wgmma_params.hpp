@@ -1,6 +1,7 @@
 // Kernel parameters of flash_fwd.sm90_wgmma, shared by the host (which fills them) and the device
 // code (which reads them). The struct is a __grid_constant__ kernel parameter: TMA reads the
-// tensor maps from parameter memory. Pointers are device addresses; 16-bit elements.
+// tensor maps from parameter memory. Pointers are device addresses; 16-bit elements (an fp8
+// cache's gathered codes are converted before the kernel reads them).
 #pragma once
 
 #include "kernels/common/tensor_map_bytes.hpp"
@@ -32,6 +33,11 @@ struct FlashFwdSm90Params {
   // q again, with boxes of 64 rows x 64 columns: one warpgroup's rows of a stacked item
   // (flash_fwd::sm90_wgmma::stacks_heads). Last, so the other fields keep their offsets.
   TensorMapBytes q_rows_map;
+  // An fp8 cache (KV_SCALES: its gathered codes converted to 16-bit by a pass before the kernel,
+  // kernels/common/fp8_dequantize.cuh): the scales per kv head (a per-tensor one repeated); K's
+  // multiplies the item's logits, V's its output. Null otherwise.
+  const float* k_scale;  // [num_kv_heads]
+  const float* v_scale;  // [num_kv_heads]
 };
 
 }  // namespace attn

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/common/sm90_attention_rules.hpp"
+#include "kernels/dequant_then_attend.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"
@@ -18,6 +19,10 @@
 namespace attn {
 
 namespace {
+
+bool kv_fp8(const Batch& batch) {
+  return batch.kv_dtype == DType::fp8_e4m3;
+}
 
 struct Sm90Config {
   int tile_m, tile_n, stages, consumers;
@@ -140,14 +145,14 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
   }
 
   // The family's features and head dims 80, 96 and 192, and 192 with a V of 128
-  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check),
-  // less fp8 caches (its gathered K/V are TMA-loaded into wgmma's 16-bit operands).
+  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check).
+  // An fp8 cache's gathered codes are converted to 16-bit by a pass before the kernel
+  // (kernels/common/fp8_dequantize.cuh: wgmma's operands stay 16-bit), timed with it; the scales
+  // join the logits and the output.
   FeatureSet features() const override {
     return flash_fwd_features()
         .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
-        .with(feature::kVHeadDim, {128})
-        .without(feature::kKvDtype)
-        .note(feature::kKvDtype, "flash_fwd.sm80_mma reads fp8 caches");
+        .with(feature::kVHeadDim, {128});
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -235,6 +240,10 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     JitProgram program =
         gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm90_wgmma.cuh",
                             attention_kernel(batch, c));
+    if (kv_fp8(batch)) {
+      program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
+      program.kernels.push_back(dequantize_fp8_kernel(batch.spec.model.dtype));
+    }
     const int last = last_tile_keys(batch, c.tile_n);
     if (last < c.tile_n) program.name += ".last" + std::to_string(last);
     return {program};
@@ -286,10 +295,32 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     FlashFwdSm90Params p{};
     p.q_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads, q_rows,
                                       uint32_t(c.tile_m));
-    p.k_map = encode_heads_tensor_map(api, type, buffers[0].pointer(), m.head_dim, m.num_kv_heads,
-                                      kv_rows, uint32_t(c.tile_n));
-    p.v_map = encode_heads_tensor_map(api, type, buffers[1].pointer(), v_head_dim, m.num_kv_heads,
-                                      kv_rows, uint32_t(c.tile_n));
+    // An fp8 cache: the pass's 16-bit copies of the gathered codes, which the kernel reads instead.
+    const void* k_rows = buffers[0].pointer();
+    const void* v_rows = buffers[1].pointer();
+    Fp8DequantParams dq{};
+    if (kv_fp8(batch)) {
+      dq.k_new = static_cast<const unsigned char*>(k_rows);
+      dq.v_new = static_cast<const unsigned char*>(v_rows);
+      dq.k_new_bytes = batch.total_kv * m.num_kv_heads * m.head_dim;
+      dq.v_new_bytes = batch.total_kv * m.num_kv_heads * v_head_dim;
+      buffers.emplace_back(*context.cuda, size_t(std::max<int64_t>(dq.k_new_bytes, 8)) * 2);
+      dq.k_new_out = static_cast<unsigned short*>(buffers.back().pointer());
+      buffers.emplace_back(*context.cuda, size_t(std::max<int64_t>(dq.v_new_bytes, 8)) * 2);
+      dq.v_new_out = static_cast<unsigned short*>(buffers.back().pointer());
+      k_rows = dq.k_new_out;
+      v_rows = dq.v_new_out;
+      auto per_head = [&](const std::vector<float>& scales) {
+        buffers.push_back(upload_array(*context.cuda, scales_per_kv_head(scales, m.num_kv_heads)));
+        return static_cast<const float*>(buffers.back().pointer());
+      };
+      p.k_scale = per_head(batch.k_scales);
+      p.v_scale = per_head(batch.v_scales);
+    }
+    p.k_map = encode_heads_tensor_map(api, type, k_rows, m.head_dim, m.num_kv_heads, kv_rows,
+                                      uint32_t(c.tile_n));
+    p.v_map = encode_heads_tensor_map(api, type, v_rows, v_head_dim, m.num_kv_heads, kv_rows,
+                                      uint32_t(c.tile_n));
     p.o_map = encode_tensor_map_2d(api, type, problem.out(), o_columns, q_rows, o_columns * 2,
                                    uint32_t(sm90_attention::kConsumerRows));
     p.q_rows_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads,
@@ -313,8 +344,12 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
     shape.block_x = unsigned(flash_fwd::sm90_wgmma::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<ParamsLauncher<FlashFwdSm90Params>>(context, attention, shape, p,
-                                                                std::move(buffers));
+    auto attend = std::make_unique<ParamsLauncher<FlashFwdSm90Params>>(context, attention, shape, p,
+                                                                       std::move(buffers));
+    if (!kv_fp8(batch)) return attend;
+    return std::make_unique<DequantThenAttend>(
+        context, context.loader->function(program, dequantize_fp8_kernel(m.dtype)), dq,
+        std::move(attend));
   }
 
   Work work(const Batch& batch) const override { return flash_fwd_work(batch); }
@@ -327,7 +362,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
            std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
            (batch.causal ? "true" : "false") + ", " +
-           std::to_string(last_tile_keys(batch, c.tile_n)) + ">";
+           std::to_string(last_tile_keys(batch, c.tile_n)) + (kv_fp8(batch) ? ", true" : "") + ">";
   }
 };
 

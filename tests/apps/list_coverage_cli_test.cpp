@@ -40,12 +40,10 @@ TEST_F(ListCoverage, JsonHoldsEveryCellOfTheFamiliesTheFilterKeeps) {
     const bool gpu = !cell["gpu_variants"].empty();
     const std::string dim = cell["head_dim"];
     // flash_fwd's kernels, sm80_mma and sm90_wgmma alike, take every head dim of the matrix
-    // (192x128 too); an fp8 cache only sm80_mma.
+    // (192x128 too) and every KV dtype.
     EXPECT_TRUE(gpu) << cell.dump();
     const nlohmann::json expected =
-        cell["kv_dtype"] == "fp8_e4m3"
-            ? nlohmann::json::array({"flash_fwd.sm80_mma"})
-            : nlohmann::json::array({"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"});
+        nlohmann::json::array({"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"});
     EXPECT_EQ(cell["gpu_variants"], expected) << dim << " " << cell.dump();
   }
   EXPECT_EQ(run({"list", "--coverage", "zzz-matches-nothing"}).exit_code, kUsage);

@@ -56,7 +56,7 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
       find_cell(matrix, Family::flash_fwd, "128", "fp8_e4m3", "NHD", "16");
   ASSERT_NE(dense_fp8, nullptr);
   EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm80_mma"));
-  EXPECT_FALSE(holds(dense_fp8->gpu_variants, "flash_fwd.sm90_wgmma"));
+  EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm90_wgmma"));
   EXPECT_EQ(dense_fp8->cpu_variants, std::vector<std::string>{"flash_fwd.cpu_reference"});
   // blocksparse's sm80 variants read fp8 caches (prefill and decode cells alike), not sm90_wgmma;
   // its CPU reference too.
@@ -109,9 +109,7 @@ TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
         to_string(c.family) + " " + c.kv_dtype + " " + c.layout + " " + c.page_size;
     const bool fp8 = c.kv_dtype == "fp8_e4m3";
     if (c.family == Family::flash_fwd) {
-      const std::vector<std::string> expected =
-          fp8 ? std::vector<std::string>{"flash_fwd.sm80_mma"}
-              : std::vector<std::string>{"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"};
+      const std::vector<std::string> expected = {"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"};
       EXPECT_EQ(c.gpu_variants, expected) << what;
     } else if (c.family == Family::blocksparse) {
       const std::vector<std::string> expected =

@@ -122,6 +122,49 @@ TEST(FlashFwdSm90Gpu, RandomBatchesShapesAndConfigsMatchTheReference) {
   expect_random_batches_match_reference(sm90_variant(registry), 20261290, kPowerOfTwoHeadDims);
 }
 
+// Random shapes and lengths over an fp8 cache (per-tensor or per-head scales; a pass converts the
+// gathered codes to 16-bit before the kernel), every head dim and the narrower V, with a random
+// accepted config, as many as the case budget allows.
+TEST(FlashFwdSm90Gpu, RandomFp8CachesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  std::vector<std::pair<int, int>> dims = kPowerOfTwoHeadDims;
+  dims.insert(dims.end(), kFlashSm90NewHeadDims.begin(), kFlashSm90NewHeadDims.end());
+  expect_random_batches_match_reference(sm90_variant(registry), 20261130, dims, true);
+}
+
+// An fp8 cache at every head dim: per-head scales with bf16 queries, causal, and one per-tensor
+// scale with fp16 queries, not causal (GQA 3, uneven lengths), in the default config and the
+// smallest; each q head's kv head's scales (stacked and shared-rows items at head dim 64 too).
+TEST(FlashFwdSm90Gpu, Fp8CachesAtEveryHeadDimMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const FlashFwdVariant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  std::vector<std::pair<int, int>> dims = kPowerOfTwoHeadDims;
+  dims.insert(dims.end(), kFlashSm90NewHeadDims.begin(), kFlashSm90NewHeadDims.end());
+  for (const auto& [head_dim, v_head_dim] : dims) {
+    for (bool causal : {true, false}) {
+      testing::SpecShape shape;
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.head_dim = head_dim;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + causal + 7;
+      WorkloadSpec spec = flash_sm90_with_v_head_dim(
+          prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal),
+          v_head_dim);
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale = causal ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+      const Batch batch = generate_batch(spec);
+      cases.push_back({batch, variant.default_config(batch, target)});
+      cases.push_back({batch, make_config(64, 64, 2, 1)});
+    }
+  }
+  expect_all_match_reference(variant, cases);
+}
+
 // Every (tile_m, tile_n, stages, consumers) the variant accepts on this device, for each head
 // dim, on a batch whose lengths are multiples of no tile (with a one-token sequence, and a
 // sequence shorter than one warpgroup's rows after a long one): the whole compiled space runs,

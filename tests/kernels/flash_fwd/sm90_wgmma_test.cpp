@@ -592,7 +592,7 @@ TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(12, 1.0f); }},
-      {"fp8 KV", "fp8 KV cache",
+      {"fp8 KV", "",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -617,11 +617,8 @@ TEST(FlashFwdSm90Gating, FeaturesAreSupportedOrRefusedWithAReason) {
       EXPECT_NE(s.reason.find(feature.reason_mentions), std::string::npos)
           << feature.name << ": " << s.reason;
     }
-    // The same batches as the sm80 variant (the same kernel semantics), but an fp8 cache, which
-    // only the sm80 variant dequantises.
-    if (batch.kv_dtype != DType::fp8_e4m3) {
-      EXPECT_EQ(sm80.check(batch, sm80.default_config(batch, gpu), gpu).ok, s.ok) << feature.name;
-    }
+    // The same batches as the sm80 variant (the same kernel semantics).
+    EXPECT_EQ(sm80.check(batch, sm80.default_config(batch, gpu), gpu).ok, s.ok) << feature.name;
   }
 }
 
@@ -638,6 +635,16 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
   // without the mask every last tile fits in 112 of 128; under it the tile is whole.
   EXPECT_EQ(a.kernels[0], "attn::flash_fwd_sm90_wgmma<1, 128, 128, 64, 128, 3, 1, true, 128>");
   EXPECT_EQ(b.kernels[0], "attn::flash_fwd_sm90_wgmma<0, 128, 128, 64, 128, 3, 1, false, 112>");
+  // An fp8 cache: the scales (KV_SCALES) and the pass that converts the gathered codes first.
+  Batch fp8 = full;
+  fp8.kv_dtype = DType::fp8_e4m3;
+  fp8.k_scales = fp8.v_scales = {0.5f};
+  const JitProgram d = variant.programs(fp8, config, hopper()).front();
+  ASSERT_EQ(d.kernels.size(), 3u);
+  EXPECT_EQ(d.kernels[0],
+            "attn::flash_fwd_sm90_wgmma<0, 128, 128, 64, 128, 3, 1, false, 112, true>");
+  EXPECT_EQ(d.kernels[2], "attn::dequantize_fp8<0>");
+  EXPECT_NE(d.name.find(".kv_fp8"), std::string::npos) << d.name;
   EXPECT_EQ(a.kernels[1], "attn::flash_fwd_gather_kv");
   EXPECT_NE(a.name, b.name);
   EXPECT_NE(b.name.find(".last112"), std::string::npos) << b.name;
