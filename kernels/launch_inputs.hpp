@@ -51,6 +51,14 @@ DeviceBuffer upload_array(const CudaContext& cuda, const std::vector<T>& values)
   return buffer;
 }
 
+// An fp8 cache's scales per kv head (scales_per_kv_head) uploaded into a buffer appended to
+// `owned`, which must outlive the kernels that read it; the device address of the floats.
+inline const float* upload_kv_scales(const CudaContext& cuda, const std::vector<float>& scales,
+                                     int num_kv_heads, std::vector<DeviceBuffer>& owned) {
+  owned.push_back(upload_array(cuda, scales_per_kv_head(scales, num_kv_heads)));
+  return static_cast<const float*>(owned.back().pointer());
+}
+
 // A K or V pool of 16-bit elements in the NHD or HND layout as a 4-D tensor, innermost first:
 //   (head_dim, then kv heads and tokens of a page in the pool's stride order, pages)
 // NHD: (head_dim, kv_heads, page_size, pages); HND: (head_dim, page_size, kv_heads, pages).

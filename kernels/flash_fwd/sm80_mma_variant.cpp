@@ -235,12 +235,8 @@ class Sm80MmaVariant : public FlashFwdVariant {
     p.group = batch.spec.group_size();
     p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
     if (c.fp8) {
-      auto per_head = [&](const std::vector<float>& scales) {
-        buffers.push_back(upload_array(*context.cuda, scales_per_kv_head(scales, m.num_kv_heads)));
-        return static_cast<const float*>(buffers.back().pointer());
-      };
-      p.k_scale = per_head(batch.k_scales);
-      p.v_scale = per_head(batch.v_scales);
+      p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
+      p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
     }
 
     LaunchShape shape;

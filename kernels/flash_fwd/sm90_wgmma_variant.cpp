@@ -310,12 +310,8 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
       dq.v_new_out = static_cast<unsigned short*>(buffers.back().pointer());
       k_rows = dq.k_new_out;
       v_rows = dq.v_new_out;
-      auto per_head = [&](const std::vector<float>& scales) {
-        buffers.push_back(upload_array(*context.cuda, scales_per_kv_head(scales, m.num_kv_heads)));
-        return static_cast<const float*>(buffers.back().pointer());
-      };
-      p.k_scale = per_head(batch.k_scales);
-      p.v_scale = per_head(batch.v_scales);
+      p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
+      p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
     }
     p.k_map = encode_heads_tensor_map(api, type, k_rows, m.head_dim, m.num_kv_heads, kv_rows,
                                       uint32_t(c.tile_n));

@@ -64,11 +64,8 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
     p.sink_log2 = reinterpret_cast<const float*>(owned.back().address());
   }
   if (kv_fp8(batch)) {
-    for (const std::vector<float>* scales : {&batch.k_scales, &batch.v_scales}) {
-      owned.push_back(upload_array(*context.cuda, scales_per_kv_head(*scales, m.num_kv_heads)));
-      (scales == &batch.k_scales ? p.k_scale : p.v_scale) =
-          reinterpret_cast<const float*>(owned.back().address());
-    }
+    p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, owned);
+    p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, owned);
   }
   DecodeWorkInputs inputs;
   inputs.block_tokens = block_tokens;

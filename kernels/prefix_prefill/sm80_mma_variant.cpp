@@ -291,12 +291,8 @@ class MmaVariant : public Variant {
       p.sink_log2 = reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
     }
     if (kv_fp8(batch)) {
-      auto per_head = [&](const std::vector<float>& scales) {
-        const std::vector<float> out = scales_per_kv_head(scales, m.num_kv_heads);
-        return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
-      };
-      p.k_scale = per_head(batch.k_scales);
-      p.v_scale = per_head(batch.v_scales);
+      p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
+      p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
     }
     if (explicit_mask_) {
       const ExplicitMask& mask = *batch.explicit_mask;

@@ -348,12 +348,8 @@ class Sm90WgmmaVariant : public Variant {
     p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
     if (fp8) {
       // K's scale joins the logits' and V's the output's (the kernel's KV_SCALES).
-      auto per_head = [&](const std::vector<float>& scales) {
-        const std::vector<float> out = scales_per_kv_head(scales, m.num_kv_heads);
-        return reinterpret_cast<const float*>(upload(out.data(), out.size() * 4));
-      };
-      p.k_scale = per_head(batch.k_scales);
-      p.v_scale = per_head(batch.v_scales);
+      p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
+      p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
     }
     if (converts) {
       // The producer warpgroup copies the gathered codes too (rows of head_dim and v_head_dim
