@@ -479,8 +479,8 @@ TEST(BlockSparseSm90Plan, TwoConsumersShareNearlyEveryTileOnThePhi3Layout) {
 // Every accepted config, bf16 and fp16, head dims 64 and 128, causal and not (blocks of 128 so
 // both tile sizes are accepted), and at head dims 80, 96, 192, 256 and 192 with a V of 128 causal
 // in bf16 and not in fp16, compiled by NVRTC for sm_90a: ptxas reports registers and no
-// spills, no stack frame, no ignored setmaxnreg and no serialised wgmma; every other accepted
-// config of a batch, alternating between batches (testing::compiles_config), unless
+// spills, no stack frame, no ignored setmaxnreg and no serialised wgmma; every third accepted
+// config of a batch, rotating with the batch (testing::compiles_config), unless
 // ATTN_TEST_EXHAUSTIVE=1. ATTN_TEST_VERBOSE=1 prints ptxas' report.
 TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   // Accepted configs at blocks of 128 (tile_n 64 and 128, stages 2..4, 1 or 2 CTAs, 1 or 2

@@ -665,8 +665,8 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
 // of 128 too) and both dtypes (causal for
 // one of them, non-causal for the other; ATTN_TEST_EXHAUSTIVE=1 compiles both causalities of
 // each), and ptxas reports no spills, no stack frame and no wgmma serialisation (which would
-// silently drop the overlap of softmax and P V). Every other accepted config of a batch,
-// alternating between batches (testing::compiles_config), unless ATTN_TEST_EXHAUSTIVE=1.
+// silently drop the overlap of softmax and P V). Every third accepted config of a batch,
+// rotating with the batch (testing::compiles_config), unless ATTN_TEST_EXHAUSTIVE=1.
 // ATTN_TEST_VERBOSE=1 prints ptxas' report.
 TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const fs::path dir =

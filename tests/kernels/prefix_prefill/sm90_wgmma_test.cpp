@@ -461,7 +461,7 @@ TEST(PrefixPrefillSm90Gating, AnFp8CacheChoosesBetweenTheProducersConversionAndA
 // them) and boxes of a whole key tile (fp16, page 256), and over an fp8 cache (bf16 with pages of
 // 16, fp16 with pages of 5: every tile copied and converted by the producer warpgroup); at 80, 96,
 // 192 and 192 with a V of 128, bf16 on pages of 16 keys, over a 16-bit and an fp8 cache.
-// Every other accepted config of a batch, alternating (testing::compiles_config), and over an fp8
+// Every third accepted config of a batch, rotating (testing::compiles_config), and over an fp8
 // cache the default tiles with fp8_dequant=1. ATTN_TEST_EXHAUSTIVE=1 compiles every config and adds
 // pages of 5, 8 and 32 keys and every page for both dtypes.
 // ptxas reports no spills, no stack frame and no wgmma serialisation. ATTN_TEST_VERBOSE=1 prints
