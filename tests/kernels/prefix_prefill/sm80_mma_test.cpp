@@ -420,8 +420,9 @@ TEST(PrefixPrefillStrides, MatchPoolOffsetForEveryLayout) {
 }
 
 // NVRTC compiles a seeded sample of the configs the traits accept, for both archs, every kernel
-// flavour and both dtypes, and ptxas reports no spills (the register estimate in the traits keeps
-// accepted configs in registers).
+// flavour (every other one per head dim, by turns, unless ATTN_TEST_EXHAUSTIVE=1) and both dtypes,
+// and ptxas reports no spills (the register estimate in the traits keeps accepted configs in
+// registers).
 TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
   const fs::path dir = fs::temp_directory_path() /
                        ("attn-prefix-prefill-jit-" +
@@ -476,6 +477,9 @@ TEST(PrefixPrefillCompile, SampledConfigsCompileForSm80AndSm90aWithoutSpills) {
       std::shuffle(accepted.begin(), accepted.end(), rng);
       // The sample always includes the default config (first flavour of each head dim).
       if (f == 0) accepted.insert(accepted.begin(), variant.default_config(batch, target));
+      // One config per (head dim, flavour), on every other flavour by turns (CI time), the first
+      // flavour's default always.
+      if (!exhaustive && f != 0 && (head_dim / 16 + f) % 2 == 1) continue;
       const size_t take = exhaustive && f == 0 ? accepted.size() : 1;
       for (size_t i = 0; i < take && i < accepted.size(); ++i) {
         JitProgram program = variant.programs(batch, accepted[i], target).front();
