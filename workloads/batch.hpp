@@ -73,6 +73,8 @@ struct Batch {
   bool decode_only() const;  // every sequence has exactly one query token
   int64_t max_query_len() const;
   int64_t max_kv_len() const;
+  // K and V are fp8 e4m3 codes (with k_scales and v_scales).
+  bool kv_fp8() const { return kv_dtype == DType::fp8_e4m3; }
 };
 
 // Builds the batch the spec describes. Deterministic: the same spec gives the same batch on every

@@ -15,10 +15,6 @@ namespace attn {
 
 namespace {
 
-bool kv_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
-
 // A config, and whether the batch's cache is fp8 (its codes dequantised in the kernel).
 struct Sm80Config {
   int tile_m, tile_n, warps, stages;
@@ -28,7 +24,7 @@ struct Sm80Config {
         tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))),
-        fp8(kv_fp8(batch)) {}
+        fp8(batch.kv_fp8()) {}
   int shared_bytes(int head_dim, int v_head_dim) const {
     return fp8 ? sm80_attention::shared_bytes_kv_fp8(head_dim, v_head_dim, tile_m, tile_n, stages)
                : sm80_attention::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages);
@@ -160,7 +156,7 @@ class Sm80MmaVariant : public FlashFwdVariant {
       candidates = {short_keys ? make_config(64, 64, 4, 1) : make_config(128, 64, 8, 1),
                     make_config(64, 64, 4, 1), make_config(64, 32, 4, 2)};
     }
-    if (kv_fp8(batch)) {
+    if (batch.kv_fp8()) {
       // Unmeasured: the same shapes through the stage pipeline (the split one has no fp8 form).
       for (KernelConfig& config : candidates) {
         if (config.get("stages") == 1) {

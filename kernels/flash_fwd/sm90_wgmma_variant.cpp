@@ -20,10 +20,6 @@ namespace attn {
 
 namespace {
 
-bool kv_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
-
 struct Sm90Config {
   int tile_m, tile_n, stages, consumers;
   explicit Sm90Config(const KernelConfig& c)
@@ -240,7 +236,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     JitProgram program =
         gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm90_wgmma.cuh",
                             attention_kernel(batch, c));
-    if (kv_fp8(batch)) {
+    if (batch.kv_fp8()) {
       program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
       program.kernels.push_back(dequantize_fp8_kernel(batch.spec.model.dtype));
     }
@@ -299,7 +295,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     const void* k_rows = buffers[0].pointer();
     const void* v_rows = buffers[1].pointer();
     Fp8DequantParams dq{};
-    if (kv_fp8(batch)) {
+    if (batch.kv_fp8()) {
       dq.k_new = static_cast<const unsigned char*>(k_rows);
       dq.v_new = static_cast<const unsigned char*>(v_rows);
       dq.k_new_bytes = batch.total_kv * m.num_kv_heads * m.head_dim;
@@ -342,7 +338,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     shape.shared_bytes = unsigned(smem);
     auto attend = std::make_unique<ParamsLauncher<FlashFwdSm90Params>>(context, attention, shape, p,
                                                                        std::move(buffers));
-    if (!kv_fp8(batch)) return attend;
+    if (!batch.kv_fp8()) return attend;
     return std::make_unique<DequantThenAttend>(
         context, context.loader->function(program, dequantize_fp8_kernel(m.dtype)), dq,
         std::move(attend));
@@ -358,7 +354,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
            std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
            (batch.causal ? "true" : "false") + ", " +
-           std::to_string(last_tile_keys(batch, c.tile_n)) + (kv_fp8(batch) ? ", true" : "") + ">";
+           std::to_string(last_tile_keys(batch, c.tile_n)) + (batch.kv_fp8() ? ", true" : "") + ">";
   }
 };
 

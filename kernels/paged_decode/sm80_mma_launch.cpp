@@ -9,14 +9,6 @@
 
 namespace attn {
 
-namespace {
-
-bool kv_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
-
-}  // namespace
-
 Support sm80_mma_supports_limits(const Batch& batch) {
   const int group = batch.spec.group_size();
   if (group < 1 || group > paged_decode::sm80_mma::kMaxGroup) {
@@ -63,7 +55,7 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
     owned.push_back(upload_array(*context.cuda, sink_logits_log2(batch)));
     p.sink_log2 = reinterpret_cast<const float*>(owned.back().address());
   }
-  if (kv_fp8(batch)) {
+  if (batch.kv_fp8()) {
     p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, owned);
     p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, owned);
   }

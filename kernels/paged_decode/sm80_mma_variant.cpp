@@ -24,12 +24,9 @@ struct Sm80MmaConfig {
   }
 };
 
-bool kv_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
 // Bytes of one K/V element: 1 for fp8 codes, 2 for bf16/fp16.
 int kv_bytes(const Batch& batch) {
-  return kv_fp8(batch) ? 1 : 2;
+  return batch.kv_fp8() ? 1 : 2;
 }
 
 // The rule a config breaks, in words (the text lives beside the rule in sm80_mma_traits.hpp).
@@ -95,10 +92,10 @@ class Sm80MmaVariant : public Variant {
     // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
     // and 126.
     const int group = batch.spec.group_size();
-    if (key_rows(batch) && kv_fp8(batch)) {
+    if (key_rows(batch) && batch.kv_fp8()) {
       config.set("tile_tokens", 128);
       config.set("warps", 4);
-    } else if ((head_dim >= 256 && group < 16) || (kv_fp8(batch) && group <= 8)) {
+    } else if ((head_dim >= 256 && group < 16) || (batch.kv_fp8() && group <= 8)) {
       config.set("tile_tokens", 32);
       config.set("warps", 2);
     }
@@ -137,10 +134,10 @@ class Sm80MmaVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     JitProgram program;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
+                   to_string(batch.spec.model.dtype) + (batch.kv_fp8() ? ".kv_fp8" : "") +
                    (key_rows(batch) ? ".key_rows" : "");
     program.source = "#include \"kernels/paged_decode/sm80_mma.cuh\"\n";
-    program.kernels = {attention_kernel(code, kv_fp8(batch), head_dim, key_rows(batch), c)};
+    program.kernels = {attention_kernel(code, batch.kv_fp8(), head_dim, key_rows(batch), c)};
     program.arch = target.arch;
     return {program};
   }
@@ -156,7 +153,7 @@ class Sm80MmaVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code_of(m.dtype);
     CUfunction attention = context.loader->function(
-        program, attention_kernel(code, kv_fp8(batch), m.head_dim, key_rows(batch), c));
+        program, attention_kernel(code, batch.kv_fp8(), m.head_dim, key_rows(batch), c));
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     allow_dynamic_shared_memory(context, attention, smem);
 

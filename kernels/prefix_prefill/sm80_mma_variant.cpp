@@ -35,10 +35,6 @@ struct MmaConfig {
   }
 };
 
-bool kv_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
-
 // Soft-capped logits are a compile-time flavour: the tanh stays out of the common kernel.
 bool soft_cap(const Batch& batch) {
   return log2_logit_transform(batch).cap_log2 > 0.0f;
@@ -51,14 +47,14 @@ int v_head_dim(const Batch& batch) {
 
 int shared_bytes(const Batch& batch, const MmaConfig& c) {
   return prefix_prefill::sm80_mma::shared_bytes(batch.spec.model.head_dim, v_head_dim(batch),
-                                                c.block_m, c.block_n, c.stages, kv_fp8(batch),
+                                                c.block_m, c.block_n, c.stages, batch.kv_fp8(),
                                                 prefix_prefill_v_dim_major(batch));
 }
 
 int check_rule(const Batch& batch, const MmaConfig& c, bool explicit_mask) {
   return prefix_prefill::sm80_mma::check(batch.spec.model.head_dim, v_head_dim(batch), c.block_m,
                                          c.block_n, c.warps, c.stages, c.unroll_cache, c.unroll_new,
-                                         kv_fp8(batch), prefix_prefill_v_dim_major(batch),
+                                         batch.kv_fp8(), prefix_prefill_v_dim_major(batch),
                                          explicit_mask, soft_cap(batch));
 }
 
@@ -98,7 +94,7 @@ std::string describe_rule(int rule, const Batch& batch, const MmaConfig& c, bool
       }
       return "too many registers per thread (estimate " +
              std::to_string(register_estimate(head_dim, v_head_dim(batch), c.block_m, c.block_n,
-                                              c.warps, unroll, kv_fp8(batch),
+                                              c.warps, unroll, batch.kv_fp8(),
                                               prefix_prefill_v_dim_major(batch), explicit_mask)) +
              ", limit " + std::to_string(kMaxRegisterEstimate) +
              "): lower block_n or unroll, or raise warps";
@@ -217,7 +213,7 @@ class MmaVariant : public Variant {
     const int head_dim = batch.spec.model.head_dim;
     program.name = full_name(config) + ".d" + std::to_string(head_dim) +
                    (v_head_dim(batch) != head_dim ? ".v" + std::to_string(v_head_dim(batch)) : "") +
-                   "." + to_string(batch.spec.model.dtype) + (kv_fp8(batch) ? ".kv_fp8" : "") +
+                   "." + to_string(batch.spec.model.dtype) + (batch.kv_fp8() ? ".kv_fp8" : "") +
                    (prefix_prefill_v_dim_major(batch) ? ".vllm" : "") +
                    (soft_cap(batch) ? ".cap" : "");
     program.source = "#include \"kernels/prefix_prefill/sm80_mma.cuh\"\n";
@@ -290,7 +286,7 @@ class MmaVariant : public Variant {
       const std::vector<float> sink_log2 = sink_logits_log2(batch);
       p.sink_log2 = reinterpret_cast<const float*>(upload(sink_log2.data(), sink_log2.size() * 4));
     }
-    if (kv_fp8(batch)) {
+    if (batch.kv_fp8()) {
       p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
       p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
     }
@@ -315,7 +311,7 @@ class MmaVariant : public Variant {
   std::string attention_kernel(const Batch& batch, const MmaConfig& c) const {
     auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
     return "attn::prefix_prefill_sm80_mma<" +
-           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " + flag(kv_fp8(batch)) +
+           std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " + flag(batch.kv_fp8()) +
            ", " + flag(prefix_prefill_v_dim_major(batch)) + ", " + flag(explicit_mask_) + ", " +
            flag(soft_cap(batch)) + ", " + std::to_string(batch.spec.model.head_dim) + ", " +
            std::to_string(v_head_dim(batch)) + ", " + std::to_string(c.block_m) + ", " +

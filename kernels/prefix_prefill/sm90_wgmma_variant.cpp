@@ -26,13 +26,9 @@ const char* const kAxes[] = {"tile_m", "tile_n", "stages", "consumers"};
 // converts the context pages and new tokens once before the kernel (fp8_dequantize.cuh).
 const char* const kFp8DequantAxis = "fp8_dequant";
 
-bool kv_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
-
 std::vector<std::string> axes_of(const Batch& batch) {
   std::vector<std::string> axes(std::begin(kAxes), std::end(kAxes));
-  if (kv_fp8(batch)) axes.push_back(kFp8DequantAxis);
+  if (batch.kv_fp8()) axes.push_back(kFp8DequantAxis);
   return axes;
 }
 
@@ -46,7 +42,7 @@ struct Sm90Config {
         fp8_dequant(int(c.find(kFp8DequantAxis).value_or(0))) {}
   // The producer warpgroup converts fp8 codes (the kernel's KV_FP8); otherwise its tiles are
   // 16-bit, a 16-bit cache's or the dequantisation pass's.
-  bool converts(const Batch& batch) const { return kv_fp8(batch) && fp8_dequant == 0; }
+  bool converts(const Batch& batch) const { return batch.kv_fp8() && fp8_dequant == 0; }
   int shared_bytes(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::shared_bytes(batch.spec.model.head_dim, tile_m, tile_n,
                                                     stages, batch.spec.model.effective_v_head_dim(),
@@ -56,7 +52,7 @@ struct Sm90Config {
     return prefix_prefill::sm90_wgmma::check(
         batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, int(batch.page_size),
         batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), converts(batch),
-        kv_fp8(batch));
+        batch.kv_fp8());
   }
 };
 
@@ -123,7 +119,7 @@ class Sm90WgmmaVariant : public Variant {
 
   std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
     std::vector<ConfigAxis> axes = sm90_attention::tile_axes("rows (new tokens x GQA group)");
-    if (kv_fp8(batch)) {
+    if (batch.kv_fp8()) {
       axes.push_back({kFp8DequantAxis,
                       {0, 1},
                       "fp8 cache: 0 the producer converts every tile it loads, 1 a pass converts "
@@ -144,7 +140,7 @@ class Sm90WgmmaVariant : public Variant {
   // producer's conversion where each is read about once (decode-like batches).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     std::vector<KernelConfig> candidates = tile_candidates(batch);
-    if (kv_fp8(batch)) {
+    if (batch.kv_fp8()) {
       // The preferred way first, then the other one's tiles (fp8_dequant=1 fits no tile of two
       // consumers at head dim 256).
       const int dequant = batch.max_query_len() * batch.spec.group_size() > 64 ? 1 : 0;
@@ -212,10 +208,10 @@ class Sm90WgmmaVariant : public Variant {
              : std::string()) +
         "." + to_string(batch.spec.model.dtype) + ".box" +
         std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
-        (kv_fp8(batch) ? ".kv_fp8" : "");
+        (batch.kv_fp8() ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
-    if (kv_fp8(batch) && !c.converts(batch)) {
+    if (batch.kv_fp8() && !c.converts(batch)) {
       program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
       program.kernels.push_back(dequantize_fp8_kernel(batch.spec.model.dtype));
     }
@@ -268,7 +264,7 @@ class Sm90WgmmaVariant : public Variant {
     }
     const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-    const bool fp8 = kv_fp8(batch);
+    const bool fp8 = batch.kv_fp8();
     const bool converts = c.converts(batch);
     // The pools and block table the kernel reads: the batch's, or over an fp8 cache with
     // fp8_dequant=1 the pass's 16-bit copies of each sequence's context pages, numbered in order
@@ -421,7 +417,7 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
            std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
            (c.converts(batch) ? ", true"
-            : kv_fp8(batch)   ? ", false, true"
+            : batch.kv_fp8()  ? ", false, true"
                               : "") +
            ">";
   }
