@@ -5,6 +5,8 @@
 // rows plus the scales; the CPU reference dequantises as the dense oracle does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "base/dtype.hpp"
@@ -13,6 +15,7 @@
 #include "kernels/blocksparse/sm80_mma_traits.hpp"
 #include "kernels/reference/paged_attention_reference.hpp"
 #include "kernels/registry.hpp"
+#include "tests/kernels/blocksparse/cpu_reference_check.hpp"
 #include "tests/kernels/every_config_cases.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
@@ -232,30 +235,18 @@ TEST(BlockSparseFp8Work, BytesAreTheFp8RowsAndTheScales) {
 // matches the dense oracle, which reads the same codes times their scales, on the rows the layout
 // leaves something to see.
 TEST(BlockSparseFp8CpuReference, DequantisesAsTheDenseOracleDoes) {
-  const Registry registry = make_registry();
-  const Variant& cpu = *registry.find("blocksparse.cpu_reference");
   for (DType dtype : {DType::bf16, DType::fp16}) {
     for (KvScaleGranularity scale :
          {KvScaleGranularity::per_tensor, KvScaleGranularity::per_head}) {
       for (const bool decode : {false, true}) {
         const Batch batch = fp8_sparse_batch(decode, 64, dtype, true, scale, 16);
         ASSERT_EQ(batch.kv_dtype, DType::fp8_e4m3);
-        ASSERT_TRUE(cpu.check(batch, {}, Target::cpu()).ok);
-        Problem host = Problem::on_host(batch);
-        ExecContext context;
-        context.target = Target::cpu();
-        context.cpu_threads = 2;
-        cpu.run(host, {}, context);
-        const std::vector<float> expected = naive_dense_attention(batch, 2);
-        const uint8_t* out = static_cast<const uint8_t*>(host.out());
-        ASSERT_EQ(expected.size(), size_t(batch.total_q) * 8 * 64);
-        int nonzero = 0;
-        for (size_t i = 0; i < expected.size(); ++i) {
-          const float got = load_as_float(out, i, dtype);
-          EXPECT_NEAR(got, expected[i], 1e-2 + 1e-2 * std::fabs(expected[i])) << i;
-          if (expected[i] != 0.0f) ++nonzero;
-        }
-        EXPECT_GT(nonzero, int(expected.size() / 2));
+        const std::vector<float> expected =
+            testing::expect_cpu_reference_matches_oracle(batch, size_t(batch.total_q) * 8 * 64);
+        ASSERT_FALSE(expected.empty());
+        const auto nonzero = std::count_if(expected.begin(), expected.end(),
+                                           [](float e) { return e != 0.0f; });
+        EXPECT_GT(nonzero, int64_t(expected.size() / 2));
       }
     }
   }
