@@ -195,6 +195,41 @@ inline std::vector<std::pair<int64_t, int64_t>> random_prefill_sequences(std::mt
   return sequences;
 }
 
+// Decode sequences: 1 to 8 of one new token each, contexts 0 to 3000 (a quarter of them under 70,
+// so the query's block row is anywhere).
+inline std::vector<std::pair<int64_t, int64_t>> random_decode_sequences(std::mt19937_64& rng) {
+  std::vector<std::pair<int64_t, int64_t>> sequences;
+  const int seqs = std::uniform_int_distribution<int>(1, 8)(rng);
+  for (int s = 0; s < seqs; ++s) {
+    sequences.push_back({rng() % 4 == 0 ? int64_t(rng() % 70) : int64_t(rng() % 3000), 1});
+  }
+  return sequences;
+}
+
+// Random prefill batches (random_prefill_sequences, causal three times in four, GQA up to 20,
+// layouts of `block_sizes`, head dims from `dims`, an fp8 cache with kv_fp8), each with a random
+// accepted config of `variant`, as many as the case budget allows; `seed` unless ATTN_TEST_SEED.
+inline void expect_random_prefill_batches_match(const Variant& variant, uint64_t seed,
+                                                const std::vector<int>& block_sizes,
+                                                const std::vector<std::pair<int, int>>& dims,
+                                                bool kv_fp8 = false) {
+  const Target target = Target::cuda(testing::gpu().device());
+  seed = testing::test_seed_or(seed);
+  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
+  while (budget.another()) {
+    SCOPED_TRACE("case " + std::to_string(budget.draws()));
+    const bool causal = rng() % 4 != 0;
+    const Batch batch =
+        random_batch(rng, random_prefill_sequences(rng), causal, 20, block_sizes, dims, kv_fp8);
+    ASSERT_EQ(batch.kv_fp8(), kv_fp8);
+    expect_matches_reference(variant, batch,
+                             testing::random_accepted_config(variant, batch, target, rng, 30));
+  }
+  testing::print_case_summary(budget, seed);
+}
+
 // The path `attn-bench run` takes (Evaluator: poison, verify against `oracle`, time once) for each
 // of `configs` on one evaluator (the oracle runs once).
 inline void expect_evaluator_passes(const Variant& variant, const Batch& batch,

@@ -21,22 +21,8 @@ const std::vector<std::pair<int, int>> kFp8PrefillDims = {
 TEST(BlockSparseFp8Gpu, RandomPrefillBatchesMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
-  const Variant& variant = *registry.find("blocksparse.sm80_mma");
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261130);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const bool causal = rng() % 4 != 0;
-    const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20, {32, 64, 128},
-                                     kFp8PrefillDims, true);
-    ASSERT_EQ(batch.kv_dtype, DType::fp8_e4m3);
-    expect_matches_reference(variant, batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_prefill_batches_match(*registry.find("blocksparse.sm80_mma"), 20261130,
+                                      {32, 64, 128}, kFp8PrefillDims, true);
 }
 
 // Decode: random contexts (0 to 3000), GQA up to 16; blocksparse.sm80_mma_decode with a random
@@ -53,11 +39,7 @@ TEST(BlockSparseFp8Gpu, RandomDecodeBatchesMatchTheReference) {
   testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
   while (budget.another()) {
     SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    std::vector<std::pair<int64_t, int64_t>> sequences;
-    const int seqs = std::uniform_int_distribution<int>(1, 8)(rng);
-    for (int s = 0; s < seqs; ++s) {
-      sequences.push_back({rng() % 4 == 0 ? int64_t(rng() % 70) : int64_t(rng() % 3000), 1});
-    }
+    const std::vector<std::pair<int64_t, int64_t>> sequences = random_decode_sequences(rng);
     const Batch batch = random_batch(rng, sequences, rng() % 4 != 0, 16, {16, 32, 64, 128},
                                      {{64, 64}, {80, 80}, {96, 96}, {128, 128}, {192, 192}}, true);
     ASSERT_EQ(batch.kv_dtype, DType::fp8_e4m3);

@@ -140,21 +140,7 @@ TEST(BlockSparseSm90Gpu, HeadDims80To256AndNarrowVMatchTheReference) {
 TEST(BlockSparseSm90Gpu, RandomBatchesAtHeadDims80To256AndNarrowVMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
-  const Variant& variant = sm90_variant(registry);
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261130);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const bool causal = rng() % 4 != 0;
-    const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20, {64, 128},
-                                     kBlockSparseSm90NewHeadDims);
-    expect_matches_reference(variant, batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_prefill_batches_match(sm90_variant(registry), 20261130, {64, 128}, kBlockSparseSm90NewHeadDims);
 }
 
 // Random shapes, lengths and layouts of blocks 64 and 128 (random_batch) with a random accepted
@@ -162,20 +148,7 @@ TEST(BlockSparseSm90Gpu, RandomBatchesAtHeadDims80To256AndNarrowVMatchTheReferen
 TEST(BlockSparseSm90Gpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
-  const Variant& variant = sm90_variant(registry);
-  const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or(20261301);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(8);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const bool causal = rng() % 4 != 0;
-    const Batch batch = random_batch(rng, random_prefill_sequences(rng), causal, 20, {64, 128});
-    expect_matches_reference(variant, batch,
-                             testing::random_accepted_config(variant, batch, target, rng, 30));
-  }
-  testing::print_case_summary(budget, seed);
+  expect_random_prefill_batches_match(sm90_variant(registry), 20261301, {64, 128}, {{64, 64}, {128, 128}});
 }
 
 // Every accepted config (tile_n, stages, ctas_per_sm, consumers), for each head dim, on lengths
