@@ -21,17 +21,32 @@ MlaSplitPlan plan_mla_splits(const std::vector<int64_t>& kv_lens, const std::vec
   }
   // Auto: a chunk of blocks per CTA such that the work fills one wave of CTAs in equal shares; no
   // split where the sequences' row tiles alone fill the wave.
+  // Rounding each sequence's splits up can overshoot the wave (64 sequences of 65 blocks on 132
+  // slots: chunks of 32 blocks make 3 splits each, 192 CTAs, a second wave 45% full), so the chunk
+  // grows until the CTAs fit it.
   const int64_t wave = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
-  const int64_t chunk =
+  auto splits_of = [&](size_t s, int64_t chunk) {
+    const int64_t splits = in.fixed_splits > 0
+                               ? in.fixed_splits
+                               : (chunk == INT64_MAX ? 1 : (blocks[s] + chunk - 1) / chunk);
+    return std::clamp<int64_t>(splits, 1,
+                               std::max<int64_t>(1, std::min<int64_t>(blocks[s], in.max_splits)));
+  };
+  auto ctas_of = [&](int64_t chunk) {
+    int64_t ctas = 0;
+    for (size_t s = 0; s < n; ++s) ctas += splits_of(s, chunk) * row_tiles[s];
+    return ctas;
+  };
+  int64_t chunk =
       total_tiles >= wave ? INT64_MAX : std::max<int64_t>(1, (total_work + wave - 1) / wave);
+  if (in.fixed_splits <= 0 && chunk != INT64_MAX) {
+    const int64_t longest = blocks.empty() ? 1 : *std::max_element(blocks.begin(), blocks.end());
+    while (chunk < longest && ctas_of(chunk) > wave) ++chunk;
+  }
   MlaSplitPlan plan;
   plan.seq_partial.assign(n, 0);
   for (size_t s = 0; s < n; ++s) {
-    int64_t splits = in.fixed_splits > 0
-                         ? in.fixed_splits
-                         : (chunk == INT64_MAX ? 1 : (blocks[s] + chunk - 1) / chunk);
-    splits = std::clamp<int64_t>(splits, 1,
-                                 std::max<int64_t>(1, std::min<int64_t>(blocks[s], in.max_splits)));
+    const int64_t splits = splits_of(s, chunk);
     if (splits > 1) {
       plan.seq_partial[s] = plan.partial_slots;
       plan.partial_slots += int(splits);

@@ -56,6 +56,34 @@ TEST(MlaSplitPlan, FewSequencesAreSplitToFillOneWave) {
   EXPECT_EQ(plan.seq_partial[3], 48);
 }
 
+// 64 sequences of 4097 keys (65 blocks of 64) on 132 slots: chunks of ceil(4160 / 132) = 32 blocks
+// would give each 3 splits, 192 CTAs, and a second wave 45% full; the chunk grows to 33 blocks and
+// 2 splits each, 128 CTAs in one wave.
+TEST(MlaSplitPlan, RoundingUpNeverOvershootsTheWave) {
+  const std::vector<int64_t> kv_lens(64, 4097);
+  MlaSplitInputs in;
+  in.block_tokens = 64;
+  in.sm_count = 132;
+  in.resident_per_sm = 1;
+  const MlaSplitPlan plan = plan_mla_splits(kv_lens, std::vector<int>(64, 1), in);
+  expect_covers(plan, kv_lens, 64);
+  EXPECT_EQ(plan.ctas(), 128);
+  EXPECT_EQ(plan.max_splits_used, 2);
+  // With two row tiles per sequence the 128 (sequence, row tile) pairs nearly fill the wave
+  // alone: no split (two each would make 256 CTAs).
+  EXPECT_EQ(plan_mla_splits(kv_lens, std::vector<int>(64, 2), in).ctas(), 64);
+  // Every length from 1 to 80 blocks with 1 to 3 row tiles: at most one wave, or one CTA per
+  // (sequence, row tile) where those alone fill it.
+  for (int64_t len = 1; len <= 80 * 64; len += 193) {
+    for (int tiles = 1; tiles <= 3; ++tiles) {
+      const std::vector<int64_t> lens(50, len);
+      const MlaSplitPlan p = plan_mla_splits(lens, std::vector<int>(50, tiles), in);
+      EXPECT_LE(int64_t(p.ctas()) * tiles, std::max<int64_t>(132, 50 * tiles)) << len << " " << tiles;
+      expect_covers(p, lens, 64);
+    }
+  }
+}
+
 TEST(MlaSplitPlan, SkewedLengthsGetSplitsInProportion) {
   const std::vector<int64_t> kv_lens = {32768, 100, 0, 1, 4000};
   MlaSplitInputs in;
