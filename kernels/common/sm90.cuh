@@ -281,49 +281,51 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 #define ATTN_SM90_F16(d) ATTN_SM90_F15(d), ATTN_SM90_G8(d, 120)
 #define ATTN_SM90_F4H(d) ATTN_SM90_F4(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
 
-// SS: D (+)= A B^T over one k16 step, A [64 x 16] and B [N x 16] from K-major descriptors.
-// scale_d = 0 overwrites D (the first step of a product), 1 accumulates. M = N / 16; the operand
-// numbers after the accumulators are 8 M (A), 8 M + 1 (B) and 8 M + 2 (scale_d).
-#define ATTN_SM90_WGMMA_SS(N, TYPE, M, A, B, SCALE)                                                \
+// SS: D (+)= A B^T over one k16 step, A [64 x 16] and B [N x 16] from K-major descriptors (A
+// MN-major, [16 x 64] with M contiguous, with TRANS_A = 1: the key-rows form's V^T). scale_d = 0
+// overwrites D (the first step of a product), 1 accumulates. M = N / 16; the operand numbers
+// after the accumulators are 8 M (A), 8 M + 1 (B), 8 M + 2 (scale_d) and 8 M + 3 (TRANS_A).
+#define ATTN_SM90_WGMMA_SS(N, TYPE, M, A, B, SCALE, TRANS)                                         \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                         \
                ", 0;\n"                                                                            \
                "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" ATTN_SM90_L##M \
-               "}, %" #A ", %" #B ", p, 1, 1, 0, 0;\n}\n"                                          \
+               "}, %" #A ", %" #B ", p, 1, 1, %" #TRANS ", 0;\n}\n"                                \
                : ATTN_SM90_F##M(d)                                                                 \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A))
 // One N of wgmma_ss, both 16-bit types.
-#define ATTN_SM90_SS_CASE(N, M, A, B, SCALE)         \
-  if constexpr (N_ == N) {                           \
-    if constexpr (DTYPE == kDTypeBf16) {             \
-      ATTN_SM90_WGMMA_SS(N, "bf16", M, A, B, SCALE); \
-    } else {                                         \
-      ATTN_SM90_WGMMA_SS(N, "f16", M, A, B, SCALE);  \
-    }                                                \
+#define ATTN_SM90_SS_CASE(N, M, A, B, SCALE, TRANS)         \
+  if constexpr (N_ == N) {                                  \
+    if constexpr (DTYPE == kDTypeBf16) {                    \
+      ATTN_SM90_WGMMA_SS(N, "bf16", M, A, B, SCALE, TRANS); \
+    } else {                                                \
+      ATTN_SM90_WGMMA_SS(N, "f16", M, A, B, SCALE, TRANS);  \
+    }                                                       \
   }
 
 // N: any multiple of 16 from 16 to 256 (flash_fwd.sm90_wgmma's key tiles of 80 to 192 keys as
 // well as the powers of two).
-template <int DTYPE, int N_>
+template <int DTYPE, int N_, int TRANS_A = 0>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N_ / 2], unsigned long long desc_a,
                                          unsigned long long desc_b, int scale_d) {
   static_assert(N_ % 16 == 0 && N_ >= 16 && N_ <= 256, "wgmma_ss: N must be 16, 32, .., 256");
+  static_assert(TRANS_A == 0 || TRANS_A == 1, "wgmma_ss: TRANS_A is 0 or 1");
   static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_ss: bf16 or fp16");
-  ATTN_SM90_SS_CASE(16, 1, 8, 9, 10)
-  ATTN_SM90_SS_CASE(32, 2, 16, 17, 18)
-  ATTN_SM90_SS_CASE(48, 3, 24, 25, 26)
-  ATTN_SM90_SS_CASE(64, 4, 32, 33, 34)
-  ATTN_SM90_SS_CASE(80, 5, 40, 41, 42)
-  ATTN_SM90_SS_CASE(96, 6, 48, 49, 50)
-  ATTN_SM90_SS_CASE(112, 7, 56, 57, 58)
-  ATTN_SM90_SS_CASE(128, 8, 64, 65, 66)
-  ATTN_SM90_SS_CASE(144, 9, 72, 73, 74)
-  ATTN_SM90_SS_CASE(160, 10, 80, 81, 82)
-  ATTN_SM90_SS_CASE(176, 11, 88, 89, 90)
-  ATTN_SM90_SS_CASE(192, 12, 96, 97, 98)
-  ATTN_SM90_SS_CASE(208, 13, 104, 105, 106)
-  ATTN_SM90_SS_CASE(224, 14, 112, 113, 114)
-  ATTN_SM90_SS_CASE(240, 15, 120, 121, 122)
-  ATTN_SM90_SS_CASE(256, 16, 128, 129, 130)
+  ATTN_SM90_SS_CASE(16, 1, 8, 9, 10, 11)
+  ATTN_SM90_SS_CASE(32, 2, 16, 17, 18, 19)
+  ATTN_SM90_SS_CASE(48, 3, 24, 25, 26, 27)
+  ATTN_SM90_SS_CASE(64, 4, 32, 33, 34, 35)
+  ATTN_SM90_SS_CASE(80, 5, 40, 41, 42, 43)
+  ATTN_SM90_SS_CASE(96, 6, 48, 49, 50, 51)
+  ATTN_SM90_SS_CASE(112, 7, 56, 57, 58, 59)
+  ATTN_SM90_SS_CASE(128, 8, 64, 65, 66, 67)
+  ATTN_SM90_SS_CASE(144, 9, 72, 73, 74, 75)
+  ATTN_SM90_SS_CASE(160, 10, 80, 81, 82, 83)
+  ATTN_SM90_SS_CASE(176, 11, 88, 89, 90, 91)
+  ATTN_SM90_SS_CASE(192, 12, 96, 97, 98, 99)
+  ATTN_SM90_SS_CASE(208, 13, 104, 105, 106, 107)
+  ATTN_SM90_SS_CASE(224, 14, 112, 113, 114, 115)
+  ATTN_SM90_SS_CASE(240, 15, 120, 121, 122, 123)
+  ATTN_SM90_SS_CASE(256, 16, 128, 129, 130, 131)
 }
 
 // RS: D += A B over one k16 step, A [64 x 16] from registers (four packed pairs per thread, see

@@ -7,6 +7,7 @@ namespace attn {
 
 std::unique_ptr<Variant> make_mla_decode_sm80_mma();
 std::unique_ptr<Variant> make_mla_decode_sm90_wgmma();
+std::unique_ptr<Variant> make_mla_decode_sm90_wgmma_key_rows();
 std::unique_ptr<Variant> make_mla_decode_cpu_reference();
 
 FeatureSet mla_decode_common_features() {
@@ -45,6 +46,7 @@ Work mla_decode_work(const Batch& batch) {
 void add_mla_decode_variants(Registry& registry) {
   registry.add(make_mla_decode_sm80_mma());
   registry.add(make_mla_decode_sm90_wgmma());
+  registry.add(make_mla_decode_sm90_wgmma_key_rows());
   registry.add(make_mla_decode_cpu_reference());
 }
 

@@ -31,7 +31,8 @@ class Registry;
 // query is a prefill).
 inline constexpr int64_t kMlaDecodeMaxQueryTokens = 8;
 
-// Registers mla_decode.sm80_mma, mla_decode.sm90_wgmma and mla_decode.cpu_reference.
+// Registers mla_decode.sm80_mma, mla_decode.sm90_wgmma, mla_decode.sm90_wgmma_key_rows and
+// mla_decode.cpu_reference.
 void add_mla_decode_variants(Registry& registry);
 
 // The family's scope: latent attention in decode and speculative-decode batches (queries

@@ -34,25 +34,10 @@
 // the last CTA of the (sequence, row tile) to finish merges them, with the stage area as scratch.
 #pragma once
 
-#include "kernels/common/convert.cuh"
-#include "kernels/common/fast_math.cuh"
-#include "kernels/common/sm90.cuh"
-#include "kernels/common/sm90_attention_traits.hpp"
-#include "kernels/mla_decode/sm90_wgmma_params.hpp"
+#include "kernels/mla_decode/sm90_latent.cuh"
 #include "kernels/mla_decode/sm90_wgmma_traits.hpp"
 
 namespace attn {
-namespace mla_sm90 {
-
-// Named barriers: 1 for the 256 consumer threads, 2 + w for consumer warpgroup w alone.
-__device__ __forceinline__ void consumers_sync() {
-  asm volatile("bar.sync 1, 256;\n" ::: "memory");
-}
-__device__ __forceinline__ void warpgroup_sync(int wg) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory");
-}
-
-}  // namespace mla_sm90
 
 template <int DTYPE, int RANK, int ROPE, int BLOCK, int STAGES, int BOX, bool QK_SPLIT>
 __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
@@ -69,14 +54,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   constexpr int CHUNKS = CW / NC;
   constexpr int STAGE = traits::stage_bytes(RANK, ROPE, BLOCK);
   constexpr int COLUMN_BLOCK = BLOCK * sm90_attention::kBlockRowBytes;  // [BLOCK][64] of a stage
-  constexpr int BOXES = BLOCK / BOX;
-  constexpr int BOX_BYTES = BOX * sm90_attention::kBlockRowBytes;
   constexpr int CONSUMER_WARPS = 4 * traits::kConsumers;
   constexpr int CONSUMER_THREADS = 32 * CONSUMER_WARPS;
   // Keys of the block whose scores a warpgroup computes: all, or (QK_SPLIT) warpgroup w's half
   // from key w BLOCK / 2.
   constexpr int SN = QK_SPLIT ? BLOCK / 2 : BLOCK;
-  static_assert(BOXES <= 32, "one producer lane per box");
   const MlaSm80Params& p = params.base;
   const float kNegInf = -__int_as_float(0x7f800000);
 
@@ -93,7 +75,6 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
       smem + traits::barrier_offset(RANK, ROPE, BLOCK, STAGES, QK_SPLIT));
   unsigned long long* empty = full + STAGES;
   float* merge_s = reinterpret_cast<float*>(kv_s);  // after the loop: [kMaxSplits][ROWS]
-  __shared__ int last_split;
 
   const int* work = p.work + 5 * blockIdx.x;
   const int seq = work[0], split = work[1], splits = work[2];
@@ -120,28 +101,9 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   if (warp >= CONSUMER_WARPS) {
     sm90::setmaxnreg_dec<traits::kProducerRegisters>();
     if (warp != CONSUMER_WARPS) return;
-    // Producer: the warpgroup's first warp. Every key before kv_len of a block is loaded (rows of
-    // keys in [key_end, kv_len) belong to the next split: real data, masked), so only rows past
-    // kv_len need zeroing.
-    const int* pages = p.block_table + static_cast<long long>(seq) * p.max_pages_per_seq;
-    for (int i = 0; i < blocks; ++i) {
-      const int stage = i % STAGES;
-      const int key = key_begin + i * BLOCK + lane * BOX;
-      const bool load = lane < BOXES && key < kv_len;
-      const int page = load ? __ldg(pages + key / p.page_size) : 0;
-      const int boxes = __popc(__ballot_sync(0xffffffffu, load));
-      if (i >= STAGES) sm90::mbarrier_wait(&empty[stage], ((i / STAGES) - 1) & 1);
-      if (lane == 0) sm90::mbarrier_expect_bytes(&full[stage], boxes * CB * BOX_BYTES);
-      __syncwarp();
-      if (load) {
-        const int row = page * p.page_size + key % p.page_size;
-        unsigned char* dst = kv_s + stage * STAGE + lane * BOX_BYTES;
-#pragma unroll 1
-        for (int c = 0; c < CB; ++c) {
-          sm90::tma_load_2d(dst + c * COLUMN_BLOCK, &params.latent_map, c * 64, row, &full[stage]);
-        }
-      }
-    }
+    // Producer: the warpgroup's first warp.
+    mla_sm90::load_latent_blocks<CB, BLOCK, STAGES, BOX>(params, seq, key_begin, blocks, kv_len,
+                                                         kv_s, full, empty, lane);
     return;  // the consumers synchronise among themselves from here on (named barriers)
   }
 
@@ -382,49 +344,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   if (splits == 1) return;
 
   // The last split of this (sequence, row tile) to finish merges them all.
-  __threadfence();
-  mla_sm90::consumers_sync();
-  int* counter = p.split_counters + static_cast<long long>(seq) * p.row_tiles + blockIdx.y;
-  if (tid == 0) last_split = atomicAdd(counter, 1) == splits - 1;
-  mla_sm90::consumers_sync();
-  if (!last_split) return;
-  __threadfence();
-  const int base_slot = p.seq_partial[seq];
-  const int rows = min(ROWS, seq_rows - row0);
-  for (int r = tid; r < rows; r += CONSUMER_THREADS) {
-    const float* lse = p.partial_lse + static_cast<long long>(base_slot) * p.max_rows + row0 + r;
-    float m = kNegInf;
-    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(lse + sp * p.max_rows));
-    float total = 0.0f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = m == kNegInf ? 0.0f : exp2_ftz(__ldcg(lse + sp * p.max_rows) - m);
-      merge_s[sp * ROWS + r] = w;
-      total += w;
-    }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-    for (int sp = 0; sp < splits; ++sp) merge_s[sp * ROWS + r] *= inv;
-  }
-  mla_sm90::consumers_sync();
-  for (int i = tid; i < rows * (RANK / 4); i += CONSUMER_THREADS) {
-    const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = merge_s[sp * ROWS + r];
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(
-          p.partial_out + (static_cast<long long>(base_slot + sp) * p.max_rows + row0 + r) * RANK +
-          c));
-      acc[0] += w * v.x;
-      acc[1] += w * v.y;
-      acc[2] += w * v.z;
-      acc[3] += w * v.w;
-    }
-    uint2 packed;
-    packed.x = pack2<DTYPE>(acc[0], acc[1]);
-    packed.y = pack2<DTYPE>(acc[2], acc[3]);
-    *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
-        packed;
-  }
-  if (tid == 0) *counter = 0;
+  mla_sm90::merge_splits<DTYPE, RANK, ROWS>(p, seq, splits, row0, min(ROWS, seq_rows - row0),
+                                            out_row0, merge_s, tid);
 }
 
 }  // namespace attn

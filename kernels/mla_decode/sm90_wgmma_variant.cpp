@@ -1,16 +1,12 @@
 // Host side of mla_decode.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp,
-// the split of the keys over CTAs: mla_split_plan.hpp, shared with mla_decode.sm80_mma).
-#include <algorithm>
-
+// the split of the keys over CTAs: mla_split_plan.hpp, shared with mla_decode.sm80_mma; the
+// launch: sm90_launch.hpp, shared with mla_decode.sm90_wgmma_key_rows).
 #include "kernels/config_axes.hpp"
-#include "kernels/device/tensor_map.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/mla_decode/mla_decode_variants.hpp"
-#include "kernels/mla_decode/mla_split_plan.hpp"
-#include "kernels/mla_decode/sm90_wgmma_params.hpp"
+#include "kernels/mla_decode/sm90_launch.hpp"
 #include "kernels/mla_decode/sm90_wgmma_traits.hpp"
-#include "kernels/params_launcher.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/rule_message.hpp"
 
@@ -148,78 +144,17 @@ class MlaSm90WgmmaVariant : public Variant {
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const MlaSm90Config c(config, batch);
-    const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
-    CUfunction kernel = context.loader->function(program, program.kernels.front());
-    const int smem = c.shared_bytes();
-    allow_dynamic_shared_memory(context, kernel, smem);
-
-    std::vector<int> row_tiles(size_t(batch.num_seqs));
-    int max_row_tiles = 1;
-    int64_t max_rows = 0;
-    for (int s = 0; s < batch.num_seqs; ++s) {
-      const int64_t rows = mla_rows_of(batch, s);
-      row_tiles[size_t(s)] = int((rows + traits::kRows - 1) / traits::kRows);
-      max_row_tiles = std::max(max_row_tiles, row_tiles[size_t(s)]);
-      max_rows = std::max(max_rows, rows);
-    }
-    MlaSplitInputs inputs;
-    inputs.block_tokens = c.block_tokens;
-    inputs.fixed_splits = c.num_splits;
-    inputs.sm_count = context.target.sm_count;
-    inputs.resident_per_sm = resident_ctas(context, kernel, smem, traits::kThreads);
-    inputs.max_splits = traits::kMaxSplits;
-    const MlaSplitPlan plan = plan_mla_splits(batch.kv_lens, row_tiles, inputs);
-
-    MlaSm90Params params{};
-    MlaSm80Params& p = params.base;
-    p.q = problem.q();
-    p.latent = problem.k_pool();
-    p.block_table = problem.block_table();
-    p.kv_lens = problem.kv_lens();
-    p.cu_seqlens_q = problem.cu_seqlens_q();
-    p.out = problem.out();
-    std::vector<DeviceBuffer> owned;
-    owned.push_back(upload_array(*context.cuda, plan.work));
-    p.work = reinterpret_cast<const int*>(owned.back().address());
-    owned.push_back(upload_array(*context.cuda, plan.seq_partial));
-    p.seq_partial = reinterpret_cast<const int*>(owned.back().address());
-    // Counters start at zero; the CTA that merges a (sequence, row tile) resets its counter.
-    owned.push_back(upload_array(
-        *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(max_row_tiles), 0)));
-    p.split_counters = reinterpret_cast<int*>(owned.back().address());
-    if (plan.partial_slots > 0) {
-      const size_t rows = size_t(plan.partial_slots) * size_t(max_rows);
-      const size_t out_bytes = rows * size_t(m.kv_lora_rank) * sizeof(float);
-      CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
-      p.partial_out = reinterpret_cast<float*>(scratch);
-      p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
-    }
-    p.kv_scale = 1.0f;
-    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
-    p.num_q_heads = m.num_q_heads;
-    p.page_size = batch.page_size;
-    p.max_pages_per_seq = batch.max_pages_per_seq;
-    p.max_rows = int(max_rows);
-    p.row_tiles = max_row_tiles;
-    p.causal = batch.causal ? 1 : 0;
-    // The pool as [pages x page_size slots][rank + rope], boxes of 64 columns x box_tokens slots.
-    const uint64_t width = uint64_t(c.rank + c.rope);
-    params.latent_map = encode_tensor_map_2d(
-        context.cuda->api(), tensor_map_type(m.dtype), problem.k_pool(), width,
-        uint64_t(batch.num_pages) * uint64_t(batch.page_size), width * 2, uint32_t(c.box_tokens()));
-
-    LaunchShape shape;
-    shape.grid_x = unsigned(plan.ctas());
-    shape.grid_y = unsigned(max_row_tiles);
-    shape.block_x = unsigned(traits::kThreads);
-    shape.shared_bytes = unsigned(smem);
-    auto launcher = std::make_unique<ParamsLauncher<MlaSm90Params>>(context, kernel, shape, params,
-                                                                    std::move(owned));
-    launcher->set_plan(plan.description + ", " + std::to_string(max_row_tiles) +
-                       " row tiles of 64 rows, TMA boxes of " + std::to_string(c.box_tokens()) +
-                       " keys");
-    return launcher;
+    MlaSm90Launch launch;
+    launch.kernel = context.loader->function(program, program.kernels.front());
+    launch.tile_rows = traits::kRows;
+    launch.block_tokens = c.block_tokens;
+    launch.box_tokens = c.box_tokens();
+    launch.num_splits = c.num_splits;
+    launch.max_splits = traits::kMaxSplits;
+    launch.threads = traits::kThreads;
+    launch.shared_bytes = c.shared_bytes();
+    return launch_mla_sm90(problem, context, launch);
   }
 
   Work work(const Batch& batch) const override { return mla_decode_work(batch); }

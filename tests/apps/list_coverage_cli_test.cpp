@@ -74,19 +74,20 @@ TEST_F(ListCoverage, BlocksparseFp8CellsAreTheSm80Variants) {
 
 // mla_decode (latent attention) is not on the matrix' axes: named as left out of it, and tabled
 // on its own axes (latent shape, cache dtype, page size), where mla_decode.sm80_mma takes an fp8
-// latent cache and mla_decode.sm90_wgmma 16-bit caches over pages of whole 8-token boxes.
+// latent cache and the two Hopper variants 16-bit caches over pages of whole 8-token boxes.
 TEST_F(ListCoverage, TablesTheLatentAttentionFamilyOnItsOwnAxes) {
   const CliResult text = run({"list", "--coverage"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.out.find("mla_decode: a "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("mla_decode (multi-head latent attention"), std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("a sm80_mma  b sm90_wgmma  c cpu_reference"), std::string::npos)
+  EXPECT_NE(text.out.find("a sm80_mma  b sm90_wgmma  c sm90_wgmma_key_rows  d cpu_reference"),
+            std::string::npos)
       << text.out;
   // The fp8 rows: sm80_mma and the CPU reference at 512+64 (the first column).
-  EXPECT_NE(text.out.find("fp8_e4m3  1      ac"), std::string::npos) << text.out;
-  // 16-bit caches over 16-token pages: all three.
-  EXPECT_NE(text.out.find("bf16      16     abc"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("fp8_e4m3  1      ad"), std::string::npos) << text.out;
+  // 16-bit caches over 16-token pages: all four.
+  EXPECT_NE(text.out.find("bf16      16     abcd"), std::string::npos) << text.out;
 
   const CliResult json = run({"list", "--coverage", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;

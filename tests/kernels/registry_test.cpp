@@ -31,8 +31,8 @@ TEST(Registry, HoldsThePagedDecodeVariants) {
   EXPECT_EQ(registry.find("paged_decode.cpu_reference")->backend(), Backend::cpu);
   EXPECT_EQ(registry.matching("paged_decode.*").size(), 4u);
   EXPECT_EQ(registry.matching("*cpu*").size(), 5u);  // one per family
-  // sm80_mma, sm90_wgmma and the CPU reference
-  EXPECT_EQ(registry.matching("mla_decode.*").size(), 3u);
+  // sm80_mma, sm90_wgmma, sm90_wgmma_key_rows and the CPU reference
+  EXPECT_EQ(registry.matching("mla_decode.*").size(), 4u);
   // mma, sm90_wgmma, decode, cpu_reference
   EXPECT_EQ(registry.matching("blocksparse.*").size(), 4u);
   EXPECT_TRUE(registry.matching("nothing.*").empty());

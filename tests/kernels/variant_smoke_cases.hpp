@@ -19,7 +19,7 @@ inline std::vector<std::string> smoke_variant_names() {
           "prefix_prefill.sm80_mma", "prefix_prefill.sm80_mma_masked", "prefix_prefill.sm90_wgmma",
           "flash_fwd.sm80_mma",      "flash_fwd.sm90_wgmma",           "blocksparse.sm80_mma",
           "blocksparse.sm90_wgmma",  "blocksparse.sm80_mma_decode",    "mla_decode.sm80_mma",
-          "mla_decode.sm90_wgmma"};
+          "mla_decode.sm90_wgmma",   "mla_decode.sm90_wgmma_key_rows"};
 }
 
 // A small batch of the variant's family (8 q heads over 2 kv heads, head dim 128, bf16, pages of
