@@ -7,7 +7,7 @@
 // block_table[s, t / page_size] at slot t % page_size. fp8 caches hold codes; the value is
 // code * scale (per tensor or per kv head). A sliding window w leaves the last w keys visible.
 //
-// Work decomposition (grid = sequences, kv_heads * head_chunks, splits):
+// Work decomposition (grid = sequences x kv_heads x head_chunks with the KV head fastest, splits):
 // - A CTA owns one KV head of one sequence and HEADS_PER_CTA of the query heads that share it, so
 //   each K/V byte it loads serves all of those heads (read once per KV head when HEADS_PER_CTA >=
 //   the group size).
@@ -96,11 +96,16 @@ __global__ void __launch_bounds__(WARPS * 32,
   extern __shared__ __align__(16) unsigned char smem[];
 
   const int group = p.num_q_heads / p.num_kv_heads;
-  const int kv_head = blockIdx.y / p.head_chunks;
-  const int first_head_in_group = (blockIdx.y % p.head_chunks) * HEADS_PER_CTA;
+  // The (KV head, head chunk) pairs of a sequence are consecutive CTAs: neighbouring KV heads,
+  // whose rows share 128-byte lines in an NHD cache at head dims 80 and 96, run at the same time
+  // and read those lines once between them, from L2.
+  const int head_ctas = p.num_kv_heads * p.head_chunks;
+  const int head_cta = blockIdx.x % head_ctas;
+  const int kv_head = head_cta / p.head_chunks;
+  const int first_head_in_group = (head_cta % p.head_chunks) * HEADS_PER_CTA;
   const int heads_here = min(HEADS_PER_CTA, group - first_head_in_group);
   const int q_head0 = kv_head * group + first_head_in_group;
-  const int seq = blockIdx.x;
+  const int seq = blockIdx.x / head_ctas;
   const int split = blockIdx.z;
   const int lane = threadIdx.x % LANES;  // which 8 elements of a row
   const int row = threadIdx.x / LANES;   // which key row of a block (plus multiples of ROWS)

@@ -297,8 +297,9 @@ class Sm80SimtVariant : public Variant {
     }
 
     LaunchShape attention_shape;
-    attention_shape.grid_x = unsigned(batch.num_seqs);
-    attention_shape.grid_y = unsigned(m.num_kv_heads * p.head_chunks);
+    // A CTA per (sequence, KV head, head chunk), KV head fastest (sm80_simt.cuh).
+    attention_shape.grid_x = unsigned(int64_t(batch.num_seqs) * m.num_kv_heads * p.head_chunks);
+    attention_shape.grid_y = 1;
     attention_shape.grid_z = unsigned(p.num_splits);
     attention_shape.block_x = unsigned(paged_decode::sm80_simt::threads(c.warps));
     attention_shape.shared_bytes = unsigned(smem);
