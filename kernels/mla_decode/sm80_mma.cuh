@@ -29,6 +29,7 @@
 #include "kernels/common/mma_sm80.cuh"
 #include "kernels/mla_decode/sm80_mma_params.hpp"
 #include "kernels/mla_decode/sm80_mma_traits.hpp"
+#include "kernels/mla_decode/split_merge.cuh"
 
 namespace attn {
 namespace mla_sm80 {
@@ -137,7 +138,6 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
   float* merge_s = sum_s + WARPS * ROWS;  // [kMaxSplits][ROWS] weights, then [ROWS] unused
   float* red_s = merge_s + traits::merge_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
-  __shared__ int last_split;
 
   const int* work = p.work + 5 * blockIdx.x;
   const int seq = work[0], split = work[1], splits = work[2];
@@ -552,49 +552,9 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   if (splits == 1) return;
 
   // The last split of this (sequence, row tile) to finish merges them all.
-  __threadfence();
-  __syncthreads();
-  int* counter = p.split_counters + static_cast<long long>(seq) * p.row_tiles + blockIdx.y;
-  if (threadIdx.x == 0) last_split = atomicAdd(counter, 1) == splits - 1;
-  __syncthreads();
-  if (!last_split) return;
-  __threadfence();
-  const int base_slot = p.seq_partial[seq];
-  const int rows = min(ROWS, seq_rows - row0);
-  for (int r = threadIdx.x; r < rows; r += THREADS) {
-    const float* lse = p.partial_lse + static_cast<long long>(base_slot) * p.max_rows + row0 + r;
-    float m = kNegInf;
-    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(lse + sp * p.max_rows));
-    float total = 0.0f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = m == kNegInf ? 0.0f : exp2_ftz(__ldcg(lse + sp * p.max_rows) - m);
-      merge_s[sp * ROWS + r] = w;
-      total += w;
-    }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-    for (int sp = 0; sp < splits; ++sp) merge_s[sp * ROWS + r] *= inv;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < rows * (RANK / 4); i += THREADS) {
-    const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
-    float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = merge_s[sp * ROWS + r];
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(
-          p.partial_out + (static_cast<long long>(base_slot + sp) * p.max_rows + row0 + r) * RANK +
-          c));
-      o[0] += w * v.x;
-      o[1] += w * v.y;
-      o[2] += w * v.z;
-      o[3] += w * v.w;
-    }
-    uint2 packed;
-    packed.x = pack2<DTYPE>(o[0], o[1]);
-    packed.y = pack2<DTYPE>(o[2], o[3]);
-    *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
-        packed;
-  }
-  if (threadIdx.x == 0) *counter = 0;
+  mla_split::merge_splits<DTYPE, RANK, ROWS, THREADS>(p, seq, splits, row0,
+                                                      min(ROWS, seq_rows - row0), out_row0,
+                                                      merge_s, threadIdx.x, [] { __syncthreads(); });
 }
 
 }  // namespace attn

@@ -1,13 +1,13 @@
 // Host side of mla_decode.sm80_mma (device code: sm80_mma.cuh, rules: sm80_mma_traits.hpp, the
-// split of the keys over CTAs: mla_split_plan.hpp).
+// split of the keys over CTAs and the launch: mla_split_plan.hpp, mla_launch.hpp, shared with the
+// Hopper variants).
 #include <algorithm>
 
 #include "kernels/config_axes.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/mla_decode/mla_decode_variants.hpp"
-#include "kernels/mla_decode/mla_split_plan.hpp"
-#include "kernels/mla_decode/sm80_mma_params.hpp"
+#include "kernels/mla_decode/mla_launch.hpp"
 #include "kernels/mla_decode/sm80_mma_traits.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/problem.hpp"
@@ -171,73 +171,22 @@ class MlaSm80MmaVariant : public Variant {
     const Support support = check(batch, config, context.target);
     ATTN_ASSERT(support.ok, support.reason);
     const MlaSm80Config c(config, batch);
-    const ModelShape& m = batch.spec.model;
     const JitProgram program = programs(batch, config, context.target).front();
-    CUfunction kernel = context.loader->function(program, program.kernels.front());
-    const int smem = c.shared_bytes();
-    allow_dynamic_shared_memory(context, kernel, smem);
-
-    const int rows_per_cta = traits::tile_rows(c.m_tiles);
-    std::vector<int> row_tiles(size_t(batch.num_seqs));
-    int max_row_tiles = 1;
-    int64_t max_rows = 0;
-    for (int s = 0; s < batch.num_seqs; ++s) {
-      const int64_t rows = mla_rows_of(batch, s);
-      row_tiles[size_t(s)] = int((rows + rows_per_cta - 1) / rows_per_cta);
-      max_row_tiles = std::max(max_row_tiles, row_tiles[size_t(s)]);
-      max_rows = std::max(max_rows, rows);
-    }
-    MlaSplitInputs inputs;
-    inputs.block_tokens = c.block_tokens;
-    inputs.fixed_splits = c.num_splits;
-    inputs.sm_count = context.target.sm_count;
-    inputs.resident_per_sm = resident_ctas(context, kernel, smem, traits::threads(c.warps));
-    inputs.max_splits = traits::kMaxSplits;
-    const MlaSplitPlan plan = plan_mla_splits(batch.kv_lens, row_tiles, inputs);
-
-    MlaSm80Params p{};
-    p.q = problem.q();
-    p.latent = problem.k_pool();
-    p.block_table = problem.block_table();
-    p.kv_lens = problem.kv_lens();
-    p.cu_seqlens_q = problem.cu_seqlens_q();
-    p.out = problem.out();
-    std::vector<DeviceBuffer> owned;
-    owned.push_back(upload_array(*context.cuda, plan.work));
-    p.work = reinterpret_cast<const int*>(owned.back().address());
-    owned.push_back(upload_array(*context.cuda, plan.seq_partial));
-    p.seq_partial = reinterpret_cast<const int*>(owned.back().address());
-    // Counters start at zero; the CTA that merges a (sequence, row tile) resets its counter.
-    owned.push_back(upload_array(
-        *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(max_row_tiles), 0)));
-    p.split_counters = reinterpret_cast<int*>(owned.back().address());
-    if (plan.partial_slots > 0) {
-      const size_t rows = size_t(plan.partial_slots) * size_t(max_rows);
-      const size_t out_bytes = rows * size_t(m.kv_lora_rank) * sizeof(float);
-      CUdeviceptr scratch = context.workspace->get(out_bytes + rows * sizeof(float));
-      p.partial_out = reinterpret_cast<float*>(scratch);
-      p.partial_lse = reinterpret_cast<float*>(scratch + out_bytes);
-    }
+    MlaLaunchSpec spec;
+    spec.kernel = context.loader->function(program, program.kernels.front());
+    spec.tile_rows = traits::tile_rows(c.m_tiles);
+    spec.block_tokens = c.block_tokens;
+    spec.num_splits = c.num_splits;
+    spec.max_splits = traits::kMaxSplits;
+    spec.threads = traits::threads(c.warps);
+    spec.shared_bytes = c.shared_bytes();
     // fp8: the latent pool holds code = value / scale, one scale for the cache
     // (mla_decode_variants.hpp).
-    p.kv_scale = c.kv_fp8 ? batch.k_scales.at(0) : 1.0f;
-    p.scale_log2 = float(double(batch.softmax_scale) * kLog2e);
-    p.num_q_heads = m.num_q_heads;
-    p.page_size = batch.page_size;
-    p.max_pages_per_seq = batch.max_pages_per_seq;
-    p.max_rows = int(max_rows);
-    p.row_tiles = max_row_tiles;
-    p.causal = batch.causal ? 1 : 0;
-
-    LaunchShape shape;
-    shape.grid_x = unsigned(plan.ctas());
-    shape.grid_y = unsigned(max_row_tiles);
-    shape.block_x = unsigned(traits::threads(c.warps));
-    shape.shared_bytes = unsigned(smem);
-    auto launcher = std::make_unique<ParamsLauncher<MlaSm80Params>>(context, kernel, shape, p,
-                                                                    std::move(owned));
-    launcher->set_plan(plan.description + ", " + std::to_string(max_row_tiles) + " row tiles of " +
-                       std::to_string(rows_per_cta) + " rows");
+    spec.kv_scale = c.kv_fp8 ? batch.k_scales.at(0) : 1.0f;
+    MlaLaunch launch = prepare_mla_launch(problem, context, spec);
+    auto launcher = std::make_unique<ParamsLauncher<MlaSm80Params>>(
+        context, spec.kernel, launch.shape, launch.params, std::move(launch.owned));
+    launcher->set_plan(launch.plan);
     return launcher;
   }
 

@@ -1,7 +1,8 @@
 // What the two Hopper MLA kernels share (mla_decode.sm90_wgmma, sm90_wgmma.cuh, and
 // mla_decode.sm90_wgmma_key_rows, sm90_wgmma_key_rows.cuh): the named barriers of their two
-// consumer warpgroups, the producer warp that loads latent blocks by TMA, and the split merge that
-// ends a split sequence.
+// consumer warpgroups, Q's copy into shared memory and the producer warp that loads latent blocks
+// by TMA. (The split merge that ends a split sequence, split_merge.cuh, all three GPU kernels
+// share.)
 #pragma once
 
 #include "kernels/common/convert.cuh"
@@ -9,6 +10,7 @@
 #include "kernels/common/sm90.cuh"
 #include "kernels/common/sm90_attention_traits.hpp"
 #include "kernels/mla_decode/sm90_wgmma_params.hpp"
+#include "kernels/mla_decode/split_merge.cuh"
 
 namespace attn {
 namespace mla_sm90 {
@@ -69,59 +71,27 @@ __device__ __forceinline__ void load_latent_blocks(const MlaSm90Params& params, 
   }
 }
 
-// After every CTA of a split sequence has written its normalised rows and their log2-sum-exp to
-// the partial buffers: the last of the (sequence, row tile)'s CTAs to finish merges them into the
-// output (rows row0 .. row0 + rows - 1 of the sequence, output rows from out_row0), with merge_s
-// ([splits][TILE_ROWS] floats of shared memory) for the weights, and resets the tile's counter
-// for the next launch. Every consumer thread calls it.
-template <int DTYPE, int RANK, int TILE_ROWS>
-__device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, int splits, int row0,
-                                             int rows, long long out_row0, float* merge_s,
-                                             int tid) {
-  const float kNegInf = -__int_as_float(0x7f800000);
-  __shared__ int last_split;
-  __threadfence();
-  consumers_sync();
-  int* counter = p.split_counters + static_cast<long long>(seq) * p.row_tiles + blockIdx.y;
-  if (tid == 0) last_split = atomicAdd(counter, 1) == splits - 1;
-  consumers_sync();
-  if (!last_split) return;
-  __threadfence();
-  const int base_slot = p.seq_partial[seq];
-  for (int r = tid; r < rows; r += kConsumerThreads) {
-    const float* lse = p.partial_lse + static_cast<long long>(base_slot) * p.max_rows + row0 + r;
-    float m = kNegInf;
-    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(lse + sp * p.max_rows));
-    float total = 0.0f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = m == kNegInf ? 0.0f : exp2_ftz(__ldcg(lse + sp * p.max_rows) - m);
-      merge_s[sp * TILE_ROWS + r] = w;
-      total += w;
+// The consumers copy the CTA's ROWS rows of Q (row0 .. of the sequence whose first query token is
+// q0; zeros past its seq_rows rows) into q_s as D / 64 column blocks of [ROWS][64], 128-byte
+// swizzled (16-byte chunk c of row r at chunk c ^ (r % 8)): the K-major operand wgmma reads.
+template <int D, int ROWS>
+__device__ __forceinline__ void load_q_rows(unsigned char* q_s, const MlaSm80Params& p, int q0,
+                                            int row0, int seq_rows, int tid) {
+  const unsigned char* q_rows = static_cast<const unsigned char*>(p.q) +
+                                (static_cast<long long>(q0) * p.num_q_heads + row0) * D * 2;
+  constexpr int ROW_CHUNKS = D / 8;
+  for (int i = tid; i < ROWS * ROW_CHUNKS; i += kConsumerThreads) {
+    const int r = i / ROW_CHUNKS, chunk = i % ROW_CHUNKS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (row0 + r < seq_rows) {
+      v = __ldg(
+          reinterpret_cast<const uint4*>(q_rows + static_cast<long long>(r) * D * 2 + chunk * 16));
     }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-    for (int sp = 0; sp < splits; ++sp) merge_s[sp * TILE_ROWS + r] *= inv;
+    *reinterpret_cast<uint4*>(q_s + (chunk / 8) * ROWS * 128 + r * 128 +
+                              ((chunk % 8) ^ (r % 8)) * 16) = v;
   }
+  sm90::fence_proxy_async_shared();  // the generic writes, before wgmma reads them
   consumers_sync();
-  for (int i = tid; i < rows * (RANK / 4); i += kConsumerThreads) {
-    const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = merge_s[sp * TILE_ROWS + r];
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(
-          p.partial_out + (static_cast<long long>(base_slot + sp) * p.max_rows + row0 + r) * RANK +
-          c));
-      acc[0] += w * v.x;
-      acc[1] += w * v.y;
-      acc[2] += w * v.z;
-      acc[3] += w * v.w;
-    }
-    uint2 packed;
-    packed.x = pack2<DTYPE>(acc[0], acc[1]);
-    packed.y = pack2<DTYPE>(acc[2], acc[3]);
-    *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
-        packed;
-  }
-  if (tid == 0) *counter = 0;
 }
 
 }  // namespace mla_sm90

@@ -55,7 +55,6 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   constexpr int STAGE = traits::stage_bytes(RANK, ROPE, BLOCK);
   constexpr int COLUMN_BLOCK = BLOCK * sm90_attention::kBlockRowBytes;  // [BLOCK][64] of a stage
   constexpr int CONSUMER_WARPS = 4 * traits::kConsumers;
-  constexpr int CONSUMER_THREADS = 32 * CONSUMER_WARPS;
   // Keys of the block whose scores a warpgroup computes: all, or (QK_SPLIT) warpgroup w's half
   // from key w BLOCK / 2.
   constexpr int SN = QK_SPLIT ? BLOCK / 2 : BLOCK;
@@ -110,25 +109,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   sm90::setmaxnreg_inc<traits::kConsumerRegisters>();
   const int wg = warp / 4, t = tid % 128;
 
-  // Q's rows as CB column blocks of [ROWS][64], 128-byte swizzled (16-byte chunk c of row r at
-  // chunk c ^ (r % 8)), zeros past the sequence's last row.
-  {
-    const unsigned char* q_rows = static_cast<const unsigned char*>(p.q) +
-                                  (static_cast<long long>(q0) * p.num_q_heads + row0) * D * 2;
-    constexpr int ROW_CHUNKS = D / 8;
-    for (int i = tid; i < ROWS * ROW_CHUNKS; i += CONSUMER_THREADS) {
-      const int r = i / ROW_CHUNKS, chunk = i % ROW_CHUNKS;
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (row0 + r < seq_rows) {
-        v = __ldg(reinterpret_cast<const uint4*>(q_rows + static_cast<long long>(r) * D * 2 +
-                                                 chunk * 16));
-      }
-      *reinterpret_cast<uint4*>(q_s + (chunk / 8) * ROWS * 128 + r * 128 +
-                                ((chunk % 8) ^ (r % 8)) * 16) = v;
-    }
-    sm90::fence_proxy_async_shared();  // the generic writes, before wgmma reads them
-    mla_sm90::consumers_sync();
-  }
+  // Q's rows as CB column blocks of [ROWS][64], 128-byte swizzled, zeros past the sequence's last.
+  mla_sm90::load_q_rows<D, ROWS>(q_s, p, q0, row0, seq_rows, tid);
 
   // The thread's two rows (accumulator rows t / 32 * 16 + t % 32 / 4 and 8 below) see keys before
   // limit[h]: the causal diagonal of the row's query token, or kv_len; and the split's end.
@@ -344,8 +326,9 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   if (splits == 1) return;
 
   // The last split of this (sequence, row tile) to finish merges them all.
-  mla_sm90::merge_splits<DTYPE, RANK, ROWS>(p, seq, splits, row0, min(ROWS, seq_rows - row0),
-                                            out_row0, merge_s, tid);
+  mla_split::merge_splits<DTYPE, RANK, ROWS, mla_sm90::kConsumerThreads>(
+      p, seq, splits, row0, min(ROWS, seq_rows - row0), out_row0, merge_s, tid,
+      [] { mla_sm90::consumers_sync(); });
 }
 
 }  // namespace attn

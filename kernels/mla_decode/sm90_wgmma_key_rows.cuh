@@ -98,23 +98,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   const int wg = warp / 4, t = tid % 128, wq = t / 32;
 
   // Q's rows as CB column blocks of [N][64], 128-byte swizzled, zeros past the sequence's last.
-  {
-    const unsigned char* q_rows = static_cast<const unsigned char*>(p.q) +
-                                  (static_cast<long long>(q0) * p.num_q_heads + row0) * D * 2;
-    constexpr int ROW_CHUNKS = D / 8;
-    for (int i = tid; i < N * ROW_CHUNKS; i += mla_sm90::kConsumerThreads) {
-      const int r = i / ROW_CHUNKS, chunk = i % ROW_CHUNKS;
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (row0 + r < seq_rows) {
-        v = __ldg(reinterpret_cast<const uint4*>(q_rows + static_cast<long long>(r) * D * 2 +
-                                                 chunk * 16));
-      }
-      *reinterpret_cast<uint4*>(q_s + (chunk / 8) * N * 128 + r * 128 +
-                                ((chunk % 8) ^ (r % 8)) * 16) = v;
-    }
-    sm90::fence_proxy_async_shared();  // the generic writes, before wgmma reads them
-    mla_sm90::consumers_sync();
-  }
+  mla_sm90::load_q_rows<D, N>(q_s, p, q0, row0, seq_rows, tid);
 
   // Column slot x = 2 j + e of the thread: tile column 8 j + 2 (t % 4) + e, accumulator
   // registers 4 j + e (key row t / 4 of the warp's 16) and 4 j + 2 + e (8 keys below).
@@ -363,8 +347,9 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   for (int r = tid; r < rows; r += mla_sm90::kConsumerThreads) {
     p.partial_lse[static_cast<long long>(slot) * p.max_rows + row0 + r] = lse_s[r];
   }
-  mla_sm90::merge_splits<DTYPE, RANK, N>(p, seq, splits, row0, rows, out_row0,
-                                         reinterpret_cast<float*>(kv_s), tid);
+  mla_split::merge_splits<DTYPE, RANK, N, mla_sm90::kConsumerThreads>(
+      p, seq, splits, row0, rows, out_row0, reinterpret_cast<float*>(kv_s), tid,
+      [] { mla_sm90::consumers_sync(); });
 }
 
 }  // namespace attn

@@ -1,11 +1,11 @@
 // Host side of mla_decode.sm90_wgmma (device code: sm90_wgmma.cuh, rules: sm90_wgmma_traits.hpp,
-// the split of the keys over CTAs: mla_split_plan.hpp, shared with mla_decode.sm80_mma; the
-// launch: sm90_launch.hpp, shared with mla_decode.sm90_wgmma_key_rows).
+// the split of the keys over CTAs and the launch: mla_split_plan.hpp, mla_launch.hpp, shared with
+// the other GPU variants).
 #include "kernels/config_axes.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/mla_decode/mla_decode_variants.hpp"
-#include "kernels/mla_decode/sm90_launch.hpp"
+#include "kernels/mla_decode/mla_launch.hpp"
 #include "kernels/mla_decode/sm90_wgmma_traits.hpp"
 #include "kernels/problem.hpp"
 #include "kernels/rule_message.hpp"
@@ -145,16 +145,15 @@ class MlaSm90WgmmaVariant : public Variant {
     ATTN_ASSERT(support.ok, support.reason);
     const MlaSm90Config c(config, batch);
     const JitProgram program = programs(batch, config, context.target).front();
-    MlaSm90Launch launch;
+    MlaLaunchSpec launch;
     launch.kernel = context.loader->function(program, program.kernels.front());
     launch.tile_rows = traits::kRows;
     launch.block_tokens = c.block_tokens;
-    launch.box_tokens = c.box_tokens();
     launch.num_splits = c.num_splits;
     launch.max_splits = traits::kMaxSplits;
     launch.threads = traits::kThreads;
     launch.shared_bytes = c.shared_bytes();
-    return launch_mla_sm90(problem, context, launch);
+    return launch_mla_sm90(problem, context, launch, c.box_tokens());
   }
 
   Work work(const Batch& batch) const override { return mla_decode_work(batch); }

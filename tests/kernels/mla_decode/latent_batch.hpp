@@ -51,4 +51,21 @@ inline Batch latent_batch(const LatentShape& shape) {
   return generate_batch(parse_workload(latent_workload_json(shape).dump(), "latent"));
 }
 
+// A small batch at the given widths for the gating tests: sequences of 300, 0, 1 and 64 cached
+// keys with 1, 1, 2 and 4 query tokens; Q's dtype `dtype`, the cache's `kv_dtype` ("": Q's).
+inline Batch small_latent_batch(int q_heads, int rank, int rope, int page_size,
+                                const std::string& kv_dtype = "",
+                                const std::string& dtype = "bf16") {
+  LatentShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_lora_rank = rank;
+  shape.qk_rope_head_dim = rope;
+  shape.page_size = page_size;
+  shape.kv_dtype = kv_dtype;
+  shape.sequences = {{300, 1}, {0, 1}, {1, 2}, {64, 4}};
+  nlohmann::json spec = latent_workload_json(shape);
+  spec["model"]["dtype"] = dtype;
+  return generate_batch(parse_workload(spec.dump(), "latent"));
+}
+
 }  // namespace attn::testing

@@ -14,6 +14,7 @@
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/every_config_cases.hpp"
+#include "tests/kernels/mla_decode/latent_gpu_check.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/kernels/mla_decode/random_latent_spec.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
@@ -22,40 +23,14 @@
 namespace attn {
 namespace {
 
-using testing::pick;
-
-Measurement evaluate_once(const Batch& batch, const Variant& variant, const KernelConfig& config) {
-  auto& env = testing::gpu();
-  auto options = testing::test_evaluator_options();
-  options.reference = ReferenceOracle::cpu;
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
-  return evaluator->evaluate(variant, config);
-}
-
-std::string describe(const nlohmann::json& spec, const KernelConfig& config) {
-  return spec.dump() + " config " + config.key();
-}
 
 TEST(MlaSm80MmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   ATTN_REQUIRE_GPU();
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("mla_decode.sm80_mma");
   const Target target = Target::cuda(testing::gpu().device());
-  const uint64_t seed = testing::test_seed_or_clock();
-  std::mt19937_64 rng(seed);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const nlohmann::json spec = testing::random_latent_spec(rng);
-    const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
-    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng);
-    ASSERT_TRUE(variant.check(batch, config, target)) << describe(spec, config);
-    const Measurement m = evaluate_once(batch, variant, config);
-    EXPECT_EQ(m.disposition, Disposition::passed) << describe(spec, config) << ": " << m.reason;
-  }
-  EXPECT_GE(budget.checked(), 12);
-  testing::print_case_summary(budget, seed);
+  testing::expect_random_latent_batches_match(
+      variant, target, [](std::mt19937_64& rng) { return testing::random_latent_spec(rng); });
 }
 
 // DeepSeek-V3's widths with 16 heads and speculative decode: every fixed split count (the merge
@@ -85,7 +60,7 @@ TEST(MlaSm80MmaGpu, EverySplitCountMergesToTheReference) {
         if (by_dims) config.set("m_tiles", 1);
         const std::string what = (kv_dtype.empty() ? "bf16 " : "fp8 ") + config.key();
         ASSERT_TRUE(variant.check(batch, config, target)) << what;
-        const Measurement m = evaluate_once(batch, variant, config);
+        const Measurement m = testing::evaluate_latent_once(batch, variant, config);
         EXPECT_EQ(m.disposition, Disposition::passed) << what << ": " << m.reason;
       }
     }
@@ -113,7 +88,7 @@ TEST(MlaSm80MmaGpu, EveryAcceptedFp8ConfigMatchesTheReference) {
   for (const KernelConfig& config : configs) {
     if (!variant.check(batch, config, target)) continue;
     ++accepted;
-    const Measurement m = evaluate_once(batch, variant, config);
+    const Measurement m = testing::evaluate_latent_once(batch, variant, config);
     EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
   }
   EXPECT_GE(accepted, 10);

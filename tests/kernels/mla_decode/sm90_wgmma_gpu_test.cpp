@@ -15,6 +15,7 @@
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/every_config_cases.hpp"
+#include "tests/kernels/mla_decode/latent_gpu_check.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/kernels/mla_decode/random_latent_spec.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
@@ -24,15 +25,6 @@ namespace attn {
 namespace {
 
 using testing::pick;
-
-Measurement evaluate_sm90_once(const Batch& batch, const Variant& variant,
-                               const KernelConfig& config) {
-  auto& env = testing::gpu();
-  auto options = testing::test_evaluator_options();
-  options.reference = ReferenceOracle::cpu;
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
-  return evaluator->evaluate(variant, config);
-}
 
 // A random latent workload the variant takes (16-bit caches, rope 64 or 128, pages of a multiple
 // of 8 keys), sized so that the CPU reference stays under a second or two of the cores.
@@ -53,22 +45,7 @@ TEST(MlaSm90WgmmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   const Variant& variant = *registry.find("mla_decode.sm90_wgmma");
   const Target target = Target::cuda(testing::gpu().device());
   if (target.cc_major != 9) GTEST_SKIP() << "mla_decode.sm90_wgmma needs an sm_90 GPU";
-  const uint64_t seed = testing::test_seed_or_clock();
-  std::mt19937_64 rng(seed);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    const nlohmann::json spec = random_sm90_latent_spec(rng);
-    const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
-    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng);
-    const std::string what = spec.dump() + " config " + config.key();
-    ASSERT_TRUE(variant.check(batch, config, target)) << what;
-    const Measurement m = evaluate_sm90_once(batch, variant, config);
-    EXPECT_EQ(m.disposition, Disposition::passed) << what << ": " << m.reason;
-  }
-  EXPECT_GE(budget.checked(), 12);
-  testing::print_case_summary(budget, seed);
+  testing::expect_random_latent_batches_match(variant, target, random_sm90_latent_spec);
 }
 
 // DeepSeek-V3's widths with 16 heads and speculative decode: every fixed split count (the merge
@@ -97,7 +74,7 @@ TEST(MlaSm90WgmmaGpu, EverySplitCountMergesToTheReference) {
         config.set("block_tokens", block);
         config.set("qk_split", qk_split);
         ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
-        const Measurement m = evaluate_sm90_once(batch, variant, config);
+        const Measurement m = testing::evaluate_latent_once(batch, variant, config);
         EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
       }
     }
@@ -127,7 +104,7 @@ TEST(MlaSm90WgmmaGpu, EveryAcceptedConfigMatchesTheReference) {
     for (const KernelConfig& config : configs) {
       if (!variant.check(batch, config, target)) continue;
       ++accepted;
-      const Measurement m = evaluate_sm90_once(batch, variant, config);
+      const Measurement m = testing::evaluate_latent_once(batch, variant, config);
       EXPECT_EQ(m.disposition, Disposition::passed)
           << heads << " heads " << config.key() << ": " << m.reason;
     }

@@ -13,6 +13,7 @@
 #include "measure/evaluator.hpp"
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
+#include "tests/kernels/mla_decode/latent_gpu_check.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
 #include "tests/kernels/mla_decode/random_latent_spec.hpp"
 #include "tests/kernels/random_draws.hpp"
@@ -23,13 +24,18 @@ namespace {
 
 using testing::pick;
 
-Measurement evaluate_key_rows_once(const Batch& batch, const Variant& variant,
-                                   const KernelConfig& config) {
-  auto& env = testing::gpu();
-  auto options = testing::test_evaluator_options();
-  options.reference = ReferenceOracle::cpu;
-  auto evaluator = Evaluator::on_cuda(batch, env.discovery.api, env.device(), *env.jit, options);
-  return evaluator->evaluate(variant, config);
+// A random latent workload the variant takes (16-bit caches, rope 64 or 128, pages of a multiple
+// of 8 keys), mostly 16 heads or fewer, sized so that the CPU reference stays under a second or
+// two of the cores.
+nlohmann::json random_key_rows_spec(std::mt19937_64& rng) {
+  testing::LatentShape shape;
+  shape.q_heads = pick(rng, std::vector<int>{1, 8, 16, 16, 16, 22, 32, 128});
+  shape.kv_lora_rank = pick(rng, std::vector<int>{512, 512, 256, 128, 192});
+  shape.qk_rope_head_dim = pick(rng, std::vector<int>{64, 64, 128});
+  shape.page_size = pick(rng, std::vector<int>{8, 16, 16, 48, 64, 64, 128, 256});
+  shape.causal = std::bernoulli_distribution(0.8)(rng);
+  shape.allocation = pick(rng, std::vector<std::string>{"shuffled", "sequential", "fragmented"});
+  return testing::latent_spec_with_random_lengths(rng, shape, {0, 1, 2, 31, 32, 63, 64, 65});
 }
 
 TEST(MlaSm90KeyRowsGpu, RandomBatchesConfigsAndDataMatchTheReference) {
@@ -38,30 +44,7 @@ TEST(MlaSm90KeyRowsGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   const Variant& variant = *registry.find("mla_decode.sm90_wgmma_key_rows");
   const Target target = Target::cuda(testing::gpu().device());
   if (target.cc_major != 9) GTEST_SKIP() << "mla_decode.sm90_wgmma_key_rows needs an sm_90 GPU";
-  const uint64_t seed = testing::test_seed_or_clock();
-  std::mt19937_64 rng(seed);
-  SCOPED_TRACE("ATTN_TEST_SEED=" + std::to_string(seed));
-  testing::CaseBudget budget = testing::CaseBudget::from_environment(12);
-  while (budget.another()) {
-    SCOPED_TRACE("case " + std::to_string(budget.draws()));
-    testing::LatentShape shape;
-    shape.q_heads = pick(rng, std::vector<int>{1, 8, 16, 16, 16, 22, 32, 128});
-    shape.kv_lora_rank = pick(rng, std::vector<int>{512, 512, 256, 128, 192});
-    shape.qk_rope_head_dim = pick(rng, std::vector<int>{64, 64, 128});
-    shape.page_size = pick(rng, std::vector<int>{8, 16, 16, 48, 64, 64, 128, 256});
-    shape.causal = std::bernoulli_distribution(0.8)(rng);
-    shape.allocation = pick(rng, std::vector<std::string>{"shuffled", "sequential", "fragmented"});
-    const nlohmann::json spec =
-        testing::latent_spec_with_random_lengths(rng, shape, {0, 1, 2, 31, 32, 63, 64, 65});
-    const Batch batch = generate_batch(parse_workload(spec.dump(), "latent"));
-    const KernelConfig config = testing::random_accepted_config(variant, batch, target, rng);
-    const std::string what = spec.dump() + " config " + config.key();
-    ASSERT_TRUE(variant.check(batch, config, target)) << what;
-    const Measurement m = evaluate_key_rows_once(batch, variant, config);
-    EXPECT_EQ(m.disposition, Disposition::passed) << what << ": " << m.reason;
-  }
-  EXPECT_GE(budget.checked(), 12);
-  testing::print_case_summary(budget, seed);
+  testing::expect_random_latent_batches_match(variant, target, random_key_rows_spec);
 }
 
 // 16 heads with speculative sequences (2 to 4 query tokens: up to 64 rows, several row tiles),
@@ -87,7 +70,7 @@ TEST(MlaSm90KeyRowsGpu, EverySplitCountMergesToTheReference) {
       config.set("num_splits", splits);
       config.set("tile_rows", rows);
       ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
-      const Measurement m = evaluate_key_rows_once(batch, variant, config);
+      const Measurement m = testing::evaluate_latent_once(batch, variant, config);
       EXPECT_EQ(m.disposition, Disposition::passed) << config.key() << ": " << m.reason;
     }
   }

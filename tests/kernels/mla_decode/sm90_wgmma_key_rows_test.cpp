@@ -23,20 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace kr = mla_decode::sm90_wgmma_key_rows;
 
-Batch key_rows_batch(int q_heads, int rank, int rope, int page_size, const std::string& kv_dtype = "",
-                     const std::string& dtype = "bf16") {
-  testing::LatentShape shape;
-  shape.q_heads = q_heads;
-  shape.kv_lora_rank = rank;
-  shape.qk_rope_head_dim = rope;
-  shape.page_size = page_size;
-  shape.kv_dtype = kv_dtype;
-  shape.sequences = {{300, 1}, {0, 1}, {1, 2}, {64, 4}};
-  nlohmann::json spec = testing::latent_workload_json(shape);
-  spec["model"]["dtype"] = dtype;
-  return generate_batch(parse_workload(spec.dump(), "latent"));
-}
-
 TEST(MlaSm90KeyRowsTraits, SharedMemoryIsQStagesPExchangeAndBarriers) {
   // DeepSeek-V3 at 16 rows: Q 16 x 576 x 2, two stages of 64 latent rows, two P^T of 16 x 64,
   // the maxima [2][2][4][16] floats, 4 mbarriers.
@@ -114,7 +100,7 @@ TEST(MlaSm90KeyRowsGating, PagesAndWidthsAreAcceptedOrDeclinedWithTheRule) {
   const Variant& variant = *registry.find("mla_decode.sm90_wgmma_key_rows");
   const Target target = testing::hopper_target();
   for (int page : {1, 4, 8, 12, 16, 48, 64, 256}) {
-    const Batch batch = key_rows_batch(16, 256, 64, page);
+    const Batch batch = testing::small_latent_batch(16, 256, 64, page);
     for (const KernelConfig& config :
          testing::space_configs(variant, batch, target, {{"num_splits", 0}})) {
       const Support s = variant.check(batch, config, target);
@@ -125,19 +111,19 @@ TEST(MlaSm90KeyRowsGating, PagesAndWidthsAreAcceptedOrDeclinedWithTheRule) {
       }
     }
   }
-  const Batch narrow_rope = key_rows_batch(16, 512, 32, 64);
+  const Batch narrow_rope = testing::small_latent_batch(16, 512, 32, 64);
   const Support rope =
       variant.check(narrow_rope, variant.default_config(narrow_rope, target), target);
   EXPECT_FALSE(rope.ok);
   EXPECT_NE(rope.reason.find("qk_rope_head_dim"), std::string::npos) << rope.reason;
-  const Batch deepseek = key_rows_batch(16, 512, 64, 64);
+  const Batch deepseek = testing::small_latent_batch(16, 512, 64, 64);
   KernelConfig wide = variant.default_config(deepseek, target);
   wide.set("tile_rows", 32);
   const Support regs = variant.check(deepseek, wide, target);
   EXPECT_FALSE(regs.ok);
   EXPECT_NE(regs.reason.find("registers"), std::string::npos) << regs.reason;
   // At rank 256 with 32 rows per sequence (16 heads, 2 tokens) the default takes 32-row tiles.
-  const Batch small = key_rows_batch(16, 256, 128, 16, "", "fp16");
+  const Batch small = testing::small_latent_batch(16, 256, 128, 16, "", "fp16");
   EXPECT_EQ(variant.default_config(small, target).get("tile_rows"), 32);
   EXPECT_TRUE(variant.check(small, variant.default_config(small, target), target).ok);
 }
@@ -158,7 +144,7 @@ TEST(MlaSm90KeyRowsCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
   for (const auto& [dtype, page, rope, rows] :
        {std::tuple<std::string, int, int, int>{"bf16", 64, 64, 16}, {"bf16", 64, 128, 16},
         {"fp16", 16, 64, 16}, {"bf16", 64, 64, 32}, {"bf16", 64, 128, 32}}) {
-    const Batch batch = key_rows_batch(16, rows == 32 ? 256 : 512, rope, page, "", dtype);
+    const Batch batch = testing::small_latent_batch(16, rows == 32 ? 256 : 512, rope, page, "", dtype);
     KernelConfig config = variant.default_config(batch, target);
     config.set("tile_rows", rows);
     ASSERT_TRUE(variant.check(batch, config, target)) << config.key();

@@ -24,20 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace wg_traits = mla_decode::sm90_wgmma;
 
-Batch sm90_latent_batch(int q_heads, int rank, int rope, int page_size,
-                        const std::string& kv_dtype = "", const std::string& dtype = "bf16") {
-  testing::LatentShape shape;
-  shape.q_heads = q_heads;
-  shape.kv_lora_rank = rank;
-  shape.qk_rope_head_dim = rope;
-  shape.page_size = page_size;
-  shape.kv_dtype = kv_dtype;
-  shape.sequences = {{300, 1}, {0, 1}, {1, 2}, {64, 4}};
-  nlohmann::json spec = testing::latent_workload_json(shape);
-  spec["model"]["dtype"] = dtype;
-  return generate_batch(parse_workload(spec.dump(), "latent"));
-}
-
 TEST(MlaSm90WgmmaTraits, SharedMemoryIsQStagesAndBarriersAfterAlignment) {
   // DeepSeek-V3: Q 64 x 576 x 2, two stages of 64 latent rows, 4 mbarriers.
   EXPECT_EQ(wg_traits::q_bytes(512, 64), 64 * 576 * 2);
@@ -126,7 +112,7 @@ TEST(MlaSm90WgmmaGating, EveryPageSizeIsAcceptedOrDeclinedWithTheRule) {
   const Target target = testing::hopper_target();
   int accepted = 0, by_page = 0;
   for (int page = 1; page <= 256; page += (page < 24 ? 1 : 13)) {
-    const Batch batch = sm90_latent_batch(16, 512, 64, page);
+    const Batch batch = testing::small_latent_batch(16, 512, 64, page);
     for (const KernelConfig& config :
          testing::space_configs(variant, batch, target, {{"num_splits", 0}})) {
       const Support s = variant.check(batch, config, target);
@@ -151,7 +137,7 @@ TEST(MlaSm90WgmmaGating, EveryPageSizeIsAcceptedOrDeclinedWithTheRule) {
   EXPECT_GT(by_page, 0);
   // The common page sizes run.
   for (int page : {16, 64}) {
-    const Batch batch = sm90_latent_batch(16, 512, 64, page);
+    const Batch batch = testing::small_latent_batch(16, 512, 64, page);
     EXPECT_TRUE(variant.check(batch, variant.default_config(batch, target), target).ok) << page;
   }
 }
@@ -160,19 +146,19 @@ TEST(MlaSm90WgmmaGating, OtherWidthsAreDeclinedWithAReason) {
   const Registry registry = make_registry();
   const Variant& variant = *registry.find("mla_decode.sm90_wgmma");
   const Target target = testing::hopper_target();
-  const Batch narrow_rope = sm90_latent_batch(16, 512, 32, 64);
+  const Batch narrow_rope = testing::small_latent_batch(16, 512, 32, 64);
   const Support rope =
       variant.check(narrow_rope, variant.default_config(narrow_rope, target), target);
   EXPECT_FALSE(rope.ok);
   EXPECT_NE(rope.reason.find("qk_rope_head_dim"), std::string::npos) << rope.reason;
-  const Batch odd_rank = sm90_latent_batch(16, 448, 64, 64);
+  const Batch odd_rank = testing::small_latent_batch(16, 448, 64, 64);
   const Support rank = variant.check(odd_rank, variant.default_config(odd_rank, target), target);
   EXPECT_FALSE(rank.ok);
   EXPECT_NE(rank.reason.find("kv_lora_rank 448"), std::string::npos) << rank.reason;
-  const Batch wide = sm90_latent_batch(16, 1024, 128, 64);
+  const Batch wide = testing::small_latent_batch(16, 1024, 128, 64);
   const Support regs = variant.check(wide, variant.default_config(wide, target), target);
   EXPECT_FALSE(regs.ok);
-  const Batch small = sm90_latent_batch(16, 256, 64, 64, "", "fp16");
+  const Batch small = testing::small_latent_batch(16, 256, 64, 64, "", "fp16");
   EXPECT_TRUE(variant.check(small, variant.default_config(small, target), target).ok);
 }
 
@@ -191,7 +177,7 @@ TEST(MlaSm90WgmmaCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
   std::vector<testing::CompileJob> jobs;
   for (const auto& [dtype, page] :
        {std::pair<std::string, int>{"bf16", 64}, {"fp16", 64}, {"bf16", 16}}) {
-    const Batch batch = sm90_latent_batch(16, 512, 64, page, "", dtype);
+    const Batch batch = testing::small_latent_batch(16, 512, 64, page, "", dtype);
     // Every accepted config of bf16 over 64-key pages; the default of the others.
     std::vector<KernelConfig> configs = {variant.default_config(batch, target)};
     if (dtype == "bf16" && page == 64) {
