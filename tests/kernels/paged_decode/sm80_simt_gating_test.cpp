@@ -139,6 +139,38 @@ TEST(Sm80SimtGating, DefaultConfigRunsEveryDeclaredHeadDim) {
 
 // Every config the traits accept has a consistent shape: the declared shared memory holds the
 // pipeline and the row merge, and the key rows divide the block.
+// A 16-bit NHD cache at head dims 80 and 96 (rows that are not whole 128-byte lines) defaults to
+// two stages of 64-key tiles; HND, fp8 and head dim 128 keep six stages of 16 keys.
+TEST(Sm80SimtGating, DefaultTilesFollowTheRowsLines) {
+  const Registry registry = make_registry();
+  const Variant& sm80_simt = *registry.find("paged_decode.sm80_simt");
+  DeviceInfo device;
+  device.cc_major = 9;
+  device.sm_count = 132;
+  const Target gpu = Target::cuda(device);
+  for (int head_dim : {80, 96, 128}) {
+    for (KvLayout layout : {KvLayout::nhd, KvLayout::hnd}) {
+      for (bool fp8 : {false, true}) {
+        testing::SpecShape shape;
+        shape.q_heads = 32;
+        shape.kv_heads = 32;
+        shape.head_dim = head_dim;
+        shape.layout = layout;
+        Batch batch = generate_batch(testing::make_decode_spec(shape, {5, 40, 300}));
+        if (fp8) {
+          batch.kv_dtype = DType::fp8_e4m3;
+          batch.k_scales = batch.v_scales = {1.0f};
+        }
+        const KernelConfig config = sm80_simt.default_config(batch, gpu);
+        const bool split_lines = head_dim != 128 && layout == KvLayout::nhd && !fp8;
+        EXPECT_EQ(config.get("tile_tokens"), split_lines ? 64 : 16) << head_dim << config.key();
+        EXPECT_EQ(config.get("stages"), split_lines ? 2 : 6) << head_dim << config.key();
+        EXPECT_TRUE(sm80_simt.check(batch, config, gpu).ok) << head_dim << config.key();
+      }
+    }
+  }
+}
+
 TEST(Sm80SimtGating, TraitsAreConsistent) {
   // A row's lanes: head_dim / 8 of them active, in a power-of-two group within a warp.
   for (int head_dim : {64, 80, 96, 128, 192, 256}) {
