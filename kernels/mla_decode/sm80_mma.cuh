@@ -553,8 +553,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
 
   // The last split of this (sequence, row tile) to finish merges them all.
   mla_split::merge_splits<DTYPE, RANK, ROWS, THREADS>(p, seq, splits, row0,
-                                                      min(ROWS, seq_rows - row0), out_row0,
-                                                      merge_s, threadIdx.x, [] { __syncthreads(); });
+                                                      min(ROWS, seq_rows - row0), out_row0, merge_s,
+                                                      threadIdx.x, [] { __syncthreads(); });
 }
 
 }  // namespace attn

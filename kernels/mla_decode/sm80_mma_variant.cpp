@@ -141,15 +141,7 @@ class MlaSm80MmaVariant : public Variant {
                                                 c.qk_by_dims, m.qk_rope_head_dim)},
                      {"register_limit", traits::kMaxRegisterEstimate}}));
     }
-    const int smem = c.shared_bytes();
-    if (target.max_shared_per_block > 0 && smem > target.max_shared_per_block) {
-      return Support::no("needs " + std::to_string(smem) + " bytes of shared memory; the device " +
-                         "allows " + std::to_string(target.max_shared_per_block) + " per block");
-    }
-    if (c.num_splits > traits::kMaxSplits) {
-      return Support::no("num_splits above " + std::to_string(traits::kMaxSplits));
-    }
-    return Support::yes();
+    return mla_decode_supports_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target);
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     for (int i = 0; i < N / 2; ++i) o[m][i] = 0.0f;
   }
   float s[N / 2];
-  float chain[CHAINS - 1][N / 2];  // S^T's other partial sums
+  float chain[CHAINS - 1][N / 2];      // S^T's other partial sums
   float col_max[COLS], col_sum[COLS];  // raw scores' maxima; sums over this thread's keys
 #pragma unroll
   for (int x = 0; x < COLS; ++x) {
@@ -315,8 +315,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
         const int x = 2 * (j / 4) + j % 2;
         const int dim = 64 * m + sm90_attention::accumulator_row(t, j);
         const int c = sm90_attention::accumulator_column(t, j);
-        rows_s[c * OUT_STRIDE + dim] =
-            o[m][j] * w0[x] + state[(m * (N / 2) + j) * 128 + t] * w1[x];
+        rows_s[c * OUT_STRIDE + dim] = o[m][j] * w0[x] + state[(m * (N / 2) + j) * 128 + t] * w1[x];
       }
     }
   }
@@ -338,7 +337,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       *reinterpret_cast<uint4*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
           packed;
     } else {
-      float* dst = p.partial_out + (static_cast<long long>(slot) * p.max_rows + row0 + r) * RANK + c;
+      float* dst =
+          p.partial_out + (static_cast<long long>(slot) * p.max_rows + row0 + r) * RANK + c;
       *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
       *reinterpret_cast<float4*>(dst + 4) = make_float4(v[4], v[5], v[6], v[7]);
     }

@@ -14,11 +14,12 @@ namespace mla_split {
 // the partial buffers: the last of the (sequence, row tile)'s CTAs to finish merges them into the
 // output (rows row0 .. row0 + rows - 1 of the sequence, output rows from out_row0), with merge_s
 // ([splits][TILE_ROWS] floats of shared memory) for the weights, and resets the tile's counter
-// for the next launch. The THREADS threads that compute (tid 0 ..) call it; sync() is their barrier.
+// for the next launch. The THREADS threads that compute (tid 0 ..) call it; sync() is their
+// barrier.
 template <int DTYPE, int RANK, int TILE_ROWS, int THREADS, class Sync>
 __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, int splits, int row0,
-                                             int rows, long long out_row0, float* merge_s,
-                                             int tid, Sync sync) {
+                                             int rows, long long out_row0, float* merge_s, int tid,
+                                             Sync sync) {
   const float kNegInf = -__int_as_float(0x7f800000);
   __shared__ int last_split;
   __threadfence();

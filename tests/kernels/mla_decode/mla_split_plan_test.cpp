@@ -78,7 +78,8 @@ TEST(MlaSplitPlan, RoundingUpNeverOvershootsTheWave) {
     for (int tiles = 1; tiles <= 3; ++tiles) {
       const std::vector<int64_t> lens(50, len);
       const MlaSplitPlan p = plan_mla_splits(lens, std::vector<int>(50, tiles), in);
-      EXPECT_LE(int64_t(p.ctas()) * tiles, std::max<int64_t>(132, 50 * tiles)) << len << " " << tiles;
+      EXPECT_LE(int64_t(p.ctas()) * tiles, std::max<int64_t>(132, 50 * tiles))
+          << len << " " << tiles;
       expect_covers(p, lens, 64);
     }
   }

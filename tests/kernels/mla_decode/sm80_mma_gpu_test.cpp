@@ -14,15 +14,14 @@
 #include "tests/gpu_case_budget.hpp"
 #include "tests/gpu_test_support.hpp"
 #include "tests/kernels/every_config_cases.hpp"
-#include "tests/kernels/mla_decode/latent_gpu_check.hpp"
 #include "tests/kernels/mla_decode/latent_batch.hpp"
+#include "tests/kernels/mla_decode/latent_gpu_check.hpp"
 #include "tests/kernels/mla_decode/random_latent_spec.hpp"
 #include "tests/kernels/paged_decode/random_decode_batch.hpp"
 #include "tests/test_support.hpp"
 
 namespace attn {
 namespace {
-
 
 TEST(MlaSm80MmaGpu, RandomBatchesConfigsAndDataMatchTheReference) {
   ATTN_REQUIRE_GPU();

@@ -142,9 +142,13 @@ TEST(MlaSm90KeyRowsCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
   const Target target = testing::hopper_target();
   std::vector<testing::CompileJob> jobs;
   for (const auto& [dtype, page, rope, rows] :
-       {std::tuple<std::string, int, int, int>{"bf16", 64, 64, 16}, {"bf16", 64, 128, 16},
-        {"fp16", 16, 64, 16}, {"bf16", 64, 64, 32}, {"bf16", 64, 128, 32}}) {
-    const Batch batch = testing::small_latent_batch(16, rows == 32 ? 256 : 512, rope, page, "", dtype);
+       {std::tuple<std::string, int, int, int>{"bf16", 64, 64, 16},
+        {"bf16", 64, 128, 16},
+        {"fp16", 16, 64, 16},
+        {"bf16", 64, 64, 32},
+        {"bf16", 64, 128, 32}}) {
+    const Batch batch =
+        testing::small_latent_batch(16, rows == 32 ? 256 : 512, rope, page, "", dtype);
     KernelConfig config = variant.default_config(batch, target);
     config.set("tile_rows", rows);
     ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
