@@ -20,6 +20,13 @@ inline std::string dequantize_fp8_kernel(DType dtype) {
   return "attn::dequantize_fp8<" + std::to_string(dtype_code_of(dtype)) + ">";
 }
 
+// Adds the pass to `program` (its source and its kernel, for queries of `dtype`), beside the
+// attention kernel that reads the 16-bit copies.
+inline void add_dequantize_fp8(JitProgram& program, DType dtype) {
+  program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
+  program.kernels.push_back(dequantize_fp8_kernel(dtype));
+}
+
 class DequantThenAttend : public Launcher {
  public:
   // `attend` owns the buffers `params` points into.

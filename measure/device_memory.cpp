@@ -22,14 +22,15 @@ DeviceMemoryNeed device_memory_need(const Batch& batch, bool gpu_reference, bool
     need.reference = m.reference;
     if (device_fill) need.reference += 2 * m.query + m.kv_pools + m.block_table;
   }
-  // The flush's two buffers are twice the L2 each; the rotation's copies of small problems add up to about
-  // twice the L2 more (measure/evaluator.cpp). Copies of a large problem whose launch reads little
-  // of it (a short window) are made only in half the memory still free when the case is timed
-  // (measure/rotation_copies.hpp), so they are not part of this need.
+  // The flush's two buffers are twice the L2 each; the rotation's copies of small problems add up
+  // to about twice the L2 more (measure/evaluator.cpp). Copies of a large problem whose launch
+  // reads little of it (a short window) are made only in half the memory still free when the case
+  // is timed (measure/rotation_copies.hpp), so they are not part of this need.
   need.timing = 2 * std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
-  // An fp8 cache: prefix_prefill.sm90_wgmma's dequantisation pass (fp8_dequant=1) writes 16-bit
-  // copies of every sequence's context pages and of the new tokens' rows (16-row aligned).
-  if (batch.kv_dtype == DType::fp8_e4m3) {
+  // An fp8 cache: the dequantisation pass of prefix_prefill.sm90_wgmma (fp8_dequant=1) and of
+  // flash_fwd.sm90_wgmma writes 16-bit copies of every sequence's context pages and of the new
+  // tokens' rows (16-row aligned).
+  if (batch.kv_fp8()) {
     const ModelShape& model = batch.spec.model;
     const int64_t row = int64_t(model.num_kv_heads) *
                         (model.head_dim + model.effective_v_head_dim()) * 2;  // K and V, 16-bit

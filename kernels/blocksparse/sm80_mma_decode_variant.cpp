@@ -22,7 +22,7 @@ struct DecodeConfig {
       : tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))),
-        fp8(batch.kv_dtype == DType::fp8_e4m3) {}
+        fp8(batch.kv_fp8()) {}
   int shared_bytes(int head_dim) const {
     return blocksparse::sm80_mma_decode::shared_bytes(head_dim, tile_n, warps, stages, fp8);
   }

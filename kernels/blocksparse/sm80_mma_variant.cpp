@@ -24,7 +24,7 @@ struct MmaConfig {
         tile_n(int(c.get("tile_n"))),
         warps(int(c.get("warps"))),
         stages(int(c.get("stages"))),
-        fp8(batch.kv_dtype == DType::fp8_e4m3) {}
+        fp8(batch.kv_fp8()) {}
   int shared_bytes(int head_dim, int v_head_dim) const {
     return blocksparse::sm80_mma::shared_bytes(head_dim, v_head_dim, tile_m, tile_n, stages, fp8);
   }

@@ -71,7 +71,7 @@ JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
                                    ? ".dv" + std::to_string(m.effective_v_head_dim())
                                    : "";
   program.name = variant.full_name(config) + ".d" + std::to_string(m.head_dim) + narrow_v + "." +
-                 to_string(m.dtype) + (batch.kv_dtype == DType::fp8_e4m3 ? ".kv_fp8" : "") +
+                 to_string(m.dtype) + (batch.kv_fp8() ? ".kv_fp8" : "") +
                  (batch.causal ? ".causal" : "");
   program.source = "#include \"" + header + "\"\n";
   program.kernels = {std::move(attention), kGatherKvKernel};

@@ -236,10 +236,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     JitProgram program =
         gathered_kv_program(*this, batch, config, target, "kernels/flash_fwd/sm90_wgmma.cuh",
                             attention_kernel(batch, c));
-    if (batch.kv_fp8()) {
-      program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
-      program.kernels.push_back(dequantize_fp8_kernel(batch.spec.model.dtype));
-    }
+    if (batch.kv_fp8()) add_dequantize_fp8(program, batch.spec.model.dtype);
     const int last = last_tile_keys(batch, c.tile_n);
     if (last < c.tile_n) program.name += ".last" + std::to_string(last);
     return {program};

@@ -19,11 +19,6 @@ namespace {
 
 namespace traits = mla_decode::sm80_mma;
 
-// Whether the batch's latent cache holds fp8 e4m3 codes (staged and converted in the kernel).
-bool latent_fp8(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3;
-}
-
 // A config of the space with the batch's latent widths and cache dtype: what the traits check.
 struct MlaSm80Config {
   int block_tokens, warps, m_tiles, stages, num_splits;
@@ -39,7 +34,7 @@ struct MlaSm80Config {
         qk_by_dims(c.get("qk_by_dims") != 0),
         rank(batch.spec.model.kv_lora_rank),
         rope(batch.spec.model.qk_rope_head_dim),
-        kv_fp8(latent_fp8(batch)) {}
+        kv_fp8(batch.kv_fp8()) {}
   int check() const {
     return traits::check(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims, kv_fp8);
   }
@@ -149,7 +144,7 @@ class MlaSm80MmaVariant : public Variant {
     JitProgram program;
     program.name = full_name(config) + ".r" + std::to_string(batch.spec.model.kv_lora_rank) +
                    ".rope" + std::to_string(batch.spec.model.qk_rope_head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + (latent_fp8(batch) ? ".fp8_e4m3" : "");
+                   to_string(batch.spec.model.dtype) + (batch.kv_fp8() ? ".fp8_e4m3" : "");
     program.source = "#include \"kernels/mla_decode/sm80_mma.cuh\"\n";
     program.kernels = {kernel_name(MlaSm80Config(config, batch), batch.spec.model.dtype)};
     program.arch = target.arch;

@@ -27,7 +27,7 @@ struct Sm80SimtConfig {
 constexpr const char* kAxes[] = {"tile_tokens", "stages", "warps", "heads_per_cta", "num_splits"};
 
 int kv_bytes(const Batch& batch) {
-  return batch.kv_dtype == DType::fp8_e4m3 ? 1 : 2;
+  return batch.kv_fp8() ? 1 : 2;
 }
 
 int shared_bytes(const Batch& batch, const Sm80SimtConfig& c) {
@@ -71,7 +71,7 @@ std::string describe_rule(int rule, const Sm80SimtConfig& c, const Batch& batch)
 // 32-bit integer.
 Support sm80_simt_supports_limits(const Batch& batch) {
   const ModelShape& m = batch.spec.model;
-  if (batch.kv_dtype == DType::fp8_e4m3 && m.num_kv_heads > paged_decode::sm80_simt::kMaxKvHeads) {
+  if (batch.kv_fp8() && m.num_kv_heads > paged_decode::sm80_simt::kMaxKvHeads) {
     return Support::no("fp8_e4m3 KV with more than " +
                        std::to_string(paged_decode::sm80_simt::kMaxKvHeads) +
                        " kv heads (scales travel in the parameter struct)");
@@ -227,7 +227,7 @@ class Sm80SimtVariant : public Variant {
     program.name = full_name(config) + ".d" + std::to_string(head_dim) + "." +
                    to_string(batch.spec.model.dtype) + "." + to_string(batch.kv_dtype);
     program.source = "#include \"kernels/paged_decode/sm80_simt.cuh\"\n";
-    program.kernels = {attention_kernel(code, fp8(batch), head_dim, c),
+    program.kernels = {attention_kernel(code, batch.kv_fp8(), head_dim, c),
                        merge_kernel(code, head_dim, c)};
     program.arch = target.arch;
     return {program};
@@ -244,7 +244,7 @@ class Sm80SimtVariant : public Variant {
     const JitProgram program = programs(batch, config, context.target).front();
     const int code = dtype_code_of(m.dtype);
     CUfunction attention =
-        context.loader->function(program, attention_kernel(code, fp8(batch), m.head_dim, c));
+        context.loader->function(program, attention_kernel(code, batch.kv_fp8(), m.head_dim, c));
     CUfunction merge = context.loader->function(program, merge_kernel(code, m.head_dim, c));
     const int smem = shared_bytes(batch, c);
     allow_dynamic_shared_memory(context, attention, smem);
@@ -286,7 +286,7 @@ class Sm80SimtVariant : public Variant {
     p.soft_cap = batch.logits_soft_cap > 0 ? batch.logits_soft_cap : 0.0f;
     p.soft_cap_log2 = float(double(p.soft_cap) * kLog2e);
     double q_scale = double(batch.softmax_scale) * (p.soft_cap > 0 ? 1.0 : kLog2e);
-    p.kv_fp8 = fp8(batch) ? 1 : 0;
+    p.kv_fp8 = batch.kv_fp8() ? 1 : 0;
     if (p.kv_fp8) {
       q_scale *= 1.329227995784916e36;  // 2^120: the kernel's fp8 unpacking scales by 2^-120
       const std::vector<float> k = scales_per_kv_head(batch.k_scales, m.num_kv_heads);
@@ -324,7 +324,6 @@ class Sm80SimtVariant : public Variant {
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
-  static bool fp8(const Batch& batch) { return batch.kv_dtype == DType::fp8_e4m3; }
   static std::string attention_kernel(int code, bool kv_fp8, int head_dim,
                                       const Sm80SimtConfig& c) {
     return "attn::paged_decode_sm80_simt<" + std::to_string(code) + ", " +

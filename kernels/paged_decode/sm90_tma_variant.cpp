@@ -204,7 +204,7 @@ class Sm90TmaVariant : public Variant {
   // Why TMA cannot load this batch's pages for this config (empty: it can): the cp.async kernel
   // runs then. A config that breaks another rule is judged by TMA's rules (and declined).
   static std::string fallback_reason(const Batch& batch, const KernelConfig& config) {
-    if (batch.kv_dtype == DType::fp8_e4m3) return "fp8 K/V: the TMA boxes here are 16-bit";
+    if (batch.kv_fp8()) return "fp8 K/V: the TMA boxes here are 16-bit";
     const auto tile = config.find("tile_tokens"), warps = config.find("warps"),
                stages = config.find("stages");
     if (!tile || !warps || !stages) return {};

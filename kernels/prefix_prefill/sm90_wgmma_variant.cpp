@@ -211,10 +211,7 @@ class Sm90WgmmaVariant : public Variant {
         (batch.kv_fp8() ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
-    if (batch.kv_fp8() && !c.converts(batch)) {
-      program.source += "#include \"kernels/common/fp8_dequantize.cuh\"\n";
-      program.kernels.push_back(dequantize_fp8_kernel(batch.spec.model.dtype));
-    }
+    if (batch.kv_fp8() && !c.converts(batch)) add_dequantize_fp8(program, batch.spec.model.dtype);
     program.arch = target.arch;
     return {program};
   }
