@@ -8,7 +8,9 @@
 // reads the same latent row, so the block is read once for all ROWS rows:
 //   1. S = Q K^T: the block's keys are dealt to the warps (BLOCK / WARPS each); a warp multiplies
 //      all ROWS rows of Q (A fragments from shared memory) by its keys' latent rows over the full
-//      rank + rope width.
+//      rank + rope width. Or (QK_DIMS) the width is dealt: a warp takes its rank / WARPS output
+//      columns of step 3 and rope / WARPS rotary columns, Q's slice held in registers, and the
+//      warps' partial scores are summed through shared memory.
 //   2. The block's row maxima are exchanged through shared memory; every warp then holds the same
 //      running max, so each rescales its own part of the output and keeps a partial row sum.
 //      P = 2^(S * scale_log2 - max) goes to shared memory as 16-bit values.
@@ -17,10 +19,12 @@
 // Three barriers per block. An fp8 latent cache (KV_FP8) adds a step before 1: the block's fp8
 // rows, staged by cp.async (STAGES staging buffers in flight), are converted exactly into one
 // 16-bit block tile of Q's dtype, which 1 and 3 then read as they read a 16-bit stage (one more
-// barrier). The cache's scale is folded into the score scale and into the output's normaliser,
-// never applied per element. With one split the CTA normalises and writes its rows. With several,
-// each writes its normalised rows and their log2-sum-exp to the partial buffers, and the last CTA
-// of the (sequence, row tile) to finish (a counter per pair) merges them into the output.
+// barrier; with QK_DIMS each warp converts the columns only it reads, into Q's bytes once Q is in
+// its registers, and no barrier is added). The cache's scale is folded into the score scale and
+// into the output's normaliser, never applied per element. With one split the CTA normalises and
+// writes its rows. With several, each writes its normalised rows and their log2-sum-exp to the
+// partial buffers, and the last CTA of the (sequence, row tile) to finish (a counter per pair)
+// merges them into the output.
 #pragma once
 
 #include "kernels/common/convert.cuh"
@@ -72,7 +76,35 @@ __device__ __forceinline__ void convert_fp8_rows(unsigned char* tile, const unsi
   for (int i = threadIdx.x; i < rows * CHUNKS; i += THREADS) {
     const int r = i / CHUNKS, chunk = i % CHUNKS;
     const uint2 codes = *reinterpret_cast<const uint2*>(staging + i * 8);
-    *reinterpret_cast<uint4*>(tile + swizzled<CHUNKS>(r, chunk)) = e4m3x8_to_16bit<DTYPE>(codes);
+    *reinterpret_cast<uint4*>(tile + swizzled<CHUNKS>(r, chunk)) =
+        e4m3x8_to_16bit_rebiased<DTYPE>(codes);
+  }
+}
+
+// qk_by_dims: the k-th 16-wide step of warp `warp`'s slice of the latent width: its RANK / WARPS
+// latent columns (its output columns in O += P V), then its ROPE / WARPS rotary columns.
+template <int RANK, int ROPE, int WARPS>
+__device__ __forceinline__ int slice_column(int warp, int k) {
+  constexpr int LATENT_STEPS = RANK / WARPS / 16;
+  return k < LATENT_STEPS ? warp * (RANK / WARPS) + 16 * k
+                          : RANK + warp * (ROPE / WARPS) + 16 * (k - LATENT_STEPS);
+}
+
+// qk_by_dims: one warp converts its slice (slice_column) of `rows` staged fp8 rows into the
+// swizzled 16-bit tile, one 16-byte chunk per lane and step. Only this warp reads those columns of
+// the tile, so a __syncwarp orders the conversion and the products.
+template <int DTYPE, int RANK, int ROPE, int WARPS>
+__device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const unsigned char* staging,
+                                                  int rows, int warp, int lane) {
+  constexpr int D = RANK + ROPE;
+  constexpr int LATENT = RANK / WARPS / 8, SLICE = LATENT + ROPE / WARPS / 8;
+  for (int i = lane; i < rows * SLICE; i += 32) {
+    const int r = i / SLICE, s = i % SLICE;
+    const int chunk =
+        s < LATENT ? warp * LATENT + s : RANK / 8 + warp * (SLICE - LATENT) + (s - LATENT);
+    const uint2 codes = *reinterpret_cast<const uint2*>(staging + r * D + chunk * 8);
+    *reinterpret_cast<uint4*>(tile + swizzled<D / 8>(r, chunk)) =
+        e4m3x8_to_16bit_rebiased<DTYPE>(codes);
   }
 }
 
@@ -126,13 +158,20 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr int E = QK_DIMS ? traits::scores_per_lane(M_TILES, BLOCK, WARPS) : 4;
   const float kNegInf = -__int_as_float(0x7f800000);
 
+  // KV_FP8 and QK_DIMS: each warp converts its own columns of the tile, in Q's bytes.
+  constexpr bool WARP_TILE = KV_FP8 && QK_DIMS;
+  constexpr int Q_BYTES = traits::q_bytes(RANK, ROPE, M_TILES);
+  constexpr int TILE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
+
   extern __shared__ __align__(128) unsigned char smem[];
   unsigned char* q_s = smem;
-  unsigned char* kv_s = q_s + traits::q_bytes(RANK, ROPE, M_TILES);
-  // KV_FP8: the 16-bit block tile the staged fp8 block is converted into, after the stages.
-  unsigned char* tile_s = kv_s + STAGES * STAGE_BYTES;
+  unsigned char* kv_s =
+      smem + (WARP_TILE ? (Q_BYTES > TILE_BYTES ? Q_BYTES : TILE_BYTES) : Q_BYTES);
+  // KV_FP8: the 16-bit block tile the staged fp8 block is converted into, after the stages (or in
+  // Q's bytes).
+  unsigned char* tile_s = WARP_TILE ? smem : kv_s + STAGES * STAGE_BYTES;
   unsigned short* p_s = reinterpret_cast<unsigned short*>(
-      kv_s + traits::pipeline_bytes(RANK, ROPE, BLOCK, STAGES, KV_FP8));
+      smem + traits::q_and_pipeline_bytes(RANK, ROPE, M_TILES, BLOCK, STAGES, QK_DIMS, KV_FP8));
   float* max_s = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(p_s) +
                                           traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
@@ -217,7 +256,30 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
     __syncthreads();
     if (b + STAGES - 1 < blocks) load_block(b + STAGES - 1);
     cp_async_commit();
-    if constexpr (KV_FP8) {
+    if constexpr (QK_DIMS) {
+      // Q K^T split by width: the warp's DW-wide slice of Q stays in registers, loaded once.
+      if (b == 0) {
+#pragma unroll
+        for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+          for (int k = 0; k < DK; ++k) {
+            ldmatrix_x4(
+                q_frag[mt][k],
+                q_addr + mla_sm80::swizzled<CHUNKS>(
+                             mt * 16 + lane % 16,
+                             mla_sm80::slice_column<RANK, ROPE, WARPS>(warp, k) / 8 + lane / 16));
+          }
+        }
+      }
+    }
+    if constexpr (WARP_TILE) {
+      // The barrier above: block b has landed. The warp's columns of the tile (Q's, at b = 0) are
+      // read by this warp only, and it is done with them.
+      __syncwarp();
+      mla_sm80::convert_fp8_slice<DTYPE, RANK, ROPE, WARPS>(
+          tile_s, kv_s + (b % STAGES) * STAGE_BYTES, BLOCK, warp, lane);
+      __syncwarp();
+    } else if constexpr (KV_FP8) {
       // The barrier above: block b has landed and every warp is done with block b - 1's tile.
       mla_sm80::convert_fp8_rows<DTYPE, D, THREADS>(tile_s, kv_s + (b % STAGES) * STAGE_BYTES,
                                                     BLOCK);
@@ -227,20 +289,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
     const int key0 = key_begin + b * BLOCK;
 
     if constexpr (QK_DIMS) {
-      // 1. S = Q K^T split by width: the warp's DW-wide slice of Q stays in registers (loaded
-      // once) and multiplies the same slice of every key of the block; the warps' partial scores
-      // meet in shared memory.
-      if (b == 0) {
-#pragma unroll
-        for (int mt = 0; mt < M_TILES; ++mt) {
-#pragma unroll
-          for (int k = 0; k < DK; ++k) {
-            ldmatrix_x4(q_frag[mt][k],
-                        q_addr + mla_sm80::swizzled<CHUNKS>(mt * 16 + lane % 16,
-                                                            (warp * DW + k * 16) / 8 + lane / 16));
-          }
-        }
-      }
+      // 1. S = Q K^T split by width: the warp's slice of Q multiplies the same slice of every key
+      // of the block; the warps' partial scores meet in shared memory.
       float part[M_TILES][SNT][4];
 #pragma unroll
       for (int mt = 0; mt < M_TILES; ++mt) {
@@ -257,7 +307,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
           unsigned k_frag[4];
           ldmatrix_x4(k_frag, stage + mla_sm80::swizzled<CHUNKS>(
                                           np * 16 + lane % 8 + 8 * (lane / 16),
-                                          (warp * DW + k * 16) / 8 + (lane / 8) % 2));
+                                          mla_sm80::slice_column<RANK, ROPE, WARPS>(warp, k) / 8 +
+                                              (lane / 8) % 2));
 #pragma unroll
           for (int mt = 0; mt < M_TILES; ++mt) {
             mma_m16n8k16<DTYPE>(part[mt][2 * np], q_frag[mt][k], k_frag[0], k_frag[1]);

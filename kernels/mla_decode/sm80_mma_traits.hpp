@@ -14,7 +14,8 @@
 // An fp8 e4m3 latent cache (kv_fp8) is copied by cp.async into `stages` staging buffers of fp8
 // rows (rank + rope bytes each) and converted, exactly, into one 16-bit block tile of Q's dtype
 // that both products read as they read a 16-bit cache's stage: the pipeline holds fp8 blocks, the
-// compute one 16-bit block. The cache's scale multiplies the score scale and the output.
+// compute one 16-bit block (qk_by_dims: each warp converts its own columns, in Q's bytes). The
+// cache's scale multiplies the score scale and the output.
 #pragma once
 
 #include "base/host_device.hpp"
@@ -49,13 +50,20 @@ ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, int block_tokens)
 ATTN_HOST_DEVICE constexpr int fp8_stage_bytes(int rank, int rope, int block_tokens) {
   return block_tokens * (rank + rope);
 }
-// The block pipeline: `stages` 16-bit stages, or (kv_fp8) `stages` fp8 staging buffers and the one
-// 16-bit block tile they are converted into.
-ATTN_HOST_DEVICE constexpr int pipeline_bytes(int rank, int rope, int block_tokens, int stages,
-                                              bool kv_fp8) {
-  return kv_fp8 ? stages * fp8_stage_bytes(rank, rope, block_tokens) +
-                      stage_bytes(rank, rope, block_tokens)
-                : stages * stage_bytes(rank, rope, block_tokens);
+// Q's rows and the block pipeline, from the start of shared memory: Q, then `stages` 16-bit
+// stages; or (kv_fp8) `stages` fp8 staging buffers and the one 16-bit block tile they are
+// converted into. With qk_by_dims each warp reads its slice of Q into registers once and converts
+// only its own slice of the tile (the same columns: Q K^T's slice of the width holds the warp's
+// output columns of P V), so Q and the tile share their bytes, and no barrier separates the
+// conversion from the products.
+ATTN_HOST_DEVICE constexpr int q_and_pipeline_bytes(int rank, int rope, int m_tiles,
+                                                    int block_tokens, int stages, bool qk_by_dims,
+                                                    bool kv_fp8) {
+  const int q = q_bytes(rank, rope, m_tiles);
+  const int tile = stage_bytes(rank, rope, block_tokens);
+  if (!kv_fp8) return q + stages * tile;
+  const int staged = stages * fp8_stage_bytes(rank, rope, block_tokens);
+  return (qk_by_dims ? (q > tile ? q : tile) : q + tile) + staged;
 }
 // P [rows][block_tokens + 8] 16-bit: 16 bytes of padding per row keep ldmatrix conflict free.
 ATTN_HOST_DEVICE constexpr int p_bytes(int m_tiles, int block_tokens) {
@@ -85,7 +93,7 @@ ATTN_HOST_DEVICE constexpr int merge_bytes(int m_tiles) {
 ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int m_tiles, int block_tokens,
                                             int warps, int stages, bool qk_by_dims = false,
                                             bool kv_fp8 = false) {
-  return q_bytes(rank, rope, m_tiles) + pipeline_bytes(rank, rope, block_tokens, stages, kv_fp8) +
+  return q_and_pipeline_bytes(rank, rope, m_tiles, block_tokens, stages, qk_by_dims, kv_fp8) +
          p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + merge_bytes(m_tiles) +
          partial_score_bytes(m_tiles, block_tokens, warps, qk_by_dims);
 }

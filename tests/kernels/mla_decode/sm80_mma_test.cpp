@@ -48,8 +48,14 @@ Batch deepseek_batch(int q_heads, int rank, int rope, const std::string& kv_dtyp
 
 TEST(MlaSm80MmaTraits, Fp8PipelineIsStagesOfFp8BlocksAndOne16BitTile) {
   EXPECT_EQ(traits::fp8_stage_bytes(512, 64, 32), 32 * 576);
-  EXPECT_EQ(traits::pipeline_bytes(512, 64, 32, 3, false), 3 * 32 * 576 * 2);
-  EXPECT_EQ(traits::pipeline_bytes(512, 64, 32, 3, true), 3 * 32 * 576 + 32 * 576 * 2);
+  const int q = traits::q_bytes(512, 64, 1);
+  EXPECT_EQ(q, 16 * 576 * 2);
+  EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, false, false), q + 3 * 32 * 576 * 2);
+  EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, false, true),
+            q + 3 * 32 * 576 + 32 * 576 * 2);
+  // Split by width, Q's rows share the bytes of the 16-bit tile (the larger of the two).
+  EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, true, true), 3 * 32 * 576 + 32 * 1152);
+  EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 2, 16, 2, true, true), 2 * 16 * 576 + 32 * 1152);
   // Everything else is the 16-bit path's.
   const int rest = traits::q_bytes(512, 64, 2) + traits::p_bytes(2, 64) +
                    traits::reduce_bytes(2, 4) + traits::merge_bytes(2) +
@@ -60,8 +66,9 @@ TEST(MlaSm80MmaTraits, Fp8PipelineIsStagesOfFp8BlocksAndOne16BitTile) {
 }
 
 // Over the whole space and the latent widths: two fp8 stages take what two 16-bit stages take,
-// three take less; an fp8 config breaks the shared-memory rule exactly when its bytes are above
-// the limit, and no other rule differs from the 16-bit path's.
+// three take less, and less again split by width (Q in the tile's bytes); an fp8 config breaks the
+// shared-memory rule exactly when its bytes are above the limit, and no other rule differs from the
+// 16-bit path's.
 TEST(MlaSm80MmaTraits, Fp8SharedMemoryRuleIsExact) {
   int declined = 0, accepted = 0;
   for (int rank : {64, 256, 512, 1024}) {
@@ -75,10 +82,9 @@ TEST(MlaSm80MmaTraits, Fp8SharedMemoryRuleIsExact) {
                     traits::shared_bytes(rank, rope, m_tiles, block, warps, stages, by_dims, true);
                 const int wide =
                     traits::shared_bytes(rank, rope, m_tiles, block, warps, stages, by_dims, false);
-                if (stages == 2) {
+                if (stages == 2 && !by_dims) {
                   EXPECT_EQ(fp8, wide);
-                }
-                if (stages == 3) {
+                } else {
                   EXPECT_LT(fp8, wide);
                 }
                 const int rule =
