@@ -65,19 +65,18 @@ __device__ __forceinline__ void copy_fp8_rows(unsigned char* staging, int rows, 
   }
 }
 
-// Converts `rows` staged fp8 rows (copy_fp8_rows) into the swizzled 16-bit tile the products read:
+// Converts `rows` staged fp8 rows (copy_fp8_rows) into the swizzled fp16 tile the products read:
 // one 16-byte chunk (8 elements) per thread and step, from 8 staged bytes. Consecutive threads take
 // consecutive chunks of a row (D / 8 of them, a multiple of 8), so each quarter warp's stores fill
 // one 128-byte line's 8 swizzled chunks: no bank conflict; the loads are consecutive 8-byte words.
-template <int DTYPE, int D, int THREADS>
+template <int D, int THREADS>
 __device__ __forceinline__ void convert_fp8_rows(unsigned char* tile, const unsigned char* staging,
                                                  int rows) {
   constexpr int CHUNKS = D / 8;
   for (int i = threadIdx.x; i < rows * CHUNKS; i += THREADS) {
     const int r = i / CHUNKS, chunk = i % CHUNKS;
     const uint2 codes = *reinterpret_cast<const uint2*>(staging + i * 8);
-    *reinterpret_cast<uint4*>(tile + swizzled<CHUNKS>(r, chunk)) =
-        e4m3x8_to_16bit_rebiased<DTYPE>(codes);
+    *reinterpret_cast<uint4*>(tile + swizzled<CHUNKS>(r, chunk)) = e4m3x8_to_f16(codes);
   }
 }
 
@@ -90,21 +89,56 @@ __device__ __forceinline__ int slice_column(int warp, int k) {
                           : RANK + warp * (ROPE / WARPS) + 16 * (k - LATENT_STEPS);
 }
 
-// qk_by_dims: one warp converts its slice (slice_column) of `rows` staged fp8 rows into the
-// swizzled 16-bit tile, one 16-byte chunk per lane and step. Only this warp reads those columns of
-// the tile, so a __syncwarp orders the conversion and the products.
-template <int DTYPE, int RANK, int ROPE, int WARPS>
+// qk_by_dims: one warp converts its slice (slice_column) of a block's BLOCK staged fp8 rows into
+// the swizzled fp16 tile, one 16-byte chunk per lane and step. Only this warp reads those columns
+// of the tile, so a __syncwarp orders the conversion and the products.
+template <int RANK, int ROPE, int WARPS, int BLOCK>
 __device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const unsigned char* staging,
-                                                  int rows, int warp, int lane) {
+                                                  int warp, int lane) {
   constexpr int D = RANK + ROPE;
-  constexpr int LATENT = RANK / WARPS / 8, SLICE = LATENT + ROPE / WARPS / 8;
-  for (int i = lane; i < rows * SLICE; i += 32) {
-    const int r = i / SLICE, s = i % SLICE;
-    const int chunk =
-        s < LATENT ? warp * LATENT + s : RANK / 8 + warp * (SLICE - LATENT) + (s - LATENT);
+  constexpr int LATENT = RANK / WARPS / 8, ROTARY = ROPE / WARPS / 8;  // chunks of the slice
+  auto convert = [&](int r, int chunk) {
     const uint2 codes = *reinterpret_cast<const uint2*>(staging + r * D + chunk * 8);
-    *reinterpret_cast<uint4*>(tile + swizzled<D / 8>(r, chunk)) =
-        e4m3x8_to_16bit_rebiased<DTYPE>(codes);
+    *reinterpret_cast<uint4*>(tile + swizzled<D / 8>(r, chunk)) = e4m3x8_to_f16(codes);
+  };
+#pragma unroll 4
+  for (int i = lane; i < BLOCK * LATENT; i += 32) convert(i / LATENT, warp * LATENT + i % LATENT);
+#pragma unroll
+  for (int i = lane; i < BLOCK * ROTARY; i += 32) {
+    convert(i / ROTARY, RANK / 8 + warp * ROTARY + i % ROTARY);
+  }
+}
+
+// KV_FP8 over a bf16 Q: converts Q's ROWS rows in place to fp16 (the products' type), each row
+// times 2^-e, which puts its largest magnitude in [2^8, 2^9): fp16 then holds every value of the
+// row down to 2^-22 of that magnitude exactly (smaller ones add less than the row's scores
+// resolve). row_factor[r] = 2^e goes into the row's score scale. One warp per row at a time.
+template <int D, int ROWS, int WARPS>
+__device__ __forceinline__ void q_to_scaled_f16(unsigned char* q_s, float* row_factor, int warp,
+                                                int lane) {
+  constexpr int CHUNKS = D / 8;
+  for (int r = warp; r < ROWS; r += WARPS) {
+    float most = 0.0f;
+    for (int c = lane; c < CHUNKS; c += 32) {
+      float v[8];
+      unpack8<kDTypeBf16>(*reinterpret_cast<const uint4*>(q_s + swizzled<CHUNKS>(r, c)), v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) most = fmaxf(most, fabsf(v[i]));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, o));
+    // e = floor(log2(most)), at least -110 (so that 2^(8 - e) is a float); 8 for a zero row.
+    const int e = most > 0.0f ? max(int((__float_as_uint(most) >> 23) & 0xff) - 127, -110) : 8;
+    const float scale = __uint_as_float(unsigned(127 + 8 - e) << 23);
+    for (int c = lane; c < CHUNKS; c += 32) {
+      uint4* chunk = reinterpret_cast<uint4*>(q_s + swizzled<CHUNKS>(r, c));
+      float v[8];
+      unpack8<kDTypeBf16>(*chunk, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] *= scale;
+      *chunk = pack8<kDTypeFp16>(v);
+    }
+    if (lane == 0) row_factor[r] = __uint_as_float(unsigned(127 + e - 8) << 23);
   }
 }
 
@@ -158,7 +192,11 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr int E = QK_DIMS ? traits::scores_per_lane(M_TILES, BLOCK, WARPS) : 4;
   const float kNegInf = -__int_as_float(0x7f800000);
 
-  // KV_FP8 and QK_DIMS: each warp converts its own columns of the tile, in Q's bytes.
+  // KV_FP8: the products run in fp16 (an e4m3 code becomes an f16 in one instruction per pair),
+  // a bf16 Q converted once (q_to_scaled_f16); with QK_DIMS each warp converts its own columns of
+  // the tile, in Q's bytes.
+  constexpr int MMA = KV_FP8 ? kDTypeFp16 : DTYPE;
+  constexpr bool Q_TO_F16 = KV_FP8 && DTYPE != kDTypeFp16;
   constexpr bool WARP_TILE = KV_FP8 && QK_DIMS;
   constexpr int Q_BYTES = traits::q_bytes(RANK, ROPE, M_TILES);
   constexpr int TILE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
@@ -175,7 +213,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   float* max_s = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(p_s) +
                                           traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
-  float* merge_s = sum_s + WARPS * ROWS;  // [kMaxSplits][ROWS] weights, then [ROWS] unused
+  // [kMaxSplits][ROWS] weights, then [ROWS] unused (Q_TO_F16: the rows' factors before the loop)
+  float* merge_s = sum_s + WARPS * ROWS;
   float* red_s = merge_s + traits::merge_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
 
   const int* work = p.work + 5 * blockIdx.x;
@@ -251,6 +290,23 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
     if (b < blocks) load_block(b);
     cp_async_commit();
   }
+  // The score scale of the rows this lane holds scores of (QK_DIMS: its softmax row; else the rows
+  // of its accumulator fragments): times the row's factor where Q went to fp16.
+  float row_scale[QK_DIMS ? 1 : M_TILES][2];
+  if constexpr (Q_TO_F16) {
+    cp_async_wait<STAGES - 1>();  // Q's group, the first
+    __syncthreads();
+    mla_sm80::q_to_scaled_f16<D, ROWS, WARPS>(q_s, merge_s, warp, lane);
+    __syncthreads();
+  }
+#pragma unroll
+  for (int mt = 0; mt < (QK_DIMS ? 1 : M_TILES); ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = QK_DIMS ? lane / LPR : mt * 16 + lane / 4 + 8 * h;
+      row_scale[mt][h] = Q_TO_F16 ? score_scale * merge_s[r] : score_scale;
+    }
+  }
   for (int b = 0; b < blocks; ++b) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
@@ -276,13 +332,12 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
       // The barrier above: block b has landed. The warp's columns of the tile (Q's, at b = 0) are
       // read by this warp only, and it is done with them.
       __syncwarp();
-      mla_sm80::convert_fp8_slice<DTYPE, RANK, ROPE, WARPS>(
-          tile_s, kv_s + (b % STAGES) * STAGE_BYTES, BLOCK, warp, lane);
+      mla_sm80::convert_fp8_slice<RANK, ROPE, WARPS, BLOCK>(
+          tile_s, kv_s + (b % STAGES) * STAGE_BYTES, warp, lane);
       __syncwarp();
     } else if constexpr (KV_FP8) {
       // The barrier above: block b has landed and every warp is done with block b - 1's tile.
-      mla_sm80::convert_fp8_rows<DTYPE, D, THREADS>(tile_s, kv_s + (b % STAGES) * STAGE_BYTES,
-                                                    BLOCK);
+      mla_sm80::convert_fp8_rows<D, THREADS>(tile_s, kv_s + (b % STAGES) * STAGE_BYTES, BLOCK);
       __syncthreads();
     }
     const unsigned stage = shared_address(KV_FP8 ? tile_s : kv_s + (b % STAGES) * STAGE_BYTES);
@@ -311,8 +366,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
                                               (lane / 8) % 2));
 #pragma unroll
           for (int mt = 0; mt < M_TILES; ++mt) {
-            mma_m16n8k16<DTYPE>(part[mt][2 * np], q_frag[mt][k], k_frag[0], k_frag[1]);
-            mma_m16n8k16<DTYPE>(part[mt][2 * np + 1], q_frag[mt][k], k_frag[2], k_frag[3]);
+            mma_m16n8k16<MMA>(part[mt][2 * np], q_frag[mt][k], k_frag[0], k_frag[1]);
+            mma_m16n8k16<MMA>(part[mt][2 * np + 1], q_frag[mt][k], k_frag[2], k_frag[3]);
           }
         }
       }
@@ -353,7 +408,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
         const float vs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          float logit = vs[j] * score_scale;
+          float logit = vs[j] * row_scale[0][0];
           if (masked && key0 + sc + i + j >= end) logit = kNegInf;
           x[i + j] = logit;
           m = fmaxf(m, logit);
@@ -375,7 +430,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
         for (int i = 0; i < E; i += 2) {
           const float p0 = exp2_ftz(x[i] - base), p1 = exp2_ftz(x[i + 1] - base);
           sum += p0 + p1;
-          packed[i / 2] = pack2<DTYPE>(p0, p1);
+          packed[i / 2] = pack2<MMA>(p0, p1);
         }
         soft_sum = soft_sum * rescale + sum;
         unsigned short* dst = p_s + sr * P_STRIDE + sc;
@@ -443,8 +498,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
             for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                mma_m16n8k16<DTYPE>(chain[(2 * half + h) % CHAINS][mt][nt], a[mt][h], k_frag[2 * h],
-                                    k_frag[2 * h + 1]);
+                mma_m16n8k16<MMA>(chain[(2 * half + h) % CHAINS][mt][nt], a[mt][h], k_frag[2 * h],
+                                  k_frag[2 * h + 1]);
               }
             }
           }
@@ -478,7 +533,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
           for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              float x = s[mt][nt][2 * h + e] * score_scale;
+              float x = s[mt][nt][2 * h + e] * row_scale[mt][h];
               if (masked && key0 + warp * KW + nt * 8 + 2 * (lane % 4) + e >= end) x = kNegInf;
               s[mt][nt][2 * h + e] = x;
               m = fmaxf(m, x);
@@ -509,7 +564,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
             const float p1 = exp2_ftz(s[mt][nt][2 * h + 1] - base);
             sum += p0 + p1;
             *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + warp * KW + nt * 8 + 2 * (lane % 4)) =
-                pack2<DTYPE>(p0, p1);
+                pack2<MMA>(p0, p1);
           }
           row_sum[mt][h] = row_sum[mt][h] * rescale + sum;
 #pragma unroll
@@ -540,8 +595,8 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
                                                        (warp * CW + np * 16) / 8 + lane / 16));
 #pragma unroll
         for (int mt = 0; mt < M_TILES; ++mt) {
-          mma_m16n8k16<DTYPE>(acc[mt][2 * np], a[mt], v_frag[0], v_frag[1]);
-          mma_m16n8k16<DTYPE>(acc[mt][2 * np + 1], a[mt], v_frag[2], v_frag[3]);
+          mma_m16n8k16<MMA>(acc[mt][2 * np], a[mt], v_frag[0], v_frag[1]);
+          mma_m16n8k16<MMA>(acc[mt][2 * np + 1], a[mt], v_frag[2], v_frag[3]);
         }
       }
     }
