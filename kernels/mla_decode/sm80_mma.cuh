@@ -101,7 +101,7 @@ __device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const uns
     const uint2 codes = *reinterpret_cast<const uint2*>(staging + r * D + chunk * 8);
     *reinterpret_cast<uint4*>(tile + swizzled<D / 8>(r, chunk)) = e4m3x8_to_f16(codes);
   };
-#pragma unroll 4
+#pragma unroll
   for (int i = lane; i < BLOCK * LATENT; i += 32) convert(i / LATENT, warp * LATENT + i % LATENT);
 #pragma unroll
   for (int i = lane; i < BLOCK * ROTARY; i += 32) {
@@ -190,6 +190,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr int CB = BLOCK / WARPS;
   constexpr int LPR = QK_DIMS ? traits::lanes_per_row(M_TILES) : 1;
   constexpr int E = QK_DIMS ? traits::scores_per_lane(M_TILES, BLOCK, WARPS) : 4;
+  constexpr int VEC = E == 2 ? 2 : 4;  // partial scores read per load
   const float kNegInf = -__int_as_float(0x7f800000);
 
   // KV_FP8: the products run in fp16 (an e4m3 code becomes an f16 in one instruction per pair),
@@ -394,21 +395,25 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
       float x[E];
       float m = kNegInf;
 #pragma unroll
-      for (int i = 0; i < E; i += 4) {
-        float4 v = *reinterpret_cast<const float4*>(red_s + sr * S_STRIDE + sc + i);
+      for (int i = 0; i < E; i += VEC) {
+        float v[VEC];
 #pragma unroll
-        for (int w = 1; w < WARPS; ++w) {
-          const float4 u =
-              *reinterpret_cast<const float4*>(red_s + (w * ROWS + sr) * S_STRIDE + sc + i);
-          v.x += u.x;
-          v.y += u.y;
-          v.z += u.z;
-          v.w += u.w;
+        for (int w = 0; w < WARPS; ++w) {
+          const float* part = red_s + (w * ROWS + sr) * S_STRIDE + sc + i;
+          float u[VEC];
+          if constexpr (VEC == 4) {
+            const float4 f = *reinterpret_cast<const float4*>(part);
+            u[0] = f.x, u[1] = f.y, u[2] = f.z, u[3] = f.w;
+          } else {
+            const float2 f = *reinterpret_cast<const float2*>(part);
+            u[0] = f.x, u[1] = f.y;
+          }
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) v[j] = w == 0 ? u[j] : v[j] + u[j];
         }
-        const float vs[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          float logit = vs[j] * row_scale[0][0];
+        for (int j = 0; j < VEC; ++j) {
+          float logit = v[j] * row_scale[0][0];
           if (masked && key0 + sc + i + j >= end) logit = kNegInf;
           x[i + j] = logit;
           m = fmaxf(m, logit);
@@ -434,9 +439,13 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
         }
         soft_sum = soft_sum * rescale + sum;
         unsigned short* dst = p_s + sr * P_STRIDE + sc;
+        if constexpr (E == 2) {
+          *reinterpret_cast<unsigned*>(dst) = packed[0];
+        } else {
 #pragma unroll
-        for (int i = 0; i < E / 2; i += 2) {
-          *reinterpret_cast<uint2*>(dst + 2 * i) = make_uint2(packed[i], packed[i + 1]);
+          for (int i = 0; i < E / 2; i += 2) {
+            *reinterpret_cast<uint2*>(dst + 2 * i) = make_uint2(packed[i], packed[i + 1]);
+          }
         }
       }
 #pragma unroll

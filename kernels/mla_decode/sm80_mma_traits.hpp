@@ -121,11 +121,11 @@ enum Rule : int {
   kRope,          // qk_rope_head_dim: 64 or 128 (rows of whole 128-byte swizzle groups)
   kWarps,         // warps must be 4 or 8
   kMTiles,        // m_tiles must be 1, 2 or 4
-  kStages,        // stages must be 2 or 3
-  kBlockTokens,   // block_tokens: a multiple of 16 and of 8 x warps, at most 128
+  kStages,        // stages must be 2, 3 or 4
+  kBlockTokens,   // block_tokens: a multiple of 16 (split by keys: of 8 x warps), at most 128
   kSharedMemory,  // more than kMaxSharedBytes
   kRegisters,     // too many registers per thread (would spill)
-  kDimsSplit,     // qk_by_dims: whole k16 steps per warp, 16 or 32 rows, 4 scores per lane
+  kDimsSplit,     // qk_by_dims: whole k16 steps per warp, 16 or 32 rows, 2 or 4k scores per lane
 };
 
 ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
@@ -140,10 +140,10 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
     case kMTiles:
       return "m_tiles must be 1, 2 or 4";
     case kStages:
-      return "stages must be 2 or 3";
+      return "stages must be 2, 3 or 4";
     case kBlockTokens:
-      return "block_tokens must be a multiple of 16 and of {keys_per_warp_step} (8 keys per warp), "
-             "at most 128";
+      return "block_tokens must be a multiple of 16, at most 128, and (qk_by_dims 0) of "
+             "{keys_per_warp_step} (8 keys per warp)";
     case kSharedMemory:
       return "needs {shared_bytes} bytes of shared memory (limit {shared_limit}): lower stages, "
              "block_tokens or m_tiles";
@@ -152,7 +152,8 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
              "{register_limit}): lower m_tiles or raise warps";
     case kDimsSplit:
       return "qk_by_dims needs (rank + rope) / warps a multiple of 16, m_tiles 1 or 2, and "
-             "block_tokens / warps a multiple of 4 x (32 / rows): use qk_by_dims 0";
+             "block_tokens / warps 2 x (32 / rows) or a multiple of 4 x (32 / rows): use "
+             "qk_by_dims 0";
     default:
       return "invalid config";
   }
@@ -164,12 +165,13 @@ ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_
   if (rank <= 0 || rank % (16 * warps) != 0) return kRank;
   if (rope != 64 && rope != 128) return kRope;
   if (m_tiles != 1 && m_tiles != 2 && m_tiles != 4) return kMTiles;
-  if (stages != 2 && stages != 3) return kStages;
-  if (block_tokens < 16 || block_tokens % 16 != 0 || block_tokens % (8 * warps) != 0 ||
-      block_tokens > 128)
+  if (stages < 2 || stages > 4) return kStages;
+  if (block_tokens < 16 || block_tokens % 16 != 0 ||
+      (!qk_by_dims && block_tokens % (8 * warps) != 0) || block_tokens > 128)
     return kBlockTokens;
   if (qk_by_dims && ((rank + rope) % (16 * warps) != 0 || m_tiles > 2 ||
-                     scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0))
+                     (scores_per_lane(m_tiles, block_tokens, warps) != 2 &&
+                      scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0)))
     return kDimsSplit;
   if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims, kv_fp8) >
       kMaxSharedBytes)

@@ -49,7 +49,7 @@ const ConfigAxes& axes() {
       {"block_tokens", {16, 32, 64, 128}, "latent rows per compute block (pipeline stage)", 32},
       {"warps", {4, 8}, "warps per CTA: each takes a share of a block's keys and of the output", 4},
       {"m_tiles", {1, 2, 4}, "16-row mma tiles of (query token, q head) rows per CTA", 1},
-      {"stages", {2, 3}, "cp.async pipeline depth: blocks in flight", 2},
+      {"stages", {2, 3, 4}, "cp.async pipeline depth: blocks in flight", 2},
       {"num_splits", {0, 1, 2, 4, 8, 16, 32, 64}, "splits of each sequence's keys; 0 = auto", 0},
       {"qk_by_dims",
        {0, 1},

@@ -141,6 +141,11 @@ TEST(MlaSm80Traits, RulesRefuseWhatTheKernelCannotTile) {
   EXPECT_EQ(t::check(512, 64, 1, 64, 8, 2, true), t::kDimsSplit);
   EXPECT_EQ(t::check(512, 64, 4, 64, 8, 2, true), t::kDimsSplit);
   EXPECT_EQ(t::check(512, 64, 2, 32, 4, 2, true), t::kRegisters);
+  // 16-key blocks: by width (two scores per lane in the softmax), not by keys (4 keys per warp).
+  EXPECT_EQ(t::check(512, 64, 1, 16, 4, 4, true), t::kOk);
+  EXPECT_EQ(t::check(512, 64, 1, 16, 4, 2), t::kBlockTokens);
+  EXPECT_EQ(t::check(512, 128, 1, 16, 8, 2, true), t::kDimsSplit);  // one score per lane
+  EXPECT_EQ(t::check(512, 64, 1, 32, 4, 5, true), t::kStages);
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2, true) - t::shared_bytes(512, 64, 1, 32, 4, 2),
             4 * 16 * 40 * 4);
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2),
