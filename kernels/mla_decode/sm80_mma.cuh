@@ -18,13 +18,13 @@
 //      columns are dealt to the warps (rank / WARPS each), every warp reading all of P.
 // Three barriers per block. An fp8 latent cache (KV_FP8) adds a step before 1: the block's fp8
 // rows, staged by cp.async (STAGES staging buffers in flight), are converted exactly into one
-// 16-bit block tile of Q's dtype, which 1 and 3 then read as they read a 16-bit stage (one more
-// barrier; with QK_DIMS each warp converts the columns only it reads, into Q's bytes once Q is in
-// its registers, and no barrier is added). The cache's scale is folded into the score scale and
-// into the output's normaliser, never applied per element. With one split the CTA normalises and
-// writes its rows. With several, each writes its normalised rows and their log2-sum-exp to the
-// partial buffers, and the last CTA of the (sequence, row tile) to finish (a counter per pair)
-// merges them into the output.
+// fp16 block tile, which 1 and 3 then read as they read a 16-bit stage, in fp16 mma (a bf16 Q
+// converted once, q_to_scaled_f16) (one more barrier; with QK_DIMS each warp converts the columns
+// only it reads, into Q's bytes once Q is in its registers, and no barrier is added). The cache's
+// scale is folded into the score scale and into the output's normaliser, never applied per element.
+// With one split the CTA normalises and writes its rows. With several, each writes its normalised
+// rows and their log2-sum-exp to the partial buffers, and the last CTA of the (sequence, row tile)
+// to finish (a counter per pair) merges them into the output.
 #pragma once
 
 #include "kernels/common/convert.cuh"

@@ -12,10 +12,10 @@
 //   O += P V    P [rows][keys] through shared memory, V the same latent block's first rank
 //               columns; the output columns are dealt to the warps, rank / warps each
 // An fp8 e4m3 latent cache (kv_fp8) is copied by cp.async into `stages` staging buffers of fp8
-// rows (rank + rope bytes each) and converted, exactly, into one 16-bit block tile of Q's dtype
-// that both products read as they read a 16-bit cache's stage: the pipeline holds fp8 blocks, the
-// compute one 16-bit block (qk_by_dims: each warp converts its own columns, in Q's bytes). The
-// cache's scale multiplies the score scale and the output.
+// rows (rank + rope bytes each) and converted, exactly, into one fp16 block tile that both
+// products (in fp16, Q converted once) read as they read a 16-bit cache's stage: the pipeline holds
+// fp8 blocks, the compute one 16-bit block (qk_by_dims: each warp converts its own columns, in Q's
+// bytes). The cache's scale multiplies the score scale and the output.
 #pragma once
 
 #include "base/host_device.hpp"
