@@ -27,9 +27,9 @@ DeviceMemoryNeed device_memory_need(const Batch& batch, bool gpu_reference, bool
   // reads little of it (a short window) are made only in half the memory still free when the case
   // is timed (measure/rotation_copies.hpp), so they are not part of this need.
   need.timing = 2 * std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
-  // An fp8 cache: the dequantisation pass of prefix_prefill.sm90_wgmma (fp8_dequant=1) and of
-  // flash_fwd.sm90_wgmma writes 16-bit copies of every sequence's context pages and of the new
-  // tokens' rows (16-row aligned).
+  // An fp8 cache: the dequantisation pass of prefix_prefill.sm90_wgmma (fp8_dequant=1), of
+  // flash_fwd.sm90_wgmma and of blocksparse.sm90_wgmma writes 16-bit copies of every sequence's
+  // context pages and of the new tokens' rows (16-row aligned; the gathered keys are fewer).
   if (batch.kv_fp8()) {
     const ModelShape& model = batch.spec.model;
     const int64_t row = int64_t(model.num_kv_heads) *

@@ -81,8 +81,11 @@
 
 namespace attn {
 
+// KV_SCALES: K and V are 16-bit copies of an fp8 cache's codes (a pass before the kernel converts
+// them, kernels/common/fp8_dequantize.cuh); the kv head's K scale joins the logits' scale and its V
+// scale the output's normaliser.
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int STAGES, int CONSUMERS,
-          int CTAS_PER_SM, bool CAUSAL>
+          int CTAS_PER_SM, bool CAUSAL, bool KV_SCALES = false>
 __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), CTAS_PER_SM)
     blocksparse_sm90_wgmma(const __grid_constant__ BlockSparseSm90Params p) {
   using namespace blocksparse::sm90_wgmma;
@@ -209,7 +212,7 @@ __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), C
 #pragma unroll
     for (int q = 0; q < PIECES; ++q) entry[q] = my_tiles > 0 ? __ldg(p.entries + first + q) : 0;
 
-    c.init(tid, p.scale_log2, 0.0f);
+    c.init(tid, KV_SCALES ? p.scale_log2 * p.k_scale[q_head / p.group] : p.scale_log2, 0.0f);
     c.run(
         kv, q_tiles + b * Q_BYTES + consumer * ROWS * ROW_BYTES, &q_full[b], my_tiles, n_tiles,
         turns,
@@ -234,11 +237,12 @@ __global__ void __launch_bounds__(blocksparse::sm90_wgmma::threads(CONSUMERS), C
     unsigned short* out =
         static_cast<unsigned short*>(p.out) + q_begin * row_stride + q_head * V_HEAD_DIM;
     c.reduce_row_sums();
+    const float v_scale = KV_SCALES ? p.v_scale[q_head / p.group] : 1.0f;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int i = pos_w - context + row_in + 8 * h;                      // query index
-      const float inv = c.row_sum[h] > 0.0f ? 1.0f / c.row_sum[h] : 0.0f;  // no key: zeros
-      c.store_row(out + i * row_stride, h, inv, i >= 0 && i < q_len);      // every lane: shuffles
+      const int i = pos_w - context + row_in + 8 * h;                         // query index
+      const float inv = c.row_sum[h] > 0.0f ? v_scale / c.row_sum[h] : 0.0f;  // no key: zeros
+      c.store_row(out + i * row_stride, h, inv, i >= 0 && i < q_len);  // every lane: shuffles
     }
   }
 }

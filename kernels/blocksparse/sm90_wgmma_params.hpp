@@ -1,6 +1,7 @@
 // Kernel parameters of blocksparse.sm90_wgmma, shared by the host (which fills them) and the
 // device code (which reads them). The struct is a __grid_constant__ kernel parameter: TMA reads the
-// tensor maps from parameter memory. Pointers are device addresses; 16-bit elements (bf16, fp16).
+// tensor maps from parameter memory. Pointers are device addresses; 16-bit elements (bf16, fp16; an
+// fp8 cache's K and V as 16-bit copies of its codes).
 #pragma once
 
 #include "kernels/common/tensor_map_bytes.hpp"
@@ -25,6 +26,9 @@ struct BlockSparseSm90Params {
   int num_q_heads;
   int group;         // num_q_heads / num_kv_heads
   float scale_log2;  // softmax_scale * log2(e): logits in the log2 domain
+  // An fp8 cache (the kernel's KV_SCALES): [num_kv_heads] dequantisation scales of K and V.
+  const float* k_scale;
+  const float* v_scale;
 };
 
 }  // namespace attn

@@ -6,6 +6,7 @@
 #include "kernels/blocksparse/sm90_wgmma_params.hpp"
 #include "kernels/blocksparse/sm90_wgmma_traits.hpp"
 #include "kernels/common/sm90_attention_rules.hpp"
+#include "kernels/dequant_then_attend.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/flash_fwd/flash_fwd_variants.hpp"  // gathered_kv_supports
@@ -89,15 +90,15 @@ class Sm90WgmmaVariant : public Variant {
   }
 
   // The family's features and head dims 80, 96, 192 and 256, and 192 with a V of 128
-  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check). No
-  // fp8 cache: its TMA loads would need a conversion stage (as prefix_prefill.sm90_wgmma's
-  // producer has), which this kernel does not have.
+  // (sm90_attention::head_dims_allowed; other narrower Vs are declined by the config's check).
+  // An fp8 cache's gathered codes are converted to 16-bit by a pass before the kernel
+  // (kernels/common/fp8_dequantize.cuh: wgmma's operands stay 16-bit), timed with it; the kv
+  // head's scales join the logits and the output.
   FeatureSet features() const override {
     return blocksparse_features()
         .with(feature::kHeadDim, {64, 80, 96, 128, 192, 256})
         .with(feature::kVHeadDim, {128})
-        .note(feature::kKvDtype,
-              "blocksparse.sm80_mma and blocksparse.sm80_mma_decode read fp8 caches");
+        .with(feature::kKvDtype, {"fp8_e4m3.per_tensor", "fp8_e4m3.per_head"});
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -164,8 +165,11 @@ class Sm90WgmmaVariant : public Variant {
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
-    return {gathered_kv_program(*this, batch, config, target, "kernels/blocksparse/sm90_wgmma.cuh",
-                                attention_kernel(batch, Sm90Config(config)))};
+    JitProgram program =
+        gathered_kv_program(*this, batch, config, target, "kernels/blocksparse/sm90_wgmma.cuh",
+                            attention_kernel(batch, Sm90Config(config)));
+    if (batch.kv_fp8()) add_dequantize_fp8(program, batch.spec.model.dtype);
+    return {program};
   }
 
   std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,
@@ -204,12 +208,16 @@ class Sm90WgmmaVariant : public Variant {
     BlockSparseSm90Params p{};
     p.q_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads, q_rows,
                                       uint32_t(blocksparse::sm90_wgmma::tile_m(c.consumers)));
-    // K and V boxes are one plan entry (64 keys): a tile gathers tile_n / 64 of them.
+    // K and V boxes are one plan entry (64 keys): a tile gathers tile_n / 64 of them. An fp8
+    // cache: the pass's 16-bit copies of the gathered codes, which the kernel reads instead.
+    const GatheredKvRows kv = dequantised_gathered_kv(batch, context, buffers);
     const uint32_t entry_rows = uint32_t(blocksparse::sm90_wgmma::kEntryKeys);
-    p.k_map = encode_heads_tensor_map(api, type, buffers[0].pointer(), m.head_dim, m.num_kv_heads,
-                                      kv_rows, entry_rows);
-    p.v_map = encode_heads_tensor_map(api, type, buffers[1].pointer(), v_head_dim, m.num_kv_heads,
-                                      kv_rows, entry_rows);
+    p.k_map = encode_heads_tensor_map(api, type, kv.k_rows, m.head_dim, m.num_kv_heads, kv_rows,
+                                      entry_rows);
+    p.v_map = encode_heads_tensor_map(api, type, kv.v_rows, v_head_dim, m.num_kv_heads, kv_rows,
+                                      entry_rows);
+    p.k_scale = kv.k_scale;
+    p.v_scale = kv.v_scale;
     p.out = problem.out();
     p.cu_seqlens_q = problem.cu_seqlens_q();
     p.cu_seqlens_kv = static_cast<const int*>(buffers[2].pointer());
@@ -229,8 +237,12 @@ class Sm90WgmmaVariant : public Variant {
                              int64_t(std::max(context.target.sm_count, 1)) * c.ctas_per_sm)));
     shape.block_x = unsigned(blocksparse::sm90_wgmma::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    return std::make_unique<ParamsLauncher<BlockSparseSm90Params>>(context, attention, shape, p,
-                                                                   std::move(buffers));
+    auto attend = std::make_unique<ParamsLauncher<BlockSparseSm90Params>>(context, attention, shape,
+                                                                          p, std::move(buffers));
+    if (!batch.kv_fp8()) return attend;
+    return std::make_unique<DequantThenAttend>(
+        context, context.loader->function(program, dequantize_fp8_kernel(m.dtype)), kv.pass,
+        std::move(attend));
   }
 
   Work work(const Batch& batch) const override { return blocksparse_work(batch); }
@@ -242,7 +254,7 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(batch.spec.model.effective_v_head_dim()) + ", " +
            std::to_string(c.tile_n) + ", " + std::to_string(c.stages) + ", " +
            std::to_string(c.consumers) + ", " + std::to_string(c.ctas_per_sm) + ", " +
-           (batch.causal ? "true" : "false") + ">";
+           (batch.causal ? "true" : "false") + (batch.kv_fp8() ? ", true" : "") + ">";
   }
 };
 

@@ -62,6 +62,29 @@ std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& co
   return buffers;
 }
 
+GatheredKvRows dequantised_gathered_kv(const Batch& batch, ExecContext& context,
+                                       std::vector<DeviceBuffer>& buffers) {
+  GatheredKvRows rows;
+  rows.k_rows = buffers[0].pointer();
+  rows.v_rows = buffers[1].pointer();
+  if (!batch.kv_fp8()) return rows;
+  const ModelShape& m = batch.spec.model;
+  Fp8DequantParams& dq = rows.pass;
+  dq.k_new = static_cast<const unsigned char*>(rows.k_rows);
+  dq.v_new = static_cast<const unsigned char*>(rows.v_rows);
+  dq.k_new_bytes = batch.total_kv * m.num_kv_heads * m.head_dim;
+  dq.v_new_bytes = batch.total_kv * m.num_kv_heads * m.effective_v_head_dim();
+  buffers.emplace_back(*context.cuda, size_t(std::max<int64_t>(dq.k_new_bytes, 8)) * 2);
+  dq.k_new_out = static_cast<unsigned short*>(buffers.back().pointer());
+  buffers.emplace_back(*context.cuda, size_t(std::max<int64_t>(dq.v_new_bytes, 8)) * 2);
+  dq.v_new_out = static_cast<unsigned short*>(buffers.back().pointer());
+  rows.k_rows = dq.k_new_out;
+  rows.v_rows = dq.v_new_out;
+  rows.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
+  rows.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
+  return rows;
+}
+
 JitProgram gathered_kv_program(const Variant& variant, const Batch& batch,
                                const KernelConfig& config, const Target& target,
                                const std::string& header, std::string attention) {

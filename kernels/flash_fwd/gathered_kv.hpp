@@ -1,11 +1,13 @@
 // Host side of the CUDA kernels that read K/V gathered into contiguous buffers
-// (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse.sm80_mma, blocksparse.sm80_mma_decode):
+// (flash_fwd.sm80_mma, flash_fwd.sm90_wgmma, blocksparse.sm80_mma, blocksparse.sm80_mma_decode,
+// blocksparse.sm90_wgmma):
 // the gather, run once in prepare() (outside any timing) with flash_fwd_gather_kv
 // (gather_kv.cuh).
 #pragma once
 
 #include <vector>
 
+#include "kernels/common/fp8_dequantize_params.hpp"
 #include "kernels/variant.hpp"
 
 namespace attn {
@@ -16,6 +18,20 @@ namespace attn {
 // `gather` is flash_fwd_gather_kv from the variant's program. Synchronises the stream.
 std::vector<DeviceBuffer> gather_kv_contiguous(Problem& problem, ExecContext& context,
                                                CUfunction gather);
+
+// What a Hopper kernel's tensor maps read of the gathered K and V (gather_kv_contiguous's first
+// two buffers). Over an fp8 cache: 16-bit copies of the codes, which `pass` (run before the kernel
+// by DequantThenAttend) fills, and each kv head's K and V scales; the copies and the scales join
+// `buffers`. Over a 16-bit cache: the gathered buffers themselves, no pass, no scales.
+struct GatheredKvRows {
+  const void* k_rows = nullptr;
+  const void* v_rows = nullptr;
+  Fp8DequantParams pass{};
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+};
+GatheredKvRows dequantised_gathered_kv(const Batch& batch, ExecContext& context,
+                                       std::vector<DeviceBuffer>& buffers);
 
 // The gather's name expression in a program.
 inline constexpr const char* kGatherKvKernel = "attn::flash_fwd_gather_kv";

@@ -289,26 +289,12 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
     p.q_map = encode_heads_tensor_map(api, type, problem.q(), m.head_dim, m.num_q_heads, q_rows,
                                       uint32_t(c.tile_m));
     // An fp8 cache: the pass's 16-bit copies of the gathered codes, which the kernel reads instead.
-    const void* k_rows = buffers[0].pointer();
-    const void* v_rows = buffers[1].pointer();
-    Fp8DequantParams dq{};
-    if (batch.kv_fp8()) {
-      dq.k_new = static_cast<const unsigned char*>(k_rows);
-      dq.v_new = static_cast<const unsigned char*>(v_rows);
-      dq.k_new_bytes = batch.total_kv * m.num_kv_heads * m.head_dim;
-      dq.v_new_bytes = batch.total_kv * m.num_kv_heads * v_head_dim;
-      buffers.emplace_back(*context.cuda, size_t(std::max<int64_t>(dq.k_new_bytes, 8)) * 2);
-      dq.k_new_out = static_cast<unsigned short*>(buffers.back().pointer());
-      buffers.emplace_back(*context.cuda, size_t(std::max<int64_t>(dq.v_new_bytes, 8)) * 2);
-      dq.v_new_out = static_cast<unsigned short*>(buffers.back().pointer());
-      k_rows = dq.k_new_out;
-      v_rows = dq.v_new_out;
-      p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
-      p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, buffers);
-    }
-    p.k_map = encode_heads_tensor_map(api, type, k_rows, m.head_dim, m.num_kv_heads, kv_rows,
+    const GatheredKvRows kv = dequantised_gathered_kv(batch, context, buffers);
+    p.k_scale = kv.k_scale;
+    p.v_scale = kv.v_scale;
+    p.k_map = encode_heads_tensor_map(api, type, kv.k_rows, m.head_dim, m.num_kv_heads, kv_rows,
                                       uint32_t(c.tile_n));
-    p.v_map = encode_heads_tensor_map(api, type, v_rows, v_head_dim, m.num_kv_heads, kv_rows,
+    p.v_map = encode_heads_tensor_map(api, type, kv.v_rows, v_head_dim, m.num_kv_heads, kv_rows,
                                       uint32_t(c.tile_n));
     p.o_map = encode_tensor_map_2d(api, type, problem.out(), o_columns, q_rows, o_columns * 2,
                                    uint32_t(sm90_attention::kConsumerRows));
@@ -337,7 +323,7 @@ class Sm90WgmmaVariant : public FlashFwdVariant {
                                                                        std::move(buffers));
     if (!batch.kv_fp8()) return attend;
     return std::make_unique<DequantThenAttend>(
-        context, context.loader->function(program, dequantize_fp8_kernel(m.dtype)), dq,
+        context, context.loader->function(program, dequantize_fp8_kernel(m.dtype)), kv.pass,
         std::move(attend));
   }
 

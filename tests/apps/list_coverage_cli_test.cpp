@@ -49,9 +49,9 @@ TEST_F(ListCoverage, JsonHoldsEveryCellOfTheFamiliesTheFilterKeeps) {
   EXPECT_EQ(run({"list", "--coverage", "zzz-matches-nothing"}).exit_code, kUsage);
 }
 
-// blocksparse's fp8 row: the two sm80 variants at every head dim they take, none at 256 (only
-// sm90_wgmma's, which reads no fp8 cache); the CPU reference in every cell.
-TEST_F(ListCoverage, BlocksparseFp8CellsAreTheSm80Variants) {
+// blocksparse's fp8 row: the two sm80 variants at every head dim they take and sm90_wgmma at
+// every one (alone at 256); the CPU reference in every cell.
+TEST_F(ListCoverage, BlocksparseFp8CellsHaveAGpuVariantAtEveryHeadDim) {
   const CliResult r = run({"list", "--coverage", "--json", "blocksparse"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json coverage = nlohmann::json::parse(r.out);
@@ -61,10 +61,11 @@ TEST_F(ListCoverage, BlocksparseFp8CellsAreTheSm80Variants) {
     if (cell["kv_dtype"] != "fp8_e4m3") continue;
     ++fp8_cells;
     const nlohmann::json expected =
-        cell["head_dim"] == "256" ? nlohmann::json::array()
+        cell["head_dim"] == "256" ? nlohmann::json::array({"blocksparse.sm90_wgmma"})
         : cell["head_dim"] == "192x128"
-            ? nlohmann::json::array({"blocksparse.sm80_mma"})
-            : nlohmann::json::array({"blocksparse.sm80_mma", "blocksparse.sm80_mma_decode"});
+            ? nlohmann::json::array({"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"})
+            : nlohmann::json::array({"blocksparse.sm80_mma", "blocksparse.sm90_wgmma",
+                                     "blocksparse.sm80_mma_decode"});
     EXPECT_EQ(cell["gpu_variants"], expected) << cell.dump();
     EXPECT_EQ(cell["cpu_variants"], nlohmann::json::array({"blocksparse.cpu_reference"}))
         << cell.dump();

@@ -58,21 +58,22 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
   EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm80_mma"));
   EXPECT_TRUE(holds(dense_fp8->gpu_variants, "flash_fwd.sm90_wgmma"));
   EXPECT_EQ(dense_fp8->cpu_variants, std::vector<std::string>{"flash_fwd.cpu_reference"});
-  // blocksparse's sm80 variants read fp8 caches (prefill and decode cells alike), not sm90_wgmma;
-  // its CPU reference too.
+  // blocksparse's sm80 variants and sm90_wgmma (through the conversion pass) read fp8 caches
+  // (prefill and decode cells alike); its CPU reference too. Head dim 256: sm90_wgmma alone.
   for (const char* head_dim : {"64", "80", "96", "128", "192"}) {
     const CoverageCell* sparse_fp8 =
         find_cell(matrix, Family::blocksparse, head_dim, "fp8_e4m3", "NHD", "other");
     ASSERT_NE(sparse_fp8, nullptr);
     EXPECT_EQ(sparse_fp8->gpu_variants,
-              (std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm80_mma_decode"}))
+              (std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm90_wgmma",
+                                        "blocksparse.sm80_mma_decode"}))
         << head_dim;
     EXPECT_EQ(sparse_fp8->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
   }
   const CoverageCell* sparse_fp8_256 =
       find_cell(matrix, Family::blocksparse, "256", "fp8_e4m3", "HND", "16");
   ASSERT_NE(sparse_fp8_256, nullptr);
-  EXPECT_TRUE(sparse_fp8_256->gpu_variants.empty());  // sm90_wgmma's head dim, not its fp8
+  EXPECT_EQ(sparse_fp8_256->gpu_variants, std::vector<std::string>{"blocksparse.sm90_wgmma"});
   EXPECT_EQ(sparse_fp8_256->cpu_variants, std::vector<std::string>{"blocksparse.cpu_reference"});
   // blocksparse.sm80_mma and sm90_wgmma take 192; head dim 256 only sm90_wgmma.
   const CoverageCell* d192 = find_cell(matrix, Family::blocksparse, "192", "fp16", "HND", "1");
@@ -99,7 +100,7 @@ TEST(CoverageMatrix, ReadsTheBuiltInVariants) {
 }
 
 // A V narrower than Q/K (192x128): on the GPU the tensor-core variants take it (flash_fwd's and
-// blocksparse's sm80_mma and sm90_wgmma, and with an fp8 cache only the sm80_mma ones;
+// blocksparse's sm80_mma and sm90_wgmma, with 16-bit and fp8 caches alike;
 // prefix_prefill's sm80_mma, sm80_mma_masked and sm90_wgmma, with 16-bit and fp8 caches alike);
 // paged_decode leaves it to its CPU reference.
 TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
@@ -112,9 +113,7 @@ TEST(CoverageMatrix, OnlyTheTensorCoreVariantsTakeANarrowerVOnTheGpu) {
       const std::vector<std::string> expected = {"flash_fwd.sm80_mma", "flash_fwd.sm90_wgmma"};
       EXPECT_EQ(c.gpu_variants, expected) << what;
     } else if (c.family == Family::blocksparse) {
-      const std::vector<std::string> expected =
-          fp8 ? std::vector<std::string>{"blocksparse.sm80_mma"}
-              : std::vector<std::string>{"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"};
+      const std::vector<std::string> expected = {"blocksparse.sm80_mma", "blocksparse.sm90_wgmma"};
       EXPECT_EQ(c.gpu_variants, expected) << what;
     } else if (c.family == Family::prefix_prefill) {
       EXPECT_EQ(c.gpu_variants, (std::vector<std::string>{"prefix_prefill.sm80_mma",

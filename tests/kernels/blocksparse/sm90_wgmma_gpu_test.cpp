@@ -5,13 +5,14 @@
 // including non powers of two, head dims 64/128 (and 80/96/192/256 and 192 with a V of 128:
 // their own tests below), bf16 and fp16, causal and not, over random Phi-3
 // layouts and random lower-triangular ones (empty rows, dropped diagonals) of blocks 64 and 128,
-// with random configs and every accepted config (one and two consumers, one and two CTAs per SM);
-// many more work items than CTAs (each persistent CTA runs several, its key tiles numbered across
-// them); and repeated launches (the work counter resets itself). Every run writes into a poisoned
-// output (0xFF: NaN in bf16 and fp16) and is compared with the oracle (the CPU reference, or the
-// tiled GPU reference for a large batch; no NaN, every row within the dtype's tolerance). Then
-// issue 7's two benchmark shapes through the Evaluator against the tiled GPU reference, with two
-// consumers and with one at both CTA occupancies.
+// 16-bit and fp8 caches (a pass converts the codes first), with random configs and every accepted
+// config (one and two consumers, one and two CTAs per SM); many more work items than CTAs (each
+// persistent CTA runs several, its key tiles numbered across them); and repeated launches (the work
+// counter resets itself). Every run writes into a poisoned output (0xFF: NaN in bf16 and fp16) and
+// is compared with the oracle (the CPU reference, or the tiled GPU reference for a large batch; no
+// NaN, every row within the dtype's tolerance). Then issue 7's two benchmark shapes through the
+// Evaluator against the tiled GPU reference, with two consumers and with one at both CTA
+// occupancies.
 #include <gtest/gtest.h>
 
 #include "tests/kernels/blocksparse/blocksparse_gpu_check.hpp"
@@ -140,7 +141,59 @@ TEST(BlockSparseSm90Gpu, HeadDims80To256AndNarrowVMatchTheReference) {
 TEST(BlockSparseSm90Gpu, RandomBatchesAtHeadDims80To256AndNarrowVMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
-  expect_random_prefill_batches_match(sm90_variant(registry), 20261130, {64, 128}, kBlockSparseSm90NewHeadDims);
+  expect_random_prefill_batches_match(sm90_variant(registry), 20261130, {64, 128},
+                                      kBlockSparseSm90NewHeadDims);
+}
+
+// Over fp8 e4m3 caches (a pass converts the gathered codes to 16-bit before the kernel; per-tensor
+// and per-head scales at random, bf16 and fp16 queries): random shapes, lengths and layouts of
+// blocks 64 and 128 at every head dim with a random accepted config, then every head dim (256
+// included) with the default config and the smallest, causal with per-head scales and bf16
+// queries, not causal with one per-tensor scale and fp16 (GQA 3, lengths off every tile, a
+// context ending mid-block).
+TEST(BlockSparseSm90Gpu, RandomFp8CachesMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  std::vector<std::pair<int, int>> dims = {{64, 64}, {128, 128}};
+  dims.insert(dims.end(), kBlockSparseSm90NewHeadDims.begin(), kBlockSparseSm90NewHeadDims.end());
+  expect_random_prefill_batches_match(sm90_variant(registry), 20261201, {64, 128}, dims, true);
+}
+
+TEST(BlockSparseSm90Gpu, Fp8CachesAtEveryHeadDimMatchTheReference) {
+  ATTN_REQUIRE_HOPPER();
+  const Registry registry = make_registry();
+  const Variant& variant = sm90_variant(registry);
+  const Target target = Target::cuda(testing::gpu().device());
+  std::vector<std::pair<int, int>> dims = {{64, 0}, {128, 0}};
+  dims.insert(dims.end(), kBlockSparseSm90NewHeadDims.begin(), kBlockSparseSm90NewHeadDims.end());
+  std::vector<std::pair<Batch, KernelConfig>> cases;
+  for (const auto& [head_dim, v_head_dim] : dims) {
+    for (bool causal : {true, false}) {
+      testing::SpecShape shape;
+      shape.q_heads = 6;
+      shape.kv_heads = 2;  // GQA 3
+      shape.head_dim = head_dim;
+      shape.dtype = causal ? DType::bf16 : DType::fp16;
+      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + causal + 11;
+      WorkloadSpec spec =
+          testing::make_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, "bs-sm90-fp8-gpu");
+      if (v_head_dim > 0 && v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
+      spec.model.kv_dtype = DType::fp8_e4m3;
+      spec.model.kv_scale = causal ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
+      spec.mask.block_sparse = phi3_layout(64, 2, 3);
+      Batch batch = generate_batch(spec);
+      batch.causal = causal;
+      ASSERT_TRUE(batch.kv_fp8());
+      cases.push_back({batch, variant.default_config(batch, target)});
+      cases.push_back({batch, make_config(64, 2, 1, 1)});
+    }
+  }
+  for (const auto& [batch, config] : cases) {
+    const Support support = variant.check(batch, config, target);
+    ASSERT_TRUE(support.ok) << config.key() << " d" << batch.spec.model.head_dim << ": "
+                            << support.reason;
+  }
+  expect_all_match_reference(variant, cases);
 }
 
 // Random shapes, lengths and layouts of blocks 64 and 128 (random_batch) with a random accepted
@@ -148,7 +201,8 @@ TEST(BlockSparseSm90Gpu, RandomBatchesAtHeadDims80To256AndNarrowVMatchTheReferen
 TEST(BlockSparseSm90Gpu, RandomBatchesLayoutsAndConfigsMatchTheReference) {
   ATTN_REQUIRE_HOPPER();
   const Registry registry = make_registry();
-  expect_random_prefill_batches_match(sm90_variant(registry), 20261301, {64, 128}, {{64, 64}, {128, 128}});
+  expect_random_prefill_batches_match(sm90_variant(registry), 20261301, {64, 128},
+                                      {{64, 64}, {128, 128}});
 }
 
 // Every accepted config (tile_n, stages, ctas_per_sm, consumers), for each head dim, on lengths

@@ -45,8 +45,9 @@ BlockSparseSpec phi3_layout(int block_size, int local, int stride, int sliding =
 }
 
 // v_head_dim: V's width where narrower than Q and K's (0: as wide).
+// fp8: an fp8 e4m3 cache with per-head scales.
 Batch prefill_batch(int head_dim, DType dtype = DType::bf16, int block_size = 64,
-                    bool causal = true, int v_head_dim = 0) {
+                    bool causal = true, int v_head_dim = 0, bool fp8 = false) {
   testing::SpecShape shape;
   shape.q_heads = 8;
   shape.kv_heads = 2;
@@ -54,6 +55,10 @@ Batch prefill_batch(int head_dim, DType dtype = DType::bf16, int block_size = 64
   shape.dtype = dtype;
   WorkloadSpec spec = testing::make_spec(shape, {{0, 300}, {70, 33}, {0, 1}}, "bs-sm90-test");
   if (v_head_dim > 0) spec.model.v_head_dim = v_head_dim;
+  if (fp8) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale = KvScaleGranularity::per_head;
+  }
   spec.mask.block_sparse = phi3_layout(block_size, 2, 3);
   Batch batch = generate_batch(spec);
   batch.causal = causal;  // workloads with a layout are causal; the kernel also runs non-causal
@@ -272,8 +277,8 @@ TEST(BlockSparseSm90Gating, OnlySm90aAndTheFamilysFeatures) {
       {"soft-cap", "soft-cap", [](Batch& b) { b.logits_soft_cap = 30.0f; }},
       {"sliding window", "sliding window", [](Batch& b) { b.sliding_window = 16; }},
       {"sinks", "sinks", [](Batch& b) { b.sink_logits.assign(8, 1.0f); }},
-      // Out of this kernel's scope; the note names the variants that read them.
-      {"fp8 KV", "blocksparse.sm80_mma and blocksparse.sm80_mma_decode read fp8 caches",
+      // Through the pass that converts the gathered codes to 16-bit before the kernel.
+      {"fp8 KV", "",
        [](Batch& b) {
          b.kv_dtype = DType::fp8_e4m3;
          b.k_scales = {0.01f};
@@ -478,7 +483,8 @@ TEST(BlockSparseSm90Plan, TwoConsumersShareNearlyEveryTileOnThePhi3Layout) {
 
 // Every accepted config, bf16 and fp16, head dims 64 and 128, causal and not (blocks of 128 so
 // both tile sizes are accepted), and at head dims 80, 96, 192, 256 and 192 with a V of 128 causal
-// in bf16 and not in fp16, compiled by NVRTC for sm_90a: ptxas reports registers and no
+// in bf16 and not in fp16, and each head dim over an fp8 cache (fp16, causal), compiled by NVRTC
+// for sm_90a: ptxas reports registers and no
 // spills, no stack frame, no ignored setmaxnreg and no serialised wgmma; every third accepted
 // config of a batch, rotating with the batch (testing::compiles_config), unless
 // ATTN_TEST_EXHAUSTIVE=1. ATTN_TEST_VERBOSE=1 prints ptxas' report.
@@ -502,35 +508,43 @@ TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
   const std::vector<std::pair<int, int>> dims = {{64, 0},  {128, 0}, {80, 0},   {96, 0},
                                                  {192, 0}, {256, 0}, {192, 128}};
-  batches.reserve(4 * dims.size());
+  batches.reserve(5 * dims.size());
+  auto compile_accepted = [&](const Batch& batch, bool sampled) {
+    const int head_dim = batch.spec.model.head_dim;
+    int accepted = 0;
+    for (const KernelConfig& config : space_configs(variant, batch, target)) {
+      if (!variant.check(batch, config, target)) continue;
+      if (!testing::compiles_config(batches.size(), size_t(accepted++))) continue;
+      JitProgram program = variant.programs(batch, config, target).front();
+      program.options.push_back("--ptxas-options=-v");
+      jobs.push_back({program.name, jit.compile_async(program)});
+    }
+    if (sampled) {
+      EXPECT_GT(accepted, 0) << head_dim;
+    } else {
+      EXPECT_EQ(accepted, head_dim == 64 ? kAcceptedD64 : kAcceptedD128) << head_dim;
+    }
+  };
   for (const auto& [head_dim, v_head_dim] : dims) {
     const bool sampled = head_dim != 64 && head_dim != 128;
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (bool causal : {true, false}) {
         if (sampled && causal != (dtype == DType::bf16)) continue;
         batches.push_back(prefill_batch(head_dim, dtype, 128, causal, v_head_dim));
-        const Batch& batch = batches.back();
-        int accepted = 0;
-        for (const KernelConfig& config : space_configs(variant, batch, target)) {
-          if (!variant.check(batch, config, target)) continue;
-          if (!testing::compiles_config(batches.size(), size_t(accepted++))) continue;
-          JitProgram program = variant.programs(batch, config, target).front();
-          program.options.push_back("--ptxas-options=-v");
-          jobs.push_back({program.name, jit.compile_async(program)});
-        }
-        if (sampled) {
-          EXPECT_GT(accepted, 0) << head_dim;
-        } else {
-          EXPECT_EQ(accepted, head_dim == 64 ? kAcceptedD64 : kAcceptedD128) << head_dim;
-        }
+        compile_accepted(batches.back(), sampled);
       }
     }
+    // An fp8 cache (the K and V scales in the kernel, the pass beside it), causal in fp16.
+    batches.push_back(prefill_batch(head_dim, DType::fp16, 128, true, v_head_dim, true));
+    compile_accepted(batches.back(), true);
   }
   const std::regex spills("([1-9][0-9]*) bytes (spill stores|spill loads|stack frame)");
   for (Job& job : jobs) {
     try {
       const CompiledProgram compiled = job.compiled.get();
-      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      // The gather and the kernel, and over an fp8 cache the conversion pass.
+      const size_t kernels = job.what.find("fp8") != std::string::npos ? 3u : 2u;
+      EXPECT_EQ(compiled.lowered_names.size(), kernels) << job.what;
       EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
       EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
       EXPECT_EQ(compiled.log.find("Performance Loss"), std::string::npos)
