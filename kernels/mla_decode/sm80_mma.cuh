@@ -12,7 +12,9 @@
 //      columns of step 3 and rope / WARPS rotary columns, Q's slice held in registers, and the
 //      warps' partial scores are summed through shared memory.
 //   2. The block's row maxima are exchanged through shared memory; every warp then holds the same
-//      running max, so each rescales its own part of the output and keeps a partial row sum.
+//      running max, so each rescales its own part of the output and keeps a partial row sum. The
+//      running max rises only where a block's is more than 2^8 above it (raise_running_max): P
+//      stays below 2^8, and most blocks rescale nothing.
 //      P = 2^(S * scale_log2 - max) goes to shared memory as 16-bit values.
 //   3. O += P V: V is the first rank columns of the same latent block (ldmatrix.trans); the output
 //      columns are dealt to the warps (rank / WARPS each), every warp reading all of P.
@@ -87,6 +89,33 @@ __device__ __forceinline__ int slice_column(int warp, int k) {
   constexpr int LATENT_STEPS = RANK / WARPS / 16;
   return k < LATENT_STEPS ? warp * (RANK / WARPS) + 16 * k
                           : RANK + warp * (ROPE / WARPS) + 16 * (k - LATENT_STEPS);
+}
+
+// The running maximum a row's P is taken against (log2 units): raised to the block's maximum only
+// where that is more than kLazyMax above it, so P stays at most 2^kLazyMax (fp16 and bf16 hold it;
+// the sums are fp32) and most blocks rescale nothing. Returns the factor for what was accumulated
+// against the old maximum: 1 where it was kept, 0 at a row's first visible key.
+constexpr float kLazyMax = 8.0f;
+__device__ __forceinline__ float raise_running_max(float& running, float block_max) {
+  if (!(block_max > running + kLazyMax)) return 1.0f;  // -inf + 8 is -inf: a first key raises
+  const float old = running;
+  running = block_max;
+  return exp2_ftz(old - block_max);
+}
+
+// Multiplies the rows of the output accumulator fragments (rows lane / 4 and + 8 of each m16 tile)
+// by their factors.
+template <int M_TILES, int OT>
+__device__ __forceinline__ void rescale_accumulator(float (&acc)[M_TILES][OT][4],
+                                                    const float (&factor)[M_TILES][2]) {
+#pragma unroll
+  for (int mt = 0; mt < M_TILES; ++mt) {
+#pragma unroll
+    for (int ot = 0; ot < OT; ++ot) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][ot][e] *= factor[mt][e / 2];
+    }
+  }
 }
 
 // qk_by_dims: one warp converts its slice (slice_column) of a block's BLOCK staged fp8 rows into
@@ -423,12 +452,11 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
       if (lane % LPR == 0) max_s[warp * ROWS + sr] = m;
       __syncthreads();
       {
-        float top = soft_max;
+        float top = kNegInf;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) top = fmaxf(top, max_s[w * ROWS + sr]);
-        const float base = top == kNegInf ? 0.0f : top;
-        const float rescale = exp2_ftz(soft_max - base);
-        soft_max = top;
+        const float rescale = mla_sm80::raise_running_max(soft_max, top);
+        const float base = soft_max == kNegInf ? 0.0f : soft_max;
         float sum = 0.0f;
         unsigned packed[E / 2];
 #pragma unroll
@@ -448,23 +476,22 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
           }
         }
       }
+      // The same running maxima for the rows of this thread's accumulator fragments.
+      float rescale[M_TILES][2];
+      bool any = false;
 #pragma unroll
       for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = mt * 16 + lane / 4 + 8 * h;
-          float top = row_max[mt][h];
+          float top = kNegInf;
 #pragma unroll
           for (int w = 0; w < WARPS; ++w) top = fmaxf(top, max_s[w * ROWS + r]);
-          const float rescale = exp2_ftz(row_max[mt][h] - (top == kNegInf ? 0.0f : top));
-          row_max[mt][h] = top;
-#pragma unroll
-          for (int ot = 0; ot < OT; ++ot) {
-            acc[mt][ot][2 * h] *= rescale;
-            acc[mt][ot][2 * h + 1] *= rescale;
-          }
+          rescale[mt][h] = mla_sm80::raise_running_max(row_max[mt][h], top);
+          any |= rescale[mt][h] != 1.0f;
         }
       }
+      if (__any_sync(0xffffffffu, any)) mla_sm80::rescale_accumulator(acc, rescale);
       __syncthreads();
     } else {
       // 1. S = Q K^T for the warp's KW keys, k16 at a time. Each score accumulates over the whole
@@ -554,18 +581,20 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
         }
       }
       __syncthreads();
+      float rescale[M_TILES][2];
+      bool any = false;
 #pragma unroll
       for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = mt * 16 + lane / 4 + 8 * h;
-          float m = row_max[mt][h];
+          float m = kNegInf;
 #pragma unroll
           for (int w = 0; w < WARPS; ++w) m = fmaxf(m, max_s[w * ROWS + r]);
-          // A row that has seen no key yet keeps max -inf; its P and rescale are then 0.
-          const float base = m == kNegInf ? 0.0f : m;
-          const float rescale = exp2_ftz(row_max[mt][h] - base);
-          row_max[mt][h] = m;
+          rescale[mt][h] = mla_sm80::raise_running_max(row_max[mt][h], m);
+          any |= rescale[mt][h] != 1.0f;
+          // A row that has seen no key yet keeps max -inf; its P is then 0.
+          const float base = row_max[mt][h] == kNegInf ? 0.0f : row_max[mt][h];
           float sum = 0.0f;
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
@@ -575,14 +604,10 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
             *reinterpret_cast<unsigned*>(p_s + r * P_STRIDE + warp * KW + nt * 8 + 2 * (lane % 4)) =
                 pack2<MMA>(p0, p1);
           }
-          row_sum[mt][h] = row_sum[mt][h] * rescale + sum;
-#pragma unroll
-          for (int ot = 0; ot < OT; ++ot) {
-            acc[mt][ot][2 * h] *= rescale;
-            acc[mt][ot][2 * h + 1] *= rescale;
-          }
+          row_sum[mt][h] = row_sum[mt][h] * rescale[mt][h] + sum;
         }
       }
+      if (__any_sync(0xffffffffu, any)) mla_sm80::rescale_accumulator(acc, rescale);
       __syncthreads();
     }
 
