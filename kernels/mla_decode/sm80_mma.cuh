@@ -82,13 +82,14 @@ __device__ __forceinline__ void convert_fp8_rows(unsigned char* tile, const unsi
   }
 }
 
-// qk_by_dims: the k-th 16-wide step of warp `warp`'s slice of the latent width: its RANK / WARPS
-// latent columns (its output columns in O += P V), then its ROPE / WARPS rotary columns.
+// qk_by_dims: the k-th 16-wide step of warp `warp`'s slice of the latent width (k below
+// traits::latent_steps + rotary_steps): its RANK / WARPS latent columns (its output columns in
+// O += P V), then its rotary steps, dealt round-robin.
 template <int RANK, int ROPE, int WARPS>
 __device__ __forceinline__ int slice_column(int warp, int k) {
-  constexpr int LATENT_STEPS = RANK / WARPS / 16;
+  constexpr int LATENT_STEPS = mla_decode::sm80_mma::latent_steps(RANK, WARPS);
   return k < LATENT_STEPS ? warp * (RANK / WARPS) + 16 * k
-                          : RANK + warp * (ROPE / WARPS) + 16 * (k - LATENT_STEPS);
+                          : RANK + 16 * (warp + WARPS * (k - LATENT_STEPS));
 }
 
 // The running maximum a row's P is taken against (log2 units): raised to the block's maximum only
@@ -125,7 +126,8 @@ template <int RANK, int ROPE, int WARPS, int BLOCK>
 __device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const unsigned char* staging,
                                                   int warp, int lane) {
   constexpr int D = RANK + ROPE;
-  constexpr int LATENT = RANK / WARPS / 8, ROTARY = ROPE / WARPS / 8;  // chunks of the slice
+  constexpr int LATENT = RANK / WARPS / 8;  // latent chunks of the slice
+  constexpr int ROTARY = mla_decode::sm80_mma::rotary_steps(ROPE, WARPS, 0);  // most rotary steps
   auto convert = [&](int r, int chunk) {
     const uint2 codes = *reinterpret_cast<const uint2*>(staging + r * D + chunk * 8);
     *reinterpret_cast<uint4*>(tile + swizzled<D / 8>(r, chunk)) = e4m3x8_to_f16(codes);
@@ -133,8 +135,11 @@ __device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const uns
 #pragma unroll
   for (int i = lane; i < BLOCK * LATENT; i += 32) convert(i / LATENT, warp * LATENT + i % LATENT);
 #pragma unroll
-  for (int i = lane; i < BLOCK * ROTARY; i += 32) {
-    convert(i / ROTARY, RANK / 8 + warp * ROTARY + i % ROTARY);
+  for (int j = 0; j < ROTARY; ++j) {
+    const int step = warp + WARPS * j;  // of the rotary part's 16-wide steps (2 chunks each)
+    if (step >= ROPE / 16) break;
+#pragma unroll
+    for (int i = lane; i < BLOCK * 2; i += 32) convert(i / 2, RANK / 8 + 2 * step + i % 2);
   }
 }
 
@@ -210,10 +215,10 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   // The pipeline's stage: a 16-bit block, or (KV_FP8) a staged fp8 block.
   constexpr int STAGE_BYTES =
       KV_FP8 ? traits::fp8_stage_bytes(RANK, ROPE, BLOCK) : traits::stage_bytes(RANK, ROPE, BLOCK);
-  // qk_by_dims: the warp's slice of the width, its k16 steps, the block's score tiles, the
-  // partial scores' row stride, and the softmax's columns per warp, lanes per row, scores per lane.
-  constexpr int DW = D / WARPS;
-  constexpr int DK = DW / 16;
+  // qk_by_dims: the most k16 steps of a warp's slice of the width (slice_column), the block's score
+  // tiles, the partial scores' row stride, and the softmax's columns per warp, lanes per row,
+  // scores per lane.
+  constexpr int DK = traits::max_slice_steps(RANK, ROPE, WARPS);
   constexpr int SNT = BLOCK / 8;
   constexpr int S_STRIDE = BLOCK + 8;
   constexpr int CB = BLOCK / WARPS;
@@ -228,13 +233,16 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr int MMA = KV_FP8 ? kDTypeFp16 : DTYPE;
   constexpr bool Q_TO_F16 = KV_FP8 && DTYPE != kDTypeFp16;
   constexpr bool WARP_TILE = KV_FP8 && QK_DIMS;
+  // A 16-bit cache split by width: Q's rows in the last stage's bytes (traits::q_in_pipeline).
+  constexpr bool Q_IN_STAGE = !KV_FP8 && traits::q_in_pipeline(M_TILES, BLOCK, QK_DIMS, false);
   constexpr int Q_BYTES = traits::q_bytes(RANK, ROPE, M_TILES);
   constexpr int TILE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
 
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char* q_s = smem;
-  unsigned char* kv_s =
-      smem + (WARP_TILE ? (Q_BYTES > TILE_BYTES ? Q_BYTES : TILE_BYTES) : Q_BYTES);
+  unsigned char* kv_s = smem + (WARP_TILE    ? (Q_BYTES > TILE_BYTES ? Q_BYTES : TILE_BYTES)
+                                : Q_IN_STAGE ? 0
+                                             : Q_BYTES);
+  unsigned char* q_s = Q_IN_STAGE ? kv_s + (STAGES - 1) * STAGE_BYTES : smem;
   // KV_FP8: the 16-bit block tile the staged fp8 block is converted into, after the stages (or in
   // Q's bytes).
   unsigned char* tile_s = WARP_TILE ? smem : kv_s + STAGES * STAGE_BYTES;
@@ -257,6 +265,9 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   if (row0 >= seq_rows) return;
   const int kv_len = p.kv_lens[seq];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // qk_by_dims: this warp's k16 steps of the width (DK or one fewer).
+  const int SLICE_STEPS =
+      traits::latent_steps(RANK, WARPS) + traits::rotary_steps(ROPE, WARPS, warp);
   // An fp8 cache holds code = value / kv_scale: scores and outputs of the codes times kv_scale.
   const float score_scale = KV_FP8 ? p.scale_log2 * p.kv_scale : p.scale_log2;
   const float out_scale = KV_FP8 ? p.kv_scale : 1.0f;
@@ -340,15 +351,15 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   for (int b = 0; b < blocks; ++b) {
     cp_async_wait<STAGES - 2>();
     __syncthreads();
-    if (b + STAGES - 1 < blocks) load_block(b + STAGES - 1);
-    cp_async_commit();
     if constexpr (QK_DIMS) {
-      // Q K^T split by width: the warp's DW-wide slice of Q stays in registers, loaded once.
+      // Q K^T split by width: the warp's slice of Q stays in registers, loaded once (before the
+      // load below refills the last stage, where Q_IN_STAGE puts Q).
       if (b == 0) {
 #pragma unroll
         for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
           for (int k = 0; k < DK; ++k) {
+            if (k >= SLICE_STEPS) break;
             ldmatrix_x4(
                 q_frag[mt][k],
                 q_addr + mla_sm80::swizzled<CHUNKS>(
@@ -356,8 +367,11 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
                              mla_sm80::slice_column<RANK, ROPE, WARPS>(warp, k) / 8 + lane / 16));
           }
         }
+        if constexpr (Q_IN_STAGE) __syncthreads();
       }
     }
+    if (b + STAGES - 1 < blocks) load_block(b + STAGES - 1);
+    cp_async_commit();
     if constexpr (WARP_TILE) {
       // The barrier above: block b has landed. The warp's columns of the tile (Q's, at b = 0) are
       // read by this warp only, and it is done with them.
@@ -387,6 +401,7 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
       }
 #pragma unroll
       for (int k = 0; k < DK; ++k) {
+        if (k >= SLICE_STEPS) break;
 #pragma unroll
         for (int np = 0; np < SNT / 2; ++np) {
           unsigned k_frag[4];

@@ -7,7 +7,7 @@
 //   S = Q K^T   Q [rows][rank + rope] and the latent block [keys][rank + rope], split over the
 //               warps by keys (qk_by_dims 0: block_tokens / warps keys each, at least one n8
 //               tile; Q re-read from shared memory every block) or by width (qk_by_dims 1: a
-//               (rank + rope) / warps slice each, k16 steps, Q's slice held in registers; the
+//               slice each (latent_steps, rotary_steps), Q's slice held in registers; the
 //               partial scores summed through shared memory, a share of the columns per warp)
 //   O += P V    P [rows][keys] through shared memory, V the same latent block's first rank
 //               columns; the output columns are dealt to the warps, rank / warps each
@@ -50,18 +50,37 @@ ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, int block_tokens)
 ATTN_HOST_DEVICE constexpr int fp8_stage_bytes(int rank, int rope, int block_tokens) {
   return block_tokens * (rank + rope);
 }
+// qk_by_dims: a warp's 16-wide steps of the width: its rank / warps latent columns (its output
+// columns of P V), then the rotary steps dealt round-robin (warp w takes rotary steps w, w + warps,
+// ...: at 8 warps over a 64-wide rope, warps 0 to 3 take one each, the others none).
+ATTN_HOST_DEVICE constexpr int latent_steps(int rank, int warps) {
+  return rank / warps / 16;
+}
+ATTN_HOST_DEVICE constexpr int rotary_steps(int rope, int warps, int warp) {
+  return rope / 16 > warp ? (rope / 16 - warp - 1) / warps + 1 : 0;
+}
+ATTN_HOST_DEVICE constexpr int max_slice_steps(int rank, int rope, int warps) {
+  return latent_steps(rank, warps) + rotary_steps(rope, warps, 0);
+}
+// qk_by_dims: Q's rows are read into registers once (each warp its slice), so they need their own
+// bytes only until then: with a 16-bit cache they lie in the last stage (first loaded after every
+// warp has its slice) where they fit in it; with an fp8 cache, in the 16-bit tile, whose columns
+// each warp converts only where it reads them.
+ATTN_HOST_DEVICE constexpr bool q_in_pipeline(int m_tiles, int block_tokens, bool qk_by_dims,
+                                              bool kv_fp8) {
+  return qk_by_dims && (kv_fp8 || tile_rows(m_tiles) <= block_tokens);
+}
 // Q's rows and the block pipeline, from the start of shared memory: Q, then `stages` 16-bit
 // stages; or (kv_fp8) `stages` fp8 staging buffers and the one 16-bit block tile they are
-// converted into. With qk_by_dims each warp reads its slice of Q into registers once and converts
-// only its own slice of the tile (the same columns: Q K^T's slice of the width holds the warp's
-// output columns of P V), so Q and the tile share their bytes, and no barrier separates the
-// conversion from the products.
+// converted into. Where q_in_pipeline, Q shares the bytes of the last stage or of the tile (the
+// larger of the two).
 ATTN_HOST_DEVICE constexpr int q_and_pipeline_bytes(int rank, int rope, int m_tiles,
                                                     int block_tokens, int stages, bool qk_by_dims,
                                                     bool kv_fp8) {
   const int q = q_bytes(rank, rope, m_tiles);
   const int tile = stage_bytes(rank, rope, block_tokens);
-  if (!kv_fp8) return q + stages * tile;
+  const int own_q = q_in_pipeline(m_tiles, block_tokens, qk_by_dims, kv_fp8) ? 0 : q;
+  if (!kv_fp8) return own_q + stages * tile;
   const int staged = stages * fp8_stage_bytes(rank, rope, block_tokens);
   return (qk_by_dims ? (q > tile ? q : tile) : q + tile) + staged;
 }
@@ -99,14 +118,14 @@ ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int m_tiles, int
 }
 // Per-thread registers of the live arrays: the output accumulator (rows x rank / warps floats over
 // 32 lanes) and the warp's scores (rows x block_tokens / warps; qk_by_dims: rows x block_tokens
-// partial scores, and Q's slice, rows x (rank + rope) / warps 16-bit values), plus fragments and
+// partial scores, and Q's slice, rows x 16 x max_slice_steps 16-bit values), plus fragments and
 // addresses. kv_fp8 adds none: its conversion runs between blocks, when the scores are dead, and
 // holds one 8-byte load and one 16-byte store.
 ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int m_tiles, int block_tokens, int warps,
                                                  bool qk_by_dims = false, int rope = 64) {
   return tile_rows(m_tiles) * (rank / warps) / 32 +
          (qk_by_dims ? tile_rows(m_tiles) * block_tokens / 32 +
-                           tile_rows(m_tiles) * (rank + rope) / warps / 64
+                           tile_rows(m_tiles) * 16 * max_slice_steps(rank, rope, warps) / 64
                      : tile_rows(m_tiles) * (block_tokens / warps) / 32) +
          64;
 }
@@ -125,7 +144,7 @@ enum Rule : int {
   kBlockTokens,   // block_tokens: a multiple of 16 (split by keys: of 8 x warps), at most 128
   kSharedMemory,  // more than kMaxSharedBytes
   kRegisters,     // too many registers per thread (would spill)
-  kDimsSplit,     // qk_by_dims: whole k16 steps per warp, 16 or 32 rows, 2 or 4k scores per lane
+  kDimsSplit,     // qk_by_dims: 16 or 32 rows, 2 or 4k scores per lane
 };
 
 ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
@@ -151,9 +170,8 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
       return "too many registers per thread (estimate {register_estimate}, limit "
              "{register_limit}): lower m_tiles or raise warps";
     case kDimsSplit:
-      return "qk_by_dims needs (rank + rope) / warps a multiple of 16, m_tiles 1 or 2, and "
-             "block_tokens / warps 2 x (32 / rows) or a multiple of 4 x (32 / rows): use "
-             "qk_by_dims 0";
+      return "qk_by_dims needs m_tiles 1 or 2 and block_tokens / warps 2 x (32 / rows) or a "
+             "multiple of 4 x (32 / rows): use qk_by_dims 0";
     default:
       return "invalid config";
   }
@@ -169,9 +187,8 @@ ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int m_tiles, int block_
   if (block_tokens < 16 || block_tokens % 16 != 0 ||
       (!qk_by_dims && block_tokens % (8 * warps) != 0) || block_tokens > 128)
     return kBlockTokens;
-  if (qk_by_dims && ((rank + rope) % (16 * warps) != 0 || m_tiles > 2 ||
-                     (scores_per_lane(m_tiles, block_tokens, warps) != 2 &&
-                      scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0)))
+  if (qk_by_dims && (m_tiles > 2 || (scores_per_lane(m_tiles, block_tokens, warps) != 2 &&
+                                     scores_per_lane(m_tiles, block_tokens, warps) % 4 != 0)))
     return kDimsSplit;
   if (shared_bytes(rank, rope, m_tiles, block_tokens, warps, stages, qk_by_dims, kv_fp8) >
       kMaxSharedBytes)

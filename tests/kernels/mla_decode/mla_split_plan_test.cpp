@@ -136,9 +136,16 @@ TEST(MlaSm80Traits, RulesRefuseWhatTheKernelCannotTile) {
   EXPECT_EQ(t::check(512, 64, 3, 32, 4, 2), t::kMTiles);
   EXPECT_EQ(t::check(512, 64, 4, 128, 8, 3), t::kSharedMemory);
   EXPECT_EQ(t::check(512, 64, 4, 32, 4, 2), t::kRegisters);  // 64 rows x 128 columns per warp
-  // Q K^T by width: whole k16 steps per warp (576 / 8 = 72 is not), 16 or 32 rows.
+  // Q K^T by width: 16 or 32 rows; at 8 warps over a 64-wide rope, warps 0 to 3 take one rotary
+  // step each besides their 4 latent steps.
   EXPECT_EQ(t::check(512, 64, 1, 32, 4, 2, true), t::kOk);
-  EXPECT_EQ(t::check(512, 64, 1, 64, 8, 2, true), t::kDimsSplit);
+  EXPECT_EQ(t::check(512, 64, 1, 64, 8, 2, true), t::kOk);
+  EXPECT_EQ(t::check(512, 64, 1, 32, 8, 2, true), t::kOk);  // two scores per lane
+  EXPECT_EQ(t::latent_steps(512, 8), 4);
+  EXPECT_EQ(t::rotary_steps(64, 8, 3), 1);
+  EXPECT_EQ(t::rotary_steps(64, 8, 4), 0);
+  EXPECT_EQ(t::rotary_steps(128, 4, 1), 2);
+  EXPECT_EQ(t::max_slice_steps(512, 64, 8), 5);
   EXPECT_EQ(t::check(512, 64, 4, 64, 8, 2, true), t::kDimsSplit);
   EXPECT_EQ(t::check(512, 64, 2, 32, 4, 2, true), t::kRegisters);
   // 16-key blocks: by width (two scores per lane in the softmax), not by keys (4 keys per warp).
@@ -146,8 +153,9 @@ TEST(MlaSm80Traits, RulesRefuseWhatTheKernelCannotTile) {
   EXPECT_EQ(t::check(512, 64, 1, 16, 4, 2), t::kBlockTokens);
   EXPECT_EQ(t::check(512, 128, 1, 16, 8, 2, true), t::kDimsSplit);  // one score per lane
   EXPECT_EQ(t::check(512, 64, 1, 32, 4, 5, true), t::kStages);
+  // By width: the partial scores, and Q in the last stage's bytes.
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2, true) - t::shared_bytes(512, 64, 1, 32, 4, 2),
-            4 * 16 * 40 * 4);
+            4 * 16 * 40 * 4 - 16 * 1152);
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2),
             16 * 1152 + 2 * 32 * 1152 + 16 * 40 * 2 + 2 * 4 * 16 * 4 + 65 * 16 * 4);
 }
