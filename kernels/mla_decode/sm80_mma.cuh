@@ -83,13 +83,16 @@ __device__ __forceinline__ void convert_fp8_rows(unsigned char* tile, const unsi
 }
 
 // qk_by_dims: the k-th 16-wide step of warp `warp`'s slice of the latent width (k below
-// traits::latent_steps + rotary_steps): its RANK / WARPS latent columns (its output columns in
+// traits::max_slice_steps): its RANK / WARPS latent columns (its output columns in
 // O += P V), then its rotary steps, dealt round-robin.
 template <int RANK, int ROPE, int WARPS>
 __device__ __forceinline__ int slice_column(int warp, int k) {
   constexpr int LATENT_STEPS = mla_decode::sm80_mma::latent_steps(RANK, WARPS);
-  return k < LATENT_STEPS ? warp * (RANK / WARPS) + 16 * k
-                          : RANK + 16 * (warp + WARPS * (k - LATENT_STEPS));
+  const int rotary = warp + WARPS * (k - LATENT_STEPS);
+  // Past the warp's steps (its Q fragment is zeros there): its first column, any real one.
+  return k < LATENT_STEPS     ? warp * (RANK / WARPS) + 16 * k
+         : rotary < ROPE / 16 ? RANK + 16 * rotary
+                              : warp * (RANK / WARPS);
 }
 
 // The running maximum a row's P is taken against (log2 units): raised to the block's maximum only
@@ -137,7 +140,7 @@ __device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const uns
 #pragma unroll
   for (int j = 0; j < ROTARY; ++j) {
     const int step = warp + WARPS * j;  // of the rotary part's 16-wide steps (2 chunks each)
-    if (step >= ROPE / 16) break;
+    if ((ROPE / 16) % WARPS != 0 && step >= ROPE / 16) break;
 #pragma unroll
     for (int i = lane; i < BLOCK * 2; i += 32) convert(i / 2, RANK / 8 + 2 * step + i % 2);
   }
@@ -265,7 +268,9 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   if (row0 >= seq_rows) return;
   const int kv_len = p.kv_lens[seq];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // qk_by_dims: this warp's k16 steps of the width (DK or one fewer).
+  // qk_by_dims: this warp's k16 steps of the width (DK, or one fewer where the rotary steps do not
+  // go evenly to the warps).
+  constexpr bool EVEN_SLICES = (ROPE / 16) % WARPS == 0;
   const int SLICE_STEPS =
       traits::latent_steps(RANK, WARPS) + traits::rotary_steps(ROPE, WARPS, warp);
   // An fp8 cache holds code = value / kv_scale: scores and outputs of the codes times kv_scale.
@@ -359,7 +364,10 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
         for (int mt = 0; mt < M_TILES; ++mt) {
 #pragma unroll
           for (int k = 0; k < DK; ++k) {
-            if (k >= SLICE_STEPS) break;
+            if (!EVEN_SLICES && k >= SLICE_STEPS) {
+              q_frag[mt][k][0] = q_frag[mt][k][1] = q_frag[mt][k][2] = q_frag[mt][k][3] = 0u;
+              continue;
+            }
             ldmatrix_x4(
                 q_frag[mt][k],
                 q_addr + mla_sm80::swizzled<CHUNKS>(
@@ -399,9 +407,11 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
           for (int e = 0; e < 4; ++e) part[mt][nt][e] = 0.0f;
         }
       }
+      // Every warp runs DK steps: where the rotary steps do not go evenly to the warps, a warp
+      // short of one multiplies zeros in Q's fragment for it (a loop bound the compiler knows lets
+      // it run later steps' loads under earlier products).
 #pragma unroll
       for (int k = 0; k < DK; ++k) {
-        if (k >= SLICE_STEPS) break;
 #pragma unroll
         for (int np = 0; np < SNT / 2; ++np) {
           unsigned k_frag[4];
