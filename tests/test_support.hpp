@@ -21,6 +21,18 @@ struct SpecShape {
   uint64_t seed = 1;
 };
 
+// 6 q heads over 2 kv heads (GQA 3: no power of two), the rest as given: the shape most kernel
+// tests use to catch a group size hard-wired somewhere.
+inline SpecShape gqa3_shape(int head_dim, DType dtype, uint64_t seed) {
+  SpecShape shape;
+  shape.q_heads = 6;
+  shape.kv_heads = 2;
+  shape.head_dim = head_dim;
+  shape.dtype = dtype;
+  shape.seed = seed;
+  return shape;
+}
+
 // One sequence per (context_len, query_len) pair.
 inline WorkloadSpec make_spec(const SpecShape& shape,
                               const std::vector<std::pair<int64_t, int64_t>>& sequences,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/jit/jit_compiler.hpp"
+#include "kernels/variant.hpp"
 
 namespace attn::testing {
 
@@ -41,6 +42,22 @@ inline void expect_compiled_without_spills(std::vector<CompileJob>& jobs, size_t
 // GPU tests run every config).
 inline bool compiles_config(size_t batch, size_t index) {
   return std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr || (batch + index) % 3 == 0;
+}
+
+// Queues a compile (ptxas -v) of each of `configs` that `variant` accepts for `batch` on `target`
+// and that compiles_config picks for the `batch_index`-th batch; returns how many it accepts.
+inline int queue_accepted_compiles(const Variant& variant, const Batch& batch, const Target& target,
+                                   const std::vector<KernelConfig>& configs, size_t batch_index,
+                                   JitCompiler& jit, std::vector<CompileJob>& jobs) {
+  int accepted = 0;
+  for (const KernelConfig& config : configs) {
+    if (!variant.check(batch, config, target)) continue;
+    if (!compiles_config(batch_index, size_t(accepted++))) continue;
+    JitProgram program = variant.programs(batch, config, target).front();
+    program.options.push_back("--ptxas-options=-v");
+    jobs.push_back({program.name, jit.compile_async(program)});
+  }
+  return accepted;
 }
 
 }  // namespace attn::testing

@@ -45,12 +45,9 @@ void expect_every_accepted_config_matches(const std::vector<std::pair<int, int>>
     std::vector<Batch> batches;
     for (const auto& [causal, block] :
          {std::pair{true, 64}, std::pair{false, 32}, std::pair{true, 32}, std::pair{false, 64}}) {
-      testing::SpecShape shape;
-      shape.q_heads = 6;
-      shape.kv_heads = 2;  // GQA 3
-      shape.head_dim = head_dim;
-      shape.dtype = causal ? DType::bf16 : DType::fp16;
-      shape.seed = uint64_t(head_dim) * 4 + causal * 2 + (block == 32);
+      testing::SpecShape shape =
+          testing::gqa3_shape(head_dim, causal ? DType::bf16 : DType::fp16,
+                              uint64_t(head_dim) * 4 + causal * 2 + (block == 32));
       WorkloadSpec spec =
           testing::make_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, "bs-every");
       if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;

@@ -1,7 +1,8 @@
 // The blocksparse family over fp8 e4m3 caches on the CPU: the sm80 variants accept exactly the
 // configs their traits accept with an fp8 cache (codes in the stages, the fp8 register limit) and
 // say why they refuse the others; their defaults are accepted and their kernels named with the fp8
-// argument; blocksparse.sm90_wgmma declines fp8 with a note; every variant's byte count is the fp8
+// argument; blocksparse.sm90_wgmma reads fp8 through the conversion pass in its program; every
+// variant's byte count is the fp8
 // rows plus the scales; the CPU reference dequantises as the dense oracle does.
 #include <gtest/gtest.h>
 
@@ -184,20 +185,27 @@ TEST(BlockSparseFp8Gating, DefaultsAreAcceptedAndKernelsNamedForFp8) {
             std::string::npos);
 }
 
-TEST(BlockSparseFp8Gating, Sm90WgmmaDeclinesFp8NamingTheVariantsThatReadIt) {
+// blocksparse.sm90_wgmma over an fp8 cache: accepted with either scale granularity; its program
+// holds the conversion pass beside the gather and the kernel, whose name says the scales; a 16-bit
+// cache's program does not.
+TEST(BlockSparseFp8Gating, Sm90WgmmaReadsFp8ThroughTheConversionPass) {
   const Registry registry = make_registry();
   const Variant& sm90 = *registry.find("blocksparse.sm90_wgmma");
   const Target hopper = testing::hopper_target();
   for (KvScaleGranularity scale : {KvScaleGranularity::per_tensor, KvScaleGranularity::per_head}) {
     const Batch batch = fp8_sparse_batch(false, 128, DType::bf16, true, scale);
-    const Support s = sm90.check(batch, sm90.default_config(batch, hopper), hopper);
-    EXPECT_FALSE(s.ok);
-    EXPECT_NE(s.reason.find("fp8 KV cache"), std::string::npos) << s.reason;
-    EXPECT_NE(s.reason.find("blocksparse.sm80_mma and blocksparse.sm80_mma_decode read fp8 caches"),
-              std::string::npos)
-        << s.reason;
+    const KernelConfig config = sm90.default_config(batch, hopper);
+    const Support s = sm90.check(batch, config, hopper);
+    EXPECT_TRUE(s.ok) << s.reason;
+    const JitProgram program = sm90.programs(batch, config, hopper).front();
+    ASSERT_EQ(program.kernels.size(), 3u);
+    EXPECT_NE(program.kernels[0].find(", true>"), std::string::npos) << program.kernels[0];
+    EXPECT_NE(program.kernels[2].find("attn::dequantize_fp8<"), std::string::npos);
+    EXPECT_NE(program.name.find(".kv_fp8"), std::string::npos) << program.name;
     const Batch sixteen = fp8_sparse_batch(false, 128, DType::bf16, false);
-    EXPECT_TRUE(sm90.check(sixteen, sm90.default_config(sixteen, hopper), hopper).ok);
+    const KernelConfig config16 = sm90.default_config(sixteen, hopper);
+    EXPECT_TRUE(sm90.check(sixteen, config16, hopper).ok);
+    EXPECT_EQ(sm90.programs(sixteen, config16, hopper).front().kernels.size(), 2u);
   }
 }
 
@@ -244,8 +252,8 @@ TEST(BlockSparseFp8CpuReference, DequantisesAsTheDenseOracleDoes) {
         const std::vector<float> expected =
             testing::expect_cpu_reference_matches_oracle(batch, size_t(batch.total_q) * 8 * 64);
         ASSERT_FALSE(expected.empty());
-        const auto nonzero = std::count_if(expected.begin(), expected.end(),
-                                           [](float e) { return e != 0.0f; });
+        const auto nonzero =
+            std::count_if(expected.begin(), expected.end(), [](float e) { return e != 0.0f; });
         EXPECT_GT(nonzero, int64_t(expected.size() / 2));
       }
     }

@@ -15,6 +15,8 @@
 // occupancies.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "tests/kernels/blocksparse/blocksparse_gpu_check.hpp"
 #include "workloads/presets.hpp"
 
@@ -42,21 +44,34 @@ KernelConfig make_config(int tile_n, int stages, int ctas_per_sm, int consumers)
                       {"consumers", consumers}};
 }
 
-// v_head_dim: V's width where narrower than Q and K's (0: as wide).
+// v_head_dim: V's width where narrower than Q and K's (0: as wide). fp8_scales: an fp8 e4m3
+// cache with those scales.
 Batch sparse_batch(const testing::SpecShape& shape,
                    const std::vector<std::pair<int64_t, int64_t>>& sequences,
-                   const BlockSparseSpec& layout, bool causal, int v_head_dim = 0) {
+                   const BlockSparseSpec& layout, bool causal, int v_head_dim = 0,
+                   std::optional<KvScaleGranularity> fp8_scales = std::nullopt) {
   WorkloadSpec spec = testing::make_spec(shape, sequences, "bs-sm90-gpu");
   spec.mask.block_sparse = layout;
   if (v_head_dim > 0 && v_head_dim != shape.head_dim) spec.model.v_head_dim = v_head_dim;
+  if (fp8_scales) {
+    spec.model.kv_dtype = DType::fp8_e4m3;
+    spec.model.kv_scale = *fp8_scales;
+  }
   Batch batch = generate_batch(spec);
   batch.causal = causal;  // workloads with a layout are causal; the kernel also runs non-causal
   return batch;
 }
 
-// Compiles the programs of `cases` in parallel, then checks each against the oracle.
+// Asserts that the variant takes every case, compiles their programs in parallel, then checks each
+// against the oracle.
 void expect_all_match_reference(const Variant& variant,
                                 const std::vector<std::pair<Batch, KernelConfig>>& cases) {
+  const Target target = Target::cuda(testing::gpu().device());
+  for (const auto& [batch, config] : cases) {
+    const Support support = variant.check(batch, config, target);
+    ASSERT_TRUE(support.ok) << config.key() << " d" << batch.spec.model.head_dim << ": "
+                            << support.reason;
+  }
   compile_cases_in_parallel(variant, cases);
   for (const auto& [batch, config] : cases) expect_matches_reference(variant, batch, config);
 }
@@ -128,11 +143,6 @@ TEST(BlockSparseSm90Gpu, HeadDims80To256AndNarrowVMatchTheReference) {
       cases.push_back({batch, make_config(64, 2, 1, 1)});
     }
   }
-  for (const auto& [batch, config] : cases) {
-    const Support support = variant.check(batch, config, target);
-    ASSERT_TRUE(support.ok) << config.key() << " d" << batch.spec.model.head_dim << ": "
-                            << support.reason;
-  }
   expect_all_match_reference(variant, cases);
 }
 
@@ -169,29 +179,16 @@ TEST(BlockSparseSm90Gpu, Fp8CachesAtEveryHeadDimMatchTheReference) {
   std::vector<std::pair<Batch, KernelConfig>> cases;
   for (const auto& [head_dim, v_head_dim] : dims) {
     for (bool causal : {true, false}) {
-      testing::SpecShape shape;
-      shape.q_heads = 6;
-      shape.kv_heads = 2;  // GQA 3
-      shape.head_dim = head_dim;
-      shape.dtype = causal ? DType::bf16 : DType::fp16;
-      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + causal + 11;
-      WorkloadSpec spec =
-          testing::make_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, "bs-sm90-fp8-gpu");
-      if (v_head_dim > 0 && v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
-      spec.model.kv_dtype = DType::fp8_e4m3;
-      spec.model.kv_scale = causal ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor;
-      spec.mask.block_sparse = phi3_layout(64, 2, 3);
-      Batch batch = generate_batch(spec);
-      batch.causal = causal;
+      testing::SpecShape shape =
+          testing::gqa3_shape(head_dim, causal ? DType::bf16 : DType::fp16,
+                              uint64_t(head_dim + v_head_dim) * 2 + causal + 11);
+      const Batch batch = sparse_batch(
+          shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}}, phi3_layout(64, 2, 3), causal,
+          v_head_dim, causal ? KvScaleGranularity::per_head : KvScaleGranularity::per_tensor);
       ASSERT_TRUE(batch.kv_fp8());
       cases.push_back({batch, variant.default_config(batch, target)});
       cases.push_back({batch, make_config(64, 2, 1, 1)});
     }
-  }
-  for (const auto& [batch, config] : cases) {
-    const Support support = variant.check(batch, config, target);
-    ASSERT_TRUE(support.ok) << config.key() << " d" << batch.spec.model.head_dim << ": "
-                            << support.reason;
   }
   expect_all_match_reference(variant, cases);
 }
@@ -229,13 +226,10 @@ TEST(BlockSparseSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
   for (int head_dim : {64, 128}) {
     std::vector<Batch> batches;
     for (const Kind& kind : kinds) {
-      testing::SpecShape shape;
-      shape.q_heads = 6;
-      shape.kv_heads = 2;  // GQA 3
-      shape.head_dim = head_dim;
-      shape.dtype = kind.dtype;
-      shape.seed = uint64_t(head_dim) * 8 + 4 * (kind.dtype == DType::fp16) + 2 * kind.causal +
-                   (kind.block == 128);
+      testing::SpecShape shape =
+          testing::gqa3_shape(head_dim, kind.dtype,
+                              uint64_t(head_dim) * 8 + 4 * (kind.dtype == DType::fp16) +
+                                  2 * kind.causal + (kind.block == 128));
       Batch batch = sparse_batch(shape, {{0, 300}, {45, 1}, {3, 129}, {70, 217}},
                                  phi3_layout(kind.block, 2, 3), kind.causal);
       if (kind.block == 128) randomise_layout(batch, rng, 0.4);

@@ -500,25 +500,15 @@ TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Target target = testing::hopper_target();
-  struct Job {
-    std::string what;
-    std::future<CompiledProgram> compiled;
-  };
-  std::vector<Job> jobs;
+  std::vector<testing::CompileJob> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
   const std::vector<std::pair<int, int>> dims = {{64, 0},  {128, 0}, {80, 0},   {96, 0},
                                                  {192, 0}, {256, 0}, {192, 128}};
   batches.reserve(5 * dims.size());
   auto compile_accepted = [&](const Batch& batch, bool sampled) {
     const int head_dim = batch.spec.model.head_dim;
-    int accepted = 0;
-    for (const KernelConfig& config : space_configs(variant, batch, target)) {
-      if (!variant.check(batch, config, target)) continue;
-      if (!testing::compiles_config(batches.size(), size_t(accepted++))) continue;
-      JitProgram program = variant.programs(batch, config, target).front();
-      program.options.push_back("--ptxas-options=-v");
-      jobs.push_back({program.name, jit.compile_async(program)});
-    }
+    const int accepted = testing::queue_accepted_compiles(
+        variant, batch, target, space_configs(variant, batch, target), batches.size(), jit, jobs);
     if (sampled) {
       EXPECT_GT(accepted, 0) << head_dim;
     } else {
@@ -539,7 +529,7 @@ TEST(BlockSparseSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
     compile_accepted(batches.back(), true);
   }
   const std::regex spills("([1-9][0-9]*) bytes (spill stores|spill loads|stack frame)");
-  for (Job& job : jobs) {
+  for (testing::CompileJob& job : jobs) {
     try {
       const CompiledProgram compiled = job.compiled.get();
       // The gather and the kernel, and over an fp8 cache the conversion pass.

@@ -38,12 +38,8 @@ const std::vector<std::pair<int, int>> kNewHeadDims = {
 std::vector<Batch> every_config_batches(int head_dim, int v_head_dim, bool kv_fp8 = false) {
   std::vector<Batch> batches;
   for (bool causal : {true, false}) {
-    testing::SpecShape shape;
-    shape.q_heads = 6;
-    shape.kv_heads = 2;  // GQA 3
-    shape.head_dim = head_dim;
-    shape.dtype = causal ? DType::bf16 : DType::fp16;
-    shape.seed = uint64_t(head_dim) * 2 + causal;
+    testing::SpecShape shape = testing::gqa3_shape(head_dim, causal ? DType::bf16 : DType::fp16,
+                                                   uint64_t(head_dim) * 2 + causal);
     WorkloadSpec spec = prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}}, causal);
     if (v_head_dim != head_dim) spec.model.v_head_dim = v_head_dim;
     if (kv_fp8) {

@@ -146,12 +146,9 @@ TEST(FlashFwdSm90Gpu, Fp8CachesAtEveryHeadDimMatchTheReference) {
   dims.insert(dims.end(), kFlashSm90NewHeadDims.begin(), kFlashSm90NewHeadDims.end());
   for (const auto& [head_dim, v_head_dim] : dims) {
     for (bool causal : {true, false}) {
-      testing::SpecShape shape;
-      shape.q_heads = 6;
-      shape.kv_heads = 2;  // GQA 3
-      shape.head_dim = head_dim;
-      shape.dtype = causal ? DType::bf16 : DType::fp16;
-      shape.seed = uint64_t(head_dim + v_head_dim) * 2 + causal + 7;
+      testing::SpecShape shape =
+          testing::gqa3_shape(head_dim, causal ? DType::bf16 : DType::fp16,
+                              uint64_t(head_dim + v_head_dim) * 2 + causal + 7);
       WorkloadSpec spec = flash_sm90_with_v_head_dim(
           prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal),
           v_head_dim);
@@ -183,12 +180,8 @@ TEST(FlashFwdSm90Gpu, EveryAcceptedConfigMatchesTheReference) {
                                         {DType::fp16, false},
                                         {DType::fp16, true},
                                         {DType::bf16, false}}) {
-      testing::SpecShape shape;
-      shape.q_heads = 6;
-      shape.kv_heads = 2;  // GQA 3
-      shape.head_dim = head_dim;
-      shape.dtype = dtype;
-      shape.seed = uint64_t(head_dim) * 4 + 2 * int(dtype == DType::fp16) + causal;
+      testing::SpecShape shape = testing::gqa3_shape(
+          head_dim, dtype, uint64_t(head_dim) * 4 + 2 * int(dtype == DType::fp16) + causal);
       batches.push_back(generate_batch(
           prefill_spec(shape, {{0, 300}, {45, 1}, {3, 129}, {0, 17}, {200, 70}}, causal)));
     }

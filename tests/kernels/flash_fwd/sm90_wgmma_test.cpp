@@ -679,11 +679,7 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const bool exhaustive = std::getenv("ATTN_TEST_EXHAUSTIVE") != nullptr;
   const Target target = hopper();
 
-  struct Job {
-    std::string what;
-    std::future<CompiledProgram> compiled;
-  };
-  std::vector<Job> jobs;
+  std::vector<testing::CompileJob> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive
   const std::vector<std::pair<int, int>> dims = {{64, 0},  {80, 0},  {96, 0},   {128, 0},
                                                  {192, 0}, {256, 0}, {192, 128}};
@@ -698,20 +694,15 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
         if (!exhaustive && !power_of_two && dtype != DType::bf16) continue;
         batches.push_back(prefill_batch(16, 4, head_dim, dtype, causal, v_head_dim));
         const Batch& batch = batches.back();
-        int accepted = 0;
-        for (const KernelConfig& config : space_configs(variant, batch, target)) {
-          if (!variant.check(batch, config, target)) continue;
-          if (!testing::compiles_config(batches.size(), size_t(accepted++))) continue;
-          JitProgram program = variant.programs(batch, config, target).front();
-          program.options.push_back("--ptxas-options=-v");
-          jobs.push_back({program.name, jit.compile_async(program)});
-        }
-        EXPECT_GT(accepted, 0);
+        EXPECT_GT(testing::queue_accepted_compiles(variant, batch, target,
+                                                   space_configs(variant, batch, target),
+                                                   batches.size(), jit, jobs),
+                  0);
       }
     }
   }
   const std::regex spills("([1-9][0-9]*) bytes (spill stores|spill loads|stack frame)");
-  for (Job& job : jobs) {
+  for (testing::CompileJob& job : jobs) {
     try {
       const CompiledProgram compiled = job.compiled.get();
       EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
