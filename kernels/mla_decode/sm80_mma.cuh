@@ -9,12 +9,12 @@
 //   1. S = Q K^T: the block's keys are dealt to the warps (BLOCK / WARPS each); a warp multiplies
 //      all ROWS rows of Q (A fragments from shared memory) by its keys' latent rows over the full
 //      rank + rope width. Or (QK_DIMS) the width is dealt: a warp takes its rank / WARPS output
-//      columns of step 3 and rope / WARPS rotary columns, Q's slice held in registers, and the
-//      warps' partial scores are summed through shared memory.
+//      columns of step 3 and its share of the rotary columns (16 at a time, round-robin), Q's
+//      slice held in registers, and the warps' partial scores are summed through shared memory.
 //   2. The block's row maxima are exchanged through shared memory; every warp then holds the same
 //      running max, so each rescales its own part of the output and keeps a partial row sum. The
-//      running max rises only where a block's is more than 2^8 above it (raise_running_max): P
-//      stays below 2^8, and most blocks rescale nothing.
+//      running max (log2 units) rises only where a block's exceeds it by more than 8
+//      (raise_running_max): P stays below 2^8, and most blocks rescale nothing.
 //      P = 2^(S * scale_log2 - max) goes to shared memory as 16-bit values.
 //   3. O += P V: V is the first rank columns of the same latent block (ldmatrix.trans); the output
 //      columns are dealt to the warps (rank / WARPS each), every warp reading all of P.
