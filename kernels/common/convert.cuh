@@ -80,33 +80,39 @@ __device__ __forceinline__ void unpack8_e4m3_scaled(const uint2& packed, float (
   }
 }
 
-// Eight fp8 e4m3 codes (bytes of `codes`, element 0 lowest) as eight fp16 values (a uint4,
-// element order kept), exactly: every finite e4m3 value is an fp16. sm_89 and newer convert a pair
-// in one instruction (the fewest instructions per code, where a kernel's issue slots are what is
-// short); older GPUs move each code's sign, exponent and mantissa bits into an f16 whose exponent
-// bias is 8 larger (exact, subnormals included) and multiply by 2^8 in f16.
-__device__ __forceinline__ uint4 e4m3x8_to_f16(const uint2& codes) {
-  unsigned int f16[4];
-  const unsigned int words[2] = {codes.x, codes.y};
-#pragma unroll
-  for (int w = 0; w < 2; ++w) {
+// Four fp8 e4m3 codes (bytes of `word`, element 0 lowest) as two f16x2 registers, exactly: `lo`
+// holds codes 0 and 1, `hi` codes 2 and 3 (element order kept in each half pair).
+__device__ __forceinline__ void e4m3x4_to_f16(unsigned int word, unsigned int& lo,
+                                              unsigned int& hi) {
 #if __CUDA_ARCH__ >= 890
-    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\n"
-        "cvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
-        : "=r"(f16[2 * w]), "=r"(f16[2 * w + 1])
-        : "r"(words[w]));
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\n"
+      "cvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(word));
 #else
-    const unsigned int two_pow_8 = 0x5c005c00u;  // f16x2 {256, 256}
-    const unsigned int spread[2] = {__byte_perm(words[w], 0, 0x1404),
-                                    __byte_perm(words[w], 0, 0x3424)};
+  // No fp8 conversion unit: each code's sign, exponent and mantissa bits go into an f16 whose
+  // exponent bias is 8 larger (exact, subnormals included), then a multiply by 2^8 restores it.
+  const unsigned int scale = 0x5c005c00u;  // f16x2 {256, 256}
+  const unsigned int spread[2] = {__byte_perm(word, 0, 0x1404), __byte_perm(word, 0, 0x3424)};
+  unsigned int out[2];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const unsigned int bits = (spread[i] & 0x80008000u) | ((spread[i] >> 1) & 0x3f803f80u);
-      asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(f16[2 * w + i]) : "r"(bits), "r"(two_pow_8));
-    }
-#endif
+  for (int i = 0; i < 2; ++i) {
+    const unsigned int bits = (spread[i] & 0x80008000u) | ((spread[i] >> 1) & 0x3f803f80u);
+    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(out[i]) : "r"(bits), "r"(scale));
   }
-  return make_uint4(f16[0], f16[1], f16[2], f16[3]);
+  lo = out[0];
+  hi = out[1];
+#endif
+}
+
+// Eight fp8 e4m3 codes (bytes of `codes`, element 0 lowest) as eight fp16 values (a uint4,
+// element order kept), exactly (e4m3x4_to_f16: one instruction per pair on sm_89 and newer, the
+// fewest per code where a kernel's issue slots are what is short).
+__device__ __forceinline__ uint4 e4m3x8_to_f16(const uint2& codes) {
+  uint4 out;
+  e4m3x4_to_f16(codes.x, out.x, out.y);
+  e4m3x4_to_f16(codes.y, out.z, out.w);
+  return out;
 }
 
 // Eight fp8 e4m3 codes as eight 16-bit values of DTYPE (a uint4, element order kept), exactly,

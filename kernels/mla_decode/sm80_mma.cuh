@@ -238,13 +238,9 @@ __global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80P
   constexpr bool WARP_TILE = KV_FP8 && QK_DIMS;
   // A 16-bit cache split by width: Q's rows in the last stage's bytes (traits::q_in_pipeline).
   constexpr bool Q_IN_STAGE = !KV_FP8 && traits::q_in_pipeline(M_TILES, BLOCK, QK_DIMS, false);
-  constexpr int Q_BYTES = traits::q_bytes(RANK, ROPE, M_TILES);
-  constexpr int TILE_BYTES = traits::stage_bytes(RANK, ROPE, BLOCK);
 
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char* kv_s = smem + (WARP_TILE    ? (Q_BYTES > TILE_BYTES ? Q_BYTES : TILE_BYTES)
-                                : Q_IN_STAGE ? 0
-                                             : Q_BYTES);
+  unsigned char* kv_s = smem + traits::stages_offset(RANK, ROPE, M_TILES, BLOCK, QK_DIMS, KV_FP8);
   unsigned char* q_s = Q_IN_STAGE ? kv_s + (STAGES - 1) * STAGE_BYTES : smem;
   // KV_FP8: the 16-bit block tile the staged fp8 block is converted into, after the stages (or in
   // Q's bytes).

@@ -72,17 +72,23 @@ ATTN_HOST_DEVICE constexpr bool q_in_pipeline(int m_tiles, int block_tokens, boo
 }
 // Q's rows and the block pipeline, from the start of shared memory: Q, then `stages` 16-bit
 // stages; or (kv_fp8) `stages` fp8 staging buffers and the one 16-bit block tile they are
-// converted into. Where q_in_pipeline, Q shares the bytes of the last stage or of the tile (the
-// larger of the two).
+// converted into. Where q_in_pipeline, Q shares the bytes of the last stage or of the tile.
+// stages_offset: the bytes before the first stage: Q's own, or (kv_fp8, qk_by_dims) the tile's,
+// which holds Q, the larger of the two; the tile of an fp8 cache split by keys follows the stages.
+ATTN_HOST_DEVICE constexpr int stages_offset(int rank, int rope, int m_tiles, int block_tokens,
+                                             bool qk_by_dims, bool kv_fp8) {
+  const int q = q_bytes(rank, rope, m_tiles);
+  const int tile = stage_bytes(rank, rope, block_tokens);
+  if (kv_fp8 && qk_by_dims) return q > tile ? q : tile;
+  return q_in_pipeline(m_tiles, block_tokens, qk_by_dims, kv_fp8) ? 0 : q;
+}
 ATTN_HOST_DEVICE constexpr int q_and_pipeline_bytes(int rank, int rope, int m_tiles,
                                                     int block_tokens, int stages, bool qk_by_dims,
                                                     bool kv_fp8) {
-  const int q = q_bytes(rank, rope, m_tiles);
   const int tile = stage_bytes(rank, rope, block_tokens);
-  const int own_q = q_in_pipeline(m_tiles, block_tokens, qk_by_dims, kv_fp8) ? 0 : q;
-  if (!kv_fp8) return own_q + stages * tile;
-  const int staged = stages * fp8_stage_bytes(rank, rope, block_tokens);
-  return (qk_by_dims ? (q > tile ? q : tile) : q + tile) + staged;
+  const int stage = kv_fp8 ? fp8_stage_bytes(rank, rope, block_tokens) : tile;
+  return stages_offset(rank, rope, m_tiles, block_tokens, qk_by_dims, kv_fp8) + stages * stage +
+         (kv_fp8 && !qk_by_dims ? tile : 0);
 }
 // P [rows][block_tokens + 8] 16-bit: 16 bytes of padding per row keep ldmatrix conflict free.
 ATTN_HOST_DEVICE constexpr int p_bytes(int m_tiles, int block_tokens) {

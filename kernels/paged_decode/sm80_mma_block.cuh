@@ -32,31 +32,6 @@ struct Swizzled128Tile {
   }
 };
 
-// Four fp8 e4m3 codes (bytes of `word`, element 0 lowest) as two f16x2 registers, exactly: `lo`
-// holds codes 0 and 1, `hi` codes 2 and 3 (element order kept in each half pair).
-__device__ __forceinline__ void e4m3x4_to_f16(unsigned int word, unsigned int& lo,
-                                              unsigned int& hi) {
-#if __CUDA_ARCH__ >= 890
-  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\n"
-      "cvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
-      : "=r"(lo), "=r"(hi)
-      : "r"(word));
-#else
-  // No fp8 conversion unit: each code's sign, exponent and mantissa bits go into an f16 whose
-  // exponent bias is 8 larger (exact, subnormals included), then a multiply by 2^8 restores it.
-  const unsigned int scale = 0x5c005c00u;  // f16x2 {256, 256}
-  const unsigned int spread[2] = {__byte_perm(word, 0, 0x1404), __byte_perm(word, 0, 0x3424)};
-  unsigned int out[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const unsigned int bits = (spread[i] & 0x80008000u) | ((spread[i] >> 1) & 0x3f803f80u);
-    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(out[i]) : "r"(bits), "r"(scale));
-  }
-  lo = out[0];
-  hi = out[1];
-#endif
-}
-
 // Bytes e of w0 and of w1 (two fp8 codes, w0's first) as one f16x2 register.
 __device__ __forceinline__ unsigned int e4m3_pair_to_f16(unsigned int w0, unsigned int w1, int e) {
   const unsigned int pair = __byte_perm(w0, w1, e | ((4 + e) << 4));  // codes in bytes 0 and 1

@@ -60,6 +60,14 @@ TEST(MlaSm80MmaTraits, Fp8PipelineIsStagesOfFp8BlocksAndOne16BitTile) {
   // Split by width, Q's rows share the bytes of the 16-bit tile (the larger of the two).
   EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, true, true), 3 * 32 * 576 + 32 * 1152);
   EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 2, 16, 2, true, true), 2 * 16 * 576 + 32 * 1152);
+  // Where the first stage starts: after Q's own bytes, at 0 (Q in the last stage), or after the
+  // tile that holds Q (an fp8 cache split by width).
+  EXPECT_EQ(traits::stages_offset(512, 64, 1, 32, false, false), q);
+  EXPECT_EQ(traits::stages_offset(512, 64, 1, 32, true, false), 0);
+  EXPECT_EQ(traits::stages_offset(512, 64, 2, 16, true, false), 2 * q);
+  EXPECT_EQ(traits::stages_offset(512, 64, 1, 32, false, true), q);
+  EXPECT_EQ(traits::stages_offset(512, 64, 1, 32, true, true), 32 * 1152);
+  EXPECT_EQ(traits::stages_offset(512, 64, 2, 16, true, true), 2 * q);
   // Everything else is the 16-bit path's.
   const int rest = traits::q_bytes(512, 64, 2) + traits::p_bytes(2, 64) +
                    traits::reduce_bytes(2, 4) + traits::merge_bytes(2) +
