@@ -63,4 +63,17 @@ int64_t mla_rows_of(const Batch& batch, int s) {
   return batch.query_lens[size_t(s)] * batch.spec.model.num_q_heads;
 }
 
+JitProgram mla_decode_program(const std::string& config_name, const Batch& batch,
+                              const Target& target, const std::string& header, std::string kernel) {
+  const ModelShape& m = batch.spec.model;
+  JitProgram program;
+  program.name = config_name + ".r" + std::to_string(m.kv_lora_rank) + ".rope" +
+                 std::to_string(m.qk_rope_head_dim) + "." + to_string(m.dtype) +
+                 (batch.kv_fp8() ? ".fp8_e4m3" : "");
+  program.source = "#include \"" + header + "\"\n";
+  program.kernels = {std::move(kernel)};
+  program.arch = target.arch;
+  return program;
+}
+
 }  // namespace attn

@@ -64,4 +64,9 @@ Support mla_decode_supports_launch(long long shared_bytes, int num_splits, int m
 // Rows a CUDA variant computes for sequence s: its query tokens x q heads.
 int64_t mla_rows_of(const Batch& batch, int s);
 
+// The one JIT program of a CUDA variant: `header` (the kernel's .cuh) and the name expression
+// `kernel`, named <config_name>.r<kv_lora_rank>.rope<qk_rope_head_dim>.<dtype>[.fp8_e4m3].
+JitProgram mla_decode_program(const std::string& config_name, const Batch& batch,
+                              const Target& target, const std::string& header, std::string kernel);
+
 }  // namespace attn

@@ -141,14 +141,8 @@ class MlaSm80MmaVariant : public Variant {
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
-    JitProgram program;
-    program.name = full_name(config) + ".r" + std::to_string(batch.spec.model.kv_lora_rank) +
-                   ".rope" + std::to_string(batch.spec.model.qk_rope_head_dim) + "." +
-                   to_string(batch.spec.model.dtype) + (batch.kv_fp8() ? ".fp8_e4m3" : "");
-    program.source = "#include \"kernels/mla_decode/sm80_mma.cuh\"\n";
-    program.kernels = {kernel_name(MlaSm80Config(config, batch), batch.spec.model.dtype)};
-    program.arch = target.arch;
-    return {program};
+    return {mla_decode_program(full_name(config), batch, target, "kernels/mla_decode/sm80_mma.cuh",
+                               kernel_name(MlaSm80Config(config, batch), batch.spec.model.dtype))};
   }
 
   std::unique_ptr<Launcher> prepare(Problem& problem, const KernelConfig& config,

@@ -105,16 +105,13 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     const KeyRowsConfig c(config, batch);
-    JitProgram program;
-    program.name = full_name(config) + ".r" + std::to_string(c.rank) + ".rope" +
-                   std::to_string(c.rope) + "." + to_string(batch.spec.model.dtype) + ".box" +
-                   std::to_string(c.box_tokens());
-    program.source = "#include \"kernels/mla_decode/sm90_wgmma_key_rows.cuh\"\n";
-    program.kernels = {"attn::mla_decode_sm90_wgmma_key_rows<" +
-                       std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +
-                       std::to_string(c.rank) + ", " + std::to_string(c.rope) + ", " +
-                       std::to_string(c.tile_rows) + ", " + std::to_string(c.box_tokens()) + ">"};
-    program.arch = target.arch;
+    JitProgram program = mla_decode_program(
+        full_name(config), batch, target, "kernels/mla_decode/sm90_wgmma_key_rows.cuh",
+        "attn::mla_decode_sm90_wgmma_key_rows<" +
+            std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " + std::to_string(c.rank) +
+            ", " + std::to_string(c.rope) + ", " + std::to_string(c.tile_rows) + ", " +
+            std::to_string(c.box_tokens()) + ">");
+    program.name += ".box" + std::to_string(c.box_tokens());
     return {program};
   }
 

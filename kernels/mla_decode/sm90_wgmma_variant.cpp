@@ -119,13 +119,10 @@ class MlaSm90WgmmaVariant : public Variant {
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,
                                    const Target& target) const override {
     const MlaSm90Config c(config, batch);
-    JitProgram program;
-    program.name = full_name(config) + ".r" + std::to_string(c.rank) + ".rope" +
-                   std::to_string(c.rope) + "." + to_string(batch.spec.model.dtype) + ".box" +
-                   std::to_string(c.box_tokens());
-    program.source = "#include \"kernels/mla_decode/sm90_wgmma.cuh\"\n";
-    program.kernels = {kernel_name(c, batch.spec.model.dtype)};
-    program.arch = target.arch;
+    JitProgram program =
+        mla_decode_program(full_name(config), batch, target, "kernels/mla_decode/sm90_wgmma.cuh",
+                           kernel_name(c, batch.spec.model.dtype));
+    program.name += ".box" + std::to_string(c.box_tokens());
     return {program};
   }
 
