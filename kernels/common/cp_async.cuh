@@ -1,18 +1,20 @@
 // Asynchronous global -> shared copies (cp.async, sm_80+), 16 bytes at a time, bypassing L1.
 #pragma once
 
+#include "kernels/common/shared_access.cuh"
+
 namespace attn {
 
-__device__ __forceinline__ unsigned shared_address(const void* pointer) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
-}
-
-// Copies 16 bytes, or writes 16 zero bytes without reading `src` when `valid` is false.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
+// Copies 16 bytes to shared address `dst`, or writes 16 zero bytes without reading `src` when
+// `valid` is false.
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
   const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
                : "memory");
+}
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
+  cp_async_16(shared_address(dst), src, valid);
 }
 
 // Copies 16 bytes that are known to exist: no source size, so none of the zero-fill arithmetic

@@ -153,38 +153,49 @@ __device__ __forceinline__ void publish_copies(unsigned long long* full, int lan
 
 // KV_FP8: the page-table entries of the context keys key0 .. min(key0 + TILE_N, limit) - 1 (pages
 // first .. of the item's table, first = key0 / page_size, TILE_N + 1 at most), read by the
-// producer warpgroup (thread `tid`, 0..127) into `tile_pages`, all in flight at once. The copies
-// of a tile's K and V parts then read their pages from shared memory: a tile costs one page-table
-// latency, not one per copy. The first barrier (named, the producer warpgroup's) orders the reads
-// of the previous tile's entries before they are overwritten, the second the writes before the
-// reads.
-template <int TILE_N>
-__device__ __forceinline__ void load_tile_pages(int* tile_pages, const int* pages, int key0,
-                                                int limit, int page_size, int tid) {
+// producer warpgroup (thread `tid`, 0..127) into shared memory at `tile_pages` (a shared-window
+// address, shared_access.cuh), all in flight at once. The copies of a tile's K and V parts then
+// read their pages from shared memory: a tile costs one page-table latency, not one per copy. The
+// entries are loaded before the first barrier (named, the producer warpgroup's), which orders the
+// reads of the previous tile's entries before they are overwritten; the second orders the writes
+// before the reads. PAGE: the page size where it is known at compile time, else 0 (`page_size`).
+template <int TILE_N, int PAGE>
+__device__ __forceinline__ void load_tile_pages(unsigned tile_pages, const int* pages, int key0,
+                                                int limit, int runtime_page_size, int tid) {
+  const int page_size = PAGE > 0 ? PAGE : runtime_page_size;
   const int first = key0 / page_size;
   const int last = key0 < limit ? (min(key0 + TILE_N, limit) - 1) / page_size : first - 1;
+  constexpr int PER_THREAD = (TILE_N + 1 + 127) / 128;
+  int entry[PER_THREAD];
+#pragma unroll
+  for (int i = 0; i < PER_THREAD; ++i) {
+    const int e = tid + 128 * i;
+    entry[i] = e < TILE_N + 1 && first + e <= last ? __ldg(pages + first + e) : 0;
+  }
   asm volatile("bar.sync %0, 128;\n" ::"n"(kFp8PagesBarrier) : "memory");
 #pragma unroll
-  for (int e = tid; e < TILE_N + 1; e += 128) {
-    if (first + e <= last) tile_pages[e] = __ldg(pages + first + e);
+  for (int i = 0; i < PER_THREAD; ++i) {
+    const int e = tid + 128 * i;
+    if (e < TILE_N + 1) st_shared_s32(tile_pages + 4 * e, entry[i]);
   }
   asm volatile("bar.sync %0, 128;\n" ::"n"(kFp8PagesBarrier) : "memory");
 }
 
 // KV_FP8: one part (K's or V's codes) of a key tile, keys key0 .. key0 + TILE_N - 1, copied by
-// producer thread `tid` (0..127) with cp.async into `staging`: unit u (key u / CHUNKS, 16-byte
-// chunk u % CHUNKS) at staging + 16 u, units tid, tid + 128, ... being this thread's (and
-// convert_fp8_part's). DIMS is the part's row width (head_dim, or V's v_head_dim), a multiple of
-// 16. Keys at or past `limit` are zero-filled without a read. `src` is the kv head's first code; a
-// key's codes lie at tile_pages[key / page_size - key0 / page_size] * page_stride + (key %
-// page_size) * token_stride from it (the paged context: load_tile_pages' entries), or, with
-// tile_pages null, at key * token_stride (the gathered new tokens). PAGE: the page size where it
-// is known at compile time (pages smaller than the tile: BOX_TOKENS), else 0 (`page_size`).
-// STEPS: the stepped copy below may be used (not where K's and V's rows differ: at 192 with a V
-// of 128, K's generic copy beside V's stepped one spilled 8 to 28 bytes in the producer).
-template <int DIMS, int TILE_N, int PAGE, bool STEPS>
-__device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsigned char* src,
-                                              const int* tile_pages, int key0, int limit, int tid,
+// producer thread `tid` (0..127) with cp.async into `staging` (a shared-window address): unit u
+// (key u / CHUNKS, 16-byte chunk u % CHUNKS) at staging + 16 u, units tid, tid + 128, ... being
+// this thread's (and convert_fp8_part's). DIMS is the part's row width (head_dim, or V's
+// v_head_dim), a multiple of 16. Keys at or past `limit` are zero-filled without a read. `src` is
+// the kv head's first code; with PAGED a key's codes lie at tile_pages[key / page_size - key0 /
+// page_size] * page_stride + (key % page_size) * token_stride from it (the paged context:
+// load_tile_pages' entries, at shared address `tile_pages`), else at key * token_stride (the
+// gathered new tokens). PAGE: the page size where it is known at compile time (pages smaller than
+// the tile: BOX_TOKENS), else 0 (`page_size`). STEPS: the stepped copy below may be used (not
+// where K's and V's rows differ: at 192 with a V of 128, K's generic copy beside V's stepped one
+// spilled 8 to 28 bytes in the producer).
+template <int DIMS, int TILE_N, int PAGE, bool STEPS, bool PAGED>
+__device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned char* src,
+                                              unsigned tile_pages, int key0, int limit, int tid,
                                               int runtime_page_size, long long page_stride,
                                               long long token_stride) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per key");
@@ -193,64 +204,91 @@ __device__ __forceinline__ void copy_fp8_part(unsigned char* staging, const unsi
   const int page_size = PAGE > 0 ? PAGE : runtime_page_size;
   // Where a thread's units are whole steps of keys apart (CHUNKS divides 128) and pages of a
   // compile-time size tile both the tile and the step, its units share one key offset in their
-  // pages and one chunk: a unit is one page-table entry, one multiply and its copy. Not at head
-  // dim 64 (4 chunks), where ptxas spilled 8 bytes in the producer (its 56 registers).
+  // pages and one chunk: a unit is one page-table entry, one multiply and its copy, the entries
+  // read first so that their latencies overlap.
   constexpr int STEP = 128 % CHUNKS == 0 ? 128 / CHUNKS : 0;  // keys between a thread's units
-  if constexpr (STEPS && CHUNKS >= 8 && STEP > 0 && PAGE > 0 && STEP % PAGE == 0 &&
+  if constexpr (PAGED && STEPS && CHUNKS >= 8 && STEP > 0 && PAGE > 0 && STEP % PAGE == 0 &&
                 TILE_N % PAGE == 0) {
+    constexpr int J = TILE_N / STEP;
     const int r0 = tid / CHUNKS;
     // (A token's row in the pool is far below 2^31 bytes / PAGE.)
     const int in_page = (r0 % PAGE) * int(token_stride) + (tid % CHUNKS) * 16;
+    const unsigned entries = tile_pages + 4 * (r0 / PAGE);
 #pragma unroll 1
-    for (int j = 0; j < TILE_N / STEP; ++j) {
-      const int key = key0 + r0 + STEP * j;
+    for (int j = 0; j < J; ++j) {
+      const bool valid = key0 + r0 + STEP * j < limit;
+      const long long offset =
+          valid ? (long long)ld_shared_s32(entries + 4 * j * (STEP / PAGE)) * page_stride + in_page
+                : 0;
+      cp_async_16(staging + (tid + 128 * j) * 16, src + offset, valid);
+    }
+  } else {
+    const int first = key0 / page_size;
+#pragma unroll 1
+    for (int u = tid; u < UNITS; u += 128) {
+      const int key = key0 + u / CHUNKS;
       const bool valid = key < limit;
       long long offset = 0;
       if (valid) {
-        offset = tile_pages != nullptr
-                     ? (long long)tile_pages[r0 / PAGE + j * (STEP / PAGE)] * page_stride + in_page
-                     : key * token_stride + (tid % CHUNKS) * 16;
+        if constexpr (PAGED) {
+          offset = (long long)ld_shared_s32(tile_pages + 4 * (key / page_size - first)) *
+                       page_stride +
+                   (key % page_size) * token_stride;
+        } else {
+          offset = key * token_stride;
+        }
       }
-      cp_async_16(staging + (tid + 128 * j) * 16, src + offset, valid);
+      cp_async_16(staging + u * 16, src + offset + (u % CHUNKS) * 16, valid);
     }
-    return;
-  }
-  const int first = key0 / page_size;
-#pragma unroll 1
-  for (int u = tid; u < UNITS; u += 128) {
-    const int key = key0 + u / CHUNKS;
-    const bool valid = key < limit;
-    long long offset = 0;
-    if (valid) {
-      offset = tile_pages != nullptr
-                   ? (long long)tile_pages[key / page_size - first] * page_stride +
-                         (key % page_size) * token_stride
-                   : key * token_stride;
-    }
-    cp_async_16(staging + u * 16, src + offset + (u % CHUNKS) * 16, valid);
   }
 }
 
-// KV_FP8: this thread's units of a landed part (copy_fp8_part's, rows of DIMS codes) as 16-bit
-// values of DTYPE into `tile`, laid out as the kernel's tiles are (128-byte swizzled, interleaved
-// [TILE_N / 8][blocks][8][64] or column-block-major [blocks][TILE_N][64]: tile_chunk_offset): a
-// unit's 16 codes are two 16-byte chunks of its key, both in one column block (a block holds 8
-// chunks). Chunks of a last column block past the row are not written, as on the copy path (no
-// wgmma reads them).
-template <int DTYPE, int DIMS, int TILE_N, bool INTERLEAVED>
-__device__ __forceinline__ void convert_fp8_part(unsigned char* tile, const unsigned char* staging,
-                                                 int tid) {
+// KV_FP8: this thread's units of a landed part (copy_fp8_part's, rows of DIMS codes, at shared
+// address `staging`) as 16-bit values of DTYPE into the tile at shared address `tile`, laid out as
+// the kernel's tiles are (128-byte swizzled, interleaved [TILE_N / 8][blocks][8][64] or
+// column-block-major [blocks][TILE_N][64]: tile_chunk_offset): a unit's 16 codes are two 16-byte
+// chunks of its key, both in one column block (a block holds 8 chunks). Chunks of a last column
+// block past the row are not written, as on the copy path (no wgmma reads them).
+template <int DTYPE, int DIMS, int TILE_N, bool INTERLEAVED, int BATCH>
+__device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging, int tid) {
   constexpr int CHUNKS = DIMS / 16;
   constexpr int UNITS = TILE_N * CHUNKS;
+  if constexpr (INTERLEAVED && 128 % CHUNKS == 0) {
+    // A thread's units are STEP keys apart (a multiple of 8: CHUNKS <= 16), so they share their
+    // chunks' place in an 8-key group and lie whole groups apart: one address per thread, then
+    // constant offsets. Units go in batches of B, their loads issued together.
+    constexpr int STEP = 128 / CHUNKS;
+    constexpr int J = UNITS / 128;
+    constexpr int B = J < BATCH ? J : BATCH;
+    constexpr int ROWS_APART = STEP / 8 * sm90_attention::interleaved_group_bytes(DIMS);
+    static_assert(STEP % 8 == 0 && J % B == 0, "whole 8-key groups, whole batches");
+    const int row0 = tid / CHUNKS, chunk = 2 * (tid % CHUNKS);
+    const unsigned lo_at = tile + tile_chunk_offset(row0, chunk, DIMS, TILE_N, true);
+    const unsigned hi_at = tile + tile_chunk_offset(row0, chunk + 1, DIMS, TILE_N, true);
+    const unsigned from = staging + 16 * tid;
+#pragma unroll
+    for (int j0 = 0; j0 < J; j0 += B) {
+      uint4 codes[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b) codes[b] = ld_shared_16(from + 2048 * (j0 + b));
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        uint4 lo, hi;
+        e4m3x16_to_16bit<DTYPE>(codes[b], lo, hi);
+        st_shared_16(lo_at + ROWS_APART * (j0 + b), lo);
+        st_shared_16(hi_at + ROWS_APART * (j0 + b), hi);
+      }
+    }
+  } else {
 #pragma unroll 1
-  for (int u = tid; u < UNITS; u += 128) {
-    const uint4 codes = *reinterpret_cast<const uint4*>(staging + u * 16);
-    uint4 lo, hi;
-    e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
-    const int row = u / CHUNKS, chunk = 2 * (u % CHUNKS);
-    *reinterpret_cast<uint4*>(tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, INTERLEAVED)) = lo;
-    *reinterpret_cast<uint4*>(tile + tile_chunk_offset(row, chunk + 1, DIMS, TILE_N, INTERLEAVED)) =
-        hi;
+    for (int u = tid; u < UNITS; u += 128) {
+      const uint4 codes = ld_shared_16(staging + u * 16);
+      uint4 lo, hi;
+      e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
+      const int row = u / CHUNKS, chunk = 2 * (u % CHUNKS);
+      st_shared_16(tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, INTERLEAVED), lo);
+      st_shared_16(tile + tile_chunk_offset(row, chunk + 1, DIMS, TILE_N, INTERLEAVED), hi);
+    }
   }
 }
 
@@ -311,6 +349,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   // With KV_FP8 every tile is copied and converted by the whole producer warpgroup.
   constexpr bool WARPGROUP_LOADS = COPY || KV_FP8;
   constexpr int PRODUCER_WARPS = WARPGROUP_LOADS ? 4 : 1;  // arrivals on each full barrier
+  // The consumers' arrays (sm90_attention::register_estimate): how an fp8 cache's kernel splits
+  // the registers (prefix_prefill::sm90_wgmma::producer_registers).
+  constexpr int REGISTER_ESTIMATE =
+      sm90_attention::register_estimate(HEAD_DIM, TILE_N, V_HEAD_DIM);
+  constexpr int FP8_BATCH_NARROW = 2;
   // KV_FP8: one part's codes, bytes (K's rows are the wider: V_HEAD_DIM <= HEAD_DIM), and the
   // parts the staging buffer holds.
   constexpr int STAGING_PART = prefix_prefill::sm90_wgmma::fp8_part_bytes(HEAD_DIM, TILE_N);
@@ -337,7 +380,10 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   unsigned char* fp8_staging = v_tiles + STAGES * V_BYTES;
   // KV_FP8: then the page-table entries of the producer's current context tile (TILE_N + 1,
   // load_tile_pages), in the same words.
-  int* fp8_pages = reinterpret_cast<int*>(fp8_staging + SLOTS * STAGING_PART);
+  // Both as shared-window addresses: the producer reads and writes them with explicit shared
+  // accesses (shared_access.cuh), as generic ones through `shared` would be slower.
+  const unsigned fp8_staging_at = shared_address(fp8_staging);
+  const unsigned fp8_pages_at = fp8_staging_at + SLOTS * STAGING_PART;
   unsigned long long* q_full = reinterpret_cast<unsigned long long*>(
       fp8_staging + (KV_FP8 ? prefix_prefill::sm90_wgmma::fp8_staging_bytes(
                                   HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM)
@@ -374,8 +420,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     // every consumer warp released tile g - STAGES (a fresh empty barrier passes parity 1), so
     // the next item's first tiles load while the consumers finish the current one. Every producer
     // thread that writes or arrives waits for that first.
-    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(CONSUMERS, WARPGROUP_LOADS,
-                                                                        KV_FP8)>();
+    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(
+        CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE)>();
     if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int next = blockIdx.x;  // thread 0: the item it announces next
@@ -411,6 +457,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         // Pages smaller than the tile are BOX_TOKENS keys (sm90_wgmma_traits.hpp, box_tokens).
         constexpr int FP8_PAGE = BOX_TOKENS < TILE_N ? BOX_TOKENS : 0;
         constexpr bool FP8_STEPS = HEAD_DIM == V_HEAD_DIM;
+        // Units converted per batch of loads: 4 where the producer has 72 registers, else 2.
+        constexpr int FP8_BATCH = prefix_prefill::sm90_wgmma::fp8_wide_producer(
+                                      CONSUMERS, KV_FP8, REGISTER_ESTIMATE)
+                                      ? 4
+                                      : FP8_BATCH_NARROW;
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
         const int kv_heads = p.num_q_heads / p.group;
@@ -419,29 +470,30 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         };
         auto copy_part = [&](int i) {
           const int n = i / 2;
-          unsigned char* staging = fp8_staging + (i % SLOTS) * STAGING_PART;
+          const unsigned staging = fp8_staging_at + (i % SLOTS) * STAGING_PART;
           const unsigned char* k_pool = reinterpret_cast<const unsigned char*>(p.k_pool);
           const unsigned char* v_pool = reinterpret_cast<const unsigned char*>(p.v_pool);
           if (n < n_ctx && i % 2 == 0) {
             // A context tile's K part reads its page-table entries; its V part reuses them.
-            prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N>(fp8_pages, item.pages, n * TILE_N,
-                                                                ctx, p.page_size, threadIdx.x);
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
-                staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages, n * TILE_N,
+            prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N, FP8_PAGE>(
+                fp8_pages_at, item.pages, n * TILE_N, ctx, p.page_size, threadIdx.x);
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS, true>(
+                staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages_at, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
           } else if (n < n_ctx) {
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
-                staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages, n * TILE_N,
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS, true>(
+                staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages_at, n * TILE_N,
                 ctx, threadIdx.x, p.page_size, v_stride(p.page_stride), v_stride(p.token_stride));
           } else if (i % 2 == 0) {
             const long long row = (long long)kv_heads * HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
-                staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, nullptr,
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS, false>(
+                staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, 0,
                 (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           } else {
             const long long row = (long long)kv_heads * V_HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS>(
-                staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, nullptr,
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS,
+                                                      false>(
+                staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, 0,
                 (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           }
           cp_async_commit();
@@ -462,16 +514,18 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           }
           cp_async_wait<SLOTS - 1>();  // part i's copies (this thread's) landed
           const int t = g + i / 2, s = t % STAGES;
-          const unsigned char* staging = fp8_staging + (i % SLOTS) * STAGING_PART;
+          const unsigned staging = fp8_staging_at + (i % SLOTS) * STAGING_PART;
           if (i % 2 == 0) {
             sm90::mbarrier_wait(&k_empty[s], ((t / STAGES) & 1) ^ 1);
-            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, INTERLEAVED>(
-                k_tiles + s * K_BYTES, staging, threadIdx.x);
+            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, INTERLEAVED,
+                                                        FP8_BATCH>(
+                shared_address(k_tiles + s * K_BYTES), staging, threadIdx.x);
             prefix_prefill::sm90_wgmma::publish_copies(&k_full[s], lane);
           } else {
             sm90::mbarrier_wait(&v_empty[s], ((t / STAGES) & 1) ^ 1);
-            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, V_HEAD_DIM, TILE_N, INTERLEAVED>(
-                v_tiles + s * V_BYTES, staging, threadIdx.x);
+            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, V_HEAD_DIM, TILE_N, INTERLEAVED,
+                                                        FP8_BATCH>(
+                shared_address(v_tiles + s * V_BYTES), staging, threadIdx.x);
             prefix_prefill::sm90_wgmma::publish_copies(&v_full[s], lane);
           }
         }
@@ -588,8 +642,9 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS,
-                                                                      WARPGROUP_LOADS)>();
+  sm90::setmaxnreg_inc<
+      prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS, WARPGROUP_LOADS, KV_FP8,
+                                                     REGISTER_ESTIMATE)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile

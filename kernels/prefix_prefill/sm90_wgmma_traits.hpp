@@ -96,16 +96,27 @@ ATTN_HOST_DEVICE constexpr bool interleaves(int head_dim, int v_head_dim = 0) {
 // (sm90_persistent::producer_registers), and with two consumers the cp.async copy of small pages
 // needs 8 more in the producer (at 40 it spilled 8 bytes): 128 x 48 + 256 x 224. ptxas reports
 // no spill.
-// An fp8 cache's producer converts whole tiles: with two consumers it takes what the CTA's 384 x
-// 168 registers leave beside 256 x 224 (56), with one consumer 96 (at 48 and 56 ptxas spilled 16
-// to 56 bytes in it).
+// An fp8 cache's producer copies and converts whole tiles: with two consumers it takes 72
+// registers where the consumers' arrays leave them 216 (register_estimate at most
+// kFp8WideProducerEstimate, 16 of margin: 128 x 72 + 256 x 216 = 384 x 168), else 56 beside 224;
+// with one consumer 96 (at 48 and 56 ptxas spilled 16 to 56 bytes in it). At 56 its unrolled
+// conversion spilled 8 to 116 bytes (head dim 128, 128-key tiles); at 216 the consumers of head
+// dim 256 over 64-key tiles (estimate 216) spilled 20.
+constexpr int kFp8WideProducerEstimate = 200;
+ATTN_HOST_DEVICE constexpr bool fp8_wide_producer(int consumers, bool kv_fp8, int estimate) {
+  return kv_fp8 && consumers == 2 && estimate <= kFp8WideProducerEstimate;
+}
+// estimate: sm90_attention::register_estimate of the config (only an fp8 cache's split reads it).
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false,
-                                                  bool kv_fp8 = false) {
-  if (kv_fp8) return consumers == 2 ? 56 : 96;
+                                                  bool kv_fp8 = false, int estimate = 0) {
+  if (kv_fp8 && consumers == 1) return 96;
+  if (kv_fp8) return fp8_wide_producer(consumers, kv_fp8, estimate) ? 72 : 56;
   return sm90_persistent::producer_registers(consumers) + (consumers == 2 && copies ? 8 : 0);
 }
-ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false) {
-  return sm90_persistent::consumer_registers(consumers) - (consumers == 2 && copies ? 8 : 0);
+ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false,
+                                                  bool kv_fp8 = false, int estimate = 0) {
+  return sm90_persistent::consumer_registers(consumers) - (consumers == 2 && copies ? 8 : 0) -
+         (fp8_wide_producer(consumers, kv_fp8, estimate) ? 8 : 0);
 }
 // The most registers sm90_attention::register_estimate may give a consumer thread's arrays. One
 // consumer keeps a margin of 16 below setmaxnreg's 240: at head_dim 192 over 128 keys (estimate
