@@ -181,79 +181,94 @@ __device__ __forceinline__ void load_tile_pages(unsigned tile_pages, const int* 
   asm volatile("bar.sync %0, 128;\n" ::"n"(kFp8PagesBarrier) : "memory");
 }
 
-// KV_FP8: one part (K's or V's codes) of a key tile, keys key0 .. key0 + TILE_N - 1, copied by
+// KV_FP8: one part (K's or V's codes of KEYS keys of a tile), keys key0 .. key0 + KEYS - 1, copied by
 // producer thread `tid` (0..127) with cp.async into `staging` (a shared-window address): unit u
 // (key u / CHUNKS, 16-byte chunk u % CHUNKS) at staging + 16 u, units tid, tid + 128, ... being
 // this thread's (and convert_fp8_part's). DIMS is the part's row width (head_dim, or V's
 // v_head_dim), a multiple of 16. Keys at or past `limit` are zero-filled without a read. `src` is
-// the kv head's first code; with PAGED a key's codes lie at tile_pages[key / page_size - key0 /
-// page_size] * page_stride + (key % page_size) * token_stride from it (the paged context:
-// load_tile_pages' entries, at shared address `tile_pages`), else at key * token_stride (the
+// the kv head's first code; with PAGED a key's codes lie at tile_pages[key / page_size - first] *
+// page_stride + (key % page_size) * token_stride from it (the paged context: load_tile_pages'
+// entries, at shared address `tile_pages`, the first being page `first`), else at key *
+// token_stride (the
 // gathered new tokens). PAGE: the page size where it is known at compile time (pages smaller than
 // the tile: BOX_TOKENS), else 0 (`page_size`). STEPS: the stepped copy below may be used (not
 // where K's and V's rows differ: at 192 with a V of 128, K's generic copy beside V's stepped one
-// spilled 8 to 28 bytes in the producer).
-template <int DIMS, int TILE_N, int PAGE, bool STEPS, bool PAGED>
+// spilled 8 to 28 bytes in the producer). BATCH: page-table entries read at once on the stepped
+// path (as many as the producer's registers hold).
+template <int DIMS, int KEYS, int PAGE, bool STEPS, bool PAGED, int BATCH>
 __device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned char* src,
-                                              unsigned tile_pages, int key0, int limit, int tid,
-                                              int runtime_page_size, long long page_stride,
-                                              long long token_stride) {
+                                              unsigned tile_pages, int first, int key0, int limit,
+                                              int tid, int runtime_page_size,
+                                              long long page_stride, long long token_stride) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per key");
   constexpr int CHUNKS = DIMS / 16;  // 16-byte chunks of codes per key
-  constexpr int UNITS = TILE_N * CHUNKS;
+  constexpr int UNITS = KEYS * CHUNKS;
   const int page_size = PAGE > 0 ? PAGE : runtime_page_size;
   // Where a thread's units are whole steps of keys apart (CHUNKS divides 128) and pages of a
   // compile-time size tile both the tile and the step, its units share one key offset in their
   // pages and one chunk: a unit is one page-table entry, one multiply and its copy, the entries
   // read first so that their latencies overlap.
   constexpr int STEP = 128 % CHUNKS == 0 ? 128 / CHUNKS : 0;  // keys between a thread's units
+  // No branch per unit: a key past `limit` copies nothing (cp.async reads 0 bytes), whatever
+  // address it is given, so its address is computed from a valid entry or key.
   if constexpr (PAGED && STEPS && CHUNKS >= 8 && STEP > 0 && PAGE > 0 && STEP % PAGE == 0 &&
-                TILE_N % PAGE == 0) {
-    constexpr int J = TILE_N / STEP;
+                KEYS % STEP == 0) {
+    constexpr int J = KEYS / STEP;
+    constexpr int B = J < BATCH ? J : BATCH;
+    static_assert(J % B == 0, "whole batches");
     const int r0 = tid / CHUNKS;
-    // (A token's row in the pool is far below 2^31 bytes / PAGE.)
-    const int in_page = (r0 % PAGE) * int(token_stride) + (tid % CHUNKS) * 16;
-    const unsigned entries = tile_pages + 4 * (r0 / PAGE);
+    // (A page of the pool and a token's row in it are far below 2^31 bytes.)
+    const int stride = int(page_stride);
+    const unsigned char* from = src + (r0 % PAGE) * int(token_stride) + (tid % CHUNKS) * 16;
+    // (key0 is a multiple of PAGE here: parts start at multiples of STEP.)
+    const unsigned entries = tile_pages + 4 * (key0 / PAGE - first + r0 / PAGE);
+    // The entries of a batch are read together (their latencies overlap).
 #pragma unroll 1
-    for (int j = 0; j < J; ++j) {
-      const bool valid = key0 + r0 + STEP * j < limit;
-      const long long offset =
-          valid ? (long long)ld_shared_s32(entries + 4 * j * (STEP / PAGE)) * page_stride + in_page
-                : 0;
-      cp_async_16(staging + (tid + 128 * j) * 16, src + offset, valid);
+    for (int j0 = 0; j0 < J; j0 += B) {
+      int entry[B];
+#pragma unroll
+      for (int b = 0; b < B; ++b)
+        entry[b] = ld_shared_s32(entries + 4 * (j0 + b) * (STEP / PAGE));
+#pragma unroll
+      for (int b = 0; b < B; ++b) {
+        const int j = j0 + b;
+        const bool valid = key0 + r0 + STEP * j < limit;
+        cp_async_16(staging + (tid + 128 * j) * 16,
+                    from + (long long)(valid ? entry[b] : 0) * stride, valid);
+      }
     }
   } else {
-    const int first = key0 / page_size;
 #pragma unroll 1
     for (int u = tid; u < UNITS; u += 128) {
       const int key = key0 + u / CHUNKS;
       const bool valid = key < limit;
-      long long offset = 0;
-      if (valid) {
-        if constexpr (PAGED) {
-          offset = (long long)ld_shared_s32(tile_pages + 4 * (key / page_size - first)) *
-                       page_stride +
-                   (key % page_size) * token_stride;
-        } else {
-          offset = key * token_stride;
-        }
+      const int at = valid ? key : key0;
+      long long offset;
+      if constexpr (PAGED) {
+        offset =
+            (long long)ld_shared_s32(tile_pages + 4 * (at / page_size - first)) * page_stride +
+            (at % page_size) * token_stride;
+      } else {
+        offset = at * token_stride;
       }
       cp_async_16(staging + u * 16, src + offset + (u % CHUNKS) * 16, valid);
     }
   }
 }
 
-// KV_FP8: this thread's units of a landed part (copy_fp8_part's, rows of DIMS codes, at shared
-// address `staging`) as 16-bit values of DTYPE into the tile at shared address `tile`, laid out as
+// KV_FP8: this thread's units of a landed part (copy_fp8_part's, KEYS rows of DIMS codes, at shared
+// address `staging`) as 16-bit values of DTYPE into rows row0 .. row0 + KEYS - 1 of the TILE_N-key
+// tile at shared address `tile`, laid out as
 // the kernel's tiles are (128-byte swizzled, interleaved [TILE_N / 8][blocks][8][64] or
 // column-block-major [blocks][TILE_N][64]: tile_chunk_offset): a unit's 16 codes are two 16-byte
 // chunks of its key, both in one column block (a block holds 8 chunks). Chunks of a last column
 // block past the row are not written, as on the copy path (no wgmma reads them).
-template <int DTYPE, int DIMS, int TILE_N, bool INTERLEAVED, int BATCH>
-__device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging, int tid) {
+template <int DTYPE, int DIMS, int TILE_N, int KEYS, bool INTERLEAVED, int BATCH>
+__device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging, int row0,
+                                                 int tid) {
   constexpr int CHUNKS = DIMS / 16;
-  constexpr int UNITS = TILE_N * CHUNKS;
-  if constexpr (INTERLEAVED && 128 % CHUNKS == 0) {
+  constexpr int UNITS = KEYS * CHUNKS;
+  if constexpr (INTERLEAVED && 128 % CHUNKS == 0 && UNITS % 128 == 0) {
     // A thread's units are STEP keys apart (a multiple of 8: CHUNKS <= 16), so they share their
     // chunks' place in an 8-key group and lie whole groups apart: one address per thread, then
     // constant offsets. Units go in batches of B, their loads issued together.
@@ -262,9 +277,9 @@ __device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging
     constexpr int B = J < BATCH ? J : BATCH;
     constexpr int ROWS_APART = STEP / 8 * sm90_attention::interleaved_group_bytes(DIMS);
     static_assert(STEP % 8 == 0 && J % B == 0, "whole 8-key groups, whole batches");
-    const int row0 = tid / CHUNKS, chunk = 2 * (tid % CHUNKS);
-    const unsigned lo_at = tile + tile_chunk_offset(row0, chunk, DIMS, TILE_N, true);
-    const unsigned hi_at = tile + tile_chunk_offset(row0, chunk + 1, DIMS, TILE_N, true);
+    const int row = row0 + tid / CHUNKS, chunk = 2 * (tid % CHUNKS);
+    const unsigned lo_at = tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, true);
+    const unsigned hi_at = tile + tile_chunk_offset(row, chunk + 1, DIMS, TILE_N, true);
     const unsigned from = staging + 16 * tid;
 #pragma unroll
     for (int j0 = 0; j0 < J; j0 += B) {
@@ -285,7 +300,7 @@ __device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging
       const uint4 codes = ld_shared_16(staging + u * 16);
       uint4 lo, hi;
       e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
-      const int row = u / CHUNKS, chunk = 2 * (u % CHUNKS);
+      const int row = row0 + u / CHUNKS, chunk = 2 * (u % CHUNKS);
       st_shared_16(tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, INTERLEAVED), lo);
       st_shared_16(tile + tile_chunk_offset(row, chunk + 1, DIMS, TILE_N, INTERLEAVED), hi);
     }
@@ -360,6 +375,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   constexpr int SLOTS =
       prefix_prefill::sm90_wgmma::fp8_staging_slots(HEAD_DIM, TILE_M, TILE_N, STAGES, V_HEAD_DIM);
   static_assert(V_HEAD_DIM <= HEAD_DIM, "V's rows fit K's staging part");
+  // KV_FP8: a staging part of 128 keys is copied and converted in two halves, so that twice as
+  // many parts (of half the keys) fly while one is converted, in the same bytes.
+  constexpr int FP8_SPLIT = TILE_N >= 128 ? 2 : 1;
+  constexpr int PART_KEYS = TILE_N / FP8_SPLIT;
+  constexpr int FP8_SLOTS = SLOTS * FP8_SPLIT;
+  constexpr int FP8_SLOT_BYTES = STAGING_PART / FP8_SPLIT;
   // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
   // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page;
   // or column-block-major ([BLOCKS][TILE_N][64]), a box per page and column block.
@@ -450,10 +471,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
       }
       const int ctx = item.info.context_len, n_ctx = item.n_ctx;
       if constexpr (KV_FP8) {
-        // Parts 2 n (K_n) and 2 n + 1 (V_n) of the item's tiles: parts i + 1 .. i + SLOTS - 1
-        // fly while part i is converted (cp.async groups complete in commit order; one per part,
-        // an empty one past the item's last part keeps the count).
-        const int parts = 2 * item.n_tiles;
+        // A tile's K codes, then its V codes, each in FP8_SPLIT parts of PART_KEYS keys: part i
+        // is part i % FP8_SPLIT of tile i / (2 FP8_SPLIT)'s K (or V, i / FP8_SPLIT odd). Parts
+        // i + 1 .. i + FP8_SLOTS - 1 fly while part i is converted (cp.async groups complete in
+        // commit order; one per part, an empty one past the item's last part keeps the count).
+        const int parts = 2 * FP8_SPLIT * item.n_tiles;
         // Pages smaller than the tile are BOX_TOKENS keys (sm90_wgmma_traits.hpp, box_tokens).
         constexpr int FP8_PAGE = BOX_TOKENS < TILE_N ? BOX_TOKENS : 0;
         constexpr bool FP8_STEPS = HEAD_DIM == V_HEAD_DIM;
@@ -462,6 +484,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
                                       CONSUMERS, KV_FP8, REGISTER_ESTIMATE)
                                       ? 4
                                       : FP8_BATCH_NARROW;
+        constexpr int FP8_COPY_BATCH = 4;  // page-table entries read at once
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
         const int kv_heads = p.num_q_heads / p.group;
@@ -469,37 +492,47 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           return V_HEAD_DIM == HEAD_DIM ? k_stride : k_stride / HEAD_DIM * V_HEAD_DIM;
         };
         auto copy_part = [&](int i) {
-          const int n = i / 2;
-          const unsigned staging = fp8_staging_at + (i % SLOTS) * STAGING_PART;
+          const int n = i / (2 * FP8_SPLIT), half = i % FP8_SPLIT;
+          const bool value = (i / FP8_SPLIT) % 2 == 1;
+          const int key0 = n * TILE_N + half * PART_KEYS;  // in the context or in the new tokens
+          const unsigned staging = fp8_staging_at + (i % FP8_SLOTS) * FP8_SLOT_BYTES;
           const unsigned char* k_pool = reinterpret_cast<const unsigned char*>(p.k_pool);
           const unsigned char* v_pool = reinterpret_cast<const unsigned char*>(p.v_pool);
-          if (n < n_ctx && i % 2 == 0) {
-            // A context tile's K part reads its page-table entries; its V part reuses them.
-            prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N, FP8_PAGE>(
-                fp8_pages_at, item.pages, n * TILE_N, ctx, p.page_size, threadIdx.x);
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS, true>(
-                staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages_at, n * TILE_N,
-                ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
+          const int first = n * TILE_N / p.page_size;  // the page of load_tile_pages' entry 0
+          if (n < n_ctx && !value) {
+            // A context tile's first K part reads the tile's page-table entries; the others
+            // reuse them.
+            if (half == 0) {
+              prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N, FP8_PAGE>(
+                  fp8_pages_at, item.pages, n * TILE_N, ctx, p.page_size, threadIdx.x);
+            }
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
+                                                      true, FP8_COPY_BATCH>(
+                staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages_at, first,
+                key0, ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
           } else if (n < n_ctx) {
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS, true>(
-                staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages_at, n * TILE_N,
-                ctx, threadIdx.x, p.page_size, v_stride(p.page_stride), v_stride(p.token_stride));
-          } else if (i % 2 == 0) {
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
+                                                      true, FP8_COPY_BATCH>(
+                staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages_at, first,
+                key0, ctx, threadIdx.x, p.page_size, v_stride(p.page_stride),
+                v_stride(p.token_stride));
+          } else if (!value) {
             const long long row = (long long)kv_heads * HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS, false>(
-                staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, 0,
-                (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
+            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
+                                                      false, FP8_COPY_BATCH>(
+                staging, p.k_new + item.info.new_start * row + item.kv_head * HEAD_DIM, 0, 0,
+                key0 - n_ctx * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           } else {
             const long long row = (long long)kv_heads * V_HEAD_DIM;
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, TILE_N, FP8_PAGE, FP8_STEPS,
-                                                      false>(
-                staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, 0,
-                (n - n_ctx) * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
+            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
+                                                      false, FP8_COPY_BATCH>(
+                staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, 0, 0,
+                key0 - n_ctx * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           }
           cp_async_commit();
         };
 #pragma unroll 1
-        for (int i = 0; i < SLOTS - 1; ++i) {
+        for (int i = 0; i < FP8_SLOTS - 1; ++i) {
           if (i < parts) {
             copy_part(i);
           } else {
@@ -507,27 +540,28 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           }
         }
         for (int i = 0; i < parts; ++i) {
-          if (i + SLOTS - 1 < parts) {
-            copy_part(i + SLOTS - 1);  // into the slot part i - 1 left
+          if (i + FP8_SLOTS - 1 < parts) {
+            copy_part(i + FP8_SLOTS - 1);  // into the slot part i - 1 left
           } else {
             cp_async_commit();
           }
-          cp_async_wait<SLOTS - 1>();  // part i's copies (this thread's) landed
-          const int t = g + i / 2, s = t % STAGES;
-          const unsigned staging = fp8_staging_at + (i % SLOTS) * STAGING_PART;
-          if (i % 2 == 0) {
-            sm90::mbarrier_wait(&k_empty[s], ((t / STAGES) & 1) ^ 1);
-            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, INTERLEAVED,
-                                                        FP8_BATCH>(
-                shared_address(k_tiles + s * K_BYTES), staging, threadIdx.x);
-            prefix_prefill::sm90_wgmma::publish_copies(&k_full[s], lane);
+          cp_async_wait<FP8_SLOTS - 1>();  // part i's copies (this thread's) landed
+          const int t = g + i / (2 * FP8_SPLIT), s = t % STAGES, half = i % FP8_SPLIT;
+          const bool value = (i / FP8_SPLIT) % 2 == 1;
+          const unsigned staging = fp8_staging_at + (i % FP8_SLOTS) * FP8_SLOT_BYTES;
+          unsigned long long* empty = value ? &v_empty[s] : &k_empty[s];
+          if (half == 0) sm90::mbarrier_wait(empty, ((t / STAGES) & 1) ^ 1);
+          if (!value) {
+            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, PART_KEYS,
+                                                        INTERLEAVED, FP8_BATCH>(
+                shared_address(k_tiles + s * K_BYTES), staging, half * PART_KEYS, threadIdx.x);
           } else {
-            sm90::mbarrier_wait(&v_empty[s], ((t / STAGES) & 1) ^ 1);
-            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, V_HEAD_DIM, TILE_N, INTERLEAVED,
-                                                        FP8_BATCH>(
-                shared_address(v_tiles + s * V_BYTES), staging, threadIdx.x);
-            prefix_prefill::sm90_wgmma::publish_copies(&v_full[s], lane);
+            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, V_HEAD_DIM, TILE_N, PART_KEYS,
+                                                        INTERLEAVED, FP8_BATCH>(
+                shared_address(v_tiles + s * V_BYTES), staging, half * PART_KEYS, threadIdx.x);
           }
+          if (half == FP8_SPLIT - 1)
+            prefix_prefill::sm90_wgmma::publish_copies(value ? &v_full[s] : &k_full[s], lane);
         }
         g += item.n_tiles;
       }
