@@ -163,6 +163,17 @@ __device__ __forceinline__ void e4m3x16_to_16bit(const uint4& codes, uint4& lo, 
   hi = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.z, codes.w));
 }
 
+// Products in fp16 over a bf16 row (an fp8 cache's codes become fp16 in one instruction per pair,
+// e4m3x4_to_f16): the row is multiplied by to_f16 = 2^-e, which puts its largest magnitude `most`
+// into [2^8, 2^9), so fp16 holds every value of the row down to 2^-22 of that magnitude exactly
+// (smaller ones add less than the row's scores resolve), and back = 2^e multiplies the row's
+// scores. e is at least -110 (so that 2^(8 - e) is a float); a zero row keeps e = 8.
+__device__ __forceinline__ void f16_row_factors(float most, float& to_f16, float& back) {
+  const int e = most > 0.0f ? max(int((__float_as_uint(most) >> 23) & 0xff) - 127, -110) : 8;
+  to_f16 = __uint_as_float(unsigned(127 + 8 - e) << 23);
+  back = __uint_as_float(unsigned(127 + e - 8) << 23);
+}
+
 // 16-byte load through the read-only path: K/V pages are never written during attention.
 __device__ __forceinline__ uint4 load_16B_readonly(const void* address) {
   return __ldg(static_cast<const uint4*>(address));

@@ -32,6 +32,7 @@
 
 #include "kernels/common/convert.cuh"
 #include "kernels/common/fast_math.cuh"
+#include "kernels/common/shared_access.cuh"
 #include "kernels/common/sm90.cuh"
 #include "kernels/common/sm90_attention_traits.hpp"
 
@@ -39,6 +40,9 @@ namespace attn {
 namespace sm90_attention {
 
 constexpr int kNoLimit = 0x7fffffff;
+// The named barriers (bar.sync ids) of Consumer::convert_q: this one plus the consumer's
+// warpgroup (1 or 2). IssueTurns takes ids 1 to 3.
+constexpr int kQConvertBarrier = 4;
 
 // The pipeline buffers a consumer reads: STAGES K and V tiles of kv_tile_bytes each, and their
 // barriers.
@@ -219,9 +223,16 @@ constexpr float kRescaleLog2 = 8.0f;
 // the tensor cores, P V multiplying a column block of ones too (sm90_attention_traits.hpp,
 // tensor_row_sums_fit; the kernel fills kOnesBytes of shared memory with ones and passes them to
 // init). V_DIM: V's and O's width (HEAD_DIM, or 128 beside a HEAD_DIM of 192).
+// Q_DTYPE: the dtype Q arrives in and the output is written in, where the products run in DTYPE.
+// They differ for a bf16 Q over an fp8 cache (prefix_prefill.sm90_wgmma): the cache's codes become
+// fp16 in one instruction per pair, so the products run in fp16 and Q is converted to it
+// (convert_q), each row with its own power-of-two factor and score scale.
 template <int DTYPE, int HEAD_DIM, int TILE_M, int TILE_N, int STAGES, bool INTERLEAVED = false,
-          bool TENSOR_ROW_SUMS = false, int V_DIM = HEAD_DIM>
+          bool TENSOR_ROW_SUMS = false, int V_DIM = HEAD_DIM, int Q_DTYPE = DTYPE>
 struct Consumer {
+  static constexpr bool Q_CONVERTED = Q_DTYPE != DTYPE;
+  static_assert(!Q_CONVERTED || (Q_DTYPE == kDTypeBf16 && DTYPE == kDTypeFp16),
+                "a converted Q: bf16 into fp16 products");
   static_assert(head_dims_allowed(HEAD_DIM, V_DIM), "head dims: see head_dims_allowed");
   static_assert(!TENSOR_ROW_SUMS ||
                     (tensor_row_sums_fit(HEAD_DIM) && V_DIM == HEAD_DIM && !INTERLEAVED),
@@ -252,8 +263,12 @@ struct Consumer {
   float row_sum[2];
   float alpha[2];
   bool rescale;  // some row of the warp moved its reference on the last tile: O needs alpha
-  float score_scale, cap_log2;
-  float exp_scale;  // what multiplies a score in the exponent: scale_log2, or 1 after a soft-cap
+  // Per row h = 0, 1 where Q's rows were converted with their own factors, else one for both.
+  static constexpr int SCALES = Q_CONVERTED ? 2 : 1;
+  __device__ __forceinline__ static int scale_of(int h) { return Q_CONVERTED ? h : 0; }
+  float score_scale[SCALES], cap_log2;
+  float exp_scale[SCALES];  // what multiplies a score in the exponent: scale_log2, or 1 after a
+                            // soft-cap
   int tid, lane;
   unsigned int ones_address;  // TENSOR_ROW_SUMS: the shared-memory address of the ones
 
@@ -262,9 +277,12 @@ struct Consumer {
     const float kNegInf = -__int_as_float(0x7f800000);
     tid = thread;
     lane = thread % 32;
-    score_scale = scale;
+#pragma unroll
+    for (int h = 0; h < SCALES; ++h) {
+      score_scale[h] = scale;
+      exp_scale[h] = cap > 0.0f ? 1.0f : scale;
+    }
     cap_log2 = cap;
-    exp_scale = cap > 0.0f ? 1.0f : scale;
     if constexpr (TENSOR_ROW_SUMS) ones_address = sm90::smem_address(ones);
 #pragma unroll
     for (int i = 0; i < O_REGISTERS; ++i) o[i] = 0.0f;
@@ -358,7 +376,8 @@ struct Consumer {
     const float kNegInf = -__int_as_float(0x7f800000);
     if (cap_log2 > 0.0f) {
 #pragma unroll
-      for (int i = 0; i < COLS / 2; ++i) s[i] = cap_log2 * tanhf(s[i] * score_scale);
+      for (int i = 0; i < COLS / 2; ++i)
+        s[i] = cap_log2 * tanhf(s[i] * score_scale[scale_of((i / 2) % 2)]);
     }
     if constexpr (COLS == TILE_N) {
       mask(n, s);
@@ -379,18 +398,20 @@ struct Consumer {
       // more than kRescaleLog2 (or on the row's first visible key); else on every new maximum.
       const bool move = !LAZY_RESCALE || (row_max[h] == kNegInf
                                               ? tile_max != kNegInf
-                                              : (tile_max - row_max[h]) * exp_scale > kRescaleLog2);
+                                              : (tile_max - row_max[h]) * exp_scale[scale_of(h)] >
+                                                    kRescaleLog2);
       const float ref = move ? fmaxf(row_max[h], tile_max) : row_max[h];
+      const float e = exp_scale[scale_of(h)];
       // No visible key yet: a finite base, so that -inf - -inf never happens.
-      const float base = ref == kNegInf ? 0.0f : ref * exp_scale;
-      alpha[h] = move ? exp2_ftz(row_max[h] * exp_scale - base) : 1.0f;  // 0 on the first key
+      const float base = ref == kNegInf ? 0.0f : ref * e;
+      alpha[h] = move ? exp2_ftz(row_max[h] * e - base) : 1.0f;  // 0 on the first key
       row_max[h] = ref;
       moved = moved || move;
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < COLS / 8; ++j) {
-        s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], exp_scale, -base));
-        s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], exp_scale, -base));
+        s[4 * j + 2 * h] = exp2_ftz(fmaf(s[4 * j + 2 * h], e, -base));
+        s[4 * j + 2 * h + 1] = exp2_ftz(fmaf(s[4 * j + 2 * h + 1], e, -base));
         if constexpr (!TENSOR_ROW_SUMS) sum += s[4 * j + 2 * h] + s[4 * j + 2 * h + 1];
       }
       // With TENSOR_ROW_SUMS the sums are O's ones' columns, rescaled by alpha with O.
@@ -441,9 +462,10 @@ struct Consumer {
     for (int h = 0; h < 2; ++h) {
       const float other_max = partial[(O_REGISTERS + h) * 128 + tid];
       const float ref = fmaxf(row_max[h], other_max);
-      const float base = ref == kNegInf ? 0.0f : ref * exp_scale;  // no key on either side
-      mine[h] = exp2_ftz(row_max[h] * exp_scale - base);
-      theirs[h] = exp2_ftz(other_max * exp_scale - base);
+      const float e = exp_scale[scale_of(h)];
+      const float base = ref == kNegInf ? 0.0f : ref * e;  // no key on either side
+      mine[h] = exp2_ftz(row_max[h] * e - base);
+      theirs[h] = exp2_ftz(other_max * e - base);
       row_max[h] = ref;
       if constexpr (!TENSOR_ROW_SUMS)
         row_sum[h] = row_sum[h] * mine[h] + partial[(O_REGISTERS + 2 + h) * 128 + tid] * theirs[h];
@@ -504,6 +526,7 @@ struct Consumer {
     if (my_tiles > 0) {
       turns.start();
       sm90::mbarrier_wait(q_full, at.q_parity);
+      if constexpr (Q_CONVERTED) convert_q(q_rows);
       sm90::mbarrier_wait(&kv.k_full[stage(0)], phase(0));
       turns.take(0);
       issue_scores(q_rows, kv.k_tiles + stage(0) * K_BYTES);
@@ -542,6 +565,59 @@ struct Consumer {
     }
   }
 
+  // Q_CONVERTED: this warpgroup's 64 rows of Q (q_rows: its first row in every column block, the
+  // blocks TILE_M rows apart, laid out as TMA's 128-byte swizzle writes them), landed as Q_DTYPE,
+  // converted in place to DTYPE, each row times its f16_row_factors' to_f16, the row's `back`
+  // joining its score scales. A quad of lanes converts the two rows it holds in the accumulators
+  // (rows accumulator_row, a quarter of each row's 16-byte chunks per lane, the zero padding of a
+  // last column block included), so each factor lands where the softmax needs it. The writes are
+  // fenced for wgmma (the async proxy) and a named barrier of the warpgroup orders them before
+  // any of its warps reads Q.
+  __device__ __forceinline__ void convert_q(const unsigned char* q_rows) {
+    constexpr int CHUNKS = column_blocks(HEAD_DIM) * 8;  // 16-byte chunks of a row
+    static_assert(CHUNKS % 4 == 0, "a quarter of a row's chunks per lane");
+    const unsigned base = shared_address(q_rows);
+    const int quarter = lane % 4;
+    auto address = [&](int row, int chunk) {
+      return base + (chunk / 8) * (TILE_M * kBlockRowBytes) + row * kBlockRowBytes +
+             (((chunk % 8) ^ (row % 8)) << 4);
+    };
+    float most[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = accumulator_row(tid, 2 * h);
+#pragma unroll
+      for (int k = 0; k < CHUNKS / 4; ++k) {
+        float v[8];
+        unpack8<Q_DTYPE>(ld_shared_16(address(row, quarter + 4 * k)), v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) most[h] = fmaxf(most[h], fabsf(v[i]));
+      }
+      most[h] = fmaxf(most[h], __shfl_xor_sync(0xffffffffu, most[h], 1));
+      most[h] = fmaxf(most[h], __shfl_xor_sync(0xffffffffu, most[h], 2));
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float to_f16, back;
+      f16_row_factors(most[h], to_f16, back);
+      const int row = accumulator_row(tid, 2 * h);
+#pragma unroll
+      for (int k = 0; k < CHUNKS / 4; ++k) {
+        const unsigned at = address(row, quarter + 4 * k);
+        float v[8];
+        unpack8<Q_DTYPE>(ld_shared_16(at), v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] *= to_f16;
+        st_shared_16(at, pack8<DTYPE>(v));
+      }
+      score_scale[scale_of(h)] *= back;
+      if (cap_log2 <= 0.0f) exp_scale[scale_of(h)] *= back;
+    }
+    sm90::fence_proxy_async_shared();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(kQConvertBarrier + int(threadIdx.x / 128))
+                 : "memory");
+  }
+
   // Each lane summed its own columns; after this every lane of a quad holds its rows' totals.
   // With TENSOR_ROW_SUMS every lane holds them already, in O's ones' columns.
   __device__ __forceinline__ void reduce_row_sums() {
@@ -558,7 +634,7 @@ struct Consumer {
   }
   // Row h's largest logit in the log2 domain (the exponent the sums are relative to).
   __device__ __forceinline__ float max_log2(int h) const {
-    return row_max[h] * exp_scale;
+    return row_max[h] * exp_scale[scale_of(h)];
   }
 
   // Writes this thread's rows of O, row h times inv[h], as 16-bit values into a tile laid out as
@@ -577,7 +653,7 @@ struct Consumer {
         *reinterpret_cast<unsigned int*>(tile + (column / kBlockColumns) * block_stride +
                                          row * kBlockRowBytes + ((chunk ^ (row % 8)) * 16) +
                                          (column % 8) * 2) =
-            pack2<DTYPE>(o[i] * inv[h], o[i + 1] * inv[h]);
+            pack2<Q_DTYPE>(o[i] * inv[h], o[i + 1] * inv[h]);
       }
     }
   }
@@ -616,7 +692,7 @@ struct Consumer {
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int i = 4 * (4 * m + r) + 2 * h;
-        v[r] = pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
+        v[r] = pack2<Q_DTYPE>(o[i] * inv, o[i + 1] * inv);
       }
       // Round 1 (lanes q, q ^ 1): transpose each 2 x 2 block of the quad's 4 x 4.
       quad_exchange(v, 1, q & 1, 0, 2, 1, 3);
@@ -633,7 +709,7 @@ struct Consumer {
       const int i = 4 * j + 2 * h;
       if (store)
         *reinterpret_cast<unsigned int*>(out_row + 8 * j + 2 * q) =
-            pack2<DTYPE>(o[i] * inv, o[i + 1] * inv);
+            pack2<Q_DTYPE>(o[i] * inv, o[i + 1] * inv);
     }
   }
 };

@@ -147,9 +147,8 @@ __device__ __forceinline__ void convert_fp8_slice(unsigned char* tile, const uns
 }
 
 // KV_FP8 over a bf16 Q: converts Q's ROWS rows in place to fp16 (the products' type), each row
-// times 2^-e, which puts its largest magnitude in [2^8, 2^9): fp16 then holds every value of the
-// row down to 2^-22 of that magnitude exactly (smaller ones add less than the row's scores
-// resolve). row_factor[r] = 2^e goes into the row's score scale. One warp per row at a time.
+// times its f16_row_factors' to_f16; row_factor[r] = back goes into the row's score scale. One
+// warp per row at a time.
 template <int D, int ROWS, int WARPS>
 __device__ __forceinline__ void q_to_scaled_f16(unsigned char* q_s, float* row_factor, int warp,
                                                 int lane) {
@@ -164,9 +163,8 @@ __device__ __forceinline__ void q_to_scaled_f16(unsigned char* q_s, float* row_f
     }
 #pragma unroll
     for (int o = 16; o > 0; o /= 2) most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, o));
-    // e = floor(log2(most)), at least -110 (so that 2^(8 - e) is a float); 8 for a zero row.
-    const int e = most > 0.0f ? max(int((__float_as_uint(most) >> 23) & 0xff) - 127, -110) : 8;
-    const float scale = __uint_as_float(unsigned(127 + 8 - e) << 23);
+    float scale, back;
+    f16_row_factors(most, scale, back);
     for (int c = lane; c < CHUNKS; c += 32) {
       uint4* chunk = reinterpret_cast<uint4*>(q_s + swizzled<CHUNKS>(r, c));
       float v[8];
@@ -175,7 +173,7 @@ __device__ __forceinline__ void q_to_scaled_f16(unsigned char* q_s, float* row_f
       for (int i = 0; i < 8; ++i) v[i] *= scale;
       *chunk = pack8<kDTypeFp16>(v);
     }
-    if (lane == 0) row_factor[r] = __uint_as_float(unsigned(127 + e - 8) << 23);
+    if (lane == 0) row_factor[r] = back;
   }
 }
 

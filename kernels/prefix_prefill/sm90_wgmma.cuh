@@ -256,6 +256,21 @@ __device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned c
   }
 }
 
+// KV_FP8: sixteen e4m3 codes as 16-bit values of DTYPE (lo: codes 0..7), exactly: with CVT (fp16)
+// in one instruction per pair (e4m3x8_to_f16), else with integer instructions (e4m3x16_to_16bit:
+// where the producer has 56 registers, the conversion instructions' operands spilled 16 bytes at
+// head dim 256).
+template <int DTYPE, bool CVT>
+__device__ __forceinline__ void fp8_codes_to_16bit(const uint4& codes, uint4& lo, uint4& hi) {
+  if constexpr (CVT) {
+    static_assert(DTYPE == kDTypeFp16, "the conversion instruction writes fp16");
+    lo = e4m3x8_to_f16(make_uint2(codes.x, codes.y));
+    hi = e4m3x8_to_f16(make_uint2(codes.z, codes.w));
+  } else {
+    e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
+  }
+}
+
 // KV_FP8: this thread's units of a landed part (copy_fp8_part's, KEYS rows of DIMS codes, at shared
 // address `staging`) as 16-bit values of DTYPE into rows row0 .. row0 + KEYS - 1 of the TILE_N-key
 // tile at shared address `tile`, laid out as
@@ -263,7 +278,7 @@ __device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned c
 // column-block-major [blocks][TILE_N][64]: tile_chunk_offset): a unit's 16 codes are two 16-byte
 // chunks of its key, both in one column block (a block holds 8 chunks). Chunks of a last column
 // block past the row are not written, as on the copy path (no wgmma reads them).
-template <int DTYPE, int DIMS, int TILE_N, int KEYS, bool INTERLEAVED, int BATCH>
+template <int DTYPE, int DIMS, int TILE_N, int KEYS, bool INTERLEAVED, int BATCH, bool CVT>
 __device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging, int row0,
                                                  int tid) {
   constexpr int CHUNKS = DIMS / 16;
@@ -289,7 +304,7 @@ __device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging
 #pragma unroll
       for (int b = 0; b < B; ++b) {
         uint4 lo, hi;
-        e4m3x16_to_16bit<DTYPE>(codes[b], lo, hi);
+        fp8_codes_to_16bit<DTYPE, CVT>(codes[b], lo, hi);
         st_shared_16(lo_at + ROWS_APART * (j0 + b), lo);
         st_shared_16(hi_at + ROWS_APART * (j0 + b), hi);
       }
@@ -299,7 +314,7 @@ __device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging
     for (int u = tid; u < UNITS; u += 128) {
       const uint4 codes = ld_shared_16(staging + u * 16);
       uint4 lo, hi;
-      e4m3x16_to_16bit<DTYPE>(codes, lo, hi);
+      fp8_codes_to_16bit<DTYPE, CVT>(codes, lo, hi);
       const int row = row0 + u / CHUNKS, chunk = 2 * (u % CHUNKS);
       st_shared_16(tile + tile_chunk_offset(row, chunk, DIMS, TILE_N, INTERLEAVED), lo);
       st_shared_16(tile + tile_chunk_offset(row, chunk + 1, DIMS, TILE_N, INTERLEAVED), hi);
@@ -369,6 +384,9 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   constexpr int REGISTER_ESTIMATE =
       sm90_attention::register_estimate(HEAD_DIM, TILE_N, V_HEAD_DIM);
   constexpr int FP8_BATCH_NARROW = 2;
+  // The products' dtype: an fp8 cache's tiles are converted to fp16 (one instruction per pair of
+  // codes), and a bf16 Q with them (sm90_attention::Consumer::convert_q); else Q's dtype.
+  constexpr int PRODUCTS = KV_FP8 ? kDTypeFp16 : DTYPE;
   // KV_FP8: one part's codes, bytes (K's rows are the wider: V_HEAD_DIM <= HEAD_DIM), and the
   // parts the staging buffer holds.
   constexpr int STAGING_PART = prefix_prefill::sm90_wgmma::fp8_part_bytes(HEAD_DIM, TILE_N);
@@ -381,6 +399,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   constexpr int PART_KEYS = TILE_N / FP8_SPLIT;
   constexpr int FP8_SLOTS = SLOTS * FP8_SPLIT;
   constexpr int FP8_SLOT_BYTES = STAGING_PART / FP8_SPLIT;
+  static_assert(PART_KEYS == prefix_prefill::sm90_wgmma::fp8_part_keys(TILE_N), "the host's parts");
+
   // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
   // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page;
   // or column-block-major ([BLOCKS][TILE_N][64]), a box per page and column block.
@@ -485,6 +505,10 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
                                       ? 4
                                       : FP8_BATCH_NARROW;
         constexpr int FP8_COPY_BATCH = 4;  // page-table entries read at once
+        // fp16 tiles by the conversion instruction where the producer has 72 registers or more.
+        constexpr bool FP8_CVT =
+            PRODUCTS == kDTypeFp16 && prefix_prefill::sm90_wgmma::producer_registers(
+                                          CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE) >= 72;
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
         const int kv_heads = p.num_q_heads / p.group;
@@ -531,33 +555,34 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           }
           cp_async_commit();
         };
+        // Part j brought (copies issued, committed as one group; an empty group past the item's
+        // last part keeps the count), and part i landed (this thread's copies of it).
+        auto bring = [&](int j) {
+          if (j < parts) {
+            copy_part(j);
+          } else {
+            cp_async_commit();
+          }
+        };
+        auto landed = [&](int) { cp_async_wait<FP8_SLOTS - 1>(); };
 #pragma unroll 1
-        for (int i = 0; i < FP8_SLOTS - 1; ++i) {
-          if (i < parts) {
-            copy_part(i);
-          } else {
-            cp_async_commit();
-          }
-        }
+        for (int i = 0; i < FP8_SLOTS - 1; ++i) bring(i);
         for (int i = 0; i < parts; ++i) {
-          if (i + FP8_SLOTS - 1 < parts) {
-            copy_part(i + FP8_SLOTS - 1);  // into the slot part i - 1 left
-          } else {
-            cp_async_commit();
-          }
-          cp_async_wait<FP8_SLOTS - 1>();  // part i's copies (this thread's) landed
-          const int t = g + i / (2 * FP8_SPLIT), s = t % STAGES, half = i % FP8_SPLIT;
+          bring(i + FP8_SLOTS - 1);  // into the slot part i - 1 left
+          landed(i);
+          const int n = i / (2 * FP8_SPLIT), half = i % FP8_SPLIT;
+          const int t = g + n, s = t % STAGES;
           const bool value = (i / FP8_SPLIT) % 2 == 1;
-          const unsigned staging = fp8_staging_at + (i % FP8_SLOTS) * FP8_SLOT_BYTES;
+          const unsigned staging = fp8_staging_at + i % FP8_SLOTS * FP8_SLOT_BYTES;
           unsigned long long* empty = value ? &v_empty[s] : &k_empty[s];
           if (half == 0) sm90::mbarrier_wait(empty, ((t / STAGES) & 1) ^ 1);
           if (!value) {
-            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, HEAD_DIM, TILE_N, PART_KEYS,
-                                                        INTERLEAVED, FP8_BATCH>(
+            prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, HEAD_DIM, TILE_N, PART_KEYS,
+                                                        INTERLEAVED, FP8_BATCH, FP8_CVT>(
                 shared_address(k_tiles + s * K_BYTES), staging, half * PART_KEYS, threadIdx.x);
           } else {
-            prefix_prefill::sm90_wgmma::convert_fp8_part<DTYPE, V_HEAD_DIM, TILE_N, PART_KEYS,
-                                                        INTERLEAVED, FP8_BATCH>(
+            prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, V_HEAD_DIM, TILE_N, PART_KEYS,
+                                                        INTERLEAVED, FP8_BATCH, FP8_CVT>(
                 shared_address(v_tiles + s * V_BYTES), staging, half * PART_KEYS, threadIdx.x);
           }
           if (half == FP8_SPLIT - 1)
@@ -684,7 +709,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
   // This thread's two rows: r0 and r0 + 8.
   const int r0 = wg_row0 + sm90_attention::accumulator_row(tid, 0);
-  sm90_attention::Consumer<DTYPE, HEAD_DIM, TILE_M, TILE_N, STAGES, INTERLEAVED, false, V_HEAD_DIM>
+  sm90_attention::Consumer<PRODUCTS, HEAD_DIM, TILE_M, TILE_N, STAGES, INTERLEAVED, false, V_HEAD_DIM,
+                           DTYPE>
       c;
   int g = 0;                       // key tiles of the CTA's earlier items
   unsigned int zeroed_parity = 0;  // of v_zeroed's next phase

@@ -56,6 +56,13 @@ ATTN_HOST_DEVICE constexpr int fp8_staging_bytes(int head_dim, int tile_m, int t
              fp8_part_bytes(head_dim, tile_n) +
          fp8_page_entry_bytes(tile_n);
 }
+// An fp8 cache's producer copies and converts a key tile's K (then V) in parts of
+// fp8_part_keys keys: a 128-key tile in two halves, so that twice as many parts fly while one is
+// converted, in the same staging bytes (fp8_staging_slots slots of a whole tile's part, each
+// holding two halves).
+ATTN_HOST_DEVICE constexpr int fp8_part_keys(int tile_n) {
+  return tile_n >= 128 ? tile_n / 2 : tile_n;
+}
 ATTN_HOST_DEVICE constexpr int own_words(int head_dim, int tile_m, int tile_n, int stages,
                                          int v_head_dim, bool kv_fp8) {
   return kOwnBarriers +
