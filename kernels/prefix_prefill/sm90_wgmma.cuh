@@ -383,7 +383,6 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   // the registers (prefix_prefill::sm90_wgmma::producer_registers).
   constexpr int REGISTER_ESTIMATE =
       sm90_attention::register_estimate(HEAD_DIM, TILE_N, V_HEAD_DIM);
-  constexpr int FP8_BATCH_NARROW = 2;
   // The products' dtype: an fp8 cache's tiles are converted to fp16 (one instruction per pair of
   // codes), and a bf16 Q with them (sm90_attention::Consumer::convert_q); else Q's dtype.
   constexpr int PRODUCTS = KV_FP8 ? kDTypeFp16 : DTYPE;
@@ -495,16 +494,13 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         // is part i % FP8_SPLIT of tile i / (2 FP8_SPLIT)'s K (or V, i / FP8_SPLIT odd). Parts
         // i + 1 .. i + FP8_SLOTS - 1 fly while part i is converted (cp.async groups complete in
         // commit order; one per part, an empty one past the item's last part keeps the count).
-        const int parts = 2 * FP8_SPLIT * item.n_tiles;
         // Pages smaller than the tile are BOX_TOKENS keys (sm90_wgmma_traits.hpp, box_tokens).
         constexpr int FP8_PAGE = BOX_TOKENS < TILE_N ? BOX_TOKENS : 0;
         constexpr bool FP8_STEPS = HEAD_DIM == V_HEAD_DIM;
-        // Units converted per batch of loads: 4 where the producer has 72 registers, else 2.
-        constexpr int FP8_BATCH = prefix_prefill::sm90_wgmma::fp8_wide_producer(
-                                      CONSUMERS, KV_FP8, REGISTER_ESTIMATE)
-                                      ? 4
-                                      : FP8_BATCH_NARROW;
-        constexpr int FP8_COPY_BATCH = 4;  // page-table entries read at once
+        // Units converted per batch of loads, and page-table entries read at once (at 4, with the
+        // parts of a tile unrolled, ptxas spilled 32 to 64 bytes in the producer).
+        constexpr int FP8_BATCH = 2;
+        constexpr int FP8_COPY_BATCH = 2;
         // fp16 tiles by the conversion instruction where the producer has 72 registers or more.
         constexpr bool FP8_CVT =
             PRODUCTS == kDTypeFp16 && prefix_prefill::sm90_wgmma::producer_registers(
@@ -515,31 +511,40 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         auto v_stride = [](long long k_stride) {
           return V_HEAD_DIM == HEAD_DIM ? k_stride : k_stride / HEAD_DIM * V_HEAD_DIM;
         };
-        auto copy_part = [&](int i) {
-          const int n = i / (2 * FP8_SPLIT), half = i % FP8_SPLIT;
-          const bool value = (i / FP8_SPLIT) % 2 == 1;
+        // Part q (0 .. PPT - 1) of tile n: K's (q < FP8_SPLIT) or V's half q % FP8_SPLIT. The
+        // loops below run over tiles with the parts unrolled, so q is a constant in every call.
+        constexpr int PPT = 2 * FP8_SPLIT;
+        int tile_first = 0;  // the page of load_tile_pages' entry 0 (the tile being copied)
+        auto copy_part = [&](int n, int q) {
+          const bool value = q >= FP8_SPLIT;
+          const int half = q % FP8_SPLIT;
           const int key0 = n * TILE_N + half * PART_KEYS;  // in the context or in the new tokens
-          const unsigned staging = fp8_staging_at + (i % FP8_SLOTS) * FP8_SLOT_BYTES;
-          const unsigned char* k_pool = reinterpret_cast<const unsigned char*>(p.k_pool);
-          const unsigned char* v_pool = reinterpret_cast<const unsigned char*>(p.v_pool);
-          const int first = n * TILE_N / p.page_size;  // the page of load_tile_pages' entry 0
-          if (n < n_ctx && !value) {
-            // A context tile's first K part reads the tile's page-table entries; the others
-            // reuse them.
-            if (half == 0) {
+          const unsigned staging = fp8_staging_at + (n * PPT + q) % FP8_SLOTS * FP8_SLOT_BYTES;
+          if (n < n_ctx) {
+            if (q == 0) {
+              // A context tile's first K part reads the tile's page-table entries; the others
+              // reuse them.
+              tile_first = n * TILE_N / (FP8_PAGE > 0 ? FP8_PAGE : p.page_size);
               prefix_prefill::sm90_wgmma::load_tile_pages<TILE_N, FP8_PAGE>(
                   fp8_pages_at, item.pages, n * TILE_N, ctx, p.page_size, threadIdx.x);
             }
-            prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
-                                                      true, FP8_COPY_BATCH>(
-                staging, k_pool + (long long)item.kv_head * p.head_stride, fp8_pages_at, first,
-                key0, ctx, threadIdx.x, p.page_size, p.page_stride, p.token_stride);
-          } else if (n < n_ctx) {
-            prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
-                                                      true, FP8_COPY_BATCH>(
-                staging, v_pool + item.kv_head * v_stride(p.head_stride), fp8_pages_at, first,
-                key0, ctx, threadIdx.x, p.page_size, v_stride(p.page_stride),
-                v_stride(p.token_stride));
+            if (!value) {
+              prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
+                                                        true, FP8_COPY_BATCH>(
+                  staging,
+                  reinterpret_cast<const unsigned char*>(p.k_pool) +
+                      (long long)item.kv_head * p.head_stride,
+                  fp8_pages_at, tile_first, key0, ctx, threadIdx.x, p.page_size,
+                  p.page_stride, p.token_stride);
+            } else {
+              prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
+                                                        true, FP8_COPY_BATCH>(
+                  staging,
+                  reinterpret_cast<const unsigned char*>(p.v_pool) +
+                      item.kv_head * v_stride(p.head_stride),
+                  fp8_pages_at, tile_first, key0, ctx, threadIdx.x, p.page_size,
+                  v_stride(p.page_stride), v_stride(p.token_stride));
+            }
           } else if (!value) {
             const long long row = (long long)kv_heads * HEAD_DIM;
             prefix_prefill::sm90_wgmma::copy_fp8_part<HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
@@ -553,40 +558,42 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
                 staging, p.v_new + item.info.new_start * row + item.kv_head * V_HEAD_DIM, 0, 0,
                 key0 - n_ctx * TILE_N, item.info.query_len, threadIdx.x, 1, 0, row);
           }
+        };
+        // Part (n, q) brought: its copies issued and committed as one group (cp.async groups
+        // complete in commit order), or an empty group past the item's last tile, which keeps
+        // the count. FP8_SLOTS - 1 parts fly while one is converted.
+        auto bring = [&](int n, int q) {
+          if (n < item.n_tiles) copy_part(n, q);
           cp_async_commit();
         };
-        // Part j brought (copies issued, committed as one group; an empty group past the item's
-        // last part keeps the count), and part i landed (this thread's copies of it).
-        auto bring = [&](int j) {
-          if (j < parts) {
-            copy_part(j);
-          } else {
-            cp_async_commit();
-          }
-        };
-        auto landed = [&](int) { cp_async_wait<FP8_SLOTS - 1>(); };
+#pragma unroll
+        for (int j = 0; j < FP8_SLOTS - 1; ++j) bring(j / PPT, j % PPT);
 #pragma unroll 1
-        for (int i = 0; i < FP8_SLOTS - 1; ++i) bring(i);
-        for (int i = 0; i < parts; ++i) {
-          bring(i + FP8_SLOTS - 1);  // into the slot part i - 1 left
-          landed(i);
-          const int n = i / (2 * FP8_SPLIT), half = i % FP8_SPLIT;
+        for (int n = 0; n < item.n_tiles; ++n) {
           const int t = g + n, s = t % STAGES;
-          const bool value = (i / FP8_SPLIT) % 2 == 1;
-          const unsigned staging = fp8_staging_at + i % FP8_SLOTS * FP8_SLOT_BYTES;
-          unsigned long long* empty = value ? &v_empty[s] : &k_empty[s];
-          if (half == 0) sm90::mbarrier_wait(empty, ((t / STAGES) & 1) ^ 1);
-          if (!value) {
-            prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, HEAD_DIM, TILE_N, PART_KEYS,
-                                                        INTERLEAVED, FP8_BATCH, FP8_CVT>(
-                shared_address(k_tiles + s * K_BYTES), staging, half * PART_KEYS, threadIdx.x);
-          } else {
-            prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, V_HEAD_DIM, TILE_N, PART_KEYS,
-                                                        INTERLEAVED, FP8_BATCH, FP8_CVT>(
-                shared_address(v_tiles + s * V_BYTES), staging, half * PART_KEYS, threadIdx.x);
+          const unsigned int parity = ((t / STAGES) & 1) ^ 1;
+#pragma unroll
+          for (int q = 0; q < PPT; ++q) {
+            constexpr int AHEAD = FP8_SLOTS - 1;
+            bring(n + (q + AHEAD) / PPT, (q + AHEAD) % PPT);  // into the slot part q - 1 left
+            cp_async_wait<FP8_SLOTS - 1>();  // part (n, q)'s copies (this thread's) landed
+            const bool value = q >= FP8_SPLIT;
+            const int half = q % FP8_SPLIT;
+            const unsigned staging = fp8_staging_at + (n * PPT + q) % FP8_SLOTS * FP8_SLOT_BYTES;
+            if (half == 0) sm90::mbarrier_wait(value ? &v_empty[s] : &k_empty[s], parity);
+            if (!value) {
+              prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, HEAD_DIM, TILE_N, PART_KEYS,
+                                                          INTERLEAVED, FP8_BATCH, FP8_CVT>(
+                  shared_address(k_tiles + s * K_BYTES), staging, half * PART_KEYS, threadIdx.x);
+            } else {
+              prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, V_HEAD_DIM, TILE_N,
+                                                          PART_KEYS, INTERLEAVED, FP8_BATCH,
+                                                          FP8_CVT>(
+                  shared_address(v_tiles + s * V_BYTES), staging, half * PART_KEYS, threadIdx.x);
+            }
+            if (half == FP8_SPLIT - 1)
+              prefix_prefill::sm90_wgmma::publish_copies(value ? &v_full[s] : &k_full[s], lane);
           }
-          if (half == FP8_SPLIT - 1)
-            prefix_prefill::sm90_wgmma::publish_copies(value ? &v_full[s] : &k_full[s], lane);
         }
         g += item.n_tiles;
       }
