@@ -277,18 +277,24 @@ struct Consumer {
     const float kNegInf = -__int_as_float(0x7f800000);
     tid = thread;
     lane = thread % 32;
-#pragma unroll
-    for (int h = 0; h < SCALES; ++h) {
-      score_scale[h] = scale;
-      exp_scale[h] = cap > 0.0f ? 1.0f : scale;
-    }
     cap_log2 = cap;
+    set_score_scale(scale);
     if constexpr (TENSOR_ROW_SUMS) ones_address = sm90::smem_address(ones);
 #pragma unroll
     for (int i = 0; i < O_REGISTERS; ++i) o[i] = 0.0f;
     row_max[0] = row_max[1] = kNegInf;  // raw scores (exp_scale > 0 keeps the order)
     rescale = false;
     row_sum[0] = row_sum[1] = 0.0f;
+  }
+
+  // Every row's score scale from here on (an item's own, such as an fp8 cache's kv head's K scale
+  // times the logits'): as init's `scale`, for the cap init was given.
+  __device__ __forceinline__ void set_score_scale(float scale) {
+#pragma unroll
+    for (int h = 0; h < SCALES; ++h) {
+      score_scale[h] = scale;
+      exp_scale[h] = cap_log2 > 0.0f ? 1.0f : scale;
+    }
   }
 
   // A new work item's statistics, while O may still accumulate the previous item's last P V

@@ -369,8 +369,7 @@ __global__ void __launch_bounds__(flash_fwd::sm90_wgmma::threads(CONSUMERS), 1)
   // softmax, once the previous item's output (which reads the scale for its LSE) is out.
   auto scale_for = [&](int q_head) {
     if constexpr (KV_SCALES) {
-      c.score_scale = c.exp_scale =
-          p.scale_log2 * p.k_scale[min(q_head, p.num_q_heads - 1) / p.group];
+      c.set_score_scale(p.scale_log2 * p.k_scale[min(q_head, p.num_q_heads - 1) / p.group]);
     }
   };
 

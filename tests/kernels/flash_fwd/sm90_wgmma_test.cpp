@@ -662,7 +662,7 @@ TEST(FlashFwdSm90Gating, ProgramsNameTheInstantiation) {
 }
 
 // NVRTC compiles every config the traits accept, for every head dim (80, 96, 192 and 192 with a V
-// of 128 too) and both dtypes (causal for
+// of 128 too), over an fp8 cache at 64, 128 and 256, and both dtypes (causal for
 // one of them, non-causal for the other; ATTN_TEST_EXHAUSTIVE=1 compiles both causalities of
 // each), and ptxas reports no spills, no stack frame and no wgmma serialisation (which would
 // silently drop the overlap of softmax and P V). Every third accepted config of a batch,
@@ -680,10 +680,11 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
   const Target target = hopper();
 
   std::vector<testing::CompileJob> jobs;
-  std::vector<Batch> batches;  // programs() reads the batch; keep them alive
+  std::vector<size_t> lowered;  // each job's kernels
+  std::vector<Batch> batches;   // programs() reads the batch; keep them alive
   const std::vector<std::pair<int, int>> dims = {{64, 0},  {80, 0},  {96, 0},   {128, 0},
                                                  {192, 0}, {256, 0}, {192, 128}};
-  batches.reserve(4 * dims.size());
+  batches.reserve(5 * dims.size());
   for (const auto& [head_dim, v_head_dim] : dims) {
     for (DType dtype : {DType::bf16, DType::fp16}) {
       for (bool causal : {true, false}) {
@@ -698,14 +699,29 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
                                                    space_configs(variant, batch, target),
                                                    batches.size(), jit, jobs),
                   0);
+        lowered.resize(jobs.size(), 2);  // the kernel and the gather
       }
+    }
+    // An fp8 cache (the scales, KV_SCALES, and the pass before: three kernels), bf16 causal at
+    // the power-of-two head dims.
+    if (v_head_dim == 0 && (head_dim == 64 || head_dim == 128 || head_dim == 256)) {
+      batches.push_back(prefill_batch(16, 4, head_dim, DType::bf16, true));
+      Batch& fp8 = batches.back();
+      fp8.kv_dtype = DType::fp8_e4m3;
+      fp8.k_scales = fp8.v_scales = {0.5f};
+      EXPECT_GT(testing::queue_accepted_compiles(variant, fp8, target,
+                                                 space_configs(variant, fp8, target),
+                                                 batches.size(), jit, jobs),
+                0);
+      lowered.resize(jobs.size(), 3);
     }
   }
   const std::regex spills("([1-9][0-9]*) bytes (spill stores|spill loads|stack frame)");
-  for (testing::CompileJob& job : jobs) {
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    testing::CompileJob& job = jobs[j];
     try {
       const CompiledProgram compiled = job.compiled.get();
-      EXPECT_EQ(compiled.lowered_names.size(), 2u) << job.what;
+      EXPECT_EQ(compiled.lowered_names.size(), lowered[j]) << job.what;
       EXPECT_NE(compiled.log.find("registers"), std::string::npos) << job.what << compiled.log;
       EXPECT_FALSE(std::regex_search(compiled.log, spills)) << job.what << ":\n" << compiled.log;
       // ptxas: "Potential Performance Loss: wgmma.mma_async instructions are serialized ...".
