@@ -74,18 +74,21 @@
 //
 // - An fp8 cache (KV_FP8): wgmma's operands stay 16-bit, so every K and V tile, context or new
 //   tokens, goes through the producer warpgroup: each thread copies its 16-byte chunks of the
-//   tile's codes with cp.async into a staging buffer (fp8_staging_slots parts, 2 to 4, a part
-//   being one tile's K or V, V's rows V_HEAD_DIM codes; a context tile's page-table entries are
-//   read once into shared memory, load_tile_pages), and while the next parts' copies fly it
-//   converts its chunks of the landed part into the stage's swizzled 16-bit tile, laid out as the
-//   head dim's tiles are (interleaved, or column-block-major at 80 and 96), with e4m3x16_to_16bit
-//   (integer instructions and one bf16x2 multiply per pair, exact), and publishes it as the copy
-//   path does. The thread that copies a chunk converts it, so no barrier orders the copy and the
-//   read. Keys past the context (or past the new tokens) are zero-filled by the copy, as on the
-//   copy path. The codes are dequantised without their scale: K's scale multiplies the item's
-//   score scale (items are one kv head, so a per-head scale is one number per item) and V's the
-//   output's normaliser. The consumers run as for a 16-bit cache; the producer reads half the
-//   bytes.
+//   tile's codes with cp.async into a staging buffer (parts of one tile's K or V, V's rows
+//   V_HEAD_DIM codes, a 128-key tile's in two halves: fp8_staging_slots whole parts' bytes hold
+//   FP8_SLOTS parts; a context tile's page-table entries are read once into shared memory,
+//   load_tile_pages), and while the next parts' copies fly it converts its chunks of the landed
+//   part into the stage's swizzled 16-bit tile, laid out as the head dim's tiles are
+//   (interleaved, or column-block-major at 80 and 96), and publishes it as the copy path does.
+//   The thread that copies a chunk converts it, so no barrier orders the copy and the read. Keys
+//   past the context (or past the new tokens) are zero-filled by the copy, as on the copy path.
+//   The products run in fp16 (PRODUCTS): a pair of codes becomes fp16 in one instruction
+//   (fp8_codes_to_16bit; integer instructions where the producer has 56 registers), and a bf16 Q
+//   is converted by the consumers once per item, each row with its own power-of-two factor and
+//   score scale (sm90_attention::Consumer's Q_DTYPE, convert_q); the output is written in Q's
+//   dtype. The codes are dequantised without their scale: K's scale multiplies the item's score
+//   scale (items are one kv head, so a per-head scale is one number per item) and V's the
+//   output's normaliser. The producer reads half the bytes, and its instructions set the pace.
 // - Or (KV_SCALES without KV_FP8, config fp8_dequant=1) a pass before the kernel converts the
 //   codes of the context pages and of the new tokens to 16-bit values once
 //   (kernels/common/fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the scales applied
