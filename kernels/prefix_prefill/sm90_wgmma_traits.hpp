@@ -20,10 +20,11 @@ using sm90_attention::kOk;
 // end), and the item slots; two Q buffers wherever they fit in shared memory, else one.
 constexpr int kOwnBarriers = 1;  // v_zeroed
 // An fp8 cache's tiles come through a staging buffer: the producer warpgroup copies the fp8 codes
-// of a part (one key tile's K or V, tile_n x head_dim bytes for the wider K) there with cp.async,
-// then converts them into the stage's 16-bit tile. Slots - 1 parts are in flight while one is
-// converted: as many slots as fit beside two Q buffers, from 2 to kMaxFp8StagingSlots (2 where
-// two Q buffers do not fit at all). Counted with the kernel's own 8-byte words.
+// of a key tile's K or V (tile_n x head_dim bytes for the wider K) there with cp.async, then
+// converts them into the stage's 16-bit tile: as many slots of that size as fit beside two Q
+// buffers, from 2 to kMaxFp8StagingSlots (2 where two Q buffers do not fit at all), counted with
+// the kernel's own 8-byte words. A slot holds one part, or two of a 128-key tile's halves
+// (fp8_part_keys); all parts but one are in flight while one is converted.
 constexpr int kMinFp8StagingSlots = 2;
 constexpr int kMaxFp8StagingSlots = 4;
 // The named barrier (bar.sync id) of the producer warpgroup's page-table entries; the consumers'

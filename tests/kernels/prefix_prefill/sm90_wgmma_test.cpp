@@ -183,6 +183,24 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
     }
   }
   EXPECT_EQ(consumer_registers(1), sm90_attention::kConsumerRegisters);
+  // An fp8 cache's producer: 72 registers with two consumers where their arrays leave them 16 of
+  // margin beside the 216 (register_estimate 200: head dim 128 over 128 keys), else 56 beside
+  // 224 (256 over 64 keys: 216), 96 with one consumer; the split fits the register file.
+  for (int estimate : {sm90_attention::register_estimate(128, 128),
+                       sm90_attention::register_estimate(256, 64)}) {
+    const bool wide = estimate <= kFp8WideProducerEstimate;
+    EXPECT_EQ(producer_registers(2, true, true, estimate), wide ? 72 : 56);
+    EXPECT_EQ(consumer_registers(2, true, true, estimate), wide ? 216 : 224);
+    EXPECT_LE(128 * producer_registers(2, true, true, estimate) +
+                  256 * consumer_registers(2, true, true, estimate),
+              384 * 168);
+    EXPECT_GE(consumer_registers(2, true, true, estimate), estimate + (wide ? 16 : 8));
+  }
+  EXPECT_TRUE(fp8_wide_producer(2, true, sm90_attention::register_estimate(128, 128)));
+  EXPECT_FALSE(fp8_wide_producer(2, true, sm90_attention::register_estimate(256, 64)));
+  EXPECT_EQ(producer_registers(1, true, true, 0), 96);
+  EXPECT_EQ(fp8_part_keys(128), 64);
+  EXPECT_EQ(fp8_part_keys(64), 64);
 }
 
 // The cp.async path writes chunk c of row r where TMA's CU_TENSOR_MAP_SWIZZLE_128B puts it: the
