@@ -402,10 +402,10 @@ struct Consumer {
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       // With LAZY_RESCALE the reference moves to the tile's maximum only when that exceeds it by
       // more than kRescaleLog2 (or on the row's first visible key); else on every new maximum.
-      const bool move = !LAZY_RESCALE || (row_max[h] == kNegInf
-                                              ? tile_max != kNegInf
-                                              : (tile_max - row_max[h]) * exp_scale[scale_of(h)] >
-                                                    kRescaleLog2);
+      const bool move =
+          !LAZY_RESCALE ||
+          (row_max[h] == kNegInf ? tile_max != kNegInf
+                                 : (tile_max - row_max[h]) * exp_scale[scale_of(h)] > kRescaleLog2);
       const float ref = move ? fmaxf(row_max[h], tile_max) : row_max[h];
       const float e = exp_scale[scale_of(h)];
       // No visible key yet: a finite base, so that -inf - -inf never happens.
@@ -620,8 +620,7 @@ struct Consumer {
       if (cap_log2 <= 0.0f) exp_scale[scale_of(h)] *= back;
     }
     sm90::fence_proxy_async_shared();
-    asm volatile("bar.sync %0, 128;\n" ::"r"(kQConvertBarrier + int(threadIdx.x / 128))
-                 : "memory");
+    asm volatile("bar.sync %0, 128;\n" ::"r"(kQConvertBarrier + int(threadIdx.x / 128)) : "memory");
   }
 
   // Each lane summed its own columns; after this every lane of a quad holds its rows' totals.

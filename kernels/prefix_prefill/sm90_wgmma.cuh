@@ -91,9 +91,9 @@
 //   output's normaliser. The producer reads half the bytes, and its instructions set the pace.
 // - Or (KV_SCALES without KV_FP8, config fp8_dequant=1) a pass before the kernel converts the
 //   codes of the context pages and of the new tokens to 16-bit values once
-//   (kernels/common/fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the scales applied
-//   as above. A context tile read by many query tiles is then converted once instead of once per
-//   query tile, for 2 bytes written and read again per code.
+//   (kernels/common/fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the
+//   scales applied as above. A context tile read by many query tiles is then converted once instead
+//   of once per query tile, for 2 bytes written and read again per code.
 //
 // Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
 // stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
@@ -184,25 +184,24 @@ __device__ __forceinline__ void load_tile_pages(unsigned tile_pages, const int* 
   asm volatile("bar.sync %0, 128;\n" ::"n"(kFp8PagesBarrier) : "memory");
 }
 
-// KV_FP8: one part (K's or V's codes of KEYS keys of a tile), keys key0 .. key0 + KEYS - 1, copied by
-// producer thread `tid` (0..127) with cp.async into `staging` (a shared-window address): unit u
+// KV_FP8: one part (K's or V's codes of KEYS keys of a tile), keys key0 .. key0 + KEYS - 1, copied
+// by producer thread `tid` (0..127) with cp.async into `staging` (a shared-window address): unit u
 // (key u / CHUNKS, 16-byte chunk u % CHUNKS) at staging + 16 u, units tid, tid + 128, ... being
 // this thread's (and convert_fp8_part's). DIMS is the part's row width (head_dim, or V's
 // v_head_dim), a multiple of 16. Keys at or past `limit` are zero-filled without a read. `src` is
 // the kv head's first code; with PAGED a key's codes lie at tile_pages[key / page_size - first] *
 // page_stride + (key % page_size) * token_stride from it (the paged context: load_tile_pages'
 // entries, at shared address `tile_pages`, the first being page `first`), else at key *
-// token_stride (the
-// gathered new tokens). PAGE: the page size where it is known at compile time (pages smaller than
-// the tile: BOX_TOKENS), else 0 (`page_size`). STEPS: the stepped copy below may be used (not
-// where K's and V's rows differ: at 192 with a V of 128, K's generic copy beside V's stepped one
-// spilled 8 to 28 bytes in the producer). BATCH: page-table entries read at once on the stepped
-// path (as many as the producer's registers hold).
+// token_stride (the gathered new tokens). PAGE: the page size where it is known at compile time
+// (pages smaller than the tile: BOX_TOKENS), else 0 (`page_size`). STEPS: the stepped copy below
+// may be used (not where K's and V's rows differ: at 192 with a V of 128, K's generic copy beside
+// V's stepped one spilled 8 to 28 bytes in the producer). BATCH: page-table entries read at once
+// on the stepped path (as many as the producer's registers hold).
 template <int DIMS, int KEYS, int PAGE, bool STEPS, bool PAGED, int BATCH>
 __device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned char* src,
                                               unsigned tile_pages, int first, int key0, int limit,
-                                              int tid, int runtime_page_size,
-                                              long long page_stride, long long token_stride) {
+                                              int tid, int runtime_page_size, long long page_stride,
+                                              long long token_stride) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per key");
   constexpr int CHUNKS = DIMS / 16;  // 16-byte chunks of codes per key
   constexpr int UNITS = KEYS * CHUNKS;
@@ -230,8 +229,7 @@ __device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned c
     for (int j0 = 0; j0 < J; j0 += B) {
       int entry[B];
 #pragma unroll
-      for (int b = 0; b < B; ++b)
-        entry[b] = ld_shared_s32(entries + 4 * (j0 + b) * (STEP / PAGE));
+      for (int b = 0; b < B; ++b) entry[b] = ld_shared_s32(entries + 4 * (j0 + b) * (STEP / PAGE));
 #pragma unroll
       for (int b = 0; b < B; ++b) {
         const int j = j0 + b;
@@ -248,9 +246,8 @@ __device__ __forceinline__ void copy_fp8_part(unsigned staging, const unsigned c
       const int at = valid ? key : key0;
       long long offset;
       if constexpr (PAGED) {
-        offset =
-            (long long)ld_shared_s32(tile_pages + 4 * (at / page_size - first)) * page_stride +
-            (at % page_size) * token_stride;
+        offset = (long long)ld_shared_s32(tile_pages + 4 * (at / page_size - first)) * page_stride +
+                 (at % page_size) * token_stride;
       } else {
         offset = at * token_stride;
       }
@@ -274,13 +271,13 @@ __device__ __forceinline__ void fp8_codes_to_16bit(const uint4& codes, uint4& lo
   }
 }
 
-// KV_FP8: this thread's units of a landed part (copy_fp8_part's, KEYS rows of DIMS codes, at shared
-// address `staging`) as 16-bit values of DTYPE into rows row0 .. row0 + KEYS - 1 of the TILE_N-key
-// tile at shared address `tile`, laid out as
-// the kernel's tiles are (128-byte swizzled, interleaved [TILE_N / 8][blocks][8][64] or
-// column-block-major [blocks][TILE_N][64]: tile_chunk_offset): a unit's 16 codes are two 16-byte
-// chunks of its key, both in one column block (a block holds 8 chunks). Chunks of a last column
-// block past the row are not written, as on the copy path (no wgmma reads them).
+// KV_FP8: this thread's units of a landed part (copy_fp8_part's, KEYS rows of DIMS codes, at
+// shared address `staging`) as 16-bit values of DTYPE into rows row0 .. row0 + KEYS - 1 of the
+// TILE_N-key tile at shared address `tile`, laid out as the kernel's tiles are (128-byte swizzled,
+// interleaved [TILE_N / 8][blocks][8][64] or column-block-major [blocks][TILE_N][64]:
+// tile_chunk_offset): a unit's 16 codes are two 16-byte chunks of its key, both in one column
+// block (a block holds 8 chunks). Chunks of a last column block past the row are not written, as
+// on the copy path (no wgmma reads them).
 template <int DTYPE, int DIMS, int TILE_N, int KEYS, bool INTERLEAVED, int BATCH, bool CVT>
 __device__ __forceinline__ void convert_fp8_part(unsigned tile, unsigned staging, int row0,
                                                  int tid) {
@@ -384,8 +381,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   constexpr int PRODUCER_WARPS = WARPGROUP_LOADS ? 4 : 1;  // arrivals on each full barrier
   // The consumers' arrays (sm90_attention::register_estimate): how an fp8 cache's kernel splits
   // the registers (prefix_prefill::sm90_wgmma::producer_registers).
-  constexpr int REGISTER_ESTIMATE =
-      sm90_attention::register_estimate(HEAD_DIM, TILE_N, V_HEAD_DIM);
+  constexpr int REGISTER_ESTIMATE = sm90_attention::register_estimate(HEAD_DIM, TILE_N, V_HEAD_DIM);
   // The products' dtype: an fp8 cache's tiles are converted to fp16 (one instruction per pair of
   // codes), and a bf16 Q with them (sm90_attention::Consumer::convert_q); else Q's dtype.
   constexpr int PRODUCTS = KV_FP8 ? kDTypeFp16 : DTYPE;
@@ -505,9 +501,9 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         constexpr int FP8_BATCH = 2;
         constexpr int FP8_COPY_BATCH = 2;
         // fp16 tiles by the conversion instruction where the producer has 72 registers or more.
-        constexpr bool FP8_CVT =
-            PRODUCTS == kDTypeFp16 && prefix_prefill::sm90_wgmma::producer_registers(
-                                          CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE) >= 72;
+        constexpr bool FP8_CVT = PRODUCTS == kDTypeFp16 &&
+                                 prefix_prefill::sm90_wgmma::producer_registers(
+                                     CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE) >= 72;
         // K_new's and V_new's rows (codes); V's pool strides are K's times V_HEAD_DIM / HEAD_DIM
         // (each is a multiple of the row), as on the copy path.
         const int kv_heads = p.num_q_heads / p.group;
@@ -537,8 +533,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
                   staging,
                   reinterpret_cast<const unsigned char*>(p.k_pool) +
                       (long long)item.kv_head * p.head_stride,
-                  fp8_pages_at, tile_first, key0, ctx, threadIdx.x, p.page_size,
-                  p.page_stride, p.token_stride);
+                  fp8_pages_at, tile_first, key0, ctx, threadIdx.x, p.page_size, p.page_stride,
+                  p.token_stride);
             } else {
               prefix_prefill::sm90_wgmma::copy_fp8_part<V_HEAD_DIM, PART_KEYS, FP8_PAGE, FP8_STEPS,
                                                         true, FP8_COPY_BATCH>(
@@ -586,12 +582,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
             if (half == 0) sm90::mbarrier_wait(value ? &v_empty[s] : &k_empty[s], parity);
             if (!value) {
               prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, HEAD_DIM, TILE_N, PART_KEYS,
-                                                          INTERLEAVED, FP8_BATCH, FP8_CVT>(
+                                                           INTERLEAVED, FP8_BATCH, FP8_CVT>(
                   shared_address(k_tiles + s * K_BYTES), staging, half * PART_KEYS, threadIdx.x);
             } else {
-              prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, V_HEAD_DIM, TILE_N,
-                                                          PART_KEYS, INTERLEAVED, FP8_BATCH,
-                                                          FP8_CVT>(
+              prefix_prefill::sm90_wgmma::convert_fp8_part<PRODUCTS, V_HEAD_DIM, TILE_N, PART_KEYS,
+                                                           INTERLEAVED, FP8_BATCH, FP8_CVT>(
                   shared_address(v_tiles + s * V_BYTES), staging, half * PART_KEYS, threadIdx.x);
             }
             if (half == FP8_SPLIT - 1)
@@ -711,16 +706,15 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<
-      prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS, WARPGROUP_LOADS, KV_FP8,
-                                                     REGISTER_ESTIMATE)>();
+  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS, WARPGROUP_LOADS,
+                                                                      KV_FP8, REGISTER_ESTIMATE)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile
   // This thread's two rows: r0 and r0 + 8.
   const int r0 = wg_row0 + sm90_attention::accumulator_row(tid, 0);
-  sm90_attention::Consumer<PRODUCTS, HEAD_DIM, TILE_M, TILE_N, STAGES, INTERLEAVED, false, V_HEAD_DIM,
-                           DTYPE>
+  sm90_attention::Consumer<PRODUCTS, HEAD_DIM, TILE_M, TILE_N, STAGES, INTERLEAVED, false,
+                           V_HEAD_DIM, DTYPE>
       c;
   int g = 0;                       // key tiles of the CTA's earlier items
   unsigned int zeroed_parity = 0;  // of v_zeroed's next phase

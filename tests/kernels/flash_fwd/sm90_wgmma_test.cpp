@@ -709,10 +709,10 @@ TEST(FlashFwdSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills) {
       Batch& fp8 = batches.back();
       fp8.kv_dtype = DType::fp8_e4m3;
       fp8.k_scales = fp8.v_scales = {0.5f};
-      EXPECT_GT(testing::queue_accepted_compiles(variant, fp8, target,
-                                                 space_configs(variant, fp8, target),
-                                                 batches.size(), jit, jobs),
-                0);
+      EXPECT_GT(
+          testing::queue_accepted_compiles(
+              variant, fp8, target, space_configs(variant, fp8, target), batches.size(), jit, jobs),
+          0);
       lowered.resize(jobs.size(), 3);
     }
   }

@@ -18,8 +18,8 @@
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 #include "kernels/registry.hpp"
-#include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/compile_jobs.hpp"
+#include "tests/kernels/every_config_cases.hpp"
 #include "tests/kernels/fp8_batch.hpp"
 #include "tests/target_fixtures.hpp"
 #include "tests/test_support.hpp"
@@ -186,8 +186,8 @@ TEST(PrefixPrefillSm90Traits, RulesNameTheFirstBrokenConstraint) {
   // An fp8 cache's producer: 72 registers with two consumers where their arrays leave them 16 of
   // margin beside the 216 (register_estimate 200: head dim 128 over 128 keys), else 56 beside
   // 224 (256 over 64 keys: 216), 96 with one consumer; the split fits the register file.
-  for (int estimate : {sm90_attention::register_estimate(128, 128),
-                       sm90_attention::register_estimate(256, 64)}) {
+  for (int estimate :
+       {sm90_attention::register_estimate(128, 128), sm90_attention::register_estimate(256, 64)}) {
     const bool wide = estimate <= kFp8WideProducerEstimate;
     EXPECT_EQ(producer_registers(2, true, true, estimate), wide ? 72 : 56);
     EXPECT_EQ(consumer_registers(2, true, true, estimate), wide ? 216 : 224);
