@@ -55,6 +55,16 @@ Support supports_shared_bytes(long long shared_bytes, const Target& target) {
   return Support::yes();
 }
 
+Support supports_split_launch(long long shared_bytes, int num_splits, int max_splits,
+                              const Target& target, const std::string& zero_means) {
+  if (Support s = supports_shared_bytes(shared_bytes, target); !s) return s;
+  if (num_splits < 0 || num_splits > max_splits) {
+    return Support::no("num_splits must be 0 (" + zero_means + ") to " +
+                       std::to_string(max_splits));
+  }
+  return Support::yes();
+}
+
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,
                            const std::string& variant) {
   for (const std::string& axis : axes) {

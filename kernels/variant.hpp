@@ -38,6 +38,11 @@ Support supports_sm90_target(const Target& target, const std::string& needs);
 
 // A CTA's dynamic shared memory fits the target's opt-in per-block limit (when it is known).
 Support supports_shared_bytes(long long shared_bytes, const Target& target);
+// The launch limits a split-KV decode variant checks last: supports_shared_bytes, and num_splits
+// from 0 to max_splits, where 0 means what `zero_means` says (the message's words: "auto",
+// "planned").
+Support supports_split_launch(long long shared_bytes, int num_splits, int max_splits,
+                              const Target& target, const std::string& zero_means);
 
 // The config names exactly `axes` (a partial config, or one of another variant, is refused).
 Support config_has_exactly(const KernelConfig& config, const std::vector<std::string>& axes,

@@ -39,15 +39,6 @@ Support mla_decode_supports_batch(const Batch& batch) {
   return Support::yes();
 }
 
-Support mla_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
-                                   const Target& target) {
-  if (Support s = supports_shared_bytes(shared_bytes, target); !s) return s;
-  if (num_splits < 0 || num_splits > max_splits) {
-    return Support::no("num_splits must be 0 (planned) to " + std::to_string(max_splits));
-  }
-  return Support::yes();
-}
-
 Work mla_decode_work(const Batch& batch) {
   return minimum_work(batch, KvStorage::paged);
 }

@@ -56,11 +56,6 @@ Support mla_decode_supports_batch(const Batch& batch);
 // + qk_rope_head_dim) for the score and 2 * kv_lora_rank for the output.
 Work mla_decode_work(const Batch& batch);
 
-// The launch limits every GPU variant checks last: its shared memory within the device's limit
-// per block, num_splits from 0 (planned) to max_splits.
-Support mla_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
-                                   const Target& target);
-
 // Rows a CUDA variant computes for sequence s: its query tokens x q heads.
 int64_t mla_rows_of(const Batch& batch, int s);
 

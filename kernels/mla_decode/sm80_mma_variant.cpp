@@ -136,7 +136,8 @@ class MlaSm80MmaVariant : public Variant {
                                                 c.qk_by_dims, m.qk_rope_head_dim)},
                      {"register_limit", traits::kMaxRegisterEstimate}}));
     }
-    return mla_decode_supports_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target);
+    return supports_split_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target,
+                                 "planned");
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

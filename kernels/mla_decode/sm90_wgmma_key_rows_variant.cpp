@@ -99,7 +99,8 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
                      {"register_estimate", traits::register_estimate(c.rank, c.tile_rows)},
                      {"register_limit", traits::kMaxRegisters}}));
     }
-    return mla_decode_supports_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target);
+    return supports_split_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target,
+                                 "planned");
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -36,15 +36,6 @@ FeatureSet paged_decode_features() {
       .with_range(feature::kPageSize, 1, 256);
 }
 
-Support paged_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
-                                     const Target& target) {
-  if (Support s = supports_shared_bytes(shared_bytes, target); !s) return s;
-  if (num_splits < 0 || num_splits > max_splits) {
-    return Support::no("num_splits must be 0 (auto) to " + std::to_string(max_splits));
-  }
-  return Support::yes();
-}
-
 PagedPoolStrides paged_pool_strides(const Batch& batch) {
   const long long P = batch.page_size, H = batch.spec.model.num_kv_heads,
                   D = batch.spec.model.head_dim;

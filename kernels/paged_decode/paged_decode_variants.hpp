@@ -18,11 +18,6 @@ void add_paged_decode_variants(Registry& registry);
 // layout, block-sparse or explicit masks.
 FeatureSet paged_decode_features();
 
-// Launch limits shared by the CUDA variants: the config's dynamic shared memory fits the device's
-// per-block limit (when known), and a fixed split count is 0 (auto) to max_splits.
-Support paged_decode_supports_launch(long long shared_bytes, int num_splits, int max_splits,
-                                     const Target& target);
-
 // Element strides of one K or V pool in the NHD or HND layout (the vllm layout has none such).
 struct PagedPoolStrides {
   long long page = 0, token = 0, head = 0;

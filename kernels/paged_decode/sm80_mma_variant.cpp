@@ -123,8 +123,8 @@ class Sm80MmaVariant : public Variant {
         paged_decode::sm80_mma::check(head_dim, c.warps, c.tile_tokens, c.stages, kv_bytes(batch));
     if (rule != paged_decode::sm80_mma::kOk)
       return Support::no(describe_rule(rule, c, head_dim, kv_bytes(batch)));
-    return paged_decode_supports_launch(c.shared_bytes(head_dim, kv_bytes(batch)), c.num_splits,
-                                        paged_decode::sm80_mma::kMaxSplits, target);
+    return supports_split_launch(c.shared_bytes(head_dim, kv_bytes(batch)), c.num_splits,
+                                 paged_decode::sm80_mma::kMaxSplits, target, "auto");
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

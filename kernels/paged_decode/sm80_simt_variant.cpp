@@ -215,7 +215,7 @@ class Sm80SimtVariant : public Variant {
     const int rule = paged_decode::sm80_simt::check(head_dim, kv_bytes(batch), c.heads_per_cta,
                                                     c.warps, c.tile_tokens, c.stages);
     if (rule != paged_decode::sm80_simt::kOk) return Support::no(describe_rule(rule, c, batch));
-    return paged_decode_supports_launch(shared_bytes(batch, c), c.num_splits, kMaxSplits, target);
+    return supports_split_launch(shared_bytes(batch, c), c.num_splits, kMaxSplits, target, "auto");
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

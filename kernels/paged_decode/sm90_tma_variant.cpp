@@ -144,8 +144,8 @@ class Sm90TmaVariant : public Variant {
         paged_decode::sm90_tma::check(head_dim, c.warps, c.tile_tokens, c.stages, batch.page_size);
     if (rule != paged_decode::sm90_tma::kOk)
       return Support::no(describe_rule(rule, c, head_dim, batch.page_size));
-    return paged_decode_supports_launch(c.shared_bytes(head_dim), c.num_splits,
-                                        paged_decode::sm80_mma::kMaxSplits, target);
+    return supports_split_launch(c.shared_bytes(head_dim), c.num_splits,
+                                 paged_decode::sm80_mma::kMaxSplits, target, "auto");
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

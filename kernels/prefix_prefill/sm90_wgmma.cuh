@@ -393,11 +393,10 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   static_assert(V_HEAD_DIM <= HEAD_DIM, "V's rows fit K's staging part");
   // KV_FP8: a staging part of 128 keys is copied and converted in two halves, so that twice as
   // many parts (of half the keys) fly while one is converted, in the same bytes.
-  constexpr int FP8_SPLIT = TILE_N >= 128 ? 2 : 1;
-  constexpr int PART_KEYS = TILE_N / FP8_SPLIT;
+  constexpr int PART_KEYS = prefix_prefill::sm90_wgmma::fp8_part_keys(TILE_N);
+  constexpr int FP8_SPLIT = TILE_N / PART_KEYS;
   constexpr int FP8_SLOTS = SLOTS * FP8_SPLIT;
   constexpr int FP8_SLOT_BYTES = STAGING_PART / FP8_SPLIT;
-  static_assert(PART_KEYS == prefix_prefill::sm90_wgmma::fp8_part_keys(TILE_N), "the host's parts");
 
   // K and V tiles are interleaved ([TILE_N / 8][BLOCKS][8][64],
   // sm90_attention::interleaved_offset), so that one TMA box brings every column block of a page;
