@@ -82,11 +82,16 @@ std::unique_ptr<Launcher> launch_mla_sm90(Problem& problem, ExecContext& context
   const ModelShape& m = batch.spec.model;
   MlaSm90Params params{};
   params.base = launch.params;
-  // The pool as [pages x page_size slots][rank + rope], boxes of 64 columns x box_tokens slots.
+  // The pool as [pages x page_size slots][rank + rope], boxes of 64 columns x box_tokens slots;
+  // an fp8 pool's rows as pairs of codes (16-bit elements: boxes of 128 codes, the last one
+  // zero-filled past the row).
   const uint64_t width = uint64_t(m.kv_lora_rank + m.qk_rope_head_dim);
+  const bool fp8 = batch.kv_fp8();
   params.latent_map = encode_tensor_map_2d(
-      context.cuda->api(), tensor_map_type(m.dtype), problem.k_pool(), width,
-      uint64_t(batch.num_pages) * uint64_t(batch.page_size), width * 2, uint32_t(box_tokens));
+      context.cuda->api(), fp8 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : tensor_map_type(m.dtype),
+      problem.k_pool(), fp8 ? width / 2 : width,
+      uint64_t(batch.num_pages) * uint64_t(batch.page_size), fp8 ? width : width * 2,
+      uint32_t(box_tokens));
   auto launcher = std::make_unique<ParamsLauncher<MlaSm90Params>>(
       context, spec.kernel, launch.shape, params, std::move(launch.owned));
   launcher->set_plan(launch.plan + ", TMA boxes of " + std::to_string(box_tokens) + " keys");

@@ -22,34 +22,44 @@
 //   its own keys; summed over the warpgroup at the end).
 // - V rows of the sequence's last block past its last key are zeroed before use (P is 0 there,
 //   but 0 x NaN would poison the output).
-// After the loop warpgroup 1 leaves its accumulator, maxima and sums in its stage; warpgroup 0
+// KV_FP8 (an fp8 e4m3 cache, one scale): the stages hold codes (as many stages as fit, taken by
+// the warpgroups in turn) and both products take their A operand from registers, converted after
+// an ldmatrix (sm90_key_rows_fp8.cuh); Q is converted once into fp16, a power of two per row
+// folded into its column's score scale; the cache's scale multiplies the score scale and the
+// output.
+// After the loop warpgroup 1 leaves its accumulator, maxima and sums in stage 1 on; warpgroup 0
 // combines the two (each rescaled to the common maximum), normalises and writes the rows
 // [TILE_ROWS][RANK] to stage 0; all 256 consumer threads then store them, 16 bytes at a time, to
 // the output (one split) or to the partial buffers with their log2-sum-exp (several), and the last
 // CTA of a split (sequence, row tile) merges them.
 #pragma once
 
+#include "kernels/mla_decode/sm90_key_rows_fp8.cuh"
 #include "kernels/mla_decode/sm90_latent.cuh"
 #include "kernels/mla_decode/sm90_wgmma_key_rows_traits.hpp"
 
 namespace attn {
 
-template <int DTYPE, int RANK, int ROPE, int TILE_ROWS, int BOX>
+template <int DTYPE, int RANK, int ROPE, int TILE_ROWS, int BOX, bool KV_FP8 = false>
 __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     mla_decode_sm90_wgmma_key_rows(const __grid_constant__ MlaSm90Params params) {
   namespace traits = mla_decode::sm90_wgmma_key_rows;
-  static_assert(traits::check(RANK, ROPE, TILE_ROWS, BOX) == traits::kOk,
+  static_assert(traits::check(RANK, ROPE, TILE_ROWS, BOX, KV_FP8) == traits::kOk,
                 "mla_decode.sm90_wgmma_key_rows config breaks a rule of its traits");
   constexpr int D = RANK + ROPE;
-  constexpr int CB = traits::column_blocks(RANK, ROPE);
+  // A stage's column blocks: 64 16-bit elements or 128 fp8 codes of each key row.
+  constexpr int CB =
+      KV_FP8 ? traits::fp8_column_blocks(RANK, ROPE) : traits::column_blocks(RANK, ROPE);
   constexpr int BLOCK = traits::kBlock;
   constexpr int N = TILE_ROWS;
   constexpr int MT = RANK / 64;  // M tiles of O^T
   constexpr int COLS = N / 4;    // tile columns of one thread: 8 j + 2 (t % 4) + e
-  constexpr int CHAINS = traits::score_chains(TILE_ROWS);
-  constexpr int STAGE = traits::stage_bytes(RANK, ROPE);
-  constexpr int COLUMN_BLOCK = BLOCK * traits::kRowBytes;
+  constexpr int CHAINS = traits::score_chains(TILE_ROWS, KV_FP8);
+  constexpr int STAGES = traits::stages(RANK, ROPE, TILE_ROWS, KV_FP8);
+  constexpr int STAGE = traits::stage_bytes(RANK, ROPE, KV_FP8);
+  constexpr int COLUMN_BLOCK = BLOCK * traits::kRowBytes;  // 128 bytes per row either way
   constexpr int OUT_STRIDE = traits::out_stride(RANK);
+  constexpr int MMA = KV_FP8 ? kDTypeFp16 : DTYPE;  // the products' type
   const MlaSm80Params& p = params.base;
   const float kNegInf = -__int_as_float(0x7f800000);
 
@@ -59,11 +69,12 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       ~static_cast<unsigned long long>(traits::kAlignment - 1));
   unsigned char* q_s = smem;  // CB column blocks of [N][64]
   unsigned char* kv_s = smem + traits::stages_offset(RANK, ROPE, N);
-  unsigned char* p_s = smem + traits::p_offset(RANK, ROPE, N);  // [2][N][64] 16-bit
-  float* x_s = reinterpret_cast<float*>(smem + traits::exchange_offset(RANK, ROPE, N));
+  unsigned char* p_s = smem + traits::p_offset(RANK, ROPE, N, KV_FP8);  // [2][N][64] 16-bit
+  float* x_s = reinterpret_cast<float*>(smem + traits::exchange_offset(RANK, ROPE, N, KV_FP8));
+  float* factor_s = reinterpret_cast<float*>(smem + traits::factor_offset(RANK, ROPE, N, KV_FP8));
   unsigned long long* full =
-      reinterpret_cast<unsigned long long*>(smem + traits::barrier_offset(RANK, ROPE, N));
-  unsigned long long* empty = full + traits::kStages;
+      reinterpret_cast<unsigned long long*>(smem + traits::barrier_offset(RANK, ROPE, N, KV_FP8));
+  unsigned long long* empty = full + STAGES;
 
   const int* work = p.work + 5 * blockIdx.x;
   const int seq = work[0], splits = work[2];
@@ -78,7 +89,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   const int blocks = key_end > key_begin ? (key_end - key_begin + BLOCK - 1) / BLOCK : 0;
 
   if (tid == 0) {
-    for (int s = 0; s < traits::kStages; ++s) {
+    for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&full[s], 1);
       sm90::mbarrier_init(&empty[s], traits::kWarpsPerGroup);  // the warps of one warpgroup
     }
@@ -89,16 +100,21 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   if (warp >= 4 * traits::kConsumers) {
     sm90::setmaxnreg_dec<traits::kProducerRegisters>();
     if (warp != 4 * traits::kConsumers) return;
-    mla_sm90::load_latent_blocks<CB, BLOCK, traits::kStages, BOX>(params, seq, key_begin, blocks,
-                                                                  kv_len, kv_s, full, empty, lane);
+    mla_sm90::load_latent_blocks<CB, BLOCK, STAGES, BOX>(params, seq, key_begin, blocks, kv_len,
+                                                         kv_s, full, empty, lane);
     return;  // the consumers synchronise among themselves from here on (named barriers)
   }
 
   sm90::setmaxnreg_inc<traits::kConsumerRegisters>();
   const int wg = warp / 4, t = tid % 128, wq = t / 32;
 
-  // Q's rows as CB column blocks of [N][64], 128-byte swizzled, zeros past the sequence's last.
-  mla_sm90::load_q_rows<D, N>(q_s, p, q0, row0, seq_rows, tid);
+  // Q's rows as D / 64 column blocks of [N][64], 128-byte swizzled, zeros past the sequence's
+  // last (KV_FP8: in fp16, scaled per row, in the order the codes' fragments take).
+  if constexpr (KV_FP8) {
+    mla_sm90_fp8::load_q_rows_f16<DTYPE, D, N>(q_s, factor_s, p, q0, row0, seq_rows, tid);
+  } else {
+    mla_sm90::load_q_rows<D, N>(q_s, p, q0, row0, seq_rows, tid);
+  }
 
   // Column slot x = 2 j + e of the thread: tile column 8 j + 2 (t % 4) + e, accumulator
   // registers 4 j + e (key row t / 4 of the warp's 16) and 4 j + 2 + e (8 keys below).
@@ -115,7 +131,14 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   int first_limit = limit[0];
 #pragma unroll
   for (int x = 1; x < COLS; ++x) first_limit = min(first_limit, limit[x]);
-  const float score_scale = p.scale_log2;
+  // Each column's score scale (an fp8 code is the value over kv_scale; KV_FP8's Q rows carry a
+  // power of two) and the output's (the codes' V).
+  float col_scale[COLS];
+#pragma unroll
+  for (int x = 0; x < COLS; ++x) {
+    col_scale[x] = KV_FP8 ? p.scale_log2 * p.kv_scale * factor_s[column(x)] : p.scale_log2;
+  }
+  const float out_scale = KV_FP8 ? p.kv_scale : 1.0f;
 
   float o[MT][N / 2];
 #pragma unroll
@@ -132,23 +155,25 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     col_sum[x] = 0.0f;
   }
   unsigned char* pt = p_s + wg * traits::p_bytes(N);
-  unsigned char* kv = kv_s + wg * STAGE;  // blocks i = wg, wg + 2, .. all use stage wg
   const int key_row = sm90_attention::accumulator_row(t, 0);  // and key_row + 8
 
   for (int i = wg; i < blocks; i += traits::kConsumers) {
     const int key0 = key_begin + i * BLOCK;
+    // The block's stage: 16-bit, one per warpgroup (wg); fp8, the warpgroups' blocks in turn.
+    const int stage_index = STAGES == traits::kConsumers ? wg : i % STAGES;
+    unsigned char* kv = kv_s + stage_index * STAGE;
     // The descriptors, rebuilt each block from bases the compiler cannot hoist: every operand of
     // the loop is invariant (one stage per warpgroup), and ptxas would otherwise keep the
     // ~100 64-bit descriptors of the block's wgmmas live across the loop and spill.
     const unsigned long long q_desc = sm90::descriptor(q_s) + mla_sm90::opaque_zero();
-    const unsigned long long k_desc = sm90::descriptor(kv) + mla_sm90::opaque_zero();
     const unsigned long long p_desc = sm90::descriptor(pt) + mla_sm90::opaque_zero();
-    sm90::mbarrier_wait(&full[wg], (i / traits::kConsumers) & 1);
+    sm90::mbarrier_wait(&full[stage_index], (i / STAGES) & 1);
     if (key0 + BLOCK > kv_len) {
-      // The sequence's last block: V rows past kv_len to zero.
+      // The sequence's last block: V rows past kv_len to zero (the column blocks V's dims lie in).
+      constexpr int VB = KV_FP8 ? (RANK + 127) / 128 : MT;
       const int first = kv_len - key0;
-      for (int j = t; j < (BLOCK - first) * MT * 8; j += 128) {
-        const int r = first + j / (MT * 8), b = (j / 8) % MT, chunk = j % 8;
+      for (int j = t; j < (BLOCK - first) * VB * 8; j += 128) {
+        const int r = first + j / (VB * 8), b = (j / 8) % VB, chunk = j % 8;
         *reinterpret_cast<uint4*>(kv + b * COLUMN_BLOCK + r * 128 + chunk * 16) =
             make_uint4(0u, 0u, 0u, 0u);
       }
@@ -158,17 +183,40 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
 
     // S^T = K Q^T: D / 16 k16 steps, both operands K-major, dealt in turn to CHAINS accumulators
     // (a wgmma of N = 16 is short: one chain of 36 dependent steps would wait on each), summed.
-    sm90::wgmma_fence();
+    if constexpr (KV_FP8) {
+      // A from registers: K's codes of two k16 steps per ldmatrix and fence.
+      const unsigned stage = shared_address(kv);
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      sm90::wgmma_ss<DTYPE, N>(
-          kk % CHAINS == 0 ? s : chain[kk % CHAINS - 1],
-          sm90::descriptor_advance(k_desc, sm90_attention::k_major_step_offset(kk, BLOCK)),
-          sm90::descriptor_advance(q_desc, sm90_attention::k_major_step_offset(kk, N)),
-          kk >= CHAINS ? 1 : 0);
+      for (int kp = 0; kp < D / 32; ++kp) {
+        unsigned int a[2][4];
+        mla_sm90_fp8::k_fragments<COLUMN_BLOCK>(stage, wq, lane, kp, a);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int kk = 2 * kp + h;
+          sm90::wgmma_rs<MMA, N, 0>(
+              kk % CHAINS == 0 ? s : chain[kk % CHAINS - 1], a[h],
+              sm90::descriptor_advance(q_desc, sm90_attention::k_major_step_offset(kk, N)),
+              kk >= CHAINS ? 1 : 0);
+        }
+        sm90::wgmma_commit();
+        sm90::wgmma_wait<1>();
+      }
+      sm90::wgmma_wait<0>();
+    } else {
+      const unsigned long long k_desc = sm90::descriptor(kv) + mla_sm90::opaque_zero();
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        sm90::wgmma_ss<DTYPE, N>(
+            kk % CHAINS == 0 ? s : chain[kk % CHAINS - 1],
+            sm90::descriptor_advance(k_desc, sm90_attention::k_major_step_offset(kk, BLOCK)),
+            sm90::descriptor_advance(q_desc, sm90_attention::k_major_step_offset(kk, N)),
+            kk >= CHAINS ? 1 : 0);
+      }
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<0>();
     }
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
 #pragma unroll
     for (int j = 0; j < N / 2; ++j) {
 #pragma unroll
@@ -204,19 +252,19 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
                                     fmaxf(exchange[2 * N + c], exchange[3 * N + c]));
       const float ref = fmaxf(col_max[x], block_max);
       // A column that has seen no key yet keeps -inf; a finite base keeps -inf - -inf away.
-      const float base = ref == kNegInf ? 0.0f : ref * score_scale;
-      alpha[x] = exp2_ftz(col_max[x] * score_scale - base);
+      const float base = ref == kNegInf ? 0.0f : ref * col_scale[x];
+      alpha[x] = exp2_ftz(col_max[x] * col_scale[x] - base);
       col_max[x] = ref;
       const int j = 4 * (x / 2) + x % 2;
-      s[j] = exp2_ftz(fmaf(s[j], score_scale, -base));
-      s[j + 2] = exp2_ftz(fmaf(s[j + 2], score_scale, -base));
+      s[j] = exp2_ftz(fmaf(s[j], col_scale[x], -base));
+      s[j + 2] = exp2_ftz(fmaf(s[j + 2], col_scale[x], -base));
       col_sum[x] = fmaf(col_sum[x], alpha[x], s[j] + s[j + 2]);
       // P^T [column][key], 128-byte swizzled: key k's 16-byte chunk k / 8 at k / 8 ^ (c % 8).
       unsigned char* row = pt + c * 128 + (key_row % 8) * 2;
       *reinterpret_cast<unsigned short*>(row + (((key_row / 8)) ^ (c % 8)) * 16) =
-          static_cast<unsigned short>(pack2<DTYPE>(s[j], 0.0f));
+          static_cast<unsigned short>(pack2<MMA>(s[j], 0.0f));
       *reinterpret_cast<unsigned short*>(row + (((key_row / 8) + 1) ^ (c % 8)) * 16) =
-          static_cast<unsigned short>(pack2<DTYPE>(s[j + 2], 0.0f));
+          static_cast<unsigned short>(pack2<MMA>(s[j + 2], 0.0f));
     }
 #pragma unroll
     for (int m = 0; m < MT; ++m) {
@@ -226,24 +274,48 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     sm90::fence_proxy_async_shared();  // P^T's generic writes, before wgmma reads them
     mla_sm90::warpgroup_sync(wg);
 
-    // O^T += V^T P^T: A MN-major (V's column block m: 64 dims x 16 keys per step), B P^T K-major.
-    const unsigned long long v_base =
-        sm90::descriptor(kv, COLUMN_BLOCK, sm90_attention::kSwizzleAtomBytes) +
-        mla_sm90::opaque_zero();
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BLOCK / 16; ++kk) {
+    if constexpr (KV_FP8) {
+      // O^T += V^T P^T, A from registers: tile m's dims 16 (4 m + wq) .. of the codes, the
+      // block's 64 keys in two transposed ldmatrix, one fence per tile.
+      const unsigned stage = shared_address(kv);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const unsigned long long v_desc = sm90::descriptor_advance(
-            v_base, m * COLUMN_BLOCK + sm90_attention::mn_major_step_offset(kk));
-        sm90::wgmma_ss<DTYPE, N, 1>(o[m], v_desc, sm90::descriptor_advance(p_desc, kk * 32), 1);
+#pragma unroll
+        for (int kp = 0; kp < BLOCK / 32; ++kp) {
+          unsigned int a[2][4];
+          mla_sm90_fp8::v_fragments<COLUMN_BLOCK>(stage, 4 * m + wq, lane, kp, a);
+          sm90::wgmma_fence();
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            sm90::wgmma_rs<MMA, N, 0>(o[m], a[h],
+                                      sm90::descriptor_advance(p_desc, (2 * kp + h) * 32));
+          }
+          sm90::wgmma_commit();
+          sm90::wgmma_wait<1>();
+        }
       }
+      sm90::wgmma_wait<0>();
+    } else {
+      // O^T += V^T P^T: A MN-major (V's column block m: 64 dims x 16 keys per step), B P^T
+      // K-major.
+      const unsigned long long v_base =
+          sm90::descriptor(kv, COLUMN_BLOCK, sm90_attention::kSwizzleAtomBytes) +
+          mla_sm90::opaque_zero();
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BLOCK / 16; ++kk) {
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          const unsigned long long v_desc = sm90::descriptor_advance(
+              v_base, m * COLUMN_BLOCK + sm90_attention::mn_major_step_offset(kk));
+          sm90::wgmma_ss<DTYPE, N, 1>(o[m], v_desc, sm90::descriptor_advance(p_desc, kk * 32), 1);
+        }
+      }
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<0>();
     }
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
     __syncwarp();
-    if (lane == 0) sm90::mbarrier_arrive(&empty[wg]);
+    if (lane == 0) sm90::mbarrier_arrive(&empty[stage_index]);
   }
 
   // Each column's sum over the warp's keys (the 8 lanes of the same t % 4), then over the
@@ -271,10 +343,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     col_sum[x] = sums[c] + sums[N + c] + sums[2 * N + c] + sums[3 * N + c];
   }
 
-  // Warpgroup 1's state through its stage (the producer loads nothing more into it: every block
-  // of stage 1 has been consumed): the accumulator in register order, thread-major, and each
-  // column's maximum and sum.
-  float* state = reinterpret_cast<float*>(kv_s + STAGE);
+  // Warpgroup 1's state from stage 1 on (the producer loads nothing more: every block has been
+  // loaded; where the warpgroups share the stages, once both have consumed their last): the
+  // accumulator in register order, thread-major, and each column's maximum and sum.
+  if constexpr (STAGES > traits::kConsumers) mla_sm90::consumers_sync();
+  float* state = reinterpret_cast<float*>(kv_s + traits::state_offset(RANK, ROPE, N, KV_FP8));
   float* rows_s = reinterpret_cast<float*>(kv_s);  // [N][OUT_STRIDE], then [N] log2-sum-exp
   float* lse_s = rows_s + N * OUT_STRIDE;
   if (wg == 1) {
@@ -299,11 +372,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       const int c = column(x);
       const float m1 = state[RANK * N + c], l1 = state[RANK * N + N + c];
       const float ref = fmaxf(col_max[x], m1);
-      const float base = ref == kNegInf ? 0.0f : ref * score_scale;
-      const float a0 = exp2_ftz(col_max[x] * score_scale - base);
-      const float a1 = exp2_ftz(m1 * score_scale - base);
+      const float base = ref == kNegInf ? 0.0f : ref * col_scale[x];
+      const float a0 = exp2_ftz(col_max[x] * col_scale[x] - base);
+      const float a1 = exp2_ftz(m1 * col_scale[x] - base);
       const float l = col_sum[x] * a0 + l1 * a1;
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const float inv = l > 0.0f ? out_scale / l : 0.0f;
       w0[x] = a0 * inv;
       w1[x] = a1 * inv;
       if (wq == 0 && lane < 4) lse_s[c] = l > 0.0f ? base + log2f(l) : kNegInf;
@@ -313,7 +386,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
 #pragma unroll
       for (int j = 0; j < N / 2; ++j) {
         const int x = 2 * (j / 4) + j % 2;
-        const int dim = 64 * m + sm90_attention::accumulator_row(t, j);
+        const int row = sm90_attention::accumulator_row(t, j);
+        const int dim = 64 * m + (KV_FP8 ? mla_sm90_fp8::fp8_v_dim(row) : row);
         const int c = sm90_attention::accumulator_column(t, j);
         rows_s[c * OUT_STRIDE + dim] = o[m][j] * w0[x] + state[(m * (N / 2) + j) * 128 + t] * w1[x];
       }

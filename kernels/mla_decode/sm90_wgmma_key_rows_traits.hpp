@@ -15,9 +15,15 @@
 // tile_rows / 2 registers each); the two meet once, after the loop. 32 rows fit the registers at
 // ranks up to 256; DeepSeek-V3's 512 takes 16.
 // Shared memory (after 1 KiB of alignment slack): Q as (rank + rope) / 64 column blocks of
-// [tile_rows][64], the two stages as column blocks of [64][64], each warpgroup's P^T, the
-// maxima's exchange, then the mbarriers. After the loop the stages hold warpgroup 1's state, the
+// [tile_rows][64], the stages as column blocks of [64][64], each warpgroup's P^T, the maxima's
+// exchange, then the mbarriers. After the loop the stages hold warpgroup 1's state, the
 // normalised rows and the split merge's weights.
+// An fp8 e4m3 cache (one scale): a stage holds a block's codes as column blocks of 64 keys x 128
+// codes (TMA boxes of 128 bytes, the last one zero-filled past the row), so that 5 stages fit at
+// DeepSeek-V3's widths where 16-bit blocks fit 2; the warpgroups take the stages in turn. The
+// products run in fp16 with both A operands in registers, converted from the codes after an
+// ldmatrix (K for S^T, V^T transposed for O^T), Q converted once into fp16 with a power of two
+// per row (its factor, one float per row, after the exchange).
 #pragma once
 
 #include "base/host_device.hpp"
@@ -26,7 +32,9 @@ namespace attn {
 namespace mla_decode::sm90_wgmma_key_rows {
 
 constexpr int kBlock = 64;         // keys of one block: one wgmma M tile of S^T
-constexpr int kStages = 2;         // one per consumer warpgroup
+constexpr int kStages16 = 2;       // 16-bit blocks: one stage per consumer warpgroup
+constexpr int kMaxFp8Stages = 6;   // fp8 blocks: as many stages as fit, up to this
+constexpr int kFp8BlockCodes = 128;  // codes of one 128-byte swizzle row (a TMA box's width)
 constexpr int kConsumers = 2;      // consumer warpgroups, alternate blocks
 constexpr int kWarpsPerGroup = 4;  // warps of a warpgroup (the maxima's exchange)
 constexpr int kBlockColumns = 64;  // 16-bit elements of a 128-byte swizzle row (a TMA box width)
@@ -35,6 +43,8 @@ constexpr int kMaxSplits = 64;    // the merging CTA reads one partial row per s
 constexpr int kAlignment = 1024;  // the 128-byte swizzle repeats every 8 rows of 128 bytes
 constexpr int kMinBoxTokens = 8;  // a box is whole 8-row swizzle atoms
 constexpr int kThreads = 128 * (kConsumers + 1);
+// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
+constexpr int kMaxSharedBytes = 227 * 1024;
 // The normalised rows' stride in floats (rank + 4: the four lanes of a quad, two rows apart,
 // land in different banks).
 ATTN_HOST_DEVICE constexpr int out_stride(int rank) {
@@ -50,8 +60,13 @@ ATTN_HOST_DEVICE constexpr int column_blocks(int rank, int rope) {
 ATTN_HOST_DEVICE constexpr int q_bytes(int rank, int rope, int tile_rows) {
   return tile_rows * width(rank, rope) * 2;
 }
-ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope) {
-  return kBlock * width(rank, rope) * 2;
+// Column blocks of 128 codes of an fp8 latent row (the last one partly past the row).
+ATTN_HOST_DEVICE constexpr int fp8_column_blocks(int rank, int rope) {
+  return (width(rank, rope) + kFp8BlockCodes - 1) / kFp8BlockCodes;
+}
+ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, bool fp8 = false) {
+  return fp8 ? kBlock * fp8_column_blocks(rank, rope) * kFp8BlockCodes
+             : kBlock * width(rank, rope) * 2;
 }
 ATTN_HOST_DEVICE constexpr int p_bytes(int tile_rows) {
   return tile_rows * kRowBytes;  // one warpgroup's P^T: [tile_rows][64 keys] 16-bit
@@ -72,21 +87,40 @@ ATTN_HOST_DEVICE constexpr int rows_bytes(int rank, int tile_rows) {
 ATTN_HOST_DEVICE constexpr int merge_bytes(int tile_rows) {
   return kMaxSplits * tile_rows * 4;
 }
-// Offsets from the aligned base: Q, the stages, each warpgroup's P^T, the exchange, the barriers.
+// fp8: Q's per-row factors (f16_row_factors' back), one float per row.
+ATTN_HOST_DEVICE constexpr int factor_bytes(int tile_rows, bool fp8) {
+  return fp8 ? tile_rows * 4 : 0;
+}
+// Stages: two 16-bit blocks (one per warpgroup); fp8 blocks as many as the bytes left after
+// everything else (the barriers of kMaxFp8Stages included) hold, 2 to kMaxFp8Stages.
+ATTN_HOST_DEVICE constexpr int stages(int rank, int rope, int tile_rows, bool fp8 = false) {
+  if (!fp8) return kStages16;
+  const int rest = kAlignment + q_bytes(rank, rope, tile_rows) + kConsumers * p_bytes(tile_rows) +
+                   exchange_bytes(tile_rows) + factor_bytes(tile_rows, fp8) + 2 * kMaxFp8Stages * 8;
+  const int fit = (kMaxSharedBytes - rest) / stage_bytes(rank, rope, fp8);
+  return fit < kStages16 ? kStages16 : (fit > kMaxFp8Stages ? kMaxFp8Stages : fit);
+}
+// Offsets from the aligned base: Q, the stages, each warpgroup's P^T, the exchange, (fp8) Q's
+// row factors, the barriers.
 ATTN_HOST_DEVICE constexpr int stages_offset(int rank, int rope, int tile_rows) {
   return q_bytes(rank, rope, tile_rows);
 }
-ATTN_HOST_DEVICE constexpr int p_offset(int rank, int rope, int tile_rows) {
-  return stages_offset(rank, rope, tile_rows) + kStages * stage_bytes(rank, rope);
+ATTN_HOST_DEVICE constexpr int p_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return stages_offset(rank, rope, tile_rows) +
+         stages(rank, rope, tile_rows, fp8) * stage_bytes(rank, rope, fp8);
 }
-ATTN_HOST_DEVICE constexpr int exchange_offset(int rank, int rope, int tile_rows) {
-  return p_offset(rank, rope, tile_rows) + kConsumers * p_bytes(tile_rows);
+ATTN_HOST_DEVICE constexpr int exchange_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return p_offset(rank, rope, tile_rows, fp8) + kConsumers * p_bytes(tile_rows);
 }
-ATTN_HOST_DEVICE constexpr int barrier_offset(int rank, int rope, int tile_rows) {
-  return exchange_offset(rank, rope, tile_rows) + exchange_bytes(tile_rows);
+ATTN_HOST_DEVICE constexpr int factor_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return exchange_offset(rank, rope, tile_rows, fp8) + exchange_bytes(tile_rows);
 }
-ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int tile_rows) {
-  return kAlignment + barrier_offset(rank, rope, tile_rows) + 2 * kStages * 8;
+ATTN_HOST_DEVICE constexpr int barrier_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return factor_offset(rank, rope, tile_rows, fp8) + factor_bytes(tile_rows, fp8);
+}
+ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return kAlignment + barrier_offset(rank, rope, tile_rows, fp8) +
+         2 * stages(rank, rope, tile_rows, fp8) * 8;
 }
 
 // Keys one TMA box carries: the largest common divisor of the page size and the block.
@@ -95,6 +129,18 @@ ATTN_HOST_DEVICE constexpr int gcd(int a, int b) {
 }
 ATTN_HOST_DEVICE constexpr int box_tokens(int page_size) {
   return gcd(page_size, kBlock);
+}
+
+// fp8 operands (sm90_key_rows_fp8.cuh): K element k of a k16 step's 16-code group is code
+// fp8_code_of(k) (the order an ldmatrix of code pairs gives a thread: its bytes 4 (lane % 4) ..
+// + 3 are the fragment's elements 2 (lane % 4), + 1, + 8, + 9); O^T's accumulator row R of a
+// 64-row tile holds dim fp8_v_dim(R) (rows r and r + 8 of a warp's 16: the two dims of the b16
+// element a transposed ldmatrix gives lane 4 r).
+ATTN_HOST_DEVICE constexpr int fp8_code_of(int k) {
+  return 4 * ((k % 8) / 2) + 2 * (k / 8) + k % 2;
+}
+ATTN_HOST_DEVICE constexpr int fp8_v_dim(int row) {
+  return (row & ~15) | ((row & 7) << 1) | ((row >> 3) & 1);
 }
 
 // Per-thread registers of a consumer's live arrays: its accumulator (rank x tile_rows fp32 over
@@ -109,17 +155,18 @@ constexpr int kProducerRegisters = 24;
 constexpr int kConsumerRegisters = 240;
 constexpr int kMaxRegisters = 168;
 // S^T's k16 steps go to this many accumulators in turn (independent chains of wgmmas), summed
-// after: 4 at 16 rows, 2 at 32.
-ATTN_HOST_DEVICE constexpr int score_chains(int tile_rows) {
-  return tile_rows <= 16 ? 4 : 2;
+// after: 4 at 16 rows, 2 at 32; 2 over fp8 codes (their A fragments take the registers: 4 chains
+// at rope 128 spilled 20 bytes).
+ATTN_HOST_DEVICE constexpr int score_chains(int tile_rows, bool fp8 = false) {
+  return tile_rows <= 16 && !fp8 ? 4 : 2;
 }
-ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int tile_rows) {
-  return rank * tile_rows / 128 + score_chains(tile_rows) * tile_rows / 2 + tile_rows / 2 +
-         kRegisterOverhead;
+// fp8: the A fragments of two k16 steps, their codes and addresses (32 rows at rank 256, an
+// estimate of 152 without them, spilled 20 bytes).
+constexpr int kFp8FragmentRegisters = 24;
+ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int tile_rows, bool fp8 = false) {
+  return rank * tile_rows / 128 + score_chains(tile_rows, fp8) * tile_rows / 2 + tile_rows / 2 +
+         kRegisterOverhead + (fp8 ? kFp8FragmentRegisters : 0);
 }
-
-// Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
-constexpr int kMaxSharedBytes = 227 * 1024;
 
 enum Rule : int {
   kOk = 0,
@@ -155,16 +202,27 @@ ATTN_HOST_DEVICE constexpr const char* rule_text(int rule) {
   }
 }
 
+// After the loop: the normalised rows from stage 0 on, warpgroup 1's state from the first whole
+// stage after them (stage 1 where the rows fit one stage).
+ATTN_HOST_DEVICE constexpr int state_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+  const int stage = stage_bytes(rank, rope, fp8);
+  const int rows = rows_bytes(rank, tile_rows);
+  return rows <= stage ? stage : (rows + stage - 1) / stage * stage;
+}
+
 // page_size 0: not known yet (the config alone); the page rule is checked when it is.
-ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int tile_rows, int page_size = 0) {
+ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int tile_rows, int page_size = 0,
+                                     bool fp8 = false) {
   if (rank <= 0 || rank % 64 != 0) return kRank;
   if (rope != 64 && rope != 128) return kRope;
   if (tile_rows != 16 && tile_rows != 32) return kTileRows;
-  if (shared_bytes(rank, rope, tile_rows) > kMaxSharedBytes) return kSharedMemory;
-  if (register_estimate(rank, tile_rows) > kMaxRegisters) return kRegisters;
-  if (state_bytes(rank, tile_rows) > stage_bytes(rank, rope) ||
-      rows_bytes(rank, tile_rows) > stage_bytes(rank, rope) ||
-      merge_bytes(tile_rows) > stage_bytes(rank, rope))
+  if (shared_bytes(rank, rope, tile_rows, fp8) > kMaxSharedBytes) return kSharedMemory;
+  if (register_estimate(rank, tile_rows, fp8) > kMaxRegisters) return kRegisters;
+  // After the loop: the rows and warpgroup 1's state (state_offset), the merge's weights, in the
+  // stages.
+  const int stage_total = stages(rank, rope, tile_rows, fp8) * stage_bytes(rank, rope, fp8);
+  if (state_offset(rank, rope, tile_rows, fp8) + state_bytes(rank, tile_rows) > stage_total ||
+      merge_bytes(tile_rows) > stage_total)
     return kSharedMemory;
   if (page_size != 0 && box_tokens(page_size) % kMinBoxTokens != 0) return kPageSize;
   return kOk;

@@ -22,14 +22,16 @@ namespace traits = mla_decode::sm90_wgmma_key_rows;
 struct KeyRowsConfig {
   int tile_rows, num_splits;
   int rank, rope, page_size;
+  bool kv_fp8;
   KeyRowsConfig(const KernelConfig& c, const Batch& batch)
       : tile_rows(int(c.get("tile_rows"))),
         num_splits(int(c.get("num_splits"))),
         rank(batch.spec.model.kv_lora_rank),
         rope(batch.spec.model.qk_rope_head_dim),
-        page_size(batch.page_size) {}
-  int check() const { return traits::check(rank, rope, tile_rows, page_size); }
-  int shared_bytes() const { return traits::shared_bytes(rank, rope, tile_rows); }
+        page_size(batch.page_size),
+        kv_fp8(batch.kv_fp8()) {}
+  int check() const { return traits::check(rank, rope, tile_rows, page_size, kv_fp8); }
+  int shared_bytes() const { return traits::shared_bytes(rank, rope, tile_rows, kv_fp8); }
   int box_tokens() const { return traits::box_tokens(page_size); }
 };
 
@@ -53,13 +55,16 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
   std::string summary() const override {
     return "wgmma with the 64 keys of a block as M rows and 16 or 32 (query token, q head) rows "
            "as N: no padding at 16 heads; latent blocks loaded by TMA, two consumer warpgroups "
-           "taking alternate blocks; split-KV merged in-kernel by LSE (Hopper)";
+           "taking alternate blocks; an fp8 cache's codes converted in registers; split-KV "
+           "merged in-kernel by LSE (Hopper)";
   }
 
-  // mla_decode.sm90_wgmma's scope: 16-bit latent caches of Q's dtype (TMA boxes of 16-bit rows)
-  // and rope widths that keep latent rows whole 64-column boxes.
+  // Latent caches of Q's 16-bit dtype or fp8 e4m3 (one scale: the codes become fp16 operands in
+  // registers) and rope widths that keep latent rows whole 64-column boxes.
   FeatureSet features() const override {
-    return mla_decode_common_features().with(feature::kQkRopeHeadDim, {64, 128});
+    return mla_decode_common_features()
+        .with(feature::kKvDtype, {"fp8_e4m3.per_tensor"})
+        .with(feature::kQkRopeHeadDim, {64, 128});
   }
 
   std::vector<ConfigAxis> space(const Batch&, const Target&) const override {
@@ -96,7 +101,7 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
                      {"page_size", c.page_size},
                      {"shared_bytes", c.shared_bytes()},
                      {"shared_limit", traits::kMaxSharedBytes},
-                     {"register_estimate", traits::register_estimate(c.rank, c.tile_rows)},
+                     {"register_estimate", traits::register_estimate(c.rank, c.tile_rows, c.kv_fp8)},
                      {"register_limit", traits::kMaxRegisters}}));
     }
     return supports_split_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target,
@@ -111,7 +116,7 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
         "attn::mla_decode_sm90_wgmma_key_rows<" +
             std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " + std::to_string(c.rank) +
             ", " + std::to_string(c.rope) + ", " + std::to_string(c.tile_rows) + ", " +
-            std::to_string(c.box_tokens()) + ">");
+            std::to_string(c.box_tokens()) + ", " + (c.kv_fp8 ? "true" : "false") + ">");
     program.name += ".box" + std::to_string(c.box_tokens());
     return {program};
   }
@@ -132,6 +137,8 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
     launch.max_splits = traits::kMaxSplits;
     launch.threads = traits::kThreads;
     launch.shared_bytes = c.shared_bytes();
+    // fp8: the latent pool holds code = value / scale, one scale for the cache.
+    launch.kv_scale = c.kv_fp8 ? batch.k_scales.at(0) : 1.0f;
     return launch_mla_sm90(problem, context, launch, c.box_tokens());
   }
 

@@ -1,8 +1,9 @@
 // mla_decode.sm90_wgmma_key_rows without a GPU: the traits' shared-memory layout (every buffer on a
 // 1024-byte swizzle period, the state each stage holds after the loop) and rules, the variant's
-// gating (Hopper only, pages of whole 8-key boxes, an fp8 cache and other widths declined with a
-// reason, 32-row tiles refused at rank 512 for their registers and the default where they fit),
-// and NVRTC compiles of both tile widths in bf16 and fp16 for sm_90a without spills.
+// gating (Hopper only, pages of whole 8-key boxes, other widths declined with a reason, 32-row
+// tiles refused at rank 512 for their registers and the default where they fit, an fp8 cache
+// taken), the fp8 operands' orders, and NVRTC compiles of both tile widths in bf16 and fp16, over
+// 16-bit and fp8 caches, for sm_90a without spills.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -53,6 +54,68 @@ TEST(MlaSm90KeyRowsTraits, SharedMemoryIsQStagesPExchangeAndBarriers) {
   }
 }
 
+// Over fp8 codes: 128-code column blocks (5 at DeepSeek-V3's 576, the last half past the row),
+// as many stages as fit (5 there, where 16-bit blocks fit 2), Q's row factors before the
+// barriers, the rows and warpgroup 1's state within the stages after the loop.
+TEST(MlaSm90KeyRowsTraits, Fp8StagesAreCodesAsManyAsFit) {
+  EXPECT_EQ(kr::fp8_column_blocks(512, 64), 5);
+  EXPECT_EQ(kr::stage_bytes(512, 64, true), 64 * 5 * 128);
+  EXPECT_EQ(kr::stages(512, 64, 16), 2);
+  EXPECT_EQ(kr::stages(512, 64, 16, true), 5);
+  EXPECT_EQ(kr::shared_bytes(512, 64, 16, true),
+            1024 + 16 * 576 * 2 + 5 * 64 * 640 + 2 * 16 * 128 + 2 * 2 * 4 * 16 * 4 + 16 * 4 +
+                5 * 2 * 8);
+  for (int rows : {16, 32}) {
+    for (int rope : {64, 128}) {
+      for (int rank : {128, 192, 256, 448, 512}) {
+        const bool fits = kr::register_estimate(rank, rows, true) <= kr::kMaxRegisters;
+        SCOPED_TRACE(std::to_string(rank) + " " + std::to_string(rope) + " " +
+                     std::to_string(rows));
+        ASSERT_EQ(kr::check(rank, rope, rows, 0, true), fits ? kr::kOk : kr::kRegisters);
+        if (!fits) continue;
+        EXPECT_LE(kr::shared_bytes(rank, rope, rows, true), kr::kMaxSharedBytes);
+        EXPECT_GE(kr::stages(rank, rope, rows, true), 3);
+        EXPECT_EQ(kr::stage_bytes(rank, rope, true) % 1024, 0);
+        EXPECT_EQ(kr::p_offset(rank, rope, rows, true) % 1024, 0);
+        EXPECT_EQ(kr::barrier_offset(rank, rope, rows, true) % 8, 0);
+        EXPECT_GE(kr::state_offset(rank, rope, rows, true), kr::rows_bytes(rank, rows));
+        EXPECT_LE(kr::state_offset(rank, rope, rows, true) + kr::state_bytes(rank, rows),
+                  kr::stages(rank, rope, rows, true) * kr::stage_bytes(rank, rope, true));
+      }
+    }
+  }
+  // 32 rows at rank 256: the fragments' registers push it past the launch's 168.
+  EXPECT_EQ(kr::check(256, 64, 32, 0, true), kr::kRegisters);
+  EXPECT_EQ(kr::check(256, 64, 32, 0, false), kr::kOk);
+}
+
+// The fp8 operands' orders: fp8_code_of is a permutation of a 16-code group that puts the codes an
+// ldmatrix gives a thread (bytes 4 (lane % 4) .. + 3) at the K elements its A fragment holds
+// (2 (lane % 4), + 1, + 8, + 9); fp8_v_dim maps a warp's 16 accumulator rows onto its 16 dims, row r
+// and r + 8 on the two dims of the b16 element the transposed ldmatrix gives lane 4 r.
+TEST(MlaSm90KeyRowsFp8, OperandOrdersArePermutations) {
+  std::vector<int> seen(16, 0);
+  for (int k = 0; k < 16; ++k) ++seen[size_t(kr::fp8_code_of(k))];
+  EXPECT_EQ(seen, std::vector<int>(16, 1));
+  for (int lane = 0; lane < 32; ++lane) {
+    const int c = lane % 4;
+    EXPECT_EQ(kr::fp8_code_of(2 * c), 4 * c);
+    EXPECT_EQ(kr::fp8_code_of(2 * c + 1), 4 * c + 1);
+    EXPECT_EQ(kr::fp8_code_of(2 * c + 8), 4 * c + 2);
+    EXPECT_EQ(kr::fp8_code_of(2 * c + 9), 4 * c + 3);
+  }
+  std::vector<int> dims(64, 0);
+  for (int row = 0; row < 64; ++row) {
+    const int dim = kr::fp8_v_dim(row);
+    ASSERT_GE(dim, 0);
+    ASSERT_LT(dim, 64);
+    ++dims[size_t(dim)];
+    EXPECT_EQ(dim / 16, row / 16);  // a warp's rows stay its dims
+    EXPECT_EQ(dim % 16, row % 16 < 8 ? 2 * (row % 8) : 2 * (row % 8) + 1);
+  }
+  EXPECT_EQ(dims, std::vector<int>(64, 1));
+}
+
 TEST(MlaSm90KeyRowsTraits, RulesNameWhatBreaks) {
   EXPECT_EQ(kr::check(512, 64, 16), kr::kOk);
   EXPECT_EQ(kr::check(480, 64, 16), kr::kRank);
@@ -88,11 +151,16 @@ TEST(MlaSm90KeyRowsGating, TakesTheDeepSeekPresetsOnHopperOnly) {
     EXPECT_TRUE(s.ok) << name << " " << config.key() << ": " << s.reason;
     EXPECT_FALSE(variant.check(batch, config, testing::ampere_target()).ok) << name;
   }
-  const Batch fp8 = generate_batch(load_preset("decode-deepseek-v3-tp8-mla-fp8-64x4096"));
-  const Support s = variant.check(fp8, variant.default_config(fp8, testing::hopper_target()),
-                                  testing::hopper_target());
-  EXPECT_FALSE(s.ok);
-  EXPECT_NE(s.reason.find("fp8"), std::string::npos) << s.reason;
+  for (const char* name :
+       {"decode-deepseek-v3-tp8-mla-fp8-64x4096", "decode-deepseek-v3-mla-fp8-64x4096"}) {
+    const Batch fp8 = generate_batch(load_preset(name));
+    const KernelConfig config = variant.default_config(fp8, testing::hopper_target());
+    const Support s = variant.check(fp8, config, testing::hopper_target());
+    EXPECT_TRUE(s.ok) << name << " " << config.key() << ": " << s.reason;
+    EXPECT_NE(variant.programs(fp8, config, testing::hopper_target()).front().kernels.front().find(
+                  ", true>"),
+              std::string::npos);
+  }
 }
 
 TEST(MlaSm90KeyRowsGating, PagesAndWidthsAreAcceptedOrDeclinedWithTheRule) {
@@ -141,14 +209,18 @@ TEST(MlaSm90KeyRowsCompile, AcceptedConfigsCompileForSm90aWithoutSpills) {
   const Variant& variant = *registry.find("mla_decode.sm90_wgmma_key_rows");
   const Target target = testing::hopper_target();
   std::vector<testing::CompileJob> jobs;
-  for (const auto& [dtype, page, rope, rows] :
-       {std::tuple<std::string, int, int, int>{"bf16", 64, 64, 16},
-        {"bf16", 64, 128, 16},
-        {"fp16", 16, 64, 16},
-        {"bf16", 64, 64, 32},
-        {"bf16", 64, 128, 32}}) {
-    const Batch batch =
-        testing::small_latent_batch(16, rows == 32 ? 256 : 512, rope, page, "", dtype);
+  for (const auto& [dtype, page, rope, rows, kv] :
+       {std::tuple<std::string, int, int, int, std::string>{"bf16", 64, 64, 16, ""},
+        {"bf16", 64, 128, 16, ""},
+        {"fp16", 16, 64, 16, ""},
+        {"bf16", 64, 64, 32, ""},
+        {"bf16", 64, 128, 32, ""},
+        {"bf16", 64, 64, 16, "fp8_e4m3"},
+        {"bf16", 64, 128, 16, "fp8_e4m3"},
+        {"fp16", 16, 64, 16, "fp8_e4m3"},
+        {"bf16", 8, 128, 32, "fp8_e4m3"}}) {
+    const int rank = rows == 32 ? (kv.empty() ? 256 : 192) : 512;
+    const Batch batch = testing::small_latent_batch(16, rank, rope, page, kv, dtype);
     KernelConfig config = variant.default_config(batch, target);
     config.set("tile_rows", rows);
     ASSERT_TRUE(variant.check(batch, config, target)) << config.key();
