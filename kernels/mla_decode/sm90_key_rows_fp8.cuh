@@ -29,21 +29,30 @@ constexpr int kRowBytes = 128;  // one swizzle row: 128 codes
 using mla_decode::sm90_wgmma_key_rows::fp8_code_of;
 using mla_decode::sm90_wgmma_key_rows::fp8_v_dim;
 
-// The 16-byte chunk of code group g (16 codes) of key row `key` in a stage of fp8 column blocks.
-template <int COLUMN_BLOCK>
-__device__ __forceinline__ unsigned group_address(unsigned stage, int key, int g) {
-  return stage + unsigned((g / 8) * COLUMN_BLOCK + key * kRowBytes + (((g % 8) ^ (key % 8)) * 16));
+// A lane's ldmatrix row in a stage: the key row and the 16-byte chunk the swizzle moves it to,
+// kept as one shared address per lane; a step's own part (its code group's bits, which the
+// swizzle XORs into the chunk, and its column block) is a constant. Stages start on the swizzle's
+// 1024-byte period, so the XOR never carries into the row's address.
+//
+// S^T: lane l reads key 16 wq + 8 ((l / 8) % 2) + l % 8, group 2 pair + l / 16.
+__device__ __forceinline__ unsigned k_lane_address(unsigned stage, int wq, int lane) {
+  const int key = 16 * wq + 8 * ((lane / 8) % 2) + lane % 8;
+  return stage + unsigned(key * kRowBytes + (((lane / 16) ^ (key % 8)) * 16));
+}
+// O^T: lane l reads key 32 pair + l, group 4 m + wq.
+__device__ __forceinline__ unsigned v_lane_address(unsigned stage, int wq, int lane) {
+  return stage + unsigned(lane * kRowBytes + ((wq ^ (lane % 8)) * 16));
 }
 
 // The A fragments of S^T's k16 steps 2 pair and 2 pair + 1 for warp wq of the warpgroup (keys
-// 16 wq .. + 15 of the block).
+// 16 wq .. + 15 of the block), from the lane's k_lane_address.
+// (pair is a constant once the caller's loop is unrolled: an XOR and an offset per ldmatrix.)
 template <int COLUMN_BLOCK>
-__device__ __forceinline__ void k_fragments(unsigned stage, int wq, int lane, int pair,
+__device__ __forceinline__ void k_fragments(unsigned lane_address, int pair,
                                             unsigned int (&a)[2][4]) {
-  const int m = lane / 8;
-  const int key = 16 * wq + 8 * (m % 2) + lane % 8;
+  const int group = 2 * pair;  // the lane's group is this one or the next
   unsigned int r[4];
-  ldmatrix_x4(r, group_address<COLUMN_BLOCK>(stage, key, 2 * pair + m / 2));
+  ldmatrix_x4(r, (lane_address ^ unsigned((group % 8) * 16)) + unsigned((group / 8) * COLUMN_BLOCK));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     e4m3x4_to_f16(r[2 * h], a[h][0], a[h][2]);      // keys 0..7 of the warp's 16
@@ -51,13 +60,14 @@ __device__ __forceinline__ void k_fragments(unsigned stage, int wq, int lane, in
   }
 }
 
-// The A fragments of O^T's k16 steps 2 pair and 2 pair + 1 (keys 32 pair ..) for dims
-// 16 group .. + 15 (a warp's 16 rows of one 64-row tile).
+// The A fragments of O^T's k16 steps 2 pair and 2 pair + 1 (keys 32 pair ..) for tile M's dims
+// 16 (4 m + wq) .. + 15 (the warp's 16 rows of the 64-row tile), from the lane's v_lane_address.
 template <int COLUMN_BLOCK>
-__device__ __forceinline__ void v_fragments(unsigned stage, int group, int lane, int pair,
+__device__ __forceinline__ void v_fragments(unsigned lane_address, int m, int pair,
                                             unsigned int (&a)[2][4]) {
   unsigned int r[4];
-  ldmatrix_x4_trans(r, group_address<COLUMN_BLOCK>(stage, 32 * pair + lane, group));
+  ldmatrix_x4_trans(r, (lane_address ^ unsigned((m % 2) * 64)) +
+                           unsigned(pair * 32 * kRowBytes + (m / 2) * COLUMN_BLOCK));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // bytes (key 2c: dim 2q, 2q + 1; key 2c + 1: dim 2q, 2q + 1) -> (dim 2q: both, dim 2q + 1)

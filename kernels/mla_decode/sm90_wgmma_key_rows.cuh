@@ -185,11 +185,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     // (a wgmma of N = 16 is short: one chain of 36 dependent steps would wait on each), summed.
     if constexpr (KV_FP8) {
       // A from registers: K's codes of two k16 steps per ldmatrix and fence.
-      const unsigned stage = shared_address(kv);
+      const unsigned k_lane = mla_sm90_fp8::k_lane_address(shared_address(kv), wq, lane);
 #pragma unroll
       for (int kp = 0; kp < D / 32; ++kp) {
         unsigned int a[2][4];
-        mla_sm90_fp8::k_fragments<COLUMN_BLOCK>(stage, wq, lane, kp, a);
+        mla_sm90_fp8::k_fragments<COLUMN_BLOCK>(k_lane, kp, a);
         sm90::wgmma_fence();
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -244,16 +244,22 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     }
     mla_sm90::warpgroup_sync(wg);
 
+    // A column's running maximum moves only where the block's exceeds it by more than
+    // traits::kMaxSlack (log2 units: P stays below 2^kMaxSlack), so that most blocks leave the
+    // accumulator as it is (a warp rescales it only where one of its columns moved).
     float alpha[COLS];
+    bool moved = false;
 #pragma unroll
     for (int x = 0; x < COLS; ++x) {
       const int c = column(x);
       const float block_max = fmaxf(fmaxf(exchange[c], exchange[N + c]),
                                     fmaxf(exchange[2 * N + c], exchange[3 * N + c]));
-      const float ref = fmaxf(col_max[x], block_max);
+      const bool up = block_max * col_scale[x] > col_max[x] * col_scale[x] + traits::kMaxSlack;
+      const float ref = up ? block_max : col_max[x];
       // A column that has seen no key yet keeps -inf; a finite base keeps -inf - -inf away.
       const float base = ref == kNegInf ? 0.0f : ref * col_scale[x];
-      alpha[x] = exp2_ftz(col_max[x] * col_scale[x] - base);
+      alpha[x] = up ? exp2_ftz(col_max[x] * col_scale[x] - base) : 1.0f;
+      moved = moved || up;
       col_max[x] = ref;
       const int j = 4 * (x / 2) + x % 2;
       s[j] = exp2_ftz(fmaf(s[j], col_scale[x], -base));
@@ -266,10 +272,12 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       *reinterpret_cast<unsigned short*>(row + (((key_row / 8) + 1) ^ (c % 8)) * 16) =
           static_cast<unsigned short>(pack2<MMA>(s[j + 2], 0.0f));
     }
+    if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
-    for (int m = 0; m < MT; ++m) {
+      for (int m = 0; m < MT; ++m) {
 #pragma unroll
-      for (int j = 0; j < N / 2; ++j) o[m][j] *= alpha[2 * (j / 4) + j % 2];
+        for (int j = 0; j < N / 2; ++j) o[m][j] *= alpha[2 * (j / 4) + j % 2];
+      }
     }
     sm90::fence_proxy_async_shared();  // P^T's generic writes, before wgmma reads them
     mla_sm90::warpgroup_sync(wg);
@@ -277,13 +285,13 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     if constexpr (KV_FP8) {
       // O^T += V^T P^T, A from registers: tile m's dims 16 (4 m + wq) .. of the codes, the
       // block's 64 keys in two transposed ldmatrix, one fence per tile.
-      const unsigned stage = shared_address(kv);
+      const unsigned v_lane = mla_sm90_fp8::v_lane_address(shared_address(kv), wq, lane);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
 #pragma unroll
         for (int kp = 0; kp < BLOCK / 32; ++kp) {
           unsigned int a[2][4];
-          mla_sm90_fp8::v_fragments<COLUMN_BLOCK>(stage, 4 * m + wq, lane, kp, a);
+          mla_sm90_fp8::v_fragments<COLUMN_BLOCK>(v_lane, m, kp, a);
           sm90::wgmma_fence();
 #pragma unroll
           for (int h = 0; h < 2; ++h) {

@@ -43,6 +43,9 @@ constexpr int kMaxSplits = 64;    // the merging CTA reads one partial row per s
 constexpr int kAlignment = 1024;  // the 128-byte swizzle repeats every 8 rows of 128 bytes
 constexpr int kMinBoxTokens = 8;  // a box is whole 8-row swizzle atoms
 constexpr int kThreads = 128 * (kConsumers + 1);
+// A column's running maximum (log2 units of its scaled scores) moves only where a block's exceeds
+// it by more than this: P stays below 2^8 (in range for bf16 and fp16).
+constexpr float kMaxSlack = 8.0f;
 // Hopper's opt-in limit per block (227 KiB); the host also checks the device's own limit.
 constexpr int kMaxSharedBytes = 227 * 1024;
 // The normalised rows' stride in floats (rank + 4: the four lanes of a quad, two rows apart,
