@@ -44,15 +44,16 @@ __device__ __forceinline__ unsigned v_lane_address(unsigned stage, int wq, int l
   return stage + unsigned(lane * kRowBytes + ((wq ^ (lane % 8)) * 16));
 }
 
-// The A fragments of S^T's k16 steps 2 pair and 2 pair + 1 for warp wq of the warpgroup (keys
-// 16 wq .. + 15 of the block), from the lane's k_lane_address.
-// (pair is a constant once the caller's loop is unrolled: an XOR and an offset per ldmatrix.)
+// S^T's k16 steps 2 pair and 2 pair + 1 for warp wq of the warpgroup (keys 16 wq .. + 15 of the
+// block): the codes, from the lane's k_lane_address (pair is a constant once the caller's loop is
+// unrolled: an XOR and an offset per ldmatrix), then the A fragments. The two are apart so that
+// a caller loads the next steps' codes before it converts these.
 template <int COLUMN_BLOCK>
-__device__ __forceinline__ void k_fragments(unsigned lane_address, int pair,
-                                            unsigned int (&a)[2][4]) {
+__device__ __forceinline__ void k_codes(unsigned lane_address, int pair, unsigned int (&r)[4]) {
   const int group = 2 * pair;  // the lane's group is this one or the next
-  unsigned int r[4];
   ldmatrix_x4(r, (lane_address ^ unsigned((group % 8) * 16)) + unsigned((group / 8) * COLUMN_BLOCK));
+}
+__device__ __forceinline__ void k_fragments(const unsigned int (&r)[4], unsigned int (&a)[2][4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     e4m3x4_to_f16(r[2 * h], a[h][0], a[h][2]);      // keys 0..7 of the warp's 16
@@ -60,14 +61,16 @@ __device__ __forceinline__ void k_fragments(unsigned lane_address, int pair,
   }
 }
 
-// The A fragments of O^T's k16 steps 2 pair and 2 pair + 1 (keys 32 pair ..) for tile M's dims
-// 16 (4 m + wq) .. + 15 (the warp's 16 rows of the 64-row tile), from the lane's v_lane_address.
+// O^T's k16 steps 2 pair and 2 pair + 1 (keys 32 pair ..) for tile m's dims 16 (4 m + wq) .. + 15
+// (the warp's 16 rows of the 64-row tile): the codes, from the lane's v_lane_address, then the A
+// fragments.
 template <int COLUMN_BLOCK>
-__device__ __forceinline__ void v_fragments(unsigned lane_address, int m, int pair,
-                                            unsigned int (&a)[2][4]) {
-  unsigned int r[4];
+__device__ __forceinline__ void v_codes(unsigned lane_address, int m, int pair,
+                                        unsigned int (&r)[4]) {
   ldmatrix_x4_trans(r, (lane_address ^ unsigned((m % 2) * 64)) +
                            unsigned(pair * 32 * kRowBytes + (m / 2) * COLUMN_BLOCK));
+}
+__device__ __forceinline__ void v_fragments(const unsigned int (&r)[4], unsigned int (&a)[2][4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // bytes (key 2c: dim 2q, 2q + 1; key 2c + 1: dim 2q, 2q + 1) -> (dim 2q: both, dim 2q + 1)

@@ -183,13 +183,20 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
 
     // S^T = K Q^T: D / 16 k16 steps, both operands K-major, dealt in turn to CHAINS accumulators
     // (a wgmma of N = 16 is short: one chain of 36 dependent steps would wait on each), summed.
+    unsigned int v_first[4];  // KV_FP8: O^T's first codes, loaded before the softmax
     if constexpr (KV_FP8) {
       // A from registers: K's codes of two k16 steps per ldmatrix and fence.
       const unsigned k_lane = mla_sm90_fp8::k_lane_address(shared_address(kv), wq, lane);
+      unsigned int codes[4], next[4];
+      mla_sm90_fp8::k_codes<COLUMN_BLOCK>(k_lane, 0, codes);
 #pragma unroll
       for (int kp = 0; kp < D / 32; ++kp) {
+        // The next steps' codes in flight while these are converted and multiplied.
+        if (kp + 1 < D / 32) mla_sm90_fp8::k_codes<COLUMN_BLOCK>(k_lane, kp + 1, next);
         unsigned int a[2][4];
-        mla_sm90_fp8::k_fragments<COLUMN_BLOCK>(k_lane, kp, a);
+        mla_sm90_fp8::k_fragments(codes, a);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) codes[e] = next[e];
         sm90::wgmma_fence();
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -202,6 +209,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
         sm90::wgmma_commit();
         sm90::wgmma_wait<1>();
       }
+      mla_sm90_fp8::v_codes<COLUMN_BLOCK>(
+          mla_sm90_fp8::v_lane_address(shared_address(kv), wq, lane), 0, 0, v_first);
       sm90::wgmma_wait<0>();
     } else {
       const unsigned long long k_desc = sm90::descriptor(kv) + mla_sm90::opaque_zero();
@@ -286,12 +295,22 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       // O^T += V^T P^T, A from registers: tile m's dims 16 (4 m + wq) .. of the codes, the
       // block's 64 keys in two transposed ldmatrix, one fence per tile.
       const unsigned v_lane = mla_sm90_fp8::v_lane_address(shared_address(kv), wq, lane);
+      constexpr int PAIRS = BLOCK / 32;
+      unsigned int codes[4], next[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) codes[e] = v_first[e];
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
 #pragma unroll
-        for (int kp = 0; kp < BLOCK / 32; ++kp) {
+        for (int kp = 0; kp < PAIRS; ++kp) {
+          const int step = m * PAIRS + kp + 1;  // the next (m, kp)'s codes in flight meanwhile
+          if (step < MT * PAIRS) {
+            mla_sm90_fp8::v_codes<COLUMN_BLOCK>(v_lane, step / PAIRS, step % PAIRS, next);
+          }
           unsigned int a[2][4];
-          mla_sm90_fp8::v_fragments<COLUMN_BLOCK>(v_lane, m, kp, a);
+          mla_sm90_fp8::v_fragments(codes, a);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) codes[e] = next[e];
           sm90::wgmma_fence();
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
