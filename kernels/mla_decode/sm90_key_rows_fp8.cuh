@@ -82,36 +82,54 @@ __device__ __forceinline__ void v_fragments(const unsigned int (&r)[4], unsigned
 // Q's ROWS rows (row0 .. of the sequence whose first query token is q0; zeros past seq_rows) in
 // fp16 into q_s as D / 64 column blocks of [ROWS][64], 128-byte swizzled, each 16-element group in
 // fp8_code_of's order and each row times the power of two f16_row_factors gives it; factor_s[r]
-// receives the row's factor back. One consumer warp per row, a lane per 16-element group.
+// receives the row's factor back. One consumer warp per row, a lane per 16-element group. Every
+// row's loads are issued first and then announced on named barrier kQIssuedBarrier (the producer
+// warp waits there before its first TMA load: Q's few bytes are not queued behind the stages').
+constexpr int kQIssuedBarrier = 4;
+constexpr int kQIssuedThreads = mla_sm90::kConsumerThreads + 32;
 template <int DTYPE, int D, int ROWS>
 __device__ __forceinline__ void load_q_rows_f16(unsigned char* q_s, float* factor_s,
                                                 const MlaSm80Params& p, int q0, int row0,
                                                 int seq_rows, int tid) {
   constexpr int GROUPS = D / 16;
   constexpr int PER_LANE = (GROUPS + 31) / 32;
+  constexpr int WARPS = mla_sm90::kConsumerThreads / 32;
+  constexpr int ROWS_PER_WARP = ROWS / WARPS;
+  static_assert(ROWS % WARPS == 0, "every consumer warp takes as many rows");
   const int warp = tid / 32, lane = tid % 32;
   const unsigned char* q_rows = static_cast<const unsigned char*>(p.q) +
                                 (static_cast<long long>(q0) * p.num_q_heads + row0) * D * 2;
-  for (int r = warp; r < ROWS; r += mla_sm90::kConsumerThreads / 32) {
+  uint4 raw[ROWS_PER_WARP][PER_LANE][2];
+#pragma unroll
+  for (int rr = 0; rr < ROWS_PER_WARP; ++rr) {
+    const int r = warp + WARPS * rr;
+#pragma unroll
+    for (int i = 0; i < PER_LANE; ++i) {
+      const int g = lane + 32 * i;
+      raw[rr][i][0] = raw[rr][i][1] = make_uint4(0u, 0u, 0u, 0u);
+      if (g < GROUPS && row0 + r < seq_rows) {
+        const uint4* src =
+            reinterpret_cast<const uint4*>(q_rows + static_cast<long long>(r) * D * 2 + g * 32);
+        raw[rr][i][0] = __ldg(src);
+        raw[rr][i][1] = __ldg(src + 1);
+      }
+    }
+  }
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(kQIssuedBarrier), "n"(kQIssuedThreads) : "memory");
+#pragma unroll
+  for (int rr = 0; rr < ROWS_PER_WARP; ++rr) {
+    const int r = warp + WARPS * rr;
     float v[PER_LANE][16];
     float most = 0.0f;
 #pragma unroll
     for (int i = 0; i < PER_LANE; ++i) {
-      const int g = lane + 32 * i;
-      uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
-      if (g < GROUPS && row0 + r < seq_rows) {
-        const uint4* src =
-            reinterpret_cast<const uint4*>(q_rows + static_cast<long long>(r) * D * 2 + g * 32);
-        lo = __ldg(src);
-        hi = __ldg(src + 1);
-      }
       float half[8];
-      unpack8<DTYPE>(lo, half);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) v[i][e] = half[e];
-      unpack8<DTYPE>(hi, half);
+      for (int h = 0; h < 2; ++h) {
+        unpack8<DTYPE>(raw[rr][i][h], half);
 #pragma unroll
-      for (int e = 0; e < 8; ++e) v[i][8 + e] = half[e];
+        for (int e = 0; e < 8; ++e) v[i][8 * h + e] = half[e];
+      }
 #pragma unroll
       for (int e = 0; e < 16; ++e) most = fmaxf(most, fabsf(v[i][e]));
     }
@@ -137,6 +155,11 @@ __device__ __forceinline__ void load_q_rows_f16(unsigned char* q_s, float* facto
   }
   sm90::fence_proxy_async_shared();  // the generic writes, before wgmma reads them
   mla_sm90::consumers_sync();
+}
+
+// The producer warp's side of kQIssuedBarrier.
+__device__ __forceinline__ void wait_q_issued() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kQIssuedBarrier), "n"(kQIssuedThreads) : "memory");
 }
 
 }  // namespace mla_sm90_fp8

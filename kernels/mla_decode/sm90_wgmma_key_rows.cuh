@@ -100,6 +100,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   if (warp >= 4 * traits::kConsumers) {
     sm90::setmaxnreg_dec<traits::kProducerRegisters>();
     if (warp != 4 * traits::kConsumers) return;
+    if constexpr (KV_FP8) mla_sm90_fp8::wait_q_issued();
     mla_sm90::load_latent_blocks<CB, BLOCK, STAGES, BOX>(params, seq, key_begin, blocks, kv_len,
                                                          kv_s, full, empty, lane);
     return;  // the consumers synchronise among themselves from here on (named barriers)

@@ -44,6 +44,8 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
     for (int sp = 0; sp < splits; ++sp) merge_s[sp * TILE_ROWS + r] *= inv;
   }
   sync();
+  // Four of a thread's pieces at a time: their loads (from L2) in flight together.
+#pragma unroll 4
   for (int i = tid; i < rows * (RANK / 4); i += THREADS) {
     const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
