@@ -328,6 +328,31 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N_ / 2], unsigned long long 
   ATTN_SM90_SS_CASE(256, 16, 128, 129, 130, 131)
 }
 
+// SS over fp8: D (+)= A B^T over one k32 step of e4m3 codes, A [64 x 32] and B [N x 32] from
+// K-major descriptors (128-byte rows of 128 codes: a step reads 32 bytes of them, as a 16-bit
+// k16 step does). fp8 operands have no transpose. Operands after the accumulators: A = 8 M,
+// B = 8 M + 1, scale_d = 8 M + 2.
+#define ATTN_SM90_WGMMA_SS_E4M3(N, M, A, B, SCALE)                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                     \
+               ", 0;\n"                                                                        \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" ATTN_SM90_L##M     \
+               "}, %" #A ", %" #B ", p, 1, 1;\n}\n"                                            \
+               : ATTN_SM90_F##M(d)                                                             \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+#define ATTN_SM90_SS_E4M3_CASE(N, M, A, B, SCALE) \
+  if constexpr (N_ == N) {                        \
+    ATTN_SM90_WGMMA_SS_E4M3(N, M, A, B, SCALE);   \
+  }
+
+template <int N_>
+__device__ __forceinline__ void wgmma_ss_e4m3(float (&d)[N_ / 2], unsigned long long desc_a,
+                                              unsigned long long desc_b, int scale_d) {
+  static_assert(N_ == 16 || N_ == 32 || N_ == 64, "wgmma_ss_e4m3: N must be 16, 32 or 64");
+  ATTN_SM90_SS_E4M3_CASE(16, 1, 8, 9, 10)
+  ATTN_SM90_SS_E4M3_CASE(32, 2, 16, 17, 18)
+  ATTN_SM90_SS_E4M3_CASE(64, 4, 32, 33, 34)
+}
+
 // RS: D += A B over one k16 step, A [64 x 16] from registers (four packed pairs per thread, see
 // the header comment), B from a descriptor: K-major ([N x 16], TRANS_B = 0) or MN-major
 // ([16 x N] with N contiguous, TRANS_B = 1; 16-bit types only). scale_d = 0 overwrites D, 1 (the

@@ -23,10 +23,10 @@
 // - V rows of the sequence's last block past its last key are zeroed before use (P is 0 there,
 //   but 0 x NaN would poison the output).
 // KV_FP8 (an fp8 e4m3 cache, one scale): the stages hold codes (as many stages as fit, taken by
-// the warpgroups in turn) and both products take their A operand from registers, converted after
-// an ldmatrix (sm90_key_rows_fp8.cuh); Q is converted once into fp16, a power of two per row
-// folded into its column's score scale; the cache's scale multiplies the score scale and the
-// output.
+// the warpgroups in turn); S^T runs on fp8 tensor cores over them, against Q written once as two
+// e4m3 terms (a power of two per row folded into its column's score scale), and O^T in fp16 with
+// V^T's A operand converted in registers after an ldmatrix (sm90_key_rows_fp8.cuh); the cache's
+// scale multiplies the score scale and the output.
 // After the loop warpgroup 1 leaves its accumulator, maxima and sums in stage 1 on; warpgroup 0
 // combines the two (each rescaled to the common maximum), normalises and writes the rows
 // [TILE_ROWS][RANK] to stage 0; all 256 consumer threads then store them, 16 bytes at a time, to
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   constexpr int N = TILE_ROWS;
   constexpr int MT = RANK / 64;  // M tiles of O^T
   constexpr int COLS = N / 4;    // tile columns of one thread: 8 j + 2 (t % 4) + e
-  constexpr int CHAINS = traits::score_chains(TILE_ROWS, KV_FP8);
+  constexpr int CHAINS = traits::score_chains(TILE_ROWS);
   constexpr int STAGES = traits::stages(RANK, ROPE, TILE_ROWS, KV_FP8);
   constexpr int STAGE = traits::stage_bytes(RANK, ROPE, KV_FP8);
   constexpr int COLUMN_BLOCK = BLOCK * traits::kRowBytes;  // 128 bytes per row either way
@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(smem_raw) + traits::kAlignment - 1) &
       ~static_cast<unsigned long long>(traits::kAlignment - 1));
-  unsigned char* q_s = smem;  // CB column blocks of [N][64]
-  unsigned char* kv_s = smem + traits::stages_offset(RANK, ROPE, N);
+  unsigned char* q_s = smem;  // 16-bit: D / 64 column blocks of [N][64]; fp8: hi, then lo
+  unsigned char* kv_s = smem + traits::stages_offset(RANK, ROPE, N, KV_FP8);
   unsigned char* p_s = smem + traits::p_offset(RANK, ROPE, N, KV_FP8);  // [2][N][64] 16-bit
   float* x_s = reinterpret_cast<float*>(smem + traits::exchange_offset(RANK, ROPE, N, KV_FP8));
   float* factor_s = reinterpret_cast<float*>(smem + traits::factor_offset(RANK, ROPE, N, KV_FP8));
@@ -110,9 +110,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   const int wg = warp / 4, t = tid % 128, wq = t / 32;
 
   // Q's rows as D / 64 column blocks of [N][64], 128-byte swizzled, zeros past the sequence's
-  // last (KV_FP8: in fp16, scaled per row, in the order the codes' fragments take).
+  // last (KV_FP8: two e4m3 terms, scaled per row).
+  constexpr int Q_TERM = traits::q_bytes(RANK, ROPE, TILE_ROWS, true) / 2;
   if constexpr (KV_FP8) {
-    mla_sm90_fp8::load_q_rows_f16<DTYPE, D, N>(q_s, factor_s, p, q0, row0, seq_rows, tid);
+    mla_sm90_fp8::load_q_rows_e4m3<DTYPE, D, N>(q_s, q_s + Q_TERM, factor_s, p, q0, row0,
+                                                seq_rows, tid);
   } else {
     mla_sm90::load_q_rows<D, N>(q_s, p, q0, row0, seq_rows, tid);
   }
@@ -182,39 +184,43 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       mla_sm90::warpgroup_sync(wg);
     }
 
-    // S^T = K Q^T: D / 16 k16 steps, both operands K-major, dealt in turn to CHAINS accumulators
-    // (a wgmma of N = 16 is short: one chain of 36 dependent steps would wait on each), summed.
+    // S^T = K Q^T: k16 steps (fp8: k32), both operands K-major, dealt in turn to CHAINS
+    // accumulators (a wgmma of N = 16 is short: one chain of 36 dependent steps would wait on
+    // each), summed.
     unsigned int v_first[4];  // KV_FP8: O^T's first codes, loaded before the softmax
+    const unsigned long long k_desc = sm90::descriptor(kv) + mla_sm90::opaque_zero();
     if constexpr (KV_FP8) {
-      // A from registers: K's codes of two k16 steps per ldmatrix and fence.
-      const unsigned k_lane = mla_sm90_fp8::k_lane_address(shared_address(kv), wq, lane);
-      unsigned int codes[4], next[4];
-      mla_sm90_fp8::k_codes<COLUMN_BLOCK>(k_lane, 0, codes);
+      // S^T 2^e = K hi^T + K lo^T / 16 over k32 steps of codes: the hi term's steps in turn to
+      // the first half of the chains, the lo term's to the second.
+      const unsigned long long lo_desc = sm90::descriptor(q_s + Q_TERM) + mla_sm90::opaque_zero();
+      constexpr int HALF = CHAINS / 2;
+      sm90::wgmma_fence();
 #pragma unroll
-      for (int kp = 0; kp < D / 32; ++kp) {
-        // The next steps' codes in flight while these are converted and multiplied.
-        if (kp + 1 < D / 32) mla_sm90_fp8::k_codes<COLUMN_BLOCK>(k_lane, kp + 1, next);
-        unsigned int a[2][4];
-        mla_sm90_fp8::k_fragments(codes, a);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) codes[e] = next[e];
-        sm90::wgmma_fence();
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int kk = 2 * kp + h;
-          sm90::wgmma_rs<MMA, N, 0>(
-              kk % CHAINS == 0 ? s : chain[kk % CHAINS - 1], a[h],
-              sm90::descriptor_advance(q_desc, sm90_attention::k_major_step_offset(kk, N)),
-              kk >= CHAINS ? 1 : 0);
-        }
-        sm90::wgmma_commit();
-        sm90::wgmma_wait<1>();
+      for (int kk = 0; kk < D / 32; ++kk) {
+        const unsigned long long k_step =
+            sm90::descriptor_advance(k_desc, sm90_attention::k_major_step_offset(kk, BLOCK));
+        const int q_step = sm90_attention::k_major_step_offset(kk, N);
+        const int c = kk % HALF;
+        sm90::wgmma_ss_e4m3<N>(c == 0 ? s : chain[c - 1], k_step,
+                               sm90::descriptor_advance(q_desc, q_step), kk >= HALF ? 1 : 0);
+        sm90::wgmma_ss_e4m3<N>(chain[HALF + c - 1], k_step,
+                               sm90::descriptor_advance(lo_desc, q_step), kk >= HALF ? 1 : 0);
       }
+      sm90::wgmma_commit();
       mla_sm90_fp8::v_codes<COLUMN_BLOCK>(
           mla_sm90_fp8::v_lane_address(shared_address(kv), wq, lane), 0, 0, v_first);
       sm90::wgmma_wait<0>();
+#pragma unroll
+      for (int j = 0; j < N / 2; ++j) {
+        float hi = s[j], lo = chain[HALF - 1][j];
+#pragma unroll
+        for (int c = 1; c < HALF; ++c) {
+          hi += chain[c - 1][j];
+          lo += chain[HALF + c - 1][j];
+        }
+        s[j] = fmaf(lo, 1.0f / 16.0f, hi);
+      }
     } else {
-      const unsigned long long k_desc = sm90::descriptor(kv) + mla_sm90::opaque_zero();
       sm90::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
@@ -226,11 +232,11 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       }
       sm90::wgmma_commit();
       sm90::wgmma_wait<0>();
-    }
 #pragma unroll
-    for (int j = 0; j < N / 2; ++j) {
+      for (int j = 0; j < N / 2; ++j) {
 #pragma unroll
-      for (int c = 0; c < CHAINS - 1; ++c) s[j] += chain[c][j];
+        for (int c = 0; c < CHAINS - 1; ++c) s[j] += chain[c][j];
+      }
     }
 
     // Hidden keys at -inf, then each column's maximum over the block.

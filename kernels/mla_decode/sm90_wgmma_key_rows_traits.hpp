@@ -20,10 +20,10 @@
 // normalised rows and the split merge's weights.
 // An fp8 e4m3 cache (one scale): a stage holds a block's codes as column blocks of 64 keys x 128
 // codes (TMA boxes of 128 bytes, the last one zero-filled past the row), so that 5 stages fit at
-// DeepSeek-V3's widths where 16-bit blocks fit 2; the warpgroups take the stages in turn. The
-// products run in fp16 with both A operands in registers, converted from the codes after an
-// ldmatrix (K for S^T, V^T transposed for O^T), Q converted once into fp16 with a power of two
-// per row (its factor, one float per row, after the exchange).
+// DeepSeek-V3's widths where 16-bit blocks fit 2; the warpgroups take the stages in turn. S^T runs
+// on fp8 tensor cores over the codes as they landed, Q held as two e4m3 terms (hi and lo, each
+// laid out as a stage's rows; a power of two per row, its factor one float per row after the
+// exchange); O^T in fp16 with V^T's A operand converted in registers after an ldmatrix.
 #pragma once
 
 #include "base/host_device.hpp"
@@ -60,12 +60,14 @@ ATTN_HOST_DEVICE constexpr int width(int rank, int rope) {
 ATTN_HOST_DEVICE constexpr int column_blocks(int rank, int rope) {
   return width(rank, rope) / kBlockColumns;
 }
-ATTN_HOST_DEVICE constexpr int q_bytes(int rank, int rope, int tile_rows) {
-  return tile_rows * width(rank, rope) * 2;
-}
 // Column blocks of 128 codes of an fp8 latent row (the last one partly past the row).
 ATTN_HOST_DEVICE constexpr int fp8_column_blocks(int rank, int rope) {
   return (width(rank, rope) + kFp8BlockCodes - 1) / kFp8BlockCodes;
+}
+// Q: 16-bit rows, or (fp8) two e4m3 terms of [tile_rows][128] column blocks each.
+ATTN_HOST_DEVICE constexpr int q_bytes(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return fp8 ? 2 * fp8_column_blocks(rank, rope) * tile_rows * kFp8BlockCodes
+             : tile_rows * width(rank, rope) * 2;
 }
 ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, bool fp8 = false) {
   return fp8 ? kBlock * fp8_column_blocks(rank, rope) * kFp8BlockCodes
@@ -98,18 +100,18 @@ ATTN_HOST_DEVICE constexpr int factor_bytes(int tile_rows, bool fp8) {
 // everything else (the barriers of kMaxFp8Stages included) hold, 2 to kMaxFp8Stages.
 ATTN_HOST_DEVICE constexpr int stages(int rank, int rope, int tile_rows, bool fp8 = false) {
   if (!fp8) return kStages16;
-  const int rest = kAlignment + q_bytes(rank, rope, tile_rows) + kConsumers * p_bytes(tile_rows) +
+  const int rest = kAlignment + q_bytes(rank, rope, tile_rows, fp8) + kConsumers * p_bytes(tile_rows) +
                    exchange_bytes(tile_rows) + factor_bytes(tile_rows, fp8) + 2 * kMaxFp8Stages * 8;
   const int fit = (kMaxSharedBytes - rest) / stage_bytes(rank, rope, fp8);
   return fit < kStages16 ? kStages16 : (fit > kMaxFp8Stages ? kMaxFp8Stages : fit);
 }
 // Offsets from the aligned base: Q, the stages, each warpgroup's P^T, the exchange, (fp8) Q's
 // row factors, the barriers.
-ATTN_HOST_DEVICE constexpr int stages_offset(int rank, int rope, int tile_rows) {
-  return q_bytes(rank, rope, tile_rows);
+ATTN_HOST_DEVICE constexpr int stages_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+  return q_bytes(rank, rope, tile_rows, fp8);
 }
 ATTN_HOST_DEVICE constexpr int p_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
-  return stages_offset(rank, rope, tile_rows) +
+  return stages_offset(rank, rope, tile_rows, fp8) +
          stages(rank, rope, tile_rows, fp8) * stage_bytes(rank, rope, fp8);
 }
 ATTN_HOST_DEVICE constexpr int exchange_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
@@ -134,14 +136,9 @@ ATTN_HOST_DEVICE constexpr int box_tokens(int page_size) {
   return gcd(page_size, kBlock);
 }
 
-// fp8 operands (sm90_key_rows_fp8.cuh): K element k of a k16 step's 16-code group is code
-// fp8_code_of(k) (the order an ldmatrix of code pairs gives a thread: its bytes 4 (lane % 4) ..
-// + 3 are the fragment's elements 2 (lane % 4), + 1, + 8, + 9); O^T's accumulator row R of a
-// 64-row tile holds dim fp8_v_dim(R) (rows r and r + 8 of a warp's 16: the two dims of the b16
-// element a transposed ldmatrix gives lane 4 r).
-ATTN_HOST_DEVICE constexpr int fp8_code_of(int k) {
-  return 4 * ((k % 8) / 2) + 2 * (k / 8) + k % 2;
-}
+// fp8 (sm90_key_rows_fp8.cuh): O^T's accumulator row R of a 64-row tile holds dim fp8_v_dim(R)
+// (rows r and r + 8 of a warp's 16: the two dims of the b16 element a transposed ldmatrix gives
+// lane 4 r).
 ATTN_HOST_DEVICE constexpr int fp8_v_dim(int row) {
   return (row & ~15) | ((row & 7) << 1) | ((row >> 3) & 1);
 }
@@ -158,16 +155,15 @@ constexpr int kProducerRegisters = 24;
 constexpr int kConsumerRegisters = 240;
 constexpr int kMaxRegisters = 168;
 // S^T's k16 steps go to this many accumulators in turn (independent chains of wgmmas), summed
-// after: 4 at 16 rows, 2 at 32; 2 over fp8 codes (their A fragments take the registers: 4 chains
-// at rope 128 spilled 20 bytes).
-ATTN_HOST_DEVICE constexpr int score_chains(int tile_rows, bool fp8 = false) {
-  return tile_rows <= 16 && !fp8 ? 4 : 2;
+// after: 4 at 16 rows, 2 at 32 (fp8: half of them the hi term's, half the lo term's).
+ATTN_HOST_DEVICE constexpr int score_chains(int tile_rows) {
+  return tile_rows <= 16 ? 4 : 2;
 }
-// fp8: the A fragments of two k16 steps, their codes and addresses (32 rows at rank 256, an
-// estimate of 152 without them, spilled 20 bytes).
-constexpr int kFp8FragmentRegisters = 24;
+// fp8: O^T's A fragments of two k16 steps, their codes and the next steps' (32 rows at rank 256
+// compile within 168 without spills).
+constexpr int kFp8FragmentRegisters = 16;
 ATTN_HOST_DEVICE constexpr int register_estimate(int rank, int tile_rows, bool fp8 = false) {
-  return rank * tile_rows / 128 + score_chains(tile_rows, fp8) * tile_rows / 2 + tile_rows / 2 +
+  return rank * tile_rows / 128 + score_chains(tile_rows) * tile_rows / 2 + tile_rows / 2 +
          kRegisterOverhead + (fp8 ? kFp8FragmentRegisters : 0);
 }
 

@@ -53,7 +53,7 @@ TEST(MlaSm90KeyRowsGpu, RandomBatchesConfigsAndDataMatchTheReference) {
 // 16 heads with speculative sequences (2 to 4 query tokens: up to 64 rows, several row tiles),
 // every fixed split count (the merge of 2 to 64 partial results, sequences with fewer blocks than
 // splits, one block for two warpgroups) and the planner's: 16-row tiles at DeepSeek-V3's widths,
-// 32-row tiles at rank 256 (where their registers fit; 192 over fp8), over a 16-bit and an fp8
+// 32-row tiles at rank 256 (where their registers fit), over a 16-bit and an fp8
 // cache (the fp8 scale reaches the partial rows and their merge).
 TEST(MlaSm90KeyRowsGpu, EverySplitCountMergesToTheReference) {
   ATTN_REQUIRE_GPU();
@@ -65,7 +65,7 @@ TEST(MlaSm90KeyRowsGpu, EverySplitCountMergesToTheReference) {
     for (const int64_t rows : {16, 32}) {
       testing::LatentShape shape;
       shape.q_heads = 16;
-      shape.kv_lora_rank = rows == 16 ? 512 : (kv_dtype.empty() ? 256 : 192);
+      shape.kv_lora_rank = rows == 16 ? 512 : 256;
       shape.qk_rope_head_dim = 64;
       shape.page_size = 64;
       shape.kv_dtype = kv_dtype;
