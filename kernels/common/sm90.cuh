@@ -332,12 +332,12 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N_ / 2], unsigned long long 
 // K-major descriptors (128-byte rows of 128 codes: a step reads 32 bytes of them, as a 16-bit
 // k16 step does). fp8 operands have no transpose. Operands after the accumulators: A = 8 M,
 // B = 8 M + 1, scale_d = 8 M + 2.
-#define ATTN_SM90_WGMMA_SS_E4M3(N, M, A, B, SCALE)                                              \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                     \
-               ", 0;\n"                                                                        \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" ATTN_SM90_L##M     \
-               "}, %" #A ", %" #B ", p, 1, 1;\n}\n"                                            \
-               : ATTN_SM90_F##M(d)                                                             \
+#define ATTN_SM90_WGMMA_SS_E4M3(N, M, A, B, SCALE)                                         \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SCALE                                 \
+               ", 0;\n"                                                                    \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" ATTN_SM90_L##M \
+               "}, %" #A ", %" #B ", p, 1, 1;\n}\n"                                        \
+               : ATTN_SM90_F##M(d)                                                         \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d))
 #define ATTN_SM90_SS_E4M3_CASE(N, M, A, B, SCALE) \
   if constexpr (N_ == N) {                        \
@@ -355,8 +355,7 @@ __device__ __forceinline__ void wgmma_ss_e4m3(float (&d)[N_ / 2], unsigned long 
 
 // RS: D += A B over one k16 step, A [64 x 16] from registers (four packed pairs per thread, see
 // the header comment), B from a descriptor: K-major ([N x 16], TRANS_B = 0) or MN-major
-// ([16 x N] with N contiguous, TRANS_B = 1; 16-bit types only). scale_d = 0 overwrites D, 1 (the
-// default) accumulates. The operand
+// ([16 x N] with N contiguous, TRANS_B = 1; 16-bit types only). Always accumulates. The operand
 // numbers after the 8 M accumulators: A0..A3 = 8 M .. 8 M + 3, B, ONE, TRANS after them.
 #define ATTN_SM90_WGMMA_RS(N, TYPE, M, A0, A1, A2, A3, B, ONE, TRANS)                              \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #ONE                                           \
@@ -364,7 +363,7 @@ __device__ __forceinline__ void wgmma_ss_e4m3(float (&d)[N_ / 2], unsigned long 
                "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" ATTN_SM90_L##M \
                "}, {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, %" #TRANS ";\n}\n"  \
                : ATTN_SM90_F##M(d)                                                                 \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TRANS_B))
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TRANS_B))
 #define ATTN_SM90_RS_CASE(N, M, A0, A1, A2, A3, B, ONE, TRANS)         \
   if constexpr (N_ == N) {                                             \
     if constexpr (DTYPE == kDTypeBf16) {                               \
@@ -376,9 +375,9 @@ __device__ __forceinline__ void wgmma_ss_e4m3(float (&d)[N_ / 2], unsigned long 
 
 template <int DTYPE, int N_, int TRANS_B>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N_ / 2], const unsigned int (&a)[4],
-                                         unsigned long long desc_b, int scale_d = 1) {
-  static_assert(N_ == 16 || N_ == 32 || N_ == 64 || N_ == 72 || N_ == 80 || N_ == 96 ||
-                    N_ == 128 || N_ == 192 || N_ == 256,
+                                         unsigned long long desc_b) {
+  static_assert(N_ == 16 || N_ == 32 || N_ == 64 || N_ == 72 || N_ == 80 || N_ == 96 || N_ == 128 ||
+                    N_ == 192 || N_ == 256,
                 "wgmma_rs: N must be 16, 32, 64, 72, 80, 96, 128, 192 or 256");
   static_assert(DTYPE == kDTypeBf16 || DTYPE == kDTypeFp16, "wgmma_rs: bf16 or fp16");
   static_assert(TRANS_B == 0 || TRANS_B == 1, "wgmma_rs: TRANS_B is 0 or 1");

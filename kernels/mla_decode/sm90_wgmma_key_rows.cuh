@@ -113,8 +113,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   // last (KV_FP8: two e4m3 terms, scaled per row).
   constexpr int Q_TERM = traits::q_bytes(RANK, ROPE, TILE_ROWS, true) / 2;
   if constexpr (KV_FP8) {
-    mla_sm90_fp8::load_q_rows_e4m3<DTYPE, D, N>(q_s, q_s + Q_TERM, factor_s, p, q0, row0,
-                                                seq_rows, tid);
+    mla_sm90_fp8::load_q_rows_e4m3<DTYPE, D, N>(q_s, q_s + Q_TERM, factor_s, p, q0, row0, seq_rows,
+                                                tid);
   } else {
     mla_sm90::load_q_rows<D, N>(q_s, p, q0, row0, seq_rows, tid);
   }

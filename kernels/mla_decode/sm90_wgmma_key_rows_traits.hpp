@@ -31,13 +31,13 @@
 namespace attn {
 namespace mla_decode::sm90_wgmma_key_rows {
 
-constexpr int kBlock = 64;         // keys of one block: one wgmma M tile of S^T
-constexpr int kStages16 = 2;       // 16-bit blocks: one stage per consumer warpgroup
-constexpr int kMaxFp8Stages = 6;   // fp8 blocks: as many stages as fit, up to this
+constexpr int kBlock = 64;           // keys of one block: one wgmma M tile of S^T
+constexpr int kStages16 = 2;         // 16-bit blocks: one stage per consumer warpgroup
+constexpr int kMaxFp8Stages = 6;     // fp8 blocks: as many stages as fit, up to this
 constexpr int kFp8BlockCodes = 128;  // codes of one 128-byte swizzle row (a TMA box's width)
-constexpr int kConsumers = 2;      // consumer warpgroups, alternate blocks
-constexpr int kWarpsPerGroup = 4;  // warps of a warpgroup (the maxima's exchange)
-constexpr int kBlockColumns = 64;  // 16-bit elements of a 128-byte swizzle row (a TMA box width)
+constexpr int kConsumers = 2;        // consumer warpgroups, alternate blocks
+constexpr int kWarpsPerGroup = 4;    // warps of a warpgroup (the maxima's exchange)
+constexpr int kBlockColumns = 64;    // 16-bit elements of a 128-byte swizzle row (a TMA box width)
 constexpr int kRowBytes = kBlockColumns * 2;
 constexpr int kMaxSplits = 64;    // the merging CTA reads one partial row per split
 constexpr int kAlignment = 1024;  // the 128-byte swizzle repeats every 8 rows of 128 bytes
@@ -100,8 +100,9 @@ ATTN_HOST_DEVICE constexpr int factor_bytes(int tile_rows, bool fp8) {
 // everything else (the barriers of kMaxFp8Stages included) hold, 2 to kMaxFp8Stages.
 ATTN_HOST_DEVICE constexpr int stages(int rank, int rope, int tile_rows, bool fp8 = false) {
   if (!fp8) return kStages16;
-  const int rest = kAlignment + q_bytes(rank, rope, tile_rows, fp8) + kConsumers * p_bytes(tile_rows) +
-                   exchange_bytes(tile_rows) + factor_bytes(tile_rows, fp8) + 2 * kMaxFp8Stages * 8;
+  const int rest = kAlignment + q_bytes(rank, rope, tile_rows, fp8) +
+                   kConsumers * p_bytes(tile_rows) + exchange_bytes(tile_rows) +
+                   factor_bytes(tile_rows, fp8) + 2 * kMaxFp8Stages * 8;
   const int fit = (kMaxSharedBytes - rest) / stage_bytes(rank, rope, fp8);
   return fit < kStages16 ? kStages16 : (fit > kMaxFp8Stages ? kMaxFp8Stages : fit);
 }
@@ -114,7 +115,8 @@ ATTN_HOST_DEVICE constexpr int p_offset(int rank, int rope, int tile_rows, bool 
   return stages_offset(rank, rope, tile_rows, fp8) +
          stages(rank, rope, tile_rows, fp8) * stage_bytes(rank, rope, fp8);
 }
-ATTN_HOST_DEVICE constexpr int exchange_offset(int rank, int rope, int tile_rows, bool fp8 = false) {
+ATTN_HOST_DEVICE constexpr int exchange_offset(int rank, int rope, int tile_rows,
+                                               bool fp8 = false) {
   return p_offset(rank, rope, tile_rows, fp8) + kConsumers * p_bytes(tile_rows);
 }
 ATTN_HOST_DEVICE constexpr int factor_offset(int rank, int rope, int tile_rows, bool fp8 = false) {

@@ -94,15 +94,15 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
     const KeyRowsConfig c(config, batch);
     const int rule = c.check();
     if (rule != traits::kOk) {
-      return Support::no(
-          fill_rule(traits::rule_text(rule),
-                    {{"rank", c.rank},
-                     {"rope", c.rope},
-                     {"page_size", c.page_size},
-                     {"shared_bytes", c.shared_bytes()},
-                     {"shared_limit", traits::kMaxSharedBytes},
-                     {"register_estimate", traits::register_estimate(c.rank, c.tile_rows, c.kv_fp8)},
-                     {"register_limit", traits::kMaxRegisters}}));
+      return Support::no(fill_rule(
+          traits::rule_text(rule),
+          {{"rank", c.rank},
+           {"rope", c.rope},
+           {"page_size", c.page_size},
+           {"shared_bytes", c.shared_bytes()},
+           {"shared_limit", traits::kMaxSharedBytes},
+           {"register_estimate", traits::register_estimate(c.rank, c.tile_rows, c.kv_fp8)},
+           {"register_limit", traits::kMaxRegisters}}));
     }
     return supports_split_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target,
                                  "planned");

@@ -64,9 +64,9 @@ TEST(MlaSm90KeyRowsTraits, Fp8StagesAreCodesAsManyAsFit) {
   EXPECT_EQ(kr::stages(512, 64, 16), 2);
   EXPECT_EQ(kr::stages(512, 64, 16, true), 5);
   EXPECT_EQ(kr::q_bytes(512, 64, 16, true), 2 * 5 * 16 * 128);
-  EXPECT_EQ(kr::shared_bytes(512, 64, 16, true),
-            1024 + 2 * 5 * 16 * 128 + 5 * 64 * 640 + 2 * 16 * 128 + 2 * 2 * 4 * 16 * 4 + 16 * 4 +
-                5 * 2 * 8);
+  EXPECT_EQ(kr::shared_bytes(512, 64, 16, true), 1024 + 2 * 5 * 16 * 128 + 5 * 64 * 640 +
+                                                     2 * 16 * 128 + 2 * 2 * 4 * 16 * 4 + 16 * 4 +
+                                                     5 * 2 * 8);
   for (int rows : {16, 32}) {
     for (int rope : {64, 128}) {
       for (int rank : {128, 192, 256, 448, 512}) {
@@ -148,8 +148,10 @@ TEST(MlaSm90KeyRowsGating, TakesTheDeepSeekPresetsOnHopperOnly) {
     const KernelConfig config = variant.default_config(fp8, testing::hopper_target());
     const Support s = variant.check(fp8, config, testing::hopper_target());
     EXPECT_TRUE(s.ok) << name << " " << config.key() << ": " << s.reason;
-    EXPECT_NE(variant.programs(fp8, config, testing::hopper_target()).front().kernels.front().find(
-                  ", true>"),
+    EXPECT_NE(variant.programs(fp8, config, testing::hopper_target())
+                  .front()
+                  .kernels.front()
+                  .find(", true>"),
               std::string::npos);
   }
 }
