@@ -1,6 +1,7 @@
 // What the mla_decode family declares and counts, and its registration.
 #include "kernels/mla_decode/mla_decode_variants.hpp"
 #include "kernels/registry.hpp"
+#include "kernels/rule_message.hpp"
 #include "workloads/workload_validation.hpp"
 
 namespace attn {
@@ -37,6 +38,16 @@ Support mla_decode_supports_batch(const Batch& batch) {
                        std::to_string(batch.max_query_len()));
   }
   return Support::yes();
+}
+
+Support mla_rule_refusal(const char* rule_text, const MlaRuleNumbers& n) {
+  return Support::no(fill_rule(rule_text, {{"rank", n.rank},
+                                           {"rope", n.rope},
+                                           {"page_size", n.page_size},
+                                           {"shared_bytes", n.shared_bytes},
+                                           {"shared_limit", n.shared_limit},
+                                           {"register_estimate", n.register_estimate},
+                                           {"register_limit", n.register_limit}}));
 }
 
 Work mla_decode_work(const Batch& batch) {

@@ -49,6 +49,13 @@ FeatureSet mla_decode_common_features();
 // sequence.
 Support mla_decode_supports_batch(const Batch& batch);
 
+// The numbers a Hopper variant's rule text names ({rank}, {rope}, {page_size}, {shared_bytes},
+// {shared_limit}, {register_estimate}, {register_limit}), and the refusal with them filled in.
+struct MlaRuleNumbers {
+  int rank, rope, page_size, shared_bytes, shared_limit, register_estimate, register_limit;
+};
+Support mla_rule_refusal(const char* rule_text, const MlaRuleNumbers& n);
+
 // minimum_work through the page table: Q rows (kv_lora_rank + qk_rope_head_dim) read once, output
 // rows (kv_lora_rank) written once, each visible latent row (kv_lora_rank + qk_rope_head_dim
 // elements of the KV dtype) once per sequence, not once per q head, the page-table entries of the

@@ -10,7 +10,6 @@
 #include "kernels/mla_decode/mla_launch.hpp"
 #include "kernels/mla_decode/sm90_wgmma_key_rows_traits.hpp"
 #include "kernels/problem.hpp"
-#include "kernels/rule_message.hpp"
 
 namespace attn {
 
@@ -94,15 +93,10 @@ class MlaSm90WgmmaKeyRowsVariant : public Variant {
     const KeyRowsConfig c(config, batch);
     const int rule = c.check();
     if (rule != traits::kOk) {
-      return Support::no(fill_rule(
+      return mla_rule_refusal(
           traits::rule_text(rule),
-          {{"rank", c.rank},
-           {"rope", c.rope},
-           {"page_size", c.page_size},
-           {"shared_bytes", c.shared_bytes()},
-           {"shared_limit", traits::kMaxSharedBytes},
-           {"register_estimate", traits::register_estimate(c.rank, c.tile_rows, c.kv_fp8)},
-           {"register_limit", traits::kMaxRegisters}}));
+          {c.rank, c.rope, c.page_size, c.shared_bytes(), traits::kMaxSharedBytes,
+           traits::register_estimate(c.rank, c.tile_rows, c.kv_fp8), traits::kMaxRegisters});
     }
     return supports_split_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target,
                                  "planned");
