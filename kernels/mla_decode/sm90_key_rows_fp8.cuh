@@ -21,9 +21,8 @@
 namespace attn {
 namespace mla_sm90_fp8 {
 
-constexpr int kRowBytes = 128;  // one swizzle row: 128 codes
-
 using mla_decode::sm90_wgmma_key_rows::fp8_v_dim;
+using mla_decode::sm90_wgmma_key_rows::kRowBytes;  // one swizzle row: 128 codes
 
 // A lane's transposed-ldmatrix row in a stage (lane l reads key 32 pair + l, group 4 m + wq):
 // the key row and the 16-byte chunk the swizzle moves it to, kept as one shared address per lane;

@@ -172,8 +172,9 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
     const unsigned long long p_desc = sm90::descriptor(pt) + mla_sm90::opaque_zero();
     sm90::mbarrier_wait(&full[stage_index], (i / STAGES) & 1);
     if (key0 + BLOCK > kv_len) {
-      // The sequence's last block: V rows past kv_len to zero (the column blocks V's dims lie in).
-      constexpr int VB = KV_FP8 ? (RANK + 127) / 128 : MT;
+      // The sequence's last block: V rows past kv_len to zero (the column blocks V's dims lie in:
+      // RANK elements of 1 or 2 bytes in 128-byte rows).
+      constexpr int VB = (RANK * (KV_FP8 ? 1 : 2) + traits::kRowBytes - 1) / traits::kRowBytes;
       const int first = kv_len - key0;
       for (int j = t; j < (BLOCK - first) * VB * 8; j += 128) {
         const int r = first + j / (VB * 8), b = (j / 8) % VB, chunk = j % 8;
