@@ -55,43 +55,50 @@ int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_byte
   return std::max(1, resident);
 }
 
-PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
-                                         const void* pool, int box_tokens, int row_dims,
-                                         int64_t num_pages) {
-  const ModelShape& m = batch.spec.model;
-  const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;  // tokens before heads
-  const uint64_t bytes = 2, H = uint64_t(m.num_kv_heads), P = uint64_t(batch.page_size),
-                 D = uint64_t(row_dims > 0 ? row_dims : m.head_dim);
+PagedPoolShape paged_pool_shape(const Batch& batch, int row_dims) {
+  PagedPoolShape shape;
+  shape.dtype = batch.spec.model.dtype;
+  shape.hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
+  shape.kv_heads = batch.spec.model.num_kv_heads;
+  shape.page_size = batch.page_size;
+  shape.row = row_dims > 0 ? row_dims : batch.spec.model.head_dim;
+  shape.pages = batch.num_pages;
+  return shape;
+}
+
+PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const PagedPoolShape& shape,
+                                         const void* pool, int box_tokens) {
+  const bool hnd = shape.hnd;  // tokens before heads
+  const uint64_t bytes = 2, H = uint64_t(shape.kv_heads), P = uint64_t(shape.page_size),
+                 D = uint64_t(shape.row);
   const uint64_t heads_stride = (hnd ? P * D : D) * bytes;
   const uint64_t tokens_stride = (hnd ? D : H * D) * bytes;
-  // The innermost extent is the row (head_dim elements): a box at dims 64.. of a row narrower
-  // than 128 elements is zero-filled past it, with no memory read.
-  const uint64_t dims[4] = {D, hnd ? P : H, hnd ? H : P,
-                            uint64_t(num_pages > 0 ? num_pages : batch.num_pages)};
+  // The innermost extent is the row: a box at dims 64.. of a row narrower than 128 elements is
+  // zero-filled past it, with no memory read.
+  const uint64_t dims[4] = {D, hnd ? P : H, hnd ? H : P, uint64_t(shape.pages)};
   const uint64_t strides[3] = {hnd ? tokens_stride : heads_stride,
                                hnd ? heads_stride : tokens_stride, P * H * D * bytes};
   const uint32_t box[4] = {64, hnd ? uint32_t(box_tokens) : 1u, hnd ? 1u : uint32_t(box_tokens), 1};
   PagedPoolTensorMap out;
-  out.map =
-      encode_tensor_map(context.cuda->api(), tensor_map_type(m.dtype), pool, 4, dims, strides, box);
+  out.map = encode_tensor_map(context.cuda->api(), tensor_map_type(shape.dtype), pool, 4, dims,
+                              strides, box);
   out.token_coordinate = hnd ? 1 : 2;
   return out;
 }
 
-TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
-                                                 const void* pool, int box_tokens, int row_dims,
-                                                 int64_t num_pages) {
-  const ModelShape& m = batch.spec.model;
-  const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
-  const uint64_t bytes = 2, H = uint64_t(m.num_kv_heads), P = uint64_t(batch.page_size),
-                 D = uint64_t(row_dims > 0 ? row_dims : m.head_dim);
+TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context,
+                                                 const PagedPoolShape& shape, const void* pool,
+                                                 int box_tokens) {
+  const bool hnd = shape.hnd;
+  const uint64_t bytes = 2, H = uint64_t(shape.kv_heads), P = uint64_t(shape.page_size),
+                 D = uint64_t(shape.row);
   const uint64_t token_stride = (hnd ? D : H * D) * bytes;
   const uint64_t dims[5] = {64, 8, hnd ? D / 64 : H * D / 64, hnd ? H * P / 8 : P / 8,
-                            uint64_t(num_pages > 0 ? num_pages : batch.num_pages)};
+                            uint64_t(shape.pages)};
   const uint64_t strides[4] = {token_stride, 64 * bytes, 8 * token_stride, P * H * D * bytes};
   const uint32_t box[5] = {64, 8, uint32_t(D / 64), uint32_t(box_tokens / 8), 1};
-  return encode_tensor_map(context.cuda->api(), tensor_map_type(m.dtype), pool, 5, dims, strides,
-                           box);
+  return encode_tensor_map(context.cuda->api(), tensor_map_type(shape.dtype), pool, 5, dims,
+                           strides, box);
 }
 
 }  // namespace attn

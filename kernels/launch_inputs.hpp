@@ -59,36 +59,46 @@ inline const float* upload_kv_scales(const CudaContext& cuda, const std::vector<
   return static_cast<const float*>(owned.back().pointer());
 }
 
-// A K or V pool of 16-bit elements in the NHD or HND layout as a 4-D tensor, innermost first:
-//   (head_dim, then kv heads and tokens of a page in the pool's stride order, pages)
-// NHD: (head_dim, kv_heads, page_size, pages); HND: (head_dim, page_size, kv_heads, pages).
-// A box is 64 dims (at a multiple of 64; past head_dim zero-filled) x box_tokens keys of one kv
+// A paged K or V pool of 16-bit elements as its tensor maps see it: the batch's (paged_pool_shape),
+// or 16-bit copies a kernel reads instead of an fp8 cache, in pages of their own.
+struct PagedPoolShape {
+  DType dtype = DType::bf16;
+  bool hnd = false;  // [pages, kv_heads, page_size, row] (else NHD: [pages, page_size, kv_heads, row])
+  int64_t kv_heads = 0;
+  int64_t page_size = 0;
+  int64_t row = 0;  // elements of a key's row (head_dim, or a V pool's v_head_dim)
+  int64_t pages = 0;
+};
+// The batch's pool: its dtype, layout, kv heads, page size and pages; rows of head_dim, or of
+// row_dims where not 0 (a V pool of v_head_dim).
+PagedPoolShape paged_pool_shape(const Batch& batch, int row_dims = 0);
+
+// A pool in the NHD or HND layout as a 4-D tensor, innermost first:
+//   (row, then kv heads and tokens of a page in the pool's stride order, pages)
+// NHD: (row, kv_heads, page_size, pages); HND: (row, page_size, kv_heads, pages).
+// A box is 64 dims (at a multiple of 64; past the row zero-filled) x box_tokens keys of one kv
 // head and page, written 128-byte swizzled; box_tokens must divide the page size and be at most
 // 256. token_coordinate is the coordinate (1 or 2) that holds the slot in the page; the kv head is
-// the other of the two. row_dims: the pool's row width where it is not head_dim (a V pool of
-// v_head_dim).
+// the other of the two.
 struct PagedPoolTensorMap {
   TensorMapBytes map;
   int token_coordinate = 0;
 };
-// num_pages: the pool's pages where it is not the batch's (a copy of some of them, of 16-bit
-// values, such as prefix_prefill.sm90_wgmma's dequantised fp8 pages); 0 for batch.num_pages.
-PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Batch& batch,
-                                         const void* pool, int box_tokens, int row_dims = 0,
-                                         int64_t num_pages = 0);
+PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const PagedPoolShape& pool_shape,
+                                         const void* pool, int box_tokens);
 
 // The same pool as a 5-D tensor whose boxes land interleaved (sm90_attention::interleaved_offset:
-// [keys / 8][head_dim / 64][8][64]), so that one box brings every column block of box_tokens keys
-// of one kv head and page (paged_pool_tensor_map needs a box per column block):
-//   NHD: (64, 8 tokens, kv_heads x head_dim / 64 blocks, page_size / 8, pages)
-//   HND: (64, 8 tokens, head_dim / 64 blocks, kv_heads x page_size / 8, pages)
+// [keys / 8][row / 64][8][64]), so that one box brings every column block of box_tokens keys of
+// one kv head and page (paged_pool_tensor_map needs a box per column block):
+//   NHD: (64, 8 tokens, kv_heads x row / 64 blocks, page_size / 8, pages)
+//   HND: (64, 8 tokens, row / 64 blocks, kv_heads x page_size / 8, pages)
 // (dims and column blocks of one kv head, and 8-token groups of one head, are evenly strided in
-// the respective layout). A box is (64, 8, head_dim / 64, box_tokens / 8, 1) at coordinates
-// NHD (0, 0, kv_head x head_dim / 64, slot / 8, page), HND (0, 0, 0, kv_head x page_size / 8 +
+// the respective layout). A box is (64, 8, row / 64, box_tokens / 8, 1) at coordinates
+// NHD (0, 0, kv_head x row / 64, slot / 8, page), HND (0, 0, 0, kv_head x page_size / 8 +
 // slot / 8, page). page_size and box_tokens must be multiples of 8, box_tokens at most 2048, the
-// row (head_dim, or row_dims where not 0: a V pool of v_head_dim) a multiple of 64.
-TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context, const Batch& batch,
-                                                 const void* pool, int box_tokens, int row_dims = 0,
-                                                 int64_t num_pages = 0);
+// row a multiple of 64.
+TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context,
+                                                 const PagedPoolShape& pool_shape,
+                                                 const void* pool, int box_tokens);
 
 }  // namespace attn

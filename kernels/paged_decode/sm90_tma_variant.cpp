@@ -184,9 +184,10 @@ class Sm90TmaVariant : public Variant {
     Sm90TmaParams params{};
     params.base = launch.params;
     const int box = paged_decode::sm90_tma::box_tokens(batch.page_size, c.tile_tokens);
-    const PagedPoolTensorMap k_map = paged_pool_tensor_map(context, batch, problem.k_pool(), box);
+    const PagedPoolShape pool = paged_pool_shape(batch);
+    const PagedPoolTensorMap k_map = paged_pool_tensor_map(context, pool, problem.k_pool(), box);
     params.k_map = k_map.map;
-    params.v_map = paged_pool_tensor_map(context, batch, problem.v_pool(), box).map;
+    params.v_map = paged_pool_tensor_map(context, pool, problem.v_pool(), box).map;
     params.token_coordinate = k_map.token_coordinate;
     LaunchShape shape;
     shape.grid_x = launch.grid_x;

@@ -71,6 +71,27 @@ PoolStrides prefix_prefill_pool_strides(const Batch& batch, bool value) {
   return {};
 }
 
+std::vector<PrefixPrefillSeq> prefix_prefill_seq_table(const Batch& batch) {
+  constexpr int kAlign = PrefixPrefillNewTokens::kNewRowAlign;
+  std::vector<PrefixPrefillSeq> seqs(size_t(batch.num_seqs));
+  int64_t new_rows = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    seqs[s].context_len = int(batch.context_lens[s]);
+    seqs[s].query_len = int(batch.query_lens[s]);
+    seqs[s].q_start = int(batch.cu_seqlens_q[s]);
+    seqs[s].new_start = int(new_rows);
+    new_rows += (batch.query_lens[s] + kAlign - 1) / kAlign * kAlign;
+  }
+  return seqs;
+}
+
+int64_t prefix_prefill_new_rows(const Batch& batch) {
+  constexpr int kAlign = PrefixPrefillNewTokens::kNewRowAlign;
+  int64_t new_rows = 0;
+  for (int64_t q : batch.query_lens) new_rows += (q + kAlign - 1) / kAlign * kAlign;
+  return std::max<int64_t>(new_rows, kAlign);
+}
+
 PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context, CUfunction gather,
                                          std::vector<DeviceBuffer>& owned) {
   const Batch& batch = problem.batch();
@@ -87,18 +108,9 @@ PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context,
     return address;
   };
 
-  // Per sequence: lengths and where its rows start in Q/out and in K_new/V_new.
-  std::vector<PrefixPrefillSeq> seqs(size_t(batch.num_seqs));
-  int64_t new_rows = 0;
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    seqs[s].context_len = int(batch.context_lens[s]);
-    seqs[s].query_len = int(batch.query_lens[s]);
-    seqs[s].q_start = int(batch.cu_seqlens_q[s]);
-    seqs[s].new_start = int(new_rows);
-    new_rows += round_up(batch.query_lens[s]);
-  }
+  const std::vector<PrefixPrefillSeq> seqs = prefix_prefill_seq_table(batch);
   PrefixPrefillNewTokens fresh;
-  fresh.new_rows = std::max<int64_t>(new_rows, kAlign);
+  fresh.new_rows = prefix_prefill_new_rows(batch);
   fresh.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
       upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
   const int element = int(size_of(batch.kv_dtype));

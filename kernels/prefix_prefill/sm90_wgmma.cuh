@@ -89,11 +89,14 @@
 //   dtype. The codes are dequantised without their scale: K's scale multiplies the item's score
 //   scale (items are one kv head, so a per-head scale is one number per item) and V's the
 //   output's normaliser. The producer reads half the bytes, and its instructions set the pace.
-// - Or (KV_SCALES without KV_FP8, config fp8_dequant=1) a pass before the kernel converts the
-//   codes of the context pages and of the new tokens to 16-bit values once
-//   (kernels/common/fp8_dequantize.cuh), and the kernel reads them as a 16-bit cache's, with the
-//   scales applied as above. A context tile read by many query tiles is then converted once instead
-//   of once per query tile, for 2 bytes written and read again per code.
+// - Or (KV_SCALES without KV_FP8, config fp8_dequant=1) the codes become 16-bit copies once per
+//   launch, inside this kernel: the producer warpgroup's three warps that issue no TMA load convert
+//   blocks of 16 keys of one kv head in the order the items read them, and warp 0 waits for a
+//   tile's blocks before its TMA load (sm90_fp8_copies.cuh). The copies' context tiles are one box
+//   of TILE_N keys each (a page of TILE_N keys, HND: BOX_TOKENS is TILE_N); the kernel reads them
+//   as a 16-bit cache's, with the scales applied as above. A context tile read by many query tiles
+//   is then converted once instead of once per query tile, for 2 bytes written and read again per
+//   code, while the tensor cores work.
 //
 // Tunables (as flash_fwd.sm90_wgmma's): TILE_M (64 x CONSUMERS rows per CTA), TILE_N (keys per
 // stage, 64 or 128), STAGES (TMA buffers of K and of V in flight), CONSUMERS (1 or 2 consumer
@@ -105,6 +108,7 @@
 #include "kernels/common/sm90_attention.cuh"
 #include "kernels/common/sm90_persistent.cuh"
 #include "kernels/prefix_prefill/gather.cuh"
+#include "kernels/prefix_prefill/sm90_fp8_copies.cuh"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 
@@ -378,6 +382,11 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   static_assert(!COPY || BOX_TOKENS < TILE_N, "a copied page is smaller than the key tile");
   // With KV_FP8 every tile is copied and converted by the whole producer warpgroup.
   constexpr bool WARPGROUP_LOADS = COPY || KV_FP8;
+  // An fp8 cache with fp8_dequant=1: the producer's other three warps convert its codes to the
+  // 16-bit copies that warp 0 loads, once per launch (sm90_fp8_copies.cuh); the copies' context
+  // tiles are one box each.
+  constexpr bool CONVERTS_ONCE = KV_SCALES && !KV_FP8;
+  static_assert(!CONVERTS_ONCE || (!COPY && BOX_TOKENS == TILE_N), "a copy tile is one TMA box");
   constexpr int PRODUCER_WARPS = WARPGROUP_LOADS ? 4 : 1;  // arrivals on each full barrier
   // The consumers' arrays (sm90_attention::register_estimate): how an fp8 cache's kernel splits
   // the registers (prefix_prefill::sm90_wgmma::producer_registers).
@@ -449,6 +458,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     sm90::mbarrier_init(v_zeroed, 128);  // every thread of the first consumer warpgroup
     sm90::fence_barrier_init();
   }
+  // CONVERTS_ONCE: the launch's number (its flags hold it + 1 once written), read by the
+  // producer warpgroup before any warp of this CTA takes a unit.
+  unsigned launch = 0;
+  if constexpr (CONVERTS_ONCE) {
+    if (threadIdx.x < 128) launch = prefix_prefill::sm90_fp8_copies::launch_number(p.copies);
+  }
   __syncthreads();
 
   const int warpgroup = threadIdx.x / 128;
@@ -460,8 +475,15 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     // thread that writes or arrives waits for that first.
     sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(
         CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE)>();
-    if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if constexpr (CONVERTS_ONCE) {
+      if (warp > 0) {
+        prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N>(
+            p.copies, p.seqs, p.num_q_heads / p.group, launch, lane);
+        return;
+      }
+    }
+    if (threadIdx.x >= 32 * PRODUCER_WARPS) return;
     int next = blockIdx.x;  // thread 0: the item it announces next
     int g = 0;              // key tiles loaded so far
     for (int k = 0;; ++k) {
@@ -649,6 +671,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           // 8, page). Column-block-major (paged_pool_tensor_map): NHD (dim, kv head, slot, page),
           // HND (dim, slot, kv head, page), a box per column block.
           const int y = (p.hnd ? item.kv_head * (p.page_size / 8) : 0) + slot / 8;
+          if constexpr (CONVERTS_ONCE) {
+            // The tile's blocks converted in this launch (the copies' page is the tile).
+            prefix_prefill::sm90_fp8_copies::wait_context_tile<TILE_N>(
+                p.copies, __ldg(item.pages + n), n, item.kv_head, p.num_q_heads / p.group, ctx,
+                launch, lane);
+          }
           const int c1 = p.hnd ? slot : item.kv_head, c2 = p.hnd ? item.kv_head : slot;
           auto load_part = [&](bool value, unsigned long long* empty, unsigned long long* full,
                                unsigned char* dst, const TensorMapBytes* map) {
@@ -684,6 +712,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
             if (warp != 0) {
               sm90::mbarrier_arrive(&full[s]);
               return;
+            }
+            if constexpr (CONVERTS_ONCE) {
+              if (!value) {  // K's and V's rows share their blocks' flags
+                prefix_prefill::sm90_fp8_copies::wait_new_rows<TILE_N>(
+                    p.copies, row, item.kv_head, p.num_q_heads / p.group, p.new_rows, launch);
+              }
             }
             sm90::mbarrier_expect_bytes(&full[s], PART_BLOCKS * KV_BLOCK);
             if constexpr (INTERLEAVED) {

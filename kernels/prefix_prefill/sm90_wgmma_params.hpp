@@ -6,6 +6,7 @@
 
 #include "kernels/common/tensor_map_bytes.hpp"
 #include "kernels/prefix_prefill/sm80_mma_params.hpp"
+#include "kernels/prefix_prefill/sm90_fp8_copies_params.hpp"
 
 namespace attn {
 
@@ -58,6 +59,9 @@ struct PrefixPrefillSm90Params {
   const float* k_scale;  // [num_kv_heads]
   const float* v_scale;  // [num_kv_heads]
   int new_rows;          // rows of K_new / V_new (zero-filled past them)
+  // An fp8 cache with fp8_dequant=1 (KV_SCALES without KV_FP8): the codes the kernel converts to
+  // the 16-bit copies its tensor maps read (sm90_fp8_copies.cuh). Zero otherwise.
+  PrefixPrefillFp8Copies copies;
 };
 
 }  // namespace attn

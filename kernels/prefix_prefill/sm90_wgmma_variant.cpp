@@ -3,17 +3,17 @@
 // plus the TMA descriptors of Q, the paged pools (pages of 64 keys or more) and the gathered new
 // tokens, and the pools' strides for the cp.async path (smaller pages, and every tile of an fp8
 // cache whose codes the producer warpgroup converts); or, over an fp8 cache with fp8_dequant=1, the
-// pass that converts the codes first (kernels/common/fp8_dequantize.cuh) and the 16-bit pages it
-// writes.
+// plan of the blocks the kernel converts once to 16-bit copies and the copies' tensor maps
+// (sm90_fp8_copies.hpp).
 #include <algorithm>
 
 #include "kernels/common/sm90_attention_rules.hpp"
-#include "kernels/dequant_then_attend.hpp"
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
+#include "kernels/prefix_prefill/sm90_fp8_copies.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_params.hpp"
 #include "kernels/prefix_prefill/sm90_wgmma_traits.hpp"
 
@@ -22,8 +22,8 @@ namespace attn {
 namespace {
 
 const char* const kAxes[] = {"tile_m", "tile_n", "stages", "consumers"};
-// An fp8 cache's one more: 0, the producer warpgroup converts each tile it loads; 1, a pass
-// converts the context pages and new tokens once before the kernel (fp8_dequantize.cuh).
+// An fp8 cache's one more: 0, the producer warpgroup converts each tile it loads; 1, the kernel
+// converts the blocks the launch reads to 16-bit copies once (sm90_fp8_copies.cuh).
 const char* const kFp8DequantAxis = "fp8_dequant";
 
 std::vector<std::string> axes_of(const Batch& batch) {
@@ -41,8 +41,17 @@ struct Sm90Config {
         consumers(int(c.get("consumers"))),
         fp8_dequant(int(c.find(kFp8DequantAxis).value_or(0))) {}
   // The producer warpgroup converts fp8 codes (the kernel's KV_FP8); otherwise its tiles are
-  // 16-bit, a 16-bit cache's or the dequantisation pass's.
+  // 16-bit, a 16-bit cache's or the copies the kernel makes of an fp8 cache's (converts_once).
   bool converts(const Batch& batch) const { return batch.kv_fp8() && fp8_dequant == 0; }
+  bool converts_once(const Batch& batch) const { return batch.kv_fp8() && fp8_dequant == 1; }
+  // The pages the kernel's context tiles come from: the copies' (tiles of tile_n keys) or the
+  // batch's.
+  int page_size(const Batch& batch) const {
+    return converts_once(batch) ? tile_n : int(batch.page_size);
+  }
+  int box(const Batch& batch) const {
+    return prefix_prefill::sm90_wgmma::box_tokens(page_size(batch), tile_n);
+  }
   int shared_bytes(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::shared_bytes(batch.spec.model.head_dim, tile_m, tile_n,
                                                     stages, batch.spec.model.effective_v_head_dim(),
@@ -50,7 +59,7 @@ struct Sm90Config {
   }
   int check(const Batch& batch) const {
     return prefix_prefill::sm90_wgmma::check(
-        batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, int(batch.page_size),
+        batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, page_size(batch),
         batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), converts(batch),
         batch.kv_fp8());
   }
@@ -122,8 +131,8 @@ class Sm90WgmmaVariant : public Variant {
     if (batch.kv_fp8()) {
       axes.push_back({kFp8DequantAxis,
                       {0, 1},
-                      "fp8 cache: 0 the producer converts every tile it loads, 1 a pass converts "
-                      "each context page and new token once before the kernel"});
+                      "fp8 cache: 0 the producer converts every tile it loads, 1 the kernel converts "
+                      "each block of keys it reads once, to 16-bit copies"});
     }
     return axes;
   }
@@ -135,7 +144,7 @@ class Sm90WgmmaVariant : public Variant {
   // consumer when the longest sequence fills at most 64 rows (decode-like batches), and 64 keys
   // per stage where the page size does not tile 128.
   //
-  // An fp8 cache: the dequantisation pass where a context tile is read by more than one query tile
+  // An fp8 cache: the copies converted once where a context tile is read by more than one query tile
   // of 64 rows (prefix-prefill-llama3-8b-fp8-8x2048-512 on an H200: see BENCHMARKS.md), the
   // producer's conversion where each is read about once (decode-like batches).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
@@ -206,12 +215,10 @@ class Sm90WgmmaVariant : public Variant {
         (batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
              ? ".dv" + std::to_string(batch.spec.model.effective_v_head_dim())
              : std::string()) +
-        "." + to_string(batch.spec.model.dtype) + ".box" +
-        std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
+        "." + to_string(batch.spec.model.dtype) + ".box" + std::to_string(c.box(batch)) +
         (batch.kv_fp8() ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
-    if (batch.kv_fp8() && !c.converts(batch)) add_dequantize_fp8(program, batch.spec.model.dtype);
     program.arch = target.arch;
     return {program};
   }
@@ -259,86 +266,102 @@ class Sm90WgmmaVariant : public Variant {
       const uint32_t box[3] = {64, uint32_t(group), uint32_t(tile_tokens)};
       p.q_map = encode_tensor_map(api, type, problem.q(), 3, dims, strides, box);
     }
-    const int box_tokens = prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n);
+    const int box_tokens = c.box(batch);
     const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
     const bool fp8 = batch.kv_fp8();
     const bool converts = c.converts(batch);
+    // Persistent: one CTA per SM (the shared memory allows no second), each drawing work items
+    // in the schedule's order until none is left.
+    const int grid = std::min(int(tiles.size() / 3), std::max(context.target.sm_count, 1));
     // The pools and block table the kernel reads: the batch's, or over an fp8 cache with
-    // fp8_dequant=1 the pass's 16-bit copies of each sequence's context pages, numbered in order
-    // (a block table of those numbers, which follow from the lengths alone).
+    // fp8_dequant=1 the 16-bit copies the kernel makes: tiles of tile_n keys (HND), numbered in
+    // order (a block table of those numbers, which follow from the lengths alone).
+    PagedPoolShape k_shape = paged_pool_shape(batch), v_shape = paged_pool_shape(batch, v_head_dim);
     const void* k_pool = problem.k_pool();
     const void* v_pool = problem.v_pool();
     const int* block_table = problem.block_table();
     const void* k_new = fresh.k_new;
     const void* v_new = fresh.v_new;
-    int64_t pool_pages = 0;  // the batch's
-    Fp8DequantParams dq{};
-    CUfunction dequantize = nullptr;
-    if (fp8 && !converts) {
-      const int64_t max_pages = batch.max_pages_per_seq;
-      std::vector<int> entries, compact(size_t(batch.num_seqs * max_pages), 0);
-      for (int s = 0; s < batch.num_seqs; ++s) {
-        const int64_t pages =
-            (batch.context_lens[size_t(s)] + batch.page_size - 1) / batch.page_size;
-        for (int64_t j = 0; j < pages; ++j) {
-          compact[size_t(s * max_pages + j)] = int(entries.size());
-          entries.push_back(int(s * max_pages + j));
-        }
-      }
+    int max_pages_per_seq = batch.max_pages_per_seq;
+    if (c.converts_once(batch)) {
+      const PrefixPrefillFp8CopiesPlan plan = plan_prefix_prefill_fp8_copies(
+          prefix_prefill_seq_table(batch), fresh.new_rows, m.num_kv_heads, tiles, tile_tokens,
+          c.tile_n, batch.causal, grid);
       auto allocate = [&](size_t bytes) {
         buffers.emplace_back(*context.cuda, std::max<size_t>(bytes, 16));
         return buffers.back().address();
       };
-      const int64_t heads = m.num_kv_heads;
-      dq.k_pool = static_cast<const unsigned char*>(problem.k_pool());
-      dq.v_pool = static_cast<const unsigned char*>(problem.v_pool());
-      dq.block_table = problem.block_table();
-      dq.entries = reinterpret_cast<const int*>(upload(entries.data(), entries.size() * 4));
-      dq.pages = int(entries.size());
-      dq.k_page_bytes = batch.page_size * heads * m.head_dim;
-      dq.v_page_bytes = batch.page_size * heads * v_head_dim;
-      pool_pages = std::max<int64_t>(dq.pages, 1);  // page 0 exists for entries past a context
-      dq.k_out =
-          reinterpret_cast<unsigned short*>(allocate(size_t(pool_pages * dq.k_page_bytes * 2)));
-      dq.v_out =
-          reinterpret_cast<unsigned short*>(allocate(size_t(pool_pages * dq.v_page_bytes * 2)));
-      dq.k_new = static_cast<const unsigned char*>(fresh.k_new);
-      dq.v_new = static_cast<const unsigned char*>(fresh.v_new);
-      dq.k_new_bytes = fresh.new_rows * heads * m.head_dim;
-      dq.v_new_bytes = fresh.new_rows * heads * v_head_dim;
-      dq.k_new_out = reinterpret_cast<unsigned short*>(allocate(size_t(dq.k_new_bytes * 2)));
-      dq.v_new_out = reinterpret_cast<unsigned short*>(allocate(size_t(dq.v_new_bytes * 2)));
-      dequantize = context.loader->function(program, dequantize_fp8_kernel(m.dtype));
-      k_pool = dq.k_out;
-      v_pool = dq.v_out;
-      k_new = dq.k_new_out;
-      v_new = dq.v_new_out;
-      block_table = reinterpret_cast<const int*>(upload(compact.data(), compact.size() * 4));
+      auto zeros = [&](size_t bytes) {
+        const std::vector<unsigned char> zero(bytes, 0);
+        return upload(zero.data(), bytes);
+      };
+      PrefixPrefillFp8Copies& copies = p.copies;
+      copies.k_pool = static_cast<const unsigned char*>(problem.k_pool());
+      copies.v_pool = static_cast<const unsigned char*>(problem.v_pool());
+      copies.block_table = problem.block_table();
+      // (A page of the pool is far below 2^31 codes: prefix_prefill_supports_limits.)
+      for (const auto& [strides, dims] : {std::pair{copies.k_strides, m.head_dim},
+                                          std::pair{copies.v_strides, v_head_dim}}) {
+        strides[0] = int(batch.page_size) * m.num_kv_heads * dims;
+        strides[1] = hnd ? dims : m.num_kv_heads * dims;
+        strides[2] = hnd ? int(batch.page_size) * dims : dims;
+      }
+      copies.page_size = int(batch.page_size);
+      copies.max_pages_per_seq = batch.max_pages_per_seq;
+      copies.k_new = static_cast<const unsigned char*>(fresh.k_new);
+      copies.v_new = static_cast<const unsigned char*>(fresh.v_new);
+      const size_t tile_rows = size_t(std::max(plan.tiles, 1)) * size_t(m.num_kv_heads) *
+                               size_t(c.tile_n);  // rows of the context copies
+      const size_t new_rows = size_t(fresh.new_rows) * size_t(m.num_kv_heads);
+      copies.k_copies = reinterpret_cast<unsigned short*>(allocate(tile_rows * m.head_dim * 2));
+      copies.v_copies = reinterpret_cast<unsigned short*>(allocate(tile_rows * v_head_dim * 2));
+      copies.k_new_copies = reinterpret_cast<unsigned short*>(allocate(new_rows * m.head_dim * 2));
+      copies.v_new_copies = reinterpret_cast<unsigned short*>(allocate(new_rows * v_head_dim * 2));
+      copies.units = reinterpret_cast<const prefix_prefill::sm90_fp8_copies::Unit*>(
+          upload(plan.units.data(), plan.units.size() * sizeof(plan.units[0])));
+      copies.unit_count = int(plan.units.size());
+      copies.context_blocks = plan.context_blocks;
+      copies.flags = reinterpret_cast<int*>(zeros(
+          size_t(plan.context_blocks + plan.new_blocks) * size_t(m.num_kv_heads) * sizeof(int)));
+      copies.counter = reinterpret_cast<unsigned long long*>(zeros(8));
+      // One number per unit, and one past the last unit per converting warp (three per CTA).
+      copies.takes_per_launch = int64_t(plan.units.size()) + 3 * int64_t(grid);
+      for (PagedPoolShape* shape : {&k_shape, &v_shape}) {
+        shape->hnd = true;
+        shape->page_size = c.tile_n;
+        shape->pages = std::max(plan.tiles, 1);
+      }
+      k_pool = copies.k_copies;
+      v_pool = copies.v_copies;
+      k_new = copies.k_new_copies;
+      v_new = copies.v_new_copies;
+      block_table =
+          reinterpret_cast<const int*>(upload(plan.copy_tiles.data(), plan.copy_tiles.size() * 4));
+      max_pages_per_seq = plan.max_tiles;
     }
+    const bool hnd_pool = k_shape.hnd;
     const bool tma_pages =
         !converts && !prefix_prefill::sm90_wgmma::copies_context(box_tokens, c.tile_n);
     if (tma_pages && interleaved) {
-      p.k_map =
-          paged_pool_interleaved_tensor_map(context, batch, k_pool, box_tokens, 0, pool_pages);
-      p.v_map = paged_pool_interleaved_tensor_map(context, batch, v_pool, box_tokens, v_head_dim,
-                                                  pool_pages);
+      p.k_map = paged_pool_interleaved_tensor_map(context, k_shape, k_pool, box_tokens);
+      p.v_map = paged_pool_interleaved_tensor_map(context, v_shape, v_pool, box_tokens);
     } else if (tma_pages) {
       // Column-block-major tiles (head dims 80 and 96): a box per page and column block, the
       // kernel's coordinates (dim, kv head, slot, page) for NHD and (dim, slot, kv head, page)
       // for HND (paged_pool_tensor_map's token_coordinate 2 and 1).
-      p.k_map = paged_pool_tensor_map(context, batch, k_pool, box_tokens, 0, pool_pages).map;
-      p.v_map =
-          paged_pool_tensor_map(context, batch, v_pool, box_tokens, v_head_dim, pool_pages).map;
+      p.k_map = paged_pool_tensor_map(context, k_shape, k_pool, box_tokens).map;
+      p.v_map = paged_pool_tensor_map(context, v_shape, v_pool, box_tokens).map;
     }
-    p.hnd = hnd ? 1 : 0;
+    p.hnd = hnd_pool ? 1 : 0;
     // The pools as the cp.async path reads them (elements, which an fp8 cache's are bytes; NHD or
     // HND, launch_inputs.hpp): K's strides; the kernel scales them by v_head_dim / head_dim for
     // V's pool.
     p.k_pool = static_cast<const unsigned short*>(k_pool);
     p.v_pool = static_cast<const unsigned short*>(v_pool);
-    p.page_stride = int(batch.page_size) * m.num_kv_heads * m.head_dim;
-    p.token_stride = hnd ? m.head_dim : m.num_kv_heads * m.head_dim;
-    p.head_stride = hnd ? int(batch.page_size) * m.head_dim : m.head_dim;
+    const int pool_page = int(k_shape.page_size);
+    p.page_stride = pool_page * m.num_kv_heads * m.head_dim;
+    p.token_stride = hnd_pool ? m.head_dim : m.num_kv_heads * m.head_dim;
+    p.head_stride = hnd_pool ? pool_page * m.head_dim : m.head_dim;
     if (fp8) {
       // K's scale joins the logits' and V's the output's (the kernel's KV_SCALES).
       p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, buffers);
@@ -349,7 +372,6 @@ class Sm90WgmmaVariant : public Variant {
       // codes), and dequantises them.
       p.k_new = static_cast<const unsigned char*>(fresh.k_new);
       p.v_new = static_cast<const unsigned char*>(fresh.v_new);
-      p.new_rows = int(fresh.new_rows);
     } else {
       // K_new and V_new (rows of head_dim and v_head_dim).
       auto new_tokens_map = [&](const void* rows, int row_dims) {
@@ -369,6 +391,7 @@ class Sm90WgmmaVariant : public Variant {
       p.k_new_map = new_tokens_map(k_new, m.head_dim);
       p.v_new_map = new_tokens_map(v_new, v_head_dim);
     }
+    p.new_rows = int(fresh.new_rows);
     p.out = problem.out();
     p.block_table = block_table;
     p.tiles = reinterpret_cast<const int*>(upload(tiles.data(), tiles.size() * 4));
@@ -383,23 +406,19 @@ class Sm90WgmmaVariant : public Variant {
     p.num_q_heads = m.num_q_heads;
     p.group = group;
     p.tile_tokens = tile_tokens;
-    p.page_size = int(batch.page_size);
-    p.max_pages_per_seq = batch.max_pages_per_seq;
+    p.page_size = pool_page;
+    p.max_pages_per_seq = max_pages_per_seq;
     p.causal = batch.causal ? 1 : 0;
     const LogitTransform logits = log2_logit_transform(batch);
     p.score_scale = logits.score_scale;
     p.cap_log2 = logits.cap_log2;
 
     LaunchShape shape;
-    // Persistent: one CTA per SM (the shared memory allows no second), each drawing work items
-    // in the schedule's order until none is left.
-    shape.grid_x = unsigned(std::min(p.items, std::max(context.target.sm_count, 1)));
+    shape.grid_x = unsigned(grid);
     shape.block_x = unsigned(sm90_attention::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    auto attend = std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(
-        context, attention, shape, p, std::move(buffers));
-    if (dequantize == nullptr) return attend;
-    return std::make_unique<DequantThenAttend>(context, dequantize, dq, std::move(attend));
+    return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,
+                                                                     std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return prefix_prefill_work(batch); }
@@ -412,8 +431,7 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(batch.spec.model.effective_v_head_dim()) + ", " +
            std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
-           std::to_string(prefix_prefill::sm90_wgmma::box_tokens(int(batch.page_size), c.tile_n)) +
-           (c.converts(batch) ? ", true"
+           std::to_string(c.box(batch)) + (c.converts(batch) ? ", true"
             : batch.kv_fp8()  ? ", false, true"
                               : "") +
            ">";

@@ -415,22 +415,23 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   const JitProgram c = variant.programs(fp8_narrow_v, make_config(64, 64, 2, 1), hopper()).front();
   EXPECT_EQ(c.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, true>");
   EXPECT_NE(c.name.find(".d192.dv128.bf16.box16.kv_fp8"), std::string::npos) << c.name;
-  // With fp8_dequant=1: the 16-bit cache's tiles with the scales (KV_SCALES), and the pass.
+  // With fp8_dequant=1: the 16-bit copies' tiles (one box of a whole tile, whatever the cache's
+  // page size) with the scales (KV_SCALES); the kernel makes the copies itself.
   KernelConfig dequant = make_config(64, 64, 2, 1);
   dequant.set("fp8_dequant", 1);
   const JitProgram d = variant.programs(fp8_narrow_v, dequant, hopper()).front();
-  ASSERT_EQ(d.kernels.size(), 3u);
+  ASSERT_EQ(d.kernels.size(), 2u);
   EXPECT_EQ(d.kernels[0],
-            "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, false, true>");
-  EXPECT_EQ(d.kernels[2], "attn::dequantize_fp8<0>");
+            "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 64, false, true>");
   EXPECT_NE(d.name.find(".dq1."), std::string::npos) << d.name;
+  EXPECT_NE(d.name.find(".box64."), std::string::npos) << d.name;
   EXPECT_NE(d.name, c.name);
 }
 
-// An fp8 cache adds the fp8_dequant axis (and only an fp8 cache takes it): the default dequantises
-// first where a context tile is read by more than one query tile of 64 rows, and leaves the
+// An fp8 cache adds the fp8_dequant axis (and only an fp8 cache takes it): the default converts
+// once where a context tile is read by more than one query tile of 64 rows, and leaves the
 // conversion to the producer where each is read about once (decode-like batches).
-TEST(PrefixPrefillSm90Gating, AnFp8CacheChoosesBetweenTheProducersConversionAndAPass) {
+TEST(PrefixPrefillSm90Gating, AnFp8CacheChoosesBetweenTheProducersConversionAndConvertingOnce) {
   const Registry registry = make_registry();
   const Variant& variant = sm90_variant(registry);
   const Batch prefill = testing::with_fp8(prefill_batch(8, 2, 128), true);
@@ -498,7 +499,7 @@ TEST(PrefixPrefillSm90Compile, EveryAcceptedConfigCompilesForSm90aWithoutSpills)
   struct Job {
     std::string what;
     std::future<CompiledProgram> compiled;
-    size_t kernels;  // the program's (the dequantisation pass's third with fp8_dequant=1)
+    size_t kernels;  // the program's
   };
   std::vector<Job> jobs;
   std::vector<Batch> batches;  // programs() reads the batch; keep them alive

@@ -1,0 +1,185 @@
+// prefix_prefill.sm90_wgmma over an fp8 cache with fp8_dequant=1 (parameters and layout:
+// sm90_fp8_copies_params.hpp; the plan: sm90_fp8_copies.hpp): the codes each launch reads become
+// 16-bit copies once, inside the attention kernel, while its tensor cores work. The producer
+// warpgroup's three warps that issue no TMA load take units (one block: 16 keys of one kv head, K
+// and V) from a counter in the plan's order, convert them (16 codes per lane and load, exactly,
+// without the scales, which the consumers apply) and raise the block's flag; the warp that loads
+// the tiles waits for a tile's flags before its TMA load. A separate pass before the kernel would
+// add its whole time to the launch (about 12% on a Llama-3-8B prefill); here the first tiles wait
+// for their blocks only, and the rest are converted long before they are read.
+//
+// No warp that converts ever waits, so every unit handed out is finished, and a number is handed
+// out until every unit is: the flags a loader waits for are raised whatever the CTAs' order. A
+// launch takes exactly takes_per_launch numbers from the counter, so the launch's number (and the
+// flag value that means "written in this launch") follows from the counter alone, with nothing to
+// reset between launches.
+#pragma once
+
+#include "kernels/common/convert.cuh"
+#include "kernels/prefix_prefill/sm80_mma_params.hpp"
+#include "kernels/prefix_prefill/sm90_fp8_copies_params.hpp"
+
+namespace attn {
+namespace prefix_prefill::sm90_fp8_copies {
+
+// This launch's number. Read before the CTA's first barrier, so before any of its converting warps
+// takes a number: until each of them has taken its last one, the counter stays below the next
+// launch's first number.
+__device__ __forceinline__ unsigned launch_number(const PrefixPrefillFp8Copies& c) {
+  unsigned long long taken;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(taken) : "l"(c.counter) : "memory");
+  return unsigned(taken / (unsigned long long)c.takes_per_launch);
+}
+
+// Asks L2 for a row of DIMS codes at `at` (64 bytes a prefetch; a row may start anywhere in a
+// 64-byte piece), one lane per row: convert_rows' loads then mostly hit L2. The converting warps
+// have the producer's registers (40 beside two consumers), too few for more than one 16-byte load
+// per lane in flight.
+template <int DIMS>
+__device__ __forceinline__ void prefetch_row(const unsigned char* at) {
+#pragma unroll
+  for (int piece = 0; piece < (DIMS + 63) / 64 + 1; ++piece)
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at + piece * 64));
+}
+
+// Rows 0 .. rows - 1 (at most kBlockKeys) of DIMS codes, row r's at row_at(r), as 16-bit values of
+// DTYPE at dst + r * dst_row: 16 codes per lane and load.
+template <int DTYPE, int DIMS, typename RowAt>
+__device__ __forceinline__ void convert_rows(RowAt row_at, unsigned short* dst, int dst_row,
+                                             int rows, int lane) {
+  static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per row");
+  constexpr int CHUNKS = DIMS / 16;
+  constexpr int PER_LANE = (kBlockKeys * CHUNKS + 31) / 32;
+  // (Written as loads by count with a bound inside: a loop over i < rows x CHUNKS spilled 8 to
+  // 16 bytes in the producer.)
+#pragma unroll 1
+  for (int k = 0; k < PER_LANE; ++k) {
+    const int i = lane + 32 * k;
+    if (i / CHUNKS < rows) {
+      const unsigned char* at = row_at(i / CHUNKS) + (i % CHUNKS) * 16;
+      uint4 codes;
+      asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(codes.x), "=r"(codes.y), "=r"(codes.z), "=r"(codes.w)
+                   : "l"(at));
+      uint4* out = reinterpret_cast<uint4*>(dst + (i / CHUNKS) * dst_row + (i % CHUNKS) * 16);
+      out[0] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.x, codes.y));
+      out[1] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.z, codes.w));
+    }
+  }
+}
+
+// A converting warp (lane 0 .. 31): units until none is left.
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N>
+__device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
+                                              const PrefixPrefillSeq* seqs, int kv_heads,
+                                              unsigned launch, int lane) {
+  constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
+  static_assert(TILE_N % kBlockKeys == 0, "whole blocks per copy tile");
+#pragma unroll 1
+  for (;;) {
+    unsigned long long taken = 0;
+    if (lane == 0) taken = atomicAdd(c.counter, 1ull);
+    taken = __shfl_sync(0xffffffffu, taken, 0);
+    // (This launch's numbers are launch x takes_per_launch and on.)
+    const long long index = (long long)taken - (long long)launch * c.takes_per_launch;
+    if (index >= c.unit_count) return;
+    const int4 unit = __ldg(reinterpret_cast<const int4*>(c.units) + index);
+    const int seq = unit.x, first = unit.y, head = unit.z, block = unit.w;
+    const bool context = seq >= 0;
+    if (context) {
+      // Keys first .. of the sequence's context, up to its end, through the page table.
+      const int rows = min(kBlockKeys, seqs[seq].context_len - first);
+      const int* pages = c.block_table + (long long)seq * c.max_pages_per_seq + first / c.page_size;
+      const int slot0 = first % c.page_size;
+      const long long row0 =
+          ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) * TILE_N +
+          (block % BLOCKS_PER_TILE) * kBlockKeys;
+      auto paged = [&](const unsigned char* pool, const int (&strides)[3]) {
+        const unsigned char* base = pool + (long long)head * strides[2];
+        const int page_stride = strides[0], token_stride = strides[1];
+        return [=](int r) {
+          const int slot = slot0 + r;
+          return base + (long long)__ldg(pages + slot / c.page_size) * page_stride +
+                 (slot % c.page_size) * token_stride;
+        };
+      };
+      static_assert(kBlockKeys == 16, "K's rows on lanes 0..15, V's on 16..31");
+      if (lane % 16 < rows) {
+        if (lane < 16) {
+          prefetch_row<HEAD_DIM>(paged(c.k_pool, c.k_strides)(lane));
+        } else {
+          prefetch_row<V_HEAD_DIM>(paged(c.v_pool, c.v_strides)(lane - 16));
+        }
+      }
+      convert_rows<DTYPE, HEAD_DIM>(paged(c.k_pool, c.k_strides), c.k_copies + row0 * HEAD_DIM,
+                                    HEAD_DIM, rows, lane);
+      convert_rows<DTYPE, V_HEAD_DIM>(paged(c.v_pool, c.v_strides),
+                                      c.v_copies + row0 * V_HEAD_DIM, V_HEAD_DIM, rows, lane);
+    } else {
+      // Gathered rows first .. first + kBlockKeys - 1 (new_rows is a multiple of kBlockKeys).
+      const long long row0 = (long long)first * kv_heads + head;
+      const int row = kv_heads * HEAD_DIM, v_row = kv_heads * V_HEAD_DIM;
+      const unsigned char* k_new = c.k_new + row0 * HEAD_DIM;
+      const unsigned char* v_new = c.v_new + row0 * V_HEAD_DIM;
+      // (No prefetch here: with one, ptxas spilled 8 to 12 bytes in the producer.)
+      convert_rows<DTYPE, HEAD_DIM>([=](int r) { return k_new + r * row; },
+                                    c.k_new_copies + row0 * HEAD_DIM, row, kBlockKeys, lane);
+      convert_rows<DTYPE, V_HEAD_DIM>([=](int r) { return v_new + r * v_row; },
+                                      c.v_new_copies + row0 * V_HEAD_DIM, v_row, kBlockKeys,
+                                      lane);
+    }
+    // Every lane's writes, visible to TMA (the async proxy) and at the GPU's scope, before lane 0
+    // raises the flag.
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) {
+      int* flag = c.flags + flag_index(context, block, head, kv_heads, c.context_blocks);
+      asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(launch + 1u) : "memory");
+    }
+  }
+}
+
+// Spins until the block's flag holds `raised`.
+__device__ __forceinline__ void wait_flag(const int* flag, unsigned raised) {
+  unsigned value;
+#pragma unroll 1
+  for (;;) {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
+    if (value == raised) return;
+    __nanosleep(64);
+  }
+}
+
+// The loading warp (all 32 lanes), before the TMA load of context tile `tile` (copy tile `copy`)
+// of kv head `head`: lane q waits for block q where it holds keys of the context (`ctx` keys;
+// blocks past it are never written: their K scores are masked and their V rows zeroed).
+template <int TILE_N>
+__device__ __forceinline__ void wait_context_tile(const PrefixPrefillFp8Copies& c, int copy,
+                                                  int tile, int head, int kv_heads, int ctx,
+                                                  unsigned launch, int lane) {
+  constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
+  if (lane < BLOCKS_PER_TILE && tile * TILE_N + lane * kBlockKeys < ctx) {
+    wait_flag(c.flags + flag_index(true, copy * BLOCKS_PER_TILE + lane, head, kv_heads,
+                                   c.context_blocks),
+              launch + 1u);
+  }
+  __syncwarp();
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+// The loading lane, before the TMA load of the gathered rows row .. row + TILE_N - 1 (`row` a
+// multiple of kBlockKeys) of kv head `head`: their blocks below new_rows (TMA zero-fills past it),
+// another sequence's rows included (they are read, and masked).
+template <int TILE_N>
+__device__ __forceinline__ void wait_new_rows(const PrefixPrefillFp8Copies& c, int row, int head,
+                                              int kv_heads, int new_rows, unsigned launch) {
+  for (int b = row / kBlockKeys; b < (row + TILE_N) / kBlockKeys && b * kBlockKeys < new_rows;
+       ++b) {
+    wait_flag(c.flags + flag_index(false, b, head, kv_heads, c.context_blocks), launch + 1u);
+  }
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
+}  // namespace prefix_prefill::sm90_fp8_copies
+}  // namespace attn
