@@ -32,9 +32,7 @@ __device__ __forceinline__ unsigned launch_number(const PrefixPrefillFp8Copies& 
 }
 
 // Asks L2 for a row of DIMS codes at `at` (64 bytes a prefetch; a row may start anywhere in a
-// 64-byte piece), one lane per row: convert_rows' loads then mostly hit L2. The converting warps
-// have the producer's registers (40 beside two consumers), too few for more than one 16-byte load
-// per lane in flight.
+// 64-byte piece): convert_rows' loads then hit L2.
 template <int DIMS>
 __device__ __forceinline__ void prefetch_row(const unsigned char* at) {
 #pragma unroll
@@ -42,39 +40,51 @@ __device__ __forceinline__ void prefetch_row(const unsigned char* at) {
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at + piece * 64));
 }
 
-// Rows 0 .. rows - 1 (at most kBlockKeys) of DIMS codes, row r's at row_at(r), as 16-bit values of
-// DTYPE at dst + r * dst_row: 16 codes per lane and load.
-template <int DTYPE, int DIMS, typename RowAt>
-__device__ __forceinline__ void convert_rows(RowAt row_at, unsigned short* dst, int dst_row,
-                                             int rows, int lane) {
+// Rows 0 .. rows - 1 (at most kBlockKeys) of DIMS codes, row r's at src + the `offset` of lane
+// lane0 + r, as 16-bit values of DTYPE at dst + r * dst_row: 16 codes per lane and load, BATCH
+// loads in flight. Every lane of the warp calls it (the offsets are shuffled).
+template <int DTYPE, int DIMS>
+__device__ __forceinline__ void convert_rows(const unsigned char* src, long long offset, int lane0,
+                                             unsigned short* dst, int dst_row, int rows,
+                                             int lane) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per row");
   constexpr int CHUNKS = DIMS / 16;
   constexpr int PER_LANE = (kBlockKeys * CHUNKS + 31) / 32;
-  // (Written as loads by count with a bound inside: a loop over i < rows x CHUNKS spilled 8 to
-  // 16 bytes in the producer.)
+  constexpr int BATCH = 1;
 #pragma unroll 1
-  for (int k = 0; k < PER_LANE; ++k) {
-    const int i = lane + 32 * k;
-    if (i / CHUNKS < rows) {
-      const unsigned char* at = row_at(i / CHUNKS) + (i % CHUNKS) * 16;
-      uint4 codes;
-      asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(codes.x), "=r"(codes.y), "=r"(codes.z), "=r"(codes.w)
-                   : "l"(at));
-      uint4* out = reinterpret_cast<uint4*>(dst + (i / CHUNKS) * dst_row + (i % CHUNKS) * 16);
-      out[0] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.x, codes.y));
-      out[1] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes.z, codes.w));
+  for (int k0 = 0; k0 < PER_LANE; k0 += BATCH) {
+    uint4 codes[BATCH];
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      const int i = lane + 32 * (k0 + b);
+      const long long at = __shfl_sync(0xffffffffu, offset, lane0 + (i / CHUNKS) % kBlockKeys);
+      if (i / CHUNKS < rows)
+        codes[b] = __ldg(reinterpret_cast<const uint4*>(src + at + (i % CHUNKS) * 16));
+    }
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      const int i = lane + 32 * (k0 + b);
+      if (i / CHUNKS < rows) {
+        uint4* out = reinterpret_cast<uint4*>(dst + (i / CHUNKS) * dst_row + (i % CHUNKS) * 16);
+        out[0] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes[b].x, codes[b].y));
+        out[1] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes[b].z, codes[b].w));
+      }
     }
   }
 }
 
-// A converting warp (lane 0 .. 31): units until none is left.
+// A converting warp (lane 0 .. 31): units until none is left. Lane r < 16 finds row r of K, lane
+// 16 + r row r of V (a context row through the page table, once per unit), asks L2 for it, and
+// the conversion's lanes take their rows' offsets from them.
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N>
 __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
                                               const PrefixPrefillSeq* seqs, int kv_heads,
                                               unsigned launch, int lane) {
   constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
   static_assert(TILE_N % kBlockKeys == 0, "whole blocks per copy tile");
+  static_assert(kBlockKeys == 16, "K's rows on lanes 0..15, V's on 16..31");
+  const bool value = lane >= kBlockKeys;
+  const int row = lane % kBlockKeys;
 #pragma unroll 1
   for (;;) {
     unsigned long long taken = 0;
@@ -86,52 +96,44 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
     const int4 unit = __ldg(reinterpret_cast<const int4*>(c.units) + index);
     const int seq = unit.x, first = unit.y, head = unit.z, block = unit.w;
     const bool context = seq >= 0;
-    if (context) {
-      // Keys first .. of the sequence's context, up to its end, through the page table.
-      const int rows = min(kBlockKeys, seqs[seq].context_len - first);
-      const int* pages = c.block_table + (long long)seq * c.max_pages_per_seq + first / c.page_size;
-      const int slot0 = first % c.page_size;
-      const long long row0 =
-          ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) * TILE_N +
-          (block % BLOCKS_PER_TILE) * kBlockKeys;
-      auto paged = [&](const unsigned char* pool, const int (&strides)[3]) {
-        const unsigned char* base = pool + (long long)head * strides[2];
-        const int page_stride = strides[0], token_stride = strides[1];
-        return [=](int r) {
-          const int slot = slot0 + r;
-          return base + (long long)__ldg(pages + slot / c.page_size) * page_stride +
-                 (slot % c.page_size) * token_stride;
-        };
-      };
-      static_assert(kBlockKeys == 16, "K's rows on lanes 0..15, V's on 16..31");
-      if (lane % 16 < rows) {
-        if (lane < 16) {
-          prefetch_row<HEAD_DIM>(paged(c.k_pool, c.k_strides)(lane));
-        } else {
-          prefetch_row<V_HEAD_DIM>(paged(c.v_pool, c.v_strides)(lane - 16));
-        }
+    // Context: keys first .. of the sequence, up to its end, through the page table, into rows
+    // of a copy tile; new tokens: gathered rows first .. first + 15 (new_rows is a multiple of
+    // kBlockKeys), into the same rows of the copies.
+    const int rows = context ? min(kBlockKeys, seqs[seq].context_len - first) : kBlockKeys;
+    long long offset = 0;  // of this lane's row in its pool or gathered rows
+    if (row < rows) {
+      if (context) {
+        const int slot = first % c.page_size + row;
+        const int* strides = value ? c.v_strides : c.k_strides;
+        const int page = __ldg(c.block_table + (long long)seq * c.max_pages_per_seq +
+                               first / c.page_size + slot / c.page_size);
+        offset = (long long)page * strides[0] + (slot % c.page_size) * strides[1] +
+                 head * strides[2];
+      } else {
+        offset = ((long long)(first + row) * kv_heads + head) * (value ? V_HEAD_DIM : HEAD_DIM);
       }
-      convert_rows<DTYPE, HEAD_DIM>(paged(c.k_pool, c.k_strides), c.k_copies + row0 * HEAD_DIM,
-                                    HEAD_DIM, rows, lane);
-      convert_rows<DTYPE, V_HEAD_DIM>(paged(c.v_pool, c.v_strides),
-                                      c.v_copies + row0 * V_HEAD_DIM, V_HEAD_DIM, rows, lane);
-    } else {
-      // Gathered rows first .. first + kBlockKeys - 1 (new_rows is a multiple of kBlockKeys).
-      const long long row0 = (long long)first * kv_heads + head;
-      const int row = kv_heads * HEAD_DIM, v_row = kv_heads * V_HEAD_DIM;
-      const unsigned char* k_new = c.k_new + row0 * HEAD_DIM;
-      const unsigned char* v_new = c.v_new + row0 * V_HEAD_DIM;
-      // (No prefetch here: with one, ptxas spilled 8 to 12 bytes in the producer.)
-      convert_rows<DTYPE, HEAD_DIM>([=](int r) { return k_new + r * row; },
-                                    c.k_new_copies + row0 * HEAD_DIM, row, kBlockKeys, lane);
-      convert_rows<DTYPE, V_HEAD_DIM>([=](int r) { return v_new + r * v_row; },
-                                      c.v_new_copies + row0 * V_HEAD_DIM, v_row, kBlockKeys,
-                                      lane);
+      const unsigned char* src = context ? (value ? c.v_pool : c.k_pool) : (value ? c.v_new : c.k_new);
+      if (value) {
+        prefetch_row<V_HEAD_DIM>(src + offset);
+      } else {
+        prefetch_row<HEAD_DIM>(src + offset);
+      }
     }
-    // Every lane's writes, visible to TMA (the async proxy) and at the GPU's scope, before lane 0
-    // raises the flag.
+    const long long copy_row = context ? ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) *
+                                                 TILE_N +
+                                             (block % BLOCKS_PER_TILE) * kBlockKeys
+                                       : (long long)first * kv_heads + head;
+    const int dst_rows = context ? 1 : kv_heads;  // copy rows from one row to the next
+    convert_rows<DTYPE, HEAD_DIM>(context ? c.k_pool : c.k_new, offset, 0,
+                                  (context ? c.k_copies : c.k_new_copies) + copy_row * HEAD_DIM,
+                                  dst_rows * HEAD_DIM, rows, lane);
+    convert_rows<DTYPE, V_HEAD_DIM>(
+        context ? c.v_pool : c.v_new, offset, kBlockKeys,
+        (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM, dst_rows * V_HEAD_DIM,
+        rows, lane);
+    // Every lane's writes, visible to TMA (the async proxy), ordered before lane 0's release of
+    // the flag by the warp's barrier (the release is cumulative).
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
-    __threadfence();
     __syncwarp();
     if (lane == 0) {
       int* flag = c.flags + flag_index(context, block, head, kv_heads, c.context_blocks);
@@ -140,15 +142,16 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
   }
 }
 
-// Spins until the block's flag holds `raised`.
+// Spins until the block's flag holds `raised` (relaxed reads, then one acquiring read).
 __device__ __forceinline__ void wait_flag(const int* flag, unsigned raised) {
   unsigned value;
 #pragma unroll 1
   for (;;) {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
-    if (value == raised) return;
-    __nanosleep(64);
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
+    if (value == raised) break;
+    __nanosleep(32);
   }
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
 }
 
 // The loading warp (all 32 lanes), before the TMA load of context tile `tile` (copy tile `copy`)
