@@ -48,10 +48,9 @@ ATTN_HOST_DEVICE constexpr int loads_together(int dims, int most) {
 }
 
 // Rows 0 .. rows - 1 (at most kBlockKeys) of DIMS codes, row r's at src + the `offset` of lane
-// lane0 + r, as fp16 values at dst + r * dst_row (one instruction per pair of codes, exactly: every
-// e4m3 value is an fp16): 16 codes per lane and load, BATCH loads in flight. Every lane of the
-// warp calls it (the offsets are shuffled).
-template <int DIMS, int BATCH>
+// lane0 + r, as 16-bit values of DTYPE at dst + r * dst_row: 16 codes per lane and load, BATCH
+// loads in flight. Every lane of the warp calls it (the offsets are shuffled).
+template <int DTYPE, int DIMS, int BATCH>
 __device__ __forceinline__ void convert_rows(const unsigned char* src, long long offset, int lane0,
                                              unsigned short* dst, int dst_row, int rows,
                                              int lane) {
@@ -74,8 +73,8 @@ __device__ __forceinline__ void convert_rows(const unsigned char* src, long long
       const int i = lane + 32 * (k0 + b);
       if (i / CHUNKS < rows) {
         uint4* out = reinterpret_cast<uint4*>(dst + (i / CHUNKS) * dst_row + (i % CHUNKS) * 16);
-        out[0] = e4m3x8_to_f16(make_uint2(codes[b].x, codes[b].y));
-        out[1] = e4m3x8_to_f16(make_uint2(codes[b].z, codes[b].w));
+        out[0] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes[b].x, codes[b].y));
+        out[1] = e4m3x8_to_16bit_rebiased<DTYPE>(make_uint2(codes[b].z, codes[b].w));
       }
     }
   }
@@ -84,7 +83,7 @@ __device__ __forceinline__ void convert_rows(const unsigned char* src, long long
 // A converting warp (lane 0 .. 31): units until none is left. Lane r < 16 finds row r of K, lane
 // 16 + r row r of V (a context row through the page table, once per unit), asks L2 for it, and
 // the conversion's lanes take their rows' offsets from them.
-template <int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int BATCH>
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int BATCH>
 __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
                                               const PrefixPrefillSeq* seqs, int kv_heads,
                                               unsigned launch, int lane) {
@@ -132,10 +131,10 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
                                              (block % BLOCKS_PER_TILE) * kBlockKeys
                                        : (long long)first * kv_heads + head;
     const int dst_rows = context ? 1 : kv_heads;  // copy rows from one row to the next
-    convert_rows<HEAD_DIM, loads_together(HEAD_DIM, BATCH)>(context ? c.k_pool : c.k_new, offset, 0,
+    convert_rows<DTYPE, HEAD_DIM, loads_together(HEAD_DIM, BATCH)>(context ? c.k_pool : c.k_new, offset, 0,
                                   (context ? c.k_copies : c.k_new_copies) + copy_row * HEAD_DIM,
                                   dst_rows * HEAD_DIM, rows, lane);
-    convert_rows<V_HEAD_DIM, loads_together(V_HEAD_DIM, BATCH)>(
+    convert_rows<DTYPE, V_HEAD_DIM, loads_together(V_HEAD_DIM, BATCH)>(
         context ? c.v_pool : c.v_new, offset, kBlockKeys,
         (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM, dst_rows * V_HEAD_DIM,
         rows, lane);

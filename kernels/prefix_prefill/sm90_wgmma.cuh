@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
       CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE, CONVERTS_ONCE);
   // The products' dtype: an fp8 cache's tiles are converted to fp16 (one instruction per pair of
   // codes), and a bf16 Q with them (sm90_attention::Consumer::convert_q); else Q's dtype.
-  constexpr int PRODUCTS = KV_FP8 || CONVERTS_ONCE ? kDTypeFp16 : DTYPE;
+  constexpr int PRODUCTS = KV_FP8 ? kDTypeFp16 : DTYPE;
   // KV_FP8: one part's codes, bytes (K's rows are the wider: V_HEAD_DIM <= HEAD_DIM), and the
   // parts the staging buffer holds.
   constexpr int STAGING_PART = prefix_prefill::sm90_wgmma::fp8_part_bytes(HEAD_DIM, TILE_N);
@@ -482,7 +482,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         // Loads in flight per lane: as many as the registers hold.
         constexpr int BATCH =
             PRODUCER_REGISTERS >= 56 ? prefix_prefill::sm90_wgmma::kWideConverterBatch : 1;
-        prefix_prefill::sm90_fp8_copies::convert_units<HEAD_DIM, V_HEAD_DIM, TILE_N, BATCH>(
+        prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N, BATCH>(
             p.copies, p.seqs, p.num_q_heads / p.group, launch, lane);
         return;
       }

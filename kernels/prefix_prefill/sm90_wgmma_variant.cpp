@@ -327,7 +327,6 @@ class Sm90WgmmaVariant : public Variant {
       // One number per unit, and one past the last unit per converting warp (three per CTA).
       copies.takes_per_launch = int64_t(plan.units.size()) + 3 * int64_t(grid);
       for (PagedPoolShape* shape : {&k_shape, &v_shape}) {
-        shape->dtype = DType::fp16;  // the kernel's products (Q converted)
         shape->hnd = true;
         shape->page_size = c.tile_n;
         shape->pages = std::max(plan.tiles, 1);
@@ -374,12 +373,11 @@ class Sm90WgmmaVariant : public Variant {
       p.k_new = static_cast<const unsigned char*>(fresh.k_new);
       p.v_new = static_cast<const unsigned char*>(fresh.v_new);
     } else {
-      // K_new and V_new (rows of head_dim and v_head_dim; their fp16 copies over an fp8 cache).
-      const CUtensorMapDataType new_type = c.converts_once(batch) ? tensor_map_type(DType::fp16) : type;
+      // K_new and V_new (rows of head_dim and v_head_dim).
       auto new_tokens_map = [&](const void* rows, int row_dims) {
         if (!interleaved) {
           // (dims, kv heads, new_rows): a box is one column block of tile_n rows of one kv head.
-          return encode_heads_tensor_map(api, new_type, rows, row_dims, m.num_kv_heads,
+          return encode_heads_tensor_map(api, type, rows, row_dims, m.num_kv_heads,
                                          uint64_t(fresh.new_rows), uint32_t(c.tile_n));
         }
         // (64, 8 rows, kv heads x column blocks, new_rows / 8): a box is tile_n rows of one kv
@@ -388,7 +386,7 @@ class Sm90WgmmaVariant : public Variant {
         const uint64_t dims[4] = {64, 8, columns / 64, uint64_t(fresh.new_rows) / 8};
         const uint64_t strides[3] = {columns * 2, 128, 8 * columns * 2};
         const uint32_t box[4] = {64, 8, uint32_t(row_dims / 64), uint32_t(c.tile_n / 8)};
-        return encode_tensor_map(api, new_type, rows, 4, dims, strides, box);
+        return encode_tensor_map(api, type, rows, 4, dims, strides, box);
       };
       p.k_new_map = new_tokens_map(k_new, m.head_dim);
       p.v_new_map = new_tokens_map(v_new, v_head_dim);
