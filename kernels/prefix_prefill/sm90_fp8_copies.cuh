@@ -40,24 +40,17 @@ __device__ __forceinline__ void prefetch_row(const unsigned char* at) {
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at + piece * 64));
 }
 
-// Loads in flight per lane for a block's rows of `dims` codes: `most`, or 2, or 1, whichever
-// divides the loads a lane makes.
-ATTN_HOST_DEVICE constexpr int loads_together(int dims, int most) {
-  const int loads = (kBlockKeys * dims / 16 + 31) / 32;
-  return loads % most == 0 ? most : loads % 2 == 0 && most >= 2 ? 2 : 1;
-}
-
 // Rows 0 .. rows - 1 (at most kBlockKeys) of DIMS codes, row r's at src + the `offset` of lane
 // lane0 + r, as 16-bit values of DTYPE at dst + r * dst_row: 16 codes per lane and load, BATCH
 // loads in flight. Every lane of the warp calls it (the offsets are shuffled).
-template <int DTYPE, int DIMS, int BATCH>
+template <int DTYPE, int DIMS>
 __device__ __forceinline__ void convert_rows(const unsigned char* src, long long offset, int lane0,
                                              unsigned short* dst, int dst_row, int rows,
                                              int lane) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per row");
   constexpr int CHUNKS = DIMS / 16;
   constexpr int PER_LANE = (kBlockKeys * CHUNKS + 31) / 32;
-  static_assert(PER_LANE % BATCH == 0, "whole batches");
+  constexpr int BATCH = 1;
 #pragma unroll 1
   for (int k0 = 0; k0 < PER_LANE; k0 += BATCH) {
     uint4 codes[BATCH];
@@ -83,7 +76,7 @@ __device__ __forceinline__ void convert_rows(const unsigned char* src, long long
 // A converting warp (lane 0 .. 31): units until none is left. Lane r < 16 finds row r of K, lane
 // 16 + r row r of V (a context row through the page table, once per unit), asks L2 for it, and
 // the conversion's lanes take their rows' offsets from them.
-template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int BATCH>
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N>
 __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
                                               const PrefixPrefillSeq* seqs, int kv_heads,
                                               unsigned launch, int lane) {
@@ -131,10 +124,10 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
                                              (block % BLOCKS_PER_TILE) * kBlockKeys
                                        : (long long)first * kv_heads + head;
     const int dst_rows = context ? 1 : kv_heads;  // copy rows from one row to the next
-    convert_rows<DTYPE, HEAD_DIM, loads_together(HEAD_DIM, BATCH)>(context ? c.k_pool : c.k_new, offset, 0,
+    convert_rows<DTYPE, HEAD_DIM>(context ? c.k_pool : c.k_new, offset, 0,
                                   (context ? c.k_copies : c.k_new_copies) + copy_row * HEAD_DIM,
                                   dst_rows * HEAD_DIM, rows, lane);
-    convert_rows<DTYPE, V_HEAD_DIM, loads_together(V_HEAD_DIM, BATCH)>(
+    convert_rows<DTYPE, V_HEAD_DIM>(
         context ? c.v_pool : c.v_new, offset, kBlockKeys,
         (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM, dst_rows * V_HEAD_DIM,
         rows, lane);

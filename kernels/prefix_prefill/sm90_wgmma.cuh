@@ -391,8 +391,6 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   // The consumers' arrays (sm90_attention::register_estimate): how an fp8 cache's kernel splits
   // the registers (prefix_prefill::sm90_wgmma::producer_registers).
   constexpr int REGISTER_ESTIMATE = sm90_attention::register_estimate(HEAD_DIM, TILE_N, V_HEAD_DIM);
-  constexpr int PRODUCER_REGISTERS = prefix_prefill::sm90_wgmma::producer_registers(
-      CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE, CONVERTS_ONCE);
   // The products' dtype: an fp8 cache's tiles are converted to fp16 (one instruction per pair of
   // codes), and a bf16 Q with them (sm90_attention::Consumer::convert_q); else Q's dtype.
   constexpr int PRODUCTS = KV_FP8 ? kDTypeFp16 : DTYPE;
@@ -475,14 +473,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     // every consumer warp released tile g - STAGES (a fresh empty barrier passes parity 1), so
     // the next item's first tiles load while the consumers finish the current one. Every producer
     // thread that writes or arrives waits for that first.
-    sm90::setmaxnreg_dec<PRODUCER_REGISTERS>();
+    sm90::setmaxnreg_dec<prefix_prefill::sm90_wgmma::producer_registers(
+        CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE)>();
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if constexpr (CONVERTS_ONCE) {
       if (warp > 0) {
-        // Loads in flight per lane: as many as the registers hold.
-        constexpr int BATCH =
-            PRODUCER_REGISTERS >= 56 ? prefix_prefill::sm90_wgmma::kWideConverterBatch : 1;
-        prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N, BATCH>(
+        prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N>(
             p.copies, p.seqs, p.num_q_heads / p.group, launch, lane);
         return;
       }
@@ -743,8 +739,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
   }
 
   // ---- Consumers (kernels/common/sm90_attention.cuh) ----
-  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(
-      CONSUMERS, WARPGROUP_LOADS, KV_FP8, REGISTER_ESTIMATE, CONVERTS_ONCE)>();
+  sm90::setmaxnreg_inc<prefix_prefill::sm90_wgmma::consumer_registers(CONSUMERS, WARPGROUP_LOADS,
+                                                                      KV_FP8, REGISTER_ESTIMATE)>();
   const int consumer = warpgroup - 1;
   const int tid = threadIdx.x % 128;
   const int wg_row0 = consumer * ROWS;  // the warpgroup's first row in the tile

@@ -114,26 +114,17 @@ constexpr int kFp8WideProducerEstimate = 200;
 ATTN_HOST_DEVICE constexpr bool fp8_wide_producer(int consumers, bool kv_fp8, int estimate) {
   return kv_fp8 && consumers == 2 && estimate <= kFp8WideProducerEstimate;
 }
-// An fp8 cache with fp8_dequant=1 (converts_once): the producer's converting warps keep 56
-// registers, for several loads in flight per lane (kWideConverterBatch; one at 40), where two
-// consumers' arrays and the scales fit in the 224 left beside them (128 x 56 + 256 x 224).
-constexpr int kWideConverterBatch = 2;
-ATTN_HOST_DEVICE constexpr bool wide_converters(int consumers, bool converts_once, int estimate);
 // estimate: sm90_attention::register_estimate of the config (only an fp8 cache's split reads it).
 ATTN_HOST_DEVICE constexpr int producer_registers(int consumers, bool copies = false,
-                                                  bool kv_fp8 = false, int estimate = 0,
-                                                  bool converts_once = false) {
+                                                  bool kv_fp8 = false, int estimate = 0) {
   if (kv_fp8 && consumers == 1) return 96;
   if (kv_fp8) return fp8_wide_producer(consumers, kv_fp8, estimate) ? 72 : 56;
-  if (wide_converters(consumers, converts_once, estimate)) return 56;
   return sm90_persistent::producer_registers(consumers) + (consumers == 2 && copies ? 8 : 0);
 }
 ATTN_HOST_DEVICE constexpr int consumer_registers(int consumers, bool copies = false,
-                                                  bool kv_fp8 = false, int estimate = 0,
-                                                  bool converts_once = false) {
+                                                  bool kv_fp8 = false, int estimate = 0) {
   return sm90_persistent::consumer_registers(consumers) - (consumers == 2 && copies ? 8 : 0) -
-         (fp8_wide_producer(consumers, kv_fp8, estimate) ? 8 : 0) -
-         (wide_converters(consumers, converts_once, estimate) ? 8 : 0);
+         (fp8_wide_producer(consumers, kv_fp8, estimate) ? 8 : 0);
 }
 // The most registers sm90_attention::register_estimate may give a consumer thread's arrays. One
 // consumer keeps a margin of 16 below setmaxnreg's 240: at head_dim 192 over 128 keys (estimate
@@ -201,10 +192,6 @@ enum Rule : int {
 // at head dim 256 with two consumers and 64-key tiles (estimate 216 of 232) ptxas spilled 4 bytes
 // there (with 16-key pages, whose copying producer leaves the consumers 224), none at 192 (184).
 constexpr int kScaleRegisters = 17;
-ATTN_HOST_DEVICE constexpr bool wide_converters(int consumers, bool converts_once, int estimate) {
-  return converts_once && consumers == 2 &&
-         estimate + kScaleRegisters <= sm90_persistent::consumer_registers(2) - 8;
-}
 
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
 // kv_fp8: the producer converts an fp8 cache's tiles; kv_scales: the consumers apply its scales
