@@ -160,45 +160,48 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c, u
   }
 }
 
-// Spins until the block's flag holds `raised` (relaxed reads, then one acquiring read).
-__device__ __forceinline__ void wait_flag(const int* flag, unsigned raised) {
-  unsigned value;
-#pragma unroll 1
-  for (;;) {
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
-    if (value == raised) break;
-    __nanosleep(32);
-  }
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
+// The flag lane `lane` of the loading warp waits for before context tile `tile` (copy tile
+// `copy`) of kv head `head` is loaded: block `lane` of the tile where it holds keys of the context
+// (`ctx` keys; blocks past it are never written: their K scores are masked and their V rows
+// zeroed), else none (null).
+template <int TILE_N>
+__device__ __forceinline__ const int* context_flag(const PrefixPrefillFp8Copies& c, int copy,
+                                                   int tile, int ctx, int head, int lane) {
+  constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
+  if (lane >= BLOCKS_PER_TILE || tile * TILE_N + lane * kBlockKeys >= ctx) return nullptr;
+  return c.flags +
+         flag_index(true, copy * BLOCKS_PER_TILE + lane, head, c.kv_heads, c.context_blocks);
 }
 
-// The loading warp (all 32 lanes), before the TMA load of context tile `tile` (copy tile `copy`)
-// of kv head `head`: lane q waits for block q where it holds keys of the context (`ctx` keys;
-// blocks past it are never written: their K scores are masked and their V rows zeroed).
+// The same before the gathered rows row .. row + TILE_N - 1 (`row` a multiple of kBlockKeys) are
+// loaded: block `lane` of them where it lies below new_rows (TMA zero-fills past it), another
+// sequence's rows included (they are read, and masked).
 template <int TILE_N>
-__device__ __forceinline__ void wait_context_tile(const PrefixPrefillFp8Copies& c, int copy,
-                                                  int tile, int head, int kv_heads, int ctx,
-                                                  unsigned launch, int lane) {
-  constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
-  if (lane < BLOCKS_PER_TILE && tile * TILE_N + lane * kBlockKeys < ctx) {
-    wait_flag(c.flags + flag_index(true, copy * BLOCKS_PER_TILE + lane, head, kv_heads,
-                                   c.context_blocks),
-              launch + 1u);
+__device__ __forceinline__ const int* new_rows_flag(const PrefixPrefillFp8Copies& c, int row,
+                                                    int new_rows, int head, int lane) {
+  const int first = row + lane * kBlockKeys;
+  if (lane >= TILE_N / kBlockKeys || first >= new_rows) return nullptr;
+  return c.flags + flag_index(false, first / kBlockKeys, head, c.kv_heads, c.context_blocks);
+}
+
+// A flag's value (launch + 1 for none), read with acquire semantics, so that a raised one orders
+// the block's writes before the loads that follow.
+__device__ __forceinline__ unsigned read_flag(const int* flag, unsigned launch) {
+  if (flag == nullptr) return launch + 1u;
+  unsigned value;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
+  return value;
+}
+
+// Every lane of the loading warp: spins until its flag holds launch + 1 (`seen` its first read),
+// then the TMA loads may read the block.
+__device__ __forceinline__ void wait_flag(const int* flag, unsigned seen, unsigned launch) {
+#pragma unroll 1
+  while (seen != launch + 1u) {
+    __nanosleep(32);
+    seen = read_flag(flag, launch);
   }
   __syncwarp();
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
-
-// The loading lane, before the TMA load of the gathered rows row .. row + TILE_N - 1 (`row` a
-// multiple of kBlockKeys) of kv head `head`: their blocks below new_rows (TMA zero-fills past it),
-// another sequence's rows included (they are read, and masked).
-template <int TILE_N>
-__device__ __forceinline__ void wait_new_rows(const PrefixPrefillFp8Copies& c, int row, int head,
-                                              int kv_heads, int new_rows, unsigned launch) {
-  for (int b = row / kBlockKeys; b < (row + TILE_N) / kBlockKeys && b * kBlockKeys < new_rows;
-       ++b) {
-    wait_flag(c.flags + flag_index(false, b, head, kv_heads, c.context_blocks), launch + 1u);
-  }
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
 

@@ -622,6 +622,19 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
         const unsigned int parity = ((g / STAGES) & 1) ^ 1;
         unsigned char* k_dst = k_tiles + s * K_BYTES;
         unsigned char* v_dst = v_tiles + s * V_BYTES;
+        if constexpr (CONVERTS_ONCE) {
+          // Warp 0's lane q reads block q's flag before the stage is free (hiding the read behind
+          // that wait), then waits for the block to be converted in this launch.
+          namespace copies = prefix_prefill::sm90_fp8_copies;
+          const int* flag = n < n_ctx ? copies::context_flag<TILE_N>(p.copies, __ldg(item.pages + n),
+                                                                     n, ctx, item.kv_head, lane)
+                                      : copies::new_rows_flag<TILE_N>(
+                                            p.copies, item.info.new_start + (n - n_ctx) * TILE_N,
+                                            p.new_rows, item.kv_head, lane);
+          const unsigned seen = copies::read_flag(flag, launch);
+          sm90::mbarrier_wait(&k_empty[s], parity);
+          copies::wait_flag(flag, seen, launch);
+        }
         if (COPY && n < n_ctx) {
           // FlashAttention-3's paged-KV pipeline: copy tile n, then publish tile n - 1 once this
           // thread's copies of it have landed (cp.async groups complete in commit order:
@@ -672,12 +685,6 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           // 8, page). Column-block-major (paged_pool_tensor_map): NHD (dim, kv head, slot, page),
           // HND (dim, slot, kv head, page), a box per column block.
           const int y = (p.hnd ? item.kv_head * (p.page_size / 8) : 0) + slot / 8;
-          if constexpr (CONVERTS_ONCE) {
-            // The tile's blocks converted in this launch (the copies' page is the tile).
-            prefix_prefill::sm90_fp8_copies::wait_context_tile<TILE_N>(
-                p.copies, __ldg(item.pages + n), n, item.kv_head, p.num_q_heads / p.group, ctx,
-                launch, lane);
-          }
           const int c1 = p.hnd ? slot : item.kv_head, c2 = p.hnd ? item.kv_head : slot;
           auto load_part = [&](bool value, unsigned long long* empty, unsigned long long* full,
                                unsigned char* dst, const TensorMapBytes* map) {
@@ -713,12 +720,6 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
             if (warp != 0) {
               sm90::mbarrier_arrive(&full[s]);
               return;
-            }
-            if constexpr (CONVERTS_ONCE) {
-              if (!value) {  // K's and V's rows share their blocks' flags
-                prefix_prefill::sm90_fp8_copies::wait_new_rows<TILE_N>(
-                    p.copies, row, item.kv_head, p.num_q_heads / p.group, p.new_rows, launch);
-              }
             }
             sm90::mbarrier_expect_bytes(&full[s], PART_BLOCKS * KV_BLOCK);
             if constexpr (INTERLEAVED) {
