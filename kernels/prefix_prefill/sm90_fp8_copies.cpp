@@ -72,7 +72,6 @@ PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(
         if (n < w.n_tiles) tile_blocks(w, n);
       }
     }
-    if (wave == 0) plan.first_wave = int(plan.units.size());
   }
   return plan;
 }

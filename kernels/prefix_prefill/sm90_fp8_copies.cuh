@@ -40,24 +40,17 @@ __device__ __forceinline__ void prefetch_row(const unsigned char* at) {
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(at + piece * 64));
 }
 
-// Loads in flight per lane for a block's rows of `dims` codes: `most`, or 2, or 1, whichever
-// divides the loads a lane makes.
-ATTN_HOST_DEVICE constexpr int loads_together(int dims, int most) {
-  const int loads = (kBlockKeys * dims / 16 + 31) / 32;
-  return loads % most == 0 ? most : loads % 2 == 0 && most >= 2 ? 2 : 1;
-}
-
 // Rows 0 .. rows - 1 (at most kBlockKeys) of DIMS codes, row r's at src + the `offset` of lane
 // lane0 + r, as 16-bit values of DTYPE at dst + r * dst_row: 16 codes per lane and load, BATCH
 // loads in flight. Every lane of the warp calls it (the offsets are shuffled).
-template <int DTYPE, int DIMS, int BATCH>
+template <int DTYPE, int DIMS>
 __device__ __forceinline__ void convert_rows(const unsigned char* src, long long offset, int lane0,
                                              unsigned short* dst, int dst_row, int rows,
                                              int lane) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per row");
   constexpr int CHUNKS = DIMS / 16;
   constexpr int PER_LANE = (kBlockKeys * CHUNKS + 31) / 32;
-  static_assert(PER_LANE % BATCH == 0, "whole batches");
+  constexpr int BATCH = 1;
 #pragma unroll 1
   for (int k0 = 0; k0 < PER_LANE; k0 += BATCH) {
     uint4 codes[BATCH];
@@ -80,83 +73,72 @@ __device__ __forceinline__ void convert_rows(const unsigned char* src, long long
   }
 }
 
-// Unit `index` of the plan, by a whole warp (lane 0 .. 31), and its flag raised to launch + 1.
-// Lane r < 16 finds row r of K, lane 16 + r row r of V (a context row through the page table, once
-// per unit) and asks L2 for it; the conversion's lanes take their rows' offsets from them.
-template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int BATCH>
-__device__ __forceinline__ void convert_unit(const PrefixPrefillFp8Copies& c, long long index,
-                                             unsigned launch, int lane) {
+// A converting warp (lane 0 .. 31): units until none is left. Lane r < 16 finds row r of K, lane
+// 16 + r row r of V (a context row through the page table, once per unit), asks L2 for it, and
+// the conversion's lanes take their rows' offsets from them.
+template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N>
+__device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
+                                              const PrefixPrefillSeq* seqs, int kv_heads,
+                                              unsigned launch, int lane) {
   constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
   static_assert(TILE_N % kBlockKeys == 0, "whole blocks per copy tile");
   static_assert(kBlockKeys == 16, "K's rows on lanes 0..15, V's on 16..31");
   const bool value = lane >= kBlockKeys;
   const int row = lane % kBlockKeys;
-  const int kv_heads = c.kv_heads;
-  const int4 unit = __ldg(reinterpret_cast<const int4*>(c.units) + index);
-  const int seq = unit.x, first = unit.y, head = unit.z, block = unit.w;
-  const bool context = seq >= 0;
-  // Context: keys first .. of the sequence, up to its end, through the page table, into rows of
-  // a copy tile; new tokens: gathered rows first .. first + 15 (new_rows is a multiple of
-  // kBlockKeys), into the same rows of the copies.
-  const int rows = context ? min(kBlockKeys, c.seqs[seq].context_len - first) : kBlockKeys;
-  long long offset = 0;  // of this lane's row in its pool or gathered rows
-  if (row < rows) {
-    if (context) {
-      const int slot = first % c.page_size + row;
-      const int* strides = value ? c.v_strides : c.k_strides;
-      const int page = __ldg(c.block_table + (long long)seq * c.max_pages_per_seq +
-                             first / c.page_size + slot / c.page_size);
-      offset = (long long)page * strides[0] + (slot % c.page_size) * strides[1] +
-               head * strides[2];
-    } else {
-      offset = ((long long)(first + row) * kv_heads + head) * (value ? V_HEAD_DIM : HEAD_DIM);
-    }
-    const unsigned char* src =
-        context ? (value ? c.v_pool : c.k_pool) : (value ? c.v_new : c.k_new);
-    if (value) {
-      prefetch_row<V_HEAD_DIM>(src + offset);
-    } else {
-      prefetch_row<HEAD_DIM>(src + offset);
-    }
-  }
-  const long long copy_row =
-      context ? ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) * TILE_N +
-                    (block % BLOCKS_PER_TILE) * kBlockKeys
-              : (long long)first * kv_heads + head;
-  const int dst_rows = context ? 1 : kv_heads;  // copy rows from one row to the next
-  convert_rows<DTYPE, HEAD_DIM, loads_together(HEAD_DIM, BATCH)>(
-      context ? c.k_pool : c.k_new, offset, 0,
-      (context ? c.k_copies : c.k_new_copies) + copy_row * HEAD_DIM, dst_rows * HEAD_DIM, rows,
-      lane);
-  convert_rows<DTYPE, V_HEAD_DIM, loads_together(V_HEAD_DIM, BATCH)>(
-      context ? c.v_pool : c.v_new, offset, kBlockKeys,
-      (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM, dst_rows * V_HEAD_DIM,
-      rows, lane);
-  // Every lane's writes, visible to TMA (the async proxy), ordered before lane 0's release of the
-  // flag by the warp's barrier (the release is cumulative).
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-  __syncwarp();
-  if (lane == 0) {
-    int* flag = c.flags + flag_index(context, block, head, kv_heads, c.context_blocks);
-    asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(launch + 1u) : "memory");
-  }
-}
-
-// A converting warp of the attention kernel: the units after the head start's, one at a time from
-// the counter, until none is left.
-template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N, int BATCH>
-__device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c, unsigned launch,
-                                              int lane) {
 #pragma unroll 1
   for (;;) {
     unsigned long long taken = 0;
     if (lane == 0) taken = atomicAdd(c.counter, 1ull);
     taken = __shfl_sync(0xffffffffu, taken, 0);
     // (This launch's numbers are launch x takes_per_launch and on.)
-    const long long index =
-        c.head_start + ((long long)taken - (long long)launch * c.takes_per_launch);
+    const long long index = (long long)taken - (long long)launch * c.takes_per_launch;
     if (index >= c.unit_count) return;
-    convert_unit<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N, BATCH>(c, index, launch, lane);
+    const int4 unit = __ldg(reinterpret_cast<const int4*>(c.units) + index);
+    const int seq = unit.x, first = unit.y, head = unit.z, block = unit.w;
+    const bool context = seq >= 0;
+    // Context: keys first .. of the sequence, up to its end, through the page table, into rows
+    // of a copy tile; new tokens: gathered rows first .. first + 15 (new_rows is a multiple of
+    // kBlockKeys), into the same rows of the copies.
+    const int rows = context ? min(kBlockKeys, seqs[seq].context_len - first) : kBlockKeys;
+    long long offset = 0;  // of this lane's row in its pool or gathered rows
+    if (row < rows) {
+      if (context) {
+        const int slot = first % c.page_size + row;
+        const int* strides = value ? c.v_strides : c.k_strides;
+        const int page = __ldg(c.block_table + (long long)seq * c.max_pages_per_seq +
+                               first / c.page_size + slot / c.page_size);
+        offset = (long long)page * strides[0] + (slot % c.page_size) * strides[1] +
+                 head * strides[2];
+      } else {
+        offset = ((long long)(first + row) * kv_heads + head) * (value ? V_HEAD_DIM : HEAD_DIM);
+      }
+      const unsigned char* src = context ? (value ? c.v_pool : c.k_pool) : (value ? c.v_new : c.k_new);
+      if (value) {
+        prefetch_row<V_HEAD_DIM>(src + offset);
+      } else {
+        prefetch_row<HEAD_DIM>(src + offset);
+      }
+    }
+    const long long copy_row = context ? ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) *
+                                                 TILE_N +
+                                             (block % BLOCKS_PER_TILE) * kBlockKeys
+                                       : (long long)first * kv_heads + head;
+    const int dst_rows = context ? 1 : kv_heads;  // copy rows from one row to the next
+    convert_rows<DTYPE, HEAD_DIM>(context ? c.k_pool : c.k_new, offset, 0,
+                                  (context ? c.k_copies : c.k_new_copies) + copy_row * HEAD_DIM,
+                                  dst_rows * HEAD_DIM, rows, lane);
+    convert_rows<DTYPE, V_HEAD_DIM>(
+        context ? c.v_pool : c.v_new, offset, kBlockKeys,
+        (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM, dst_rows * V_HEAD_DIM,
+        rows, lane);
+    // Every lane's writes, visible to TMA (the async proxy), ordered before lane 0's release of
+    // the flag by the warp's barrier (the release is cumulative).
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+    __syncwarp();
+    if (lane == 0) {
+      int* flag = c.flags + flag_index(context, block, head, kv_heads, c.context_blocks);
+      asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(launch + 1u) : "memory");
+    }
   }
 }
 
@@ -206,20 +188,4 @@ __device__ __forceinline__ void wait_flag(const int* flag, unsigned seen, unsign
 }
 
 }  // namespace prefix_prefill::sm90_fp8_copies
-
-// The head start: units 0 .. head_start - 1 (what the first wave of work items reads first), a warp
-// each, before the attention kernel, which waits for their flags as for the others'. The launch's
-// number is read here as the attention kernel reads it (the counter has not moved since the last
-// launch ended).
-template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N>
-__global__ void __launch_bounds__(prefix_prefill::sm90_fp8_copies::kHeadStartThreads)
-    prefix_prefill_fp8_head_start(const PrefixPrefillFp8Copies c) {
-  namespace copies = prefix_prefill::sm90_fp8_copies;
-  const long long index =
-      (long long)blockIdx.x * (copies::kHeadStartThreads / 32) + threadIdx.x / 32;
-  if (index >= c.head_start) return;
-  copies::convert_unit<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N, copies::kHeadStartBatch>(
-      c, index, copies::launch_number(c), threadIdx.x % 32);
-}
-
 }  // namespace attn

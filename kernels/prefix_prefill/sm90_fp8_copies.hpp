@@ -23,8 +23,6 @@ struct PrefixPrefillFp8CopiesPlan {
   int new_blocks = 0;      // blocks of the gathered rows: new_rows / kBlockKeys
   // Every block some item reads, once, per kv head.
   std::vector<prefix_prefill::sm90_fp8_copies::Unit> units;
-  // The first wave's units come first: units[0 .. first_wave).
-  int first_wave = 0;
 };
 
 // `items`: the kernel's work items as [items][3] (sequence, first token, kv head), in the order

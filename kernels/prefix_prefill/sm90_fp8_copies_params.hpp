@@ -11,16 +11,12 @@
 #pragma once
 
 #include "base/host_device.hpp"
-#include "kernels/prefix_prefill/sm80_mma_params.hpp"
 
 namespace attn {
 
 namespace prefix_prefill::sm90_fp8_copies {
 
 constexpr int kBlockKeys = 16;  // keys (or new-token rows) of a block: one flag
-// The head start kernel (prefix_prefill_fp8_head_start): a warp per unit, loads in flight per lane.
-constexpr int kHeadStartThreads = 256;
-constexpr int kHeadStartBatch = 4;
 // A unit of the plan: the block a converting warp takes at a time.
 struct Unit {
   int seq;    // the sequence of a context block; -1 for new-token rows
@@ -59,20 +55,15 @@ struct PrefixPrefillFp8Copies {
   unsigned short* k_new_copies;
   unsigned short* v_new_copies;
   // The plan: units in the order the warps take them (sm90_fp8_copies.hpp), one flag per block.
-  // Units before head_start are the head start kernel's, the others the attention kernel's.
   const prefix_prefill::sm90_fp8_copies::Unit* units;
   int unit_count;
-  int head_start;
   int context_blocks;  // blocks of the context copies (flags of the new tokens follow)
   int* flags;          // zero when allocated
-  // The attention kernel's units are handed out from counter (zero when allocated): every launch
-  // takes exactly takes_per_launch numbers from it (one per unit, and one past the last unit per
-  // converting warp), so number c is unit head_start + c % takes_per_launch of launch
-  // c / takes_per_launch.
+  // Units are handed out from counter (zero when allocated): every launch takes exactly
+  // takes_per_launch numbers from it (one per unit, and one past the last unit per converting
+  // warp), so number c is unit c % takes_per_launch of launch c / takes_per_launch.
   unsigned long long* counter;
   long long takes_per_launch;
-  const PrefixPrefillSeq* seqs;  // [num_seqs] (context lengths)
-  int kv_heads;
 };
 
 }  // namespace attn

@@ -478,9 +478,8 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if constexpr (CONVERTS_ONCE) {
       if (warp > 0) {
-        // One load in flight per lane: with two at the producer's 40 registers ptxas spilled.
-        prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N, 1>(
-            p.copies, launch, lane);
+        prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N>(
+            p.copies, p.seqs, p.num_q_heads / p.group, launch, lane);
         return;
       }
     }

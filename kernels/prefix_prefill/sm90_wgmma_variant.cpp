@@ -11,7 +11,6 @@
 #include "kernels/device/tensor_map.hpp"
 #include "kernels/dtype_code_of.hpp"
 #include "kernels/launch_inputs.hpp"
-#include "kernels/launchers_in_order.hpp"
 #include "kernels/params_launcher.hpp"
 #include "kernels/prefix_prefill/prefix_prefill_variants.hpp"
 #include "kernels/prefix_prefill/sm90_fp8_copies.hpp"
@@ -220,7 +219,6 @@ class Sm90WgmmaVariant : public Variant {
         (batch.kv_fp8() ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
-    if (c.converts_once(batch)) program.kernels.push_back(head_start_kernel(batch, c));
     program.arch = target.arch;
     return {program};
   }
@@ -326,13 +324,8 @@ class Sm90WgmmaVariant : public Variant {
       copies.flags = reinterpret_cast<int*>(zeros(
           size_t(plan.context_blocks + plan.new_blocks) * size_t(m.num_kv_heads) * sizeof(int)));
       copies.counter = reinterpret_cast<unsigned long long*>(zeros(8));
-      // The first wave's units are the head start kernel's. The attention kernel takes one number
-      // per unit of its own, and one past the last unit per converting warp (three per CTA).
-      copies.head_start = plan.first_wave;
-      copies.takes_per_launch =
-          int64_t(plan.units.size()) - plan.first_wave + 3 * int64_t(grid);
-      copies.seqs = fresh.seqs;
-      copies.kv_heads = m.num_kv_heads;
+      // One number per unit, and one past the last unit per converting warp (three per CTA).
+      copies.takes_per_launch = int64_t(plan.units.size()) + 3 * int64_t(grid);
       for (PagedPoolShape* shape : {&k_shape, &v_shape}) {
         shape->hnd = true;
         shape->page_size = c.tile_n;
@@ -424,32 +417,13 @@ class Sm90WgmmaVariant : public Variant {
     shape.grid_x = unsigned(grid);
     shape.block_x = unsigned(sm90_attention::threads(c.consumers));
     shape.shared_bytes = unsigned(smem);
-    auto attend = std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(
-        context, attention, shape, p, std::move(buffers));
-    if (!c.converts_once(batch)) return attend;
-    // The head start, a warp per unit of the first wave, then the attention kernel (which owns
-    // the buffers both read).
-    LaunchShape start;
-    start.grid_x = unsigned((p.copies.head_start + kWarpsPerHeadStart - 1) / kWarpsPerHeadStart);
-    start.block_x = unsigned(prefix_prefill::sm90_fp8_copies::kHeadStartThreads);
-    std::vector<std::unique_ptr<Launcher>> launchers;
-    launchers.push_back(std::make_unique<ParamsLauncher<PrefixPrefillFp8Copies>>(
-        context, context.loader->function(program, head_start_kernel(batch, c)), start, p.copies,
-        std::vector<DeviceBuffer>{}));
-    launchers.push_back(std::move(attend));
-    return std::make_unique<LaunchersInOrder>(std::move(launchers));
+    return std::make_unique<ParamsLauncher<PrefixPrefillSm90Params>>(context, attention, shape, p,
+                                                                     std::move(buffers));
   }
 
   Work work(const Batch& batch) const override { return prefix_prefill_work(batch); }
 
  private:
-  static constexpr int kWarpsPerHeadStart = prefix_prefill::sm90_fp8_copies::kHeadStartThreads / 32;
-  static std::string head_start_kernel(const Batch& batch, const Sm90Config& c) {
-    const ModelShape& m = batch.spec.model;
-    return "attn::prefix_prefill_fp8_head_start<" + std::to_string(dtype_code_of(m.dtype)) + ", " +
-           std::to_string(m.head_dim) + ", " + std::to_string(m.effective_v_head_dim()) + ", " +
-           std::to_string(c.tile_n) + ">";
-  }
   static std::string attention_kernel(const Batch& batch, const Sm90Config& c) {
     return "attn::prefix_prefill_sm90_wgmma<" +
            std::to_string(dtype_code_of(batch.spec.model.dtype)) + ", " +

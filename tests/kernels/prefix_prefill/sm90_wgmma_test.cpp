@@ -416,14 +416,13 @@ TEST(PrefixPrefillSm90Gating, ProgramsNameTheInstantiation) {
   EXPECT_EQ(c.kernels[0], "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 16, true>");
   EXPECT_NE(c.name.find(".d192.dv128.bf16.box16.kv_fp8"), std::string::npos) << c.name;
   // With fp8_dequant=1: the 16-bit copies' tiles (one box of a whole tile, whatever the cache's
-  // page size) with the scales (KV_SCALES), and the head start of the copies.
+  // page size) with the scales (KV_SCALES); the kernel makes the copies itself.
   KernelConfig dequant = make_config(64, 64, 2, 1);
   dequant.set("fp8_dequant", 1);
   const JitProgram d = variant.programs(fp8_narrow_v, dequant, hopper()).front();
-  ASSERT_EQ(d.kernels.size(), 3u);
+  ASSERT_EQ(d.kernels.size(), 2u);
   EXPECT_EQ(d.kernels[0],
             "attn::prefix_prefill_sm90_wgmma<0, 192, 128, 64, 64, 2, 1, 64, false, true>");
-  EXPECT_EQ(d.kernels[2], "attn::prefix_prefill_fp8_head_start<0, 192, 128, 64>");
   EXPECT_NE(d.name.find(".dq1."), std::string::npos) << d.name;
   EXPECT_NE(d.name.find(".box64."), std::string::npos) << d.name;
   EXPECT_NE(d.name, c.name);
