@@ -77,9 +77,9 @@ __device__ __forceinline__ void convert_rows(const unsigned char* src, long long
 // 16 + r row r of V (a context row through the page table, once per unit), asks L2 for it, and
 // the conversion's lanes take their rows' offsets from them.
 template <int DTYPE, int HEAD_DIM, int V_HEAD_DIM, int TILE_N>
-__device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
-                                              const PrefixPrefillSeq* seqs, int kv_heads,
-                                              unsigned launch, int lane) {
+__device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c, unsigned launch,
+                                              int lane) {
+  const int kv_heads = c.kv_heads;
   constexpr int BLOCKS_PER_TILE = TILE_N / kBlockKeys;
   static_assert(TILE_N % kBlockKeys == 0, "whole blocks per copy tile");
   static_assert(kBlockKeys == 16, "K's rows on lanes 0..15, V's on 16..31");
@@ -99,7 +99,7 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c,
     // Context: keys first .. of the sequence, up to its end, through the page table, into rows
     // of a copy tile; new tokens: gathered rows first .. first + 15 (new_rows is a multiple of
     // kBlockKeys), into the same rows of the copies.
-    const int rows = context ? min(kBlockKeys, seqs[seq].context_len - first) : kBlockKeys;
+    const int rows = context ? min(kBlockKeys, c.seqs[seq].context_len - first) : kBlockKeys;
     long long offset = 0;  // of this lane's row in its pool or gathered rows
     if (row < rows) {
       if (context) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "base/host_device.hpp"
+#include "kernels/prefix_prefill/sm80_mma_params.hpp"
 
 namespace attn {
 
@@ -64,6 +65,8 @@ struct PrefixPrefillFp8Copies {
   // warp), so number c is unit c % takes_per_launch of launch c / takes_per_launch.
   unsigned long long* counter;
   long long takes_per_launch;
+  const PrefixPrefillSeq* seqs;  // [num_seqs] (context lengths)
+  int kv_heads;
 };
 
 }  // namespace attn

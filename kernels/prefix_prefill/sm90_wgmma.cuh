@@ -479,7 +479,7 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
     if constexpr (CONVERTS_ONCE) {
       if (warp > 0) {
         prefix_prefill::sm90_fp8_copies::convert_units<DTYPE, HEAD_DIM, V_HEAD_DIM, TILE_N>(
-            p.copies, p.seqs, p.num_q_heads / p.group, launch, lane);
+            p.copies, launch, lane);
         return;
       }
     }

@@ -326,6 +326,8 @@ class Sm90WgmmaVariant : public Variant {
       copies.counter = reinterpret_cast<unsigned long long*>(zeros(8));
       // One number per unit, and one past the last unit per converting warp (three per CTA).
       copies.takes_per_launch = int64_t(plan.units.size()) + 3 * int64_t(grid);
+      copies.seqs = fresh.seqs;
+      copies.kv_heads = m.num_kv_heads;
       for (PagedPoolShape* shape : {&k_shape, &v_shape}) {
         shape->hnd = true;
         shape->page_size = c.tile_n;
