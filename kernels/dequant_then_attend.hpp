@@ -33,8 +33,7 @@ class DequantThenAttend : public Launcher {
   DequantThenAttend(const ExecContext& context, CUfunction dequantize,
                     const Fp8DequantParams& params, std::unique_ptr<Launcher> attend)
       : context_(context), dequantize_(dequantize), params_(params), attend_(std::move(attend)) {
-    shape_.grid_x =
-        unsigned(fp8_dequantize::ctas(params.pages, params.k_new_bytes, params.v_new_bytes));
+    shape_.grid_x = unsigned(fp8_dequantize::ctas(params.k_bytes, params.v_bytes));
     shape_.block_x = unsigned(fp8_dequantize::kThreads);
   }
   void launch() override {

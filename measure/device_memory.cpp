@@ -27,17 +27,19 @@ DeviceMemoryNeed device_memory_need(const Batch& batch, bool gpu_reference, bool
   // reads little of it (a short window) are made only in half the memory still free when the case
   // is timed (measure/rotation_copies.hpp), so they are not part of this need.
   need.timing = 2 * std::max<int64_t>(2 * l2_bytes, int64_t(1) << 20) + 4 * l2_bytes;
-  // An fp8 cache: the dequantisation pass of prefix_prefill.sm90_wgmma (fp8_dequant=1), of
-  // flash_fwd.sm90_wgmma and of blocksparse.sm90_wgmma writes 16-bit copies of every sequence's
-  // context pages and of the new tokens' rows (16-row aligned; the gathered keys are fewer).
+  // An fp8 cache: 16-bit copies of every sequence's context and of the new tokens' rows (16-row
+  // aligned; the gathered keys are fewer), K and V: those prefix_prefill.sm90_wgmma's kernel
+  // converts (fp8_dequant=1; the context in tiles of up to 128 keys), and the dequantisation pass
+  // of flash_fwd.sm90_wgmma and blocksparse.sm90_wgmma.
   if (batch.kv_fp8()) {
     const ModelShape& model = batch.spec.model;
     const int64_t row = int64_t(model.num_kv_heads) *
                         (model.head_dim + model.effective_v_head_dim()) * 2;  // K and V, 16-bit
+    const int64_t tile = 128;  // the largest copy tile
     int64_t rows = 0;
     for (int s = 0; s < batch.num_seqs; ++s) {
       const int64_t context = batch.context_lens[size_t(s)];
-      rows += (context + batch.page_size - 1) / batch.page_size * batch.page_size;
+      rows += (context + tile - 1) / tile * tile;
       rows += (batch.query_lens[size_t(s)] + 15) / 16 * 16;
     }
     need.workspace = rows * row;

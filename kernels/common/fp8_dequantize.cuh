@@ -1,11 +1,11 @@
-// The dequantisation pass before a Hopper attention kernel over an fp8 (e4m3) cache: converts the
-// codes of every context page a sequence reads and of contiguous rows (gathered new tokens, or
-// gathered K and V) to 16-bit values of DTYPE (the queries' type) once per launch, exactly (every
-// finite e4m3 value is a bf16 and an fp16; the scales stay out: K's joins the logits' scale and
-// V's the output's). The attention kernel then reads 16-bit tiles, as over a 16-bit cache: in
-// prefix_prefill.sm90_wgmma (fp8_dequant=1) instead of converting each context tile once per
-// query tile that reads it, in flash_fwd.sm90_wgmma always. Host side: those variants' prepare()
-// and DequantThenAttend (kernels/dequant_then_attend.hpp); parameters: fp8_dequantize_params.hpp.
+// The dequantisation pass before a Hopper attention kernel over an fp8 (e4m3) cache: converts
+// contiguous rows of codes (gathered K and V) to 16-bit values of DTYPE (the queries' type) once
+// per launch, exactly (every finite e4m3 value is a bf16 and an fp16; the scales stay out: K's
+// joins the logits' scale and V's the output's). The attention kernel then reads 16-bit tiles, as
+// over a 16-bit cache: flash_fwd.sm90_wgmma and blocksparse.sm90_wgmma. Host side: those variants'
+// prepare() and DequantThenAttend (kernels/dequant_then_attend.hpp); parameters:
+// fp8_dequantize_params.hpp. (prefix_prefill.sm90_wgmma converts inside its kernel instead:
+// kernels/prefix_prefill/sm90_fp8_copies.cuh.)
 #pragma once
 
 #include "kernels/common/convert.cuh"
@@ -45,22 +45,13 @@ template <int DTYPE>
 __global__ void __launch_bounds__(fp8_dequantize::kThreads)
     dequantize_fp8(const Fp8DequantParams p) {
   namespace dq = fp8_dequantize;
-  const long long e = blockIdx.x;
-  if (e < p.pages) {
-    const long long page = p.block_table[p.entries[e]];
-    dq::convert<DTYPE>(p.k_pool + page * p.k_page_bytes, p.k_out + e * p.k_page_bytes,
-                       p.k_page_bytes);
-    dq::convert<DTYPE>(p.v_pool + page * p.v_page_bytes, p.v_out + e * p.v_page_bytes,
-                       p.v_page_bytes);
-    return;
-  }
-  const long long begin = (e - p.pages) * dq::kChunkBytes;
+  const long long begin = blockIdx.x * dq::kChunkBytes;
   auto chunk = [&](long long total) {
     const long long left = total - begin;
     return left <= 0 ? 0 : (left < dq::kChunkBytes ? left : dq::kChunkBytes);
   };
-  dq::convert<DTYPE>(p.k_new + begin, p.k_new_out + begin, chunk(p.k_new_bytes));
-  dq::convert<DTYPE>(p.v_new + begin, p.v_new_out + begin, chunk(p.v_new_bytes));
+  dq::convert<DTYPE>(p.k_codes + begin, p.k_out + begin, chunk(p.k_bytes));
+  dq::convert<DTYPE>(p.v_codes + begin, p.v_out + begin, chunk(p.v_bytes));
 }
 
 }  // namespace attn

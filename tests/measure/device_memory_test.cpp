@@ -42,8 +42,8 @@ TEST(DeviceMemoryNeed, CountsTheInputsTheReferenceAndTheTimingBuffers) {
   EXPECT_EQ(plain.workspace, 0);
 }
 
-// An fp8 cache adds the 16-bit copies prefix_prefill.sm90_wgmma's dequantisation pass writes: each
-// sequence's context pages and its new tokens' rows (rounded up to 16), K and V.
+// An fp8 cache adds the 16-bit copies prefix_prefill.sm90_wgmma's kernel writes: each sequence's
+// context in tiles of up to 128 keys and its new tokens' rows (rounded up to 16), K and V.
 TEST(DeviceMemoryNeed, AnFp8CacheCountsTheDequantisedCopies) {
   testing::SpecShape shape;
   shape.head_dim = 128;
@@ -53,7 +53,7 @@ TEST(DeviceMemoryNeed, AnFp8CacheCountsTheDequantisedCopies) {
   WorkloadSpec spec = testing::make_spec(shape, {{1000, 17}, {0, 300}, {45, 1}}, "fp8-memory");
   spec.model.kv_dtype = DType::fp8_e4m3;
   const Batch batch = generate_batch(spec);
-  const int64_t rows = (1008 + 32) + (0 + 304) + (48 + 16);
+  const int64_t rows = (1024 + 32) + (0 + 304) + (128 + 16);
   const DeviceMemoryNeed need = device_memory_need(batch, false, false, int64_t(50) << 20);
   EXPECT_EQ(need.workspace, rows * 8 * (128 + 128) * 2);
   EXPECT_EQ(need.total(), need.inputs + need.masks + need.reference + need.timing +
