@@ -195,7 +195,7 @@ constexpr int kScaleRegisters = 17;
 
 // page_size and group 0: not known yet (the config alone); their rules are checked when they are.
 // kv_fp8: the producer converts an fp8 cache's tiles; kv_scales: the consumers apply its scales
-// (also with 16-bit tiles, which the dequantisation pass wrote).
+// (also with 16-bit tiles: the copies the kernel converts with fp8_dequant=1).
 ATTN_HOST_DEVICE constexpr int check(int head_dim, int tile_m, int tile_n, int stages,
                                      int consumers, int page_size = 0, int group = 0,
                                      int v_head_dim = 0, bool kv_fp8 = false,
