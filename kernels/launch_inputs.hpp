@@ -63,7 +63,8 @@ inline const float* upload_kv_scales(const CudaContext& cuda, const std::vector<
 // or 16-bit copies a kernel reads instead of an fp8 cache, in pages of their own.
 struct PagedPoolShape {
   DType dtype = DType::bf16;
-  bool hnd = false;  // [pages, kv_heads, page_size, row] (else NHD: [pages, page_size, kv_heads, row])
+  bool hnd =
+      false;  // [pages, kv_heads, page_size, row] (else NHD: [pages, page_size, kv_heads, row])
   int64_t kv_heads = 0;
   int64_t page_size = 0;
   int64_t row = 0;  // elements of a key's row (head_dim, or a V pool's v_head_dim)
@@ -84,8 +85,9 @@ struct PagedPoolTensorMap {
   TensorMapBytes map;
   int token_coordinate = 0;
 };
-PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const PagedPoolShape& pool_shape,
-                                         const void* pool, int box_tokens);
+PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context,
+                                         const PagedPoolShape& pool_shape, const void* pool,
+                                         int box_tokens);
 
 // The same pool as a 5-D tensor whose boxes land interleaved (sm90_attention::interleaved_offset:
 // [keys / 8][row / 64][8][64]), so that one box brings every column block of box_tokens keys of
@@ -98,7 +100,7 @@ PagedPoolTensorMap paged_pool_tensor_map(const ExecContext& context, const Paged
 // slot / 8, page). page_size and box_tokens must be multiples of 8, box_tokens at most 2048, the
 // row a multiple of 64.
 TensorMapBytes paged_pool_interleaved_tensor_map(const ExecContext& context,
-                                                 const PagedPoolShape& pool_shape,
-                                                 const void* pool, int box_tokens);
+                                                 const PagedPoolShape& pool_shape, const void* pool,
+                                                 int box_tokens);
 
 }  // namespace attn

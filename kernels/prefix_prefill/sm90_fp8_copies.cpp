@@ -8,9 +8,11 @@ namespace attn {
 
 namespace copies = prefix_prefill::sm90_fp8_copies;
 
-PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(
-    const std::vector<PrefixPrefillSeq>& seqs, int64_t new_rows, int kv_heads,
-    const std::vector<int>& items, int tile_tokens, int tile_n, bool causal, int grid) {
+PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(const std::vector<PrefixPrefillSeq>& seqs,
+                                                          int64_t new_rows, int kv_heads,
+                                                          const std::vector<int>& items,
+                                                          int tile_tokens, int tile_n, bool causal,
+                                                          int grid) {
   constexpr int kBlock = copies::kBlockKeys;
   ATTN_ASSERT(tile_n % kBlock == 0 && new_rows % kBlock == 0 && grid > 0 && kv_heads > 0,
               "fp8 copies: whole blocks, a grid");
@@ -29,8 +31,8 @@ PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(
 
   std::vector<char> planned(size_t(plan.context_blocks + plan.new_blocks) * size_t(kv_heads), 0);
   auto add = [&](bool context, int seq, int first, int head, int block) {
-    char& seen = planned[size_t(copies::flag_index(context, block, head, kv_heads,
-                                                   plan.context_blocks))];
+    char& seen =
+        planned[size_t(copies::flag_index(context, block, head, kv_heads, plan.context_blocks))];
     if (seen) return;
     seen = 1;
     plan.units.push_back({context ? seq : -1, first, head, block});

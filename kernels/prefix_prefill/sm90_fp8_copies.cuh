@@ -51,8 +51,7 @@ __device__ __forceinline__ void prefetch_row(const unsigned char* at) {
 // loads in flight. Every lane of the warp calls it (the offsets are shuffled).
 template <int DTYPE, int DIMS>
 __device__ __forceinline__ void convert_rows(const unsigned char* src, long long offset, int lane0,
-                                             unsigned short* dst, int dst_row, int rows,
-                                             int lane) {
+                                             unsigned short* dst, int dst_row, int rows, int lane) {
   static_assert(DIMS % 16 == 0, "whole 16-byte chunks of codes per row");
   constexpr int CHUNKS = DIMS / 16;
   constexpr int PER_LANE = (kBlockKeys * CHUNKS + 31) / 32;
@@ -113,37 +112,38 @@ __device__ __forceinline__ void convert_units(const PrefixPrefillFp8Copies& c, u
         const int* strides = value ? c.v_strides : c.k_strides;
         const int page = __ldg(c.block_table + (long long)seq * c.max_pages_per_seq +
                                first / c.page_size + slot / c.page_size);
-        offset = (long long)page * strides[0] + (slot % c.page_size) * strides[1] +
-                 head * strides[2];
+        offset =
+            (long long)page * strides[0] + (slot % c.page_size) * strides[1] + head * strides[2];
       } else {
         offset = ((long long)(first + row) * kv_heads + head) * (value ? V_HEAD_DIM : HEAD_DIM);
       }
-      const unsigned char* src = context ? (value ? c.v_pool : c.k_pool) : (value ? c.v_new : c.k_new);
+      const unsigned char* src =
+          context ? (value ? c.v_pool : c.k_pool) : (value ? c.v_new : c.k_new);
       if (value) {
         prefetch_row<V_HEAD_DIM>(src + offset);
       } else {
         prefetch_row<HEAD_DIM>(src + offset);
       }
     }
-    const long long copy_row = context ? ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) *
-                                                 TILE_N +
-                                             (block % BLOCKS_PER_TILE) * kBlockKeys
-                                       : (long long)first * kv_heads + head;
+    const long long copy_row =
+        context ? ((long long)(block / BLOCKS_PER_TILE) * kv_heads + head) * TILE_N +
+                      (block % BLOCKS_PER_TILE) * kBlockKeys
+                : (long long)first * kv_heads + head;
     const int dst_rows = context ? 1 : kv_heads;  // copy rows from one row to the next
     convert_rows<DTYPE, HEAD_DIM>(context ? c.k_pool : c.k_new, offset, 0,
                                   (context ? c.k_copies : c.k_new_copies) + copy_row * HEAD_DIM,
                                   dst_rows * HEAD_DIM, rows, lane);
-    convert_rows<DTYPE, V_HEAD_DIM>(
-        context ? c.v_pool : c.v_new, offset, kBlockKeys,
-        (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM, dst_rows * V_HEAD_DIM,
-        rows, lane);
+    convert_rows<DTYPE, V_HEAD_DIM>(context ? c.v_pool : c.v_new, offset, kBlockKeys,
+                                    (context ? c.v_copies : c.v_new_copies) + copy_row * V_HEAD_DIM,
+                                    dst_rows * V_HEAD_DIM, rows, lane);
     // Every lane's writes, visible to TMA (the async proxy), ordered before lane 0's release of
     // the flag by the warp's barrier (the release is cumulative).
     asm volatile("fence.proxy.async.global;\n" ::: "memory");
     __syncwarp();
     if (lane == 0) {
       int* flag = c.flags + flag_index(context, block, head, kv_heads, c.context_blocks);
-      asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(launch + 1u) : "memory");
+      asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(flag), "r"(launch + 1u)
+                   : "memory");
     }
   }
 }

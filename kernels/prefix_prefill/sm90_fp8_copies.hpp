@@ -31,8 +31,10 @@ struct PrefixPrefillFp8CopiesPlan {
 // wave walk their tiles side by side; a block already planned is not planned again. An item reads
 // its sequence's context tiles, then the new-token tiles up to its last token (causal) or all of
 // them; a new-token tile's rows past the sequence (the next one's, or padding) are read too.
-PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(
-    const std::vector<PrefixPrefillSeq>& seqs, int64_t new_rows, int kv_heads,
-    const std::vector<int>& items, int tile_tokens, int tile_n, bool causal, int grid);
+PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(const std::vector<PrefixPrefillSeq>& seqs,
+                                                          int64_t new_rows, int kv_heads,
+                                                          const std::vector<int>& items,
+                                                          int tile_tokens, int tile_n, bool causal,
+                                                          int grid);
 
 }  // namespace attn

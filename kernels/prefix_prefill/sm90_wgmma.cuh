@@ -625,11 +625,12 @@ __global__ void __launch_bounds__(sm90_attention::threads(CONSUMERS), 1)
           // Warp 0's lane q reads block q's flag before the stage is free (hiding the read behind
           // that wait), then waits for the block to be converted in this launch.
           namespace copies = prefix_prefill::sm90_fp8_copies;
-          const int* flag = n < n_ctx ? copies::context_flag<TILE_N>(p.copies, __ldg(item.pages + n),
-                                                                     n, ctx, item.kv_head, lane)
-                                      : copies::new_rows_flag<TILE_N>(
-                                            p.copies, item.info.new_start + (n - n_ctx) * TILE_N,
-                                            p.new_rows, item.kv_head, lane);
+          const int* flag =
+              n < n_ctx ? copies::context_flag<TILE_N>(p.copies, __ldg(item.pages + n), n, ctx,
+                                                       item.kv_head, lane)
+                        : copies::new_rows_flag<TILE_N>(p.copies,
+                                                        item.info.new_start + (n - n_ctx) * TILE_N,
+                                                        p.new_rows, item.kv_head, lane);
           const unsigned seen = copies::read_flag(flag, launch);
           sm90::mbarrier_wait(&k_empty[s], parity);
           copies::wait_flag(flag, seen, launch);

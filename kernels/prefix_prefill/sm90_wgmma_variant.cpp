@@ -58,10 +58,10 @@ struct Sm90Config {
                                                     converts(batch));
   }
   int check(const Batch& batch) const {
-    return prefix_prefill::sm90_wgmma::check(
-        batch.spec.model.head_dim, tile_m, tile_n, stages, consumers, page_size(batch),
-        batch.spec.group_size(), batch.spec.model.effective_v_head_dim(), converts(batch),
-        batch.kv_fp8());
+    return prefix_prefill::sm90_wgmma::check(batch.spec.model.head_dim, tile_m, tile_n, stages,
+                                             consumers, page_size(batch), batch.spec.group_size(),
+                                             batch.spec.model.effective_v_head_dim(),
+                                             converts(batch), batch.kv_fp8());
   }
 };
 
@@ -129,10 +129,11 @@ class Sm90WgmmaVariant : public Variant {
   std::vector<ConfigAxis> space(const Batch& batch, const Target&) const override {
     std::vector<ConfigAxis> axes = sm90_attention::tile_axes("rows (new tokens x GQA group)");
     if (batch.kv_fp8()) {
-      axes.push_back({kFp8DequantAxis,
-                      {0, 1},
-                      "fp8 cache: 0 the producer converts every tile it loads, 1 the kernel converts "
-                      "each block of keys it reads once, to 16-bit copies"});
+      axes.push_back(
+          {kFp8DequantAxis,
+           {0, 1},
+           "fp8 cache: 0 the producer converts every tile it loads, 1 the kernel converts "
+           "each block of keys it reads once, to 16-bit copies"});
     }
     return axes;
   }
@@ -144,8 +145,8 @@ class Sm90WgmmaVariant : public Variant {
   // consumer when the longest sequence fills at most 64 rows (decode-like batches), and 64 keys
   // per stage where the page size does not tile 128.
   //
-  // An fp8 cache: the copies converted once where a context tile is read by more than one query tile
-  // of 64 rows (prefix-prefill-llama3-8b-fp8-8x2048-512 on an H200: see BENCHMARKS.md), the
+  // An fp8 cache: the copies converted once where a context tile is read by more than one query
+  // tile of 64 rows (prefix-prefill-llama3-8b-fp8-8x2048-512 on an H200: see BENCHMARKS.md), the
   // producer's conversion where each is read about once (decode-like batches).
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     std::vector<KernelConfig> candidates = tile_candidates(batch);
@@ -210,13 +211,12 @@ class Sm90WgmmaVariant : public Variant {
                                    const Target& target) const override {
     const Sm90Config c(config);
     JitProgram program;
-    program.name =
-        full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) +
-        (batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
-             ? ".dv" + std::to_string(batch.spec.model.effective_v_head_dim())
-             : std::string()) +
-        "." + to_string(batch.spec.model.dtype) + ".box" + std::to_string(c.box(batch)) +
-        (batch.kv_fp8() ? ".kv_fp8" : "");
+    program.name = full_name(config) + ".d" + std::to_string(batch.spec.model.head_dim) +
+                   (batch.spec.model.effective_v_head_dim() != batch.spec.model.head_dim
+                        ? ".dv" + std::to_string(batch.spec.model.effective_v_head_dim())
+                        : std::string()) +
+                   "." + to_string(batch.spec.model.dtype) + ".box" + std::to_string(c.box(batch)) +
+                   (batch.kv_fp8() ? ".kv_fp8" : "");
     program.source = "#include \"kernels/prefix_prefill/sm90_wgmma.cuh\"\n";
     program.kernels = {attention_kernel(batch, c), "attn::prefix_prefill_gather"};
     program.arch = target.arch;
@@ -300,8 +300,8 @@ class Sm90WgmmaVariant : public Variant {
       copies.v_pool = static_cast<const unsigned char*>(problem.v_pool());
       copies.block_table = problem.block_table();
       // (A page of the pool is far below 2^31 codes: prefix_prefill_supports_limits.)
-      for (const auto& [strides, dims] : {std::pair{copies.k_strides, m.head_dim},
-                                          std::pair{copies.v_strides, v_head_dim}}) {
+      for (const auto& [strides, dims] :
+           {std::pair{copies.k_strides, m.head_dim}, std::pair{copies.v_strides, v_head_dim}}) {
         strides[0] = int(batch.page_size) * m.num_kv_heads * dims;
         strides[1] = hnd ? dims : m.num_kv_heads * dims;
         strides[2] = hnd ? int(batch.page_size) * dims : dims;
@@ -321,8 +321,8 @@ class Sm90WgmmaVariant : public Variant {
           upload(plan.units.data(), plan.units.size() * sizeof(plan.units[0])));
       copies.unit_count = int(plan.units.size());
       copies.context_blocks = plan.context_blocks;
-      copies.flags = reinterpret_cast<int*>(zeros(
-          size_t(plan.context_blocks + plan.new_blocks) * size_t(m.num_kv_heads) * sizeof(int)));
+      copies.flags = reinterpret_cast<int*>(zeros(size_t(plan.context_blocks + plan.new_blocks) *
+                                                  size_t(m.num_kv_heads) * sizeof(int)));
       copies.counter = reinterpret_cast<unsigned long long*>(zeros(8));
       // One number per unit, and one past the last unit per converting warp (three per CTA).
       copies.takes_per_launch = int64_t(plan.units.size()) + 3 * int64_t(grid);
@@ -433,7 +433,8 @@ class Sm90WgmmaVariant : public Variant {
            std::to_string(batch.spec.model.effective_v_head_dim()) + ", " +
            std::to_string(c.tile_m) + ", " + std::to_string(c.tile_n) + ", " +
            std::to_string(c.stages) + ", " + std::to_string(c.consumers) + ", " +
-           std::to_string(c.box(batch)) + (c.converts(batch) ? ", true"
+           std::to_string(c.box(batch)) +
+           (c.converts(batch) ? ", true"
             : batch.kv_fp8()  ? ", false, true"
                               : "") +
            ">";

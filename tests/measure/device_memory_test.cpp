@@ -56,8 +56,8 @@ TEST(DeviceMemoryNeed, AnFp8CacheCountsTheDequantisedCopies) {
   const int64_t rows = (1024 + 32) + (0 + 304) + (128 + 16);
   const DeviceMemoryNeed need = device_memory_need(batch, false, false, int64_t(50) << 20);
   EXPECT_EQ(need.workspace, rows * 8 * (128 + 128) * 2);
-  EXPECT_EQ(need.total(), need.inputs + need.masks + need.reference + need.timing +
-                              need.workspace + need.margin);
+  EXPECT_EQ(need.total(),
+            need.inputs + need.masks + need.reference + need.timing + need.workspace + need.margin);
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ std::set<Key> blocks_read(const std::vector<PrefixPrefillSeq>& seqs, int64_t new
 
 std::vector<Key> keys_of(const PrefixPrefillFp8CopiesPlan& plan) {
   std::vector<Key> keys;
-  for (const copies::Unit& u : plan.units) keys.push_back({u.seq >= 0, u.seq, u.first, u.head, u.block});
+  for (const copies::Unit& u : plan.units)
+    keys.push_back({u.seq >= 0, u.seq, u.first, u.head, u.block});
   return keys;
 }
 
@@ -93,8 +94,8 @@ TEST(PrefixPrefillFp8Copies, EveryBlockReadIsPlannedOnceAndNothingElse) {
             << "causal " << causal << " tile_n " << tile_n << " grid " << grid;
         std::set<long long> flags;
         for (const copies::Unit& u : plan.units) {
-          const long long flag = copies::flag_index(u.seq >= 0, u.block, u.head, 2,
-                                                    plan.context_blocks);
+          const long long flag =
+              copies::flag_index(u.seq >= 0, u.block, u.head, 2, plan.context_blocks);
           EXPECT_GE(flag, 0);
           EXPECT_LT(flag, (long long)(plan.context_blocks + plan.new_blocks) * 2);
           flags.insert(flag);
@@ -129,8 +130,8 @@ TEST(PrefixPrefillFp8Copies, ARealScheduleIsPlannedWhole) {
   shape.q_heads = 8;
   shape.kv_heads = 2;
   shape.head_dim = 128;
-  const Batch batch = generate_batch(
-      testing::make_spec(shape, {{2048, 96}, {0, 33}, {4096, 1}, {100, 300}}));
+  const Batch batch =
+      generate_batch(testing::make_spec(shape, {{2048, 96}, {0, 33}, {4096, 1}, {100, 300}}));
   const std::vector<PrefixPrefillSeq> seqs = prefix_prefill_seq_table(batch);
   const int64_t new_rows = prefix_prefill_new_rows(batch);
   const std::vector<int> items = prefix_prefill_cta_schedule(batch, 32, 128, 64);
