@@ -11,6 +11,15 @@
 
 namespace attn::testing {
 
+DeviceExec::DeviceExec(const Target& target)
+    : stream(*gpu().context), loader(*gpu().context, *gpu().jit), workspace(*gpu().context) {
+  context.target = target;
+  context.cuda = gpu().context.get();
+  context.stream = &stream;
+  context.loader = &loader;
+  context.workspace = &workspace;
+}
+
 GpuEnvironment& gpu() {
   static GpuEnvironment* environment = [] {
     auto* e = new GpuEnvironment();

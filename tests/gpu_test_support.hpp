@@ -1,6 +1,6 @@
 // Shared set-up for GPU tests: one device discovery and one JIT for the whole test binary, a macro
-// that skips a test, with the reason, on a machine without a GPU, and the oracle and Evaluator
-// options every GPU test verifies with.
+// that skips a test, with the reason, on a machine without a GPU, the oracle and Evaluator options
+// every GPU test verifies with, and the context a test that prepares a variant itself passes.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/device/cuda_context.hpp"
+#include "kernels/exec_context.hpp"
 #include "kernels/jit/jit_compiler.hpp"
 #include "kernels/problem.hpp"
 #include "measure/evaluator.hpp"
@@ -52,6 +53,18 @@ struct OracleOutput {
 // `device`, an upload of `host` (call it before any variant runs on `device`, so that a kernel
 // that writes out of bounds cannot change what the oracle reads), by kGpuOracleMinWork.
 OracleOutput oracle_output(const Problem& host, const Problem& device, bool with_lse);
+
+// What a test that prepares a variant itself (instead of through the Evaluator) passes it: a
+// stream, a kernel loader and a workspace on the test GPU, and the ExecContext pointing at them.
+struct DeviceExec {
+  explicit DeviceExec(const Target& target);
+  DeviceExec(const DeviceExec&) = delete;
+  DeviceExec& operator=(const DeviceExec&) = delete;
+  Stream stream;
+  KernelLoader loader;
+  Workspace workspace;
+  ExecContext context;
+};
 
 // The Evaluator options of the GPU tests' verifications: screen policy with `samples` timed
 // samples (min = max), no warm-up, the event timer, `auto` oracle at kGpuOracleMinWork.

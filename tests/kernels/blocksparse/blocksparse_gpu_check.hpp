@@ -98,15 +98,9 @@ inline void expect_matches_reference(const Variant& variant, const Batch& batch,
 
   const Problem host = Problem::on_host(batch);
   Problem device = Problem::on_device(host, *env.context);
-  Stream stream(*env.context);
-  KernelLoader loader(*env.context, *env.jit);
-  Workspace workspace(*env.context);
-  ExecContext context;
-  context.target = target;
-  context.cuda = env.context.get();
-  context.stream = &stream;
-  context.loader = &loader;
-  context.workspace = &workspace;
+  testing::DeviceExec exec(target);
+  ExecContext& context = exec.context;
+  Stream& stream = exec.stream;
 
   const testing::OracleOutput oracle = testing::oracle_output(host, device, false);
   std::unique_ptr<Launcher> launcher;

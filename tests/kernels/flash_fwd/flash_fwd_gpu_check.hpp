@@ -77,15 +77,9 @@ inline void expect_flash_fwd_matches_reference(const FlashFwdVariant& variant, c
 
   const Problem host = Problem::on_host(batch);
   Problem device = Problem::on_device(host, *env.context);
-  Stream stream(*env.context);
-  KernelLoader loader(*env.context, *env.jit);
-  Workspace workspace(*env.context);
-  ExecContext context;
-  context.target = target;
-  context.cuda = env.context.get();
-  context.stream = &stream;
-  context.loader = &loader;
-  context.workspace = &workspace;
+  testing::DeviceExec exec(target);
+  ExecContext& context = exec.context;
+  Stream& stream = exec.stream;
 
   const size_t rows = size_t(batch.total_q) * size_t(batch.spec.model.num_q_heads);
   const testing::OracleOutput oracle = testing::oracle_output(host, device, run.lse);

@@ -71,15 +71,9 @@ TEST(PrefixPrefillFp8CopiesGpu, EachLaunchConvertsTheCodesItReads) {
   const testing::OracleOutput changed = testing::oracle_output(changed_host, device, false);
   ASSERT_EQ(first.name, "cpu_reference");
 
-  Stream stream(*env.context);
-  KernelLoader loader(*env.context, *env.jit);
-  Workspace workspace(*env.context);
-  ExecContext context;
-  context.target = target;
-  context.cuda = env.context.get();
-  context.stream = &stream;
-  context.loader = &loader;
-  context.workspace = &workspace;
+  testing::DeviceExec exec(target);
+  ExecContext& context = exec.context;
+  Stream& stream = exec.stream;
   const std::unique_ptr<Launcher> launcher = variant->prepare(device, config, context);
   auto launch_and_check = [&](const testing::OracleOutput& oracle, const std::string& what) {
     device.poison_output(&stream);
