@@ -86,7 +86,9 @@ TEST(BatchFillGpu, DeviceFillEqualsHostFillByteForByte) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const Batch batch = generate_batch(case_spec(cases[i], 1000 + i));
     const std::string what = "case " + std::to_string(i) + ": " + canonical_json(batch.spec);
-    if (batch.kv_dtype == fp8) ASSERT_FALSE(batch.k_scales.empty()) << what;
+    if (batch.kv_dtype == fp8) {
+      ASSERT_FALSE(batch.k_scales.empty()) << what;
+    }
     if (cases[i].allocation == PageAllocation::shared_prefix) {
       bool shared = false;
       for (int64_t n : batch.shared_prefix_len) shared |= n > 0;
