@@ -40,14 +40,25 @@ Support mla_decode_supports_batch(const Batch& batch) {
   return Support::yes();
 }
 
-Support mla_rule_refusal(const char* rule_text, const MlaRuleNumbers& n) {
-  return Support::no(fill_rule(rule_text, {{"rank", n.rank},
-                                           {"rope", n.rope},
-                                           {"page_size", n.page_size},
-                                           {"shared_bytes", n.shared_bytes},
-                                           {"shared_limit", n.shared_limit},
-                                           {"register_estimate", n.register_estimate},
-                                           {"register_limit", n.register_limit}}));
+Support mla_sm90_supports(const Batch& batch, const KernelConfig& config, const Target& target,
+                          const ConfigAxes& axes, const std::string& name,
+                          const std::function<MlaSm90Rules()>& rules) {
+  if (Support s = supports_sm90_target(target, "wgmma, TMA, mbarrier transactions"); !s) return s;
+  if (Support s = mla_decode_supports_batch(batch); !s) return s;
+  if (Support s = axes.has_exactly(config, name); !s) return s;
+  const MlaSm90Rules r = rules();
+  if (r.rule != 0) {
+    const MlaRuleNumbers& n = r.numbers;
+    return Support::no(fill_rule(r.rule_text, {{"rank", n.rank},
+                                               {"rope", n.rope},
+                                               {"page_size", n.page_size},
+                                               {"shared_bytes", n.shared_bytes},
+                                               {"shared_limit", n.shared_limit},
+                                               {"register_estimate", n.register_estimate},
+                                               {"register_limit", n.register_limit}}));
+  }
+  return supports_split_launch(r.numbers.shared_bytes, r.num_splits, r.max_splits, target,
+                               "planned");
 }
 
 Work mla_decode_work(const Batch& batch) {

@@ -21,6 +21,9 @@
 //   scale        batch.softmax_scale
 #pragma once
 
+#include <functional>
+
+#include "kernels/config_axes.hpp"
 #include "kernels/variant.hpp"
 
 namespace attn {
@@ -50,11 +53,24 @@ FeatureSet mla_decode_common_features();
 Support mla_decode_supports_batch(const Batch& batch);
 
 // The numbers a Hopper variant's rule text names ({rank}, {rope}, {page_size}, {shared_bytes},
-// {shared_limit}, {register_estimate}, {register_limit}), and the refusal with them filled in.
+// {shared_limit}, {register_estimate}, {register_limit}).
 struct MlaRuleNumbers {
   int rank, rope, page_size, shared_bytes, shared_limit, register_estimate, register_limit;
 };
-Support mla_rule_refusal(const char* rule_text, const MlaRuleNumbers& n);
+// What a Hopper variant's supports() needs of its config once the config has every axis: its
+// traits' rule (0: every rule holds) with the rule's text and numbers, and its split launch.
+struct MlaSm90Rules {
+  int rule;
+  const char* rule_text;
+  MlaRuleNumbers numbers;
+  int num_splits, max_splits;
+};
+// The Hopper variants' supports(): an sm_90a target, the family's batch rule, exactly `axes`,
+// then the config's rules (`rules`, called once the axes are there: the refusal names the rule's
+// numbers), then the launch of its planned splits.
+Support mla_sm90_supports(const Batch& batch, const KernelConfig& config, const Target& target,
+                          const ConfigAxes& axes, const std::string& name,
+                          const std::function<MlaSm90Rules()>& rules);
 
 // minimum_work through the page table: Q rows (kv_lora_rank + qk_rope_head_dim) read once, output
 // rows (kv_lora_rank) written once, each visible latent row (kv_lora_rank + qk_rope_head_dim

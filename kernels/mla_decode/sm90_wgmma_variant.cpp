@@ -94,21 +94,17 @@ class MlaSm90WgmmaVariant : public Variant {
 
   Support supports(const Batch& batch, const KernelConfig& config,
                    const Target& target) const override {
-    if (Support s = supports_sm90_target(target, "wgmma, TMA, mbarrier transactions"); !s) {
-      return s;
-    }
-    if (Support s = mla_decode_supports_batch(batch); !s) return s;
-    if (Support s = axes().has_exactly(config, name()); !s) return s;
-    const MlaSm90Config c(config, batch);
-    const int rule = c.check();
-    if (rule != traits::kOk) {
-      return mla_rule_refusal(
+    return mla_sm90_supports(batch, config, target, axes(), name(), [&] {
+      const MlaSm90Config c(config, batch);
+      const int rule = c.check();
+      return MlaSm90Rules{
+          rule,
           traits::rule_text(rule),
           {c.rank, c.rope, c.page_size, c.shared_bytes(), traits::kMaxSharedBytes,
-           traits::register_estimate(c.rank, c.block_tokens, c.qk_split), traits::kMaxRegisters});
-    }
-    return supports_split_launch(c.shared_bytes(), c.num_splits, traits::kMaxSplits, target,
-                                 "planned");
+           traits::register_estimate(c.rank, c.block_tokens, c.qk_split), traits::kMaxRegisters},
+          c.num_splits,
+          traits::kMaxSplits};
+    });
   }
 
   std::vector<JitProgram> programs(const Batch& batch, const KernelConfig& config,

@@ -85,11 +85,12 @@ std::vector<PrefixPrefillSeq> prefix_prefill_seq_table(const Batch& batch) {
   return seqs;
 }
 
-int64_t prefix_prefill_new_rows(const Batch& batch) {
+int64_t prefix_prefill_new_rows(const std::vector<PrefixPrefillSeq>& seqs) {
   constexpr int kAlign = PrefixPrefillNewTokens::kNewRowAlign;
-  int64_t new_rows = 0;
-  for (int64_t q : batch.query_lens) new_rows += (q + kAlign - 1) / kAlign * kAlign;
-  return std::max<int64_t>(new_rows, kAlign);
+  const int64_t rows =
+      seqs.empty() ? 0
+                   : seqs.back().new_start + (seqs.back().query_len + kAlign - 1) / kAlign * kAlign;
+  return std::max<int64_t>(rows, kAlign);
 }
 
 PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context, CUfunction gather,
@@ -110,7 +111,7 @@ PrefixPrefillNewTokens gather_new_tokens(Problem& problem, ExecContext& context,
 
   const std::vector<PrefixPrefillSeq> seqs = prefix_prefill_seq_table(batch);
   PrefixPrefillNewTokens fresh;
-  fresh.new_rows = prefix_prefill_new_rows(batch);
+  fresh.new_rows = prefix_prefill_new_rows(seqs);
   fresh.seqs = reinterpret_cast<const PrefixPrefillSeq*>(
       upload(seqs.data(), seqs.size() * sizeof(PrefixPrefillSeq)));
   const int element = int(size_of(batch.kv_dtype));

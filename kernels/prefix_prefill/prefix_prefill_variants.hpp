@@ -50,8 +50,9 @@ struct PrefixPrefillNewTokens {
 };
 // Per sequence: its lengths and where its rows start in Q/out and in K_new/V_new.
 std::vector<PrefixPrefillSeq> prefix_prefill_seq_table(const Batch& batch);
-// Rows of K_new and V_new: every sequence's rounded up to kNewRowAlign, at least kNewRowAlign.
-int64_t prefix_prefill_new_rows(const Batch& batch);
+// Rows of K_new and V_new: every sequence's rounded up to kNewRowAlign (the last one's end in the
+// table), at least kNewRowAlign.
+int64_t prefix_prefill_new_rows(const std::vector<PrefixPrefillSeq>& seqs);
 // Uploads the per-sequence table and slot mapping, allocates K_new and V_new, and runs `gather`
 // (attn::prefix_prefill_gather, kernels/prefix_prefill/gather.cuh) once on the context's stream.
 // The device buffers it allocates are appended to `owned`, which must outlive the kernels that

@@ -64,7 +64,7 @@ PrefixPrefillFp8CopiesPlan plan_prefix_prefill_fp8_copies(const std::vector<Pref
       const PrefixPrefillSeq& info = seqs[size_t(w.seq)];
       const int tokens = std::min(tile_tokens, info.query_len - w.t0);
       const int seen_new = causal ? w.t0 + tokens : info.query_len;
-      w.n_ctx = (info.context_len + tile_n - 1) / tile_n;
+      w.n_ctx = context_tiles(size_t(w.seq));
       w.n_tiles = w.n_ctx + (seen_new + tile_n - 1) / tile_n;
       longest = std::max(longest, w.n_tiles);
       walks.push_back(w);

@@ -133,7 +133,8 @@ TEST(PrefixPrefillFp8Copies, ARealScheduleIsPlannedWhole) {
   const Batch batch =
       generate_batch(testing::make_spec(shape, {{2048, 96}, {0, 33}, {4096, 1}, {100, 300}}));
   const std::vector<PrefixPrefillSeq> seqs = prefix_prefill_seq_table(batch);
-  const int64_t new_rows = prefix_prefill_new_rows(batch);
+  const int64_t new_rows = prefix_prefill_new_rows(seqs);
+  EXPECT_EQ(new_rows, 96 + 48 + 16 + 304);  // each sequence's new tokens rounded up to 16
   const std::vector<int> items = prefix_prefill_cta_schedule(batch, 32, 128, 64);
   const PrefixPrefillFp8CopiesPlan plan =
       plan_prefix_prefill_fp8_copies(seqs, new_rows, 2, items, 32, 128, batch.causal, 132);
