@@ -20,8 +20,9 @@ enum class DecodeSchedule {
   // fixed_splits > 0: every sequence in that many equal splits, one CTA each (empty ones too).
   fixed,
   // One chunk per CTA; the split counts are those of the candidate per-CTA share (the ones that
-  // fill 1 to 8 waves, or none) whose CTAs, dealt longest first to the least loaded SM, leave the
-  // busiest SM least to do, a per-CTA start-up cost included.
+  // fill 1 to 8 waves, the longest sequence's halves to eighths, or none) whose CTAs, dealt longest
+  // first to the least loaded SM, leave the busiest SM least to do, a per-CTA start-up cost
+  // included (and, for the longest sequence's splits, its longest chunk at one CTA's pace).
   per_sequence,
   // Stream-K: one wave of CTAs (the slots the KV heads leave), each given the same number of
   // blocks from the sequences laid end to end, so a CTA may finish one sequence and start the
