@@ -66,9 +66,9 @@ int64_t greedy_makespan(const std::vector<Chunk>& chunks, int64_t kv_heads, int6
 // When the longest chunk's CTA finishes if it streams only its share of its SM's rate (1 /
 // resident of it: an SM holds that many CTAs to keep enough loads in flight). Equal splits of
 // the longest sequence are judged by this too: they leave an SM fewer, longer CTAs than a
-// wave-filling share does, and on an H200 8 sequences of 513 blocks cut in four (256 CTAs on 528
-// slots) took 117.6 us against 88.1 in 17ths, a lognormal batch's longest in three 979.7 against
-// 746.2, which the SMs' totals alone rank the other way.
+// wave-filling share does, and on an H200 8 sequences of 513 blocks over 4 KV heads cut in four
+// (128 CTAs on 528 slots) took 117.6 us against 88.1 in 17ths (544 CTAs), a lognormal batch's
+// longest in three 979.7 against 746.2, which the SMs' totals alone rank the other way.
 int64_t lone_chunk_makespan(const std::vector<Chunk>& chunks, int64_t resident) {
   int64_t longest = 0;
   for (const Chunk& c : chunks) longest = std::max(longest, c.end - c.begin);
