@@ -267,7 +267,6 @@ class Sm90WgmmaVariant : public Variant {
       p.q_map = encode_tensor_map(api, type, problem.q(), 3, dims, strides, box);
     }
     const int box_tokens = c.box(batch);
-    const bool hnd = batch.spec.kv_cache.layout == KvLayout::hnd;
     const bool fp8 = batch.kv_fp8();
     const bool converts = c.converts(batch);
     // Persistent: one CTA per SM (the shared memory allows no second), each drawing work items
@@ -299,12 +298,14 @@ class Sm90WgmmaVariant : public Variant {
       copies.k_pool = static_cast<const unsigned char*>(problem.k_pool());
       copies.v_pool = static_cast<const unsigned char*>(problem.v_pool());
       copies.block_table = problem.block_table();
-      // (A page of the pool is far below 2^31 codes: prefix_prefill_supports_limits.)
-      for (const auto& [strides, dims] :
-           {std::pair{copies.k_strides, m.head_dim}, std::pair{copies.v_strides, v_head_dim}}) {
-        strides[0] = int(batch.page_size) * m.num_kv_heads * dims;
-        strides[1] = hnd ? dims : m.num_kv_heads * dims;
-        strides[2] = hnd ? int(batch.page_size) * dims : dims;
+      // The pools' byte strides (a code is one byte); a page of the pool is far below 2^31 codes
+      // (prefix_prefill_supports_limits).
+      for (const auto& [strides, value] :
+           {std::pair{copies.k_strides, false}, std::pair{copies.v_strides, true}}) {
+        const PoolStrides bytes = prefix_prefill_pool_strides(batch, value);
+        strides[0] = int(bytes.page);
+        strides[1] = int(bytes.token);
+        strides[2] = int(bytes.head);
       }
       copies.page_size = int(batch.page_size);
       copies.max_pages_per_seq = batch.max_pages_per_seq;
