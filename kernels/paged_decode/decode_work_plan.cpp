@@ -213,6 +213,12 @@ DecodeWorkPlan plan_decode_work(const Batch& batch, DecodeSchedule schedule,
   const std::vector<int64_t> blocks =
       decode_visible_blocks(batch, inputs.block_tokens, inputs.aligned_blocks);
   const int64_t kv_heads = std::max(1, batch.spec.model.num_kv_heads);
+  if (schedule == DecodeSchedule::automatic) {
+    const int64_t slots =
+        int64_t(std::max(1, inputs.sm_count)) * std::max(1, inputs.resident_per_sm);
+    schedule = int64_t(batch.num_seqs) * kv_heads <= slots ? DecodeSchedule::per_sequence
+                                                           : DecodeSchedule::balanced;
+  }
   DecodeWorkPlan plan;
   if (inputs.fixed_splits > 0 || schedule == DecodeSchedule::fixed) {
     plan = fixed_plan(blocks, std::max(1, inputs.fixed_splits));

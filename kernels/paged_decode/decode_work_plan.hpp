@@ -28,6 +28,12 @@ enum class DecodeSchedule {
   // blocks from the sequences laid end to end, so a CTA may finish one sequence and start the
   // next; no CTA waits for a second wave and none idles at the end.
   balanced,
+  // per_sequence where every (sequence, KV head) unit fits the slots whole (one wave), else
+  // balanced. Where the units fit, balanced shares cut sequences at arbitrary blocks, so most CTAs
+  // walk two segments and most sequences are merged; on an H200 that lost 3-11% to whole or evenly
+  // split sequences (GQA 16 at d128, MQA, head dim 64); where they do not fit, it won by 4-5%
+  // (GQA 4 and 8 at d128, 512 units on 396 slots).
+  automatic,
 };
 
 struct DecodeWorkPlan {

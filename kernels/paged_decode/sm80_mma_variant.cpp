@@ -65,8 +65,9 @@ class Sm80MmaVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, keys dealt to "
-           "one wave of CTAs in equal shares (split-KV merged in-kernel by LSE)";
+    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, sequences split "
+           "per sequence when they fit one wave of CTAs, else dealt to one wave in equal shares "
+           "(split-KV merged in-kernel by LSE)";
   }
 
   FeatureSet features() const override { return paged_decode_features(); }
@@ -157,11 +158,12 @@ class Sm80MmaVariant : public Variant {
     const int smem = c.shared_bytes(m.head_dim, kv_bytes(batch));
     allow_dynamic_shared_memory(context, attention, smem);
 
-    // Blocks count from the first visible key; with num_splits 0 the planner deals them to one
-    // wave of CTAs in equal shares (decode_work_plan.hpp).
+    // Blocks count from the first visible key; with num_splits 0 the planner gives each
+    // (sequence, KV head) its own CTAs where they all fit one wave, else deals the blocks to one
+    // wave of CTAs in equal shares (decode_work_plan.hpp, automatic).
     Sm80MmaLaunch launch = prepare_tensorcore_launch(
         problem, context, attention, c.tile_tokens, /*aligned_blocks=*/false, c.num_splits,
-        DecodeSchedule::balanced, smem, paged_decode::sm80_mma::threads(c.warps));
+        DecodeSchedule::automatic, smem, paged_decode::sm80_mma::threads(c.warps));
     LaunchShape shape;
     shape.grid_x = launch.grid_x;
     shape.block_x = unsigned(paged_decode::sm80_mma::threads(c.warps));

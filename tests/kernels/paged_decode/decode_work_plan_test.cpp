@@ -176,9 +176,33 @@ TEST(DecodeWorkPlan, PerSequenceHalvesSequencesOneBlockLongerThanTwoWaveFillingS
   for (int32_t s : plan.seq_splits) EXPECT_EQ(s, 2) << plan.description;
 }
 
+TEST(DecodeWorkPlan, AutomaticKeepsUnitsWholeWhereTheyFitOneWaveElseBalances) {
+  const DecodeWorkInputs in = plan_inputs();
+  // 128 sequences x 2 KV heads = 256 units on 396 slots: the per-sequence plan, no sequence cut
+  // at an arbitrary block (each CTA walks one segment).
+  const Batch fits = plan_batch(std::vector<int64_t>(128, 4096), 2, 16);
+  const DecodeWorkPlan whole = plan_decode_work(fits, DecodeSchedule::automatic, in);
+  expect_plan_consistent(fits, whole, in);
+  EXPECT_EQ(whole.description.rfind("per sequence:", 0), 0u) << whole.description;
+  EXPECT_EQ(whole.ctas(), whole.segments());
+  // 64 x 8 = 512 units on 396 slots: balanced, one wave.
+  const Batch over = plan_batch(std::vector<int64_t>(64, 4096), 8, 4);
+  const DecodeWorkPlan shares = plan_decode_work(over, DecodeSchedule::automatic, in);
+  expect_plan_consistent(over, shares, in);
+  EXPECT_EQ(shares.description.rfind("balanced:", 0), 0u) << shares.description;
+  EXPECT_LE(int64_t(shares.ctas()) * 8, int64_t(kSms) * kResident);
+  // One more resident CTA per SM (528 slots) and the same 512 units fit.
+  DecodeWorkInputs roomier = in;
+  roomier.resident_per_sm = 4;
+  EXPECT_EQ(plan_decode_work(over, DecodeSchedule::automatic, roomier)
+                .description.rfind("per sequence:", 0),
+            0u);
+}
+
 TEST(DecodeWorkPlan, FixedSplitCountsAreTakenAsGiven) {
   const Batch batch = plan_batch({0, 1, 100, 5000});
-  for (DecodeSchedule schedule : {DecodeSchedule::balanced, DecodeSchedule::per_sequence}) {
+  for (DecodeSchedule schedule :
+       {DecodeSchedule::balanced, DecodeSchedule::per_sequence, DecodeSchedule::automatic}) {
     const DecodeWorkInputs in = plan_inputs(8);
     const DecodeWorkPlan plan = plan_decode_work(batch, schedule, in);
     expect_plan_consistent(batch, plan, in);
@@ -205,7 +229,8 @@ TEST(DecodeWorkPlan, RandomBatchesKeepEveryInvariant) {
     in.block_tokens = 16 << int(rng() % 4);
     in.resident_per_sm = 1 + int(rng() % 4);
     in.sm_count = 1 + int(rng() % 160);
-    for (DecodeSchedule schedule : {DecodeSchedule::balanced, DecodeSchedule::per_sequence}) {
+    for (DecodeSchedule schedule :
+         {DecodeSchedule::balanced, DecodeSchedule::per_sequence, DecodeSchedule::automatic}) {
       SCOPED_TRACE("trial " + std::to_string(trial));
       const DecodeWorkPlan plan = plan_decode_work(batch, schedule, in);
       expect_plan_consistent(batch, plan, in);
