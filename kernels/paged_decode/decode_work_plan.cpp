@@ -46,19 +46,27 @@ void add_chunks(const std::vector<int64_t>& blocks, const std::vector<int32_t>& 
 
 // When the busiest SM finishes, in blocks' worth of time, with the chunks' CTAs (each chunk once
 // per KV head) dealt in list order to the SM with the least work so far. Decode is bound by memory:
-// an SM streams its CTAs' blocks at about the same rate however many of them it holds, so the
-// time is the SM's total, each CTA adding its start-up cost.
-int64_t greedy_makespan(const std::vector<Chunk>& chunks, int64_t kv_heads, int64_t sms) {
-  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> load;
-  for (int64_t i = 0; i < sms; ++i) load.push(0);
-  int64_t makespan = 0;
+// an SM streams its CTAs' blocks at about the same rate however many of them it holds, as long as
+// it holds `saturating` of them (below that, proportionally slower), so the time is the SM's total,
+// each CTA adding its start-up cost.
+int64_t greedy_makespan(const std::vector<Chunk>& chunks, int64_t kv_heads, int64_t sms,
+                        int64_t saturating) {
+  using Sm = std::pair<int64_t, int64_t>;  // (blocks' worth of work, CTAs)
+  std::priority_queue<Sm, std::vector<Sm>, std::greater<Sm>> load;
+  for (int64_t i = 0; i < sms; ++i) load.push({0, 0});
   for (const Chunk& c : chunks) {
     for (int64_t h = 0; h < kv_heads; ++h) {
-      const int64_t end = load.top() + (c.end - c.begin) + kCtaStartupBlocks;
+      Sm sm = load.top();
       load.pop();
-      makespan = std::max(makespan, end);
-      load.push(end);
+      sm.first += (c.end - c.begin) + kCtaStartupBlocks;
+      ++sm.second;
+      load.push(sm);
     }
+  }
+  int64_t makespan = 0;
+  for (; !load.empty(); load.pop()) {
+    const auto [work, ctas] = load.top();
+    makespan = std::max(makespan, ctas > 0 && ctas < saturating ? work * saturating / ctas : work);
   }
   return makespan;
 }
@@ -130,7 +138,8 @@ DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_
     }
     std::vector<Chunk> chunks;
     add_chunks(blocks, plan.seq_splits, chunks);
-    int64_t makespan = greedy_makespan(chunks, kv_heads, std::max(1, in.sm_count));
+    int64_t makespan = greedy_makespan(chunks, kv_heads, std::max(1, in.sm_count),
+                                       std::max(1, in.saturating_per_sm));
     if (waves < -1)
       makespan = std::max(makespan, lone_chunk_makespan(chunks, std::max(1, in.resident_per_sm)));
     if (makespan < best_makespan) {
@@ -142,13 +151,16 @@ DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_
   }
   const int64_t split = std::count_if(best.seq_splits.begin(), best.seq_splits.end(),
                                       [](int32_t s) { return s > 1; });
-  best.description = "per sequence: " + str(best.ctas()) + " CTAs per KV head on " + str(slots) +
-                     " slots (" + str(in.resident_per_sm) + " per SM), " + str(split) + " of " +
-                     str(int64_t(blocks.size())) + " sequences split (" +
-                     (best_waves > 0     ? "share for " + str(best_waves) + " waves"
-                      : best_waves == -1 ? std::string("whole sequences")
-                                         : "share of the longest / " + str(-best_waves)) +
-                     "), estimated " + str(best_makespan) + " block-times";
+  best.description =
+      "per sequence: " + str(best.ctas()) + " CTAs per KV head on " + str(slots) + " slots (" +
+      str(in.resident_per_sm) + " per SM" +
+      (in.saturating_per_sm > 1 ? ", " + str(in.saturating_per_sm) + " needed to stream"
+                                : std::string()) +
+      "), " + str(split) + " of " + str(int64_t(blocks.size())) + " sequences split (" +
+      (best_waves > 0     ? "share for " + str(best_waves) + " waves"
+       : best_waves == -1 ? std::string("whole sequences")
+                          : "share of the longest / " + str(-best_waves)) +
+      "), estimated " + str(best_makespan) + " block-times";
   return best;
 }
 
@@ -192,6 +204,13 @@ DecodeWorkPlan balanced_plan(const std::vector<int64_t>& blocks, int64_t kv_head
 }
 
 }  // namespace
+
+int ctas_to_fill_sm(int shared_bytes, int warps, int resident_per_sm) {
+  constexpr int kStageBytes = 128 * 1024, kWarps = 8;
+  const int by_bytes = int(ceil_div(kStageBytes, std::max(1, shared_bytes)));
+  const int by_warps = int(ceil_div(kWarps, std::max(1, warps)));
+  return std::clamp(std::max(by_bytes, by_warps), 1, std::max(1, resident_per_sm));
+}
 
 std::vector<int64_t> decode_visible_blocks(const Batch& batch, int block_tokens,
                                            bool aligned_blocks) {

@@ -56,7 +56,17 @@ struct DecodeWorkInputs {
   int sm_count = 1;
   int resident_per_sm = 1;  // CTAs of the kernel one SM holds at once
   int max_splits = 128;     // chunks one sequence may have (the merge's shared memory)
+  // CTAs an SM must hold at once to stream at its full rate (ctas_to_fill_sm); with fewer, the
+  // per-sequence schedule counts its time as that much longer. 1: one CTA keeps enough in flight.
+  int saturating_per_sm = 1;
 };
+
+// The CTAs of a cp.async kernel one SM needs at once to keep its loads in flight: 128 KiB of K/V
+// stages (about half of them in flight: Little's law at an H200 SM's share of the bandwidth and
+// the loads' latency under load) and 8 warps, at most the resident count. On an H200
+// (paged_decode.sm80_mma) one CTA of 64 KiB stages per SM ran MQA 128 x 8192 at 191 us against
+// 142-148 with two or more; two CTAs of 2 warps ran GQA 4 d256 at 330 us against 292 with three.
+int ctas_to_fill_sm(int shared_bytes, int warps, int resident_per_sm);
 
 // Compute blocks of each sequence's visible keys (the window's, when it hides some).
 std::vector<int64_t> decode_visible_blocks(const Batch& batch, int block_tokens,

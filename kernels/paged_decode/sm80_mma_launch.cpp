@@ -66,6 +66,9 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
   inputs.sm_count = context.target.sm_count;
   inputs.resident_per_sm = resident_ctas(context, kernel, shared_bytes, threads);
   inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
+  // cp.async pipelines (the automatic schedule's kernel) need several CTAs per SM to stream.
+  if (schedule == DecodeSchedule::automatic)
+    inputs.saturating_per_sm = ctas_to_fill_sm(shared_bytes, threads / 32, inputs.resident_per_sm);
   const DecodeWorkPlan plan = plan_decode_work(batch, schedule, inputs);
   launch.plan = plan.description;
   owned.push_back(upload_array(*context.cuda, plan.work));
