@@ -44,21 +44,21 @@ void add_chunks(const std::vector<int64_t>& blocks, const std::vector<int32_t>& 
   });
 }
 
-// When the busiest SM finishes, in blocks' worth of time, with the chunks' CTAs (each chunk once
-// per KV head) dealt in list order to the SM with the least work so far. Decode is bound by memory:
-// an SM streams its CTAs' blocks at about the same rate however many of them it holds, as long as
-// it holds `saturating` of them (below that, proportionally slower), so the time is the SM's total,
-// each CTA adding its start-up cost.
-int64_t greedy_makespan(const std::vector<Chunk>& chunks, int64_t kv_heads, int64_t sms,
+// When the busiest SM finishes, in blocks' worth of time, with CTAs of these costs (each once per
+// KV head; a CTA's blocks plus kCtaStartupBlocks per segment) dealt in list order to the SM with
+// the least work so far. Decode is bound by memory: an SM streams its CTAs' blocks at about the
+// same rate however many of them it holds, as long as it holds `saturating` of them (below that,
+// proportionally slower), so the time is the SM's total.
+int64_t greedy_makespan(const std::vector<int64_t>& cta_costs, int64_t kv_heads, int64_t sms,
                         int64_t saturating) {
   using Sm = std::pair<int64_t, int64_t>;  // (blocks' worth of work, CTAs)
   std::priority_queue<Sm, std::vector<Sm>, std::greater<Sm>> load;
   for (int64_t i = 0; i < sms; ++i) load.push({0, 0});
-  for (const Chunk& c : chunks) {
+  for (const int64_t cost : cta_costs) {
     for (int64_t h = 0; h < kv_heads; ++h) {
       Sm sm = load.top();
       load.pop();
-      sm.first += (c.end - c.begin) + kCtaStartupBlocks;
+      sm.first += cost;
       ++sm.second;
       load.push(sm);
     }
@@ -69,6 +69,13 @@ int64_t greedy_makespan(const std::vector<Chunk>& chunks, int64_t kv_heads, int6
     makespan = std::max(makespan, ctas > 0 && ctas < saturating ? work * saturating / ctas : work);
   }
   return makespan;
+}
+
+std::vector<int64_t> chunk_costs(const std::vector<Chunk>& chunks) {
+  std::vector<int64_t> costs;
+  costs.reserve(chunks.size());
+  for (const Chunk& c : chunks) costs.push_back(c.end - c.begin + kCtaStartupBlocks);
+  return costs;
 }
 
 // When the longest chunk's CTA finishes if it streams only its share of its SM's rate (1 /
@@ -111,8 +118,9 @@ DecodeWorkPlan fixed_plan(const std::vector<int64_t>& blocks, int splits) {
   return plan;
 }
 
+// The best candidate of at most max_ctas CTAs per KV head; none (no CTAs) if every one has more.
 DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
-                                 const DecodeWorkInputs& in) {
+                                 const DecodeWorkInputs& in, int64_t max_ctas = INT64_MAX) {
   const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
   const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0));
   const int64_t longest = blocks.empty() ? 0 : *std::max_element(blocks.begin(), blocks.end());
@@ -138,7 +146,8 @@ DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_
     }
     std::vector<Chunk> chunks;
     add_chunks(blocks, plan.seq_splits, chunks);
-    int64_t makespan = greedy_makespan(chunks, kv_heads, std::max(1, in.sm_count),
+    if (int64_t(chunks.size()) > max_ctas) continue;
+    int64_t makespan = greedy_makespan(chunk_costs(chunks), kv_heads, std::max(1, in.sm_count),
                                        std::max(1, in.saturating_per_sm));
     if (waves < -1)
       makespan = std::max(makespan, lone_chunk_makespan(chunks, std::max(1, in.resident_per_sm)));
@@ -149,6 +158,8 @@ DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_
       best = std::move(plan);
     }
   }
+  if (best.cta_work.empty()) return best;
+  best.estimated_block_times = best_makespan;
   const int64_t split = std::count_if(best.seq_splits.begin(), best.seq_splits.end(),
                                       [](int32_t s) { return s > 1; });
   best.description =
@@ -200,7 +211,36 @@ DecodeWorkPlan balanced_plan(const std::vector<int64_t>& blocks, int64_t kv_head
                      " per SM), " + str(share) + " blocks of " + str(in.block_tokens) +
                      " keys each, " + str(plan.segments()) + " segments, " + str(split) + " of " +
                      str(int64_t(blocks.size())) + " sequences split";
+  std::vector<int64_t> costs;
+  for (int c = 0; c < plan.ctas(); ++c) {
+    int64_t cost = 0;
+    for (int32_t w = plan.cta_work[size_t(c)]; w < plan.cta_work[size_t(c) + 1]; ++w)
+      cost += plan.work[size_t(4 * w + 3)] - plan.work[size_t(4 * w + 2)] + kCtaStartupBlocks;
+    costs.push_back(cost);
+  }
+  plan.estimated_block_times =
+      greedy_makespan(costs, kv_heads, std::max(1, in.sm_count), std::max(1, in.saturating_per_sm));
   return plan;
+}
+
+// One wave either way: the per-sequence candidates that fit it, against balanced shares, by their
+// estimates (a tie keeps whole chunks: no CTA walks two segments).
+DecodeWorkPlan automatic_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
+                              const DecodeWorkInputs& in) {
+  const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
+  DecodeWorkPlan balanced = balanced_plan(blocks, kv_heads, in);
+  DecodeWorkPlan chunks = per_sequence_plan(blocks, kv_heads, in, slots / kv_heads);
+  const bool whole =
+      !chunks.cta_work.empty() && chunks.estimated_block_times <= balanced.estimated_block_times;
+  DecodeWorkPlan& chosen = whole ? chunks : balanced;
+  chosen.description =
+      "automatic, " + chosen.description + " (" +
+      (whole ? "balanced shares: estimated " + str(balanced.estimated_block_times)
+       : chunks.cta_work.empty()
+           ? std::string("no per-sequence plan fits one wave")
+           : "per sequence in one wave: estimated " + str(chunks.estimated_block_times)) +
+      (whole ? std::string() : "; these " + str(balanced.estimated_block_times)) + ")";
+  return std::move(chosen);
 }
 
 }  // namespace
@@ -232,17 +272,13 @@ DecodeWorkPlan plan_decode_work(const Batch& batch, DecodeSchedule schedule,
   const std::vector<int64_t> blocks =
       decode_visible_blocks(batch, inputs.block_tokens, inputs.aligned_blocks);
   const int64_t kv_heads = std::max(1, batch.spec.model.num_kv_heads);
-  if (schedule == DecodeSchedule::automatic) {
-    const int64_t slots =
-        int64_t(std::max(1, inputs.sm_count)) * std::max(1, inputs.resident_per_sm);
-    schedule = int64_t(batch.num_seqs) * kv_heads <= slots ? DecodeSchedule::per_sequence
-                                                           : DecodeSchedule::balanced;
-  }
   DecodeWorkPlan plan;
   if (inputs.fixed_splits > 0 || schedule == DecodeSchedule::fixed) {
     plan = fixed_plan(blocks, std::max(1, inputs.fixed_splits));
   } else if (schedule == DecodeSchedule::per_sequence) {
     plan = per_sequence_plan(blocks, kv_heads, inputs);
+  } else if (schedule == DecodeSchedule::automatic) {
+    plan = automatic_plan(blocks, kv_heads, inputs);
   } else {
     plan = balanced_plan(blocks, kv_heads, inputs);
   }

@@ -28,21 +28,23 @@ enum class DecodeSchedule {
   // blocks from the sequences laid end to end, so a CTA may finish one sequence and start the
   // next; no CTA waits for a second wave and none idles at the end.
   balanced,
-  // per_sequence where every (sequence, KV head) unit fits the slots whole (one wave), else
-  // balanced. Where the units fit, balanced shares cut sequences at arbitrary blocks, so most CTAs
-  // walk two segments and most sequences are merged; on an H200 that lost 3-11% to whole or evenly
-  // split sequences (GQA 16 at d128, MQA, head dim 64); where they do not fit, it won by 4-5%
-  // (GQA 4 and 8 at d128, 512 units on 396 slots).
+  // One wave of CTAs: the per-sequence candidates that fit it (one chunk per CTA) against
+  // balanced shares, whichever the estimate favours (a tie keeps whole chunks). Balanced shares cut
+  // sequences at arbitrary blocks, so most CTAs walk two segments and most sequences are merged;
+  // where chunks fit one wave with enough CTAs per SM to stream, they won by 3-11% on an H200
+  // (GQA 7 and 16 at d128, MQA, head dim 64); per-sequence plans of more than one wave, or with
+  // too few CTAs per SM, lost by up to 25% (GQA 4 at d256: 353 us against 282).
   automatic,
 };
 
 struct DecodeWorkPlan {
-  std::vector<int32_t> seq_splits;   // [num_seqs] chunks of each sequence, 1..max_splits
-  std::vector<int32_t> seq_partial;  // [num_seqs] first partial-result row of each sequence
-  std::vector<int32_t> work;         // [segments, 4] (sequence, chunk, first block, end block)
-  std::vector<int32_t> cta_work;     // [ctas + 1] each CTA's segments: work rows [c, c + 1)
-  int64_t partial_rows = 0;          // chunks of sequences with more than one
-  std::string description;           // e.g. "balanced: 396 CTAs (3 per SM), 42 blocks each"
+  std::vector<int32_t> seq_splits;    // [num_seqs] chunks of each sequence, 1..max_splits
+  std::vector<int32_t> seq_partial;   // [num_seqs] first partial-result row of each sequence
+  std::vector<int32_t> work;          // [segments, 4] (sequence, chunk, first block, end block)
+  std::vector<int32_t> cta_work;      // [ctas + 1] each CTA's segments: work rows [c, c + 1)
+  int64_t partial_rows = 0;           // chunks of sequences with more than one
+  int64_t estimated_block_times = 0;  // the busiest SM's work (per_sequence, balanced, automatic)
+  std::string description;            // e.g. "balanced: 396 CTAs (3 per SM), 42 blocks each"
   int ctas() const { return int(cta_work.size()) - 1; }
   int segments() const { return int(work.size() / 4); }
 };

@@ -1,8 +1,9 @@
 // The decode work planner on the CPU (kernels/paged_decode/decode_work_plan.hpp): every block of
 // every sequence is in exactly one segment, each segment in one CTA, the chunk numbering and
 // partial rows agree; the balanced schedule fills one wave with equal shares, the per-sequence one
-// keeps one chunk per CTA longest first and never loses to a plain wave count, fixed counts are
-// taken as given, and no sequence gets more chunks than the merge holds.
+// keeps one chunk per CTA longest first and never loses to a plain wave count, the automatic one
+// keeps whole chunks only where they fit one wave and stream, fixed counts are taken as given, and
+// no sequence gets more chunks than the merge holds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -176,27 +177,52 @@ TEST(DecodeWorkPlan, PerSequenceHalvesSequencesOneBlockLongerThanTwoWaveFillingS
   for (int32_t s : plan.seq_splits) EXPECT_EQ(s, 2) << plan.description;
 }
 
-TEST(DecodeWorkPlan, AutomaticKeepsUnitsWholeWhereTheyFitOneWaveElseBalances) {
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+TEST(DecodeWorkPlan, AutomaticKeepsChunksWholeWhereTheyFitOneWaveElseBalances) {
   const DecodeWorkInputs in = plan_inputs();
-  // 128 sequences x 2 KV heads = 256 units on 396 slots: the per-sequence plan, no sequence cut
-  // at an arbitrary block (each CTA walks one segment).
+  // 128 sequences x 2 KV heads = 256 CTAs of whole sequences on 396 slots: one segment per CTA
+  // beats balanced shares, which would cut most sequences in two.
   const Batch fits = plan_batch(std::vector<int64_t>(128, 4096), 2, 16);
   const DecodeWorkPlan whole = plan_decode_work(fits, DecodeSchedule::automatic, in);
   expect_plan_consistent(fits, whole, in);
-  EXPECT_EQ(whole.description.rfind("per sequence:", 0), 0u) << whole.description;
+  EXPECT_TRUE(starts_with(whole.description, "automatic, per sequence:")) << whole.description;
   EXPECT_EQ(whole.ctas(), whole.segments());
-  // 64 x 8 = 512 units on 396 slots: balanced, one wave.
+  EXPECT_LE(int64_t(whole.ctas()) * 2, int64_t(kSms) * kResident);
+  // 64 x 8 = 512 units on 396 slots: no per-sequence plan fits one wave; balanced.
   const Batch over = plan_batch(std::vector<int64_t>(64, 4096), 8, 4);
   const DecodeWorkPlan shares = plan_decode_work(over, DecodeSchedule::automatic, in);
   expect_plan_consistent(over, shares, in);
-  EXPECT_EQ(shares.description.rfind("balanced:", 0), 0u) << shares.description;
+  EXPECT_TRUE(starts_with(shares.description, "automatic, balanced:")) << shares.description;
   EXPECT_LE(int64_t(shares.ctas()) * 8, int64_t(kSms) * kResident);
-  // One more resident CTA per SM (528 slots) and the same 512 units fit.
+  // One more resident CTA per SM (528 slots) and the same 512 units fit whole.
   DecodeWorkInputs roomier = in;
   roomier.resident_per_sm = 4;
-  EXPECT_EQ(plan_decode_work(over, DecodeSchedule::automatic, roomier)
-                .description.rfind("per sequence:", 0),
-            0u);
+  const DecodeWorkPlan roomy = plan_decode_work(over, DecodeSchedule::automatic, roomier);
+  EXPECT_TRUE(starts_with(roomy.description, "automatic, per sequence:")) << roomy.description;
+  EXPECT_EQ(roomy.ctas(), 64);
+}
+
+TEST(DecodeWorkPlan, AutomaticBalancesWhereChunksLeaveTooFewCtasPerSmToStream) {
+  // The 256 whole sequences leave two CTAs on most SMs; with three needed to stream (CTAs of 2
+  // warps) they run at two thirds of the rate, and balanced shares (three per SM) win. On an H200
+  // GQA 4 at d256 (t32.w2): 330 us whole, 282 balanced.
+  const Batch batch = plan_batch(std::vector<int64_t>(128, 4096), 2, 16);
+  DecodeWorkInputs in = plan_inputs();
+  in.saturating_per_sm = 3;
+  const DecodeWorkPlan plan = plan_decode_work(batch, DecodeSchedule::automatic, in);
+  expect_plan_consistent(batch, plan, in);
+  EXPECT_TRUE(starts_with(plan.description, "automatic, balanced:")) << plan.description;
+}
+
+TEST(DecodeWorkPlan, CtasToFillAnSmFollowTheirStagesAndWarps) {
+  EXPECT_EQ(ctas_to_fill_sm(73984, 4, 3), 2);   // 64 keys x d128 bf16, 2 stages
+  EXPECT_EQ(ctas_to_fill_sm(41216, 4, 4), 4);   // the same in fp8: half the bytes in flight
+  EXPECT_EQ(ctas_to_fill_sm(76032, 2, 3), 3);   // 2 warps: four would be needed, three fit
+  EXPECT_EQ(ctas_to_fill_sm(143616, 4, 1), 1);  // never more than the SM holds
+  EXPECT_EQ(ctas_to_fill_sm(200000, 8, 2), 1);
 }
 
 TEST(DecodeWorkPlan, FixedSplitCountsAreTakenAsGiven) {
