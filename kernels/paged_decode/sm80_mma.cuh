@@ -193,11 +193,9 @@ __global__ void __launch_bounds__(WARPS * 32, KEY_ROWS ? 1 : 0)
     typename Form::State st;
     st.init();
     typename Form::Q q;
-    // fp8 dequantisation, folded into the logits' scale and the output, with the 2^8 the
-    // integer conversion leaves out (sm80_mma_block.cuh).
-    const float score_scale =
-        KV_FP8 ? p.score_scale * p.k_scale[kv_head] * paged_decode::sm80_mma::kFp8F16Shift : p.score_scale;
-    const float v_scale = KV_FP8 ? p.v_scale[kv_head] * paged_decode::sm80_mma::kFp8F16Shift : 1.0f;
+    // fp8 dequantisation, folded into the logits' scale and the output.
+    const float score_scale = KV_FP8 ? p.score_scale * p.k_scale[kv_head] : p.score_scale;
+    const float v_scale = KV_FP8 ? p.v_scale[kv_head] : 1.0f;
 
     for (int block = block_begin; block < block_end; ++block) {
       const int i = block - block_begin;

@@ -32,28 +32,19 @@ struct Swizzled128Tile {
   }
 };
 
-// fp8 e4m3 codes as f16 divided by 2^8 (kFp8F16Shift), exactly and with full-rate integer
-// instructions only: a code's sign goes to the f16's sign and its exponent and mantissa bits to
-// the f16's low exponent and high mantissa bits, so the value keeps its bits under an exponent
-// bias 8 larger (subnormal codes become subnormal f16s). The kernel multiplies the 2^8 back in
-// through the logits' scale and the output's. Bytes 1 and 3 of `spread` hold the two codes (its
-// bytes 0 and 2 are ignored); the result holds them in that order.
-constexpr float kFp8F16Shift = 256.0f;
-__device__ __forceinline__ unsigned int e4m3_spread_to_f16_shifted(unsigned int spread) {
-  return (spread & 0x80008000u) | ((spread >> 1) & 0x3f803f80u);
-}
-
-// Bytes e of w0 and of w1 (two fp8 codes, w0's first) as one f16x2 register / 2^8.
+// Bytes e of w0 and of w1 (two fp8 codes, w0's first) as one f16x2 register.
 __device__ __forceinline__ unsigned int e4m3_pair_to_f16(unsigned int w0, unsigned int w1, int e) {
-  return e4m3_spread_to_f16_shifted(__byte_perm(w0, w1, (e << 4) | ((4 + e) << 12)));
-}
-
-// Four codes (bytes of `word`, element 0 lowest) as two f16x2 registers / 2^8: `lo` codes 0 and
-// 1, `hi` codes 2 and 3.
-__device__ __forceinline__ void e4m3x4_to_f16_shifted(unsigned int word, unsigned int& lo,
-                                                      unsigned int& hi) {
-  lo = e4m3_spread_to_f16_shifted(__byte_perm(word, 0, 0x1000));
-  hi = e4m3_spread_to_f16_shifted(__byte_perm(word, 0, 0x3020));
+  const unsigned int pair = __byte_perm(w0, w1, e | ((4 + e) << 4));  // codes in bytes 0 and 1
+  unsigned int out;
+#if __CUDA_ARCH__ >= 890
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.rn.f16x2.e4m3x2 %0, l;\n}\n"
+      : "=r"(out)
+      : "r"(pair));
+#else
+  unsigned int unused;
+  e4m3x4_to_f16(pair, out, unused);
+#endif
+  return out;
 }
 
 // One warp's online-softmax state over its keys: the fp32 output accumulator [16 x HEAD_DIM] and
@@ -142,7 +133,7 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
 #pragma unroll
       for (int j = 0; j < S_TILES; ++j) {  // key j*8 + quad, physical dims ks*16 + 4 t4 ..
         unsigned int b0, b1;
-        e4m3x4_to_f16_shifted(*reinterpret_cast<const unsigned int*>(
+        e4m3x4_to_f16(*reinterpret_cast<const unsigned int*>(
                           k_tile + Tile::offset(row0 + j * 8 + quad, ks * 16 + 4 * t4)),
                       b0, b1);
         mma_m16n8k16<MMA_DTYPE>(s[j], a, b0, b1);

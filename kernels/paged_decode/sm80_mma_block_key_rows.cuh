@@ -110,10 +110,10 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
       unsigned int a[4];  // keys kt*16 .. +15, dims ks*16 .. +15
       if constexpr (KV_FP8) {
         const int row = row0 + kt * 16 + quad;
-        e4m3x4_to_f16_shifted(
+        e4m3x4_to_f16(
             *reinterpret_cast<const unsigned int*>(k_tile + Tile::offset(row, ks * 16 + 4 * t4)),
             a[0], a[2]);
-        e4m3x4_to_f16_shifted(*reinterpret_cast<const unsigned int*>(
+        e4m3x4_to_f16(*reinterpret_cast<const unsigned int*>(
                           k_tile + Tile::offset(row + 8, ks * 16 + 4 * t4)),
                       a[1], a[3]);
       } else {
