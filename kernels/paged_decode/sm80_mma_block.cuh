@@ -32,19 +32,11 @@ struct Swizzled128Tile {
   }
 };
 
-// Bytes e of w0 and of w1 (two fp8 codes, w0's first) as one f16x2 register.
-__device__ __forceinline__ unsigned int e4m3_pair_to_f16(unsigned int w0, unsigned int w1, int e) {
-  const unsigned int pair = __byte_perm(w0, w1, e | ((4 + e) << 4));  // codes in bytes 0 and 1
-  unsigned int out;
-#if __CUDA_ARCH__ >= 890
-  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.rn.f16x2.e4m3x2 %0, l;\n}\n"
-      : "=r"(out)
-      : "r"(pair));
-#else
-  unsigned int unused;
-  e4m3x4_to_f16(pair, out, unused);
-#endif
-  return out;
+// Bytes e and e + 1 of w0 and of w1 (fp8 codes of two keys, w0's first) as two f16x2 registers:
+// `lo` holds the two keys' byte e, `hi` their byte e + 1. One byte permute serves both pairs.
+__device__ __forceinline__ void e4m3_pairs_to_f16(unsigned int w0, unsigned int w1, int e,
+                                                  unsigned int& lo, unsigned int& hi) {
+  e4m3x4_to_f16(__byte_perm(w0, w1, e | ((4 + e) << 4) | ((e + 1) << 8) | ((5 + e) << 12)), lo, hi);
 }
 
 // One warp's online-softmax state over its keys: the fp32 output accumulator [16 x HEAD_DIM] and
@@ -228,9 +220,12 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
         const unsigned int w9 =
             *reinterpret_cast<const unsigned int*>(v_tile + Tile::offset(key_row + 9, byte));
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          mma_m16n8k16<MMA_DTYPE>(st.o[4 * g + e], a, e4m3_pair_to_f16(w0, w1, e),
-                                  e4m3_pair_to_f16(w8, w9, e));
+        for (int e = 0; e < 4; e += 2) {
+          unsigned int b0[2], b1[2];  // dims e and e + 1 of the four
+          e4m3_pairs_to_f16(w0, w1, e, b0[0], b0[1]);
+          e4m3_pairs_to_f16(w8, w9, e, b1[0], b1[1]);
+          mma_m16n8k16<MMA_DTYPE>(st.o[4 * g + e], a, b0[0], b1[0]);
+          mma_m16n8k16<MMA_DTYPE>(st.o[4 * g + e + 1], a, b0[1], b1[1]);
         }
       }
       if constexpr (HEAD_DIM % 32 != 0) {
@@ -245,11 +240,11 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
             *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 8, byte));
         const unsigned int w9 =
             *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 9, byte));
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          mma_m16n8k16<MMA_DTYPE>(st.o[4 * G + e], a, e4m3_pair_to_f16(w0, w1, e),
-                                  e4m3_pair_to_f16(w8, w9, e));
-        }
+        unsigned int b0[2], b1[2];
+        e4m3_pairs_to_f16(w0, w1, 0, b0[0], b0[1]);
+        e4m3_pairs_to_f16(w8, w9, 0, b1[0], b1[1]);
+        mma_m16n8k16<MMA_DTYPE>(st.o[4 * G], a, b0[0], b1[0]);
+        mma_m16n8k16<MMA_DTYPE>(st.o[4 * G + 1], a, b0[1], b1[1]);
       }
     } else {
 #pragma unroll

@@ -198,9 +198,9 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
             *reinterpret_cast<const unsigned int*>(v_tile + Tile::offset(key_row + 9, byte));
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const unsigned int a[4] = {
-              e4m3_pair_to_f16(w0, w1, 2 * h), e4m3_pair_to_f16(w0, w1, 2 * h + 1),
-              e4m3_pair_to_f16(w8, w9, 2 * h), e4m3_pair_to_f16(w8, w9, 2 * h + 1)};
+          unsigned int a[4];
+          e4m3_pairs_to_f16(w0, w1, 2 * h, a[0], a[1]);
+          e4m3_pairs_to_f16(w8, w9, 2 * h, a[2], a[3]);
           mma_m16n8k16<MMA_DTYPE>(st.o[2 * g + h], a, b0, b1);
         }
       }
@@ -216,8 +216,9 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
             *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 8, byte));
         const unsigned int w9 =
             *reinterpret_cast<const unsigned short*>(v_tile + Tile::offset(key_row + 9, byte));
-        const unsigned int a[4] = {e4m3_pair_to_f16(w0, w1, 0), e4m3_pair_to_f16(w0, w1, 1),
-                                   e4m3_pair_to_f16(w8, w9, 0), e4m3_pair_to_f16(w8, w9, 1)};
+        unsigned int a[4];
+        e4m3_pairs_to_f16(w0, w1, 0, a[0], a[1]);
+        e4m3_pairs_to_f16(w8, w9, 0, a[2], a[3]);
         mma_m16n8k16<MMA_DTYPE>(st.o[2 * G], a, b0, b1);
       }
     } else {
