@@ -65,9 +65,9 @@ class Sm80MmaVariant : public Variant {
   Family family() const override { return Family::paged_decode; }
   Backend backend() const override { return Backend::cuda; }
   std::string summary() const override {
-    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, sequences split "
-           "per sequence when they fit one wave of CTAs, else dealt to one wave in equal shares "
-           "(split-KV merged in-kernel by LSE)";
+    return "GQA heads packed into mma.sync m16n8k16 rows, cp.async K/V pipeline, one wave of CTAs "
+           "each given a chunk of one sequence or an equal share of the keys laid end to end, "
+           "whichever the planner estimates faster (split-KV merged in-kernel by LSE)";
   }
 
   FeatureSet features() const override { return paged_decode_features(); }

@@ -162,8 +162,8 @@ TEST_P(Sm80MmaGpu, RandomBatchesConfigsAndFeaturesMatchTheReference) {
 }
 
 // The planner's default on random shapes and skewed lengths: many short sequences with a few
-// long ones (so the balanced schedule lays several sequences into one CTA and cuts the long ones
-// across CTAs), empty and one-key sequences among them, every optional feature at random, fp8
+// long ones (so the planner lays several sequences into one CTA or cuts the long ones across
+// CTAs), empty and one-key sequences among them, every optional feature at random, fp8
 // where the variant takes it; NaN-poisoned output, the dtype's tolerance (expect_passed).
 TEST_P(Sm80MmaGpu, ThePlannersDefaultOnRandomShapesAndSkewedLengthsMatchesTheReference) {
   const Registry registry = make_registry();
