@@ -32,28 +32,6 @@ struct Swizzled128Tile {
   }
 };
 
-// fp8 K/V: the first of the 4 adjacent physical dims lane t4 holds in k16 step ks of Q.K (Q's
-// fragments and K's codes alike). Two steps share 32 dims (lane t4: 8 t4 .. +3 in the even step,
-// +4 .. +7 in the odd one), so one 8-byte load gives a lane both steps' K codes; head dim 80 ends
-// in one step of 16 dims (16 ks + 4 t4 ..).
-template <int HEAD_DIM>
-__device__ __forceinline__ int fp8_qk_dim(int ks, int t4) {
-  return ks < HEAD_DIM / 32 * 2 ? 32 * (ks / 2) + 8 * t4 + 4 * (ks % 2) : 16 * ks + 4 * t4;
-}
-
-// Lane t4's 4 K codes of row `row` in step ks: an even step of a pair loads both steps' codes and
-// keeps the odd step's in `odd`, which the odd step then returns.
-template <int HEAD_DIM, class Tile>
-__device__ __forceinline__ unsigned int fp8_k_codes(const unsigned char* k_tile, int row, int ks,
-                                                    int t4, unsigned int& odd) {
-  const unsigned char* at = k_tile + Tile::offset(row, fp8_qk_dim<HEAD_DIM>(ks, t4));
-  if (ks >= HEAD_DIM / 32 * 2) return *reinterpret_cast<const unsigned int*>(at);
-  if (ks % 2 == 1) return odd;
-  const uint2 both = *reinterpret_cast<const uint2*>(at);
-  odd = both.y;
-  return both.x;
-}
-
 // Bytes e and e + 1 of w0 and of w1 (fp8 codes of two keys, w0's first) as two f16x2 registers:
 // `lo` holds the two keys' byte e, `hi` their byte e + 1. One byte permute serves both pairs.
 __device__ __forceinline__ void e4m3_pairs_to_f16(unsigned int w0, unsigned int w1, int e,
@@ -96,7 +74,7 @@ struct QFragments {
   __device__ __forceinline__ void load(unsigned int (&frag)[4], int ks) const {
     const int lane = threadIdx.x % 32;
     if constexpr (KV_FP8) {
-      const unsigned short* row = tile + (lane / 4) * ROW + fp8_qk_dim<HEAD_DIM>(ks, lane % 4);
+      const unsigned short* row = tile + (lane / 4) * ROW + ks * 16 + 4 * (lane % 4);
       frag[0] = *reinterpret_cast<const unsigned int*>(row);
       frag[1] = *reinterpret_cast<const unsigned int*>(row + 8 * ROW);
       frag[2] = *reinterpret_cast<const unsigned int*>(row + 2);
@@ -134,7 +112,6 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
   float s[S_TILES][4];
 #pragma unroll
   for (int j = 0; j < S_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-  unsigned int k_odd[S_TILES];  // fp8: the odd step's codes, loaded with the even step's
 #pragma unroll
   for (int ks = 0; ks < K_STEPS; ++ks) {
     unsigned int a[4];  // Q's fragment of this k16 step (register copies compile away)
@@ -146,9 +123,10 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
     }
     if constexpr (KV_FP8) {
 #pragma unroll
-      for (int j = 0; j < S_TILES; ++j) {  // key j*8 + quad, physical dims fp8_qk_dim ..
+      for (int j = 0; j < S_TILES; ++j) {  // key j*8 + quad, physical dims ks*16 + 4 t4 ..
         unsigned int b0, b1;
-        e4m3x4_to_f16(fp8_k_codes<HEAD_DIM, Tile>(k_tile, row0 + j * 8 + quad, ks, t4, k_odd[j]),
+        e4m3x4_to_f16(*reinterpret_cast<const unsigned int*>(
+                          k_tile + Tile::offset(row0 + j * 8 + quad, ks * 16 + 4 * t4)),
                       b0, b1);
         mma_m16n8k16<MMA_DTYPE>(s[j], a, b0, b1);
       }

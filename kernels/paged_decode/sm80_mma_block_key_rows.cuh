@@ -58,7 +58,7 @@ struct KeyRowsState {
 
 // Q^T's B fragments (head quad, dims 2 t4, 2 t4 + 1 and + 8 of each k16 step), held in registers
 // (HEAD_DIM / 8 of them) from the Q tile's first 8 rows; fp8 K/V: the permuted dims, 4 adjacent
-// elements per lane (fp8_qk_dim).
+// elements per lane.
 template <bool KV_FP8, int HEAD_DIM>
 struct KeyRowsQ {
   static constexpr int K_STEPS = HEAD_DIM / 16;
@@ -71,9 +71,8 @@ struct KeyRowsQ {
     for (int ks = 0; ks < K_STEPS; ++ks) {
       const unsigned short* row = q_tile + (lane / 4) * ROW + ks * 16;
       if constexpr (KV_FP8) {
-        const unsigned short* dims = row - ks * 16 + fp8_qk_dim<HEAD_DIM>(ks, lane % 4);
-        b[ks][0] = *reinterpret_cast<const unsigned int*>(dims);
-        b[ks][1] = *reinterpret_cast<const unsigned int*>(dims + 2);
+        b[ks][0] = *reinterpret_cast<const unsigned int*>(row + 4 * (lane % 4));
+        b[ks][1] = *reinterpret_cast<const unsigned int*>(row + 4 * (lane % 4) + 2);
       } else {
         b[ks][0] = *reinterpret_cast<const unsigned int*>(row + 2 * (lane % 4));
         b[ks][1] = *reinterpret_cast<const unsigned int*>(row + 8 + 2 * (lane % 4));
@@ -104,7 +103,6 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
 #pragma unroll
     for (int e = 0; e < 4; ++e) s[kt][e] = s_odd[kt][e] = 0.0f;
   }
-  unsigned int k_odd[KEY_TILES][2];  // fp8: the odd step's codes of rows quad and quad + 8
 #pragma unroll
   for (int ks = 0; ks < K_STEPS; ++ks) {
 #pragma unroll
@@ -112,9 +110,12 @@ __device__ __forceinline__ void attend_block(const unsigned char* k_tile,
       unsigned int a[4];  // keys kt*16 .. +15, dims ks*16 .. +15
       if constexpr (KV_FP8) {
         const int row = row0 + kt * 16 + quad;
-        e4m3x4_to_f16(fp8_k_codes<HEAD_DIM, Tile>(k_tile, row, ks, t4, k_odd[kt][0]), a[0], a[2]);
-        e4m3x4_to_f16(fp8_k_codes<HEAD_DIM, Tile>(k_tile, row + 8, ks, t4, k_odd[kt][1]), a[1],
-                      a[3]);
+        e4m3x4_to_f16(
+            *reinterpret_cast<const unsigned int*>(k_tile + Tile::offset(row, ks * 16 + 4 * t4)),
+            a[0], a[2]);
+        e4m3x4_to_f16(*reinterpret_cast<const unsigned int*>(
+                          k_tile + Tile::offset(row + 8, ks * 16 + 4 * t4)),
+                      a[1], a[3]);
       } else {
         ldmatrix_x4(a, k_tile + Tile::offset(row0 + kt * 16 + lane % 8 + 8 * ((lane / 8) % 2),
                                              (ks * 2 + lane / 16) * 16));
