@@ -24,6 +24,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// CTAs the GPU holds at once.
+int64_t cta_slots(const DecodeWorkInputs& in) {
+  return int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
+}
+
 // One chunk per CTA, CTAs longest first (ties keep sequence order).
 struct Chunk {
   int32_t seq, chunk;
@@ -121,7 +126,7 @@ DecodeWorkPlan fixed_plan(const std::vector<int64_t>& blocks, int splits) {
 // The best candidate of at most max_ctas CTAs per KV head; none (no CTAs) if every one has more.
 DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
                                  const DecodeWorkInputs& in, int64_t max_ctas = INT64_MAX) {
-  const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
+  const int64_t slots = cta_slots(in);
   const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0));
   const int64_t longest = blocks.empty() ? 0 : *std::max_element(blocks.begin(), blocks.end());
   const int64_t least_share = std::max<int64_t>(2, ceil_div(longest, in.max_splits));
@@ -177,7 +182,7 @@ DecodeWorkPlan per_sequence_plan(const std::vector<int64_t>& blocks, int64_t kv_
 
 DecodeWorkPlan balanced_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
                              const DecodeWorkInputs& in) {
-  const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
+  const int64_t slots = cta_slots(in);
   const int64_t ctas = std::max<int64_t>(1, slots / kv_heads);
   const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0));
   const int64_t longest = blocks.empty() ? 0 : *std::max_element(blocks.begin(), blocks.end());
@@ -227,19 +232,18 @@ DecodeWorkPlan balanced_plan(const std::vector<int64_t>& blocks, int64_t kv_head
 // estimates (a tie keeps whole chunks: no CTA walks two segments).
 DecodeWorkPlan automatic_plan(const std::vector<int64_t>& blocks, int64_t kv_heads,
                               const DecodeWorkInputs& in) {
-  const int64_t slots = int64_t(std::max(1, in.sm_count)) * std::max(1, in.resident_per_sm);
   DecodeWorkPlan balanced = balanced_plan(blocks, kv_heads, in);
-  DecodeWorkPlan chunks = per_sequence_plan(blocks, kv_heads, in, slots / kv_heads);
+  DecodeWorkPlan chunks = per_sequence_plan(blocks, kv_heads, in, cta_slots(in) / kv_heads);
   const bool whole =
       !chunks.cta_work.empty() && chunks.estimated_block_times <= balanced.estimated_block_times;
   DecodeWorkPlan& chosen = whole ? chunks : balanced;
-  chosen.description =
-      "automatic, " + chosen.description + " (" +
-      (whole ? "balanced shares: estimated " + str(balanced.estimated_block_times)
-       : chunks.cta_work.empty()
-           ? std::string("no per-sequence plan fits one wave")
-           : "per sequence in one wave: estimated " + str(chunks.estimated_block_times)) +
-      (whole ? std::string() : "; these " + str(balanced.estimated_block_times)) + ")";
+  const std::string other =
+      whole ? "balanced shares: estimated " + str(balanced.estimated_block_times)
+            : (chunks.cta_work.empty()
+                   ? std::string("no per-sequence plan fits one wave")
+                   : "per sequence in one wave: estimated " + str(chunks.estimated_block_times)) +
+                  "; these " + str(balanced.estimated_block_times);
+  chosen.description = "automatic, " + chosen.description + " (" + other + ")";
   return std::move(chosen);
 }
 
