@@ -247,42 +247,6 @@ DecodeWorkPlan automatic_plan(const std::vector<int64_t>& blocks, int64_t kv_hea
   return std::move(chosen);
 }
 
-// Cuts the dynamic tail (DecodeWorkInputs::dynamic_tail_percent) from the end of each CTA's
-// share: up to that part of its blocks, in whole chunks, from its last segments backwards, each
-// segment keeping at least one block and no sequence getting more than max_splits chunks. Each
-// chunk becomes a new chunk of its sequence (the next split index), so its partial result is
-// merged as any other; the static segments keep their rows, shortened.
-void carve_dynamic_tail(DecodeWorkPlan& plan, int percent, int chunk_blocks, int max_splits) {
-  const int32_t statics = int32_t(plan.segments());
-  const int64_t chunk = std::max(1, chunk_blocks);
-  std::vector<int32_t> tail;
-  for (int c = 0; c < plan.ctas(); ++c) {
-    const int32_t first = plan.cta_work[size_t(c)], end = plan.cta_work[size_t(c) + 1];
-    int64_t blocks = 0;
-    for (int32_t w = first; w < end; ++w)
-      blocks += plan.work[size_t(4 * w + 3)] - plan.work[size_t(4 * w + 2)];
-    int64_t chunks = blocks * percent / 100 / chunk;
-    for (int32_t w = end - 1; w >= first && chunks > 0; --w) {
-      int32_t* seg = &plan.work[size_t(4 * w)];
-      int32_t& splits = plan.seq_splits[size_t(seg[0])];
-      const int64_t take = std::min({chunks, std::max<int64_t>(0, seg[3] - seg[2] - 1) / chunk,
-                                     std::max<int64_t>(0, max_splits - splits)});
-      for (int64_t k = 0; k < take; ++k) {
-        const int32_t b = seg[3] - int32_t(chunk);
-        tail.insert(tail.end(), {seg[0], splits++, b, seg[3]});
-        seg[3] = b;
-      }
-      chunks -= take;
-    }
-  }
-  plan.work.insert(plan.work.end(), tail.begin(), tail.end());
-  plan.dynamic_begin = statics;
-  if (!tail.empty()) {
-    plan.description += ", a dynamic tail of " + str(int64_t(tail.size() / 4)) + " chunks of " +
-                        str(chunk) + " blocks";
-  }
-}
-
 }  // namespace
 
 int ctas_to_fill_sm(int shared_bytes, int warps, int resident_per_sm) {
@@ -322,10 +286,6 @@ DecodeWorkPlan plan_decode_work(const Batch& batch, DecodeSchedule schedule,
   } else {
     plan = balanced_plan(blocks, kv_heads, inputs);
   }
-  plan.dynamic_begin = int32_t(plan.segments());
-  if (inputs.dynamic_tail_percent > 0)
-    carve_dynamic_tail(plan, inputs.dynamic_tail_percent, inputs.dynamic_chunk_blocks,
-                       inputs.max_splits);
   set_partial_rows(plan);
   return plan;
 }

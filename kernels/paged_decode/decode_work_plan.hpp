@@ -38,19 +38,15 @@ enum class DecodeSchedule {
 };
 
 struct DecodeWorkPlan {
-  std::vector<int32_t> seq_splits;   // [num_seqs] chunks of each sequence, 1..max_splits
-  std::vector<int32_t> seq_partial;  // [num_seqs] first partial-result row of each sequence
-  std::vector<int32_t> work;         // [segments, 4] (sequence, chunk, first block, end block)
-  std::vector<int32_t> cta_work;     // [ctas + 1] each CTA's segments: work rows [c, c + 1)
-  // Segments dynamic_begin .. segments() - 1 (none by default) belong to no CTA: each CTA takes
-  // them one at a time from a counter once its own are done (a dynamic tail).
-  int32_t dynamic_begin = 0;
+  std::vector<int32_t> seq_splits;    // [num_seqs] chunks of each sequence, 1..max_splits
+  std::vector<int32_t> seq_partial;   // [num_seqs] first partial-result row of each sequence
+  std::vector<int32_t> work;          // [segments, 4] (sequence, chunk, first block, end block)
+  std::vector<int32_t> cta_work;      // [ctas + 1] each CTA's segments: work rows [c, c + 1)
   int64_t partial_rows = 0;           // chunks of sequences with more than one
   int64_t estimated_block_times = 0;  // the busiest SM's work (per_sequence, balanced, automatic)
   std::string description;            // e.g. "balanced: 396 CTAs (3 per SM), 42 blocks each"
   int ctas() const { return int(cta_work.size()) - 1; }
   int segments() const { return int(work.size() / 4); }
-  int dynamic_segments() const { return segments() - dynamic_begin; }
 };
 
 struct DecodeWorkInputs {
@@ -65,11 +61,6 @@ struct DecodeWorkInputs {
   // CTAs an SM must hold at once to stream at its full rate (ctas_to_fill_sm); with fewer, the
   // per-sequence schedule counts its time as that much longer. 1: one CTA keeps enough in flight.
   int saturating_per_sm = 1;
-  // > 0: the last dynamic_tail_percent of each CTA's blocks (whole chunks of dynamic_chunk_blocks,
-  // taken from the end of its last segment) become a dynamic tail, so that CTAs which stream
-  // faster than others take more of it and the launch's CTAs end closer together.
-  int dynamic_tail_percent = 0;
-  int dynamic_chunk_blocks = 2;
 };
 
 // The CTAs of a cp.async kernel one SM needs at once to keep its loads in flight: 128 KiB of K/V

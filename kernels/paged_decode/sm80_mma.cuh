@@ -93,9 +93,9 @@ __global__ void __launch_bounds__(WARPS * 32, KEY_ROWS ? 1 : 0)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int q_head0 = kv_head * p.group;
 
-  // A segment: a chunk of one sequence, computed and finished (written, or merged by the chunk's
-  // last CTA) before the next begins.
-  auto run_segment = [&](const int segment) {
+  // The CTA's segments in order: each a chunk of one sequence, computed and finished (written,
+  // or merged by the chunk's last CTA) before the next begins.
+  for (int segment = p.cta_work[cta]; segment < p.cta_work[cta + 1]; ++segment) {
     const int seq = p.work[4 * segment], split = p.work[4 * segment + 1];
     const int block_begin = p.work[4 * segment + 2], block_end = p.work[4 * segment + 3];
 
@@ -232,36 +232,6 @@ __global__ void __launch_bounds__(WARPS * 32, KEY_ROWS ? 1 : 0)
     paged_decode::sm80_mma::finish_split<DTYPE, KV_FP8, HEAD_DIM, WARPS>(
         p, st, smem, &merge_here, seq, split, kv_head, v_scale, [] { __syncthreads(); });
     __syncthreads();  // every thread is done with the merge area and Q before the next segment
-  };
-
-  // The CTA's own segments in order, then the dynamic tail's, one at a time from the KV head's
-  // counter until none is left (one call of run_segment: its code is not duplicated).
-  const bool dynamic_tail = p.dynamic_end > p.dynamic_begin;
-  __shared__ int claimed;
-  for (int next = p.cta_work[cta];;) {
-    int segment = next;
-    if (segment < p.cta_work[cta + 1]) {
-      ++next;
-    } else {
-      if (!dynamic_tail) break;
-      if (tid == 0) claimed = p.dynamic_begin + atomicAdd(p.dynamic_counters + kv_head, 1);
-      __syncthreads();
-      segment = claimed;
-      __syncthreads();  // every thread has read it before thread 0 takes the next
-      if (segment >= p.dynamic_end) break;
-    }
-    run_segment(segment);
-  }
-  if (dynamic_tail) {
-    // Every CTA of this KV head has taken its last number once all have counted themselves out:
-    // the last one zeroes both counters for the next launch.
-    if (tid == 0) {
-      const int ctas_per_head = int(gridDim.x) / p.num_kv_heads;
-      if (atomicAdd(p.dynamic_counters + p.num_kv_heads + kv_head, 1) == ctas_per_head - 1) {
-        p.dynamic_counters[kv_head] = 0;
-        p.dynamic_counters[p.num_kv_heads + kv_head] = 0;
-      }
-    }
   }
 }
 

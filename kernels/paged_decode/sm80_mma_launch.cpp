@@ -9,11 +9,6 @@
 
 namespace attn {
 
-namespace {
-// The automatic schedule's dynamic tail: the last 15% of each CTA's blocks, in chunks of two.
-constexpr int kDynamicTailPercent = 15;
-}  // namespace
-
 Support sm80_mma_supports_limits(const Batch& batch) {
   const int group = batch.spec.group_size();
   if (group < 1 || group > paged_decode::sm80_mma::kMaxGroup) {
@@ -72,10 +67,8 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
   inputs.resident_per_sm = resident_ctas(context, kernel, shared_bytes, threads);
   inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
   // cp.async pipelines (the automatic schedule's kernel) need several CTAs per SM to stream.
-  if (schedule == DecodeSchedule::automatic) {
+  if (schedule == DecodeSchedule::automatic)
     inputs.saturating_per_sm = ctas_to_fill_sm(shared_bytes, threads / 32, inputs.resident_per_sm);
-    inputs.dynamic_tail_percent = kDynamicTailPercent;
-  }
   const DecodeWorkPlan plan = plan_decode_work(batch, schedule, inputs);
   launch.plan = plan.description;
   owned.push_back(upload_array(*context.cuda, plan.work));
@@ -90,10 +83,6 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
   owned.push_back(upload_array(
       *context.cuda, std::vector<int32_t>(size_t(batch.num_seqs) * size_t(m.num_kv_heads), 0)));
   p.split_counters = reinterpret_cast<int*>(owned.back().address());
-  p.dynamic_begin = plan.dynamic_begin;
-  p.dynamic_end = plan.segments();
-  owned.push_back(upload_array(*context.cuda, std::vector<int32_t>(2 * size_t(m.num_kv_heads), 0)));
-  p.dynamic_counters = reinterpret_cast<int*>(owned.back().address());
   if (plan.partial_rows > 0) {
     const size_t rows = size_t(plan.partial_rows) * size_t(m.num_q_heads);
     const size_t out_bytes = rows * size_t(m.head_dim) * sizeof(float);

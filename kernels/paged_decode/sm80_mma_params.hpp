@@ -27,12 +27,6 @@ struct Sm80MmaParams {
   const int* seq_splits;   // [num_seqs] chunks of each sequence's visible keys, >= 1
   const int* seq_partial;  // [num_seqs] first partial row of each sequence
   int* split_counters;     // [num_seqs, num_kv_heads] finished splits; zero between launches
-  // The dynamic tail, segments dynamic_begin .. dynamic_end - 1 (none where they are equal): a
-  // KV head's CTAs take them from dynamic_counters[kv head] once their own are done and count
-  // themselves out in dynamic_counters[num_kv_heads + kv head]; the last one out zeroes both.
-  int* dynamic_counters;  // [2, num_kv_heads]; zero between launches
-  int dynamic_begin;
-  int dynamic_end;
   float* partial_out;      // [partial rows, num_q_heads, head_dim], normalised per split
   float* partial_lse;      // [partial rows, num_q_heads], log2-sum-exp of the logits
   const float* sink_log2;  // [num_q_heads] sink logits * log2(e); null without sinks

@@ -55,16 +55,7 @@ void expect_plan_consistent(const Batch& batch, const DecodeWorkPlan& plan,
   ASSERT_EQ(plan.seq_partial.size(), size_t(batch.num_seqs));
   ASSERT_GE(plan.cta_work.size(), 2u);
   EXPECT_EQ(plan.cta_work.front(), 0);
-  EXPECT_EQ(plan.cta_work.back(), plan.dynamic_begin);
-  EXPECT_LE(plan.dynamic_begin, plan.segments());
-  if (in.dynamic_tail_percent == 0) {
-    EXPECT_EQ(plan.dynamic_segments(), 0);
-  }
-  for (int w = plan.dynamic_begin; w < plan.segments(); ++w) {
-    EXPECT_EQ(plan.work[size_t(4 * w + 3)] - plan.work[size_t(4 * w + 2)],
-              std::max(1, in.dynamic_chunk_blocks))
-        << "dynamic segment " << w;
-  }
+  EXPECT_EQ(plan.cta_work.back(), plan.segments());
   for (size_t c = 0; c + 1 < plan.cta_work.size(); ++c) {
     EXPECT_LE(plan.cta_work[c], plan.cta_work[c + 1]) << "CTA " << c;
   }
@@ -234,36 +225,6 @@ TEST(DecodeWorkPlan, CtasToFillAnSmFollowTheirStagesAndWarps) {
   EXPECT_EQ(ctas_to_fill_sm(200000, 8, 2), 1);
 }
 
-// The Llama shape's balanced plan (49 CTAs per KV head of 85 blocks each): the last 15% of each
-// CTA's blocks (whole chunks of two, from its last segments backwards) become chunks taken at
-// run time; each CTA keeps the rest of its share, in the same segments.
-TEST(DecodeWorkPlan, DynamicTailTakesTheEndOfEachCtasShareInChunks) {
-  const Batch batch = plan_batch(std::vector<int64_t>(64, 4096));
-  DecodeWorkInputs in = plan_inputs();
-  const DecodeWorkPlan whole = plan_decode_work(batch, DecodeSchedule::balanced, in);
-  in.dynamic_tail_percent = 15;
-  in.dynamic_chunk_blocks = 2;
-  const DecodeWorkPlan plan = plan_decode_work(batch, DecodeSchedule::balanced, in);
-  expect_plan_consistent(batch, plan, in);
-  ASSERT_EQ(plan.ctas(), whole.ctas());
-  EXPECT_EQ(plan.dynamic_begin, whole.segments());
-  int64_t carved = 0;
-  for (int c = 0; c < plan.ctas(); ++c) {
-    const int64_t before = plan_cta_blocks(whole, c), after = plan_cta_blocks(plan, c);
-    EXPECT_EQ(plan.cta_work[size_t(c) + 1] - plan.cta_work[size_t(c)],
-              whole.cta_work[size_t(c) + 1] - whole.cta_work[size_t(c)]);
-    EXPECT_EQ((before - after) % 2, 0) << "CTA " << c;
-    EXPECT_EQ(before - after, before * 15 / 100 / 2 * 2) << "CTA " << c;
-    carved += before - after;
-  }
-  EXPECT_EQ(int64_t(plan.dynamic_segments()) * 2, carved);
-  EXPECT_GT(plan.dynamic_segments(), plan.ctas());
-  EXPECT_NE(plan.description.find("a dynamic tail of " + std::to_string(plan.dynamic_segments()) +
-                                  " chunks of 2 blocks"),
-            std::string::npos)
-      << plan.description;
-}
-
 TEST(DecodeWorkPlan, FixedSplitCountsAreTakenAsGiven) {
   const Batch batch = plan_batch({0, 1, 100, 5000});
   for (DecodeSchedule schedule :
@@ -294,11 +255,6 @@ TEST(DecodeWorkPlan, RandomBatchesKeepEveryInvariant) {
     in.block_tokens = 16 << int(rng() % 4);
     in.resident_per_sm = 1 + int(rng() % 4);
     in.sm_count = 1 + int(rng() % 160);
-    in.max_splits = 16 << int(rng() % 4);
-    if (rng() % 2 == 0) {
-      in.dynamic_tail_percent = 5 + int(rng() % 30);
-      in.dynamic_chunk_blocks = 1 + int(rng() % 4);
-    }
     for (DecodeSchedule schedule :
          {DecodeSchedule::balanced, DecodeSchedule::per_sequence, DecodeSchedule::automatic}) {
       SCOPED_TRACE("trial " + std::to_string(trial));
