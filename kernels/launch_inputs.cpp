@@ -42,17 +42,21 @@ void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, 
                 cuFuncSetAttribute(kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
-int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads) {
-  int resident = context.target.max_shared_per_block > 0 && shared_bytes > 0
-                     ? context.target.max_shared_per_block / shared_bytes
+int resident_ctas(const Target& target, int shared_bytes, int threads, int registers) {
+  int resident = target.max_shared_per_block > 0 && shared_bytes > 0
+                     ? target.max_shared_per_block / shared_bytes
                      : 1;
   resident = std::min(resident, 2048 / threads);
-  int registers = 0;
-  ATTN_CU_CHECK(context.cuda->api(),
-                cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
   const int per_warp = (registers * 32 + 255) / 256 * 256;
   if (per_warp > 0) resident = std::min(resident, 65536 / (per_warp * (threads / 32)));
   return std::max(1, resident);
+}
+
+int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads) {
+  int registers = 0;
+  ATTN_CU_CHECK(context.cuda->api(),
+                cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel));
+  return resident_ctas(context.target, shared_bytes, threads, registers);
 }
 
 PagedPoolShape paged_pool_shape(const Batch& batch, int row_dims) {

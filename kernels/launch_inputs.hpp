@@ -42,6 +42,8 @@ void allow_dynamic_shared_memory(const ExecContext& context, CUfunction kernel, 
 // register limits (the per-block shared-memory limit stands in for the SM's, within a few KiB on
 // sm_80+; registers are allocated per warp in units of 256). At least 1.
 int resident_ctas(const ExecContext& context, CUfunction kernel, int shared_bytes, int threads);
+// The same limits for a kernel not compiled yet, from an estimate of its registers per thread.
+int resident_ctas(const Target& target, int shared_bytes, int threads, int registers);
 
 // A device copy of a host array (at least one element's bytes, so an empty array has an address).
 template <typename T>

@@ -1,4 +1,6 @@
 // Host side of paged_decode.sm80_mma (device code: sm80_mma.cuh, rules: sm80_mma_traits.hpp).
+#include <numeric>
+
 #include "kernels/config_axes.hpp"
 #include "kernels/launch_inputs.hpp"
 #include "kernels/paged_decode/paged_decode_variants.hpp"
@@ -77,28 +79,44 @@ class Sm80MmaVariant : public Variant {
   }
 
   // The planner's tile for the batch, with tile_tokens halved until the config fits; the split of
-  // the keys over CTAs is planned at launch (num_splits 0: decode_work_plan.hpp, balanced).
+  // the keys over CTAs is planned at launch (num_splits 0: decode_work_plan.hpp, automatic).
+  // From 64-key blocks over 4 warps (the default), measured on the decode-shapes suite on an H200
+  // (attn-tune tune --strategy halving -a num_splits=0, both tensor-core variants, µs):
+  // - At most one (sequence, KV head) unit per SM, head dims up to 128, and enough keys for a
+  //   128-key block per SM: 128-key blocks over 8 warps, one CTA per SM (g8-d128-p64-1x65536 79.2
+  //   against 84.4, g8-d64-hnd-8x32768 79.2 / 81.6, MQA 128 x 8192 145.3 / 150.0); with fp8 K/V in
+  //   the head-rows form up to two units per SM (GQA 16 256 units 162.9 / 169.2; bf16 there kept 64
+  //   keys: 145.2 against 157.0).
+  // - fp8 K/V in the key-rows form (GQA groups up to 8, head dims up to 128,
+  //   sm80_mma_block_key_rows.cuh): 64-key blocks over 2 warps where the automatic schedule then
+  //   keeps every sequence whole in one wave (GQA 4 and 8, 64 x 4096: 142.0-143.8 against
+  //   147.6-152.0 for 128 keys over 4 warps, whose plan splits and merges), else over 4 warps
+  //   (lognormal lengths: GQA 1 766.6 against 789.6 over 2 warps and 782.0 with 128 keys).
+  // - Head dim 256 with 16-bit K/V unless the GQA group fills the mma rows: 32-key blocks over 2
+  //   warps (their 241 registers at t64.w4 leave too few warps per SM): GQA 4 286.9 against
+  //   352.8, GQA 2 280.8 / 338.2, but MQA 109.7 / 104.6. fp8 K/V there keep t64.w4 (GQA 7 93.3
+  //   against 98.5 with t32.w2).
+  // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
+  // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
+  // and 126.
   KernelConfig default_config(const Batch& batch, const Target& target) const override {
     const int head_dim = batch.spec.model.head_dim;
     KernelConfig config = axes().defaults();
-    // Smaller tiles of fewer warps where a CTA of 64 keys and 4 warps holds too many registers to
-    // keep enough warps per SM: head dim 256 (241 registers) unless the GQA group already fills
-    // the mma rows, and fp8 K/V of groups up to 8 in the head-rows form (head dims above 128). On
-    // the decode-shapes suite on an H200 (t32.w2 vs t64.w4): d256 GQA 4 292 vs 354 us, GQA 2 287
-    // vs 342; but MQA d256 126 vs 116.
-    // fp8 K/V in the key-rows form (GQA groups up to 8, head dims up to 128,
-    // sm80_mma_block_key_rows.cuh): 32 keys a warp, 4 warps (g8-d128-fp8h-64x4096 on an H200,
-    // every config tuned: t128.w4 151.34 us, the best; t64.w4 154.32; t32.w2 220.18).
-    // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
-    // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
-    // and 126.
+    auto set_tile = [&](int tile_tokens, int warps) {
+      config.set("tile_tokens", tile_tokens);
+      config.set("warps", warps);
+    };
     const int group = batch.spec.group_size();
-    if (key_rows(batch) && batch.kv_fp8()) {
-      config.set("tile_tokens", 128);
-      config.set("warps", 4);
-    } else if ((head_dim >= 256 && group < 16) || (batch.kv_fp8() && group <= 8)) {
-      config.set("tile_tokens", 32);
-      config.set("warps", 2);
+    const int64_t units = int64_t(batch.num_seqs) * batch.spec.model.num_kv_heads;
+    const int64_t most_units =
+        int64_t(target.sm_count) * (batch.kv_fp8() && !key_rows(batch) ? 2 : 1);
+    if (head_dim <= 128 && units <= most_units && fills_sms(batch, target, 128)) {
+      set_tile(128, 8);
+    } else if (key_rows(batch) && batch.kv_fp8()) {
+      set_tile(64, 2);
+      if (!keeps_sequences_whole(batch, target, Sm80MmaConfig(config))) set_tile(64, 4);
+    } else if (head_dim >= 256 && group < 16 && !batch.kv_fp8()) {
+      set_tile(32, 2);
     }
     auto fits = [&](const KernelConfig& k) {
       const Sm80MmaConfig c(k);
@@ -178,6 +196,28 @@ class Sm80MmaVariant : public Variant {
 
  private:
   // The key-rows form where the GQA group fits the mma's 8 N columns (sm80_mma_traits.hpp).
+  // Whether the batch's blocks of `block_tokens` keys, over every KV head, number at least the SMs.
+  static bool fills_sms(const Batch& batch, const Target& target, int block_tokens) {
+    const std::vector<int64_t> blocks = decode_visible_blocks(batch, block_tokens, false);
+    const int64_t total = std::accumulate(blocks.begin(), blocks.end(), int64_t(0));
+    return target.sm_count > 0 && total * batch.spec.model.num_kv_heads >= target.sm_count;
+  }
+  // Whether the automatic schedule deals every sequence whole (no split, no merge) to `c`'s CTAs,
+  // their residency per SM estimated from the traits' shared memory and registers.
+  static bool keeps_sequences_whole(const Batch& batch, const Target& target,
+                                    const Sm80MmaConfig& c) {
+    const int head_dim = batch.spec.model.head_dim, bytes = kv_bytes(batch);
+    const int shared = c.shared_bytes(head_dim, bytes);
+    DecodeWorkInputs inputs;
+    inputs.block_tokens = c.tile_tokens;
+    inputs.sm_count = std::max(1, target.sm_count);
+    inputs.resident_per_sm = resident_ctas(
+        target, shared, 32 * c.warps,
+        paged_decode::sm80_mma::register_estimate(head_dim, c.warps, c.tile_tokens, bytes));
+    inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
+    inputs.saturating_per_sm = ctas_to_fill_sm(shared, c.warps, inputs.resident_per_sm);
+    return plan_decode_work(batch, DecodeSchedule::automatic, inputs).partial_rows == 0;
+  }
   static bool key_rows(const Batch& batch) {
     return paged_decode::sm80_mma::key_rows(batch.spec.group_size(), batch.spec.model.head_dim);
   }

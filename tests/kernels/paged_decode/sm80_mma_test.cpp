@@ -197,7 +197,8 @@ TEST(Sm80MmaGating, DefaultConfigIsSupportedForEveryHeadDimAndDevice) {
 }
 
 // The planner's tile by head dim: t64.w4 up to 192 (at most 166 registers there), the smaller
-// t32.w2 for 256 below a full GQA group of 16, and for fp8 K/V at GQA <= 8.
+// t32.w2 for 256 with 16-bit K/V below a full GQA group of 16; fp8 K/V as 16-bit K/V here (the
+// automatic plan splits the longest of these three sequences, so the key-rows form keeps 4 warps).
 TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
   const Registry registry = make_registry();
   const Variant& variant = sm80_mma_variant(registry);
@@ -209,17 +210,55 @@ TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
         batch.k_scales = batch.v_scales = {1.0f};
       }
       const KernelConfig config = variant.default_config(batch, hopper());
-      // GQA 4: the key-rows form. Its fp8 tile is 128 keys and 4 warps up to head dim 128.
-      const bool key_rows_fp8 = fp8 && head_dim <= 128;
-      const bool small = !key_rows_fp8 && (head_dim == 256 || fp8);
-      EXPECT_EQ(config.get("tile_tokens"), key_rows_fp8 ? 128
-                                           : small      ? 32
-                                                        : 64)
-          << head_dim << " " << fp8;
+      const bool small = !fp8 && head_dim == 256;
+      EXPECT_EQ(config.get("tile_tokens"), small ? 32 : 64) << head_dim << " " << fp8;
       EXPECT_EQ(config.get("warps"), small ? 2 : 4) << head_dim << " " << fp8;
       EXPECT_TRUE(variant.check(batch, config, hopper())) << head_dim << " " << fp8;
     }
   }
+}
+
+Batch long_decode_batch(int q_heads, int kv_heads, const std::vector<int64_t>& lengths, bool fp8) {
+  testing::SpecShape shape;
+  shape.q_heads = q_heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = 128;
+  Batch batch = generate_batch(testing::make_decode_spec(shape, lengths));
+  if (fp8) {
+    batch.kv_dtype = DType::fp8_e4m3;
+    batch.k_scales = batch.v_scales = {1.0f};
+  }
+  return batch;
+}
+
+std::string tile_of(const KernelConfig& config) {
+  return "t" + std::to_string(config.get("tile_tokens")) + ".w" +
+         std::to_string(config.get("warps"));
+}
+
+// The planner's tile from the batch's units (sequence x KV head) and lengths.
+TEST(Sm80MmaGating, DefaultTileFollowsTheUnitsAndLengths) {
+  const Registry registry = make_registry();
+  const Variant& variant = sm80_mma_variant(registry);
+  const Target gpu = hopper();  // 132 SMs
+  auto tile = [&](const Batch& batch) { return tile_of(variant.default_config(batch, gpu)); };
+  // Few long units, at most one per SM: 128-key blocks, one CTA of 8 warps per SM.
+  EXPECT_EQ(tile(long_decode_batch(64, 8, {65536}, false)), "t128.w8");
+  EXPECT_EQ(tile(long_decode_batch(16, 1, std::vector<int64_t>(128, 8192), false)), "t128.w8");
+  // ... but not when the keys leave SMs without a 128-key block.
+  EXPECT_EQ(tile(long_decode_batch(64, 8, {1000}, false)), "t64.w4");
+  // 256 units of a full group: 64 keys in 16-bit, 128 with fp8 codes (half the bytes a CTA).
+  const std::vector<int64_t> gqa16(128, 8192);
+  EXPECT_EQ(tile(long_decode_batch(32, 2, gqa16, false)), "t64.w4");
+  EXPECT_EQ(tile(long_decode_batch(32, 2, gqa16, true)), "t128.w8");
+  EXPECT_EQ(tile(long_decode_batch(32, 2, std::vector<int64_t>(512, 8192), true)), "t64.w4");
+  // fp8 in the key-rows form: 2 warps where every sequence stays whole in one wave of them (512
+  // units of 4096 keys), 4 where the plan must split (lengths from 64 to 65536 keys).
+  EXPECT_EQ(tile(long_decode_batch(64, 8, std::vector<int64_t>(64, 4096), true)), "t64.w2");
+  std::vector<int64_t> skewed;
+  for (int s = 0; s < 128; ++s) skewed.push_back(int64_t(64) << (s % 11));
+  EXPECT_EQ(tile(long_decode_batch(64, 8, skewed, true)), "t64.w4");
+  EXPECT_EQ(tile(long_decode_batch(64, 8, skewed, false)), "t64.w4");
 }
 
 struct Feature {
@@ -354,9 +393,9 @@ TEST(Sm80MmaCompile, AcceptedConfigsCompileForSm80AndSm90aWithoutSpills) {
           // The sample always includes the default config.
           accepted.insert(accepted.begin(), variant.default_config(batch, target));
           // The default, and on every other batch one random config more (CI time).
-          const size_t take = exhaustive ? accepted.size()
-                                         : std::min<size_t>(batches.size() % 2 ? 2 : 1,
-                                                             accepted.size());
+          const size_t take = exhaustive
+                                  ? accepted.size()
+                                  : std::min<size_t>(batches.size() % 2 ? 2 : 1, accepted.size());
           for (size_t i = 0; i < take; ++i) {
             JitProgram program = variant.programs(batch, accepted[i], target).front();
             program.options.push_back("--ptxas-options=-v");
