@@ -80,22 +80,27 @@ class Sm80MmaVariant : public Variant {
 
   // The planner's tile for the batch, with tile_tokens halved until the config fits; the split of
   // the keys over CTAs is planned at launch (num_splits 0: decode_work_plan.hpp, automatic).
-  // From 64-key blocks over 4 warps (the default), measured on the decode-shapes suite on an H200
-  // (attn-tune tune --strategy halving -a num_splits=0, both tensor-core variants, µs):
+  // From 64-key blocks over 4 warps (the default), measured on an H200 (the decode-shapes suite,
+  // attn-tune tune --strategy halving -a num_splits=0 over both tensor-core variants, and the
+  // planner's choice against the one before it in one call; µs):
   // - At most one (sequence, KV head) unit per SM, head dims up to 128, and enough keys for a
-  //   128-key block per SM: 128-key blocks over 8 warps, one CTA per SM (g8-d128-p64-1x65536 79.2
-  //   against 84.4, g8-d64-hnd-8x32768 79.2 / 81.6, MQA 128 x 8192 145.3 / 150.0); with fp8 K/V in
-  //   the head-rows form up to two units per SM (GQA 16 256 units 162.9 / 169.2; bf16 there kept 64
-  //   keys: 145.2 against 157.0).
+  //   128-key block per SM: 128-key blocks over 8 warps, one CTA per SM (GQA 8 1 x 65536 79.6
+  //   against 82.6, MQA 128 x 8192 141.9 / 145.4 (sm90_tma's t128.w4), 64 x 16384 145.0 /
+  //   151.3); fp8 K/V in the head-rows form up to two units per SM (GQA 16 128 x 8192 160.9 /
+  //   167.3, MQA 256 x 4096 90.3 / 95.2; 16-bit GQA 16 at 256 units kept t64.w4: 145.2 against
+  //   157.0). Not fp8 in the key-rows form, whose warps want 32 keys each (GQA 4 1 x 131072
+  //   90.6 against 81.5 with t128.w4).
   // - fp8 K/V in the key-rows form (GQA groups up to 8, head dims up to 128,
   //   sm80_mma_block_key_rows.cuh): 64-key blocks over 2 warps where the automatic schedule then
-  //   keeps every sequence whole in one wave (GQA 4 and 8, 64 x 4096: 142.0-143.8 against
-  //   147.6-152.0 for 128 keys over 4 warps, whose plan splits and merges), else over 4 warps
-  //   (lognormal lengths: GQA 1 766.6 against 789.6 over 2 warps and 782.0 with 128 keys).
+  //   keeps every sequence whole in one wave (GQA 4 and 8, 64 x 4096: 139.5-140.9 against
+  //   145.7-150.0 for t128.w4, whose plan splits and merges), else 128 keys over 4 warps (32 a
+  //   warp: GQA 8 32 x 8192 142.1 against 147.3 with t64.w4; GQA 1 lognormal-64 782.0 against
+  //   766.6, the one shape t64.w4 won by more than 2%).
   // - Head dim 256 with 16-bit K/V unless the GQA group fills the mma rows: 32-key blocks over 2
   //   warps (their 241 registers at t64.w4 leave too few warps per SM): GQA 4 286.9 against
-  //   352.8, GQA 2 280.8 / 338.2, but MQA 109.7 / 104.6. fp8 K/V there keep t64.w4 (GQA 7 93.3
-  //   against 98.5 with t32.w2).
+  //   352.8, GQA 2 280.8 / 338.2, but MQA 109.7 / 104.6. fp8 K/V at head dims 192 and 256 keep
+  //   t64.w4: GQA 7 d256 92.5 against 97.7 with t32.w2, GQA 4 and 2 d256 even, GQA 4 d192 277.7
+  //   against 335.7, but GQA 8 d192 155.6 against 148.9.
   // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
   // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
   // and 126.
@@ -110,11 +115,11 @@ class Sm80MmaVariant : public Variant {
     const int64_t units = int64_t(batch.num_seqs) * batch.spec.model.num_kv_heads;
     const int64_t most_units =
         int64_t(target.sm_count) * (batch.kv_fp8() && !key_rows(batch) ? 2 : 1);
-    if (head_dim <= 128 && units <= most_units && fills_sms(batch, target, 128)) {
-      set_tile(128, 8);
-    } else if (key_rows(batch) && batch.kv_fp8()) {
+    if (key_rows(batch) && batch.kv_fp8()) {
       set_tile(64, 2);
-      if (!keeps_sequences_whole(batch, target, Sm80MmaConfig(config))) set_tile(64, 4);
+      if (!keeps_sequences_whole(batch, target, Sm80MmaConfig(config))) set_tile(128, 4);
+    } else if (head_dim <= 128 && units <= most_units && fills_sms(batch, target, 128)) {
+      set_tile(128, 8);
     } else if (head_dim >= 256 && group < 16 && !batch.kv_fp8()) {
       set_tile(32, 2);
     }

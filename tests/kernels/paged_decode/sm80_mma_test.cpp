@@ -197,8 +197,9 @@ TEST(Sm80MmaGating, DefaultConfigIsSupportedForEveryHeadDimAndDevice) {
 }
 
 // The planner's tile by head dim: t64.w4 up to 192 (at most 166 registers there), the smaller
-// t32.w2 for 256 with 16-bit K/V below a full GQA group of 16; fp8 K/V as 16-bit K/V here (the
-// automatic plan splits the longest of these three sequences, so the key-rows form keeps 4 warps).
+// t32.w2 for 256 with 16-bit K/V below a full GQA group of 16; fp8 K/V as 16-bit K/V at head dims
+// 192 and 256, and in the key-rows form (up to 128) 128 keys over 4 warps here: the automatic plan
+// splits the longest of these three sequences.
 TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
   const Registry registry = make_registry();
   const Variant& variant = sm80_mma_variant(registry);
@@ -210,8 +211,11 @@ TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
         batch.k_scales = batch.v_scales = {1.0f};
       }
       const KernelConfig config = variant.default_config(batch, hopper());
-      const bool small = !fp8 && head_dim == 256;
-      EXPECT_EQ(config.get("tile_tokens"), small ? 32 : 64) << head_dim << " " << fp8;
+      const bool small = !fp8 && head_dim == 256, key_rows_fp8 = fp8 && head_dim <= 128;
+      EXPECT_EQ(config.get("tile_tokens"), small          ? 32
+                                           : key_rows_fp8 ? 128
+                                                          : 64)
+          << head_dim << " " << fp8;
       EXPECT_EQ(config.get("warps"), small ? 2 : 4) << head_dim << " " << fp8;
       EXPECT_TRUE(variant.check(batch, config, hopper())) << head_dim << " " << fp8;
     }
@@ -253,11 +257,14 @@ TEST(Sm80MmaGating, DefaultTileFollowsTheUnitsAndLengths) {
   EXPECT_EQ(tile(long_decode_batch(32, 2, gqa16, true)), "t128.w8");
   EXPECT_EQ(tile(long_decode_batch(32, 2, std::vector<int64_t>(512, 8192), true)), "t64.w4");
   // fp8 in the key-rows form: 2 warps where every sequence stays whole in one wave of them (512
-  // units of 4096 keys), 4 where the plan must split (lengths from 64 to 65536 keys).
+  // units of 4096 keys), else 128 keys over 4 warps (lengths from 64 to 65536 keys; one long
+  // sequence, which 16-bit K/V would give 128 keys over 8 warps).
   EXPECT_EQ(tile(long_decode_batch(64, 8, std::vector<int64_t>(64, 4096), true)), "t64.w2");
   std::vector<int64_t> skewed;
   for (int s = 0; s < 128; ++s) skewed.push_back(int64_t(64) << (s % 11));
-  EXPECT_EQ(tile(long_decode_batch(64, 8, skewed, true)), "t64.w4");
+  EXPECT_EQ(tile(long_decode_batch(64, 8, skewed, true)), "t128.w4");
+  EXPECT_EQ(tile(long_decode_batch(32, 8, {131072}, true)), "t128.w4");
+  EXPECT_EQ(tile(long_decode_batch(32, 8, {131072}, false)), "t128.w8");
   EXPECT_EQ(tile(long_decode_batch(64, 8, skewed, false)), "t64.w4");
 }
 
