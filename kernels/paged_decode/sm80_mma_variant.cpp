@@ -99,8 +99,10 @@ class Sm80MmaVariant : public Variant {
   // - Head dim 256 with 16-bit K/V unless the GQA group fills the mma rows: 32-key blocks over 2
   //   warps (their 241 registers at t64.w4 leave too few warps per SM): GQA 4 286.9 against
   //   352.8, GQA 2 280.8 / 338.2, but MQA 109.7 / 104.6. fp8 K/V at head dims 192 and 256 keep
-  //   t64.w4: GQA 7 d256 92.5 against 97.7 with t32.w2, GQA 4 and 2 d256 even, GQA 4 d192 277.7
-  //   against 335.7, but GQA 8 d192 155.6 against 148.9.
+  //   t64.w4 (the worst case of either tile is smaller with it; 8 shapes, µs t64.w4 / t32.w2): 512
+  //   units (64 x 4096, GQA 4 and 8): d192 279.1 / 334.1 and 282.2 / 336.2, d256 323.7 / 314.2 and
+  //   331.0 / 321.8; 256 units (32 x 4096): d192 152.5 / 144.4 and 155.8 / 148.5, d256 166.7 /
+  //   171.5; GQA 7 d256 64 x 2048 92.5 / 97.7.
   // Head dim 192 keeps t64.w4 like 128: its Q fragments are re-read from shared memory, so ptxas
   // gives it 166 registers at t64.w4 on sm_90a, as many as 128 (256: 241); 80 and 96 take 120
   // and 126.
