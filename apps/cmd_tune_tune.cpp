@@ -78,8 +78,10 @@ struct TuneArgs {
   double peer_deadline = 120;
 };
 
-// One workload's sweep; `winner` receives the overall winner's description, when there is one.
-int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner = nullptr) {
+// One workload's sweep; `winner` receives the overall winner's description and how far the
+// nearest planner's config ran behind it, where there are.
+int tune(const TuneArgs& args, const Invocation& invocation,
+         std::pair<std::string, std::string>* winner = nullptr) {
   // Everything the user gave is checked before any work.
   const WorkloadSpec spec = load_workload_argument(args.workload);
   TuneOptions options;
@@ -370,15 +372,31 @@ int tune(const TuneArgs& args, const Invocation& invocation, std::string* winner
         s.declined > 0 ? format(", %zu declined", s.declined).c_str() : "", s.measure_seconds,
         phases.c_str(), s.budget_exhausted ? " (budget spent)" : "");
     if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
+    if (s.space <= 1) {
+      // one config: the planner has nothing to choose
+    } else if (s.planner) {
+      out << "  planner   " << describe_planner_gap(*s.planner) << "\n";
+    } else if (s.winner && !s.planner_key.empty()) {
+      out << "  planner   {" << s.planner_key << "} not measured by this sweep (not in the space "
+          << "searched)\n";
+    }
     all_phases.add(s.phase_seconds);
     all_seconds += s.measure_seconds;
   }
   if (report.overall && report.variants.size() > 1) {
     out << "overall     " << describe_choice(*report.overall) << "\n";
+    if (report.overall_planner) {
+      out << "planner     " << report.overall_planner->variant << " "
+          << describe_planner_gap(*report.overall_planner) << "\n";
+    }
   }
   if (winner && report.overall) {
-    *winner = report.overall->winner.variant + " {" + report.overall->winner.config_key + "} " +
-              format("%.2f us", report.overall->winner.median_us);
+    winner->first = report.overall->winner.variant + " {" + report.overall->winner.config_key +
+                    "} " + format("%.2f us", report.overall->winner.median_us);
+  }
+  if (winner && report.overall_planner) {
+    const PlannerGap& g = *report.overall_planner;
+    winner->second = g.variant + " " + format("%+.1f%%", 100 * g.gap()) + " (" + g.policy + ")";
   }
   if (all_phases.known()) {
     out << "phases    " << all_phases.describe()
@@ -402,14 +420,14 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   const Suite suite = checked_suite(args.suite, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
                                     args.max_host_memory);
   make_registry_with_user_kernels(args.kernels);  // every spec checked before the first sweep
-  std::vector<std::pair<std::string, std::string>> winners;
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> winners;
   int exit_code = to_int(ExitCode::ok);
   for (size_t i = 0; i < suite.workloads.size(); ++i) {
     TuneArgs one = args;
     one.suite.clear();
     one.workload = args.suite + "#" + suite.workloads[i].name;
     print_suite_progress(std::cerr, "attn-tune", suite.name, i, suite.workloads.size());
-    std::string winner = "-";
+    std::pair<std::string, std::string> winner{"-", "-"};
     const int code = tune(one, invocation, &winner);
     winners.emplace_back(suite.workloads[i].name, winner);
     if (exit_code == to_int(ExitCode::ok)) exit_code = code;
@@ -419,7 +437,9 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   TextTable table;
   table.add_column("workload", TextTable::Align::left);
   table.add_column("winner", TextTable::Align::left);
-  for (const auto& [workload, winner] : winners) table.add_row({workload, winner});
+  table.add_column("planner's config behind it", TextTable::Align::left);
+  for (const auto& [workload, winner] : winners)
+    table.add_row({workload, winner.first, winner.second});
   std::cout << "suite     " << suite.name << ": winners\n";
   table.print(std::cout);
   return exit_code;

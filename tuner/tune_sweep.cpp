@@ -175,6 +175,15 @@ TuneReport TuneSweep::run(const RunRecord& run) {
     report.overall = choose_winner(all);
     if (report.overall && report.variants.size() > 1)
       store_winner("*", *report.overall, report.run_id);
+    const StoredMedians medians = stored_medians();
+    std::vector<PlannerGap> overall_gaps;
+    for (VariantSummary& s : report.variants) {
+      if (s.winner) s.planner = planner_gap(medians, s.variant, s.planner_key, s.winner->winner);
+      if (!report.overall) continue;
+      if (auto g = planner_gap(medians, s.variant, s.planner_key, report.overall->winner))
+        overall_gaps.push_back(*g);
+    }
+    report.overall_planner = nearest_planner(overall_gaps);
   } catch (const std::exception& e) {
     clear_progress();
     try {
@@ -458,7 +467,20 @@ VariantSummary TuneSweep::tune_variant(const Variant& variant, int64_t run_id) {
     throw;
   }
   summary.winner = choose_winner(candidates(variant, configs));
+  summary.planner_key = variant.default_config(batch_, target_).key();
   return summary;
+}
+
+StoredMedians TuneSweep::stored_medians() const {
+  MeasurementFilter f;
+  f.workload_id = workload_id_;
+  f.passed_only = true;
+  StoredMedians medians;
+  for (const StoredMeasurement& row : on_my_devices(f)) {  // in row order: the latest stays
+    const Measurement& m = row.measurement;
+    medians[{m.variant, m.config_key, m.policy}] = m.stats.median;
+  }
+  return medians;
 }
 
 std::vector<Candidate> TuneSweep::candidates(const Variant& variant,

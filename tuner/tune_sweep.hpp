@@ -26,6 +26,7 @@
 #include "measure/phase_seconds.hpp"
 #include "results/store.hpp"
 #include "tuner/compile_ahead.hpp"
+#include "tuner/planner_gap.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/shard.hpp"
 #include "tuner/strategy.hpp"
@@ -114,12 +115,17 @@ struct VariantSummary {
   PhaseSeconds phase_seconds;
   bool budget_exhausted = false;
   std::optional<WinnerChoice> winner;
+  std::string planner_key;            // the variant's default config for the batch
+  std::optional<PlannerGap> planner;  // that config against the winner (planner_gap.hpp)
 };
 
 struct TuneReport {
   int64_t run_id = 0;
   std::vector<VariantSummary> variants;
   std::optional<WinnerChoice> overall;
+  // The variants' planner configs against the overall winner, the nearest of them (what
+  // `attn-bench run` would have picked).
+  std::optional<PlannerGap> overall_planner;
   bool interrupted = false;
   size_t failures() const;
 };
@@ -159,6 +165,7 @@ class TuneSweep {
   std::vector<Candidate> candidates(const Variant& variant,
                                     const std::vector<KernelConfig>& configs) const;
   void store_winner(const std::string& scope, const WinnerChoice& choice, int64_t run_id);
+  StoredMedians stored_medians() const;
   void progress_line(const std::string& what);
   void clear_progress();
   void note_outcome(const Outcome& out, bool top_rung, const std::string& name,

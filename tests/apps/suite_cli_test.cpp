@@ -1,7 +1,8 @@
 // Suites from the command line, run as a user would: `run --suite` runs every workload and prints
 // one combined table (the fastest passed case of each workload marked), records one run per
-// workload; "SUITE#WORKLOAD" runs one; `tune --suite` tunes each and prints the winners; bad
-// suites and misuse are refused before any work with the documented exit codes.
+// workload; "SUITE#WORKLOAD" runs one; `tune --suite` tunes each and prints the winners (and the
+// planner's config behind each); bad suites and misuse are refused before any work with the
+// documented exit codes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -84,6 +85,10 @@ TEST_F(SuiteCli, TuneTunesEachWorkloadAndPrintsTheWinners) {
   EXPECT_NE(t.out.find("tiny-a    paged_decode.cpu_reference", winners), std::string::npos)
       << t.out;
   EXPECT_NE(t.out.find("tiny-b    paged_decode.cpu_reference", winners), std::string::npos)
+      << t.out;
+  // Beside each winner, how far the planner's config (here the winner itself) ran behind it.
+  EXPECT_NE(t.out.find("planner's config behind it", winners), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("paged_decode.cpu_reference +0.0% (confirm)", winners), std::string::npos)
       << t.out;
 }
 

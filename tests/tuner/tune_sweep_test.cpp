@@ -238,6 +238,83 @@ TEST_F(TuneSweepTest, ExhaustiveWritesAnAttemptPerEvaluationAndResumesWithoutDup
             first.variants[0].winner->winner.config_key);
 }
 
+// A variant whose planner's config (its default) is a point of the space, or lies outside it.
+class PlannedAxesVariant : public AxesVariant {
+ public:
+  explicit PlannedAxesVariant(KernelConfig planned) : planned_(std::move(planned)) {}
+  std::string name() const override { return "paged_decode.test_axes_planned"; }
+  KernelConfig default_config(const Batch&, const Target&) const override { return planned_; }
+
+ private:
+  KernelConfig planned_;
+};
+
+// The planner's config against the winner, from the results the sweep stored: both confirm results
+// after an exhaustive sweep, both screen results after halving where the planner's config was only
+// screened, the variants' nearest overall, and nothing where the config was not in the space.
+TEST_F(TuneSweepTest, ThePlannersConfigIsSetAgainstTheWinner) {
+  const KernelConfig planned{{"num_splits", 2}, {"tile_tokens", 16}, {"warps", 1}};
+  registry_ = Registry();
+  registry_.add(std::make_unique<PlannedAxesVariant>(planned));
+  const std::string db = (dir_ / "p.db").string();
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  FakeEvaluator evaluator;
+  const TuneReport report = sweep(db, options, evaluator);
+  ASSERT_EQ(report.variants.size(), 1u);
+  const VariantSummary& s = report.variants[0];
+  ASSERT_TRUE(s.winner);
+  ASSERT_TRUE(s.planner);
+  EXPECT_EQ(s.planner_key, planned.key());
+  EXPECT_EQ(s.planner->policy, "confirm");
+  const double stored = scalar(db,
+                               "SELECT CAST(median_us * 1000000 AS INTEGER) FROM measurements "
+                               "WHERE policy = 'confirm' AND config_key = '" +
+                                   planned.key() + "' ORDER BY id DESC LIMIT 1") /
+                        1e6;
+  EXPECT_NEAR(s.planner->planner_us, stored, 1e-5);
+  EXPECT_DOUBLE_EQ(s.planner->winner_us, s.winner->winner.median_us);
+  EXPECT_GE(s.planner->gap(), 0);
+  EXPECT_GT(s.planner->gap(), 0.01) << "the bowl's corner is slower than its bottom";
+  ASSERT_TRUE(report.overall_planner);
+  EXPECT_DOUBLE_EQ(report.overall_planner->gap(), s.planner->gap());
+  const std::string said = describe_planner_gap(*s.planner);
+  EXPECT_NE(said.find("behind the winner (confirm)"), std::string::npos) << said;
+  EXPECT_NE(said.find(planned.key()), std::string::npos) << said;
+
+  // The winner's own config as the planner's: no gap.
+  const PlannerGap same =
+      *planner_gap({{{"v", "a", "confirm"}, 10.0}}, "v", "a", Candidate{"v", "a", 1, {}, 10.0});
+  EXPECT_DOUBLE_EQ(same.gap(), 0);
+  EXPECT_NE(describe_planner_gap(same).find("as fast as the winner"), std::string::npos);
+  // Only screened: both screen results; no result in common: nothing.
+  const StoredMedians medians = {
+      {{"v", "a", "screen"}, 11.0}, {{"v", "b", "screen"}, 10.0}, {{"v", "b", "confirm"}, 10.2}};
+  const std::optional<PlannerGap> screened =
+      planner_gap(medians, "v", "a", Candidate{"v", "b", 2, {}, 10.2});
+  ASSERT_TRUE(screened);
+  EXPECT_EQ(screened->policy, "screen");
+  EXPECT_NEAR(screened->gap(), 0.1, 1e-12);
+  EXPECT_FALSE(planner_gap(medians, "v", "c", Candidate{"v", "b", 2, {}, 10.2}));
+  EXPECT_FALSE(nearest_planner({}));
+}
+
+// A planner's config outside the space searched is reported as not measured, not as a gap.
+TEST_F(TuneSweepTest, APlannersConfigOutsideTheSpaceHasNoGap) {
+  registry_ = Registry();
+  registry_.add(std::make_unique<PlannedAxesVariant>(
+      KernelConfig{{"num_splits", 0}, {"tile_tokens", 128}, {"warps", 1}}));  // refused
+  const std::string db = (dir_ / "o.db").string();
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  FakeEvaluator evaluator;
+  const TuneReport report = sweep(db, options, evaluator);
+  ASSERT_EQ(report.variants.size(), 1u);
+  EXPECT_TRUE(report.variants[0].winner);
+  EXPECT_FALSE(report.variants[0].planner);
+  EXPECT_FALSE(report.overall_planner);
+}
+
 // Each variant's summary sums the phase seconds of the evaluations it made, crashed ones included,
 // and of no other variant's; answers from the database add none, so a resumed sweep's phases are
 // unknown rather than zero-cost measurements.
