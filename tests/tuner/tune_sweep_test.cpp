@@ -181,6 +181,8 @@ class TuneSweepTest : public ::testing::Test {
     progress_ = progress.str();
     return r;
   }
+  // An exhaustive sweep of one variant that plans `planned` (PlannedAxesVariant, below).
+  TuneReport planned_sweep(const KernelConfig& planned, const std::string& db);
   int64_t scalar(const std::string& db, const std::string& sql) {
     Database d(db, SQLITE_OPEN_READONLY);
     Statement s(d, sql);
@@ -249,19 +251,24 @@ class PlannedAxesVariant : public AxesVariant {
   KernelConfig planned_;
 };
 
+TuneReport TuneSweepTest::planned_sweep(const KernelConfig& planned, const std::string& db) {
+  registry_ = Registry();
+  registry_.add(std::make_unique<PlannedAxesVariant>(planned));
+  TuneOptions options;
+  options.strategy = "exhaustive";
+  FakeEvaluator evaluator;
+  TuneReport report = sweep(db, options, evaluator);
+  EXPECT_EQ(report.variants.size(), 1u);
+  return report;
+}
+
 // The planner's config against the winner, from the results the sweep stored: both confirm results
 // after an exhaustive sweep, both screen results after halving where the planner's config was only
 // screened, the variants' nearest overall, and nothing where the config was not in the space.
 TEST_F(TuneSweepTest, ThePlannersConfigIsSetAgainstTheWinner) {
   const KernelConfig planned{{"num_splits", 2}, {"tile_tokens", 16}, {"warps", 1}};
-  registry_ = Registry();
-  registry_.add(std::make_unique<PlannedAxesVariant>(planned));
   const std::string db = (dir_ / "p.db").string();
-  TuneOptions options;
-  options.strategy = "exhaustive";
-  FakeEvaluator evaluator;
-  const TuneReport report = sweep(db, options, evaluator);
-  ASSERT_EQ(report.variants.size(), 1u);
+  const TuneReport report = planned_sweep(planned, db);
   const VariantSummary& s = report.variants[0];
   ASSERT_TRUE(s.winner);
   ASSERT_TRUE(s.planner);
@@ -301,15 +308,9 @@ TEST_F(TuneSweepTest, ThePlannersConfigIsSetAgainstTheWinner) {
 
 // A planner's config outside the space searched is reported as not measured, not as a gap.
 TEST_F(TuneSweepTest, APlannersConfigOutsideTheSpaceHasNoGap) {
-  registry_ = Registry();
-  registry_.add(std::make_unique<PlannedAxesVariant>(
-      KernelConfig{{"num_splits", 0}, {"tile_tokens", 128}, {"warps", 1}}));  // refused
-  const std::string db = (dir_ / "o.db").string();
-  TuneOptions options;
-  options.strategy = "exhaustive";
-  FakeEvaluator evaluator;
-  const TuneReport report = sweep(db, options, evaluator);
-  ASSERT_EQ(report.variants.size(), 1u);
+  const TuneReport report =
+      planned_sweep(KernelConfig{{"num_splits", 0}, {"tile_tokens", 128}, {"warps", 1}},  // refused
+                    (dir_ / "o.db").string());
   EXPECT_TRUE(report.variants[0].winner);
   EXPECT_FALSE(report.variants[0].planner);
   EXPECT_FALSE(report.overall_planner);
