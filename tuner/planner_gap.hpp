@@ -34,7 +34,7 @@ std::optional<PlannerGap> planner_gap(const StoredMedians& medians, const std::s
 // `attn-bench run` gets, the fastest of the variants' planner configs.
 std::optional<PlannerGap> nearest_planner(const std::vector<PlannerGap>& gaps);
 
-// "{config} 268.50 us, 1.4% behind the winner (confirm)"; "the winner" when it is the winner.
+// "{config} 268.50 us, 1.4% behind the winner (confirm)"; "as fast as the winner" within 0.05%.
 std::string describe_planner_gap(const PlannerGap& gap);
 
 }  // namespace attn

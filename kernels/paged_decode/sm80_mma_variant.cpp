@@ -202,7 +202,6 @@ class Sm80MmaVariant : public Variant {
   Work work(const Batch& batch) const override { return paged_decode_work(batch); }
 
  private:
-  // The key-rows form where the GQA group fits the mma's 8 N columns (sm80_mma_traits.hpp).
   // Whether the batch's blocks of `block_tokens` keys, over every KV head, number at least the SMs.
   static bool fills_sms(const Batch& batch, const Target& target, int block_tokens) {
     const std::vector<int64_t> blocks = decode_visible_blocks(batch, block_tokens, false);
@@ -225,6 +224,7 @@ class Sm80MmaVariant : public Variant {
     inputs.saturating_per_sm = ctas_to_fill_sm(shared, c.warps, inputs.resident_per_sm);
     return plan_decode_work(batch, DecodeSchedule::automatic, inputs).partial_rows == 0;
   }
+  // The key-rows form where the GQA group fits the mma's 8 N columns (sm80_mma_traits.hpp).
   static bool key_rows(const Batch& batch) {
     return paged_decode::sm80_mma::key_rows(batch.spec.group_size(), batch.spec.model.head_dim);
   }
