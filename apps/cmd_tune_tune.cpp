@@ -425,7 +425,7 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   for (size_t i = 0; i < suite.workloads.size(); ++i) {
     TuneArgs one = args;
     one.suite.clear();
-    one.workload = args.suite + "#" + suite.workloads[i].name;
+    one.workload = suite.argument + "#" + suite.workloads[i].name;
     print_suite_progress(std::cerr, "attn-tune", suite.name, i, suite.workloads.size());
     std::pair<std::string, std::string> winner{"-", "-"};
     const int code = tune(one, invocation, &winner);

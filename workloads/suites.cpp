@@ -192,8 +192,13 @@ const WorkloadSpec& suite_workload(const Suite& suite, const std::string& name) 
 Suite load_suite_selection(const std::string& argument) {
   struct stat info {};
   const std::optional<SuiteWorkloadReference> reference = split_suite_reference(argument);
-  if (!reference || ::lstat(argument.c_str(), &info) == 0) return load_suite(argument);
+  if (!reference || ::lstat(argument.c_str(), &info) == 0) {
+    Suite whole = load_suite(argument);
+    whole.argument = argument;
+    return whole;
+  }
   Suite suite = load_suite(reference->suite);
+  suite.argument = reference->suite;
   const auto unmatched = [&](const WorkloadSpec& spec) {
     return !glob_match(reference->workload, spec.name);
   };

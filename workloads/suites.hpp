@@ -23,7 +23,10 @@ extern const size_t kWorkloadSuites_count;
 struct Suite {
   std::string name;
   std::string description;
-  std::string source;                   // "suite:NAME" or the file's path
+  std::string source;  // "suite:NAME" or the file's path
+  // The --suite argument that names the whole suite (without a selection's "#GLOB"), so that
+  // "<argument>#<workload name>" names one of its workloads; set by load_suite_selection.
+  std::string argument;
   std::vector<WorkloadSpec> workloads;  // in the file's order; names unique within the suite
 };
 

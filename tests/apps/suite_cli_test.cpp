@@ -92,6 +92,22 @@ TEST_F(SuiteCli, TuneTunesEachWorkloadAndPrintsTheWinners) {
       << t.out;
 }
 
+TEST_F(SuiteCli, TuneTakesAGlobAfterTheSuite) {
+  binary_ = ATTN_TUNE_BINARY;
+  const CliResult t = run({"tune", "--suite", tiny_suite() + "#tiny-?", "--cpu", "--variant",
+                           "paged_decode.cpu_reference"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const size_t winners = t.out.find("#tiny-?: winners");
+  ASSERT_NE(winners, std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("tiny-a    paged_decode.cpu_reference", winners), std::string::npos)
+      << t.out;
+  const CliResult one = run({"tune", "--suite", tiny_suite() + "#*b", "--cpu", "--variant",
+                             "paged_decode.cpu_reference"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("tiny-b    paged_decode.cpu_reference"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("tiny-a"), std::string::npos) << one.out;
+}
+
 TEST_F(SuiteCli, BadSuitesAndMisuseAreRefusedBeforeAnyWork) {
   const std::string bad = write("bad.json", R"({"schema_version": 1, "name": "bad",
     "workloads": ["default", {"name": "x"}]})")
