@@ -372,11 +372,10 @@ int tune(const TuneArgs& args, const Invocation& invocation,
         s.declined > 0 ? format(", %zu declined", s.declined).c_str() : "", s.measure_seconds,
         phases.c_str(), s.budget_exhausted ? " (budget spent)" : "");
     if (s.winner) out << "  winner    " << describe_choice(*s.winner) << "\n";
-    if (s.space <= 1) {
-      // one config: the planner has nothing to choose
-    } else if (s.planner) {
+    const bool planner_chooses = s.space > 1;  // with one config there is nothing to choose
+    if (planner_chooses && s.planner) {
       out << "  planner   " << describe_planner_gap(*s.planner) << "\n";
-    } else if (s.winner && !s.planner_key.empty()) {
+    } else if (planner_chooses && s.winner && !s.planner_key.empty()) {
       out << "  planner   {" << s.planner_key << "} not measured by this sweep (not in the space "
           << "searched)\n";
     }

@@ -23,6 +23,22 @@ Support sm80_mma_supports_limits(const Batch& batch) {
   return Support::yes();
 }
 
+DecodeWorkInputs tensorcore_work_inputs(const Target& target, int block_tokens, bool aligned_blocks,
+                                        int num_splits, DecodeSchedule schedule, int shared_bytes,
+                                        int warps, int resident_per_sm) {
+  DecodeWorkInputs inputs;
+  inputs.block_tokens = block_tokens;
+  inputs.aligned_blocks = aligned_blocks;
+  inputs.fixed_splits = num_splits;
+  inputs.sm_count = target.sm_count;
+  inputs.resident_per_sm = resident_per_sm;
+  inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
+  // cp.async pipelines (the automatic schedule's kernel) need several CTAs per SM to stream.
+  if (schedule == DecodeSchedule::automatic)
+    inputs.saturating_per_sm = ctas_to_fill_sm(shared_bytes, warps, resident_per_sm);
+  return inputs;
+}
+
 Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, CUfunction kernel,
                                         int block_tokens, bool aligned_blocks, int num_splits,
                                         DecodeSchedule schedule, int shared_bytes, int threads) {
@@ -59,16 +75,9 @@ Sm80MmaLaunch prepare_tensorcore_launch(Problem& problem, ExecContext& context, 
     p.k_scale = upload_kv_scales(*context.cuda, batch.k_scales, m.num_kv_heads, owned);
     p.v_scale = upload_kv_scales(*context.cuda, batch.v_scales, m.num_kv_heads, owned);
   }
-  DecodeWorkInputs inputs;
-  inputs.block_tokens = block_tokens;
-  inputs.aligned_blocks = aligned_blocks;
-  inputs.fixed_splits = num_splits;
-  inputs.sm_count = context.target.sm_count;
-  inputs.resident_per_sm = resident_ctas(context, kernel, shared_bytes, threads);
-  inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
-  // cp.async pipelines (the automatic schedule's kernel) need several CTAs per SM to stream.
-  if (schedule == DecodeSchedule::automatic)
-    inputs.saturating_per_sm = ctas_to_fill_sm(shared_bytes, threads / 32, inputs.resident_per_sm);
+  const DecodeWorkInputs inputs = tensorcore_work_inputs(
+      context.target, block_tokens, aligned_blocks, num_splits, schedule, shared_bytes,
+      threads / 32, resident_ctas(context, kernel, shared_bytes, threads));
   const DecodeWorkPlan plan = plan_decode_work(batch, schedule, inputs);
   launch.plan = plan.description;
   owned.push_back(upload_array(*context.cuda, plan.work));

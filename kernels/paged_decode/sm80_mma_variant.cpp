@@ -214,14 +214,12 @@ class Sm80MmaVariant : public Variant {
                                     const Sm80MmaConfig& c) {
     const int head_dim = batch.spec.model.head_dim, bytes = kv_bytes(batch);
     const int shared = c.shared_bytes(head_dim, bytes);
-    DecodeWorkInputs inputs;
-    inputs.block_tokens = c.tile_tokens;
-    inputs.sm_count = std::max(1, target.sm_count);
-    inputs.resident_per_sm = resident_ctas(
+    const int resident = resident_ctas(
         target, shared, 32 * c.warps,
         paged_decode::sm80_mma::register_estimate(head_dim, c.warps, c.tile_tokens, bytes));
-    inputs.max_splits = paged_decode::sm80_mma::kMaxSplits;
-    inputs.saturating_per_sm = ctas_to_fill_sm(shared, c.warps, inputs.resident_per_sm);
+    const DecodeWorkInputs inputs =
+        tensorcore_work_inputs(target, c.tile_tokens, /*aligned_blocks=*/false, /*num_splits=*/0,
+                               DecodeSchedule::automatic, shared, c.warps, resident);
     return plan_decode_work(batch, DecodeSchedule::automatic, inputs).partial_rows == 0;
   }
   // The key-rows form where the GQA group fits the mma's 8 N columns (sm80_mma_traits.hpp).

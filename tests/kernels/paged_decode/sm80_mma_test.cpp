@@ -32,13 +32,21 @@ Target ampere() {
   return testing::ampere_target();
 }
 
-Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16) {
+Batch decode_batch(int q_heads, int kv_heads, int head_dim, DType dtype = DType::bf16,
+                   const std::vector<int64_t>& lengths = {5, 40, 300}) {
   testing::SpecShape shape;
   shape.q_heads = q_heads;
   shape.kv_heads = kv_heads;
   shape.head_dim = head_dim;
   shape.dtype = dtype;
-  return generate_batch(testing::make_decode_spec(shape, {5, 40, 300}));
+  return generate_batch(testing::make_decode_spec(shape, lengths));
+}
+
+// The batch's K/V read as fp8 codes with unit scales (the planner looks at the dtype only).
+Batch as_fp8(Batch batch) {
+  batch.kv_dtype = DType::fp8_e4m3;
+  batch.k_scales = batch.v_scales = {1.0f};
+  return batch;
 }
 
 KernelConfig make_config(int tile_tokens, int warps, int stages, int num_splits = 0) {
@@ -205,11 +213,8 @@ TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
   const Variant& variant = sm80_mma_variant(registry);
   for (int head_dim : {64, 80, 96, 128, 192, 256}) {
     for (bool fp8 : {false, true}) {
-      Batch batch = decode_batch(32, 8, head_dim);
-      if (fp8) {
-        batch.kv_dtype = DType::fp8_e4m3;
-        batch.k_scales = batch.v_scales = {1.0f};
-      }
+      const Batch plain = decode_batch(32, 8, head_dim);
+      const Batch batch = fp8 ? as_fp8(plain) : plain;
       const KernelConfig config = variant.default_config(batch, hopper());
       const bool small = !fp8 && head_dim == 256, key_rows_fp8 = fp8 && head_dim <= 128;
       EXPECT_EQ(config.get("tile_tokens"), small          ? 32
@@ -222,17 +227,10 @@ TEST(Sm80MmaGating, DefaultTileFollowsTheHeadDimsRegisters) {
   }
 }
 
+// A head-dim-128 decode batch of these lengths, its K/V as fp8 codes where asked.
 Batch long_decode_batch(int q_heads, int kv_heads, const std::vector<int64_t>& lengths, bool fp8) {
-  testing::SpecShape shape;
-  shape.q_heads = q_heads;
-  shape.kv_heads = kv_heads;
-  shape.head_dim = 128;
-  Batch batch = generate_batch(testing::make_decode_spec(shape, lengths));
-  if (fp8) {
-    batch.kv_dtype = DType::fp8_e4m3;
-    batch.k_scales = batch.v_scales = {1.0f};
-  }
-  return batch;
+  const Batch batch = decode_batch(q_heads, kv_heads, 128, DType::bf16, lengths);
+  return fp8 ? as_fp8(batch) : batch;
 }
 
 std::string tile_of(const KernelConfig& config) {
