@@ -78,10 +78,14 @@ struct TuneArgs {
   double peer_deadline = 120;
 };
 
-// One workload's sweep; `winner` receives the overall winner's description and how far the
-// nearest planner's config ran behind it, where there are.
-int tune(const TuneArgs& args, const Invocation& invocation,
-         std::pair<std::string, std::string>* winner = nullptr) {
+// What a suite's table shows of one workload's sweep ("-" where there is none).
+struct SuiteRow {
+  std::string winner = "-";   // the overall winner
+  std::string planner = "-";  // how far the nearest planner's config ran behind it
+};
+
+// One workload's sweep; `row` receives what a suite's table shows of it.
+int tune(const TuneArgs& args, const Invocation& invocation, SuiteRow* row = nullptr) {
   // Everything the user gave is checked before any work.
   const WorkloadSpec spec = load_workload_argument(args.workload);
   TuneOptions options;
@@ -389,14 +393,11 @@ int tune(const TuneArgs& args, const Invocation& invocation,
           << describe_planner_gap(*report.overall_planner) << "\n";
     }
   }
-  if (winner && report.overall) {
-    winner->first = report.overall->winner.variant + " {" + report.overall->winner.config_key +
-                    "} " + format("%.2f us", report.overall->winner.median_us);
+  if (row && report.overall) {
+    const Candidate& w = report.overall->winner;
+    row->winner = w.variant + " {" + w.config_key + "} " + format("%.2f us", w.median_us);
   }
-  if (winner && report.overall_planner) {
-    const PlannerGap& g = *report.overall_planner;
-    winner->second = g.variant + " " + format("%+.1f%%", 100 * g.gap()) + " (" + g.policy + ")";
-  }
+  if (row && report.overall_planner) row->planner = planner_gap_cell(*report.overall_planner);
   if (all_phases.known()) {
     out << "phases    " << all_phases.describe()
         << format(" over all variants (%.1fs evaluating)\n", all_seconds);
@@ -418,17 +419,17 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   }
   const Suite suite = checked_suite(args.suite, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
                                     args.max_host_memory);
-  make_registry_with_user_kernels(args.kernels);  // every spec checked before the first sweep
-  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> winners;
+  make_registry_with_user_kernels(args.kernels);       // every spec checked before the first sweep
+  std::vector<std::pair<std::string, SuiteRow>> rows;  // per workload
   int exit_code = to_int(ExitCode::ok);
   for (size_t i = 0; i < suite.workloads.size(); ++i) {
     TuneArgs one = args;
     one.suite.clear();
     one.workload = suite.argument + "#" + suite.workloads[i].name;
     print_suite_progress(std::cerr, "attn-tune", suite.name, i, suite.workloads.size());
-    std::pair<std::string, std::string> winner{"-", "-"};
-    const int code = tune(one, invocation, &winner);
-    winners.emplace_back(suite.workloads[i].name, winner);
+    SuiteRow row;
+    const int code = tune(one, invocation, &row);
+    rows.emplace_back(suite.workloads[i].name, row);
     if (exit_code == to_int(ExitCode::ok)) exit_code = code;
     if (code == to_int(ExitCode::interrupted)) return code;
     std::cout << "\n";
@@ -437,8 +438,7 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   table.add_column("workload", TextTable::Align::left);
   table.add_column("winner", TextTable::Align::left);
   table.add_column("planner's config behind it", TextTable::Align::left);
-  for (const auto& [workload, winner] : winners)
-    table.add_row({workload, winner.first, winner.second});
+  for (const auto& [workload, row] : rows) table.add_row({workload, row.winner, row.planner});
   std::cout << "suite     " << suite.name << ": winners\n";
   table.print(std::cout);
   return exit_code;

@@ -34,4 +34,8 @@ std::string describe_planner_gap(const PlannerGap& gap) {
          gap.policy + ")";
 }
 
+std::string planner_gap_cell(const PlannerGap& gap) {
+  return gap.variant + " " + format("%+.1f%%", 100 * gap.gap()) + " (" + gap.policy + ")";
+}
+
 }  // namespace attn

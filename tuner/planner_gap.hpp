@@ -36,5 +36,7 @@ std::optional<PlannerGap> nearest_planner(const std::vector<PlannerGap>& gaps);
 
 // "{config} 268.50 us, 1.4% behind the winner (confirm)"; "as fast as the winner" within 0.05%.
 std::string describe_planner_gap(const PlannerGap& gap);
+// The same in a table cell: "sm90_tma +1.4% (confirm)".
+std::string planner_gap_cell(const PlannerGap& gap);
 
 }  // namespace attn

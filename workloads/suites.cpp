@@ -147,10 +147,14 @@ Suite load_suite(const std::string& argument) {
     BoundedReadFailure failure;
     const std::optional<std::string> text = read_bounded_file(argument, max_bytes, failure);
     if (!text) throw InputError(printable_path(argument), {describe_failure(failure, max_bytes)});
-    return parse_suite(*text, printable_path(argument), directory_of(argument));
+    Suite suite = parse_suite(*text, printable_path(argument), directory_of(argument));
+    suite.argument = argument;
+    return suite;
   }
   if (std::optional<std::string_view> text = suite_text(argument)) {
-    return parse_suite(*text, "suite:" + argument);
+    Suite suite = parse_suite(*text, "suite:" + argument);
+    suite.argument = argument;
+    return suite;
   }
   std::string known;
   for (const std::string& name : suite_names()) known += (known.empty() ? "" : ", ") + name;
@@ -192,13 +196,8 @@ const WorkloadSpec& suite_workload(const Suite& suite, const std::string& name) 
 Suite load_suite_selection(const std::string& argument) {
   struct stat info {};
   const std::optional<SuiteWorkloadReference> reference = split_suite_reference(argument);
-  if (!reference || ::lstat(argument.c_str(), &info) == 0) {
-    Suite whole = load_suite(argument);
-    whole.argument = argument;
-    return whole;
-  }
+  if (!reference || ::lstat(argument.c_str(), &info) == 0) return load_suite(argument);
   Suite suite = load_suite(reference->suite);
-  suite.argument = reference->suite;
   const auto unmatched = [&](const WorkloadSpec& spec) {
     return !glob_match(reference->workload, spec.name);
   };

@@ -24,8 +24,8 @@ struct Suite {
   std::string name;
   std::string description;
   std::string source;  // "suite:NAME" or the file's path
-  // The --suite argument that names the whole suite (without a selection's "#GLOB"), so that
-  // "<argument>#<workload name>" names one of its workloads; set by load_suite_selection.
+  // The argument load_suite took: it names the whole suite (without a selection's "#GLOB"), so
+  // that "<argument>#<workload name>" names one of its workloads.
   std::string argument;
   std::vector<WorkloadSpec> workloads;  // in the file's order; names unique within the suite
 };

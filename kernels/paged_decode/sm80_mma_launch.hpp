@@ -21,12 +21,6 @@ namespace attn {
 // 16 (one mma tile of q heads), sinks one per q head.
 Support sm80_mma_supports_limits(const Batch& batch);
 
-// The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
-// pools and logits, sinks and fp8 scales, and the work plan for block_tokens keys per block (from
-// key 0 when aligned_blocks, else from the first visible key)
-// (decode_work_plan.hpp: num_splits > 0 fixed, else `schedule` over the CTAs an SM holds of this
-// kernel). `owned` keeps the device arrays the parameters point to; grid_x is the CTA count; `plan`
-// says what the planner chose.
 // The work planner's inputs for blocks of block_tokens keys dealt to CTAs of `warps` warps and
 // shared_bytes, resident_per_sm of them at once on each of the target's SMs: what a launch plans
 // with, and what the planner's tile choice asks of the plan before any kernel is compiled.
@@ -34,6 +28,12 @@ DecodeWorkInputs tensorcore_work_inputs(const Target& target, int block_tokens, 
                                         int num_splits, DecodeSchedule schedule, int shared_bytes,
                                         int warps, int resident_per_sm);
 
+// The parameters of one launch of `kernel` (threads per CTA, shared bytes) over `problem`: the
+// pools and logits, sinks and fp8 scales, and the work plan for block_tokens keys per block (from
+// key 0 when aligned_blocks, else from the first visible key)
+// (decode_work_plan.hpp: num_splits > 0 fixed, else `schedule` over the CTAs an SM holds of this
+// kernel). `owned` keeps the device arrays the parameters point to; grid_x is the CTA count; `plan`
+// says what the planner chose.
 struct Sm80MmaLaunch {
   Sm80MmaParams params{};
   unsigned grid_x = 0;
