@@ -80,11 +80,12 @@ struct TuneArgs {
 
 // What a suite's table shows of one workload's sweep ("-" where there is none).
 struct SuiteRow {
+  std::string workload;       // its name within the suite
   std::string winner = "-";   // the overall winner
   std::string planner = "-";  // how far the nearest planner's config ran behind it
 };
 
-// One workload's sweep; `row` receives what a suite's table shows of it.
+// One workload's sweep; `row` receives the winner and planner cells of a suite's table.
 int tune(const TuneArgs& args, const Invocation& invocation, SuiteRow* row = nullptr) {
   // Everything the user gave is checked before any work.
   const WorkloadSpec spec = load_workload_argument(args.workload);
@@ -419,17 +420,17 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   }
   const Suite suite = checked_suite(args.suite, args.cpu ? MemoryUse::run_cpu : MemoryUse::run,
                                     args.max_host_memory);
-  make_registry_with_user_kernels(args.kernels);       // every spec checked before the first sweep
-  std::vector<std::pair<std::string, SuiteRow>> rows;  // per workload
+  make_registry_with_user_kernels(args.kernels);  // every spec checked before the first sweep
+  std::vector<SuiteRow> rows;
   int exit_code = to_int(ExitCode::ok);
   for (size_t i = 0; i < suite.workloads.size(); ++i) {
     TuneArgs one = args;
     one.suite.clear();
     one.workload = suite.argument + "#" + suite.workloads[i].name;
     print_suite_progress(std::cerr, "attn-tune", suite.name, i, suite.workloads.size());
-    SuiteRow row;
+    SuiteRow& row = rows.emplace_back();
+    row.workload = suite.workloads[i].name;
     const int code = tune(one, invocation, &row);
-    rows.emplace_back(suite.workloads[i].name, row);
     if (exit_code == to_int(ExitCode::ok)) exit_code = code;
     if (code == to_int(ExitCode::interrupted)) return code;
     std::cout << "\n";
@@ -438,7 +439,7 @@ int tune_suite(const TuneArgs& args, const Invocation& invocation) {
   table.add_column("workload", TextTable::Align::left);
   table.add_column("winner", TextTable::Align::left);
   table.add_column("planner's config behind it", TextTable::Align::left);
-  for (const auto& [workload, row] : rows) table.add_row({workload, row.winner, row.planner});
+  for (const SuiteRow& row : rows) table.add_row({row.workload, row.winner, row.planner});
   std::cout << "suite     " << suite.name << ": winners\n";
   table.print(std::cout);
   return exit_code;

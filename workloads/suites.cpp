@@ -140,26 +140,33 @@ Suite parse_suite(std::string_view text, const std::string& source, const std::s
   return suite;
 }
 
-Suite load_suite(const std::string& argument) {
+namespace {
+
+// The suite a file path or a built-in suite's name holds (the path first, as load_suite says).
+Suite parse_suite_argument(const std::string& argument) {
   struct stat info {};
   if (::lstat(argument.c_str(), &info) == 0) {
     const size_t max_bytes = StrictJsonLimits{}.max_bytes;
     BoundedReadFailure failure;
     const std::optional<std::string> text = read_bounded_file(argument, max_bytes, failure);
     if (!text) throw InputError(printable_path(argument), {describe_failure(failure, max_bytes)});
-    Suite suite = parse_suite(*text, printable_path(argument), directory_of(argument));
-    suite.argument = argument;
-    return suite;
+    return parse_suite(*text, printable_path(argument), directory_of(argument));
   }
   if (std::optional<std::string_view> text = suite_text(argument)) {
-    Suite suite = parse_suite(*text, "suite:" + argument);
-    suite.argument = argument;
-    return suite;
+    return parse_suite(*text, "suite:" + argument);
   }
   std::string known;
   for (const std::string& name : suite_names()) known += (known.empty() ? "" : ", ") + name;
   throw UsageError("no suite file or built-in suite named '" + printable_path(argument) +
                    "' (built-in suites: " + (known.empty() ? "none" : known) + ")");
+}
+
+}  // namespace
+
+Suite load_suite(const std::string& argument) {
+  Suite suite = parse_suite_argument(argument);
+  suite.argument = argument;
+  return suite;
 }
 
 std::optional<SuiteWorkloadReference> split_suite_reference(const std::string& argument) {
