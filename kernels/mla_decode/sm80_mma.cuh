@@ -197,9 +197,13 @@ __device__ __forceinline__ void copy_rows(unsigned char* tile, int rows, Source 
 
 }  // namespace mla_sm80
 
+// The launch bounds ask for one resident CTA per SM at least, so ptxas may use up to 255
+// registers: without that minimum it held some configs (an fp8 cache split by keys) at 128 and
+// spilled, and others ran a little slower (the fp8 TP8 preset 2-3%, 128 heads 1.7%; H200,
+// 2026-12-01). Where registers allow, an SM still holds more (the split plan counts them).
 template <int DTYPE, int RANK, int ROPE, int M_TILES, int BLOCK, int WARPS, int STAGES,
           bool QK_DIMS, bool KV_FP8>
-__global__ void __launch_bounds__(WARPS * 32) mla_decode_sm80_mma(const MlaSm80Params p) {
+__global__ void __launch_bounds__(WARPS * 32, 1) mla_decode_sm80_mma(const MlaSm80Params p) {
   namespace traits = mla_decode::sm80_mma;
   static_assert(
       traits::check(RANK, ROPE, M_TILES, BLOCK, WARPS, STAGES, QK_DIMS, KV_FP8) == traits::kOk,
