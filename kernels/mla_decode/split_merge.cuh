@@ -30,13 +30,20 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
   if (!last_split) return;
   __threadfence();
   const int base_slot = p.seq_partial[seq];
+  // The weights: every split's log2-sum-exp of every row loaded at once (one load per thread and
+  // pass), then per row the largest and each split's share.
+  for (int i = tid; i < splits * rows; i += THREADS) {
+    const int sp = i / rows, r = i % rows;
+    merge_s[sp * TILE_ROWS + r] =
+        __ldcg(p.partial_lse + static_cast<long long>(base_slot + sp) * p.max_rows + row0 + r);
+  }
+  sync();
   for (int r = tid; r < rows; r += THREADS) {
-    const float* lse = p.partial_lse + static_cast<long long>(base_slot) * p.max_rows + row0 + r;
     float m = kNegInf;
-    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(lse + sp * p.max_rows));
+    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, merge_s[sp * TILE_ROWS + r]);
     float total = 0.0f;
     for (int sp = 0; sp < splits; ++sp) {
-      const float w = m == kNegInf ? 0.0f : exp2_ftz(__ldcg(lse + sp * p.max_rows) - m);
+      const float w = m == kNegInf ? 0.0f : exp2_ftz(merge_s[sp * TILE_ROWS + r] - m);
       merge_s[sp * TILE_ROWS + r] = w;
       total += w;
     }
@@ -44,26 +51,53 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
     for (int sp = 0; sp < splits; ++sp) merge_s[sp * TILE_ROWS + r] *= inv;
   }
   sync();
-  // Four of a thread's pieces at a time: their loads (from L2) in flight together.
-#pragma unroll 4
-  for (int i = tid; i < rows * (RANK / 4); i += THREADS) {
-    const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = merge_s[sp * TILE_ROWS + r];
-      const float4 v = __ldcg(reinterpret_cast<const float4*>(
-          p.partial_out + (static_cast<long long>(base_slot + sp) * p.max_rows + row0 + r) * RANK +
-          c));
-      acc[0] += w * v.x;
-      acc[1] += w * v.y;
-      acc[2] += w * v.z;
-      acc[3] += w * v.w;
+  // The partial rows, 4 floats a piece: a thread takes ITEMS pieces at a time and loads them from
+  // SPLITS splits at once before it sums them (the loads come from L2, just written: issued one
+  // after another they would cost a round trip each, several microseconds on the critical path).
+  constexpr int ITEMS = 8, SPLITS = 4;
+  const int pieces = rows * (RANK / 4);
+  for (int first = tid; first < pieces; first += THREADS * ITEMS) {
+    float acc[ITEMS][4];
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) acc[it][0] = acc[it][1] = acc[it][2] = acc[it][3] = 0.0f;
+    for (int sp0 = 0; sp0 < splits; sp0 += SPLITS) {
+      float4 v[ITEMS][SPLITS];
+#pragma unroll
+      for (int it = 0; it < ITEMS; ++it) {
+        const int i = first + it * THREADS;
+        const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
+#pragma unroll
+        for (int k = 0; k < SPLITS; ++k) {
+          const long long row = static_cast<long long>(base_slot + sp0 + k) * p.max_rows + row0 + r;
+          v[it][k] = i < pieces && sp0 + k < splits
+                         ? __ldcg(reinterpret_cast<const float4*>(p.partial_out + row * RANK + c))
+                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+      }
+#pragma unroll
+      for (int it = 0; it < ITEMS; ++it) {
+        const int r = min((first + it * THREADS) / (RANK / 4), rows - 1);
+#pragma unroll
+        for (int k = 0; k < SPLITS; ++k) {
+          const float w = sp0 + k < splits ? merge_s[(sp0 + k) * TILE_ROWS + r] : 0.0f;
+          acc[it][0] += w * v[it][k].x;
+          acc[it][1] += w * v[it][k].y;
+          acc[it][2] += w * v[it][k].z;
+          acc[it][3] += w * v[it][k].w;
+        }
+      }
     }
-    uint2 packed;
-    packed.x = pack2<DTYPE>(acc[0], acc[1]);
-    packed.y = pack2<DTYPE>(acc[2], acc[3]);
-    *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
-        packed;
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      const int i = first + it * THREADS;
+      if (i >= pieces) break;
+      const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
+      uint2 packed;
+      packed.x = pack2<DTYPE>(acc[it][0], acc[it][1]);
+      packed.y = pack2<DTYPE>(acc[it][2], acc[it][3]);
+      *reinterpret_cast<uint2*>(static_cast<unsigned short*>(p.out) + (out_row0 + r) * RANK + c) =
+          packed;
+    }
   }
   if (tid == 0) *counter = 0;
 }
