@@ -51,23 +51,25 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
     for (int sp = 0; sp < splits; ++sp) merge_s[sp * TILE_ROWS + r] *= inv;
   }
   sync();
-  // The partial rows, 4 floats a piece: a thread takes ITEMS pieces at a time and loads them from
-  // SPLITS splits at once before it sums them (the loads come from L2, just written: issued one
-  // after another they would cost a round trip each, several microseconds on the critical path).
-  constexpr int ITEMS = 8, SPLITS = 4;
+  // The partial rows, 4 floats a piece: a thread takes PIECE_BATCH pieces at a time and loads
+  // them from SPLIT_BATCH splits at once before it sums them (the loads come from L2, just
+  // written: issued one after another they would cost a round trip each, several microseconds on
+  // the critical path).
+  constexpr int PIECE_BATCH = 8, SPLIT_BATCH = 4;
   const int pieces = rows * (RANK / 4);
-  for (int first = tid; first < pieces; first += THREADS * ITEMS) {
-    float acc[ITEMS][4];
+  for (int first = tid; first < pieces; first += THREADS * PIECE_BATCH) {
+    float acc[PIECE_BATCH][4];
 #pragma unroll
-    for (int it = 0; it < ITEMS; ++it) acc[it][0] = acc[it][1] = acc[it][2] = acc[it][3] = 0.0f;
-    for (int sp0 = 0; sp0 < splits; sp0 += SPLITS) {
-      float4 v[ITEMS][SPLITS];
+    for (int it = 0; it < PIECE_BATCH; ++it)
+      acc[it][0] = acc[it][1] = acc[it][2] = acc[it][3] = 0.0f;
+    for (int sp0 = 0; sp0 < splits; sp0 += SPLIT_BATCH) {
+      float4 v[PIECE_BATCH][SPLIT_BATCH];
 #pragma unroll
-      for (int it = 0; it < ITEMS; ++it) {
+      for (int it = 0; it < PIECE_BATCH; ++it) {
         const int i = first + it * THREADS;
         const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
 #pragma unroll
-        for (int k = 0; k < SPLITS; ++k) {
+        for (int k = 0; k < SPLIT_BATCH; ++k) {
           const long long row = static_cast<long long>(base_slot + sp0 + k) * p.max_rows + row0 + r;
           v[it][k] = i < pieces && sp0 + k < splits
                          ? __ldcg(reinterpret_cast<const float4*>(p.partial_out + row * RANK + c))
@@ -75,10 +77,10 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
         }
       }
 #pragma unroll
-      for (int it = 0; it < ITEMS; ++it) {
+      for (int it = 0; it < PIECE_BATCH; ++it) {
         const int r = min((first + it * THREADS) / (RANK / 4), rows - 1);
 #pragma unroll
-        for (int k = 0; k < SPLITS; ++k) {
+        for (int k = 0; k < SPLIT_BATCH; ++k) {
           const float w = sp0 + k < splits ? merge_s[(sp0 + k) * TILE_ROWS + r] : 0.0f;
           acc[it][0] += w * v[it][k].x;
           acc[it][1] += w * v[it][k].y;
@@ -88,7 +90,7 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
       }
     }
 #pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
+    for (int it = 0; it < PIECE_BATCH; ++it) {
       const int i = first + it * THREADS;
       if (i >= pieces) break;
       const int r = i / (RANK / 4), c = (i % (RANK / 4)) * 4;
