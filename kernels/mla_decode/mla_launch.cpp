@@ -39,11 +39,23 @@ MlaLaunch prepare_mla_launch(Problem& problem, ExecContext& context, const MlaLa
   p.q = problem.q();
   p.latent = problem.k_pool();
   p.block_table = problem.block_table();
-  p.kv_lens = problem.kv_lens();
-  p.cu_seqlens_q = problem.cu_seqlens_q();
   p.out = problem.out();
-  launch.owned.push_back(upload_array(*context.cuda, plan.work));
-  p.work = reinterpret_cast<const int*>(launch.owned.back().address());
+  std::vector<MlaWorkItem> work(size_t(plan.ctas()));
+  for (size_t c = 0; c < work.size(); ++c) {
+    const int32_t* item = plan.work.data() + 5 * c;
+    const size_t s = size_t(item[0]);
+    const int64_t q0 = batch.cu_seqlens_q[s];
+    work[c] = MlaWorkItem{item[0],
+                          item[1],
+                          item[2],
+                          item[3],
+                          item[4],
+                          int(q0),
+                          int(batch.cu_seqlens_q[s + 1] - q0),
+                          int(batch.kv_lens[s])};
+  }
+  launch.owned.push_back(upload_array(*context.cuda, work));
+  p.work = reinterpret_cast<const MlaWorkItem*>(launch.owned.back().address());
   launch.owned.push_back(upload_array(*context.cuda, plan.seq_partial));
   p.seq_partial = reinterpret_cast<const int*>(launch.owned.back().address());
   // Counters start at zero; the CTA that merges a (sequence, row tile) resets its counter.

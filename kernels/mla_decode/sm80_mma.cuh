@@ -252,19 +252,18 @@ __global__ void __launch_bounds__(WARPS * 32, 1) mla_decode_sm80_mma(const MlaSm
   float* max_s = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(p_s) +
                                           traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
-  // [kMaxSplits][ROWS] weights, then [ROWS] unused (Q_TO_F16: the rows' factors before the loop)
-  float* merge_s = sum_s + WARPS * ROWS;
-  float* red_s = merge_s + traits::merge_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
+  float* factor_s = sum_s + WARPS * ROWS;  // [ROWS] (Q_TO_F16: the rows' factors)
+  float* red_s =
+      factor_s + traits::factor_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
 
-  const int* work = p.work + 5 * blockIdx.x;
-  const int seq = work[0], split = work[1], splits = work[2];
-  const int key_begin = work[3], key_end = work[4];
-  const int q0 = p.cu_seqlens_q[seq];
-  const int q_len = p.cu_seqlens_q[seq + 1] - q0;
+  const MlaWorkItem work = mla_split::load_work_item(p);
+  const int seq = work.seq, split = work.split, splits = work.splits;
+  const int key_begin = work.key_begin, key_end = work.key_end;
+  const int q0 = work.q0, q_len = work.q_len;
   const int seq_rows = q_len * p.num_q_heads;
   const int row0 = blockIdx.y * ROWS;
   if (row0 >= seq_rows) return;
-  const int kv_len = p.kv_lens[seq];
+  const int kv_len = work.kv_len;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // qk_by_dims: this warp's k16 steps of the width (DK, or one fewer where the rotary steps do not
   // go evenly to the warps).
@@ -340,7 +339,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) mla_decode_sm80_mma(const MlaSm
   if constexpr (Q_TO_F16) {
     cp_async_wait<STAGES - 1>();  // Q's group, the first
     __syncthreads();
-    mla_sm80::q_to_scaled_f16<D, ROWS, WARPS>(q_s, merge_s, warp, lane);
+    mla_sm80::q_to_scaled_f16<D, ROWS, WARPS>(q_s, factor_s, warp, lane);
     __syncthreads();
   }
 #pragma unroll
@@ -348,7 +347,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) mla_decode_sm80_mma(const MlaSm
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = QK_DIMS ? lane / LPR : mt * 16 + lane / 4 + 8 * h;
-      row_scale[mt][h] = Q_TO_F16 ? score_scale * merge_s[r] : score_scale;
+      row_scale[mt][h] = Q_TO_F16 ? score_scale * factor_s[r] : score_scale;
     }
   }
   for (int b = 0; b < blocks; ++b) {
@@ -715,9 +714,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) mla_decode_sm80_mma(const MlaSm
   if (splits == 1) return;
 
   // The last split of this (sequence, row tile) to finish merges them all.
-  mla_split::merge_splits<DTYPE, RANK, ROWS, THREADS>(p, seq, splits, row0,
-                                                      min(ROWS, seq_rows - row0), out_row0, merge_s,
-                                                      threadIdx.x, [] { __syncthreads(); });
+  mla_split::merge_splits<DTYPE, RANK, THREADS>(p, seq, splits, row0, min(ROWS, seq_rows - row0),
+                                                out_row0, threadIdx.x, [] { __syncthreads(); });
 }
 
 }  // namespace attn

@@ -111,15 +111,15 @@ ATTN_HOST_DEVICE constexpr int lanes_per_row(int m_tiles) {
 ATTN_HOST_DEVICE constexpr int scores_per_lane(int m_tiles, int block_tokens, int warps) {
   return block_tokens / warps / lanes_per_row(m_tiles);
 }
-// The split merge: one weight per split and row, and each row's normaliser.
-ATTN_HOST_DEVICE constexpr int merge_bytes(int m_tiles) {
-  return (kMaxSplits + 1) * tile_rows(m_tiles) * 4;
+// An fp8 cache under a bf16 Q: each row's power-of-two factor (q_to_scaled_f16).
+ATTN_HOST_DEVICE constexpr int factor_bytes(int m_tiles) {
+  return tile_rows(m_tiles) * 4;
 }
 ATTN_HOST_DEVICE constexpr int shared_bytes(int rank, int rope, int m_tiles, int block_tokens,
                                             int warps, int stages, bool qk_by_dims = false,
                                             bool kv_fp8 = false) {
   return q_and_pipeline_bytes(rank, rope, m_tiles, block_tokens, stages, qk_by_dims, kv_fp8) +
-         p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + merge_bytes(m_tiles) +
+         p_bytes(m_tiles, block_tokens) + reduce_bytes(m_tiles, warps) + factor_bytes(m_tiles) +
          partial_score_bytes(m_tiles, block_tokens, warps, qk_by_dims);
 }
 // Per-thread registers of the live arrays: the output accumulator (rows x rank / warps floats over

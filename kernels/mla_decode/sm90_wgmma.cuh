@@ -73,17 +73,15 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   unsigned long long* full = reinterpret_cast<unsigned long long*>(
       smem + traits::barrier_offset(RANK, ROPE, BLOCK, STAGES, QK_SPLIT));
   unsigned long long* empty = full + STAGES;
-  float* merge_s = reinterpret_cast<float*>(kv_s);  // after the loop: [kMaxSplits][ROWS]
 
-  const int* work = p.work + 5 * blockIdx.x;
-  const int seq = work[0], split = work[1], splits = work[2];
-  const int key_begin = work[3], key_end = work[4];
-  const int q0 = p.cu_seqlens_q[seq];
-  const int q_len = p.cu_seqlens_q[seq + 1] - q0;
+  const MlaWorkItem work = mla_split::load_work_item(p);
+  const int seq = work.seq, split = work.split, splits = work.splits;
+  const int key_begin = work.key_begin, key_end = work.key_end;
+  const int q0 = work.q0, q_len = work.q_len;
   const int seq_rows = q_len * p.num_q_heads;
   const int row0 = blockIdx.y * ROWS;
   if (row0 >= seq_rows) return;
-  const int kv_len = p.kv_lens[seq];
+  const int kv_len = work.kv_len;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   // Blocks start at multiples of BLOCK from key 0 (the plan cuts splits at whole blocks).
   const int blocks = key_end > key_begin ? (key_end - key_begin + BLOCK - 1) / BLOCK : 0;
@@ -326,8 +324,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma::kThreads, 1)
   if (splits == 1) return;
 
   // The last split of this (sequence, row tile) to finish merges them all.
-  mla_split::merge_splits<DTYPE, RANK, ROWS, mla_sm90::kConsumerThreads>(
-      p, seq, splits, row0, min(ROWS, seq_rows - row0), out_row0, merge_s, tid,
+  mla_split::merge_splits<DTYPE, RANK, mla_sm90::kConsumerThreads>(
+      p, seq, splits, row0, min(ROWS, seq_rows - row0), out_row0, tid,
       [] { mla_sm90::consumers_sync(); });
 }
 

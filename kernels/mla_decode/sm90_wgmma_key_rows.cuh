@@ -76,15 +76,14 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
       reinterpret_cast<unsigned long long*>(smem + traits::barrier_offset(RANK, ROPE, N, KV_FP8));
   unsigned long long* empty = full + STAGES;
 
-  const int* work = p.work + 5 * blockIdx.x;
-  const int seq = work[0], splits = work[2];
-  const int key_begin = work[3], key_end = work[4];
-  const int q0 = p.cu_seqlens_q[seq];
-  const int q_len = p.cu_seqlens_q[seq + 1] - q0;
+  const MlaWorkItem work = mla_split::load_work_item(p);
+  const int seq = work.seq, splits = work.splits;
+  const int key_begin = work.key_begin, key_end = work.key_end;
+  const int q0 = work.q0, q_len = work.q_len;
   const int seq_rows = q_len * p.num_q_heads;
   const int row0 = blockIdx.y * N;
   if (row0 >= seq_rows) return;
-  const int kv_len = p.kv_lens[seq];
+  const int kv_len = work.kv_len;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int blocks = key_end > key_begin ? (key_end - key_begin + BLOCK - 1) / BLOCK : 0;
 
@@ -433,7 +432,7 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   // The rows to the output (one split) or the partial buffers, 8 elements per thread and step.
   const int rows = min(N, seq_rows - row0);
   const long long out_row0 = static_cast<long long>(q0) * p.num_q_heads + row0;
-  const int slot = splits > 1 ? p.seq_partial[seq] + work[1] : 0;
+  const int slot = splits > 1 ? p.seq_partial[seq] + work.split : 0;
   for (int i = tid; i < rows * (RANK / 8); i += mla_sm90::kConsumerThreads) {
     const int r = i / (RANK / 8), c = (i % (RANK / 8)) * 8;
     const float* v = rows_s + r * OUT_STRIDE + c;
@@ -456,9 +455,8 @@ __global__ void __launch_bounds__(mla_decode::sm90_wgmma_key_rows::kThreads, 1)
   for (int r = tid; r < rows; r += mla_sm90::kConsumerThreads) {
     p.partial_lse[static_cast<long long>(slot) * p.max_rows + row0 + r] = lse_s[r];
   }
-  mla_split::merge_splits<DTYPE, RANK, N, mla_sm90::kConsumerThreads>(
-      p, seq, splits, row0, rows, out_row0, reinterpret_cast<float*>(kv_s), tid,
-      [] { mla_sm90::consumers_sync(); });
+  mla_split::merge_splits<DTYPE, RANK, mla_sm90::kConsumerThreads>(
+      p, seq, splits, row0, rows, out_row0, tid, [] { mla_sm90::consumers_sync(); });
 }
 
 }  // namespace attn

@@ -16,8 +16,8 @@
 // ranks up to 256; DeepSeek-V3's 512 takes 16.
 // Shared memory (after 1 KiB of alignment slack): Q as (rank + rope) / 64 column blocks of
 // [tile_rows][64], the stages as column blocks of [64][64], each warpgroup's P^T, the maxima's
-// exchange, then the mbarriers. After the loop the stages hold warpgroup 1's state, the
-// normalised rows and the split merge's weights.
+// exchange, then the mbarriers. After the loop the stages hold warpgroup 1's state and the
+// normalised rows.
 // An fp8 e4m3 cache (one scale): a stage holds a block's codes as column blocks of 64 keys x 128
 // codes (TMA boxes of 128 bytes, the last one zero-filled past the row), so that 5 stages fit at
 // DeepSeek-V3's widths where 16-bit blocks fit 2; the warpgroups take the stages in turn. S^T runs
@@ -80,17 +80,13 @@ ATTN_HOST_DEVICE constexpr int p_bytes(int tile_rows) {
 ATTN_HOST_DEVICE constexpr int exchange_bytes(int tile_rows) {
   return kConsumers * 2 * kWarpsPerGroup * tile_rows * 4;
 }
-// What the stages hold after the loop: warpgroup 1's accumulator and statistics (stage 1), the
-// normalised rows [tile_rows][out_stride] (stage 0), then the merge's weights [kMaxSplits]
-// [tile_rows] (stage 0).
+// What the stages hold after the loop: warpgroup 1's accumulator and statistics (stage 1) and the
+// normalised rows [tile_rows][out_stride] (stage 0).
 ATTN_HOST_DEVICE constexpr int state_bytes(int rank, int tile_rows) {
   return (rank * tile_rows + 2 * tile_rows) * 4;
 }
 ATTN_HOST_DEVICE constexpr int rows_bytes(int rank, int tile_rows) {
   return (tile_rows * out_stride(rank) + tile_rows) * 4;
-}
-ATTN_HOST_DEVICE constexpr int merge_bytes(int tile_rows) {
-  return kMaxSplits * tile_rows * 4;
 }
 // fp8: Q's per-row factors (f16_row_factors' back), one float per row.
 ATTN_HOST_DEVICE constexpr int factor_bytes(int tile_rows, bool fp8) {
@@ -219,11 +215,9 @@ ATTN_HOST_DEVICE constexpr int check(int rank, int rope, int tile_rows, int page
   if (tile_rows != 16 && tile_rows != 32) return kTileRows;
   if (shared_bytes(rank, rope, tile_rows, fp8) > kMaxSharedBytes) return kSharedMemory;
   if (register_estimate(rank, tile_rows, fp8) > kMaxRegisters) return kRegisters;
-  // After the loop: the rows and warpgroup 1's state (state_offset), the merge's weights, in the
-  // stages.
+  // After the loop: the rows and warpgroup 1's state (state_offset), in the stages.
   const int stage_total = stages(rank, rope, tile_rows, fp8) * stage_bytes(rank, rope, fp8);
-  if (state_offset(rank, rope, tile_rows, fp8) + state_bytes(rank, tile_rows) > stage_total ||
-      merge_bytes(tile_rows) > stage_total)
+  if (state_offset(rank, rope, tile_rows, fp8) + state_bytes(rank, tile_rows) > stage_total)
     return kSharedMemory;
   if (page_size != 0 && box_tokens(page_size) % kMinBoxTokens != 0) return kPageSize;
   return kOk;

@@ -18,8 +18,7 @@
 // Shared memory (after 1 KiB of alignment slack, the 128-byte swizzle's period): Q as
 // (rank + rope) / 64 column blocks of [64][64] 16-bit elements, `stages` blocks as column blocks
 // of [block_tokens][64], (qk_split) the exchange, then the full and empty mbarriers of every
-// stage. After the key loop the
-// stage area holds the split merge's weights.
+// stage.
 #pragma once
 
 #include "base/host_device.hpp"
@@ -55,14 +54,8 @@ ATTN_HOST_DEVICE constexpr int q_bytes(int rank, int rope) {
 ATTN_HOST_DEVICE constexpr int stage_bytes(int rank, int rope, int block_tokens) {
   return block_tokens * width(rank, rope) * 2;
 }
-// The split merge's weights, [kMaxSplits][kRows] floats, in the stage area after the loop.
-ATTN_HOST_DEVICE constexpr int merge_bytes() {
-  return kMaxSplits * kRows * 4;
-}
 ATTN_HOST_DEVICE constexpr int stage_area_bytes(int rank, int rope, int block_tokens, int stages) {
-  return stages * stage_bytes(rank, rope, block_tokens) > merge_bytes()
-             ? stages * stage_bytes(rank, rope, block_tokens)
-             : merge_bytes();
+  return stages * stage_bytes(rank, rope, block_tokens);
 }
 // qk_split: the scores' exchange between the two warpgroups, each row's block maximum (and, at
 // the end, its sum) of each warpgroup, [2][kRows] floats, and P of the whole block as 16-bit A

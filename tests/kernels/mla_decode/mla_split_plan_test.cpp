@@ -157,7 +157,7 @@ TEST(MlaSm80Traits, RulesRefuseWhatTheKernelCannotTile) {
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2, true) - t::shared_bytes(512, 64, 1, 32, 4, 2),
             4 * 16 * 40 * 4 - 16 * 1152);
   EXPECT_EQ(t::shared_bytes(512, 64, 1, 32, 4, 2),
-            16 * 1152 + 2 * 32 * 1152 + 16 * 40 * 2 + 2 * 4 * 16 * 4 + 65 * 16 * 4);
+            16 * 1152 + 2 * 32 * 1152 + 16 * 40 * 2 + 2 * 4 * 16 * 4 + 16 * 4);
 }
 
 }  // namespace

@@ -53,8 +53,7 @@ TEST(MlaSm80MmaTraits, Fp8PipelineIsStagesOfFp8BlocksAndOne16BitTile) {
   EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, false, false), q + 3 * 32 * 576 * 2);
   // A 16-bit cache split by width: Q in the last stage's bytes where its rows fit there.
   EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, true, false), 3 * 32 * 576 * 2);
-  EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 2, 16, 3, true, false),
-            2 * q + 3 * 16 * 576 * 2);
+  EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 2, 16, 3, true, false), 2 * q + 3 * 16 * 576 * 2);
   EXPECT_EQ(traits::q_and_pipeline_bytes(512, 64, 1, 32, 3, false, true),
             q + 3 * 32 * 576 + 32 * 576 * 2);
   // Split by width, Q's rows share the bytes of the 16-bit tile (the larger of the two).
@@ -70,7 +69,7 @@ TEST(MlaSm80MmaTraits, Fp8PipelineIsStagesOfFp8BlocksAndOne16BitTile) {
   EXPECT_EQ(traits::stages_offset(512, 64, 2, 16, true, true), 2 * q);
   // Everything else is the 16-bit path's.
   const int rest = traits::q_bytes(512, 64, 2) + traits::p_bytes(2, 64) +
-                   traits::reduce_bytes(2, 4) + traits::merge_bytes(2) +
+                   traits::reduce_bytes(2, 4) + traits::factor_bytes(2) +
                    traits::partial_score_bytes(2, 64, 4, false);
   EXPECT_EQ(traits::shared_bytes(512, 64, 2, 64, 4, 2, false, true),
             rest + 2 * 64 * 576 + 64 * 1152);
@@ -78,9 +77,9 @@ TEST(MlaSm80MmaTraits, Fp8PipelineIsStagesOfFp8BlocksAndOne16BitTile) {
 }
 
 // Over the whole space and the latent widths: two fp8 stages take at most what two 16-bit stages
-// take (as much where Q lies in the pipeline's bytes on both), three take less; an fp8 config breaks the
-// shared-memory rule exactly when its bytes are above the limit, and no other rule differs from the
-// 16-bit path's.
+// take (as much where Q lies in the pipeline's bytes on both), three take less; an fp8 config
+// breaks the shared-memory rule exactly when its bytes are above the limit, and no other rule
+// differs from the 16-bit path's.
 TEST(MlaSm80MmaTraits, Fp8SharedMemoryRuleIsExact) {
   int declined = 0, accepted = 0;
   for (int rank : {64, 256, 512, 1024}) {

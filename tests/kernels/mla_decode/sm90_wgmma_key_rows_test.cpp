@@ -44,10 +44,9 @@ TEST(MlaSm90KeyRowsTraits, SharedMemoryIsQStagesPExchangeAndBarriers) {
         EXPECT_EQ(kr::p_offset(rank, rope, rows) % 1024, 0);
         EXPECT_EQ(kr::p_bytes(rows) % 1024, 0);
         EXPECT_EQ(kr::barrier_offset(rank, rope, rows) % 8, 0);
-        // After the loop a stage holds warpgroup 1's state, the rows or the merge's weights.
+        // After the loop a stage holds warpgroup 1's state or the rows.
         EXPECT_LE(kr::state_bytes(rank, rows), kr::stage_bytes(rank, rope));
         EXPECT_LE(kr::rows_bytes(rank, rows), kr::stage_bytes(rank, rope));
-        EXPECT_LE(kr::merge_bytes(rows), kr::stage_bytes(rank, rope));
         EXPECT_LE(kr::register_estimate(rank, rows), kr::kConsumerRegisters);
       }
     }

@@ -41,10 +41,11 @@ TEST(MlaSm90WgmmaTraits, SharedMemoryIsQStagesAndBarriersAfterAlignment) {
   // A third 64-row stage does not fit; four 32-row stages do.
   EXPECT_EQ(wg_traits::check(512, 64, 64, 3), wg_traits::kSharedMemory);
   EXPECT_EQ(wg_traits::check(512, 64, 32, 4), wg_traits::kOk);
-  // The split merge's weights fit in the stage area of every accepted config.
+  // The barriers lie on 8-byte words after the stage area of every config.
   for (int block : {32, 64}) {
     for (int stages : {2, 3, 4}) {
-      EXPECT_GE(wg_traits::stage_area_bytes(512, 64, block, stages), wg_traits::merge_bytes());
+      EXPECT_EQ(wg_traits::stage_area_bytes(512, 64, block, stages),
+                stages * wg_traits::stage_bytes(512, 64, block));
       EXPECT_EQ(wg_traits::barrier_offset(512, 64, block, stages) % 8, 0);
     }
   }
