@@ -1,6 +1,7 @@
-// The split merge of mla_decode's GPU kernels (sm80_mma.cuh, sm90_wgmma.cuh,
-// sm90_wgmma_key_rows.cuh): a split sequence's CTAs each leave normalised rows and their
-// log2-sum-exp in the partial buffers; the last to finish weighs them into the output.
+// What mla_decode's GPU kernels (sm80_mma.cuh, sm90_wgmma.cuh, sm90_wgmma_key_rows.cuh) share
+// around the key loop: the work item a CTA starts from, and the split merge (a split sequence's
+// CTAs each leave normalised rows and their log2-sum-exp in the partial buffers; the last to
+// finish weighs them into the output).
 #pragma once
 
 #include "kernels/common/convert.cuh"
@@ -35,8 +36,8 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
   if (!last_split) return;
   __threadfence();
   const int base_slot = p.seq_partial[seq];
-  // The partial rows, 4 floats a piece: a thread takes PIECE_BATCH pieces (of as many rows) at a
-  // time and loads them, with their rows' log2-sum-exps, from SPLIT_BATCH splits at once, then
+  // The partial rows, 4 floats a piece: a thread takes PIECE_BATCH pieces at a time and loads
+  // them, with their rows' log2-sum-exps, from SPLIT_BATCH splits at once, then
   // weighs them in with a running maximum per row (the loads come from L2, just written: issued
   // one after another, or the weights before the rows, they would cost a round trip each on the
   // critical path).
