@@ -253,8 +253,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) mla_decode_sm80_mma(const MlaSm
                                           traits::p_bytes(M_TILES, BLOCK));  // [WARPS][ROWS]
   float* sum_s = max_s + WARPS * ROWS;                                       // [WARPS][ROWS]
   float* factor_s = sum_s + WARPS * ROWS;  // [ROWS] (Q_TO_F16: the rows' factors)
-  float* red_s =
-      factor_s + traits::factor_bytes(M_TILES) / 4;  // qk_by_dims: [WARPS][ROWS][S_STRIDE]
+  // qk_by_dims: the warps' partial scores, [WARPS][ROWS][S_STRIDE].
+  float* red_s = factor_s + traits::factor_bytes(M_TILES) / 4;
 
   const MlaWorkItem work = mla_split::load_work_item(p);
   const int seq = work.seq, split = work.split, splits = work.splits;

@@ -37,12 +37,11 @@ __device__ __forceinline__ void merge_splits(const MlaSm80Params& p, int seq, in
   __threadfence();
   const int base_slot = p.seq_partial[seq];
   // The partial rows, 4 floats a piece: a thread takes PIECE_BATCH pieces at a time and loads
-  // them, with their rows' log2-sum-exps, from SPLIT_BATCH splits at once, then
-  // weighs them in with a running maximum per row (the loads come from L2, just written: issued
-  // one after another, or the weights before the rows, they would cost a round trip each on the
-  // critical path).
-  // 8 x 2 pieces, their sums and statistics take 128 registers: more splits at once spilled in
-  // some configs (Hopper consumers are compiled within 168 registers).
+  // them, with their rows' log2-sum-exps, from SPLIT_BATCH splits at once, then weighs them in
+  // with a running maximum per row (the loads come from L2, just written: issued one after
+  // another, or the weights before the rows, they would cost a round trip each on the critical
+  // path). 8 x 2 pieces, their sums and statistics take 128 registers: more splits at once spilled
+  // in some configs (Hopper consumers are compiled within 168 registers).
   constexpr int PIECE_BATCH = 8, SPLIT_BATCH = 2;
   const int pieces = rows * (RANK / 4);
   for (int first = tid; first < pieces; first += THREADS * PIECE_BATCH) {
